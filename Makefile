@@ -1,0 +1,27 @@
+# The two commands (README): `make demo` and `make test`. Everything lands inside the repo:
+# .venv (Python deps + the MPICH wheel), .mpi/<name> (other MPI wheels), build/<name>.
+PYTHON ?= python3
+VENV   := .venv
+HMB    := $(VENV)/bin/hmb
+HMB_MPI ?= mpich
+
+.PHONY: demo test setup build clean
+demo: setup
+	$(HMB) demo --mpi $(HMB_MPI)
+
+test: setup
+	$(VENV)/bin/python -m pytest
+
+setup: $(VENV)/.ready
+
+$(VENV)/.ready: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]' mpich
+	touch $@
+
+build: setup
+	$(HMB) build --mpi $(HMB_MPI)
+
+clean:
+	rm -rf build results

@@ -1,0 +1,265 @@
+/* HMB — Hybrid MPI Benchmarks. The one header a benchmark author needs.
+ *
+ * A benchmark is a descriptor (hmb_bench) plus callbacks in one file under src/bench/.
+ * The harness owns options, timing, clocks, statistics, compute/noise, cache, validation,
+ * watchdog and output. A benchmark owns its communication pattern only.
+ *
+ * Life of a run (src/harness/main.c):
+ *   parse options (before MPI_Init: bad input -> one line, exit 2)
+ *   calibrate the compute kernel per thread (before MPI_Init, undisturbed)
+ *   MPI_Init_thread(bench->thread_level)  -> check ranks/thread level (exit 2 on failure)
+ *   timer + clock-offset estimation, environment record, JSON "run" header
+ *   bench->check()                         -> more option checks that need MPI (exit 2)
+ *   bench->points()                        -> list of parameter points
+ *   for each point:
+ *       state = bench->setup(ctx, point)
+ *       warm-up iterations, then adaptive repetitions:
+ *           [cold cache: hmb_cache_flush]  bench->iterate(...)  bench->verify(...)
+ *       one "result" record (JSON line, flushed) + one stdout table row
+ *       bench->teardown(ctx, point, state)
+ */
+#ifndef HMB_HMB_H
+#define HMB_HMB_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HMB_VERSION "0.1.0"
+#define HMB_SCHEMA_VERSION 1
+
+/* Exit statuses. */
+#define HMB_EXIT_OK 0
+#define HMB_EXIT_USAGE 2      /* bad input, too few ranks, thread level not provided */
+#define HMB_EXIT_VALIDATION 3 /* received data wrong (or library reported arrival wrongly) */
+#define HMB_EXIT_TIMEOUT 4    /* watchdog fired */
+
+#define HMB_MAX_METRICS 24
+#define HMB_MAX_PARAMS 10
+#define HMB_MAX_THREADS 256
+
+/* ------------------------------------------------------------------ options */
+
+typedef enum {
+    HMB_OPT_FLAG,     /* --name (no value); value "0"/"1" in defaults */
+    HMB_OPT_INT,      /* integer, accepts unit suffixes K/M/G (powers of 2) */
+    HMB_OPT_DOUBLE,   /* floating point */
+    HMB_OPT_SIZES,    /* byte sizes: 8, 4K, 1M, 1K:16M (doubling), 1K:16M:x4, lists 1K,64K */
+    HMB_OPT_INTS,     /* integer list: 1,2,4 or 1:16 (doubling) or 1:16:x4 or 2:8:+2 */
+    HMB_OPT_DURATION, /* time: 10us, 1.5ms, 2s, 500ns; bare number = microseconds; stored as ns */
+    HMB_OPT_STRING,   /* free string (validated by the benchmark's check()) */
+    HMB_OPT_CHOICE    /* one of "a|b|c" */
+} hmb_opt_type;
+
+typedef struct {
+    const char *name;          /* long name without "--", e.g. "partitions" */
+    hmb_opt_type type;
+    const char *default_value; /* textual default, parsed like user input; NULL = unset */
+    const char *help;          /* one line */
+    double min, max;           /* inclusive range for numeric types (each list element);
+                                  min == max == 0 means unchecked */
+    const char *choices;       /* HMB_OPT_CHOICE: "a|b|c" */
+} hmb_option;
+
+/* Terminates an option table. */
+#define HMB_OPTION_END {NULL, HMB_OPT_FLAG, NULL, NULL, 0, 0, NULL}
+
+/* An override of a common option's default by a benchmark: {"sizes", "1K:16M"}. */
+typedef struct {
+    const char *name;
+    const char *value;
+} hmb_default;
+
+typedef struct hmb_ctx hmb_ctx;
+
+/* Accessors (valid for common and benchmark options). Calling with an unknown name or
+ * the wrong type is a programming error: the harness aborts with a message. */
+int hmb_opt_flag(const hmb_ctx *ctx, const char *name);
+long long hmb_opt_int(const hmb_ctx *ctx, const char *name);
+double hmb_opt_double(const hmb_ctx *ctx, const char *name);
+int64_t hmb_opt_duration_ns(const hmb_ctx *ctx, const char *name);
+const char *hmb_opt_str(const hmb_ctx *ctx, const char *name); /* STRING and CHOICE */
+const size_t *hmb_opt_sizes(const hmb_ctx *ctx, const char *name, int *count);
+const long long *hmb_opt_ints(const hmb_ctx *ctx, const char *name, int *count);
+int hmb_opt_given(const hmb_ctx *ctx, const char *name); /* given on the command line */
+
+/* Report a usage problem found after parsing (e.g. in check()): rank 0 prints
+ * "hmb-bench BENCH: <message>" as one line on stderr; every rank must call it with the
+ * same decision (use hmb_all_agree for rank-local conditions). Does not return: exit 2. */
+void hmb_usage_error(hmb_ctx *ctx, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
+
+/* Report "unsupported" for this benchmark/point: one line on stdout and in JSON
+ * ("status":"unsupported","reason":...), then the harness goes on with the next point. */
+void hmb_unsupported(hmb_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ------------------------------------------------------------------ points */
+
+typedef struct {
+    const char *name;
+    long long ival;
+    const char *sval; /* non-NULL: string parameter (pointer must outlive the run) */
+} hmb_param;
+
+typedef struct {
+    size_t size_bytes; /* message size of this point (0 if not applicable) */
+    int nparams;
+    hmb_param params[HMB_MAX_PARAMS];
+} hmb_point;
+
+typedef struct {
+    int count, capacity;
+    hmb_point *items;
+} hmb_point_list;
+
+/* Append a point of the given size; returns it so params can be set. */
+hmb_point *hmb_points_add(hmb_point_list *list, size_t size_bytes);
+void hmb_point_set_int(hmb_point *p, const char *name, long long value);
+void hmb_point_set_str(hmb_point *p, const char *name, const char *value);
+long long hmb_point_int(const hmb_point *p, const char *name);   /* aborts if absent */
+const char *hmb_point_str(const hmb_point *p, const char *name); /* aborts if absent */
+
+/* ------------------------------------------------------------------ metrics */
+
+typedef struct {
+    const char *name;        /* e.g. "latency_us", "overhead", "bandwidth_MBps" */
+    const char *unit;        /* "us", "MB/s", "ratio", "%", "msg/s", ... */
+    const char *description; /* one line */
+    int higher_is_better;    /* 1 for bandwidth/rate/efficiency, 0 for times */
+    int in_table;            /* shown in the stdout table (the JSON always has all) */
+} hmb_metric;
+
+#define HMB_METRIC_END {NULL, NULL, NULL, 0, 0}
+
+/* One iteration's outcome, filled by iterate() on rank 0 (other ranks: ignored).
+ * value[i] corresponds to bench->metrics[i]. The first metric is the primary one: the
+ * adaptive stopping rule watches its CI. Set valid = 0 to mark the sample invalid (it is
+ * counted, not summarised), e.g. when a timestamp could not be taken. */
+typedef struct {
+    double value[HMB_MAX_METRICS];
+    int valid;
+} hmb_sample;
+
+/* ------------------------------------------------------------------ descriptor */
+
+typedef struct hmb_bench {
+    const char *name;    /* "part" */
+    const char *group;   /* "partitioned", "baseline", "async", "threads", ... */
+    const char *summary; /* one line for --list */
+    const hmb_option *options;   /* benchmark-specific options, HMB_OPTION_END-terminated */
+    const hmb_default *defaults; /* overrides of common defaults, {NULL,NULL}-terminated; may be NULL */
+    const hmb_metric *metrics;   /* HMB_METRIC_END-terminated */
+    int thread_level;            /* MPI_THREAD_SINGLE ... MPI_THREAD_MULTIPLE requested */
+    int min_ranks;               /* fewer -> usage error, exit 2 */
+    int rank_multiple;           /* ranks must be a multiple of this (0/1: any) */
+
+    /* Extra option checks needing MPI (sizes divisible by partitions, ...). May be NULL.
+     * Call hmb_usage_error() to reject. Runs on every rank with the same inputs. */
+    void (*check)(hmb_ctx *ctx);
+    /* Enumerate parameter points (same list on every rank). */
+    void (*points)(hmb_ctx *ctx, hmb_point_list *out);
+    /* Allocate buffers/requests for a point; returns the benchmark's state (or NULL).
+     * May call hmb_unsupported() and return NULL: the point is then skipped. */
+    void *(*setup)(hmb_ctx *ctx, const hmb_point *pt);
+    /* One timed iteration. Rank 0 fills *out. Must not print. Returns 0, or nonzero after
+     * the benchmark already reported a fatal problem with hmb_validation_failure(). */
+    int (*iterate)(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out);
+    /* Check every received byte of this iteration (outside timing). May be NULL only if
+     * iterate() validates itself. Call hmb_check_buffer() / hmb_validation_failure(). */
+    void (*verify)(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter);
+    void (*teardown)(hmb_ctx *ctx, void *state, const hmb_point *pt);
+    /* Extra table columns/metadata per point, optional: called on rank 0 after the point's
+     * statistics are final, may add JSON fields via hmb_result_add_*(). May be NULL. */
+    void (*annotate)(hmb_ctx *ctx, void *state, const hmb_point *pt);
+} hmb_bench;
+
+/* Registration: each benchmark file ends with HMB_REGISTER(descriptor_variable). The
+ * registry collects them through a linker section (no central list to edit). */
+#define HMB_REGISTER(desc) \
+    __attribute__((used, section("hmb_benchmarks"))) const hmb_bench *const hmb_reg_##desc = &desc
+
+/* ------------------------------------------------------------------ context */
+
+int hmb_rank(const hmb_ctx *ctx);
+int hmb_size(const hmb_ctx *ctx);
+MPI_Comm hmb_comm(const hmb_ctx *ctx);          /* a duplicate of MPI_COMM_WORLD */
+int hmb_threads(const hmb_ctx *ctx);            /* --threads (OpenMP threads per rank) */
+int hmb_thread_level_provided(const hmb_ctx *ctx);
+int hmb_validate_enabled(const hmb_ctx *ctx);   /* !--no-validate */
+const char *hmb_bench_name(const hmb_ctx *ctx);
+
+/* Phase label shown by the watchdog if this rank hangs ("Parrived poll", "Waitall"). */
+void hmb_phase(hmb_ctx *ctx, const char *phase);
+
+/* All ranks agree that cond holds on every rank (an MPI_Allreduce LAND). */
+int hmb_all_agree(hmb_ctx *ctx, int cond);
+
+/* ------------------------------------------------------------------ timing */
+
+/* Monotonic clock, nanosecond resolution, as seconds (double) and nanoseconds. */
+double hmb_now(void);
+int64_t hmb_now_ns(void);
+/* Local time -> rank 0's time base (seconds), using the estimated clock offset. */
+double hmb_to_global(const hmb_ctx *ctx, double t_local);
+double hmb_clock_offset(const hmb_ctx *ctx); /* this rank's offset to rank 0, seconds */
+
+/* ------------------------------------------------------------------ compute & noise */
+
+/* Busy floating-point work for the given number of nanoseconds, using the calibration of
+ * the calling OpenMP thread (omp_get_thread_num()). No system calls inside. Returns the
+ * measured duration in ns. */
+int64_t hmb_compute_ns(hmb_ctx *ctx, int64_t ns);
+/* Same, in a callback-friendly form for progress loops: runs compute in slices of
+ * slice_ns, calling poll(arg) between slices (poll time is NOT counted in the returned
+ * compute time). Returns total time inside the kernel (C_actual), ns. */
+int64_t hmb_compute_sliced_ns(hmb_ctx *ctx, int64_t ns, int64_t slice_ns, void (*poll)(void *), void *arg);
+/* The undisturbed kernel rate, iterations per ns, for thread tid (from calibration). */
+double hmb_compute_rate(const hmb_ctx *ctx, int tid);
+
+/* Compute amount (ns) for OpenMP thread tid in iteration iter under the run's noise model
+ * (--noise, --noise-thread, --seed) around base_ns (--compute or the benchmark's own).
+ * Deterministic for (seed, rank, tid, iter): the same draw for both phases of a paired
+ * design. Thread-safe. */
+int64_t hmb_noise_ns(const hmb_ctx *ctx, int tid, long iter, int64_t base_ns);
+
+/* ------------------------------------------------------------------ cache */
+
+/* Register a buffer of the benchmark so --cache cold evicts it before every iteration. */
+void hmb_cache_register(hmb_ctx *ctx, const void *buf, size_t len);
+void hmb_cache_unregister_all(hmb_ctx *ctx);
+
+/* ------------------------------------------------------------------ validation */
+
+/* Pattern depending on (rank, part, iter) — part is a partition or thread index. */
+void hmb_fill(void *buf, size_t len, int rank, int part, long iter);
+/* Returns 1 if buf holds the pattern (and applies the test-only --corrupt-at switch
+ * first). On mismatch returns 0 and stores the first bad byte offset in *bad_offset. */
+int hmb_check(hmb_ctx *ctx, void *buf, size_t len, int rank, int part, long iter, size_t *bad_offset);
+/* hmb_check + on mismatch hmb_validation_failure naming the place. Returns 1 if good. */
+int hmb_check_buffer(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len,
+                     int src_rank, int part, long iter);
+/* Fatal data/conformance problem: prints benchmark, point params, iteration, rank,
+ * partition and the message on one line to stderr, writes it to JSON, aborts (exit 3). */
+void hmb_validation_failure(hmb_ctx *ctx, const hmb_point *pt, long iter, int part,
+                            const char *fmt, ...) __attribute__((noreturn, format(printf, 5, 6)));
+
+/* ------------------------------------------------------------------ output */
+
+/* Extra fields on the current point's JSON result record (call from annotate()). */
+void hmb_result_add_num(hmb_ctx *ctx, const char *key, double value);
+void hmb_result_add_str(hmb_ctx *ctx, const char *key, const char *value);
+/* Extra fields on the run header (call from check()): e.g. MPI_T cvars a mode needs. */
+void hmb_header_add_num(hmb_ctx *ctx, const char *key, double value);
+void hmb_header_add_str(hmb_ctx *ctx, const char *key, const char *value);
+
+/* Reduce helpers for iterate(): element-wise max/sum of n doubles onto rank 0. */
+void hmb_reduce_max(hmb_ctx *ctx, double *vals, int n);
+void hmb_reduce_sum(hmb_ctx *ctx, double *vals, int n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

