@@ -174,6 +174,11 @@ typedef struct hmb_bench {
     /* Extra table columns/metadata per point, optional: called on rank 0 after the point's
      * statistics are final, may add JSON fields via hmb_result_add_*(). May be NULL. */
     void (*annotate)(hmb_ctx *ctx, void *state, const hmb_point *pt);
+    /* Optional seed-style summary printed on stdout after all points: a comma list of metric
+     * names (e.g. "t_sync_us,c_us,t_over_us,efficiency_pct"). For each combination of the
+     * points' non-size parameters, one row per listed metric, message sizes as columns, cells
+     * the medians. NULL: no pivot table. */
+    const char *pivot_metrics;
 } hmb_bench;
 
 /* Registration: each benchmark file ends with HMB_REGISTER(descriptor_variable). The
