@@ -1,0 +1,148 @@
+"""libhmbcore.so for the unit tests of the pure harness modules, with ctypes signatures.
+
+Builds only the CMake target `hmbcore` into $HMB_BUILD_ROOT/mpich (default build/mpich),
+so the pure modules can be tested even while the rest of hmb-bench does not build.
+The structures below mirror src/harness/core.h, include/hmb/hmb.h and include/hmb/metrics.h.
+"""
+from __future__ import annotations
+
+import ctypes as C
+import os
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+# hmb_opt_type
+FLAG, INT, DOUBLE, SIZES, INTS, DURATION, STRING, CHOICE = range(8)
+# hmb_noise_kind
+NOISE_NONE, NOISE_SINGLE, NOISE_UNIFORM, NOISE_GAUSSIAN = range(4)
+HMB_MAX_OPTIONS = 160
+
+
+class Option(C.Structure):
+    _fields_ = [("name", C.c_char_p), ("type", C.c_int), ("default_value", C.c_char_p),
+                ("help", C.c_char_p), ("min", C.c_double), ("max", C.c_double),
+                ("choices", C.c_char_p)]
+
+
+class Default(C.Structure):
+    _fields_ = [("name", C.c_char_p), ("value", C.c_char_p)]
+
+
+class OptVal(C.Structure):
+    _fields_ = [("opt", C.POINTER(Option)), ("given", C.c_int), ("present", C.c_int),
+                ("ival", C.c_longlong), ("dval", C.c_double), ("ns", C.c_int64),
+                ("sval", C.c_char_p), ("sizes", C.POINTER(C.c_size_t)),
+                ("ints", C.POINTER(C.c_longlong)), ("count", C.c_int)]
+
+    def size_list(self):
+        return [self.sizes[i] for i in range(self.count)]
+
+    def int_list(self):
+        return [self.ints[i] for i in range(self.count)]
+
+
+class OptSet(C.Structure):
+    _fields_ = [("count", C.c_int), ("vals", OptVal * HMB_MAX_OPTIONS)]
+
+
+class Summary(C.Structure):
+    _fields_ = [("count", C.c_long), ("median", C.c_double), ("ci_lo", C.c_double),
+                ("ci_hi", C.c_double), ("ci_valid", C.c_int), ("min", C.c_double),
+                ("p95", C.c_double), ("max", C.c_double), ("mean", C.c_double),
+                ("stddev", C.c_double)]
+
+
+class Noise(C.Structure):
+    _fields_ = [("kind", C.c_int), ("percent", C.c_double), ("thread_random", C.c_int),
+                ("seed", C.c_uint64)]
+
+
+class Calib(C.Structure):
+    _fields_ = [("iters_per_ns", C.c_double), ("calib_s", C.c_double), ("cpu", C.c_int)]
+
+
+class PartMetrics(C.Structure):
+    _fields_ = [(n, C.c_double) for n in ("t_part_s", "t_pt2pt_s", "overhead", "perceived_bw_Bps",
+                                          "t_after_join_s", "availability", "early_bird")]
+
+
+_P = C.POINTER
+_SIGNATURES = {
+    # units.c
+    "hmb_parse_size": (C.c_int, [C.c_char_p, _P(C.c_size_t), C.c_char_p, C.c_size_t]),
+    "hmb_parse_size_list": (C.c_int, [C.c_char_p, _P(_P(C.c_size_t)), _P(C.c_int), C.c_char_p, C.c_size_t]),
+    "hmb_parse_int_list": (C.c_int, [C.c_char_p, _P(_P(C.c_longlong)), _P(C.c_int), C.c_char_p, C.c_size_t]),
+    "hmb_parse_duration_ns": (C.c_int, [C.c_char_p, _P(C.c_int64), C.c_char_p, C.c_size_t]),
+    "hmb_format_size": (None, [C.c_size_t, C.c_char_p, C.c_size_t]),
+    # options.c
+    "hmb_options_parse": (C.c_int, [_P(OptSet), _P(Option), _P(Default), C.c_int, _P(C.c_char_p),
+                                    C.c_char_p, C.c_size_t]),
+    "hmb_options_find": (_P(OptVal), [_P(OptSet), C.c_char_p]),
+    "hmb_options_free": (None, [_P(OptSet)]),
+    "hmb_options_help": (None, [C.c_void_p, _P(Option), _P(Default)]),
+    # stats.c
+    "hmb_median_ci_ranks": (C.c_int, [C.c_long, C.c_double, _P(C.c_long), _P(C.c_long)]),
+    "hmb_quantile_sorted": (C.c_double, [_P(C.c_double), C.c_long, C.c_double]),
+    "hmb_summarize": (None, [_P(C.c_double), C.c_long, C.c_double, _P(Summary)]),
+    "hmb_ci_target_met": (C.c_int, [_P(Summary), C.c_double]),
+    # noise.c
+    "hmb_noise_parse": (C.c_int, [C.c_char_p, _P(Noise), C.c_char_p, C.c_size_t]),
+    "hmb_noise_draw": (C.c_int64, [_P(Noise), C.c_int, C.c_int, C.c_int, C.c_long, C.c_int64]),
+    "hmb_noise_single_thread": (C.c_int, [_P(Noise), C.c_int, C.c_int, C.c_long]),
+    # compute.c
+    "hmb_compute_kernel": (C.c_double, [C.c_uint64]),
+    "hmb_compute_calibrate": (C.c_int, [_P(Calib), C.c_double]),
+    "hmb_compute_run": (C.c_int64, [_P(Calib), C.c_int64]),
+    # timer.c
+    "hmb_now": (C.c_double, []),
+    "hmb_now_ns": (C.c_int64, []),
+    "hmb_timer_measure": (None, [_P(C.c_double), _P(C.c_double)]),
+    # metrics.c
+    "hmb_interval_union_length": (C.c_double, [C.c_int, _P(C.c_double), _P(C.c_double), C.c_double,
+                                               C.c_double]),
+    "hmb_part_metrics_compute": (C.c_int, [C.c_int, _P(C.c_double), _P(C.c_double), C.c_double,
+                                           C.c_double, C.c_size_t, _P(PartMetrics)]),
+    "hmb_async_overhead": (C.c_double, [C.c_double, C.c_double]),
+    "hmb_async_efficiency_pct": (C.c_double, [C.c_double, C.c_double, C.c_double]),
+    "hmb_overlap_pct": (C.c_double, [C.c_double, C.c_double, C.c_double]),
+    "hmb_projected_speedup": (C.c_double, [C.c_double, C.c_double]),
+    "hmb_eager_threshold_rule": (C.c_size_t, [C.c_double, C.c_size_t]),
+}
+
+_lib = None
+
+
+def build_dir() -> Path:
+    return REPO / os.environ.get("HMB_BUILD_ROOT", "build") / "mpich"
+
+
+def load():
+    """Build target hmbcore (once per process) and return the library with signatures set."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    bdir = build_dir()
+    mpicc = REPO / ".venv" / "bin" / "mpicc"
+    cfg = ["cmake", "-S", str(REPO), "-B", str(bdir), "-DCMAKE_BUILD_TYPE=Release"]
+    if mpicc.exists():
+        cfg.append(f"-DMPI_C_COMPILER={mpicc}")
+    steps = [] if (bdir / "CMakeCache.txt").exists() else [cfg]
+    steps.append(["cmake", "--build", str(bdir), "--target", "hmbcore", "-j", "2"])
+    for cmd in steps:
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    lib = C.CDLL(str(bdir / "libhmbcore.so"))
+    for name, (res, args) in _SIGNATURES.items():
+        fn = getattr(lib, name)
+        fn.restype = res
+        fn.argtypes = args
+    _lib = lib
+    return lib
+
+
+def doubles(values):
+    arr = (C.c_double * max(1, len(values)))(*values)
+    return arr

@@ -1,0 +1,190 @@
+"""Metric formulas (metrics.c) on synthetic timelines whose answers are computed by hand in
+the comments. Times are in seconds (the formulas are unit-agnostic except bandwidth, B/s)."""
+from __future__ import annotations
+
+import ctypes as C
+import math
+
+import pytest
+
+import _corelib as cl
+
+
+@pytest.fixture(scope="module")
+def lib():
+    return cl.load()
+
+
+def union(lib, intervals, clip=(-math.inf, math.inf)):
+    lo = [a for a, _ in intervals]
+    hi = [b for _, b in intervals]
+    return lib.hmb_interval_union_length(len(intervals), cl.doubles(lo), cl.doubles(hi), *clip)
+
+
+def part(lib, s, a, t_join, t_pt2pt, m_bytes):
+    out = cl.PartMetrics()
+    rc = lib.hmb_part_metrics_compute(len(s), cl.doubles(s), cl.doubles(a), t_join, t_pt2pt, m_bytes,
+                                      C.byref(out))
+    return rc, out
+
+
+# ------------------------------------------------------------------ interval union
+
+@pytest.mark.parametrize("intervals,length", [
+    ([], 0.0),
+    ([(0, 1), (2, 3), (5, 8)], 5.0),              # disjoint: 1 + 1 + 3
+    ([(5, 8), (0, 1), (2, 3)], 5.0),              # order of input does not matter
+    ([(0, 10), (2, 5)], 10.0),                    # nested: the ICPP'22 bug gave 5 (shrank)
+    ([(0, 10), (2, 5), (6, 7)], 10.0),            # two nested inside one
+    ([(0, 10), (2, 5), (8, 12)], 12.0),           # nested, then one sticking out: [0, 12]
+    ([(0, 2), (1, 3), (2.5, 4)], 4.0),            # overlapping chain: [0, 4]
+    ([(0, 1), (1, 2)], 2.0),                      # touching
+    ([(3, 3)], 0.0),                              # empty (zero length)
+    ([(5, 3)], 0.0),                              # hi < lo: empty
+    ([(5, 3), (0, 1)], 1.0),
+    ([(i, i + 0.5) for i in range(100)], 50.0),   # > 64 intervals (heap path)
+    ([(0, 100)] + [(i, i + 0.5) for i in range(99)], 100.0),
+])
+def test_union(lib, intervals, length):
+    assert union(lib, intervals) == pytest.approx(length, abs=1e-12)
+
+
+def test_union_clipped(lib):
+    assert union(lib, [(0, 10)], (3, 4)) == 1.0
+    assert union(lib, [(0, 10), (2, 5)], (4, 20)) == 6.0      # [4, 10]
+    assert union(lib, [(0, 1), (2, 3)], (0.5, 2.5)) == 1.0    # [0.5, 1] + [2, 2.5]
+    assert union(lib, [(0, 1)], (2, 3)) == 0.0                # outside the clip
+    assert union(lib, [(0, 1)], (3, 2)) == 0.0                # empty clip
+
+
+# ------------------------------------------------------------------ partitioned metrics
+
+def test_part_early_bird_four_partitions(lib):
+    # s = Pready times, a = arrival times, P = 4, t_join = 4 (last thread's compute end).
+    #   t_part = max a - min s = 5 - 1 = 4;  overhead = 4 / t_pt2pt(2) = 2
+    #   L = partition made ready last = #3 (s = 4): a_L - s_L = 1 -> bw = 1000 B / 1 s
+    #   t_after_join = 5 - 4 = 1;  availability = 1 - 1/2 = 0.5
+    #   U = [1,1.5] u [2,2.5] u [3,3.5] u [4,5] -> |U| = 2.5; U n [1, 4] = 1.5 -> 0.6
+    rc, m = part(lib, [1.0, 2.0, 3.0, 4.0], [1.5, 2.5, 3.5, 5.0], 4.0, 2.0, 1000)
+    assert rc == 0
+    assert m.t_part_s == 4.0 and m.t_pt2pt_s == 2.0 and m.overhead == 2.0
+    assert m.perceived_bw_Bps == 1000.0
+    assert m.t_after_join_s == 1.0 and m.availability == 0.5
+    assert m.early_bird == pytest.approx(0.6)
+
+
+def test_part_single_partition_no_early_bird(lib):
+    # P = 1: the only Pready happens at the join (s = t_join = 2), arrival at 3.
+    #   t_part = 1, overhead = 1 / 1 = 1, bw = 8 B / 1 s, t_after_join = 1, availability 0
+    #   U = [2, 3]; U n [2, 2] is empty -> early_bird = 0 (the ICPP'22 suite showed 50% here
+    #   because it took t_join from the other phase).
+    rc, m = part(lib, [2.0], [3.0], 2.0, 1.0, 8)
+    assert rc == 0
+    assert (m.t_part_s, m.overhead, m.perceived_bw_Bps) == (1.0, 1.0, 8.0)
+    assert (m.t_after_join_s, m.availability, m.early_bird) == (1.0, 0.0, 0.0)
+
+
+def test_part_nested_intervals(lib):
+    # Partition 0 is ready first and arrives last, containing the others' intervals:
+    # s = [0, 1, 2], a = [10, 3, 4], t_join = 2, t_pt2pt = 10, m = 300.
+    #   U = [0, 10] (nested ones add nothing, and must not shrink it): |U| = 10
+    #   U n [0, 2] = 2 -> early_bird = 0.2
+    #   t_part = 10 - 0 = 10 -> overhead 1.0;  L = #2 (s = 2): a - s = 2 -> bw = 150
+    #   t_after_join = 10 - 2 = 8 -> availability = 1 - 8/10 = 0.2
+    rc, m = part(lib, [0.0, 1.0, 2.0], [10.0, 3.0, 4.0], 2.0, 10.0, 300)
+    assert rc == 0
+    assert m.early_bird == pytest.approx(0.2)
+    assert (m.t_part_s, m.overhead, m.perceived_bw_Bps) == (10.0, 1.0, 150.0)
+    assert m.t_after_join_s == 8.0 and m.availability == pytest.approx(0.2)
+
+
+def test_part_late_partition(lib):
+    # Three partitions ready at 1 and arrived at 1.5; one late thread readies its partition
+    # at 3 (= t_join) and it arrives at 3.5. t_pt2pt = 0.5, m = 4000.
+    #   t_part = 3.5 - 1 = 2.5 -> overhead 5;  L = #3: bw = 4000 / 0.5 = 8000
+    #   t_after_join = 0.5 -> availability 1 - 0.5/0.5 = 0
+    #   U = [1, 1.5] u [3, 3.5] = 1; U n [1, 3] = 0.5 -> early_bird 0.5
+    rc, m = part(lib, [1.0, 1.0, 1.0, 3.0], [1.5, 1.5, 1.5, 3.5], 3.0, 0.5, 4000)
+    assert rc == 0
+    assert (m.t_part_s, m.overhead, m.perceived_bw_Bps) == (2.5, 5.0, 8000.0)
+    assert (m.t_after_join_s, m.availability, m.early_bird) == (0.5, 0.0, 0.5)
+
+
+def test_part_after_join_clamped_at_zero(lib):
+    # Everything arrived (1.5) before the join (3): t_after_join = max(0, 1.5 - 3) = 0, so
+    # availability = 1; U = [0, 1.5] lies wholly inside [0, 3] -> early_bird 1.
+    rc, m = part(lib, [0.0, 0.5], [1.0, 1.5], 3.0, 1.0, 64)
+    assert rc == 0
+    assert m.t_after_join_s == 0.0 and m.availability == 1.0 and m.early_bird == 1.0
+    assert m.perceived_bw_Bps == 64.0  # L = #1: 64 B / (1.5 - 0.5) s
+
+
+def test_part_realistic_microseconds(lib):
+    # 1 MiB in 4 partitions, us-scale timeline; same shape as the first case scaled by 1e-6.
+    s = [1e-6, 2e-6, 3e-6, 4e-6]
+    a = [1.5e-6, 2.5e-6, 3.5e-6, 5e-6]
+    rc, m = part(lib, s, a, 4e-6, 2e-6, 1 << 20)
+    assert rc == 0
+    assert m.overhead == pytest.approx(2.0) and m.early_bird == pytest.approx(0.6)
+    assert m.perceived_bw_Bps == pytest.approx((1 << 20) / 1e-6)   # 1.05e12 B/s
+    assert m.availability == pytest.approx(0.5)
+
+
+def test_part_bad_inputs(lib):
+    assert part(lib, [], [], 0.0, 1.0, 8)[0] == -1          # no partitions
+    assert part(lib, [1.0], [2.0], 1.0, 0.0, 8)[0] == -1    # t_pt2pt must be > 0
+    assert part(lib, [1.0], [2.0], 1.0, -1.0, 8)[0] == -1
+    assert part(lib, [1.0], [2.0], 1.0, math.nan, 8)[0] == -1
+    # An arrival before its ready time is reported as is (a clock problem the user must see).
+    rc, m = part(lib, [1.0], [0.5], 1.0, 1.0, 8)
+    assert rc == 0 and m.t_part_s == -0.5 and m.early_bird == 0.0
+    assert math.isinf(m.perceived_bw_Bps)  # a_L - s_L <= 0: no finite bandwidth
+
+
+# ------------------------------------------------------------------ async, overlap, projection, eager
+
+def test_async_efficiency(lib):
+    # T_over = T_total - C. E = 100 (1 - T_over / T_sync).
+    assert lib.hmb_async_overhead(1.5, 1.0) == 0.5
+    assert lib.hmb_async_efficiency_pct(1.5, 1.0, 1.0) == 50.0     # half the comm hidden
+    assert lib.hmb_async_efficiency_pct(1.0, 1.0, 1.0) == 100.0    # all hidden
+    assert lib.hmb_async_efficiency_pct(2.0, 1.0, 1.0) == 0.0      # nothing hidden
+    assert lib.hmb_async_efficiency_pct(3.0, 1.0, 1.0) == -100.0   # worse than blocking: negative
+    assert lib.hmb_async_efficiency_pct(9e-6, 8e-6, 4e-6) == pytest.approx(75.0)
+
+
+@pytest.mark.parametrize("comm,comp,overall,pct", [
+    (2.0, 3.0, 4.0, 50.0),    # (2 + 3 - 4) / 2
+    (2.0, 3.0, 3.0, 100.0),   # comm fully hidden
+    (2.0, 3.0, 5.0, 0.0),     # serial
+    (2.0, 3.0, 6.0, 0.0),     # slower than serial: -50 clamped to 0
+    (2.0, 3.0, 2.0, 100.0),   # faster than the compute alone: 150 clamped to 100
+    (0.0, 3.0, 3.0, 0.0),     # no communication: 0, not a division by zero
+])
+def test_overlap_pct(lib, comm, comp, overall, pct):
+    assert lib.hmb_overlap_pct(comm, comp, overall) == pct
+
+
+@pytest.mark.parametrize("f,s,speedup", [
+    (0.5, 2.0, 4 / 3),        # 1 / (0.5 + 0.25)
+    (0.0, 10.0, 1.0),         # no p2p time: nothing to gain
+    (1.0, 3.0, 3.0),          # all p2p: the full speed-up
+    (0.2, 0.5, 1 / 1.2),      # a slow-down projects to < 1: 1 / (0.8 + 0.4)
+])
+def test_projected_speedup(lib, f, s, speedup):
+    assert lib.hmb_projected_speedup(f, s) == pytest.approx(speedup)
+
+
+@pytest.mark.parametrize("mean,header,threshold", [
+    (3000.0, 0, 4096 + 1024),     # log2(3000) = 11.55 -> 2^12 + 1024
+    (4096.0, 0, 4096 + 1024),     # exact power of two stays
+    (4000.0, 96, 4096 + 1024),    # 4000 + 96 = 4096
+    (4097.0, 0, 8192 + 1024),
+    (3000.0, 2000, 8192 + 1024),  # 5000 -> 2^13
+    (1.0, 0, 1 + 1024),
+    (1.5, 0, 2 + 1024),
+    (0.0, 0, 1 + 1024),
+    (1e6, 64, (1 << 20) + 1024),
+])
+def test_eager_threshold_rule(lib, mean, header, threshold):
+    assert lib.hmb_eager_threshold_rule(mean, header) == threshold
