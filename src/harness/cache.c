@@ -1,0 +1,125 @@
+/* --cache cold: before every timed iteration, stream a buffer twice the last-level cache
+ * through the core and flush the benchmark's registered buffers line by line, so message
+ * data starts out of cache. --cache hot (default) does nothing. */
+#include <glob.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctx.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define HMB_HAVE_CLFLUSH 1
+#endif
+
+/* Size of the highest-level cache of cpu0 from sysfs; 0 if unknown. */
+static size_t llc_from_sysfs(void)
+{
+    glob_t g;
+    size_t best_bytes = 0;
+    int best_level = -1;
+    if (glob("/sys/devices/system/cpu/cpu0/cache/index*", 0, NULL, &g) != 0)
+        return 0;
+    for (size_t i = 0; i < g.gl_pathc; i++) {
+        char path[512];
+        int level = -1;
+        unsigned long size = 0;
+        char unit = 0;
+        snprintf(path, sizeof path, "%s/level", g.gl_pathv[i]);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fscanf(f, "%d", &level) != 1)
+            level = -1;
+        fclose(f);
+        snprintf(path, sizeof path, "%s/size", g.gl_pathv[i]);
+        f = fopen(path, "r");
+        if (!f)
+            continue;
+        int n = fscanf(f, "%lu%c", &size, &unit);
+        fclose(f);
+        if (n < 1)
+            continue;
+        size_t bytes = size;
+        if (n == 2 && (unit == 'K' || unit == 'k'))
+            bytes = size << 10;
+        else if (n == 2 && unit == 'M')
+            bytes = size << 20;
+        if (level > best_level || (level == best_level && bytes > best_bytes)) {
+            best_level = level;
+            best_bytes = bytes;
+        }
+    }
+    globfree(&g);
+    return best_bytes;
+}
+
+int hmb_cache_init(hmb_ctx *ctx)
+{
+    hmb_cache_state *c = &ctx->cache;
+    c->cold = strcmp(hmb_opt_str(ctx, "cache"), "cold") == 0;
+    int n = 0;
+    const size_t *llc = hmb_opt_sizes(ctx, "llc-size", &n);
+    c->llc_bytes = n > 0 && llc[0] > 0 ? llc[0] : llc_from_sysfs();
+    if (c->llc_bytes == 0)
+        c->llc_bytes = 64u << 20; /* unknown: assume a large LLC rather than a too-small flush */
+    if (!c->cold)
+        return 1;
+    c->flush_bytes = 2 * c->llc_bytes;
+    c->flush_buf = malloc(c->flush_bytes);
+    if (!c->flush_buf)
+        return 0;
+    memset(c->flush_buf, 1, c->flush_bytes);
+    return 1;
+}
+
+void hmb_cache_register(hmb_ctx *ctx, const void *buf, size_t len)
+{
+    hmb_cache_state *c = &ctx->cache;
+    if (!buf || len == 0)
+        return;
+    if (c->count == c->capacity) {
+        int cap = c->capacity ? 2 * c->capacity : 16;
+        void *p = realloc(c->items, (size_t)cap * sizeof *c->items);
+        if (!p)
+            abort();
+        c->items = p;
+        c->capacity = cap;
+    }
+    c->items[c->count].buf = buf;
+    c->items[c->count].len = len;
+    c->count++;
+}
+
+void hmb_cache_unregister_all(hmb_ctx *ctx) { ctx->cache.count = 0; }
+
+void hmb_cache_flush(hmb_ctx *ctx)
+{
+    hmb_cache_state *c = &ctx->cache;
+    if (!c->cold)
+        return;
+    /* Write then read the big buffer: evicts everything else from every level. */
+    volatile unsigned char *big = c->flush_buf;
+    for (size_t i = 0; i < c->flush_bytes; i += 64)
+        big[i] = (unsigned char)(big[i] + 1);
+    unsigned sum = 0;
+    for (size_t i = 0; i < c->flush_bytes; i += 64)
+        sum += big[i];
+    (void)sum;
+#ifdef HMB_HAVE_CLFLUSH
+    for (int b = 0; b < c->count; b++) {
+        const char *p = c->items[b].buf;
+        for (size_t off = 0; off < c->items[b].len; off += 64)
+            _mm_clflush(p + off);
+        _mm_clflush(p + c->items[b].len - 1);
+    }
+    _mm_mfence();
+#endif
+}
+
+void hmb_cache_free(hmb_ctx *ctx)
+{
+    free(ctx->cache.flush_buf);
+    free(ctx->cache.items);
+    memset(&ctx->cache, 0, sizeof ctx->cache);
+}

@@ -1,0 +1,297 @@
+/* Context accessors, option accessors, parameter points, usage errors, "unsupported",
+ * reduce helpers, and the thin per-thread wrappers over compute and noise. */
+#include <math.h>
+#include <omp.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctx.h"
+
+/* ------------------------------------------------------------------ context */
+
+int hmb_rank(const hmb_ctx *ctx) { return ctx->rank; }
+int hmb_size(const hmb_ctx *ctx) { return ctx->size; }
+MPI_Comm hmb_comm(const hmb_ctx *ctx) { return ctx->comm; }
+int hmb_threads(const hmb_ctx *ctx) { return ctx->threads; }
+int hmb_thread_level_provided(const hmb_ctx *ctx) { return ctx->thread_level_provided; }
+int hmb_validate_enabled(const hmb_ctx *ctx) { return ctx->validate; }
+const char *hmb_bench_name(const hmb_ctx *ctx) { return ctx->bench->name; }
+
+void hmb_phase(hmb_ctx *ctx, const char *phase) { atomic_store(&ctx->phase, phase); }
+
+int hmb_all_agree(hmb_ctx *ctx, int cond)
+{
+    int local = cond ? 1 : 0, all = 0;
+    MPI_Allreduce(&local, &all, 1, MPI_INT, MPI_LAND, ctx->comm);
+    return all;
+}
+
+double hmb_to_global(const hmb_ctx *ctx, double t_local) { return t_local - ctx->clock_offset_s; }
+double hmb_clock_offset(const hmb_ctx *ctx) { return ctx->clock_offset_s; }
+
+const char *hmb_thread_level_name(int level)
+{
+    if (level == MPI_THREAD_SINGLE)
+        return "SINGLE";
+    if (level == MPI_THREAD_FUNNELED)
+        return "FUNNELED";
+    if (level == MPI_THREAD_SERIALIZED)
+        return "SERIALIZED";
+    if (level == MPI_THREAD_MULTIPLE)
+        return "MULTIPLE";
+    return "UNKNOWN";
+}
+
+/* ------------------------------------------------------------------ options */
+
+static const char *type_name(int type)
+{
+    static const char *names[] = {"FLAG", "INT", "DOUBLE", "SIZES", "INTS", "DURATION", "STRING", "CHOICE"};
+    return type >= 0 && type < 8 ? names[type] : "?";
+}
+
+const hmb_optval *hmb_ctx_opt(const hmb_ctx *ctx, const char *name, int type_a, int type_b)
+{
+    const hmb_optval *v = hmb_options_find(&ctx->opts, name);
+    if (!v) {
+        fprintf(stderr, "hmb-bench %s: internal error: no option --%s\n", ctx->bench->name, name);
+        abort();
+    }
+    if ((int)v->opt->type != type_a && (int)v->opt->type != type_b) {
+        fprintf(stderr, "hmb-bench %s: internal error: option --%s is %s, read as %s\n", ctx->bench->name,
+                name, type_name(v->opt->type), type_name(type_a));
+        abort();
+    }
+    return v;
+}
+
+int hmb_opt_flag(const hmb_ctx *ctx, const char *name)
+{
+    return (int)hmb_ctx_opt(ctx, name, HMB_OPT_FLAG, HMB_OPT_FLAG)->ival;
+}
+
+long long hmb_opt_int(const hmb_ctx *ctx, const char *name)
+{
+    return hmb_ctx_opt(ctx, name, HMB_OPT_INT, HMB_OPT_INT)->ival;
+}
+
+double hmb_opt_double(const hmb_ctx *ctx, const char *name)
+{
+    return hmb_ctx_opt(ctx, name, HMB_OPT_DOUBLE, HMB_OPT_DOUBLE)->dval;
+}
+
+int64_t hmb_opt_duration_ns(const hmb_ctx *ctx, const char *name)
+{
+    return hmb_ctx_opt(ctx, name, HMB_OPT_DURATION, HMB_OPT_DURATION)->ns;
+}
+
+const char *hmb_opt_str(const hmb_ctx *ctx, const char *name)
+{
+    return hmb_ctx_opt(ctx, name, HMB_OPT_STRING, HMB_OPT_CHOICE)->sval;
+}
+
+const size_t *hmb_opt_sizes(const hmb_ctx *ctx, const char *name, int *count)
+{
+    const hmb_optval *v = hmb_ctx_opt(ctx, name, HMB_OPT_SIZES, HMB_OPT_SIZES);
+    *count = v->present ? v->count : 0;
+    return v->sizes;
+}
+
+const long long *hmb_opt_ints(const hmb_ctx *ctx, const char *name, int *count)
+{
+    const hmb_optval *v = hmb_ctx_opt(ctx, name, HMB_OPT_INTS, HMB_OPT_INTS);
+    *count = v->present ? v->count : 0;
+    return v->ints;
+}
+
+int hmb_opt_given(const hmb_ctx *ctx, const char *name)
+{
+    const hmb_optval *v = hmb_options_find(&ctx->opts, name);
+    return v && v->given;
+}
+
+/* ------------------------------------------------------------------ errors */
+
+void hmb_usage_error(hmb_ctx *ctx, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (ctx->rank == 0) {
+        fprintf(stderr, "hmb-bench %s: %s\n", ctx->bench->name, msg);
+        fflush(stderr);
+    }
+    if (ctx->watchdog) {
+        hmb_watchdog_stop(ctx->watchdog);
+        ctx->watchdog = NULL;
+    }
+    if (ctx->mpi_initialized) {
+        fflush(stdout);
+        MPI_Finalize();
+    } else if (ctx->rank != 0) {
+        /* Before MPI_Init nothing synchronises the ranks, and a launcher (Open MPI) kills the
+         * job when the first process exits nonzero: let rank 0 print its line first. */
+        usleep(500 * 1000);
+    }
+    exit(HMB_EXIT_USAGE);
+}
+
+void hmb_unsupported(hmb_ctx *ctx, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->unsupported_reason, sizeof ctx->unsupported_reason, fmt, ap);
+    va_end(ap);
+    ctx->unsupported = 1;
+}
+
+/* ------------------------------------------------------------------ points */
+
+hmb_point *hmb_points_add(hmb_point_list *list, size_t size_bytes)
+{
+    if (list->count == list->capacity) {
+        int cap = list->capacity ? 2 * list->capacity : 16;
+        hmb_point *p = realloc(list->items, (size_t)cap * sizeof *p);
+        if (!p)
+            abort();
+        list->items = p;
+        list->capacity = cap;
+    }
+    hmb_point *pt = &list->items[list->count++];
+    memset(pt, 0, sizeof *pt);
+    pt->size_bytes = size_bytes;
+    return pt;
+}
+
+static hmb_param *point_slot(hmb_point *p, const char *name)
+{
+    for (int i = 0; i < p->nparams; i++)
+        if (strcmp(p->params[i].name, name) == 0)
+            return &p->params[i];
+    if (p->nparams == HMB_MAX_PARAMS) {
+        fprintf(stderr, "hmb-bench: internal error: more than %d point parameters\n", HMB_MAX_PARAMS);
+        abort();
+    }
+    hmb_param *slot = &p->params[p->nparams++];
+    slot->name = name;
+    return slot;
+}
+
+void hmb_point_set_int(hmb_point *p, const char *name, long long value)
+{
+    hmb_param *slot = point_slot(p, name);
+    slot->ival = value;
+    slot->sval = NULL;
+}
+
+void hmb_point_set_str(hmb_point *p, const char *name, const char *value)
+{
+    hmb_param *slot = point_slot(p, name);
+    slot->ival = 0;
+    slot->sval = value;
+}
+
+static const hmb_param *point_find(const hmb_point *p, const char *name)
+{
+    for (int i = 0; i < p->nparams; i++)
+        if (strcmp(p->params[i].name, name) == 0)
+            return &p->params[i];
+    fprintf(stderr, "hmb-bench: internal error: point has no parameter '%s'\n", name);
+    abort();
+}
+
+long long hmb_point_int(const hmb_point *p, const char *name) { return point_find(p, name)->ival; }
+const char *hmb_point_str(const hmb_point *p, const char *name)
+{
+    const hmb_param *prm = point_find(p, name);
+    if (!prm->sval) {
+        fprintf(stderr, "hmb-bench: internal error: point parameter '%s' is not a string\n", name);
+        abort();
+    }
+    return prm->sval;
+}
+
+void hmb_point_describe(const hmb_point *pt, char *buf, size_t len)
+{
+    char sz[32];
+    if (!pt) {
+        snprintf(buf, len, "(no point)");
+        return;
+    }
+    hmb_format_size(pt->size_bytes, sz, sizeof sz);
+    size_t used = (size_t)snprintf(buf, len, "size=%s", sz);
+    for (int i = 0; i < pt->nparams && used < len; i++) {
+        if (pt->params[i].sval)
+            used += (size_t)snprintf(buf + used, len - used, " %s=%s", pt->params[i].name, pt->params[i].sval);
+        else
+            used += (size_t)snprintf(buf + used, len - used, " %s=%lld", pt->params[i].name, pt->params[i].ival);
+    }
+}
+
+void hmb_point_list_free(hmb_point_list *list)
+{
+    free(list->items);
+    memset(list, 0, sizeof *list);
+}
+
+/* ------------------------------------------------------------------ reduce helpers */
+
+static void reduce_to_root(hmb_ctx *ctx, double *vals, int n, MPI_Op op)
+{
+    if (ctx->rank == 0)
+        MPI_Reduce(MPI_IN_PLACE, vals, n, MPI_DOUBLE, op, 0, ctx->comm);
+    else
+        MPI_Reduce(vals, NULL, n, MPI_DOUBLE, op, 0, ctx->comm);
+}
+
+void hmb_reduce_max(hmb_ctx *ctx, double *vals, int n) { reduce_to_root(ctx, vals, n, MPI_MAX); }
+void hmb_reduce_sum(hmb_ctx *ctx, double *vals, int n) { reduce_to_root(ctx, vals, n, MPI_SUM); }
+
+/* ------------------------------------------------------------------ compute and noise */
+
+static const hmb_calib *thread_calib(const hmb_ctx *ctx)
+{
+    int tid = omp_get_thread_num();
+    if (tid < 0 || tid >= ctx->threads)
+        tid = 0; /* a thread outside the team (e.g. a progress thread) uses thread 0's rate */
+    return &ctx->calib[tid];
+}
+
+int64_t hmb_compute_ns(hmb_ctx *ctx, int64_t ns)
+{
+    if (ns <= 0)
+        return 0;
+    return hmb_compute_run(thread_calib(ctx), ns);
+}
+
+int64_t hmb_compute_sliced_ns(hmb_ctx *ctx, int64_t ns, int64_t slice_ns, void (*poll)(void *), void *arg)
+{
+    const hmb_calib *c = thread_calib(ctx);
+    if (slice_ns <= 0 || slice_ns >= ns)
+        slice_ns = ns;
+    int64_t inside_ns = 0;
+    while (inside_ns < ns) {
+        int64_t want = ns - inside_ns < slice_ns ? ns - inside_ns : slice_ns;
+        int64_t got_ns = hmb_compute_run(c, want);
+        inside_ns += got_ns > 0 ? got_ns : want; /* never spin forever on a zero reading */
+        if (poll && inside_ns < ns)
+            poll(arg);
+    }
+    return inside_ns;
+}
+
+double hmb_compute_rate(const hmb_ctx *ctx, int tid)
+{
+    if (tid < 0 || tid >= ctx->threads)
+        return NAN;
+    return ctx->calib[tid].iters_per_ns;
+}
+
+int64_t hmb_noise_ns(const hmb_ctx *ctx, int tid, long iter, int64_t base_ns)
+{
+    return hmb_noise_draw(&ctx->noise, ctx->rank, tid, ctx->threads, iter, base_ns);
+}

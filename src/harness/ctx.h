@@ -1,0 +1,160 @@
+/* Internal runtime state of one hmb-bench process (struct hmb_ctx) and the harness-internal
+ * functions the runtime files call on each other. Benchmarks never see this header. */
+#ifndef HMB_CTX_H
+#define HMB_CTX_H
+
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "core.h"
+#include "hmb/hmb.h"
+
+/* ------------------------------------------------------------------ small JSON writer */
+typedef struct {
+    char *data;
+    size_t len, cap;
+    int depth;
+    int need_comma[32]; /* per nesting level: an element was already written */
+} hmb_json;
+
+void hmb_json_init(hmb_json *j);
+void hmb_json_free(hmb_json *j);
+/* key NULL = array element (or the top-level object). */
+void hmb_json_open_obj(hmb_json *j, const char *key);
+void hmb_json_close_obj(hmb_json *j);
+void hmb_json_open_arr(hmb_json *j, const char *key);
+void hmb_json_close_arr(hmb_json *j);
+void hmb_json_str(hmb_json *j, const char *key, const char *value); /* NULL -> null */
+void hmb_json_num(hmb_json *j, const char *key, double value);      /* non-finite -> null */
+void hmb_json_int(hmb_json *j, const char *key, long long value);
+void hmb_json_bool(hmb_json *j, const char *key, int value);
+void hmb_json_null(hmb_json *j, const char *key);
+
+/* Extra key/value fields added by a benchmark (hmb_result_add_*, hmb_header_add_*). */
+typedef struct {
+    char *key;
+    char *str; /* NULL: numeric */
+    double num;
+} hmb_extra_field;
+
+typedef struct {
+    int count, capacity;
+    hmb_extra_field *items;
+} hmb_extras;
+
+void hmb_extras_add(hmb_extras *e, const char *key, const char *str, double num);
+void hmb_extras_clear(hmb_extras *e);
+void hmb_extras_write(hmb_json *j, const char *key, const hmb_extras *e);
+
+/* ------------------------------------------------------------------ run context */
+typedef struct hmb_watchdog hmb_watchdog;
+
+typedef struct {
+    int cold;
+    size_t llc_bytes;   /* detected or --llc-size */
+    size_t flush_bytes; /* size of the eviction buffer (2 x LLC) */
+    unsigned char *flush_buf;
+    int count, capacity; /* registered benchmark buffers */
+    struct { const void *buf; size_t len; } *items;
+} hmb_cache_state;
+
+struct hmb_ctx {
+    const hmb_bench *bench;
+    hmb_optset opts;
+    int argc;      /* full command line, for the record */
+    char **argv;
+
+    int mpi_initialized;
+    int rank, size;
+    MPI_Comm comm;
+    int threads;
+    int thread_level_requested, thread_level_provided;
+    int validate;
+
+    hmb_noise noise;
+    hmb_calib calib[HMB_MAX_THREADS];
+    int64_t compute_check_request_ns[3], compute_check_measured_ns[3];
+    double timer_resolution_ns, timer_overhead_ns;
+
+    double clock_offset_s;
+    double *clock_offsets_s; /* rank 0: every rank's offset */
+
+    char run_id[160];
+    char start_time[40];
+    char mpi_library_line[256];
+    int cpus_available, ranks_per_node, oversubscribed;
+    char cpuset[256];
+
+    int table_columns_printed;
+    FILE *json;        /* rank 0: --json in append mode, or NULL */
+    const char *json_path;
+    hmb_extras header_extra, result_extra;
+
+    /* The point in flight (for watchdog and failure messages). */
+    const hmb_point *point;
+    atomic_long iter;
+    _Atomic(const char *) phase;
+    hmb_watchdog *watchdog;
+
+    /* --corrupt-at: rank whose first check of that iteration is corrupted (-1: any). */
+    long corrupt_at;
+    int corrupt_rank;
+    atomic_int corrupt_done;
+    atomic_int checked_this_iter;
+    atomic_int failing; /* a fatal report is in progress (one thread reports) */
+
+    /* hmb_unsupported() during setup */
+    int unsupported;
+    char unsupported_reason[512];
+
+    hmb_cache_state cache;
+};
+
+/* registry.c */
+const hmb_bench *hmb_registry_find(const char *name);
+/* Sorted by group then name; returns the count, *out owned by the caller (free). */
+int hmb_registry_list(const hmb_bench ***out);
+
+/* ctx.c */
+const hmb_optval *hmb_ctx_opt(const hmb_ctx *ctx, const char *name, int type_a, int type_b);
+const char *hmb_thread_level_name(int level);
+/* "size=4K mode=latency" for messages and table rows. */
+void hmb_point_describe(const hmb_point *pt, char *buf, size_t len);
+void hmb_point_list_free(hmb_point_list *list);
+
+/* clocks.c */
+void hmb_clocks_sync(hmb_ctx *ctx);
+
+/* env.c: gathers the environment and writes the run header (JSON + stdout). */
+void hmb_env_record(hmb_ctx *ctx);
+/* Calibration and compute check, before MPI_Init. */
+void hmb_env_calibrate(hmb_ctx *ctx);
+
+/* output.c */
+void hmb_output_open(hmb_ctx *ctx); /* rank 0; ctx->json stays NULL if it cannot open */
+void hmb_output_close(hmb_ctx *ctx);
+void hmb_output_record(hmb_ctx *ctx, hmb_json *record); /* rank 0: one line, fflush+fsync */
+/* Any rank: append one record line with a single write (failure records). */
+void hmb_output_record_any_rank(hmb_ctx *ctx, hmb_json *record);
+void hmb_output_begin_record(hmb_ctx *ctx, hmb_json *j, const char *type);
+void hmb_output_failure(hmb_ctx *ctx, const char *kind, int partition, const char *message);
+void hmb_table_header(hmb_ctx *ctx);
+void hmb_table_row(hmb_ctx *ctx, const hmb_point *pt, const hmb_summary *summaries, long iterations);
+void hmb_table_unsupported(hmb_ctx *ctx, const hmb_point *pt, const char *reason);
+void hmb_json_option_value(hmb_json *j, const hmb_optval *v);
+
+/* measure.c */
+void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt);
+
+/* watchdog.c */
+hmb_watchdog *hmb_watchdog_start(hmb_ctx *ctx);
+void hmb_watchdog_arm(hmb_watchdog *w, int64_t timeout_ns);
+void hmb_watchdog_disarm(hmb_watchdog *w);
+void hmb_watchdog_stop(hmb_watchdog *w);
+
+/* cache.c */
+int hmb_cache_init(hmb_ctx *ctx); /* 0: cannot allocate the eviction buffer */
+void hmb_cache_flush(hmb_ctx *ctx);
+void hmb_cache_free(hmb_ctx *ctx);
+
+#endif

@@ -1,0 +1,213 @@
+/* hmb-bench: the one executable. The life of a run is described in include/hmb/hmb.h. */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctx.h"
+#include "hmb_buildinfo.h"
+
+/* Before MPI_Init the rank is only known from the launcher's environment: print errors once. */
+static int launcher_rank(void)
+{
+    static const char *vars[] = {"PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v)
+            return atoi(v);
+    }
+    return 0;
+}
+
+/* Exit status 2 before MPI_Init. Ranks other than 0 linger a moment: Open MPI's launcher kills
+ * the job when the first process exits nonzero, which could swallow rank 0's message. */
+static int usage_exit(int print_rank)
+{
+    if (print_rank != 0)
+        usleep(500 * 1000);
+    return HMB_EXIT_USAGE;
+}
+
+static void print_list(void)
+{
+    const hmb_bench **list = NULL;
+    int n = hmb_registry_list(&list);
+    int name_w = 4, group_w = 5;
+    for (int i = 0; i < n; i++) {
+        if ((int)strlen(list[i]->name) > name_w)
+            name_w = (int)strlen(list[i]->name);
+        if ((int)strlen(list[i]->group) > group_w)
+            group_w = (int)strlen(list[i]->group);
+    }
+    printf("%-*s  %-*s  %s\n", name_w, "name", group_w, "group", "summary");
+    for (int i = 0; i < n; i++)
+        printf("%-*s  %-*s  %s\n", name_w, list[i]->name, group_w, list[i]->group, list[i]->summary);
+    free(list);
+}
+
+static void print_usage(FILE *out)
+{
+    fprintf(out, "usage: mpiexec -n N hmb-bench BENCH [options]\n"
+                 "       hmb-bench --list | --version | BENCH --help\n");
+}
+
+static void print_bench_help(const hmb_bench *b)
+{
+    printf("hmb-bench %s — %s (group: %s)\n\n", b->name, b->summary, b->group);
+    printf("usage: mpiexec -n N hmb-bench %s [options]   (needs at least %d ranks", b->name, b->min_ranks);
+    if (b->rank_multiple > 1)
+        printf(", a multiple of %d", b->rank_multiple);
+    printf("; thread level %s)\n\n", hmb_thread_level_name(b->thread_level));
+    hmb_options_help(stdout, b->options, b->defaults);
+    printf("\nmetrics:\n");
+    for (const hmb_metric *m = b->metrics; m->name; m++)
+        printf("  %-22s %-8s %s\n", m->name, m->unit, m->description);
+}
+
+/* Parse and check everything that needs no MPI. Exits 0 (help) or 2 (bad input). */
+static void parse_before_init(hmb_ctx *ctx, int argc, char **argv)
+{
+    char err[512] = "";
+    int rc = hmb_options_parse(&ctx->opts, ctx->bench->options, ctx->bench->defaults, argc - 2, argv + 2, err,
+                               sizeof err);
+    if (rc == 1) {
+        if (ctx->rank == 0)
+            print_bench_help(ctx->bench);
+        exit(HMB_EXIT_OK);
+    }
+    if (rc != 0)
+        hmb_usage_error(ctx, "%s", err[0] ? err : "invalid command line");
+    ctx->threads = (int)hmb_opt_int(ctx, "threads");
+    if (ctx->threads < 1 || ctx->threads > HMB_MAX_THREADS)
+        hmb_usage_error(ctx, "--threads: %d is outside 1..%d", ctx->threads, HMB_MAX_THREADS);
+    if (hmb_noise_parse(hmb_opt_str(ctx, "noise"), &ctx->noise, err, sizeof err) != 0)
+        hmb_usage_error(ctx, "--noise: %s", err);
+    ctx->noise.thread_random = strcmp(hmb_opt_str(ctx, "noise-thread"), "rand") == 0;
+    ctx->noise.seed = (uint64_t)hmb_opt_int(ctx, "seed");
+    if (hmb_opt_duration_ns(ctx, "timeout") <= 0)
+        hmb_usage_error(ctx, "--timeout: must be positive");
+    ctx->validate = !hmb_opt_flag(ctx, "no-validate");
+    ctx->corrupt_at = hmb_opt_int(ctx, "corrupt-at");
+    ctx->json_path = hmb_options_find(&ctx->opts, "json")->present ? hmb_opt_str(ctx, "json") : NULL;
+    omp_set_num_threads(ctx->threads);
+}
+
+static void init_mpi(hmb_ctx *ctx, int *argc, char ***argv)
+{
+    ctx->thread_level_requested = ctx->bench->thread_level;
+    MPI_Init_thread(argc, argv, ctx->thread_level_requested, &ctx->thread_level_provided);
+    ctx->mpi_initialized = 1;
+    MPI_Comm_dup(MPI_COMM_WORLD, &ctx->comm);
+    MPI_Comm_rank(ctx->comm, &ctx->rank);
+    MPI_Comm_size(ctx->comm, &ctx->size);
+    const hmb_bench *b = ctx->bench;
+    if (ctx->thread_level_provided < ctx->thread_level_requested)
+        hmb_usage_error(ctx, "the MPI library provides MPI_THREAD_%s, but %s needs MPI_THREAD_%s",
+                        hmb_thread_level_name(ctx->thread_level_provided), b->name,
+                        hmb_thread_level_name(ctx->thread_level_requested));
+    if (ctx->size < b->min_ranks)
+        hmb_usage_error(ctx, "%s needs at least %d ranks (got %d)", b->name, b->min_ranks, ctx->size);
+    if (b->rank_multiple > 1 && ctx->size % b->rank_multiple != 0)
+        hmb_usage_error(ctx, "%s needs a multiple of %d ranks (got %d)", b->name, b->rank_multiple, ctx->size);
+}
+
+/* run_id and start time from rank 0, shared so any rank can write a failure record. */
+static void identify_run(hmb_ctx *ctx)
+{
+    if (ctx->rank == 0) {
+        char host[64] = "host";
+        gethostname(host, sizeof host - 1);
+        host[sizeof host - 1] = '\0';
+        time_t now = time(NULL);
+        struct tm utc;
+        gmtime_r(&now, &utc);
+        strftime(ctx->start_time, sizeof ctx->start_time, "%Y-%m-%dT%H:%M:%SZ", &utc);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        snprintf(ctx->run_id, sizeof ctx->run_id, "%s-%ld-%lld.%06ld", host, (long)getpid(), (long long)ts.tv_sec,
+                 ts.tv_nsec / 1000);
+    }
+    MPI_Bcast(ctx->run_id, (int)sizeof ctx->run_id, MPI_CHAR, 0, ctx->comm);
+    MPI_Bcast(ctx->start_time, (int)sizeof ctx->start_time, MPI_CHAR, 0, ctx->comm);
+}
+
+int main(int argc, char **argv)
+{
+    const int print_rank = launcher_rank();
+    if (argc < 2) {
+        if (print_rank == 0) {
+            fprintf(stderr, "hmb-bench: no benchmark given (usage: hmb-bench BENCH [options]; see hmb-bench --list)\n");
+        }
+        return usage_exit(print_rank);
+    }
+    if (strcmp(argv[1], "--list") == 0) {
+        if (print_rank == 0)
+            print_list();
+        return HMB_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        if (print_rank == 0)
+            printf("hmb-bench %s (git %s, %s)\n", HMB_VERSION, HMB_GIT_REVISION, HMB_COMPILER);
+        return HMB_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        if (print_rank == 0) {
+            print_usage(stdout);
+            printf("\nbenchmarks:\n");
+            print_list();
+        }
+        return HMB_EXIT_OK;
+    }
+    const hmb_bench *bench = hmb_registry_find(argv[1]);
+    if (!bench) {
+        if (print_rank == 0)
+            fprintf(stderr, "hmb-bench: unknown benchmark '%s' (see hmb-bench --list)\n", argv[1]);
+        return usage_exit(print_rank);
+    }
+
+    hmb_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return 1;
+    ctx->bench = bench;
+    ctx->argc = argc;
+    ctx->argv = argv;
+    ctx->rank = print_rank;
+    ctx->size = 1;
+    ctx->corrupt_rank = -1;
+    parse_before_init(ctx, argc, argv);
+    hmb_env_calibrate(ctx); /* before MPI_Init: no library thread can disturb it */
+
+    init_mpi(ctx, &argc, &argv);
+    identify_run(ctx);
+    if (!hmb_all_agree(ctx, hmb_cache_init(ctx)))
+        hmb_usage_error(ctx, "--cache cold: cannot allocate the eviction buffer (%zu bytes)", ctx->cache.flush_bytes);
+    hmb_output_open(ctx);
+    if (!hmb_all_agree(ctx, ctx->rank != 0 || !ctx->json_path || ctx->json))
+        hmb_usage_error(ctx, "--json: cannot open '%s' for appending", ctx->json_path);
+    hmb_clocks_sync(ctx);
+    ctx->watchdog = hmb_watchdog_start(ctx);
+    hmb_env_record(ctx); /* runs bench->check() first, then writes the run header */
+    hmb_table_header(ctx);
+
+    hmb_point_list points = {0};
+    bench->points(ctx, &points);
+    for (int i = 0; i < points.count; i++)
+        hmb_measure_point(ctx, &points.items[i]);
+
+    hmb_watchdog_stop(ctx->watchdog);
+    ctx->watchdog = NULL;
+    hmb_output_close(ctx);
+    hmb_point_list_free(&points);
+    hmb_cache_free(ctx);
+    MPI_Comm_free(&ctx->comm);
+    MPI_Finalize();
+    hmb_options_free(&ctx->opts);
+    free(ctx->clock_offsets_s);
+    hmb_extras_clear(&ctx->header_extra);
+    hmb_extras_clear(&ctx->result_extra);
+    free(ctx->header_extra.items);
+    free(ctx->result_extra.items);
+    free(ctx);
+    return HMB_EXIT_OK;
+}

@@ -1,0 +1,267 @@
+/* The point loop: setup, warm-up, adaptive repetitions, summary, result record, teardown.
+ * Iterations are numbered consecutively from 0 within a point, warm-up first, so a pattern or
+ * a noise draw never repeats between warm-up and measured iterations. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctx.h"
+
+typedef enum { STOP_NONE, STOP_CI, STOP_BUDGET, STOP_MAX_ITERS, STOP_FIXED } stop_reason;
+
+static const char *stop_name(stop_reason r)
+{
+    switch (r) {
+    case STOP_CI: return "ci";
+    case STOP_BUDGET: return "budget";
+    case STOP_MAX_ITERS: return "max_iters";
+    case STOP_FIXED: return "fixed";
+    default: return "none";
+    }
+}
+
+/* Every valid sample of every metric, in growable arrays (rank 0). */
+typedef struct {
+    int nmetrics;
+    long count, capacity;
+    double *values[HMB_MAX_METRICS];
+} sample_store;
+
+static void store_add(sample_store *st, const hmb_sample *s)
+{
+    if (st->count == st->capacity) {
+        long cap = st->capacity ? 2 * st->capacity : 256;
+        for (int m = 0; m < st->nmetrics; m++) {
+            double *p = realloc(st->values[m], (size_t)cap * sizeof(double));
+            if (!p)
+                abort();
+            st->values[m] = p;
+        }
+        st->capacity = cap;
+    }
+    for (int m = 0; m < st->nmetrics; m++)
+        st->values[m][st->count] = s->value[m];
+    st->count++;
+}
+
+static void store_free(sample_store *st)
+{
+    for (int m = 0; m < st->nmetrics; m++)
+        free(st->values[m]);
+}
+
+/* The primary metric is metric 0, or, for points that do not produce it (NaN: e.g. a latency
+ * metric at a bandwidth point), the first metric that has values. */
+static int primary_metric(const sample_store *st)
+{
+    for (int m = 0; m < st->nmetrics; m++)
+        for (long i = 0; i < st->count; i++)
+            if (!isnan(st->values[m][i]))
+                return m;
+    return 0;
+}
+
+static int run_iteration(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *sample)
+{
+    atomic_store(&ctx->iter, iter);
+    atomic_store(&ctx->checked_this_iter, 0);
+    if (ctx->cache.cold) {
+        hmb_phase(ctx, "cache flush");
+        hmb_cache_flush(ctx);
+        MPI_Barrier(ctx->comm);
+    }
+    for (int m = 0; m < HMB_MAX_METRICS; m++)
+        sample->value[m] = NAN;
+    sample->valid = 1;
+    hmb_phase(ctx, "iterate");
+    int rc = ctx->bench->iterate(ctx, state, pt, iter, sample);
+    if (rc != 0) {
+        fprintf(stderr, "hmb-bench: %s: iteration %ld failed on rank %d\n", ctx->bench->name, iter, ctx->rank);
+        MPI_Abort(ctx->comm, HMB_EXIT_VALIDATION);
+    }
+    if (ctx->bench->verify) {
+        hmb_phase(ctx, "verify");
+        ctx->bench->verify(ctx, state, pt, iter);
+    }
+    /* --corrupt-at (test only): learn, one iteration ahead, the highest rank that checks. */
+    if (ctx->corrupt_at >= 0 && iter == ctx->corrupt_at - 1) {
+        int mine = atomic_load(&ctx->checked_this_iter) ? ctx->rank : -1;
+        MPI_Allreduce(&mine, &ctx->corrupt_rank, 1, MPI_INT, MPI_MAX, ctx->comm);
+    }
+    return sample->valid;
+}
+
+/* Skip the point on every rank if any rank called hmb_unsupported(); rank 0 gets the reason. */
+static int agree_unsupported(hmb_ctx *ctx)
+{
+    int mine = ctx->unsupported ? ctx->rank : ctx->size, first = ctx->size;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, ctx->comm);
+    if (first == ctx->size)
+        return 0;
+    MPI_Bcast(ctx->unsupported_reason, (int)sizeof ctx->unsupported_reason, MPI_CHAR, first, ctx->comm);
+    return 1;
+}
+
+static void write_result(hmb_ctx *ctx, const hmb_point *pt, const char *status, const hmb_summary *summaries,
+                         const sample_store *st, long warmup, long iterations, long invalid, stop_reason why,
+                         int ci_met, double elapsed_s)
+{
+    hmb_json j;
+    hmb_output_begin_record(ctx, &j, "result");
+    hmb_json_str(&j, "bench", ctx->bench->name);
+    hmb_json_open_obj(&j, "params");
+    hmb_json_int(&j, "size_bytes", (long long)pt->size_bytes);
+    for (int i = 0; i < pt->nparams; i++) {
+        if (pt->params[i].sval)
+            hmb_json_str(&j, pt->params[i].name, pt->params[i].sval);
+        else
+            hmb_json_int(&j, pt->params[i].name, pt->params[i].ival);
+    }
+    hmb_json_int(&j, "threads", ctx->threads);
+    hmb_json_close_obj(&j);
+    hmb_json_str(&j, "status", status);
+    if (strcmp(status, "ok") != 0) {
+        hmb_json_str(&j, "reason", ctx->unsupported_reason);
+    } else {
+        hmb_json_int(&j, "warmup", warmup);
+        hmb_json_int(&j, "iterations", iterations);
+        hmb_json_int(&j, "invalid", invalid);
+        hmb_json_num(&j, "ci_target", hmb_opt_double(ctx, "ci-target") / 100.0);
+        hmb_json_bool(&j, "ci_target_met", ci_met);
+        hmb_json_str(&j, "stop_reason", stop_name(why));
+        hmb_json_num(&j, "elapsed_s", elapsed_s);
+        hmb_json_open_obj(&j, "metrics");
+        for (int m = 0; m < st->nmetrics; m++) {
+            const hmb_metric *mt = &ctx->bench->metrics[m];
+            const hmb_summary *s = &summaries[m];
+            hmb_json_open_obj(&j, mt->name);
+            hmb_json_str(&j, "unit", mt->unit);
+            hmb_json_num(&j, "median", s->count ? s->median : NAN);
+            hmb_json_num(&j, "ci_lo", s->count ? s->ci_lo : NAN);
+            hmb_json_num(&j, "ci_hi", s->count ? s->ci_hi : NAN);
+            hmb_json_bool(&j, "ci_valid", s->ci_valid);
+            hmb_json_num(&j, "min", s->count ? s->min : NAN);
+            hmb_json_num(&j, "p95", s->count ? s->p95 : NAN);
+            hmb_json_num(&j, "max", s->count ? s->max : NAN);
+            hmb_json_num(&j, "mean", s->count ? s->mean : NAN);
+            hmb_json_num(&j, "stddev", s->count ? s->stddev : NAN);
+            hmb_json_int(&j, "count", s->count);
+            hmb_json_bool(&j, "higher_is_better", mt->higher_is_better);
+            hmb_json_close_obj(&j);
+        }
+        hmb_json_close_obj(&j);
+        if (hmb_opt_flag(ctx, "raw")) {
+            hmb_json_open_obj(&j, "samples");
+            for (int m = 0; m < st->nmetrics; m++) {
+                hmb_json_open_arr(&j, ctx->bench->metrics[m].name);
+                for (long i = 0; i < st->count; i++)
+                    if (!isnan(st->values[m][i]))
+                        hmb_json_num(&j, NULL, st->values[m][i]);
+                hmb_json_close_arr(&j);
+            }
+            hmb_json_close_obj(&j);
+        }
+    }
+    hmb_extras_write(&j, "extra", &ctx->result_extra);
+    hmb_json_close_obj(&j);
+    hmb_output_record(ctx, &j);
+    hmb_json_free(&j);
+}
+
+void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
+{
+    const hmb_bench *b = ctx->bench;
+    ctx->point = pt;
+    ctx->unsupported = 0;
+    ctx->unsupported_reason[0] = '\0';
+    ctx->corrupt_rank = -1;
+    atomic_store(&ctx->corrupt_done, 0);
+    atomic_store(&ctx->iter, 0);
+    hmb_extras_clear(&ctx->result_extra);
+    hmb_watchdog_arm(ctx->watchdog, hmb_opt_duration_ns(ctx, "timeout"));
+    double t_point_start_s = hmb_now();
+
+    hmb_phase(ctx, "setup");
+    void *state = b->setup ? b->setup(ctx, pt) : NULL;
+    if (agree_unsupported(ctx)) {
+        if (state && b->teardown)
+            b->teardown(ctx, state, pt);
+        hmb_cache_unregister_all(ctx);
+        if (ctx->rank == 0) {
+            write_result(ctx, pt, "unsupported", NULL, NULL, 0, 0, 0, STOP_NONE, 0, 0);
+            hmb_table_unsupported(ctx, pt, ctx->unsupported_reason);
+        }
+        hmb_watchdog_disarm(ctx->watchdog);
+        ctx->point = NULL;
+        return;
+    }
+
+    const long warmup = hmb_opt_int(ctx, "warmup");
+    const long min_iters = hmb_opt_int(ctx, "iters");
+    const long max_iters = hmb_opt_int(ctx, "max-iters");
+    const double ci_target = hmb_opt_double(ctx, "ci-target") / 100.0;
+    const double budget_s = (double)hmb_opt_duration_ns(ctx, "budget") * 1e-9;
+
+    sample_store st = {0};
+    while (b->metrics[st.nmetrics].name && st.nmetrics < HMB_MAX_METRICS)
+        st.nmetrics++;
+    hmb_sample sample;
+    long iter = 0;
+    for (long w = 0; w < warmup; w++, iter++)
+        run_iteration(ctx, state, pt, iter, &sample);
+
+    double t_measure_start_s = hmb_now();
+    long measured = 0, invalid = 0, next_check = min_iters;
+    stop_reason why = STOP_NONE;
+    while (why == STOP_NONE) {
+        if (run_iteration(ctx, state, pt, iter, &sample)) {
+            if (ctx->rank == 0)
+                store_add(&st, &sample);
+        } else {
+            invalid++;
+        }
+        iter++;
+        measured++;
+        /* Decisions every rank can make alone need no communication. */
+        if (measured >= max_iters) {
+            why = STOP_MAX_ITERS;
+        } else if (ci_target <= 0 && measured >= min_iters) {
+            why = STOP_FIXED;
+        } else if (ci_target > 0 && measured >= next_check) {
+            /* Rank 0 decides; checked every ~1/16 of the iterations so far, so the broadcast
+             * costs next to nothing per iteration (and is never inside a timed region). */
+            int decision = STOP_NONE;
+            if (ctx->rank == 0) {
+                hmb_summary s;
+                hmb_summarize(st.values[primary_metric(&st)], st.count, 0.95, &s);
+                if (st.count > 0 && hmb_ci_target_met(&s, ci_target))
+                    decision = STOP_CI;
+                else if (hmb_now() - t_measure_start_s >= budget_s)
+                    decision = STOP_BUDGET;
+            }
+            MPI_Bcast(&decision, 1, MPI_INT, 0, ctx->comm);
+            why = (stop_reason)decision;
+            next_check = measured + (measured / 16 > 1 ? measured / 16 : 1);
+        }
+    }
+    double elapsed_s = hmb_now() - t_point_start_s;
+
+    if (ctx->rank == 0) {
+        hmb_summary summaries[HMB_MAX_METRICS];
+        memset(summaries, 0, sizeof summaries);
+        for (int m = 0; m < st.nmetrics; m++)
+            hmb_summarize(st.values[m], st.count, 0.95, &summaries[m]);
+        hmb_phase(ctx, "annotate");
+        if (b->annotate)
+            b->annotate(ctx, state, pt);
+        write_result(ctx, pt, "ok", summaries, &st, warmup, measured, invalid, why, why == STOP_CI, elapsed_s);
+        hmb_table_row(ctx, pt, summaries, measured);
+    }
+    store_free(&st);
+    hmb_phase(ctx, "teardown");
+    if (b->teardown)
+        b->teardown(ctx, state, pt);
+    hmb_cache_unregister_all(ctx);
+    hmb_watchdog_disarm(ctx->watchdog);
+    ctx->point = NULL;
+}

@@ -1,0 +1,472 @@
+/* Output: a small JSON writer, JSON Lines records (rank 0, appended, flushed and synced per
+ * record) and the human-readable stdout table. All stdout printing of the runtime lives here. */
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctx.h"
+
+/* ------------------------------------------------------------------ JSON writer */
+
+static void json_reserve(hmb_json *j, size_t extra)
+{
+    if (j->len + extra + 1 <= j->cap)
+        return;
+    size_t cap = j->cap ? j->cap : 256;
+    while (cap < j->len + extra + 1)
+        cap *= 2;
+    char *p = realloc(j->data, cap);
+    if (!p) {
+        fprintf(stderr, "hmb-bench: out of memory in the JSON writer\n");
+        abort();
+    }
+    j->data = p;
+    j->cap = cap;
+}
+
+static void json_put(hmb_json *j, const char *s, size_t n)
+{
+    json_reserve(j, n);
+    memcpy(j->data + j->len, s, n);
+    j->len += n;
+    j->data[j->len] = '\0';
+}
+
+static void json_puts(hmb_json *j, const char *s) { json_put(j, s, strlen(s)); }
+
+static void json_printf(hmb_json *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void json_printf(hmb_json *j, const char *fmt, ...)
+{
+    char buf[128];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    json_put(j, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+static void json_string_literal(hmb_json *j, const char *s)
+{
+    json_puts(j, "\"");
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"': json_puts(j, "\\\""); break;
+        case '\\': json_puts(j, "\\\\"); break;
+        case '\n': json_puts(j, "\\n"); break;
+        case '\r': json_puts(j, "\\r"); break;
+        case '\t': json_puts(j, "\\t"); break;
+        case '\b': json_puts(j, "\\b"); break;
+        case '\f': json_puts(j, "\\f"); break;
+        default:
+            if (*p < 0x20)
+                json_printf(j, "\\u%04x", *p);
+            else
+                json_put(j, (const char *)p, 1);
+        }
+    }
+    json_puts(j, "\"");
+}
+
+/* Comma and key before a new element at the current level. */
+static void json_element(hmb_json *j, const char *key)
+{
+    if (j->depth > 0) {
+        if (j->need_comma[j->depth])
+            json_puts(j, ",");
+        j->need_comma[j->depth] = 1;
+    }
+    if (key) {
+        json_string_literal(j, key);
+        json_puts(j, ":");
+    }
+}
+
+void hmb_json_init(hmb_json *j) { memset(j, 0, sizeof *j); }
+void hmb_json_free(hmb_json *j) { free(j->data); memset(j, 0, sizeof *j); }
+
+static void json_open(hmb_json *j, const char *key, const char *bracket)
+{
+    json_element(j, key);
+    json_puts(j, bracket);
+    if (j->depth + 1 < (int)(sizeof j->need_comma / sizeof j->need_comma[0]))
+        j->depth++;
+    j->need_comma[j->depth] = 0;
+}
+
+static void json_close(hmb_json *j, const char *bracket)
+{
+    json_puts(j, bracket);
+    if (j->depth > 0)
+        j->depth--;
+}
+
+void hmb_json_open_obj(hmb_json *j, const char *key) { json_open(j, key, "{"); }
+void hmb_json_close_obj(hmb_json *j) { json_close(j, "}"); }
+void hmb_json_open_arr(hmb_json *j, const char *key) { json_open(j, key, "["); }
+void hmb_json_close_arr(hmb_json *j) { json_close(j, "]"); }
+
+void hmb_json_str(hmb_json *j, const char *key, const char *value)
+{
+    json_element(j, key);
+    if (value)
+        json_string_literal(j, value);
+    else
+        json_puts(j, "null");
+}
+
+void hmb_json_num(hmb_json *j, const char *key, double value)
+{
+    json_element(j, key);
+    if (isfinite(value)) {
+        /* Shortest of 15 or 17 significant digits that reads back exactly. */
+        char buf[40];
+        snprintf(buf, sizeof buf, "%.15g", value);
+        if (strtod(buf, NULL) != value)
+            snprintf(buf, sizeof buf, "%.17g", value);
+        json_puts(j, buf);
+    }
+    else
+        json_puts(j, "null");
+}
+
+void hmb_json_int(hmb_json *j, const char *key, long long value)
+{
+    json_element(j, key);
+    json_printf(j, "%lld", value);
+}
+
+void hmb_json_bool(hmb_json *j, const char *key, int value)
+{
+    json_element(j, key);
+    json_puts(j, value ? "true" : "false");
+}
+
+void hmb_json_null(hmb_json *j, const char *key)
+{
+    json_element(j, key);
+    json_puts(j, "null");
+}
+
+/* ------------------------------------------------------------------ extras */
+
+void hmb_extras_add(hmb_extras *e, const char *key, const char *str, double num)
+{
+    if (e->count == e->capacity) {
+        int cap = e->capacity ? 2 * e->capacity : 8;
+        hmb_extra_field *p = realloc(e->items, (size_t)cap * sizeof *p);
+        if (!p)
+            abort();
+        e->items = p;
+        e->capacity = cap;
+    }
+    hmb_extra_field *f = &e->items[e->count++];
+    f->key = strdup(key);
+    f->str = str ? strdup(str) : NULL;
+    f->num = num;
+}
+
+void hmb_extras_clear(hmb_extras *e)
+{
+    for (int i = 0; i < e->count; i++) {
+        free(e->items[i].key);
+        free(e->items[i].str);
+    }
+    e->count = 0;
+}
+
+void hmb_extras_write(hmb_json *j, const char *key, const hmb_extras *e)
+{
+    hmb_json_open_obj(j, key);
+    for (int i = 0; i < e->count; i++) {
+        if (e->items[i].str)
+            hmb_json_str(j, e->items[i].key, e->items[i].str);
+        else
+            hmb_json_num(j, e->items[i].key, e->items[i].num);
+    }
+    hmb_json_close_obj(j);
+}
+
+void hmb_result_add_num(hmb_ctx *ctx, const char *key, double value)
+{
+    hmb_extras_add(&ctx->result_extra, key, NULL, value);
+}
+
+void hmb_result_add_str(hmb_ctx *ctx, const char *key, const char *value)
+{
+    hmb_extras_add(&ctx->result_extra, key, value ? value : "", 0);
+}
+
+void hmb_header_add_num(hmb_ctx *ctx, const char *key, double value)
+{
+    hmb_extras_add(&ctx->header_extra, key, NULL, value);
+}
+
+void hmb_header_add_str(hmb_ctx *ctx, const char *key, const char *value)
+{
+    hmb_extras_add(&ctx->header_extra, key, value ? value : "", 0);
+}
+
+/* ------------------------------------------------------------------ records */
+
+void hmb_output_open(hmb_ctx *ctx)
+{
+    if (ctx->rank != 0 || !ctx->json_path)
+        return;
+    ctx->json = fopen(ctx->json_path, "a");
+}
+
+void hmb_output_close(hmb_ctx *ctx)
+{
+    if (ctx->json)
+        fclose(ctx->json);
+    ctx->json = NULL;
+    fflush(stdout);
+}
+
+void hmb_output_begin_record(hmb_ctx *ctx, hmb_json *j, const char *type)
+{
+    hmb_json_init(j);
+    hmb_json_open_obj(j, NULL);
+    hmb_json_str(j, "type", type);
+    hmb_json_int(j, "schema", HMB_SCHEMA_VERSION);
+    hmb_json_str(j, "run_id", ctx->run_id);
+}
+
+void hmb_output_record(hmb_ctx *ctx, hmb_json *record)
+{
+    if (ctx->rank == 0 && ctx->json) {
+        fputs(record->data, ctx->json);
+        fputc('\n', ctx->json);
+        fflush(ctx->json);
+        fsync(fileno(ctx->json)); /* an interrupted run keeps every finished point */
+    }
+}
+
+void hmb_output_record_any_rank(hmb_ctx *ctx, hmb_json *record)
+{
+    if (!ctx->json_path)
+        return;
+    if (ctx->json) /* rank 0: keep the stdio stream's order */
+        fflush(ctx->json);
+    int fd = open(ctx->json_path, O_WRONLY | O_APPEND | O_CREAT, 0644);
+    if (fd < 0)
+        return;
+    json_puts(record, "\n");
+    /* One write() with O_APPEND: lines of several ranks never interleave. */
+    ssize_t written = write(fd, record->data, record->len);
+    (void)written;
+    fsync(fd);
+    close(fd);
+}
+
+static void write_params(hmb_ctx *ctx, hmb_json *j, const hmb_point *pt)
+{
+    hmb_json_open_obj(j, "params");
+    if (pt) {
+        hmb_json_int(j, "size_bytes", (long long)pt->size_bytes);
+        for (int i = 0; i < pt->nparams; i++) {
+            if (pt->params[i].sval)
+                hmb_json_str(j, pt->params[i].name, pt->params[i].sval);
+            else
+                hmb_json_int(j, pt->params[i].name, pt->params[i].ival);
+        }
+    }
+    hmb_json_int(j, "threads", ctx->threads);
+    hmb_json_close_obj(j);
+}
+
+void hmb_output_failure(hmb_ctx *ctx, const char *kind, int partition, const char *message)
+{
+    hmb_json j;
+    hmb_output_begin_record(ctx, &j, "failure");
+    hmb_json_str(&j, "kind", kind);
+    hmb_json_str(&j, "bench", ctx->bench->name);
+    write_params(ctx, &j, ctx->point);
+    hmb_json_int(&j, "iteration", atomic_load(&ctx->iter));
+    hmb_json_int(&j, "rank", ctx->rank);
+    if (partition >= 0)
+        hmb_json_int(&j, "partition", partition);
+    else
+        hmb_json_null(&j, "partition");
+    hmb_json_str(&j, "phase", atomic_load(&ctx->phase));
+    hmb_json_str(&j, "message", message);
+    hmb_json_close_obj(&j);
+    hmb_output_record_any_rank(ctx, &j);
+    hmb_json_free(&j);
+}
+
+/* Option value as JSON text: the effective value in the same notation the user types. */
+void hmb_json_option_value(hmb_json *j, const hmb_optval *v)
+{
+    const char *key = v->opt->name;
+    if (!v->present) {
+        hmb_json_null(j, key);
+        return;
+    }
+    char buf[1024];
+    buf[0] = '\0';
+    size_t used = 0;
+    switch (v->opt->type) {
+    case HMB_OPT_FLAG:
+        snprintf(buf, sizeof buf, "%s", v->ival ? "1" : "0");
+        break;
+    case HMB_OPT_INT:
+        snprintf(buf, sizeof buf, "%lld", v->ival);
+        break;
+    case HMB_OPT_DOUBLE:
+        snprintf(buf, sizeof buf, "%g", v->dval);
+        break;
+    case HMB_OPT_DURATION: {
+        static const struct { const char *unit; int64_t ns; } units[] = {
+            {"s", 1000000000}, {"ms", 1000000}, {"us", 1000}, {"ns", 1}};
+        for (size_t u = 0; u < 4; u++) {
+            if (v->ns % units[u].ns == 0 || u == 3) {
+                snprintf(buf, sizeof buf, "%lld%s", (long long)(v->ns / units[u].ns), units[u].unit);
+                break;
+            }
+        }
+        break;
+    }
+    case HMB_OPT_SIZES:
+        for (int i = 0; i < v->count && used + 32 < sizeof buf; i++) {
+            char s[32];
+            hmb_format_size(v->sizes[i], s, sizeof s);
+            used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%s", i ? "," : "", s);
+        }
+        break;
+    case HMB_OPT_INTS:
+        for (int i = 0; i < v->count && used + 32 < sizeof buf; i++)
+            used += (size_t)snprintf(buf + used, sizeof buf - used, "%s%lld", i ? "," : "", v->ints[i]);
+        break;
+    case HMB_OPT_STRING:
+    case HMB_OPT_CHOICE:
+        hmb_json_str(j, key, v->sval);
+        return;
+    }
+    hmb_json_str(j, key, buf);
+}
+
+/* ------------------------------------------------------------------ stdout table */
+
+enum { PARAM_WIDTH = 10, MEDIAN_WIDTH = 12, CI_WIDTH = 24 };
+
+/* Compact number: enough digits to compare, no exponent for everyday magnitudes. */
+static void format_value(double v, char *buf, size_t len)
+{
+    double a = fabs(v);
+    if (!isfinite(v))
+        snprintf(buf, len, "-");
+    else if (a >= 1e7)
+        snprintf(buf, len, "%.4g", v);
+    else if (a >= 1000)
+        snprintf(buf, len, "%.0f", v);
+    else if (a >= 100)
+        snprintf(buf, len, "%.1f", v);
+    else if (a >= 1 || a == 0)
+        snprintf(buf, len, "%.3f", v);
+    else
+        snprintf(buf, len, "%.4g", v);
+}
+
+static int param_width(const hmb_param *p)
+{
+    int w = (int)strlen(p->name);
+    return w > PARAM_WIDTH ? w : PARAM_WIDTH;
+}
+
+void hmb_table_header(hmb_ctx *ctx)
+{
+    if (ctx->rank != 0)
+        return;
+    char res[64];
+    printf("# hmb-bench %s — %s\n", ctx->bench->name, ctx->bench->summary);
+    printf("# MPI: %s\n", ctx->mpi_library_line);
+    printf("# ranks: %d (%d per node), threads: %d, thread level: %s (requested %s)\n", ctx->size,
+           ctx->ranks_per_node, ctx->threads, hmb_thread_level_name(ctx->thread_level_provided),
+           hmb_thread_level_name(ctx->thread_level_requested));
+    printf("# cpus: rank 0 cpuset %s, %d available per node, oversubscribed: %s\n", ctx->cpuset,
+           ctx->cpus_available, ctx->oversubscribed ? "YES" : "no");
+    printf("# cache: %s (llc %zu bytes), noise: %s, validation: %s\n", ctx->cache.cold ? "cold" : "hot",
+           ctx->cache.llc_bytes, hmb_opt_str(ctx, "noise"), ctx->validate ? "on" : "off");
+    snprintf(res, sizeof res, "%.0f ns resolution, %.1f ns per call", ctx->timer_resolution_ns,
+             ctx->timer_overhead_ns);
+    double max_offset = 0;
+    for (int r = 0; r < ctx->size; r++)
+        if (fabs(ctx->clock_offsets_s[r]) > max_offset)
+            max_offset = fabs(ctx->clock_offsets_s[r]);
+    printf("# timer: %s, clock offset max %.3f us\n", res, max_offset * 1e6);
+    printf("# run_id: %s\n", ctx->run_id);
+    fflush(stdout);
+}
+
+/* Column header, printed once before the first row (needs the first point's params). */
+static void table_columns(hmb_ctx *ctx, const hmb_point *pt)
+{
+    char line[2048];
+    size_t used = 0;
+    used += (size_t)snprintf(line + used, sizeof line - used, "%*s", PARAM_WIDTH, "size");
+    for (int i = 0; i < pt->nparams && used < sizeof line; i++)
+        used += (size_t)snprintf(line + used, sizeof line - used, " %*s", param_width(&pt->params[i]),
+                                 pt->params[i].name);
+    for (const hmb_metric *m = ctx->bench->metrics; m->name && used < sizeof line; m++) {
+        if (!m->in_table)
+            continue;
+        char ci[64];
+        snprintf(ci, sizeof ci, "95%% CI [%s]", m->unit);
+        int mw = (int)strlen(m->name) > MEDIAN_WIDTH ? (int)strlen(m->name) : MEDIAN_WIDTH;
+        used += (size_t)snprintf(line + used, sizeof line - used, " %*s %*s", mw, m->name, CI_WIDTH, ci);
+    }
+    if (used < sizeof line)
+        snprintf(line + used, sizeof line - used, " %8s", "iters");
+    printf("#%s\n", line + 1); /* the leading '#' keeps the header greppable as a comment */
+}
+
+void hmb_table_row(hmb_ctx *ctx, const hmb_point *pt, const hmb_summary *summaries, long iterations)
+{
+    if (ctx->rank != 0)
+        return;
+    if (!ctx->table_columns_printed) {
+        table_columns(ctx, pt);
+        ctx->table_columns_printed = 1;
+    }
+    char sz[32];
+    hmb_format_size(pt->size_bytes, sz, sizeof sz);
+    printf("%*s", PARAM_WIDTH, sz);
+    for (int i = 0; i < pt->nparams; i++) {
+        if (pt->params[i].sval)
+            printf(" %*s", param_width(&pt->params[i]), pt->params[i].sval);
+        else
+            printf(" %*lld", param_width(&pt->params[i]), pt->params[i].ival);
+    }
+    int k = 0;
+    for (const hmb_metric *m = ctx->bench->metrics; m->name; m++, k++) {
+        if (!m->in_table)
+            continue;
+        const hmb_summary *s = &summaries[k];
+        char med[32], lo[32], hi[32], ci[80];
+        format_value(s->count ? s->median : NAN, med, sizeof med);
+        format_value(s->ci_lo, lo, sizeof lo);
+        format_value(s->ci_hi, hi, sizeof hi);
+        if (s->count == 0)
+            snprintf(ci, sizeof ci, "-");
+        else
+            snprintf(ci, sizeof ci, "[%s,%s]%s", lo, hi, s->ci_valid ? "" : "?");
+        int mw = (int)strlen(m->name) > MEDIAN_WIDTH ? (int)strlen(m->name) : MEDIAN_WIDTH;
+        printf(" %*s %*s", mw, med, CI_WIDTH, ci);
+    }
+    printf(" %8ld\n", iterations);
+    fflush(stdout);
+}
+
+void hmb_table_unsupported(hmb_ctx *ctx, const hmb_point *pt, const char *reason)
+{
+    if (ctx->rank != 0)
+        return;
+    char where[512];
+    hmb_point_describe(pt, where, sizeof where);
+    printf("# unsupported: %s (%s)\n", reason, where);
+    fflush(stdout);
+}

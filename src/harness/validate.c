@@ -1,0 +1,134 @@
+/* Data validation: a pattern that depends on (rank, part, iteration) and on every 8-byte
+ * word's position, so a swapped, misplaced, missing or stale (previous-iteration) byte is
+ * caught; the test-only --corrupt-at switch; the fatal validation report. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctx.h"
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+static uint64_t pattern_base(int rank, int part, long iter)
+{
+    return mix64(((uint64_t)(uint32_t)rank << 40) ^ ((uint64_t)(uint32_t)part << 20) ^
+                 mix64((uint64_t)iter + 0x9e3779b97f4a7c15ULL));
+}
+
+/* Word k of the pattern: one multiply-xorshift per word keeps fill/check cheap. */
+static inline uint64_t pattern_word(uint64_t base, uint64_t k)
+{
+    uint64_t x = base + k * 0x9e3779b97f4a7c15ULL;
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 32;
+    return x;
+}
+
+void hmb_fill(void *buf, size_t len, int rank, int part, long iter)
+{
+    unsigned char *p = buf;
+    uint64_t base = pattern_base(rank, part, iter);
+    size_t words = len / 8;
+    for (size_t k = 0; k < words; k++) {
+        uint64_t w = pattern_word(base, k);
+        memcpy(p + 8 * k, &w, 8);
+    }
+    if (len % 8) {
+        uint64_t w = pattern_word(base, words);
+        memcpy(p + 8 * words, &w, len % 8);
+    }
+}
+
+static int find_mismatch(const unsigned char *p, size_t len, uint64_t base, size_t *bad_offset)
+{
+    size_t words = len / 8;
+    for (size_t k = 0; k < words; k++) {
+        uint64_t want = pattern_word(base, k), got;
+        memcpy(&got, p + 8 * k, 8);
+        if (got != want) {
+            const unsigned char *w = (const unsigned char *)&want;
+            size_t b = 0;
+            while (b < 8 && p[8 * k + b] == w[b])
+                b++;
+            *bad_offset = 8 * k + b;
+            return 0;
+        }
+    }
+    if (len % 8) {
+        uint64_t want = pattern_word(base, words);
+        const unsigned char *w = (const unsigned char *)&want;
+        for (size_t b = 0; b < len % 8; b++) {
+            if (p[8 * words + b] != w[b]) {
+                *bad_offset = 8 * words + b;
+                return 0;
+            }
+        }
+    }
+    return 1;
+}
+
+int hmb_check(hmb_ctx *ctx, void *buf, size_t len, int rank, int part, long iter, size_t *bad_offset)
+{
+    if (!ctx->validate)
+        return 1;
+    atomic_store(&ctx->checked_this_iter, 1);
+    /* Test-only: flip one byte of the first buffer checked in iteration --corrupt-at on the
+     * chosen rank, to prove that validation catches it. */
+    if (iter == ctx->corrupt_at && len > 0 && (ctx->corrupt_rank < 0 || ctx->corrupt_rank == ctx->rank) &&
+        atomic_exchange(&ctx->corrupt_done, 1) == 0) {
+        ((unsigned char *)buf)[len / 2] ^= 0x5a;
+    }
+    size_t bad = 0;
+    int ok = find_mismatch(buf, len, pattern_base(rank, part, iter), &bad);
+    if (!ok && bad_offset)
+        *bad_offset = bad;
+    return ok;
+}
+
+int hmb_check_buffer(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len, int src_rank, int part, long iter)
+{
+    size_t bad = 0;
+    if (hmb_check(ctx, buf, len, src_rank, part, iter, &bad))
+        return 1;
+    unsigned char want_bytes[8];
+    uint64_t want = pattern_word(pattern_base(src_rank, part, iter), bad / 8);
+    memcpy(want_bytes, &want, 8);
+    hmb_validation_failure(ctx, pt, iter, part, "byte %zu of %zu from rank %d is 0x%02x, expected 0x%02x", bad, len,
+                           src_rank, ((unsigned char *)buf)[bad], want_bytes[bad % 8]);
+}
+
+void hmb_validation_failure(hmb_ctx *ctx, const hmb_point *pt, long iter, int part, const char *fmt, ...)
+{
+    /* Several threads may detect problems at once: one reports, the others wait for the abort. */
+    if (atomic_exchange(&ctx->failing, 1) != 0) {
+        for (;;)
+            pause();
+    }
+    char msg[1024], where[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    atomic_store(&ctx->iter, iter);
+    hmb_point_describe(pt ? pt : ctx->point, where, sizeof where);
+    char partition[32] = "";
+    if (part >= 0)
+        snprintf(partition, sizeof partition, " partition=%d", part);
+    fprintf(stderr, "hmb-bench: validation failed: bench=%s %s iteration=%ld rank=%d%s: %s\n", ctx->bench->name,
+            where, iter, ctx->rank, partition, msg);
+    fflush(stderr);
+    hmb_output_failure(ctx, "validation", part, msg);
+    fflush(stdout);
+    MPI_Abort(ctx->comm, HMB_EXIT_VALIDATION);
+    _exit(HMB_EXIT_VALIDATION);
+}

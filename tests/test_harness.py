@@ -1,0 +1,217 @@
+"""The hmb-bench runtime: command line, usage errors, run header, adaptive stopping, JSON
+append, validation failures and the watchdog (through the p2p benchmark, tiny sizes).
+
+Launcher noise: on a failure, MPICH's and Open MPI's launchers print their own lines (MPICH
+"Abort(3) on node ...", Open MPI's prterun banners). Usage errors must give exactly one
+stderr line in total under MPICH; under Open MPI we count only lines starting with
+"hmb-bench" (its launcher adds a banner when a process exits nonzero without MPI_Finalize).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import get_mpi, run_bench
+
+FAST = ["--iters", "5", "--warmup", "1", "--ci-target", "0"]
+
+
+def hmb_lines(stderr: str) -> list[str]:
+    return [line.strip() for line in stderr.splitlines() if line.strip().startswith("hmb-bench")]
+
+
+def direct(mpi_name: str, args: list[str]) -> subprocess.CompletedProcess:
+    """Run hmb-bench without a launcher (paths that exit before MPI_Init)."""
+    impl = get_mpi(mpi_name)
+    return subprocess.run([str(impl.bench)] + args, capture_output=True, text=True, timeout=60, env=impl.env())
+
+
+def test_list_and_version(mpi_name):
+    p = direct(mpi_name, ["--list"])
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[0].split() == ["name", "group", "summary"]
+    rows = [line.split(None, 2) for line in lines[1:]]
+    assert any(r[0] == "p2p" and r[1] == "baseline" for r in rows)
+    assert rows == sorted(rows, key=lambda r: (r[1], r[0])), "sorted by group, then name"
+    v = direct(mpi_name, ["--version"])
+    assert v.returncode == 0 and v.stdout.startswith("hmb-bench 0.1.0")
+
+
+def test_bench_help(mpi_name):
+    p = direct(mpi_name, ["p2p", "--help"])
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "ping-pong latency" in out  # summary first
+    assert out.index("--window") < out.index("--sizes"), "benchmark options before common ones"
+    for opt in ("--mode", "--iters", "--ci-target", "--budget", "--cache", "--timeout", "--json"):
+        assert opt in out
+    assert "latency_us" in out and "bandwidth_MBps" in out
+
+
+MALFORMED = [
+    ("unknown option", ["p2p", "--bogus"], 2, "unknown option --bogus"),
+    ("malformed size", ["p2p", "--sizes", "4Q"], 2, "4Q"),
+    ("out of range", ["p2p", "--window", "0"], 2, "--window"),
+    ("one rank", ["p2p"], 1, "needs at least 2 ranks (got 1)"),
+    ("bad choice", ["p2p", "--cache", "warm"], 2, "warm"),
+    ("bad noise", ["p2p", "--noise", "bogus:3"], 2, "bogus"),
+    ("negative iters", ["p2p", "--iters", "-5"], 2, "--iters"),
+    ("negative timeout", ["p2p", "--timeout", "-1s"], 2, "--timeout"),
+    ("unknown benchmark", ["nosuchbench"], 2, "unknown benchmark 'nosuchbench'"),
+    ("missing value", ["p2p", "--sizes"], 2, "--sizes needs a value"),
+]
+
+
+@pytest.mark.parametrize("case", MALFORMED, ids=[c[0] for c in MALFORMED])
+def test_malformed_invocation(mpi_name, case):
+    _, args, ranks, expect = case
+    r = run_bench(mpi_name, args, ranks=ranks, timeout=60)
+    assert r.rc == 2, (r.rc, r.stderr)
+    ours = hmb_lines(r.stderr)
+    assert len(ours) == 1 and ours[0].strip(), r.stderr
+    assert expect in ours[0]
+    if mpi_name == "mpich":
+        assert len([line for line in r.stderr.splitlines() if line.strip()]) == 1, r.stderr
+    assert "Traceback" not in r.stderr and "Segmentation" not in r.stderr
+
+
+def test_run_header(mpi_name, tmp_path):
+    r = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "8"] + FAST, tmp_path=tmp_path,
+                  env={"HMB_TAG": "sweep-7", "MPIR_CVAR_HMB_TEST": "1"})
+    assert r.rc == 0, r.stderr
+    h = r.header()
+    assert h["schema"] == 1 and h["bench"] == "p2p" and h["run_id"]
+    assert h["tag"] == "sweep-7"
+    assert h["mpi"]["impl"] == {"mpich": "MPICH", "openmpi": "Open MPI"}[mpi_name]
+    assert h["mpi"]["library"] and "\n" not in h["mpi"]["library"]
+    assert h["mpi"]["standard"][0].isdigit()
+    assert h["thread_level"] == {"requested": "SINGLE", "provided": h["thread_level"]["provided"]}
+    assert h["ranks"] == 2 and h["threads"] == 1 and len(h["hosts"]) == 1
+    assert h["ranks_per_node"] == 2
+    assert h["argv"][1:3] == ["p2p", "--mode"]
+    assert h["env"].get("OMP_NUM_THREADS") == "1" and h["env"].get("MPIR_CVAR_HMB_TEST") == "1"
+    assert h["git_revision"] and h["compiler"] and "cflags" in h
+    # One node, CLOCK_MONOTONIC: offsets must come out ~0.
+    offsets = h["clock_offsets_s"]
+    assert len(offsets) == 2 and offsets[0] == 0
+    assert all(abs(o) < 10e-6 for o in offsets), offsets
+    assert h["timer"]["clock"] == "CLOCK_MONOTONIC"
+    assert 0 < h["timer"]["resolution_ns"] < 1000 and 0 < h["timer"]["overhead_ns"] < 1000
+    cal = h["calibration"]
+    assert len(cal["per_thread"]) == 2 and all(c["iters_per_ns"] > 0 for c in cal["per_thread"])
+    assert [c["request_ns"] for c in cal["check"]] == [10_000, 1_000_000, 100_000_000]
+    assert all(c["measured_ns"] >= 0.5 * c["request_ns"] for c in cal["check"])
+    for place in h["placement"]:
+        assert len(place["thread_cpus"]) == 1 and place["cpuset"]
+    assert h["cache"]["mode"] == "hot" and h["cache"]["llc_bytes"] > 0
+    assert h["noise"] == {"model": "none", "thread": "fixed", "seed": 1}
+    assert h["options"]["sizes"] == "8" and h["options"]["mode"] == "latency"
+    assert h["options"]["timeout"] == "300s"
+    if (os.cpu_count() or 1) >= 2:
+        assert h["oversubscribed"] is False
+    assert "# MPI:" in r.stdout and "latency_us" in r.stdout
+
+
+def test_oversubscribed_threads(mpi_name, tmp_path):
+    """2 ranks x 2 threads on this 2-core machine: flagged in the header and warned once."""
+    cores = os.cpu_count() or 1
+    r = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "8", "--threads", "2"] + FAST,
+                  threads=2, tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    h = r.header()
+    assert h["threads"] == 2
+    for place in h["placement"]:
+        assert len(place["thread_cpus"]) == 2 and all(c >= 0 for c in place["thread_cpus"])
+    assert h["oversubscribed"] is (2 * 2 > h["cpus_available"])
+    warned = [line for line in hmb_lines(r.stderr) if line.startswith("hmb-bench: warning: oversubscribed")]
+    if cores < 4:
+        assert h["oversubscribed"] is True and len(warned) == 1
+    assert r.results()[0]["params"]["threads"] == 2
+
+
+def test_stop_reasons(mpi_name, tmp_path):
+    base = ["p2p", "--mode", "latency", "--warmup", "1"]
+    fixed = run_bench(mpi_name, base + ["--sizes", "8", "--iters", "7", "--ci-target", "0"], tmp_path=tmp_path)
+    res = fixed.results()[0]
+    assert res["stop_reason"] == "fixed" and res["iterations"] == 7 and res["ci_target_met"] is False
+    assert res["warmup"] == 1 and res["metrics"]["latency_us"]["count"] == 7
+
+    cap = run_bench(mpi_name, base + ["--sizes", "8", "--iters", "5", "--max-iters", "9",
+                                      "--ci-target", "0.0001", "--budget", "100s"], tmp_path=tmp_path)
+    res = cap.results()[0]
+    assert res["stop_reason"] == "max_iters" and res["iterations"] == 9
+
+    budget = run_bench(mpi_name, base + ["--sizes", "64K", "--iters", "5", "--ci-target", "0.0001",
+                                         "--budget", "0.2s", "--raw"], tmp_path=tmp_path)
+    res = budget.results()[0]
+    assert res["stop_reason"] == "budget" and res["ci_target_met"] is False
+    assert res["iterations"] >= 5 and len(res["samples"]["latency_us"]) == res["metrics"]["latency_us"]["count"]
+    assert 0.2 <= res["elapsed_s"] < 30
+
+    ci = run_bench(mpi_name, base + ["--sizes", "8", "--iters", "10", "--ci-target", "100",
+                                     "--budget", "100s"], tmp_path=tmp_path)
+    res = ci.results()[0]
+    assert res["stop_reason"] == "ci" and res["ci_target_met"] is True and res["ci_target"] == 1.0
+
+
+def test_json_append_keeps_previous_runs(mpi_name, tmp_path):
+    path = tmp_path / "runs.jsonl"
+    path.write_text('{"type": "note", "keep": true}\n')
+    args = ["p2p", "--mode", "latency", "--sizes", "8,1K", "--json", str(path)] + FAST
+    for _ in range(2):
+        assert run_bench(mpi_name, args).rc == 0
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert records[0] == {"type": "note", "keep": True}
+    runs = [r for r in records if r["type"] == "run"]
+    assert len(runs) == 2 and runs[0]["run_id"] != runs[1]["run_id"]
+    for run in runs:
+        results = [r for r in records if r["type"] == "result" and r["run_id"] == run["run_id"]]
+        assert [r["params"]["size_bytes"] for r in results] == [8, 1024]
+
+
+def test_cache_cold(mpi_name, tmp_path):
+    r = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "4K", "--cache", "cold",
+                             "--llc-size", "1M"] + FAST, tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    assert r.header()["cache"] == {"mode": "cold", "llc_bytes": 1 << 20}
+    assert r.results()[0]["metrics"]["latency_us"]["median"] > 0
+
+
+@pytest.mark.parametrize("mode", ["latency", "bw"])
+def test_validation_failure(mpi_name, mode, tmp_path):
+    r = run_bench(mpi_name, ["p2p", "--mode", mode, "--sizes", "64K", "--corrupt-at", "2", "--window", "4"]
+                  + FAST, tmp_path=tmp_path, timeout=120)
+    # MPICH passes MPI_Abort's code through; Open MPI's prterun also returns it (checked here).
+    assert r.rc == 3, (r.rc, r.stderr)
+    lines = [line for line in hmb_lines(r.stderr) if "validation failed" in line]
+    assert len(lines) == 1, r.stderr
+    line = lines[0]
+    for piece in ("bench=p2p", "size=64K", f"mode={mode}", "iteration=2", "rank=1", "partition=0"):
+        assert piece in line, line
+    fail = [x for x in r.records if x["type"] == "failure"]
+    assert fail and fail[0]["kind"] == "validation" and fail[0]["iteration"] == 2 and fail[0]["rank"] == 1
+
+
+def test_no_validate_skips_checks(mpi_name, tmp_path):
+    r = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "1K", "--corrupt-at", "2",
+                             "--no-validate"] + FAST, tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    assert r.header()["options"]["no-validate"] == "1"
+
+
+def test_watchdog_timeout(mpi_name, tmp_path):
+    r = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "8", "--hang-at", "3", "--timeout", "3s"]
+                  + FAST, tmp_path=tmp_path, timeout=90)
+    # MPICH returns the MPI_Abort code 4; Open MPI's prterun returns it as well.
+    assert r.rc == 4, (r.rc, r.stderr)
+    lines = [line for line in hmb_lines(r.stderr) if line.startswith("hmb-bench: timeout:")]
+    assert lines, r.stderr
+    assert any("p2p size=8 mode=latency" in line and "rank 1 phase 'hang-at" in line
+               and "did not finish within 3 s" in line for line in lines) or \
+        any("rank 0 phase 'latency: ping-pong'" in line for line in lines), lines
+    fail = [x for x in r.records if x["type"] == "failure"]
+    assert fail and fail[0]["kind"] == "timeout" and fail[0]["params"]["size_bytes"] == 8
