@@ -270,15 +270,18 @@ int64_t hmb_compute_ns(hmb_ctx *ctx, int64_t ns)
 
 int64_t hmb_compute_sliced_ns(hmb_ctx *ctx, int64_t ns, int64_t slice_ns, void (*poll)(void *), void *arg)
 {
+    /* Fixed work, like hmb_compute_ns: the nominal request is split into slices of nominal
+     * size; a slowed-down core makes the measured total (C_actual) exceed ns, and that
+     * slow-down is the point of measuring it. */
     const hmb_calib *c = thread_calib(ctx);
     if (slice_ns <= 0 || slice_ns >= ns)
         slice_ns = ns;
     int64_t inside_ns = 0;
-    while (inside_ns < ns) {
-        int64_t want = ns - inside_ns < slice_ns ? ns - inside_ns : slice_ns;
-        int64_t got_ns = hmb_compute_run(c, want);
-        inside_ns += got_ns > 0 ? got_ns : want; /* never spin forever on a zero reading */
-        if (poll && inside_ns < ns)
+    for (int64_t nominal_left = ns; nominal_left > 0;) {
+        int64_t want = nominal_left < slice_ns ? nominal_left : slice_ns;
+        inside_ns += hmb_compute_run(c, want);
+        nominal_left -= want;
+        if (poll && nominal_left > 0)
             poll(arg);
     }
     return inside_ns;

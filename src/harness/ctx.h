@@ -108,7 +108,14 @@ struct hmb_ctx {
     char unsupported_reason[512];
 
     hmb_cache_state cache;
+    struct hmb_pivot *pivot; /* rank 0: seed-style summary (pivot.c) */
 };
+
+/* pivot.c: the seed-style summary table (bench->pivot_metrics) */
+typedef struct hmb_pivot hmb_pivot;
+void hmb_pivot_add(hmb_ctx *ctx, const hmb_point *pt, const hmb_summary *summaries); /* NULL: unsupported */
+void hmb_pivot_print(hmb_ctx *ctx);
+void hmb_pivot_free(hmb_ctx *ctx);
 
 /* registry.c */
 const hmb_bench *hmb_registry_find(const char *name);

@@ -95,7 +95,17 @@ static void parse_before_init(hmb_ctx *ctx, int argc, char **argv)
 
 static void init_mpi(hmb_ctx *ctx, int *argc, char ***argv)
 {
+    /* --thread-level overrides the benchmark's request (e.g. mt's thread-safety cost: the same
+     * one-thread test at SINGLE and at MULTIPLE); the benchmark checks what was provided. */
     ctx->thread_level_requested = ctx->bench->thread_level;
+    if (hmb_options_find(&ctx->opts, "thread-level")->present) {
+        static const char *const names[] = {"single", "funneled", "serialized", "multiple"};
+        static const int levels[] = {MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED, MPI_THREAD_SERIALIZED,
+                                     MPI_THREAD_MULTIPLE};
+        for (int i = 0; i < 4; i++)
+            if (strcmp(hmb_opt_str(ctx, "thread-level"), names[i]) == 0)
+                ctx->thread_level_requested = levels[i];
+    }
     MPI_Init_thread(argc, argv, ctx->thread_level_requested, &ctx->thread_level_provided);
     ctx->mpi_initialized = 1;
     MPI_Comm_dup(MPI_COMM_WORLD, &ctx->comm);
@@ -195,6 +205,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < points.count; i++)
         hmb_measure_point(ctx, &points.items[i]);
 
+    hmb_pivot_print(ctx);
+    hmb_pivot_free(ctx);
     hmb_watchdog_stop(ctx->watchdog);
     ctx->watchdog = NULL;
     hmb_output_close(ctx);

@@ -190,6 +190,7 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
         if (ctx->rank == 0) {
             write_result(ctx, pt, "unsupported", NULL, NULL, 0, 0, 0, STOP_NONE, 0, 0);
             hmb_table_unsupported(ctx, pt, ctx->unsupported_reason);
+            hmb_pivot_add(ctx, pt, NULL);
         }
         hmb_watchdog_disarm(ctx->watchdog);
         ctx->point = NULL;
@@ -256,6 +257,7 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
             b->annotate(ctx, state, pt);
         write_result(ctx, pt, "ok", summaries, &st, warmup, measured, invalid, why, why == STOP_CI, elapsed_s);
         hmb_table_row(ctx, pt, summaries, measured);
+        hmb_pivot_add(ctx, pt, summaries);
     }
     store_free(&st);
     hmb_phase(ctx, "teardown");

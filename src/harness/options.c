@@ -49,6 +49,9 @@ const hmb_option hmb_common_options[] = {
      NULL},
     {"json", HMB_OPT_STRING, NULL, "append JSON Lines results to this file", 0, 0, NULL},
     {"raw", HMB_OPT_FLAG, "0", "also write every sample to the JSON", 0, 0, NULL},
+    {"thread-level", HMB_OPT_CHOICE, NULL,
+     "MPI thread level to request (default: the benchmark's own); modes the provided level cannot run are reported unsupported",
+     0, 0, "single|funneled|serialized|multiple"},
     HMB_OPTION_END,
 };
 

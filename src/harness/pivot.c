@@ -1,0 +1,138 @@
+/* The seed-style summary table (bench->pivot_metrics): after all points, for each combination
+ * of the non-size parameters, one row per listed metric with message sizes as columns and the
+ * medians as cells (IMB-ASYNC's layout). Rank 0 only; fed from the point loop. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctx.h"
+
+#define PIVOT_MAX_METRICS 8
+
+typedef struct {
+    char group[256]; /* "op=pt2pt progress=none" */
+    size_t size_bytes;
+    double median[PIVOT_MAX_METRICS];
+} pivot_cell;
+
+struct hmb_pivot {
+    int nmetrics;
+    int metric_index[PIVOT_MAX_METRICS]; /* into bench->metrics, -1 if unknown */
+    char metric_name[PIVOT_MAX_METRICS][48];
+    int count, capacity;
+    pivot_cell *cells;
+};
+
+static hmb_pivot *pivot_create(const hmb_bench *b)
+{
+    hmb_pivot *pv = calloc(1, sizeof *pv);
+    if (!pv)
+        return NULL;
+    const char *p = b->pivot_metrics;
+    while (*p && pv->nmetrics < PIVOT_MAX_METRICS) {
+        size_t n = strcspn(p, ",");
+        char *name = pv->metric_name[pv->nmetrics];
+        snprintf(name, sizeof pv->metric_name[0], "%.*s", (int)n, p);
+        pv->metric_index[pv->nmetrics] = -1;
+        for (int m = 0; b->metrics[m].name; m++)
+            if (strcmp(b->metrics[m].name, name) == 0)
+                pv->metric_index[pv->nmetrics] = m;
+        pv->nmetrics++;
+        p += n + (p[n] == ',');
+    }
+    return pv;
+}
+
+void hmb_pivot_add(hmb_ctx *ctx, const hmb_point *pt, const hmb_summary *summaries)
+{
+    if (ctx->rank != 0 || !ctx->bench->pivot_metrics)
+        return;
+    if (!ctx->pivot && !(ctx->pivot = pivot_create(ctx->bench)))
+        return;
+    hmb_pivot *pv = ctx->pivot;
+    if (pv->count == pv->capacity) {
+        int cap = pv->capacity ? 2 * pv->capacity : 32;
+        pivot_cell *cells = realloc(pv->cells, (size_t)cap * sizeof *cells);
+        if (!cells)
+            return;
+        pv->cells = cells;
+        pv->capacity = cap;
+    }
+    pivot_cell *c = &pv->cells[pv->count++];
+    char described[sizeof c->group];
+    hmb_point_describe(pt, described, sizeof described); /* "size=4K op=pt2pt ..." */
+    const char *rest = strchr(described, ' ');             /* the row group: all but the size */
+    snprintf(c->group, sizeof c->group, "%s", rest ? rest + 1 : "(all)");
+    c->size_bytes = pt->size_bytes;
+    for (int i = 0; i < pv->nmetrics; i++) {
+        int m = pv->metric_index[i];
+        c->median[i] = summaries && m >= 0 && summaries[m].count > 0 ? summaries[m].median : NAN;
+    }
+}
+
+static int cmp_size(const void *a, const void *b)
+{
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    return (x > y) - (x < y);
+}
+
+void hmb_pivot_print(hmb_ctx *ctx)
+{
+    hmb_pivot *pv = ctx->pivot;
+    if (ctx->rank != 0 || !pv || pv->count == 0)
+        return;
+    size_t *sizes = malloc((size_t)pv->count * sizeof *sizes);
+    if (!sizes)
+        return;
+    int nsizes = 0;
+    for (int i = 0; i < pv->count; i++) {
+        int seen = 0;
+        for (int k = 0; k < nsizes; k++)
+            seen |= sizes[k] == pv->cells[i].size_bytes;
+        if (!seen)
+            sizes[nsizes++] = pv->cells[i].size_bytes;
+    }
+    qsort(sizes, (size_t)nsizes, sizeof *sizes, cmp_size);
+
+    printf("\n# summary (medians; sizes in bytes as columns)\n");
+    for (int i = 0; i < pv->count; i++) {
+        int first = 1; /* print each group once, at its first cell */
+        for (int k = 0; k < i; k++)
+            first &= strcmp(pv->cells[k].group, pv->cells[i].group) != 0;
+        if (!first)
+            continue;
+        printf("# %s\n%-16s", pv->cells[i].group, "");
+        for (int s = 0; s < nsizes; s++) {
+            char label[32];
+            hmb_format_size(sizes[s], label, sizeof label);
+            printf(" %12s", label);
+        }
+        printf("\n");
+        for (int m = 0; m < pv->nmetrics; m++) {
+            printf("%-16s", pv->metric_name[m]);
+            for (int s = 0; s < nsizes; s++) {
+                double v = NAN;
+                for (int k = i; k < pv->count; k++)
+                    if (pv->cells[k].size_bytes == sizes[s] && strcmp(pv->cells[k].group, pv->cells[i].group) == 0)
+                        v = pv->cells[k].median[m];
+                if (isnan(v))
+                    printf(" %12s", "-");
+                else
+                    printf(" %12.4g", v);
+            }
+            printf("\n");
+        }
+    }
+    fflush(stdout);
+    free(sizes);
+}
+
+void hmb_pivot_free(hmb_ctx *ctx)
+{
+    if (ctx->pivot) {
+        free(ctx->pivot->cells);
+        free(ctx->pivot);
+        ctx->pivot = NULL;
+    }
+}
