@@ -1,0 +1,616 @@
+/* async — asynchronous progress and computation/communication overlap (SPEC §3.3, seed 004).
+ *
+ * Every iteration is a paired design, so the ratio survives a noisy machine:
+ *   1. blocking baseline: barrier, blocking op                       -> T_sync
+ *   2. non-blocking run:  barrier, post, compute C with a progress
+ *      mode, complete                                                -> T_total, C_actual
+ * The slowest rank defines each time. E = 100 (1 - (T_total - C) / T_sync), where C is the
+ * calibrated, undisturbed compute time that was requested (so a slower kernel under a
+ * progress thread counts as overhead). Formulas: include/hmb/metrics.h.
+ *
+ * Progress modes: none (no MPI call while computing), test:P (MPI_Testall on the op's
+ * requests every P µs of compute), thread (HMB's own progress thread looping on
+ * MPI_Testall), impl (the library's own progress thread, only when it is really on). */
+#define _GNU_SOURCE
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "async_ops.h"
+#include "core.h"
+#include "hmb/metrics.h"
+
+#define MAX_MODES 16
+#define MIN_COMPUTE_NS 10000 /* the seed's smallest calc time; the kernel's accuracy floor */
+#define CALIB_REPS 7
+
+typedef enum { PROG_NONE, PROG_TEST, PROG_THREAD, PROG_IMPL } progress_kind;
+
+typedef struct {
+    progress_kind kind;
+    double poll_us; /* test:P */
+} progress_spec;
+
+/* ------------------------------------------------------------------ option lists */
+
+/* Parses a comma list of ops; returns 0, or -1 with a one-line reason in err. */
+static int parse_ops(const char *text, async_op *ops, int *nops, char *err, size_t errlen)
+{
+    *nops = 0;
+    char *copy = strdup(text ? text : ""), *save = NULL;
+    int rc = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int found = async_op_from_name(tok);
+        if (found < 0) {
+            snprintf(err, errlen, "--op: unknown operation '%s' (choose from %s)", tok, ASYNC_OP_CHOICES);
+            rc = -1;
+            break;
+        }
+        if (*nops == ASYNC_OP_COUNT) {
+            snprintf(err, errlen, "--op: operation '%s' listed twice", tok);
+            rc = -1;
+            break;
+        }
+        ops[(*nops)++] = (async_op)found;
+    }
+    if (rc == 0 && *nops == 0) {
+        snprintf(err, errlen, "--op: empty list (choose from %s)", ASYNC_OP_CHOICES);
+        rc = -1;
+    }
+    free(copy);
+    return rc;
+}
+
+static int parse_progress(const char *text, progress_spec *modes, int *nmodes, char *err, size_t errlen)
+{
+    *nmodes = 0;
+    char *copy = strdup(text ? text : ""), *save = NULL;
+    int rc = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
+        progress_spec m = {PROG_NONE, 0.0};
+        if (strcmp(tok, "none") == 0)
+            m.kind = PROG_NONE;
+        else if (strcmp(tok, "thread") == 0)
+            m.kind = PROG_THREAD;
+        else if (strcmp(tok, "impl") == 0)
+            m.kind = PROG_IMPL;
+        else if (strncmp(tok, "test:", 5) == 0) {
+            char *end = NULL;
+            m.kind = PROG_TEST;
+            m.poll_us = strtod(tok + 5, &end);
+            if (end == tok + 5 || *end != '\0' || !(m.poll_us >= 0.1 && m.poll_us <= 1e6)) {
+                snprintf(err, errlen, "--progress: '%s' needs a poll interval in µs between 0.1 and 1e6 (e.g. test:10)",
+                         tok);
+                rc = -1;
+            }
+        } else {
+            snprintf(err, errlen, "--progress: unknown mode '%s' (choose from none, test:P, thread, impl)", tok);
+            rc = -1;
+        }
+        if (rc == 0 && *nmodes == MAX_MODES) {
+            snprintf(err, errlen, "--progress: more than %d modes", MAX_MODES);
+            rc = -1;
+        }
+        if (rc == 0)
+            modes[(*nmodes)++] = m;
+    }
+    if (rc == 0 && *nmodes == 0) {
+        snprintf(err, errlen, "--progress: empty list (choose from none, test:P, thread, impl)");
+        rc = -1;
+    }
+    free(copy);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ library progress thread */
+
+typedef struct {
+    int has_facility; /* the library has an asynchronous progress thread at all */
+    int on;           /* ... and it runs in this launch */
+    char control[96]; /* how it is switched on */
+    char why_not[320];
+} library_progress;
+
+/* Reads an integer MPICH control variable through MPI_T; returns 0 and *value, or -1. */
+static int read_int_cvar(const char *name, long long *value)
+{
+    int provided, index, count, rc = -1;
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+        return -1;
+    if (MPI_T_cvar_get_index(name, &index) == MPI_SUCCESS) {
+        char cvar_name[128], desc[16];
+        int name_len = sizeof cvar_name, desc_len = sizeof desc, verbosity, bind, scope;
+        MPI_Datatype type;
+        MPI_T_enum enumtype;
+        MPI_T_cvar_handle handle;
+        if (MPI_T_cvar_get_info(index, cvar_name, &name_len, &verbosity, &type, &enumtype, desc, &desc_len, &bind,
+                                &scope) == MPI_SUCCESS &&
+            MPI_T_cvar_handle_alloc(index, NULL, &handle, &count) == MPI_SUCCESS) {
+            union { int i; unsigned u; long l; unsigned long ul; long long ll; char pad[64]; } buf;
+            memset(&buf, 0, sizeof buf);
+            if (count == 1 && MPI_T_cvar_read(handle, &buf) == MPI_SUCCESS) {
+                rc = 0;
+                if (type == MPI_INT)
+                    *value = buf.i;
+                else if (type == MPI_UNSIGNED)
+                    *value = buf.u;
+                else if (type == MPI_LONG)
+                    *value = buf.l;
+                else if (type == MPI_UNSIGNED_LONG)
+                    *value = (long long)buf.ul;
+                else if (type == MPI_LONG_LONG)
+                    *value = buf.ll;
+                else
+                    rc = -1;
+            }
+            MPI_T_cvar_handle_free(&handle);
+        }
+    }
+    MPI_T_finalize();
+    return rc;
+}
+
+static int env_truthy(const char *v)
+{
+    return v && (strcmp(v, "1") == 0 || strcasecmp(v, "yes") == 0 || strcasecmp(v, "on") == 0 ||
+                 strcasecmp(v, "true") == 0 || strcasecmp(v, "enable") == 0);
+}
+
+static library_progress detect_library_progress(int thread_level_provided)
+{
+    library_progress lp = {0};
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(version, &len);
+    long long cvar = 0;
+    if (strstr(version, "Open MPI")) {
+        snprintf(lp.why_not, sizeof lp.why_not,
+                 "impl: Open MPI has no asynchronous progress thread (progress happens only inside MPI calls)");
+    } else if (strstr(version, "Intel")) {
+        lp.has_facility = 1;
+        snprintf(lp.control, sizeof lp.control, "I_MPI_ASYNC_PROGRESS=1");
+        lp.on = env_truthy(getenv("I_MPI_ASYNC_PROGRESS"));
+        if (!lp.on)
+            snprintf(lp.why_not, sizeof lp.why_not,
+                     "impl: the library's progress thread is off (I_MPI_ASYNC_PROGRESS unset or 0); "
+                     "launch with I_MPI_ASYNC_PROGRESS=1");
+    } else if (read_int_cvar("MPIR_CVAR_ASYNC_PROGRESS", &cvar) == 0) {
+        lp.has_facility = 1;
+        snprintf(lp.control, sizeof lp.control, "MPIR_CVAR_ASYNC_PROGRESS=1");
+        /* MPICH starts its progress thread only at MPI_THREAD_MULTIPLE. */
+        lp.on = cvar != 0 && thread_level_provided == MPI_THREAD_MULTIPLE;
+        if (!lp.on)
+            snprintf(lp.why_not, sizeof lp.why_not,
+                     "impl: the library's progress thread is off (MPIR_CVAR_ASYNC_PROGRESS=%lld%s); "
+                     "launch with MPIR_CVAR_ASYNC_PROGRESS=1 — `hmb run` does this",
+                     cvar, thread_level_provided == MPI_THREAD_MULTIPLE ? "" : ", thread level below MULTIPLE");
+    } else {
+        snprintf(lp.why_not, sizeof lp.why_not,
+                 "impl: this MPI library exposes no known asynchronous progress control "
+                 "(no MPI_T cvar MPIR_CVAR_ASYNC_PROGRESS)");
+    }
+    return lp;
+}
+
+/* ------------------------------------------------------------------ HMB's progress thread */
+
+/* One progress poke on all outstanding requests; returns 1 when all are complete. A single
+ * request goes through MPI_Test: MPICH 5.0.2's MPI_Testall fails (MPI_ERR_IN_STATUS with
+ * every status MPI_SUCCESS) on a persistent collective request from MPI_Allreduce_init. */
+static int test_requests(MPI_Request *reqs, int nreq)
+{
+    int all_done = 0;
+    if (nreq == 1)
+        MPI_Test(&reqs[0], &all_done, MPI_STATUS_IGNORE);
+    else
+        MPI_Testall(nreq, reqs, &all_done, MPI_STATUSES_IGNORE);
+    return all_done;
+}
+
+/* Hand-off: the main thread publishes a request set and raises `run`; the progress thread
+ * tests it until all complete or `run` drops. Before the main thread waits on the requests
+ * itself it drops `run` and waits until the progress thread has left its test loop, so the
+ * two never touch the requests at the same time. Idle, the thread sleeps on a condition
+ * variable and costs the compute nothing. */
+typedef struct {
+    pthread_t tid;
+    pthread_mutex_t lock;
+    pthread_cond_t wake, idle;
+    atomic_int run;
+    long published, finished; /* request-set generations (under lock) */
+    int testing, exit;        /* under lock */
+    MPI_Request *reqs;
+    int nreq;
+} progress_thread;
+
+static void *progress_thread_main(void *arg)
+{
+    progress_thread *pt = arg;
+    pthread_mutex_lock(&pt->lock);
+    for (;;) {
+        while (!pt->exit && !(atomic_load(&pt->run) && pt->published != pt->finished))
+            pthread_cond_wait(&pt->wake, &pt->lock);
+        if (pt->exit)
+            break;
+        long generation = pt->published;
+        pt->testing = 1;
+        pthread_mutex_unlock(&pt->lock);
+        int all_done = 0;
+        while (!all_done && atomic_load(&pt->run))
+            all_done = test_requests(pt->reqs, pt->nreq);
+        pthread_mutex_lock(&pt->lock);
+        pt->testing = 0;
+        pt->finished = generation;
+        pthread_cond_signal(&pt->idle);
+    }
+    pthread_mutex_unlock(&pt->lock);
+    return NULL;
+}
+
+static progress_thread *progress_thread_start(void)
+{
+    progress_thread *pt = calloc(1, sizeof *pt);
+    pthread_mutex_init(&pt->lock, NULL);
+    pthread_cond_init(&pt->wake, NULL);
+    pthread_cond_init(&pt->idle, NULL);
+    atomic_init(&pt->run, 0);
+    if (pthread_create(&pt->tid, NULL, progress_thread_main, pt) != 0) {
+        free(pt);
+        return NULL;
+    }
+    return pt;
+}
+
+static void progress_thread_publish(progress_thread *pt, MPI_Request *reqs, int nreq)
+{
+    pthread_mutex_lock(&pt->lock);
+    pt->reqs = reqs;
+    pt->nreq = nreq;
+    pt->published++;
+    atomic_store(&pt->run, 1);
+    pthread_cond_signal(&pt->wake);
+    pthread_mutex_unlock(&pt->lock);
+}
+
+/* After this returns the progress thread no longer touches the published requests. */
+static void progress_thread_withdraw(progress_thread *pt)
+{
+    pthread_mutex_lock(&pt->lock);
+    atomic_store(&pt->run, 0);
+    while (pt->testing)
+        pthread_cond_wait(&pt->idle, &pt->lock);
+    pthread_mutex_unlock(&pt->lock);
+}
+
+static void progress_thread_stop(progress_thread *pt)
+{
+    pthread_mutex_lock(&pt->lock);
+    pt->exit = 1;
+    atomic_store(&pt->run, 0);
+    pthread_cond_signal(&pt->wake);
+    pthread_mutex_unlock(&pt->lock);
+    pthread_join(pt->tid, NULL);
+    pthread_mutex_destroy(&pt->lock);
+    pthread_cond_destroy(&pt->wake);
+    pthread_cond_destroy(&pt->idle);
+    free(pt);
+}
+
+/* ------------------------------------------------------------------ benchmark */
+
+typedef struct {
+    async_exchange ex;
+    progress_spec mode;
+    int64_t c_ns; /* calibrated compute C, the same on every rank */
+    int library_thread;
+    progress_thread *thread;
+    /* rank 0: every iteration's times, for E from the medians in annotate() */
+    double *t_total_s, *t_sync_s;
+    long nsamples, capacity;
+} async_state;
+
+static const hmb_option async_options[] = {
+    {"op", HMB_OPT_STRING, "pt2pt,allreduce", "operations (comma list): " ASYNC_OP_CHOICES, 0, 0, NULL},
+    {"progress", HMB_OPT_STRING, "none,test:10,thread",
+     "progress modes (comma list): none, test:P (MPI_Testall every P µs of compute), thread, impl", 0, 0, NULL},
+    {"neighbors", HMB_OPT_INT, "2", "exch/neighbor_alltoall: neighbours per rank (ring: even; grid2d: 4 or 8)",
+     1, 64, NULL},
+    {"topology", HMB_OPT_CHOICE, "ring", "exch/neighbor_alltoall neighbourhood: ring or periodic 2-D grid", 0, 0,
+     "ring|grid2d"},
+    {"calc-factor", HMB_OPT_DOUBLE, "2.0",
+     "without --compute: C = factor x the blocking time of the op and size (seed: 1.5-2)", 0.01, 1000, NULL},
+    HMB_OPTION_END,
+};
+
+/* The seed's 4, 128, 2048, 32768, 524288 doubles. */
+static const hmb_default async_defaults[] = {{"sizes", "32,1K,16K,256K,4M"}, {NULL, NULL}};
+
+static const hmb_metric async_metrics[] = {
+    {"efficiency_pct", "%", "E = 100 (1 - T_over / T_sync): share of the blocking time hidden", 1, 1},
+    {"t_sync_us", "us", "blocking operation time (baseline)", 0, 1},
+    {"t_total_us", "us", "post + compute + completion time of the non-blocking run", 0, 1},
+    {"c_us", "us", "calibrated compute time requested (undisturbed)", 0, 0},
+    {"c_actual_us", "us", "time inside the compute kernel (excluding progress calls)", 0, 1},
+    {"t_over_us", "us", "T_over = T_total - C", 0, 1},
+    {"slowdown", "ratio", "compute slow-down C_actual / C caused by the progress method", 0, 1},
+    HMB_METRIC_END,
+};
+
+static int effective_neighbors(hmb_ctx *ctx)
+{
+    int k = (int)hmb_opt_int(ctx, "neighbors");
+    /* The 2-D grid's natural neighbourhood is its 4 faces. */
+    if (strcmp(hmb_opt_str(ctx, "topology"), "grid2d") == 0 && !hmb_opt_given(ctx, "neighbors"))
+        k = 4;
+    return k;
+}
+
+static void async_check(hmb_ctx *ctx)
+{
+    char err[256];
+    async_op ops[ASYNC_OP_COUNT];
+    progress_spec modes[MAX_MODES];
+    int nops, nmodes;
+    if (parse_ops(hmb_opt_str(ctx, "op"), ops, &nops, err, sizeof err) != 0 ||
+        parse_progress(hmb_opt_str(ctx, "progress"), modes, &nmodes, err, sizeof err) != 0)
+        hmb_usage_error(ctx, "%s", err);
+    int nsizes;
+    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
+    for (int i = 0; i < nsizes; i++)
+        if (sizes[i] == 0 || sizes[i] % sizeof(double) != 0)
+            hmb_usage_error(ctx, "--sizes: %zu is not a positive multiple of 8 bytes (messages are doubles)", sizes[i]);
+    int k = effective_neighbors(ctx);
+    int grid = strcmp(hmb_opt_str(ctx, "topology"), "grid2d") == 0;
+    if (grid && k != 4 && k != 8)
+        hmb_usage_error(ctx, "--neighbors: %d on grid2d (choose 4 or 8)", k);
+    if (!grid && k % 2 != 0)
+        hmb_usage_error(ctx, "--neighbors: %d on a ring must be even (k/2 on each side)", k);
+    for (int i = 0; i < nops; i++)
+        if (ops[i] == OP_PT2PT && hmb_size(ctx) % 2 != 0)
+            hmb_usage_error(ctx, "--op pt2pt pairs rank i with i+n/2: needs an even number of ranks, got %d",
+                            hmb_size(ctx));
+    if (hmb_opt_given(ctx, "compute") && hmb_opt_duration_ns(ctx, "compute") <= 0)
+        hmb_usage_error(ctx, "--compute: must be > 0 (or leave it out: C = --calc-factor x T_sync)");
+    library_progress lp = detect_library_progress(hmb_thread_level_provided(ctx));
+    hmb_header_add_num(ctx, "library_progress_thread", lp.on);
+    hmb_header_add_str(ctx, "library_progress_control", lp.has_facility ? lp.control : "none");
+}
+
+static void async_points(hmb_ctx *ctx, hmb_point_list *out)
+{
+    char err[256];
+    async_op ops[ASYNC_OP_COUNT];
+    progress_spec modes[MAX_MODES];
+    int nops, nmodes, nsizes;
+    parse_ops(hmb_opt_str(ctx, "op"), ops, &nops, err, sizeof err);
+    parse_progress(hmb_opt_str(ctx, "progress"), modes, &nmodes, err, sizeof err);
+    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
+    const char *progress_text = hmb_opt_str(ctx, "progress");
+    /* Point labels must outlive the run: one copy of the option text, cut at the commas. */
+    char *labels = strdup(progress_text), *save = NULL, *label[MAX_MODES];
+    int nlabels = 0;
+    for (char *tok = strtok_r(labels, ",", &save); tok && nlabels < MAX_MODES; tok = strtok_r(NULL, ",", &save))
+        label[nlabels++] = tok;
+    for (int o = 0; o < nops; o++)
+        for (int m = 0; m < nmodes; m++)
+            for (int s = 0; s < nsizes; s++) {
+                hmb_point *p = hmb_points_add(out, sizes[s]);
+                hmb_point_set_str(p, "op", async_op_name(ops[o]));
+                hmb_point_set_str(p, "progress", label[m]);
+                if (async_op_uses_neighbors(ops[o]))
+                    hmb_point_set_int(p, "neighbors", effective_neighbors(ctx));
+            }
+}
+
+static progress_spec point_mode(const hmb_point *pt)
+{
+    progress_spec m;
+    int n = 0;
+    char err[64];
+    parse_progress(hmb_point_str(pt, "progress"), &m, &n, err, sizeof err);
+    return m;
+}
+
+/* C = calc-factor x the blocking time: the fastest of a few blocking runs (interference
+ * only slows a run down), the slowest rank of each run counting. */
+static int64_t calibrate_compute_ns(hmb_ctx *ctx, async_exchange *ex)
+{
+    if (hmb_opt_given(ctx, "compute"))
+        return hmb_opt_duration_ns(ctx, "compute");
+    double best_s = INFINITY;
+    for (int rep = -1; rep < CALIB_REPS; rep++) {
+        async_fill(ex, rep, 0);
+        MPI_Barrier(ex->world);
+        double t0 = hmb_now();
+        async_blocking(ex);
+        double local_s = hmb_now() - t0, slowest_s;
+        MPI_Allreduce(&local_s, &slowest_s, 1, MPI_DOUBLE, MPI_MAX, ex->world);
+        if (rep >= 0 && slowest_s < best_s)
+            best_s = slowest_s;
+    }
+    int64_t c_ns = (int64_t)(hmb_opt_double(ctx, "calc-factor") * best_s * 1e9);
+    return c_ns < MIN_COMPUTE_NS ? MIN_COMPUTE_NS : c_ns;
+}
+
+static void *async_setup(hmb_ctx *ctx, const hmb_point *pt)
+{
+    async_op op = (async_op)async_op_from_name(hmb_point_str(pt, "op"));
+    progress_spec mode = point_mode(pt);
+    library_progress lp = detect_library_progress(hmb_thread_level_provided(ctx));
+    if (mode.kind == PROG_IMPL && !lp.on) {
+        hmb_unsupported(ctx, "%s", lp.why_not);
+        return NULL;
+    }
+    char why[256] = "";
+    if (!async_op_supported(op, why, sizeof why)) {
+        hmb_unsupported(ctx, "%s", why);
+        return NULL;
+    }
+    async_state *s = calloc(1, sizeof *s);
+    s->mode = mode;
+    s->library_thread = lp.on;
+    int grid = strcmp(hmb_opt_str(ctx, "topology"), "grid2d") == 0;
+    async_exchange_init(&s->ex, ctx, pt, op, pt->size_bytes, effective_neighbors(ctx), grid);
+    if (mode.kind == PROG_THREAD && !(s->thread = progress_thread_start()))
+        hmb_usage_error(ctx, "could not start the progress thread");
+    s->c_ns = calibrate_compute_ns(ctx, &s->ex);
+    return s;
+}
+
+static void testall_poll(void *arg)
+{
+    async_exchange *ex = arg;
+    test_requests(ex->reqs, ex->nreq);
+}
+
+/* Computes C under the point's progress mode; returns the time inside the kernel, ns. */
+static int64_t compute_with_progress(hmb_ctx *ctx, async_state *s)
+{
+    switch (s->mode.kind) {
+    case PROG_TEST:
+        return hmb_compute_sliced_ns(ctx, s->c_ns, (int64_t)(s->mode.poll_us * 1e3), testall_poll, &s->ex);
+    case PROG_THREAD: {
+        progress_thread_publish(s->thread, s->ex.reqs, s->ex.nreq);
+        int64_t inside_ns = hmb_compute_ns(ctx, s->c_ns);
+        progress_thread_withdraw(s->thread);
+        return inside_ns;
+    }
+    default: /* none; impl: the library's thread works on its own */
+        return hmb_compute_ns(ctx, s->c_ns);
+    }
+}
+
+static void keep_sample(async_state *s, double t_total_s, double t_sync_s)
+{
+    if (s->nsamples == s->capacity) {
+        s->capacity = s->capacity ? 2 * s->capacity : 256;
+        s->t_total_s = realloc(s->t_total_s, (size_t)s->capacity * sizeof(double));
+        s->t_sync_s = realloc(s->t_sync_s, (size_t)s->capacity * sizeof(double));
+    }
+    s->t_total_s[s->nsamples] = t_total_s;
+    s->t_sync_s[s->nsamples] = t_sync_s;
+    s->nsamples++;
+}
+
+static int async_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
+{
+    async_state *s = state;
+    async_exchange *ex = &s->ex;
+
+    /* 1. blocking baseline (its data is checked right away, outside the timing) */
+    async_fill(ex, iter, 0);
+    hmb_phase(ctx, "barrier before blocking op");
+    MPI_Barrier(ex->world);
+    hmb_phase(ctx, "blocking op");
+    double t_start_s = hmb_now();
+    async_blocking(ex);
+    double t_sync_s = hmb_now() - t_start_s;
+    async_verify(ex, iter, 0);
+
+    /* 2. non-blocking run: post, compute with progress, complete */
+    async_fill(ex, iter, 1);
+    hmb_phase(ctx, "barrier before non-blocking op");
+    MPI_Barrier(ex->world);
+    hmb_phase(ctx, "post");
+    t_start_s = hmb_now();
+    async_post(ex);
+    hmb_phase(ctx, "compute");
+    int64_t c_actual_ns = compute_with_progress(ctx, s);
+    hmb_phase(ctx, "Waitall");
+    MPI_Waitall(ex->nreq, ex->reqs, MPI_STATUSES_IGNORE);
+    double t_total_s = hmb_now() - t_start_s;
+
+    double slowest[3] = {t_sync_s, t_total_s, (double)c_actual_ns * 1e-9};
+    hmb_reduce_max(ctx, slowest, 3);
+    if (hmb_rank(ctx) != 0)
+        return 0;
+    t_sync_s = slowest[0];
+    t_total_s = slowest[1];
+    double c_s = (double)s->c_ns * 1e-9, c_actual_s = slowest[2];
+    out->value[0] = hmb_async_efficiency_pct(t_total_s, c_s, t_sync_s);
+    out->value[1] = t_sync_s * 1e6;
+    out->value[2] = t_total_s * 1e6;
+    out->value[3] = c_s * 1e6;
+    out->value[4] = c_actual_s * 1e6;
+    out->value[5] = hmb_async_overhead(t_total_s, c_s) * 1e6;
+    out->value[6] = c_actual_s / c_s;
+    out->valid = 1;
+    keep_sample(s, t_total_s, t_sync_s);
+    return 0;
+}
+
+static void async_verify_cb(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
+{
+    async_state *s = state;
+    async_verify(&s->ex, iter, 1);
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_of(double *x, long n)
+{
+    qsort(x, (size_t)n, sizeof *x, compare_doubles);
+    return hmb_quantile_sorted(x, n, 0.5);
+}
+
+static void async_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
+{
+    async_state *s = state;
+    hmb_result_add_str(ctx, "op", hmb_point_str(pt, "op"));
+    hmb_result_add_str(ctx, "progress", hmb_point_str(pt, "progress"));
+    if (async_op_uses_neighbors(s->ex.op)) {
+        hmb_result_add_num(ctx, "neighbors", s->ex.nneighbors);
+        hmb_result_add_str(ctx, "topology", hmb_opt_str(ctx, "topology"));
+    }
+    hmb_result_add_num(ctx, "c_request_ns", (double)s->c_ns);
+    hmb_result_add_str(ctx, "c_source", hmb_opt_given(ctx, "compute") ? "--compute" : "calc-factor x T_sync");
+    /* Warm-up iterations come first and are not part of the statistics. */
+    long skip = (long)hmb_opt_int(ctx, "warmup");
+    if (s->nsamples > skip) {
+        long n = s->nsamples - skip;
+        double med_total_s = median_of(s->t_total_s + skip, n), med_sync_s = median_of(s->t_sync_s + skip, n);
+        hmb_result_add_num(ctx, "efficiency_of_medians_pct",
+                           hmb_async_efficiency_pct(med_total_s, (double)s->c_ns * 1e-9, med_sync_s));
+    }
+    hmb_result_add_num(ctx, "library_progress_thread", s->library_thread);
+}
+
+static void async_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
+{
+    async_state *s = state;
+    if (!s)
+        return;
+    if (s->thread)
+        progress_thread_stop(s->thread);
+    async_exchange_free(&s->ex);
+    free(s->t_total_s);
+    free(s->t_sync_s);
+    free(s);
+}
+
+static const hmb_bench async_bench = {
+    .name = "async",
+    .group = "async",
+    .summary = "overlap of non-blocking communication with compute, per progress mode (IMB-ASYNC style)",
+    .options = async_options,
+    .defaults = async_defaults,
+    .metrics = async_metrics,
+    .thread_level = MPI_THREAD_MULTIPLE, /* the `thread` mode tests from a second thread */
+    .min_ranks = 2,
+    .rank_multiple = 1,
+    .check = async_check,
+    .points = async_points,
+    .setup = async_setup,
+    .iterate = async_iterate,
+    .verify = async_verify_cb,
+    .teardown = async_teardown,
+    .annotate = async_annotate,
+    .pivot_metrics = "t_sync_us,c_us,t_over_us,efficiency_pct",
+};
+HMB_REGISTER(async_bench);

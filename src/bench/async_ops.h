@@ -1,0 +1,63 @@
+/* The operations of the `async` benchmark (src/bench/async.c): for each, a blocking form
+ * (the baseline), a non-blocking post that leaves requests to complete, and the data
+ * pattern and its check. Kept apart from the driver (modes, timing, metrics). */
+#ifndef HMB_ASYNC_OPS_H
+#define HMB_ASYNC_OPS_H
+
+#include <stddef.h>
+
+#include "hmb/hmb.h"
+
+typedef enum {
+    OP_PT2PT,             /* pair exchange, rank i with i + n/2 */
+    OP_EXCH,              /* k neighbours on a ring or a periodic 2-D grid, Isend/Irecv */
+    OP_ALLREDUCE,         /* MPI_Allreduce / MPI_Iallreduce, sum of doubles */
+    OP_IALLTOALL,         /* MPI_Alltoall / MPI_Ialltoall, size = block per peer */
+    OP_IBCAST,            /* MPI_Bcast / MPI_Ibcast from rank 0 */
+    OP_NEIGHBOR_ALLTOALL, /* MPI_(I)neighbor_alltoall on the exch neighbourhood */
+    OP_ALLREDUCE_INIT,    /* persistent: MPI_Allreduce_init once, MPI_Start per iteration */
+    ASYNC_OP_COUNT
+} async_op;
+
+#define ASYNC_OP_CHOICES "pt2pt, exch, allreduce, ialltoall, ibcast, neighbor_alltoall, allreduce_init"
+#define ASYNC_MAX_NEIGHBORS 64
+
+typedef struct {
+    hmb_ctx *ctx;
+    const hmb_point *pt;
+    async_op op;
+    MPI_Comm world;  /* hmb_comm() */
+    MPI_Comm graph;  /* neighbor_alltoall's distributed graph, else MPI_COMM_NULL */
+    int rank, nranks;
+    int count;       /* doubles per message (per block for alltoall and neighbourhoods) */
+    int nblocks;     /* blocks in the send and in the receive buffer */
+    double *sendbuf, *recvbuf;
+    int peer;        /* pt2pt */
+    int nneighbors;  /* exch / neighbor_alltoall */
+    int send_to[ASYNC_MAX_NEIGHBORS], recv_from[ASYNC_MAX_NEIGHBORS];
+    MPI_Request persistent; /* allreduce_init */
+    MPI_Request reqs[2 * ASYNC_MAX_NEIGHBORS];
+    int nreq;        /* requests of the posted non-blocking operation */
+} async_exchange;
+
+const char *async_op_name(async_op op);
+int async_op_from_name(const char *name); /* -1 if unknown */
+int async_op_uses_neighbors(async_op op);
+/* 1 if this MPI library has the operation; else 0 and the reason in why. */
+int async_op_supported(async_op op, char *why, size_t whylen);
+
+/* Buffers, peers, graph communicator, persistent request (collective over hmb_comm). */
+void async_exchange_init(async_exchange *ex, hmb_ctx *ctx, const hmb_point *pt, async_op op, size_t size_bytes,
+                         int neighbors, int grid2d);
+void async_exchange_free(async_exchange *ex);
+
+/* Fill the send data of iteration iter, phase 0 (blocking) or 1 (non-blocking): the two
+ * phases carry different patterns, so data left from the other phase cannot pass. */
+void async_fill(async_exchange *ex, long iter, int phase);
+void async_blocking(async_exchange *ex);
+/* Starts the non-blocking operation; its requests are ex->reqs[0 .. nreq-1]. */
+void async_post(async_exchange *ex);
+/* Checks every received element; a mismatch is fatal (hmb_validation_failure, exit 3). */
+void async_verify(async_exchange *ex, long iter, int phase);
+
+#endif

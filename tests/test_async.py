@@ -1,0 +1,202 @@
+"""Integration tests of the `async` benchmark (SPEC §3.3): every operation and progress mode
+runs and validates on each MPI, `impl` is honest about the library's progress thread, bad
+input is rejected, corrupted data is caught, and (on MPICH) the overlap physics holds.
+
+Timings on the shared 2-core machine are noisy: tests check correctness and physically
+possible bounds only; the physics checks use medians and wide margins."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from conftest import TEST_MPIS, run_bench
+
+mpich_only = pytest.mark.skipif("mpich" not in TEST_MPIS, reason="MPICH not selected (HMB_TEST_MPIS)")
+
+ALL_OPS = ["pt2pt", "exch", "allreduce", "ialltoall", "ibcast", "neighbor_alltoall", "allreduce_init"]
+METRICS = ["efficiency_pct", "t_sync_us", "t_total_us", "c_us", "c_actual_us", "t_over_us", "slowdown"]
+FAST = ["--iters", "5", "--warmup", "1", "--ci-target", "0"]
+
+
+def _by_point(run):
+    return {(r["params"]["op"], r["params"]["progress"], r["params"]["size_bytes"]): r
+            for r in run.results(status=None)}
+
+
+def _median(result, metric):
+    return result["metrics"][metric]["median"]
+
+
+def _check_physical(result):
+    """Bounds that hold whatever the machine's noise."""
+    m = {k: _median(result, k) for k in METRICS}
+    assert list(result["metrics"])[: len(METRICS)] == METRICS  # primary metric first
+    for k, v in m.items():
+        assert math.isfinite(v), (k, result["params"])
+    assert result["metrics"]["efficiency_pct"]["count"] == result["iterations"]
+    # C is the calibrated request: constant, at least the 10 µs floor, recorded in extra.
+    assert result["metrics"]["c_us"]["min"] == pytest.approx(result["metrics"]["c_us"]["max"])
+    assert m["c_us"] >= 10.0 - 1e-9
+    assert m["c_us"] == pytest.approx(result["extra"]["c_request_ns"] / 1e3)
+    # Per iteration T_total >= C_actual (the compute is inside the timed region), so the
+    # medians keep that order; the kernel cannot beat its own undisturbed calibration.
+    assert m["t_total_us"] >= m["c_actual_us"] * (1 - 1e-9)
+    assert m["slowdown"] > 0.9
+    assert m["t_sync_us"] > 0
+    # E = 100 (1 - (T_total - C) / T_sync) <= 100 up to the kernel's calibration error.
+    assert m["efficiency_pct"] <= 100.0 + 100.0 * 0.02 * m["c_us"] / m["t_sync_us"]
+    assert result["extra"]["library_progress_thread"] in (0, 1)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_every_op_and_mode_runs_and_validates(mpi_name, ranks, tmp_path):
+    env = {"MPIR_CVAR_ASYNC_PROGRESS": "0"} if mpi_name == "mpich" else None
+    run = run_bench(mpi_name, ["async", "--op", ",".join(ALL_OPS), "--sizes", "32,1K",
+                               "--progress", "none,test:10,thread,impl", *FAST],
+                    ranks=ranks, tmp_path=tmp_path, env=env)
+    assert run.rc == 0, run.stderr
+    points = _by_point(run)
+    assert len(points) == len(ALL_OPS) * 4 * 2
+    for (op, progress, size), r in points.items():
+        if progress == "impl":
+            # Never labelled impl while the library's thread is off.
+            assert r["status"] == "unsupported", (op, size)
+            if mpi_name == "openmpi":
+                assert "Open MPI has no asynchronous progress thread" in r["reason"]
+            else:
+                assert "MPIR_CVAR_ASYNC_PROGRESS=0" in r["reason"]
+                assert "MPIR_CVAR_ASYNC_PROGRESS=1" in r["reason"]
+            continue
+        assert r["status"] == "ok", (op, progress, size, r.get("reason"))
+        assert r["iterations"] == 5 and r["warmup"] == 1
+        assert r["extra"]["op"] == op and r["extra"]["progress"] == progress
+        _check_physical(r)
+    assert run.header()["extra"]["library_progress_thread"] == 0
+    assert "unsupported: impl" in run.stdout
+
+
+@pytest.mark.mpi
+def test_grid_neighbourhoods(mpi_name, tmp_path):
+    """Periodic 2-D grid (2x2 on 4 ranks: every neighbour appears twice) with 4 and 8 neighbours."""
+    for k in ("4", "8"):
+        run = run_bench(mpi_name, ["async", "--op", "exch,neighbor_alltoall", "--topology", "grid2d",
+                                   "--neighbors", k, "--sizes", "64", "--progress", "none,test:5", *FAST],
+                        ranks=4, tmp_path=tmp_path)
+        assert run.rc == 0, run.stderr
+        results = run.results()
+        assert len(results) == 4
+        for r in results:
+            assert r["params"]["neighbors"] == int(k) and r["extra"]["topology"] == "grid2d"
+            _check_physical(r)
+
+
+@pytest.mark.mpi
+@mpich_only
+def test_impl_with_mpich_progress_thread_on(tmp_path):
+    run = run_bench("mpich", ["async", "--op", "pt2pt,allreduce", "--sizes", "32", "--progress", "impl,none",
+                              "--iters", "3", "--warmup", "1", "--ci-target", "0"],
+                    tmp_path=tmp_path, env={"MPIR_CVAR_ASYNC_PROGRESS": "1"})
+    assert run.rc == 0, run.stderr
+    results = run.results()
+    assert {(r["params"]["op"], r["params"]["progress"]) for r in results} == {
+        ("pt2pt", "impl"), ("pt2pt", "none"), ("allreduce", "impl"), ("allreduce", "none")}
+    for r in results:
+        # The library's thread changes every mode's numbers: each result says it was on.
+        assert r["extra"]["library_progress_thread"] == 1
+        _check_physical(r)
+    extra = run.header()["extra"]
+    assert extra["library_progress_thread"] == 1
+    assert extra["library_progress_control"] == "MPIR_CVAR_ASYNC_PROGRESS=1"
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("op", ["pt2pt", "exch", "ialltoall"])
+def test_corrupted_data_is_caught(mpi_name, op, tmp_path):
+    run = run_bench(mpi_name, ["async", "--op", op, "--sizes", "1K", "--progress", "none",
+                               "--corrupt-at", "2", *FAST], tmp_path=tmp_path)
+    assert run.rc == 3, (run.rc, run.stderr)
+    assert "validation failed" in run.stderr and "bench=async" in run.stderr
+    failures = [r for r in run.records if r.get("type") == "failure"]
+    assert failures and failures[0]["kind"] == "validation"
+
+
+@pytest.mark.mpi
+@mpich_only
+@pytest.mark.parametrize("args,ranks,needle", [
+    (["--op", "pt2pt,bogus"], 2, "--op: unknown operation 'bogus'"),
+    (["--progress", "none,fast"], 2, "--progress: unknown mode 'fast'"),
+    (["--progress", "test:abc"], 2, "--progress: 'test:abc'"),
+    (["--progress", "test:0"], 2, "--progress: 'test:0'"),
+    (["--sizes", "12"], 2, "--sizes: 12 is not a positive multiple of 8"),
+    (["--op", "pt2pt"], 3, "needs an even number of ranks"),
+    (["--op", "exch", "--neighbors", "3"], 2, "--neighbors: 3 on a ring must be even"),
+    (["--op", "exch", "--topology", "grid2d", "--neighbors", "6"], 2, "--neighbors: 6 on grid2d"),
+    (["--compute", "0"], 2, "--compute: must be > 0"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, ranks, needle, tmp_path):
+    sizes = [] if "--sizes" in args else ["--sizes", "8"]
+    run = run_bench("mpich", ["async", *args, *sizes, *FAST], ranks=ranks)
+    assert run.rc == 2, (run.rc, run.stderr)
+    lines = [ln for ln in run.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and needle in lines[0], run.stderr
+
+
+# ------------------------------------------------------------------ physics (MPICH)
+
+SMALL, LARGE = 2048, 1 << 20  # well below MPICH's ~8 KB eager switch; far above it
+
+
+@pytest.fixture(scope="module")
+def mpich_overlap(tmp_path_factory):
+    """One run, compute 4x the blocking time, 15 iterations per point (medians)."""
+    run = run_bench("mpich", ["async", "--op", "pt2pt", "--sizes", f"{SMALL},{LARGE}",
+                              "--progress", "none,test:2", "--calc-factor", "4",
+                              "--iters", "15", "--warmup", "2", "--ci-target", "0"],
+                    tmp_path=tmp_path_factory.mktemp("async_physics"),
+                    env={"MPIR_CVAR_ASYNC_PROGRESS": "0"})
+    assert run.rc == 0, run.stderr
+    return {(p, s): r for (op, p, s), r in _by_point(run).items()}
+
+
+@pytest.mark.mpi
+@mpich_only
+def test_eager_message_is_largely_hidden_without_progress(mpich_overlap):
+    """Below the eager switch the sender never waits, so a good part of T_sync is hidden.
+    Measured here: E ≈ 35–50 %, not ~100 %: the receiver still copies the message out of the
+    shared-memory cell inside MPI_Waitall, after the compute (about half of T_sync)."""
+    e_small = _median(mpich_overlap[("none", SMALL)], "efficiency_pct")
+    assert e_small > 15.0, e_small
+
+
+@pytest.mark.mpi
+@mpich_only
+def test_rendezvous_message_is_not_hidden_without_progress(mpich_overlap):
+    """Far above the eager switch nothing moves until MPI_Waitall: E ≈ 0 (measured -20…+15 %)."""
+    e_large = _median(mpich_overlap[("none", LARGE)], "efficiency_pct")
+    assert e_large < 50.0, e_large
+
+
+@pytest.mark.mpi
+@mpich_only
+def test_manual_progress_helps_large_message(mpich_overlap):
+    """FINDING (MPICH 5.0.2, shared memory, one core per rank): MPI_Test every 2 µs raises E for
+    a 1 MB message only a little on a quiet machine (measured +0…+40 points, median of 15),
+    not to "most of it hidden": the bulk copy through shared memory needs the CPU and both
+    cores are computing, so manual progress mostly moves the copy from MPI_Waitall into the
+    test calls, which count in T_total (the seed's conclusion ii). When the machine is busy,
+    `none` at 1 MB often collapses (E of -200…-1100 %: a descheduled peer stalls the late
+    rendezvous) while test:2 does not, so the gap swings from 0 to +1000 points between runs.
+    What holds in every run: manual progress never makes the large transfer materially worse."""
+    e_none = _median(mpich_overlap[("none", LARGE)], "efficiency_pct")
+    e_test = _median(mpich_overlap[("test:2", LARGE)], "efficiency_pct")
+    assert e_test >= e_none - 15.0, (e_none, e_test)
+
+
+@pytest.mark.mpi
+@mpich_only
+def test_manual_progress_costs_no_compute(mpich_overlap):
+    """Poll time is excluded from C_actual, so test:P must not look like a compute slow-down."""
+    for size in (SMALL, LARGE):
+        assert _median(mpich_overlap[("test:2", size)], "slowdown") < 1.5
