@@ -1,0 +1,84 @@
+/* Private to the mt benchmark (mt.c: descriptor and options; mt_lanes.c: set-up and the
+ * message-rate/contention pattern; mt_rma.c: the shared-progress get test). */
+#ifndef HMB_BENCH_MT_H
+#define HMB_BENCH_MT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hmb/hmb.h"
+
+enum { MT_RATE, MT_CONTENTION, MT_GET, MT_NTESTS };
+enum { MT_SHARED, MT_COMM, MT_TAG, MT_STREAM, MT_FUNNELED, MT_EVERYWHERE, MT_NMODES };
+enum { MT_PROGRESS_NONE, MT_PROGRESS_THREAD, MT_NPROGRESS };
+#define MT_NINFO 3
+
+/* Every rate/contention message starts with a 64-bit stamp: iteration (low 24 bits), lane
+ * (16 bits), sequence within the iteration (24 bits); the rest is hmb_fill's pattern. */
+#define MT_STAMP_BYTES 8
+#define MT_SEQ_MASK 0xFFFFFF
+#define MT_MAX_HELD_BYTES (1024.0 * 1024.0 * 1024.0)
+
+/* One stream of messages between a sender thread and a receiver thread (or origin thread
+ * and target window). */
+typedef struct {
+    MPI_Comm comm;
+    int data_tag, ack_tag;
+    int thread; /* OpenMP thread of this rank that drives the lane */
+    MPI_Win win;
+    MPI_Aint disp; /* get: where the lane's data lies in win on the target */
+    unsigned char *target_mem; /* get target: the lane's bytes in this process's window */
+} mt_lane;
+
+typedef struct {
+    int test, mode, progress;
+    int threads; /* OpenMP threads in the parallel region */
+    int nlanes;
+    int sending; /* rate/contention: sender half; get: origin half */
+    int peer;
+    size_t size;
+    int window, windows;
+    mt_lane lanes[HMB_MAX_THREADS];
+
+    MPI_Comm base; /* dup of hmb_comm for this point */
+    MPI_Comm comms[2 * HMB_MAX_THREADS];
+    int ncomms; /* communicators created for this point (base included) */
+    MPI_Win wins[HMB_MAX_THREADS];
+    int nwins;
+#if defined(HMB_HAVE_MPIX_STREAM_CREATE) && defined(HMB_HAVE_MPIX_STREAM_COMM_CREATE)
+    MPIX_Stream streams[HMB_MAX_THREADS];
+#endif
+    int nstreams;
+
+    unsigned char *sendbuf;  /* rate: per lane, window slots */
+    unsigned char *recvbuf;  /* rate: per lane, windows x window slots; get: per lane, window slots */
+    unsigned char *winmem;   /* get target: lanes x size (MPI_Win_create) */
+    MPI_Request *reqs;       /* per thread, reqs_per_thread */
+    int reqs_per_thread;
+    unsigned char *seen;     /* verify: per lane, one flag per sequence number */
+
+    int64_t compute_ns;       /* get: the target's compute per iteration */
+    double target_compute_s;  /* get: measured compute of the last iteration (target) */
+    double op_time_sum_s;     /* get: sum of Get+flush times of the last iteration (origin) */
+
+    long long num_vcis, reserve_vcis; /* -1: not exposed */
+    long vmrss_kib, vmhwm_kib;        /* after set-up; -1: unknown */
+    char tag_info[MT_NINFO][64];      /* tag mode: the assertions as the library kept them */
+} mt_state;
+
+/* mt_lanes.c */
+int mt_cvar_int(const char *name, long long *value); /* MPI_T control variable; 1 if found */
+const char *mt_thread_level_name(int level);
+mt_state *mt_state_create(hmb_ctx *ctx, const hmb_point *pt, const char *const *test_names,
+                          const char *const *mode_names, const char *const *tag_info_keys);
+void mt_state_free(mt_state *s);
+double mt_rate_iteration(hmb_ctx *ctx, mt_state *s, long iter); /* returns elapsed s */
+void mt_rate_verify(hmb_ctx *ctx, mt_state *s, const hmb_point *pt, long iter);
+
+/* mt_rma.c */
+void mt_get_setup(hmb_ctx *ctx, mt_state *s);
+void mt_get_free(mt_state *s);
+double mt_get_iteration(hmb_ctx *ctx, mt_state *s, long iter);
+void mt_get_verify(hmb_ctx *ctx, mt_state *s, const hmb_point *pt, long iter);
+
+#endif

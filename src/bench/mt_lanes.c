@@ -1,0 +1,413 @@
+/* mt: per-point set-up (which thread drives which lane, on which communicator/tag/stream),
+ * the windowed message-rate pattern shared by the rate and contention tests, and its
+ * validation. See mt.c for the layout. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hmb/hmb.h"
+#include "mt.h"
+
+#if defined(HMB_HAVE_MPIX_STREAM_CREATE) && defined(HMB_HAVE_MPIX_STREAM_COMM_CREATE)
+#define MT_HAVE_STREAMS 1
+#else
+#define MT_HAVE_STREAMS 0
+#endif
+
+int mt_cvar_int(const char *name, long long *value)
+{
+    int provided, index, count, found = 0;
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+        return 0;
+    if (MPI_T_cvar_get_index(name, &index) == MPI_SUCCESS) {
+        char cname[256], desc[256];
+        int name_len = sizeof cname, desc_len = sizeof desc, verbosity, bind, scope;
+        MPI_Datatype type;
+        MPI_T_enum enumtype;
+        MPI_T_cvar_handle handle;
+        if (MPI_T_cvar_get_info(index, cname, &name_len, &verbosity, &type, &enumtype, desc, &desc_len, &bind,
+                                &scope) == MPI_SUCCESS &&
+            bind == MPI_T_BIND_NO_OBJECT && MPI_T_cvar_handle_alloc(index, NULL, &handle, &count) == MPI_SUCCESS) {
+            union { int i; unsigned u; long l; unsigned long ul; long long ll; unsigned long long ull; } v;
+            memset(&v, 0, sizeof v);
+            if (count == 1 && MPI_T_cvar_read(handle, &v) == MPI_SUCCESS) {
+                found = 1;
+                if (type == MPI_INT) *value = v.i;
+                else if (type == MPI_UNSIGNED) *value = v.u;
+                else if (type == MPI_LONG) *value = v.l;
+                else if (type == MPI_UNSIGNED_LONG) *value = (long long)v.ul;
+                else if (type == MPI_LONG_LONG) *value = v.ll;
+                else if (type == MPI_UNSIGNED_LONG_LONG) *value = (long long)v.ull;
+                else found = 0;
+            }
+            MPI_T_cvar_handle_free(&handle);
+        }
+    }
+    MPI_T_finalize();
+    return found;
+}
+
+const char *mt_thread_level_name(int level)
+{
+    switch (level) {
+    case MPI_THREAD_SINGLE: return "SINGLE";
+    case MPI_THREAD_FUNNELED: return "FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "SERIALIZED";
+    default: return "MULTIPLE";
+    }
+}
+
+static int mt_index_of(const char *name, const char *const *names, int count)
+{
+    for (int i = 0; i < count; i++)
+        if (strcmp(name, names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static void mt_read_memory(long *rss_kib, long *hwm_kib)
+{
+    *rss_kib = *hwm_kib = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return;
+    char line[256];
+    while (fgets(line, sizeof line, f)) {
+        sscanf(line, "VmRSS: %ld", rss_kib);
+        sscanf(line, "VmHWM: %ld", hwm_kib);
+    }
+    fclose(f);
+}
+
+/* Why this point cannot run here, or NULL. The same answer on every rank. */
+static const char *mt_unsupported_reason(hmb_ctx *ctx, const mt_state *s, char *buf, size_t len)
+{
+    int T = s->threads, provided = hmb_thread_level_provided(ctx);
+    if (s->test == MT_CONTENTION) {
+        if (s->mode == MT_FUNNELED)
+            return "contention: funneled has one communicating thread, so no sender/receiver thread contention";
+        if (s->mode == MT_EVERYWHERE)
+            return "contention is a within-process effect; the process baseline is the rate test's everywhere mode";
+        if (T < 2)
+            return "contention needs --threads >= 2 (one receiving thread, at least one sending thread)";
+    }
+    if (s->mode == MT_EVERYWHERE && T > 1)
+        return "everywhere is the process baseline: launch it with --threads 1 on 2T ranks";
+    if (s->test == MT_GET && s->mode == MT_TAG)
+        return "get: the tag mode is about message matching; MPI_Get has no tags";
+    if (s->test == MT_GET && s->mode == MT_STREAM)
+        return "get: HMB does not create RMA windows on MPIX stream communicators";
+    /* Threads other than the master call MPI in every threaded mode but funneled. */
+    int needed = MPI_THREAD_SINGLE;
+    if (T > 1)
+        needed = s->mode == MT_FUNNELED ? MPI_THREAD_FUNNELED : MPI_THREAD_MULTIPLE;
+    if (s->test == MT_CONTENTION || (s->test == MT_GET && s->progress == MT_PROGRESS_THREAD))
+        needed = MPI_THREAD_MULTIPLE;
+    if (provided < needed) {
+        snprintf(buf, len, "%s with %d thread(s) needs MPI_THREAD_%s, the library provided MPI_THREAD_%s",
+                 s->test == MT_GET && s->progress == MT_PROGRESS_THREAD ? "a target progress thread" : "this mode",
+                 T, mt_thread_level_name(needed), mt_thread_level_name(provided));
+        return buf;
+    }
+    if (s->mode == MT_STREAM) {
+        if (!MT_HAVE_STREAMS)
+            return "stream: this MPI has no MPIX_Stream_create/MPIX_Stream_comm_create (an MPICH extension)";
+        int needed_streams = s->test == MT_CONTENTION ? T - 1 : T;
+        if (s->reserve_vcis < 0)
+            return "stream: MPIR_CVAR_CH4_RESERVE_VCIS is not exposed through MPI_T";
+        if (!hmb_all_agree(ctx, s->reserve_vcis >= needed_streams)) {
+            snprintf(buf, len, "stream: needs MPIR_CVAR_CH4_RESERVE_VCIS >= %d, got %lld", needed_streams,
+                     s->reserve_vcis);
+            return buf;
+        }
+    }
+    if (T > 1) {
+        int got = 0;
+#pragma omp parallel num_threads(T)
+#pragma omp single
+        got = omp_get_num_threads();
+        if (!hmb_all_agree(ctx, got == T)) {
+            snprintf(buf, len, "OpenMP gave %d threads instead of %d (OMP_THREAD_LIMIT / OMP_DYNAMIC?)", got, T);
+            return buf;
+        }
+    }
+    return NULL;
+}
+
+static MPI_Comm mt_new_comm(mt_state *s, MPI_Comm comm)
+{
+    s->comms[s->ncomms++] = comm;
+    return comm;
+}
+
+/* Tag mode: one communicator carrying the MPI 4 assertions, and what the library kept. */
+static MPI_Comm mt_tag_comm(mt_state *s, const char *const *keys)
+{
+    MPI_Info info, kept;
+    MPI_Comm comm;
+    MPI_Info_create(&info);
+    for (int k = 0; k < MT_NINFO; k++)
+        MPI_Info_set(info, keys[k], "true");
+    MPI_Comm_dup_with_info(s->base, info, &comm);
+    MPI_Info_free(&info);
+    MPI_Comm_get_info(comm, &kept);
+    for (int k = 0; k < MT_NINFO; k++) {
+        int flag = 0;
+#ifdef HMB_HAVE_MPI_INFO_GET_STRING
+        int buflen = (int)sizeof s->tag_info[k];
+        MPI_Info_get_string(kept, keys[k], &buflen, s->tag_info[k], &flag);
+#else
+        MPI_Info_get(kept, keys[k], (int)sizeof s->tag_info[k] - 1, s->tag_info[k], &flag);
+#endif
+        if (!flag)
+            snprintf(s->tag_info[k], sizeof s->tag_info[k], "(not kept)");
+    }
+    MPI_Info_free(&kept);
+    return mt_new_comm(s, comm);
+}
+
+/* Stream mode: a stream per driving thread; lane l's communicator attaches, on each side,
+ * the stream of the thread that drives lane l there (collective: same order everywhere). */
+static void mt_stream_comms(mt_state *s)
+{
+#if MT_HAVE_STREAMS
+    int stream_of_thread[HMB_MAX_THREADS];
+    for (int t = 0; t < s->threads; t++)
+        stream_of_thread[t] = -1;
+    for (int l = 0; l < s->nlanes; l++) {
+        int t = s->lanes[l].thread;
+        if (stream_of_thread[t] < 0) {
+            MPIX_Stream_create(MPI_INFO_NULL, &s->streams[s->nstreams]);
+            stream_of_thread[t] = s->nstreams++;
+        }
+        MPI_Comm comm;
+        MPIX_Stream_comm_create(s->base, s->streams[stream_of_thread[t]], &comm);
+        s->lanes[l].comm = mt_new_comm(s, comm);
+    }
+#else
+    (void)s;
+#endif
+}
+
+mt_state *mt_state_create(hmb_ctx *ctx, const hmb_point *pt, const char *const *test_names,
+                          const char *const *mode_names, const char *const *tag_info_keys)
+{
+    static const char *const progress_names[MT_NPROGRESS] = {"none", "thread"};
+    mt_state *s = calloc(1, sizeof *s);
+    s->test = mt_index_of(hmb_point_str(pt, "test"), test_names, MT_NTESTS);
+    s->mode = mt_index_of(hmb_point_str(pt, "mode"), mode_names, MT_NMODES);
+    s->progress = s->test == MT_GET ? mt_index_of(hmb_point_str(pt, "target_progress"), progress_names, MT_NPROGRESS)
+                                    : MT_PROGRESS_NONE;
+    s->threads = hmb_threads(ctx);
+    s->size = pt->size_bytes;
+    s->window = (int)hmb_opt_int(ctx, "window");
+    s->windows = s->test == MT_GET ? 1 : (int)hmb_opt_int(ctx, "windows-per-iter");
+    if (!mt_cvar_int("MPIR_CVAR_CH4_NUM_VCIS", &s->num_vcis))
+        s->num_vcis = -1;
+    if (!mt_cvar_int("MPIR_CVAR_CH4_RESERVE_VCIS", &s->reserve_vcis))
+        s->reserve_vcis = -1;
+    char why[256];
+    const char *reason = mt_unsupported_reason(ctx, s, why, sizeof why);
+    if (reason) {
+        hmb_unsupported(ctx, "%s", reason);
+        free(s);
+        return NULL;
+    }
+
+    int half = hmb_size(ctx) / 2, rank = hmb_rank(ctx);
+    s->sending = rank < half;
+    s->peer = s->sending ? rank + half : rank - half;
+    s->nlanes = s->test == MT_CONTENTION ? s->threads - 1 : s->threads;
+    MPI_Comm base;
+    MPI_Comm_dup(hmb_comm(ctx), &base);
+    s->base = mt_new_comm(s, base);
+    MPI_Comm tag_comm = s->mode == MT_TAG ? mt_tag_comm(s, tag_info_keys) : MPI_COMM_NULL;
+    for (int l = 0; l < s->nlanes; l++) {
+        mt_lane *lane = &s->lanes[l];
+        if (s->test == MT_CONTENTION)
+            lane->thread = s->sending ? l + 1 : 0;
+        else
+            lane->thread = s->mode == MT_FUNNELED ? 0 : l;
+        /* shared: one (comm, tag) for every lane; tag/funneled: a tag pair per lane. */
+        lane->comm = s->base;
+        lane->data_tag = 0;
+        lane->ack_tag = 1;
+        if (s->mode == MT_TAG || s->mode == MT_FUNNELED) {
+            lane->data_tag = 2 * l;
+            lane->ack_tag = 2 * l + 1;
+        }
+        if (s->mode == MT_TAG)
+            lane->comm = tag_comm;
+        if (s->mode == MT_COMM || s->mode == MT_EVERYWHERE) {
+            MPI_Comm comm;
+            MPI_Comm_dup(s->base, &comm);
+            lane->comm = mt_new_comm(s, comm);
+        }
+    }
+    if (s->mode == MT_STREAM)
+        mt_stream_comms(s);
+
+    if (s->test == MT_GET) {
+        mt_get_setup(ctx, s);
+    } else {
+        size_t per_lane = (size_t)s->windows * s->window;
+        s->sendbuf = calloc((size_t)s->nlanes * s->window, s->size);
+        s->recvbuf = calloc((size_t)s->nlanes * per_lane, s->size);
+        s->seen = calloc((size_t)s->nlanes, per_lane);
+        hmb_cache_register(ctx, s->sendbuf, (size_t)s->nlanes * s->window * s->size);
+        hmb_cache_register(ctx, s->recvbuf, (size_t)s->nlanes * per_lane * s->size);
+    }
+    int lanes_per_thread[HMB_MAX_THREADS] = {0};
+    for (int l = 0; l < s->nlanes; l++)
+        if (++lanes_per_thread[s->lanes[l].thread] > s->reqs_per_thread)
+            s->reqs_per_thread = lanes_per_thread[s->lanes[l].thread];
+    s->reqs_per_thread *= s->window + 1;
+    s->reqs = calloc((size_t)s->threads * s->reqs_per_thread, sizeof *s->reqs);
+    mt_read_memory(&s->vmrss_kib, &s->vmhwm_kib);
+    return s;
+}
+
+void mt_state_free(mt_state *s)
+{
+    if (!s)
+        return;
+    if (s->test == MT_GET)
+        mt_get_free(s);
+    for (int c = s->ncomms - 1; c >= 0; c--)
+        MPI_Comm_free(&s->comms[c]);
+#if MT_HAVE_STREAMS
+    for (int i = 0; i < s->nstreams; i++)
+        MPIX_Stream_free(&s->streams[i]);
+#endif
+    free(s->sendbuf);
+    free(s->recvbuf);
+    free(s->seen);
+    free(s->reqs);
+    free(s);
+}
+
+static unsigned char *mt_send_slot(const mt_state *s, int lane, int i)
+{
+    return s->sendbuf + ((size_t)lane * s->window + i) * s->size;
+}
+
+static unsigned char *mt_recv_slot(const mt_state *s, int lane, int seq)
+{
+    return s->recvbuf + ((size_t)lane * s->windows * s->window + seq) * s->size;
+}
+
+static void mt_stamp_write(unsigned char *msg, long iter, int lane, int seq)
+{
+    uint64_t stamp = ((uint64_t)iter & MT_SEQ_MASK) << 40 | (uint64_t)(lane & 0xFFFF) << 24 | (uint64_t)seq;
+    memcpy(msg, &stamp, sizeof stamp);
+}
+
+/* One thread's share of an iteration: for each window, W messages on each of its lanes,
+ * completed together, then the zero-byte ack (the sender may not run ahead of the
+ * receiver's posted receives — osu_mbw_mr's pattern). */
+static void mt_rate_thread(mt_state *s, int tid, long iter)
+{
+    MPI_Request *reqs = s->reqs + (size_t)tid * s->reqs_per_thread;
+    for (int w = 0; w < s->windows; w++) {
+        int n = 0;
+        for (int l = 0; l < s->nlanes; l++) {
+            const mt_lane *lane = &s->lanes[l];
+            if (lane->thread != tid)
+                continue;
+            for (int i = 0; i < s->window; i++) {
+                int seq = w * s->window + i;
+                if (s->sending) {
+                    unsigned char *msg = mt_send_slot(s, l, i);
+                    mt_stamp_write(msg, iter, l, seq);
+                    MPI_Isend(msg, (int)s->size, MPI_BYTE, s->peer, lane->data_tag, lane->comm, &reqs[n++]);
+                } else {
+                    MPI_Irecv(mt_recv_slot(s, l, seq), (int)s->size, MPI_BYTE, s->peer, lane->data_tag, lane->comm,
+                              &reqs[n++]);
+                }
+            }
+        }
+        MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+        n = 0;
+        for (int l = 0; l < s->nlanes; l++) {
+            const mt_lane *lane = &s->lanes[l];
+            if (lane->thread != tid)
+                continue;
+            if (s->sending)
+                MPI_Irecv(NULL, 0, MPI_BYTE, s->peer, lane->ack_tag, lane->comm, &reqs[n++]);
+            else
+                MPI_Isend(NULL, 0, MPI_BYTE, s->peer, lane->ack_tag, lane->comm, &reqs[n++]);
+        }
+        MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
+    }
+}
+
+double mt_rate_iteration(hmb_ctx *ctx, mt_state *s, long iter)
+{
+    if (s->sending)
+        for (int l = 0; l < s->nlanes; l++)
+            for (int i = 0; i < s->window; i++)
+                hmb_fill(mt_send_slot(s, l, i), s->size, hmb_rank(ctx), l, iter);
+    hmb_phase(ctx, "barrier before the windows");
+    MPI_Barrier(s->base);
+    hmb_phase(ctx, s->sending ? "Isend windows / ack" : "Irecv windows / ack");
+    double t_start_s = hmb_now();
+    if (s->threads == 1) {
+        mt_rate_thread(s, 0, iter); /* no OpenMP region: valid at MPI_THREAD_SINGLE */
+    } else {
+#pragma omp parallel num_threads(s->threads)
+        mt_rate_thread(s, omp_get_thread_num(), iter);
+    }
+    return hmb_now() - t_start_s;
+}
+
+/* Every message: stamp of this iteration, a legal (lane, seq), exactly once, on its own lane
+ * unless the mode shares one (comm, tag), in order unless the mode allows overtaking; then
+ * every byte of the pattern. */
+void mt_rate_verify(hmb_ctx *ctx, mt_state *s, const hmb_point *pt, long iter)
+{
+    if (s->sending || !hmb_validate_enabled(ctx))
+        return;
+    int per_lane = s->windows * s->window;
+    /* Order is promised unless the library kept the tag mode's mpi_assert_allow_overtaking. */
+    int ordered = s->mode != MT_TAG || strcmp(s->tag_info[2], "true") != 0;
+    memset(s->seen, 0, (size_t)s->nlanes * per_lane);
+    int last_seq[HMB_MAX_THREADS];
+    for (int r = 0; r < s->nlanes; r++) {
+        for (int l = 0; l < s->nlanes; l++)
+            last_seq[l] = -1;
+        /* Slots of lane r in the order its receives were posted (by one thread). */
+        for (int k = 0; k < per_lane; k++) {
+            unsigned char *msg = mt_recv_slot(s, r, k);
+            uint64_t stamp;
+            memcpy(&stamp, msg, sizeof stamp);
+            long stamp_iter = (long)(stamp >> 40);
+            int lane = (int)(stamp >> 24 & 0xFFFF), seq = (int)(stamp & MT_SEQ_MASK);
+            if (stamp_iter != (iter & MT_SEQ_MASK))
+                hmb_validation_failure(ctx, pt, iter, r, "receive %d of lane %d holds a message stamped for "
+                                       "iteration %ld (mod 2^24), expected %ld", k, r, stamp_iter, iter & MT_SEQ_MASK);
+            if (lane >= s->nlanes || seq >= per_lane)
+                hmb_validation_failure(ctx, pt, iter, r, "receive %d of lane %d holds an impossible stamp "
+                                       "(lane %d, seq %d)", k, r, lane, seq);
+            if (s->mode != MT_SHARED && lane != r)
+                hmb_validation_failure(ctx, pt, iter, r, "a message of lane %d arrived on lane %d's "
+                                       "communicator/tag", lane, r);
+            if (s->seen[(size_t)lane * per_lane + seq]++)
+                hmb_validation_failure(ctx, pt, iter, lane, "message %d of lane %d received twice", seq, lane);
+            if (ordered && seq <= last_seq[lane])
+                hmb_validation_failure(ctx, pt, iter, lane, "message %d of lane %d overtook message %d "
+                                       "(mode %s promises order)", last_seq[lane], lane, seq,
+                                       hmb_point_str(pt, "mode"));
+            last_seq[lane] = seq;
+            /* The stamp checked, restore the pattern's first word and check every byte. */
+            unsigned char prefix[MT_STAMP_BYTES];
+            hmb_fill(prefix, sizeof prefix, s->peer, lane, iter);
+            memcpy(msg, prefix, sizeof prefix);
+            hmb_check_buffer(ctx, pt, msg, s->size, s->peer, lane, iter);
+        }
+    }
+    for (int l = 0; l < s->nlanes; l++)
+        for (int q = 0; q < per_lane; q++)
+            if (!s->seen[(size_t)l * per_lane + q])
+                hmb_validation_failure(ctx, pt, iter, l, "message %d of lane %d never arrived", q, l);
+}
