@@ -35,7 +35,8 @@ class MPI:
 
     @property
     def build_dir(self) -> Path:
-        return REPO / "build" / self.name
+        # HMB_BUILD_ROOT lets parallel work (or CI) keep separate build trees.
+        return REPO / os.environ.get("HMB_BUILD_ROOT", "build") / self.name
 
     @property
     def bench(self) -> Path:

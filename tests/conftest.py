@@ -1,0 +1,82 @@
+"""Shared fixtures: builds of hmb-bench per MPI, the pure core library, and a launcher.
+
+Integration tests are parametrised over MPICH and Open MPI (their wheels; installed on
+demand into the repo). Set HMB_TEST_MPIS=mpich to restrict, HMB_BUILD_ROOT to use another
+build tree.
+"""
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hmb import mpi as hmpi
+
+TEST_MPIS = [m for m in os.environ.get("HMB_TEST_MPIS", "mpich,openmpi").split(",") if m]
+_built: dict[str, hmpi.MPI] = {}
+
+
+def get_mpi(name: str) -> hmpi.MPI:
+    """The named MPI with hmb-bench built for it (once per test session)."""
+    if name not in _built:
+        impl = hmpi.find(name)
+        hmpi.build(impl)
+        _built[name] = impl
+    return _built[name]
+
+
+@pytest.fixture(scope="session")
+def core():
+    """libhmbcore.so (pure modules: metrics, stats, units, options, noise, compute)."""
+    impl = get_mpi("mpich")
+    return ctypes.CDLL(str(impl.build_dir / "libhmbcore.so"))
+
+
+@pytest.fixture(params=TEST_MPIS)
+def mpi_name(request):
+    return request.param
+
+
+@dataclasses.dataclass
+class BenchRun:
+    rc: int
+    stdout: str
+    stderr: str
+    records: list
+
+    def results(self, status: str | None = "ok") -> list:
+        return [r for r in self.records if r.get("type") == "result"
+                and (status is None or r.get("status") == status)]
+
+    def header(self) -> dict:
+        return next(r for r in self.records if r.get("type") == "run")
+
+
+def run_bench(mpi_name: str, args: list[str], ranks: int = 2, threads: int = 1,
+              timeout: float = 180, env: dict | None = None, tmp_path: Path | None = None,
+              bind: bool = True) -> BenchRun:
+    """Launch hmb-bench under the named MPI; parse the JSON Lines it wrote."""
+    impl = get_mpi(mpi_name)
+    jpath = None
+    full_args = list(args)
+    if tmp_path is not None:
+        jpath = Path(tmp_path) / f"out-{mpi_name}-{os.getpid()}-{len(list(Path(tmp_path).iterdir()))}.jsonl"
+        full_args += ["--json", str(jpath)]
+    cmd = impl.launch_args(ranks, threads, bind) + [str(impl.bench)] + full_args
+    e = impl.env()
+    e["OMP_NUM_THREADS"] = str(threads)
+    if env:
+        e.update(env)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e)
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"hmb-bench hung past {timeout}s: {' '.join(cmd)}\n{exc.stdout}\n{exc.stderr}")
+    records = []
+    if jpath is not None and jpath.exists():
+        records = [json.loads(line) for line in jpath.read_text().splitlines() if line.strip()]
+    return BenchRun(p.returncode, p.stdout, p.stderr, records)
