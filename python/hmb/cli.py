@@ -1,10 +1,38 @@
-"""The `hmb` command line: build, run, sweep, report, compare, slurm, demo."""
+"""The `hmb` command line: build, run, sweep, report, compare, slurm, demo.
+
+Every user error is one line "hmb: ..." on stderr and exit status 2.
+"""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 
 from . import __version__, mpi
+
+EXAMPLES = """examples:
+  hmb demo                                   build, run configs/demo.toml, write results/report.html
+  hmb run part -n 2 --threads 2 -- --sizes 64K,1M --partitions 1,2,4 --noise uniform:4
+  hmb run async --mpi openmpi -- --op pt2pt --progress none,thread,impl
+  hmb sweep configs/part-async.toml          a grid over benchmarks x parameters x MPIs
+  hmb sweep configs/part-async.toml --resume continue an interrupted sweep
+  hmb report results/sweep.jsonl -o results/report
+  hmb compare before.jsonl after.jsonl
+  hmb slurm configs/part-async.toml --nodes 2 --ranks-per-node 1 --threads 8 -o job.sbatch
+"""
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with hmb's error style: one line, exit 2."""
+
+    def error(self, message):
+        print(f"hmb: {message} (see: {self.prog} --help)", file=sys.stderr)
+        sys.exit(2)
 
 
 def cmd_build(args) -> int:
@@ -14,24 +42,211 @@ def cmd_build(args) -> int:
     return 0
 
 
+def cmd_run(args) -> int:
+    from . import launch
+    if args.ranks < 1 or args.threads < 1:
+        raise UsageError("-n and --threads must be at least 1")
+    target = launch.prepare(args.mpi, build="always" if args.rebuild else "missing")
+    rc = launch.run_bench(target, args.bench, args.bench_args, args.ranks, args.threads,
+                          json_path=args.json, launcher=args.launcher, timeout=args.timeout,
+                          dry_run=args.dry_run)
+    return rc
+
+
+def cmd_sweep(args) -> int:
+    from . import sweep
+    cfg = sweep.load(args.config, mpis_override=args.mpi.split(",") if args.mpi else None,
+                     output_override=args.output)
+    if args.launcher:
+        cfg.launcher = args.launcher
+    return sweep.run(cfg, resume=args.resume, dry_run=args.dry_run, overwrite=args.overwrite,
+                     ranks_per_node=args.ranks_per_node, build="always" if args.rebuild else "missing")
+
+
+def cmd_report(args) -> int:
+    from . import report, results
+    rs = results.load(args.results)
+    out = report.build(rs, Path(args.output), embed=args.embed)
+    print(f"hmb: wrote {out['html']} and {out['md']} ({len(out['figures'])} figures)")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from . import compare, results
+    a, b = results.load([args.a]), results.load([args.b])
+    metrics = args.metric.split(",") if args.metric else None
+    c = compare.compare(a, b, metrics, seed=args.seed, label_a=args.a, label_b=args.b)
+    if not c.rows and not c.only_a and not c.only_b:
+        raise UsageError("no results to compare")
+    text = compare.render(c)
+    sys.stdout.write(text)
+    if args.output:
+        Path(args.output).write_text(text)
+    return 0
+
+
+def cmd_slurm(args) -> int:
+    from . import slurm, sweep
+    cfg = sweep.load(args.config, mpis_override=args.mpi.split(",") if args.mpi else None,
+                     output_override=args.results)
+    text = slurm.script(cfg, args.config, args.nodes, args.ranks_per_node, args.threads,
+                        time=args.time, partition=args.partition, account=args.account,
+                        job_name=args.job_name, mpi=args.mpi)
+    if args.output in (None, "-"):
+        sys.stdout.write(text)
+    else:
+        Path(args.output).write_text(text)
+        os.chmod(args.output, 0o755)
+        print(f"hmb: wrote {args.output}; submit it with: sbatch {args.output}", file=sys.stderr)
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from . import report, results, sweep
+    config = Path(args.config) if args.config else mpi.REPO / "configs" / "demo.toml"
+    outdir = Path(args.output_dir)
+    cfg = sweep.load(str(config), mpis_override=[args.mpi],
+                     output_override=str(outdir / "demo.jsonl"))
+    print(f"hmb demo: {config.name} on {args.mpi} -> {cfg.output}", file=sys.stderr)
+    rc = sweep.run(cfg, overwrite=True, skip_missing=True, build="always")
+    if rc == 130:
+        return rc
+    if not Path(cfg.output).exists():
+        raise UsageError("the demo produced no results")
+    out = report.build(results.load([cfg.output]), outdir)
+    print(f"hmb demo: report in {out['html']} (and {out['md']}), {len(out['figures'])} figures")
+    return 0 if rc == 0 else 1
+
+
 def make_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hmb", description="HMB: Hybrid MPI Benchmarks")
+    p = _Parser(prog="hmb", description="HMB (Hybrid MPI Benchmarks): run hmb-bench under one or "
+                "several MPI libraries, sweep parameter grids, and turn the results into reports.",
+                epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"hmb {__version__}")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    b = sub.add_parser("build", help="install the MPI if needed and build hmb-bench for it")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    b = sub.add_parser("build", help="install the MPI if needed and build hmb-bench for it",
+                       description="Install the MPI wheel if needed and build hmb-bench for it "
+                       "(in $HMB_BUILD_ROOT/<mpi>, default build/<mpi>).")
     b.add_argument("--mpi", default="mpich", choices=mpi.KNOWN)
-    b.add_argument("-v", "--verbose", action="store_true")
+    b.add_argument("-v", "--verbose", action="store_true", help="show the compiler output")
     b.set_defaults(func=cmd_build)
+
+    from .requirements import explain
+    r = sub.add_parser(
+        "run", help="launch one benchmark (builds hmb-bench on demand)", allow_abbrev=False,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="hmb run BENCH [--mpi MPI] [-n RANKS] [--threads T] [--json FILE] [--] [BENCH-ARGS ...]",
+        description="Launch hmb-bench BENCH under mpiexec (with each library's binding flags) or, "
+        "inside a Slurm allocation, srun --cpu-bind=cores. Sets OMP_NUM_THREADS, OMP_PLACES=cores, "
+        "OMP_PROC_BIND=close and the library settings a mode needs; option values with different "
+        "needs run as separate launches. Arguments hmb does not know (or all after --) go to "
+        "hmb-bench; see `hmb run BENCH -- --help`. Exit status is hmb-bench's.",
+        epilog="library settings applied per mode:\n  " + explain().replace("\n", "\n  "))
+    r.add_argument("bench", metavar="BENCH", help="benchmark name (hmb-bench --list)")
+    r.add_argument("--mpi", default="mpich", choices=mpi.KNOWN, help="MPI implementation (default mpich)")
+    r.add_argument("-n", "--ranks", type=int, default=2, help="MPI processes (default 2)")
+    r.add_argument("--threads", type=int, default=1, help="OpenMP threads per rank (default 1)")
+    r.add_argument("--json", metavar="FILE", help="append JSON Lines results to FILE")
+    r.add_argument("--launcher", choices=("auto", "mpiexec", "srun"), default="auto",
+                   help="auto: srun inside a Slurm allocation (SLURM_JOB_ID set), else mpiexec")
+    r.add_argument("--timeout", type=float, help="kill the launch after this many seconds")
+    r.add_argument("--rebuild", action="store_true", help="run an incremental build first")
+    r.add_argument("--dry-run", action="store_true", help="print the launch lines, run nothing")
+    r.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("sweep", help="run a parameter grid from a TOML config (resumable)",
+                       description="Run every launch of a sweep config (docs/toolkit.md) in a shuffled, "
+                       "seeded order with a progress bar; results and one launch record per launch are "
+                       "appended to the output JSON Lines file.")
+    s.add_argument("config", metavar="CONFIG.toml")
+    s.add_argument("--resume", action="store_true", help="skip launches already recorded as done/failed")
+    s.add_argument("--output", metavar="FILE", help="results file (default: sweep.output in the config)")
+    s.add_argument("--dry-run", action="store_true", help="list the launches in order, run nothing")
+    s.add_argument("--overwrite", action="store_true", help="start over, deleting an existing output")
+    s.add_argument("--mpi", metavar="LIST", help="only these MPIs (comma-separated), overriding the config")
+    s.add_argument("--launcher", choices=("auto", "mpiexec", "srun"), help="override sweep.launcher")
+    s.add_argument("--ranks-per-node", type=int, help="with srun: spread ranks over ceil(ranks/R) nodes")
+    s.add_argument("--rebuild", action="store_true", help="run an incremental build of hmb-bench first")
+    s.set_defaults(func=cmd_sweep)
+
+    rp = sub.add_parser("report", help="figures, report.md and report.html from results",
+                        description="Make figures (PNG and SVG) and report.md / report.html from "
+                        "JSON Lines results: each figure with the question it answers and a reading "
+                        "computed from the data, the environment, unsupported points and failures.")
+    rp.add_argument("results", nargs="+", metavar="RESULTS", help="JSONL files or directories of them")
+    rp.add_argument("-o", "--output", default="results/report", metavar="DIR",
+                    help="output directory (default results/report)")
+    rp.add_argument("--embed", action="store_true", help="embed the PNGs in report.html (one file)")
+    rp.set_defaults(func=cmd_report)
+
+    c = sub.add_parser("compare", help="compare two result sets point by point",
+                       description="Match points of A and B (benchmark, parameters, threads; the MPI "
+                       "too unless each side has a single library) and report B/A ratios of medians "
+                       "with 95% CIs and Holm-corrected tests; then what changed significantly.")
+    c.add_argument("a", metavar="A", help="results JSONL (the reference)")
+    c.add_argument("b", metavar="B", help="results JSONL (compared against A)")
+    c.add_argument("--metric", help="only these metrics (comma-separated; default all)")
+    c.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    c.add_argument("-o", "--output", metavar="FILE", help="also write the table to FILE")
+    c.set_defaults(func=cmd_compare)
+
+    sl = sub.add_parser("slurm", help="write an sbatch script that runs a sweep with srun",
+                        description="Write an sbatch script that runs `hmb sweep CONFIG --resume` inside "
+                        "the allocation; each launch uses srun --cpu-bind=cores -n RANKS -c THREADS.")
+    sl.add_argument("config", metavar="CONFIG.toml")
+    sl.add_argument("--nodes", type=int, required=True)
+    sl.add_argument("--ranks-per-node", type=int, required=True)
+    sl.add_argument("--threads", type=int, required=True, help="CPUs (OpenMP threads) per rank")
+    sl.add_argument("--time", default="01:00:00", help="wall-time limit (default 01:00:00)")
+    sl.add_argument("--partition", help="Slurm partition")
+    sl.add_argument("--account", help="Slurm account")
+    sl.add_argument("--job-name", default="hmb-sweep")
+    sl.add_argument("--mpi", help="only these MPIs (comma-separated; e.g. system)")
+    sl.add_argument("--results", metavar="FILE", help="results file (default: sweep.output)")
+    sl.add_argument("-o", "--output", metavar="FILE", help="script file (default: stdout)")
+    sl.set_defaults(func=cmd_slurm)
+
+    d = sub.add_parser("demo", help="build, run configs/demo.toml and write results/report.html",
+                       description="The first thing to run: builds hmb-bench, runs configs/demo.toml "
+                       "(a few minutes), and writes results/report.html. Benchmarks not in this build "
+                       "are skipped with one line.")
+    d.add_argument("--mpi", default="mpich", choices=mpi.KNOWN)
+    d.add_argument("--config", help="another sweep config instead of configs/demo.toml")
+    d.add_argument("--output-dir", default="results", metavar="DIR", help="default results/")
+    d.set_defaults(func=cmd_demo)
     return p
 
 
+def _split_run_argv(argv: list[str]) -> tuple[list[str], list[str]]:
+    """For `hmb run`: what hmb parses, and what goes to hmb-bench (unknowns and all after --)."""
+    if "--" in argv:
+        i = argv.index("--")
+        return argv[:i], argv[i + 1:]
+    return argv, []
+
+
 def main(argv=None) -> int:
-    args = make_parser().parse_args(argv)
+    from . import launch, results, sweep  # error types (light imports)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = make_parser()
+    own, passthrough = _split_run_argv(argv)
+    is_run = bool(own) and own[0] == "run"
+    if is_run:
+        args, unknown = parser.parse_known_args(own)
+        args.bench_args = unknown + passthrough
+    else:
+        args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except mpi.MPIError as e:
+    except (mpi.MPIError, launch.LaunchError, sweep.ConfigError, results.ResultsError, UsageError) as e:
         print(f"hmb: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("hmb: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,264 @@
+"""Launching hmb-bench: the command line (mpiexec or srun), its environment, running it.
+
+Testing hook: HMB_BENCH_OVERRIDE="COMMAND" (split like a shell would) makes the driver run
+that command directly (no build, no MPI launcher) in place of `mpiexec ... hmb-bench`, with
+the same arguments and environment. The test suite uses it to stand a fake hmb-bench in.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+
+from . import mpi as hmpi
+from . import requirements
+
+OVERRIDE_VAR = "HMB_BENCH_OVERRIDE"
+# Thread placement every launch gets: one thread per core, packed next to its rank.
+OMP_ENV = {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}
+FLAVORS = {"mpich": "mpich", "openmpi": "openmpi", "impi": "impi"}
+
+
+class LaunchError(Exception):
+    """A one-line, user-facing problem (exit status 2)."""
+
+
+def override() -> list[str] | None:
+    value = os.environ.get(OVERRIDE_VAR, "").strip()
+    return shlex.split(value) if value else None
+
+
+def in_slurm() -> bool:
+    return bool(os.environ.get("SLURM_JOB_ID"))
+
+
+@dataclasses.dataclass
+class Target:
+    """An MPI library ready to launch hmb-bench (or the testing override)."""
+    name: str
+    flavor: str
+    impl: hmpi.MPI | None       # None with the override
+
+    @property
+    def bench_cmd(self) -> list[str]:
+        return override() or [str(self.impl.bench)]
+
+
+def prepare(name: str, build: str = "missing") -> Target:
+    """Find the MPI (installing a wheel if needed) and build hmb-bench for it.
+
+    build: "missing" (only if hmb-bench is absent), "always" (incremental CMake build).
+    """
+    if name not in hmpi.KNOWN:
+        raise LaunchError(f"unknown MPI '{name}' (choose from {', '.join(hmpi.KNOWN)})")
+    if override():
+        return Target(name, FLAVORS.get(name, "mpich"), None)
+    try:
+        impl = hmpi.find(name)
+        if build == "always" or not impl.bench.exists():
+            print(f"hmb: building hmb-bench for {name} in {impl.build_dir}", file=sys.stderr)
+            hmpi.build(impl)
+    except hmpi.MPIError as e:
+        raise LaunchError(str(e)) from None
+    return Target(name, impl.flavor, impl)
+
+
+def available_benches(target: Target) -> list[str] | None:
+    """Benchmarks this hmb-bench provides (`hmb-bench --list`), or None if it cannot say."""
+    env = target.impl.env() if target.impl else dict(os.environ)
+    try:
+        p = subprocess.run(target.bench_cmd + ["--list"], capture_output=True, text=True,
+                           timeout=60, env=env)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if p.returncode != 0:
+        return None
+    # One benchmark per line, its name first ("part   partitioned point-to-point ...").
+    names = []
+    for line in p.stdout.splitlines():
+        words = line.split()
+        if words and words[0] != "name" and re.fullmatch(r"[a-z][a-z0-9_]*", words[0]):
+            names.append(words[0])
+    return names
+
+
+def bench_argv(args: dict) -> list[str]:
+    """Option dict -> hmb-bench arguments (true -> flag, false/None -> omitted)."""
+    out = []
+    for key, value in args.items():
+        opt = "--" + str(key).replace("_", "-")
+        if value is True:
+            out.append(opt)
+        elif value is False or value is None:
+            continue
+        elif isinstance(value, (list, tuple)):
+            out += [opt, ",".join(str(v) for v in value)]
+        else:
+            out += [opt, str(value)]
+    return out
+
+
+def parse_bench_argv(argv: list[str]) -> dict:
+    """hmb-bench arguments -> option dict (inverse of bench_argv, for the requirement table)."""
+    out, i = {}, 0
+    while i < len(argv):
+        a = argv[i]
+        if a.startswith("--") and "=" in a:
+            k, v = a[2:].split("=", 1)
+            out[k] = v
+        elif a.startswith("--"):
+            if i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+                out[a[2:]] = argv[i + 1]
+                i += 1
+            else:
+                out[a[2:]] = True
+        else:
+            out.setdefault("_positional", []).append(a)
+        i += 1
+    return out
+
+
+def launcher_prefix(target: Target, ranks: int, threads: int, launcher: str = "auto",
+                    ranks_per_node: int | None = None, srun_args: list[str] | None = None,
+                    env_names: list[str] = ()) -> list[str]:
+    """The launcher part of the command: srun inside Slurm (or on request), else mpiexec."""
+    if launcher == "auto":
+        launcher = "srun" if in_slurm() else "mpiexec"
+    if launcher == "srun":
+        cmd = ["srun", "--cpu-bind=cores", "-n", str(ranks), "-c", str(threads)]
+        if ranks_per_node:
+            cmd[1:1] = ["-N", str(-(-ranks // ranks_per_node))]
+        return cmd + list(srun_args or [])
+    if launcher != "mpiexec":
+        raise LaunchError(f"unknown launcher '{launcher}' (choose auto, mpiexec or srun)")
+    if target.impl is None:
+        return []
+    cmd = target.impl.launch_args(ranks, threads)
+    if target.flavor == "openmpi":
+        # Open MPI forwards only what it is told to remote nodes; be explicit.
+        for name in env_names:
+            cmd += ["-x", name]
+    return cmd
+
+
+def command(target: Target, bench: str, args: list[str], ranks: int, threads: int,
+            launcher: str = "auto", ranks_per_node: int | None = None,
+            srun_args: list[str] | None = None, env_names: list[str] = ()) -> list[str]:
+    if override():
+        return override() + [bench] + args
+    prefix = launcher_prefix(target, ranks, threads, launcher, ranks_per_node, srun_args,
+                             env_names)
+    return prefix + target.bench_cmd + [bench] + args
+
+
+def environment(target: Target, threads: int, env_added: dict, tag: str | None) -> tuple[dict, dict]:
+    """(full environment, the variables HMB added) for one launch."""
+    env = target.impl.env() if target.impl else dict(os.environ)
+    added = {"OMP_NUM_THREADS": str(threads), **OMP_ENV, **env_added}
+    if tag:
+        added["HMB_TAG"] = tag
+    env.update(added)
+    return env, added
+
+
+def run_streaming(cmd: list[str], env: dict, timeout: float | None = None,
+                  stdout=None, stderr=None) -> int:
+    """Run cmd in its own process group; on timeout or Ctrl-C stop the whole group.
+
+    Returns the exit status (124 on timeout). KeyboardInterrupt is re-raised after the
+    child group is stopped, so the caller can leave without recording an unfinished launch.
+    """
+    try:
+        proc = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=stderr,
+                                start_new_session=True)
+    except OSError as e:
+        raise LaunchError(f"cannot start {cmd[0]}: {e.strerror}") from None
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _stop_group(proc)
+        return 124
+    except KeyboardInterrupt:
+        _stop_group(proc)
+        raise
+
+
+def _stop_group(proc: subprocess.Popen) -> None:
+    for sig, grace in ((signal.SIGINT, 3), (signal.SIGTERM, 3), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run_bench(target: Target, bench: str, bench_args: list[str], ranks: int, threads: int,
+              json_path: str | None = None, launcher: str = "auto",
+              timeout: float | None = None, dry_run: bool = False) -> int:
+    """`hmb run`: split by the requirement table, launch each part, stream its output."""
+    opts = parse_bench_argv(bench_args)
+    split_opts = {k: v for k, v in opts.items() if k != "_positional" and v is not True}
+    launches = requirements.plan(bench, split_opts, ranks, threads, target.flavor)
+    worst = 0
+    for launch in launches:
+        argv = _replace_split(bench_args, launches, launch)
+        argv = _without(argv, "--threads") + ["--threads", str(launch.threads)]
+        if json_path:
+            argv = _without(argv, "--json") + ["--json", json_path]
+        env, added = environment(target, launch.threads, launch.env_added, None)
+        cmd = command(target, bench, argv, launch.ranks, launch.threads, launcher,
+                      env_names=sorted(added))
+        note = f" ({launch.split})" if launch.split else ""
+        added_txt = " ".join(f"{k}={v}" for k, v in added.items())
+        print(f"# hmb: {added_txt} {' '.join(cmd)}{note}", file=sys.stderr, flush=True)
+        if dry_run:
+            continue
+        rc = run_streaming(cmd, env, timeout)
+        if rc != 0 and worst == 0:
+            worst = rc
+    return worst
+
+
+def _without(argv: list[str], opt: str) -> list[str]:
+    """Drop `opt VALUE` and `opt=VALUE` from argv."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a == opt:
+            skip = True
+            continue
+        if a.startswith(opt + "="):
+            continue
+        out.append(a)
+    return out
+
+
+def _replace_split(argv: list[str], launches, launch) -> list[str]:
+    """argv with the split option's value replaced by this launch's share of it."""
+    if len(launches) == 1:
+        return list(argv)
+    changed = {k: v for k, v in launch.args.items()}
+    out = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        key = a[2:].split("=", 1)[0] if a.startswith("--") else None
+        if key in changed and "=" in a:
+            out.append(f"--{key}={changed[key]}")
+        elif key in changed and i + 1 < len(argv):
+            out += [a, str(changed[key])]
+            i += 1
+        else:
+            out.append(a)
+        i += 1
+    return out

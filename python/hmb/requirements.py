@@ -1,0 +1,106 @@
+"""Library settings and launch layouts that a benchmark mode needs — the one table.
+
+A benchmark option value (``async --progress impl``, ``mt --mode stream``) may need an
+environment variable that only some MPI libraries know, or a different launch layout
+(``mt --mode everywhere``: T single-threaded processes per side instead of T threads).
+Values with different needs cannot share a launch, so a list option is split into groups
+of values with the same needs; each group becomes its own launch.
+
+To teach the driver a new need, add a row to RULES; nothing else changes.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+# Benchmarks hmb-bench is known to provide (the driver validates sweep configs against it).
+KNOWN_BENCHES = ("p2p", "part", "async", "mt", "halo3d", "sweep3d", "stencil3d", "match", "proto")
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    bench: str
+    option: str                 # the benchmark option whose value triggers the rule
+    values: tuple[str, ...]     # option values (text before any ':') that need it
+    env: dict                   # flavor -> {VAR: template}; "{threads}" is substituted
+    layout: str = ""            # "" or "everywhere": ranks = 2*T, threads = 1
+    why: str = ""
+
+
+RULES = (
+    Rule("async", "progress", ("impl",),
+         {"mpich": {"MPIR_CVAR_ASYNC_PROGRESS": "1"}, "impi": {"I_MPI_ASYNC_PROGRESS": "1"}},
+         why="the library's own progress thread (Open MPI has none: the benchmark reports it)"),
+    Rule("mt", "mode", ("shared", "comm", "tag"),
+         {"mpich": {"MPIR_CVAR_CH4_NUM_VCIS": "{threads}"}},
+         why="one VCI per thread so threads can map to distinct VCIs"),
+    Rule("mt", "mode", ("stream",),
+         {"mpich": {"MPIR_CVAR_CH4_RESERVE_VCIS": "{threads}"}},
+         why="MPIX_Stream_create needs a reserved VCI per stream"),
+    Rule("mt", "mode", ("everywhere",), {}, layout="everywhere",
+         why="T single-threaded processes per side: the MPI-everywhere baseline"),
+)
+
+
+@dataclasses.dataclass
+class Launch:
+    """One launch's share of a point: its benchmark args, layout and added environment."""
+    args: dict                  # option -> value (text), as passed to hmb-bench
+    ranks: int
+    threads: int
+    env_added: dict
+    split: str = ""             # "" for an unsplit point, else e.g. "progress=impl"
+
+
+def _rules_for(bench: str, option: str, value: str) -> list[Rule]:
+    head = value.split(":", 1)[0].strip()
+    return [r for r in RULES if r.bench == bench and r.option == option and head in r.values]
+
+
+def _needs(bench: str, option: str, value: str, flavor: str, threads: int):
+    env, layout = {}, ""
+    for rule in _rules_for(bench, option, value):
+        for var, template in rule.env.get(flavor, {}).items():
+            env[var] = template.format(threads=threads)
+        layout = rule.layout or layout
+    return env, layout
+
+
+def plan(bench: str, args: dict, ranks: int, threads: int, flavor: str) -> list[Launch]:
+    """Split one point into launches whose option values share the same needs.
+
+    args: option -> value text; list values are comma-separated text ("none,impl").
+    flavor: mpich | openmpi | impi (the launcher dialect of the chosen MPI).
+    """
+    split_option = None
+    for option in {r.option for r in RULES if r.bench == bench}:
+        if option in args:
+            split_option = option
+            break
+    if split_option is None:
+        return [Launch(dict(args), ranks, threads, {})]
+    values = [v.strip() for v in str(args[split_option]).split(",") if v.strip()]
+    groups: dict[tuple, list[str]] = {}
+    for value in values:
+        env, layout = _needs(bench, split_option, value, flavor, threads)
+        groups.setdefault((tuple(sorted(env.items())), layout), []).append(value)
+    launches = []
+    for (env_items, layout), group_values in groups.items():
+        launch_args = dict(args)
+        launch_args[split_option] = ",".join(group_values)
+        n, t = ranks, threads
+        if layout == "everywhere":
+            n, t = 2 * threads * max(1, ranks // 2), 1
+        label = f"{split_option}={launch_args[split_option]}" if len(groups) > 1 else ""
+        launches.append(Launch(launch_args, n, t, dict(env_items), label))
+    return launches
+
+
+def explain() -> str:
+    """The table as text (for docs and `hmb run --help`)."""
+    lines = []
+    for r in RULES:
+        env = "; ".join(f"{fl}: " + " ".join(f"{k}={v}" for k, v in e.items())
+                        for fl, e in r.env.items()) or "-"
+        lay = f" layout {r.layout}" if r.layout else ""
+        lines.append(f"{r.bench} --{r.option} {'|'.join(r.values)}: {env}{lay} ({r.why})")
+    return "\n".join(lines)

@@ -1,0 +1,379 @@
+"""`hmb sweep`: a parameter grid, run as shuffled launches, resumable.
+
+The config (TOML, documented in docs/toolkit.md) names benchmarks with their layout and
+arguments; list-valued entries expand the grid. Every grid point is split by the
+requirement table (requirements.py) into launches, each repeated `repeats` times, and the
+whole list is shuffled with a recorded seed so that slow drifts of a shared machine do not
+line up with one parameter. Each launch appends its records to the output (hmb-bench
+--json FILE --raw) and the driver appends a `launch` record right after it ends, so an
+interrupted sweep loses nothing finished and `--resume` redoes nothing finished.
+"""
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import datetime
+import hashlib
+import itertools
+import json
+import os
+import random
+import signal
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+from . import launch as hlaunch
+from . import mpi as hmpi
+from . import requirements
+
+SCHEMA = 1
+SWEEP_KEYS = {"mpis", "repeats", "seed", "output", "timeout", "launcher", "args", "srun_args"}
+BENCH_KEYS = {"name", "ranks", "threads", "args", "mpis", "repeats"}
+
+
+class ConfigError(Exception):
+    """A one-line problem with a sweep config (exit status 2)."""
+
+
+@dataclasses.dataclass
+class Config:
+    path: str
+    mpis: list
+    repeats: int
+    seed: int
+    seed_given: bool
+    output: str
+    timeout: float
+    launcher: str
+    srun_args: list
+    benches: list       # dicts: name, ranks (list), threads (list), mpis, repeats, args
+
+
+@dataclasses.dataclass
+class LaunchSpec:
+    tag: str
+    bench: str
+    mpi: str
+    ranks: int
+    threads: int
+    args: dict          # option -> text, as given to hmb-bench (without --threads/--json)
+    env_added: dict     # from the requirement table (OMP_*/HMB_TAG are added at launch)
+    repeat: int
+    split: str
+
+    def point(self) -> dict:
+        return {"bench": self.bench, "mpi": self.mpi, "ranks": self.ranks,
+                "threads": self.threads, "args": self.args, "repeat": self.repeat,
+                "split": self.split}
+
+
+def _as_list(value, what: str, kind=None) -> list:
+    values = value if isinstance(value, list) else [value]
+    if kind is not None:
+        for v in values:
+            if not isinstance(v, kind) or isinstance(v, bool) or (kind is int and v < 1):
+                raise ConfigError(f"{what}: expected {'a positive integer' if kind is int else kind.__name__}"
+                                  f" or a list of them, got {v!r}")
+    if not values:
+        raise ConfigError(f"{what}: empty list")
+    return values
+
+
+def _check_args(args, what: str) -> dict:
+    if not isinstance(args, dict):
+        raise ConfigError(f"{what}: expected a table of benchmark options, got {args!r}")
+    for key, value in args.items():
+        for v in (value if isinstance(value, list) else [value]):
+            if isinstance(v, (dict, list)) or v is None:
+                raise ConfigError(f"{what}.{key}: expected text, number, boolean or a list of them")
+        if key in ("threads", "json", "raw"):
+            raise ConfigError(f"{what}.{key}: set by the driver ("
+                              f"{'use threads = ... in [[bench]]' if key == 'threads' else 'always passed'})")
+    return args
+
+
+def load(path: str, mpis_override: list | None = None, output_override: str | None = None) -> Config:
+    """Read and validate a sweep config; every problem is one ConfigError line."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file not found: {path}")
+    try:
+        data = tomllib.loads(p.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{path}: bad TOML: {e}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text file") from None
+    unknown_top = set(data) - {"sweep", "bench"}
+    if unknown_top:
+        raise ConfigError(f"{path}: unknown section [{sorted(unknown_top)[0]}] (expected [sweep] and [[bench]])")
+    sweep = data.get("sweep", {})
+    if not isinstance(sweep, dict):
+        raise ConfigError(f"{path}: [sweep] must be a table")
+    bad = set(sweep) - SWEEP_KEYS
+    if bad:
+        raise ConfigError(f"{path}: unknown key sweep.{sorted(bad)[0]} (known: {', '.join(sorted(SWEEP_KEYS))})")
+    mpis = mpis_override or _as_list(sweep.get("mpis", ["mpich"]), "sweep.mpis", str)
+    for m in mpis:
+        if m not in hmpi.KNOWN:
+            raise ConfigError(f"{path}: unknown MPI '{m}' (choose from {', '.join(hmpi.KNOWN)})")
+    repeats = sweep.get("repeats", 1)
+    _as_list(repeats, "sweep.repeats", int)
+    seed = sweep.get("seed")
+    seed_given = seed is not None
+    if seed_given and (not isinstance(seed, int) or isinstance(seed, bool)):
+        raise ConfigError(f"{path}: sweep.seed must be an integer")
+    if not seed_given:
+        seed = random.SystemRandom().randrange(2**31)
+    timeout = sweep.get("timeout", 600)
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+        raise ConfigError(f"{path}: sweep.timeout must be a positive number of seconds")
+    launcher = sweep.get("launcher", "auto")
+    if launcher not in ("auto", "mpiexec", "srun"):
+        raise ConfigError(f"{path}: sweep.launcher must be auto, mpiexec or srun")
+    common = _check_args(sweep.get("args", {}), "sweep.args")
+    srun_args = sweep.get("srun_args", [])
+    if not isinstance(srun_args, list) or not all(isinstance(a, str) for a in srun_args):
+        raise ConfigError(f"{path}: sweep.srun_args must be a list of strings")
+    benches = data.get("bench", [])
+    if not isinstance(benches, list) or not benches:
+        raise ConfigError(f"{path}: no [[bench]] entries")
+    out_benches = []
+    for i, b in enumerate(benches):
+        where = f"bench[{i}]"
+        bad = set(b) - BENCH_KEYS
+        if bad:
+            raise ConfigError(f"{path}: unknown key {where}.{sorted(bad)[0]} (known: {', '.join(sorted(BENCH_KEYS))})")
+        name = b.get("name")
+        if name not in requirements.KNOWN_BENCHES:
+            raise ConfigError(f"{path}: {where}: unknown benchmark {name!r} "
+                              f"(known: {', '.join(requirements.KNOWN_BENCHES)})")
+        bm = _as_list(b["mpis"], f"{where}.mpis", str) if "mpis" in b else mpis
+        if mpis_override:
+            bm = [m for m in bm if m in mpis_override] or mpis_override
+        for m in bm:
+            if m not in hmpi.KNOWN:
+                raise ConfigError(f"{path}: {where}: unknown MPI '{m}' (choose from {', '.join(hmpi.KNOWN)})")
+        args = {**common, **_check_args(b.get("args", {}), f"{where}.args")}
+        out_benches.append({
+            "name": name,
+            "ranks": _as_list(b.get("ranks", 2), f"{where}.ranks", int),
+            "threads": _as_list(b.get("threads", 1), f"{where}.threads", int),
+            "mpis": bm,
+            "repeats": _as_list(b.get("repeats", repeats), f"{where}.repeats", int)[0],
+            "args": args,
+        })
+    output = output_override or sweep.get("output", "results/sweep.jsonl")
+    if not isinstance(output, str) or not output:
+        raise ConfigError(f"{path}: sweep.output must be a file name")
+    return Config(str(path), list(mpis), repeats, seed, seed_given, output, float(timeout),
+                  launcher, srun_args, out_benches)
+
+
+def _text(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def tag_of(bench: str, mpi: str, ranks: int, threads: int, args: dict, repeat: int) -> str:
+    """Stable launch identity: the same launch gets the same tag in every run of a config."""
+    key = json.dumps([bench, mpi, ranks, threads, sorted(args.items()), repeat], sort_keys=True)
+    return f"{bench}-{mpi}-{hashlib.sha1(key.encode()).hexdigest()[:10]}-r{repeat}"
+
+
+def expand(cfg: Config) -> list[LaunchSpec]:
+    """Every launch of the grid, in config order (shuffle with order())."""
+    specs, seen = [], set()
+    for b in cfg.benches:
+        list_keys = [k for k, v in b["args"].items() if isinstance(v, list)]
+        scalar = {k: v for k, v in b["args"].items() if not isinstance(v, list)}
+        combos = itertools.product(b["mpis"], b["ranks"], b["threads"],
+                                   *[b["args"][k] for k in list_keys])
+        for mpi, ranks, threads, *chosen in combos:
+            args = {k: v for k, v in scalar.items()}
+            args.update(zip(list_keys, chosen))
+            args = {k: v for k, v in args.items() if v is not False}
+            text_args = {k: (True if v is True else _text(v)) for k, v in args.items()}
+            flavor = hlaunch.FLAVORS.get(mpi, "mpich")
+            for part in requirements.plan(b["name"], text_args, ranks, threads, flavor):
+                for r in range(b["repeats"]):
+                    tag = tag_of(b["name"], mpi, part.ranks, part.threads, part.args, r)
+                    if tag in seen:   # e.g. `everywhere` at several thread counts → same layout
+                        continue
+                    seen.add(tag)
+                    specs.append(LaunchSpec(tag, b["name"], mpi, part.ranks, part.threads,
+                                            part.args, part.env_added, r, part.split))
+    return specs
+
+
+def order(specs: list[LaunchSpec], seed: int) -> list[LaunchSpec]:
+    """Shuffled launch order, deterministic for a seed (repeats interleave with everything)."""
+    shuffled = list(specs)
+    random.Random(seed).shuffle(shuffled)
+    return shuffled
+
+
+def finished_tags(output: Path) -> set[str]:
+    """Tags with a done/failed launch record in the output (what --resume skips)."""
+    tags = set()
+    if not output.exists():
+        return tags
+    with open(output, errors="replace") as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut by a kill: ignore it
+            if isinstance(rec, dict) and rec.get("type") == "launch" and rec.get("status") in ("done", "failed"):
+                tags.add(rec.get("tag"))
+    return tags
+
+
+def append_record(output: Path, record: dict) -> None:
+    """Append one JSON line and make it durable before going on."""
+    with open(output, "a") as f:
+        # A killed hmb-bench may have left a partial line: start on a fresh one.
+        if f.tell() > 0:
+            with open(output, "rb") as r:
+                r.seek(-1, os.SEEK_END)
+                if r.read(1) != b"\n":
+                    f.write("\n")
+        f.write(json.dumps(record) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM if the driver dies (even by SIGKILL), so no orphan runs on."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def run(cfg: Config, resume: bool = False, dry_run: bool = False, overwrite: bool = False,
+        skip_missing: bool = False, ranks_per_node: int | None = None,
+        build: str = "missing", quiet: bool = False) -> int:
+    """Run the sweep; returns 0 if every launch succeeded, 1 if some failed, 130 on Ctrl-C."""
+    from tqdm import tqdm
+
+    specs = order(expand(cfg), cfg.seed)
+    output = Path(cfg.output)
+    if dry_run:
+        for s in specs:
+            argv = hlaunch.bench_argv(s.args) + ["--threads", str(s.threads)]
+            env = " ".join(f"{k}={v}" for k, v in s.env_added.items())
+            print(f"{s.tag}  -n {s.ranks}  {env + '  ' if env else ''}hmb-bench {s.bench} {' '.join(argv)}")
+        print(f"# {len(specs)} launches, seed {cfg.seed}, output {output}", file=sys.stderr)
+        return 0
+    if output.exists() and output.stat().st_size > 0 and not resume:
+        if not overwrite:
+            raise ConfigError(f"{output} already has results: pass --resume to continue that sweep "
+                              f"or --output for a new file")
+        output.unlink()
+        output.with_name(output.name + ".log").unlink(missing_ok=True)
+    done = finished_tags(output) if resume else set()
+    todo = [s for s in specs if s.tag not in done]
+    targets = {}
+    for name in sorted({s.mpi for s in todo}):
+        try:
+            targets[name] = hlaunch.prepare(name, build=build)
+        except hlaunch.LaunchError as e:
+            raise ConfigError(str(e)) from None
+        have = hlaunch.available_benches(targets[name])
+        for bench in sorted({s.bench for s in todo if s.mpi == name}):
+            if have is not None and bench not in have:
+                if not skip_missing:
+                    raise ConfigError(f"benchmark '{bench}' is not in this hmb-bench build for {name} "
+                                      f"(hmb-bench --list shows: {', '.join(have) or 'none'})")
+                print(f"hmb: skipping {bench} on {name}: not in this hmb-bench build yet", file=sys.stderr)
+                todo = [s for s in todo if not (s.mpi == name and s.bench == bench)]
+    output.parent.mkdir(parents=True, exist_ok=True)
+    log_path = output.with_name(output.name + ".log")
+    append_record(output, {"type": "sweep", "schema": SCHEMA, "config": cfg.path, "seed": cfg.seed,
+                           "seed_given": cfg.seed_given, "start_time": _now(), "resume": resume,
+                           "launches": len(specs), "skipped_finished": len(specs) - len(todo) if resume else 0,
+                           "order": [s.tag for s in todo]})
+    # SIGTERM (scancel, kill) ends the sweep like Ctrl-C: stop the launch, keep what finished.
+    old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
+    failed = 0
+    tqdm.monitor_interval = 0  # no helper thread: children are started with preexec_fn
+    bar = tqdm(total=len(todo), unit="launch", desc="hmb sweep", file=sys.stderr,
+               disable=quiet or None, dynamic_ncols=True)
+    try:
+        for spec in todo:
+            bar.set_postfix_str(f"{spec.bench} {spec.mpi} {spec.split or ''}".strip(), refresh=False)
+            rc = _run_one(spec, targets[spec.mpi], cfg, output, log_path, ranks_per_node, bar)
+            failed += rc != 0
+            bar.update(1)
+    except KeyboardInterrupt:
+        bar.close()
+        print(f"hmb: sweep interrupted; finished launches are kept in {output} "
+              f"(continue with: hmb sweep {cfg.path} --resume{_output_flag(cfg)})", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, old_term)
+        bar.close()
+    if failed:
+        print(f"hmb: {failed} of {len(todo)} launches failed (details in {log_path})", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _output_flag(cfg: Config) -> str:
+    return f" --output {cfg.output}"
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _run_one(spec: LaunchSpec, target: hlaunch.Target, cfg: Config, output: Path,
+             log_path: Path, ranks_per_node, bar) -> int:
+    argv = hlaunch.bench_argv(spec.args) + ["--threads", str(spec.threads),
+                                            "--json", str(output), "--raw"]
+    env, added = hlaunch.environment(target, spec.threads, spec.env_added, spec.tag)
+    cmd = hlaunch.command(target, spec.bench, argv, spec.ranks, spec.threads, cfg.launcher,
+                          ranks_per_node, cfg.srun_args, env_names=sorted(added))
+    with open(log_path, "a") as log:
+        log.write(f"### {_now()} {spec.tag}: {' '.join(cmd)}\n")
+        log.flush()
+        start_offset = log.tell()
+        t0 = time.monotonic()
+        try:
+            proc = hlaunch.subprocess.Popen(cmd, env=env, stdout=log, stderr=log,
+                                            start_new_session=True, preexec_fn=_die_with_parent)
+        except OSError as e:
+            rc, elapsed = 127, 0.0
+            log.write(f"cannot start {cmd[0]}: {e.strerror}\n")
+        else:
+            try:
+                rc = proc.wait(timeout=cfg.timeout)
+            except hlaunch.subprocess.TimeoutExpired:
+                hlaunch._stop_group(proc)
+                rc = 124
+                log.write(f"hmb: launch killed after the {cfg.timeout:g} s timeout\n")
+            except KeyboardInterrupt:
+                hlaunch._stop_group(proc)
+                raise
+            elapsed = time.monotonic() - t0
+    status = "done" if rc == 0 else "failed"
+    append_record(output, {"type": "launch", "schema": SCHEMA, "tag": spec.tag, "point": spec.point(),
+                           "mpi": spec.mpi, "rc": rc, "status": status, "env_added": added,
+                           "command": cmd, "elapsed_s": round(elapsed, 3), "end_time": _now()})
+    if rc != 0:
+        bar.write(f"hmb: {spec.tag} failed (exit {rc}): {_last_line(log_path, start_offset)}",
+                  file=sys.stderr)
+    return rc
+
+
+def _last_line(path: Path, offset: int) -> str:
+    with open(path, errors="replace") as f:
+        f.seek(offset)
+        lines = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
+    return lines[-1][:200] if lines else "no output"

@@ -1,0 +1,93 @@
+"""A stand-in for hmb-bench used through HMB_BENCH_OVERRIDE in the toolkit tests.
+
+Writes schema-1 records (a run header carrying HMB_TAG, then one result per size, each
+flushed) to --json FILE, sleeping FAKE_SLEEP_S between points so a test can kill a sweep
+mid-launch. Appends "start TAG" / "end TAG" to $FAKE_LOG. `--list` names the benchmarks
+in $FAKE_BENCHES (default: p2p part async mt). $FAKE_FAIL_TAG_SUBSTR makes matching
+launches exit 2.
+"""
+import json
+import os
+import sys
+import time
+
+
+def opts(argv):
+    out, i = {}, 0
+    while i < len(argv):
+        if argv[i].startswith("--"):
+            if i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+                out[argv[i][2:]] = argv[i + 1]
+                i += 1
+            else:
+                out[argv[i][2:]] = True
+        i += 1
+    return out
+
+
+def size_list(text):
+    """'8,64K' and ranges '8:64K[:x4]' (endpoints only; good enough for a stand-in)."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    out = []
+    for item in text.split(","):
+        for part in item.split(":")[:2]:
+            part = part.strip().upper()
+            out.append(int(part[:-1]) * units[part[-1]] if part[-1] in units else int(part))
+    return out
+
+
+def log(line):
+    path = os.environ.get("FAKE_LOG")
+    if path:
+        with open(path, "a") as f:
+            f.write(line + "\n")
+
+
+def emit(path, rec):
+    with open(path, "a") as f:
+        f.write(json.dumps(rec) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def main():
+    if sys.argv[1:] == ["--list"]:
+        for name in os.environ.get("FAKE_BENCHES", "p2p part async mt").split():
+            print(f"{name:8s} fake benchmark")
+        return 0
+    bench, o = sys.argv[1], opts(sys.argv[2:])
+    tag = os.environ.get("HMB_TAG")
+    log(f"start {tag}")
+    if os.environ.get("FAKE_FAIL_TAG_SUBSTR") and os.environ["FAKE_FAIL_TAG_SUBSTR"] in (tag or ""):
+        print("hmb-bench fake: --sizes: planted failure", file=sys.stderr)
+        log(f"end {tag}")
+        return 2
+    run_id = f"fake-{os.getpid()}-{time.time_ns()}"
+    jpath = o.get("json")
+    threads = int(o.get("threads", 1))
+    common = {"schema": 1, "run_id": run_id, "bench": bench}
+    if jpath:
+        emit(jpath, {"type": "run", **common, "tag": tag, "argv": sys.argv, "ranks": 2,
+                     "threads": threads, "hosts": ["fakehost"], "oversubscribed": False,
+                     "mpi": {"library": "FakeMPI 1.0", "impl": "FakeMPI", "standard": "4.0"},
+                     "noise": {"model": o.get("noise", "none"), "thread": "fixed", "seed": 1},
+                     "git_revision": "0000000", "env": {k: v for k, v in os.environ.items()
+                                                        if k.startswith(("OMP_", "HMB_", "MPIR_CVAR_"))}})
+    sleep_s = float(os.environ.get("FAKE_SLEEP_S", "0"))
+    for size in size_list(str(o.get("sizes", "8"))):
+        time.sleep(sleep_s)
+        value = 1.0 + int(size) / 1000.0
+        if jpath:
+            emit(jpath, {"type": "result", **common, "params": {"size_bytes": int(size), "threads": threads},
+                         "status": "ok", "warmup": 1, "iterations": 3, "invalid": 0,
+                         "metrics": {"latency_us": {"unit": "us", "median": value, "ci_lo": value * 0.9,
+                                                    "ci_hi": value * 1.1, "ci_valid": True, "count": 3,
+                                                    "higher_is_better": False}},
+                         "samples": {"latency_us": [value * 0.95, value, value * 1.05]}})
+        print(f"{size:>8} {value:.2f}", flush=True)
+    log(f"end {tag}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
