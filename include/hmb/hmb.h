@@ -199,6 +199,12 @@ const char *hmb_bench_name(const hmb_ctx *ctx);
 /* Phase label shown by the watchdog if this rank hangs ("Parrived poll", "Waitall"). */
 void hmb_phase(hmb_ctx *ctx, const char *phase);
 
+/* Per-run benchmark data that outlives single points (e.g. a calibration shared by several
+ * points), set typically in points(); the harness free()s it at the end of the run. Explicit
+ * state instead of a global in the benchmark file. */
+void hmb_set_run_data(hmb_ctx *ctx, void *data);
+void *hmb_run_data(const hmb_ctx *ctx);
+
 /* All ranks agree that cond holds on every rank (an MPI_Allreduce LAND). */
 int hmb_all_agree(hmb_ctx *ctx, int cond);
 

@@ -378,6 +378,57 @@ static void async_check(hmb_ctx *ctx)
     hmb_header_add_str(ctx, "library_progress_control", lp.has_facility ? lp.control : "none");
 }
 
+/* C = calc-factor x the blocking time: the fastest of a few blocking runs (interference
+ * only slows a run down), the slowest rank of each run counting. Done once per (op, size)
+ * before any point, so every progress mode of an op and size computes the same C, and no
+ * progress thread (HMB's or a mode's) is running while it is measured. 0: op unsupported. */
+static int64_t calibrate_compute_ns(hmb_ctx *ctx, async_op op, size_t size_bytes)
+{
+    if (hmb_opt_given(ctx, "compute"))
+        return hmb_opt_duration_ns(ctx, "compute");
+    char why[256];
+    if (!async_op_supported(op, why, sizeof why))
+        return 0;
+    hmb_point calib_pt = {.size_bytes = size_bytes}; /* names the op in a failure message */
+    hmb_point_set_str(&calib_pt, "op", async_op_name(op));
+    hmb_point_set_str(&calib_pt, "phase", "calibration");
+    async_exchange ex;
+    async_exchange_init(&ex, ctx, &calib_pt, op, size_bytes, effective_neighbors(ctx),
+                        strcmp(hmb_opt_str(ctx, "topology"), "grid2d") == 0);
+    double best_s = INFINITY;
+    for (int rep = -1; rep < CALIB_REPS; rep++) {
+        async_fill(&ex, rep, 0);
+        MPI_Barrier(ex.world);
+        double t0 = hmb_now();
+        async_blocking(&ex);
+        double local_s = hmb_now() - t0, slowest_s;
+        MPI_Allreduce(&local_s, &slowest_s, 1, MPI_DOUBLE, MPI_MAX, ex.world);
+        if (rep >= 0 && slowest_s < best_s)
+            best_s = slowest_s;
+    }
+    async_exchange_free(&ex);
+    int64_t c_ns = (int64_t)(hmb_opt_double(ctx, "calc-factor") * best_s * 1e9);
+    return c_ns < MIN_COMPUTE_NS ? MIN_COMPUTE_NS : c_ns;
+}
+
+/* Per-run data: C for each (op, size), in the order of --op and --sizes. */
+typedef struct {
+    int nsizes;
+    int op_slot[ASYNC_OP_COUNT];
+    int64_t c_ns[];
+} calibration;
+
+static int64_t calibrated_c_ns(const hmb_ctx *ctx, async_op op, size_t size_bytes)
+{
+    const calibration *cal = hmb_run_data(ctx);
+    int nsizes;
+    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
+    for (int s = 0; s < nsizes; s++)
+        if (sizes[s] == size_bytes)
+            return cal->c_ns[cal->op_slot[op] * cal->nsizes + s];
+    return 0;
+}
+
 static void async_points(hmb_ctx *ctx, hmb_point_list *out)
 {
     char err[256];
@@ -393,6 +444,14 @@ static void async_points(hmb_ctx *ctx, hmb_point_list *out)
     int nlabels = 0;
     for (char *tok = strtok_r(labels, ",", &save); tok && nlabels < MAX_MODES; tok = strtok_r(NULL, ",", &save))
         label[nlabels++] = tok;
+    calibration *cal = calloc(1, sizeof *cal + (size_t)(nops * nsizes) * sizeof cal->c_ns[0]);
+    cal->nsizes = nsizes;
+    for (int o = 0; o < nops; o++) {
+        cal->op_slot[ops[o]] = o;
+        for (int s = 0; s < nsizes; s++)
+            cal->c_ns[o * nsizes + s] = calibrate_compute_ns(ctx, ops[o], sizes[s]);
+    }
+    hmb_set_run_data(ctx, cal);
     for (int o = 0; o < nops; o++)
         for (int m = 0; m < nmodes; m++)
             for (int s = 0; s < nsizes; s++) {
@@ -411,27 +470,6 @@ static progress_spec point_mode(const hmb_point *pt)
     char err[64];
     parse_progress(hmb_point_str(pt, "progress"), &m, &n, err, sizeof err);
     return m;
-}
-
-/* C = calc-factor x the blocking time: the fastest of a few blocking runs (interference
- * only slows a run down), the slowest rank of each run counting. */
-static int64_t calibrate_compute_ns(hmb_ctx *ctx, async_exchange *ex)
-{
-    if (hmb_opt_given(ctx, "compute"))
-        return hmb_opt_duration_ns(ctx, "compute");
-    double best_s = INFINITY;
-    for (int rep = -1; rep < CALIB_REPS; rep++) {
-        async_fill(ex, rep, 0);
-        MPI_Barrier(ex->world);
-        double t0 = hmb_now();
-        async_blocking(ex);
-        double local_s = hmb_now() - t0, slowest_s;
-        MPI_Allreduce(&local_s, &slowest_s, 1, MPI_DOUBLE, MPI_MAX, ex->world);
-        if (rep >= 0 && slowest_s < best_s)
-            best_s = slowest_s;
-    }
-    int64_t c_ns = (int64_t)(hmb_opt_double(ctx, "calc-factor") * best_s * 1e9);
-    return c_ns < MIN_COMPUTE_NS ? MIN_COMPUTE_NS : c_ns;
 }
 
 static void *async_setup(hmb_ctx *ctx, const hmb_point *pt)
@@ -455,7 +493,7 @@ static void *async_setup(hmb_ctx *ctx, const hmb_point *pt)
     async_exchange_init(&s->ex, ctx, pt, op, pt->size_bytes, effective_neighbors(ctx), grid);
     if (mode.kind == PROG_THREAD && !(s->thread = progress_thread_start()))
         hmb_usage_error(ctx, "could not start the progress thread");
-    s->c_ns = calibrate_compute_ns(ctx, &s->ex);
+    s->c_ns = calibrated_c_ns(ctx, op, pt->size_bytes);
     return s;
 }
 

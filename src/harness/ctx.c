@@ -238,6 +238,14 @@ void hmb_point_list_free(hmb_point_list *list)
     memset(list, 0, sizeof *list);
 }
 
+void hmb_set_run_data(hmb_ctx *ctx, void *data)
+{
+    free(ctx->run_data);
+    ctx->run_data = data;
+}
+
+void *hmb_run_data(const hmb_ctx *ctx) { return ctx->run_data; }
+
 /* ------------------------------------------------------------------ reduce helpers */
 
 static void reduce_to_root(hmb_ctx *ctx, double *vals, int n, MPI_Op op)

@@ -109,6 +109,7 @@ struct hmb_ctx {
 
     hmb_cache_state cache;
     struct hmb_pivot *pivot; /* rank 0: seed-style summary (pivot.c) */
+    void *run_data;          /* hmb_set_run_data: the benchmark's per-run data */
 };
 
 /* pivot.c: the seed-style summary table (bench->pivot_metrics) */

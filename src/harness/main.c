@@ -207,6 +207,7 @@ int main(int argc, char **argv)
 
     hmb_pivot_print(ctx);
     hmb_pivot_free(ctx);
+    hmb_set_run_data(ctx, NULL);
     hmb_watchdog_stop(ctx->watchdog);
     ctx->watchdog = NULL;
     hmb_output_close(ctx);
