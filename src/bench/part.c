@@ -1,0 +1,606 @@
+/* part — partitioned point-to-point (SPEC §3.2): a paired single-send vs partitioned design.
+ *
+ * Rank 0 sends, rank 1 receives, other ranks only join the collectives. Each iteration runs
+ * both phases on the same per-thread compute draws (hmb_noise_ns is deterministic):
+ *   1. fork-join: threads compute, join (t_join_ss), one MPI_Send of the whole message;
+ *      the receiver's MPI_Recv returns at t_recv; t_pt2pt = t_recv - t_join_ss.
+ *   2. partitioned: threads compute, then each marks its block of partitions ready (s_i
+ *      taken just before MPI_Pready*); the receiver records the first MPI_Parrived success
+ *      per partition (a_j). Metrics come from hmb_part_metrics_compute (metrics.c).
+ * All timestamps go to rank 0's time base; the receiver ships its own to rank 0 after the
+ * timed part. Libraries whose MPI_Parrived misreports arrival are caught, never waited on:
+ * an arrival reported while the partition still holds poison fails the run, and so does a
+ * partition never reported although the sender completed (bounded by a grace period). */
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hmb/hmb.h"
+#include "hmb/metrics.h"
+
+#if defined(HMB_HAVE_MPI_PSEND_INIT) && defined(HMB_HAVE_MPI_PARRIVED)
+#define PART_HAVE_PARTITIONED 1
+#else
+#define PART_HAVE_PARTITIONED 0
+#endif
+
+enum { SENDER = 0, RECEIVER = 1 };
+enum { TAG_SINGLE = 1, TAG_PART = 2, TAG_SENDER_DONE = 3, TAG_TIMES = 4 };
+enum { PREADY_SINGLE, PREADY_RANGE, PREADY_LIST };
+enum { M_OVERHEAD, M_T_PART, M_T_PT2PT, M_PERCEIVED_BW, M_AVAILABILITY, M_EARLY_BIRD, M_T_AFTER_JOIN };
+
+#define POISON_BYTE 0xA5
+/* A partition not reported this long after the sender completed is never coming. */
+#define NEVER_REPORTED_MIN_GRACE_S 1.0
+#define NEVER_REPORTED_PT2PT_FACTOR 1000.0
+/* How often a polling thread looks at the sender-done message. */
+#define DONE_CHECK_INTERVAL_S 1e-3
+/* The watchdog's --timeout covers a whole point, of which an unknown part has passed:
+ * end a hung poll with our clearer message after this fraction of it. */
+#define POLL_DEADLINE_TIMEOUT_FRACTION 0.5
+
+typedef struct {
+    int nparts_send, nparts_recv, threads;
+    size_t size_bytes, psize_send, psize_recv;
+    int pready_mode;
+    int observe_poller; /* one thread polls every partition */
+    int64_t compute_ns;
+    int rank;
+    MPI_Comm data_comm; /* both phases' messages */
+    MPI_Comm ctl_comm;  /* sender-done message and timestamps: never matches data */
+    unsigned char *send_buf, *recv_buf_single, *recv_buf_part;
+    MPI_Request part_req;
+    int *pready_list;     /* identity list: a thread passes its own slice to Pready_list */
+    double *ready_local;  /* sender: s_i, local clock */
+    double *compute_end;  /* sender: per thread, local clock */
+    double *arrived;      /* receiver: a_j, local clock (then global on the wire) */
+    double *times_msg;    /* receiver -> rank 0: t_recv, a_0 .. a_{P_recv-1} (global) */
+    double *ready_for_recv; /* rank 0: s mapped to receive partitions */
+    long filled_for_iter; /* send buffer already holds this iteration's pattern */
+    int recv_poisoned;    /* receive buffers already poisoned for the next iteration */
+    /* receiver's sender-done watch, shared by its polling threads (under omp critical) */
+    MPI_Request done_req;
+    int done_flag, done_payload;
+    double done_at_s;
+    double grace_s, deadline_s;
+} part_state;
+
+static const hmb_option part_options[] = {
+    {"partitions", HMB_OPT_INTS, NULL, "send partitions P, each a multiple of --threads (default: P = threads)",
+     1, 1 << 20, NULL},
+    {"recv-partitions", HMB_OPT_INT, NULL, "receive partitions (default: same as the send partitions)", 1, 1 << 20,
+     NULL},
+    {"pready", HMB_OPT_CHOICE, "single", "mark ready with MPI_Pready per partition, MPI_Pready_range or MPI_Pready_list",
+     0, 0, "single|range|list"},
+    {"observe", HMB_OPT_CHOICE, "thread", "receiver polls MPI_Parrived per thread (own partitions) or in one poller",
+     0, 0, "thread|poller"},
+    HMB_OPTION_END};
+
+static const hmb_default part_defaults[] = {{"sizes", "4K:4M:x4"}, {"compute", "1ms"}, {NULL, NULL}};
+
+static const hmb_metric part_metrics[] = {
+    {"overhead", "ratio", "t_part / t_pt2pt (partitioned vs single send; ~1 for one partition)", 0, 1},
+    {"t_part_us", "us", "first Pready to last Parrived", 0, 1},
+    {"t_pt2pt_us", "us", "single send: join to receive completion (one-way)", 0, 1},
+    {"perceived_bw_MBps", "MB/s", "m / (a_L - s_L), L = partition made ready last (MB = 1e6 B)", 1, 1},
+    {"availability", "ratio", "1 - t_after_join / t_pt2pt", 1, 1},
+    {"early_bird", "ratio", "fraction of the partitioned transfer (union of [s_i, a_i]) before the join", 1, 1},
+    {"t_after_join_us", "us", "max(0, last arrival - join)", 0, 0},
+    HMB_METRIC_END};
+
+static int recv_partitions_of(const hmb_ctx *ctx, int nparts_send)
+{
+    return hmb_opt_given(ctx, "recv-partitions") ? (int)hmb_opt_int(ctx, "recv-partitions") : nparts_send;
+}
+
+/* The send partition counts to sweep: --partitions, or one point with P = threads. */
+static const long long *send_partition_list(const hmb_ctx *ctx, int *count, long long *fallback)
+{
+    if (hmb_opt_given(ctx, "partitions"))
+        return hmb_opt_ints(ctx, "partitions", count);
+    *fallback = hmb_threads(ctx);
+    *count = 1;
+    return fallback;
+}
+
+static void part_check(hmb_ctx *ctx)
+{
+    int threads = hmb_threads(ctx), nsizes = 0, nparts = 0;
+    long long fallback;
+    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
+    const long long *parts = send_partition_list(ctx, &nparts, &fallback);
+    for (int p = 0; p < nparts; p++) {
+        if (parts[p] < 1)
+            hmb_usage_error(ctx, "--partitions: %lld is below 1", parts[p]);
+        if (parts[p] % threads != 0)
+            hmb_usage_error(ctx, "--partitions: %lld is not a multiple of --threads %d (each thread owns P/T partitions)",
+                            parts[p], threads);
+    }
+    for (int s = 0; s < nsizes; s++) {
+        size_t m = sizes[s];
+        if (m / 8 > (size_t)2147483647)
+            hmb_usage_error(ctx, "--sizes: %zu bytes is more than MPI int counts of 8-byte elements allow", m);
+        for (int p = 0; p < nparts; p++) {
+            long long counts[2] = {parts[p], recv_partitions_of(ctx, (int)parts[p])};
+            for (int side = 0; side < 2; side++) {
+                size_t n = (size_t)counts[side];
+                if (m == 0 || m % n != 0 || (m / n) % 8 != 0)
+                    hmb_usage_error(ctx,
+                                    "size %zu bytes does not split into %zu %s partitions of whole 8-byte elements",
+                                    m, n, side == 0 ? "send" : "receive");
+            }
+        }
+    }
+}
+
+static void part_points(hmb_ctx *ctx, hmb_point_list *out)
+{
+    int nsizes = 0, nparts = 0;
+    long long fallback;
+    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
+    const long long *parts = send_partition_list(ctx, &nparts, &fallback);
+    for (int s = 0; s < nsizes; s++) {
+        for (int p = 0; p < nparts; p++) {
+            hmb_point *pt = hmb_points_add(out, sizes[s]);
+            hmb_point_set_int(pt, "partitions", parts[p]);
+            hmb_point_set_int(pt, "recv_partitions", recv_partitions_of(ctx, (int)parts[p]));
+        }
+    }
+}
+
+static void part_free(part_state *st)
+{
+    free(st->send_buf);
+    free(st->recv_buf_single);
+    free(st->recv_buf_part);
+    free(st->pready_list);
+    free(st->ready_local);
+    free(st->compute_end);
+    free(st->arrived);
+    free(st->times_msg);
+    free(st->ready_for_recv);
+    free(st);
+}
+
+#if PART_HAVE_PARTITIONED
+static void *alloc_or_die(size_t bytes)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, bytes ? bytes : 8) != 0)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    return p;
+}
+#endif
+
+static void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
+{
+#if !PART_HAVE_PARTITIONED
+    (void)pt;
+    hmb_unsupported(ctx, "this MPI library has no partitioned communication (MPI_Psend_init/MPI_Parrived)");
+    return NULL;
+#else
+    const char *pready = hmb_opt_str(ctx, "pready");
+#ifndef HMB_HAVE_MPI_PREADY_RANGE
+    if (strcmp(pready, "range") == 0) {
+        hmb_unsupported(ctx, "this MPI library has no MPI_Pready_range");
+        return NULL;
+    }
+#endif
+#ifndef HMB_HAVE_MPI_PREADY_LIST
+    if (strcmp(pready, "list") == 0) {
+        hmb_unsupported(ctx, "this MPI library has no MPI_Pready_list");
+        return NULL;
+    }
+#endif
+    part_state *st = calloc(1, sizeof *st);
+    st->rank = hmb_rank(ctx);
+    st->threads = hmb_threads(ctx);
+    st->size_bytes = pt->size_bytes;
+    st->nparts_send = (int)hmb_point_int(pt, "partitions");
+    st->nparts_recv = (int)hmb_point_int(pt, "recv_partitions");
+    st->psize_send = st->size_bytes / (size_t)st->nparts_send;
+    st->psize_recv = st->size_bytes / (size_t)st->nparts_recv;
+    st->pready_mode = strcmp(pready, "range") == 0 ? PREADY_RANGE : strcmp(pready, "list") == 0 ? PREADY_LIST
+                                                                                                   : PREADY_SINGLE;
+    st->observe_poller = strcmp(hmb_opt_str(ctx, "observe"), "poller") == 0;
+    st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
+    st->filled_for_iter = -1;
+    MPI_Comm_dup(hmb_comm(ctx), &st->data_comm);
+    MPI_Comm_dup(hmb_comm(ctx), &st->ctl_comm);
+
+    int count_send = (int)(st->psize_send / 8), count_recv = (int)(st->psize_recv / 8);
+    if (st->rank == SENDER) {
+        st->send_buf = alloc_or_die(st->size_bytes);
+        st->ready_local = calloc((size_t)st->nparts_send, sizeof(double));
+        st->compute_end = calloc((size_t)st->threads, sizeof(double));
+        st->times_msg = calloc((size_t)st->nparts_recv + 1, sizeof(double));
+        st->ready_for_recv = calloc((size_t)st->nparts_recv, sizeof(double));
+        st->pready_list = malloc((size_t)st->nparts_send * sizeof(int));
+        for (int i = 0; i < st->nparts_send; i++)
+            st->pready_list[i] = i;
+        MPI_Psend_init(st->send_buf, st->nparts_send, count_send, MPI_UINT64_T, RECEIVER, TAG_PART, st->data_comm,
+                       MPI_INFO_NULL, &st->part_req);
+        hmb_cache_register(ctx, st->send_buf, st->size_bytes);
+    } else if (st->rank == RECEIVER) {
+        st->recv_buf_single = alloc_or_die(st->size_bytes);
+        st->recv_buf_part = alloc_or_die(st->size_bytes);
+        st->arrived = calloc((size_t)st->nparts_recv, sizeof(double));
+        st->times_msg = calloc((size_t)st->nparts_recv + 1, sizeof(double));
+        MPI_Precv_init(st->recv_buf_part, st->nparts_recv, count_recv, MPI_UINT64_T, SENDER, TAG_PART, st->data_comm,
+                       MPI_INFO_NULL, &st->part_req);
+        hmb_cache_register(ctx, st->recv_buf_single, st->size_bytes);
+        hmb_cache_register(ctx, st->recv_buf_part, st->size_bytes);
+    }
+    return st;
+#endif
+}
+
+#if PART_HAVE_PARTITIONED
+/* Receiver: true once the sender-done message has been seen; tested at a low rate, by one
+ * thread at a time (a request must not be tested concurrently). */
+static double sender_done_at(part_state *st)
+{
+    double at;
+#pragma omp critical(part_sender_done)
+    {
+        if (!st->done_flag) {
+            MPI_Test(&st->done_req, &st->done_flag, MPI_STATUS_IGNORE);
+            if (st->done_flag)
+                st->done_at_s = hmb_now();
+        }
+        at = st->done_flag ? st->done_at_s : -1.0;
+    }
+    return at;
+}
+
+static int still_poison(const unsigned char *p)
+{
+    static const unsigned char poison[8] = {POISON_BYTE, POISON_BYTE, POISON_BYTE, POISON_BYTE,
+                                            POISON_BYTE, POISON_BYTE, POISON_BYTE, POISON_BYTE};
+    return memcmp(p, poison, 8) == 0;
+}
+
+/* Called right after MPI_Parrived first reports receive partition j: every send partition
+ * that overlaps j must have landed, so the first and last word of each overlapping piece
+ * must have lost its poison. (verify() checks every byte afterwards.) */
+static void check_reported_arrival(hmb_ctx *ctx, part_state *st, const hmb_point *pt, long iter, int j)
+{
+    size_t lo = (size_t)j * st->psize_recv, hi = lo + st->psize_recv; /* bytes [lo, hi) */
+    for (size_t piece = lo; piece < hi;) {
+        size_t send_part_end = (piece / st->psize_send + 1) * st->psize_send;
+        size_t piece_end = send_part_end < hi ? send_part_end : hi;
+        if (still_poison(st->recv_buf_part + piece) || still_poison(st->recv_buf_part + piece_end - 8))
+            hmb_validation_failure(ctx, pt, iter, j,
+                                   "MPI_Parrived reported receive partition %d of %d arrived but its data had not "
+                                   "(bytes %zu..%zu still unwritten; send partitions %d, receive partitions %d): "
+                                   "library conformance problem",
+                                   j, st->nparts_recv, piece, piece_end - 1, st->nparts_send, st->nparts_recv);
+        piece = piece_end;
+    }
+}
+
+/* Receiver: poll partitions [first, last) until each is reported once. Bounded: if the
+ * sender completed and a partition is still unreported after the grace period, or the
+ * absolute deadline passes, the library misreports arrival — fail instead of hanging. */
+static void observe_partitions(hmb_ctx *ctx, part_state *st, const hmb_point *pt, long iter, int first, int last)
+{
+    int validate = hmb_validate_enabled(ctx);
+    int left = last - first;
+    double next_done_check = hmb_now() + DONE_CHECK_INTERVAL_S;
+    while (left > 0) {
+        for (int j = first; j < last; j++) {
+            if (st->arrived[j] != 0.0)
+                continue;
+            int flag = 0;
+            MPI_Parrived(st->part_req, j, &flag);
+            if (!flag)
+                continue;
+            st->arrived[j] = hmb_now();
+            left--;
+            if (validate)
+                check_reported_arrival(ctx, st, pt, iter, j);
+        }
+        double now = hmb_now();
+        if (left == 0 || now < next_done_check)
+            continue;
+        next_done_check = now + DONE_CHECK_INTERVAL_S;
+        double done_at = sender_done_at(st);
+        int overdue = done_at >= 0.0 && now - done_at > st->grace_s;
+        if (!overdue && now < st->deadline_s)
+            continue;
+        for (int j = first; j < last; j++) {
+            if (st->arrived[j] == 0.0)
+                hmb_validation_failure(
+                    ctx, pt, iter, j,
+                    "MPI_Parrived never reported receive partition %d of %d (send partitions %d, receive "
+                    "partitions %d) %s: library conformance problem",
+                    j, st->nparts_recv, st->nparts_send, st->nparts_recv,
+                    overdue ? "although the sender completed its MPI_Wait" : "before the --timeout deadline");
+        }
+    }
+}
+
+static void sender_mark_ready(part_state *st, int tid, double ready_at)
+{
+    int per_thread = st->nparts_send / st->threads;
+    int lo = tid * per_thread, hi = lo + per_thread; /* this thread's block [lo, hi) */
+    switch (st->pready_mode) {
+    case PREADY_SINGLE:
+        for (int i = lo; i < hi; i++) {
+            st->ready_local[i] = i == lo ? ready_at : hmb_now();
+            MPI_Pready(i, st->part_req);
+        }
+        break;
+    case PREADY_RANGE:
+        for (int i = lo; i < hi; i++)
+            st->ready_local[i] = ready_at;
+#ifdef HMB_HAVE_MPI_PREADY_RANGE
+        MPI_Pready_range(lo, hi - 1, st->part_req);
+#endif
+        break;
+    case PREADY_LIST:
+        for (int i = lo; i < hi; i++)
+            st->ready_local[i] = ready_at;
+#ifdef HMB_HAVE_MPI_PREADY_LIST
+        MPI_Pready_list(hi - lo, st->pready_list + lo, st->part_req);
+#endif
+        break;
+    }
+}
+
+static void fill_send_buffer(part_state *st, long iter)
+{
+    for (int i = 0; i < st->nparts_send; i++)
+        hmb_fill(st->send_buf + (size_t)i * st->psize_send, st->psize_send, SENDER, i, iter);
+    st->filled_for_iter = iter;
+}
+
+static void poison_recv_buffers(hmb_ctx *ctx, part_state *st)
+{
+    if (!hmb_validate_enabled(ctx))
+        return;
+    memset(st->recv_buf_single, POISON_BYTE, st->size_bytes);
+    memset(st->recv_buf_part, POISON_BYTE, st->size_bytes);
+    st->recv_poisoned = 1;
+}
+
+/* Outside timing: this iteration's pattern in the send buffer, poison in the receive
+ * buffers (so a reported-but-unwritten partition is visible). Usually already done at the
+ * end of the previous iteration / in verify(), so --cache cold finds them evicted. */
+static void prepare_buffers(hmb_ctx *ctx, part_state *st, long iter)
+{
+    if (st->rank == SENDER && st->filled_for_iter != iter)
+        fill_send_buffer(st, iter);
+    if (st->rank == RECEIVER && !st->recv_poisoned)
+        poison_recv_buffers(ctx, st);
+    st->recv_poisoned = 0; /* about to be written */
+}
+
+/* Sender: once every partition is ready and the receiver has started (the barrier), the
+ * send must complete; a library that never completes it fails the run instead of hanging
+ * it (seen with Open MPI 5.0.11 when the job has ranks beyond the pair). */
+static void sender_bounded_wait(hmb_ctx *ctx, part_state *st, const hmb_point *pt, long iter)
+{
+    double all_ready = hmb_now(), bound = fmin(all_ready + st->grace_s, st->deadline_s);
+    for (int done = 0; !done;) {
+        MPI_Test(&st->part_req, &done, MPI_STATUS_IGNORE);
+        if (!done && hmb_now() > bound)
+            hmb_validation_failure(ctx, pt, iter, -1,
+                                   "the partitioned send never completed (%.1f s after its last MPI_Pready, receiver "
+                                   "started and polling; %d ranks in the job): library conformance problem",
+                                   hmb_now() - all_ready, hmb_size(ctx));
+    }
+}
+
+/* Phase 1, single-send fork-join. Returns (sender) t_join_ss or (receiver) t_recv, local;
+ * *comm_s: this rank's time inside MPI_Send / MPI_Recv (scales the hang bounds). */
+static double phase_single_send(hmb_ctx *ctx, part_state *st, long iter, double *comm_s)
+{
+    double t = 0.0;
+    hmb_phase(ctx, "single-send barrier");
+    MPI_Barrier(st->data_comm);
+    if (st->rank == SENDER) {
+#pragma omp parallel num_threads(st->threads)
+        for (int tid = omp_get_thread_num(); tid < st->threads; tid += omp_get_num_threads())
+            hmb_compute_ns(ctx, hmb_noise_ns(ctx, tid, iter, st->compute_ns));
+        t = hmb_now(); /* t_join_ss */
+        hmb_phase(ctx, "single-send MPI_Send");
+        MPI_Send(st->send_buf, (int)(st->size_bytes / 8), MPI_UINT64_T, RECEIVER, TAG_SINGLE, st->data_comm);
+        *comm_s = hmb_now() - t;
+    } else if (st->rank == RECEIVER) {
+        double t_posted = hmb_now();
+        hmb_phase(ctx, "single-send MPI_Recv");
+        MPI_Recv(st->recv_buf_single, (int)(st->size_bytes / 8), MPI_UINT64_T, SENDER, TAG_SINGLE, st->data_comm,
+                 MPI_STATUS_IGNORE);
+        t = hmb_now(); /* t_recv */
+        *comm_s = t - t_posted;
+    }
+    return t;
+}
+
+static void phase_partitioned(hmb_ctx *ctx, part_state *st, const hmb_point *pt, long iter)
+{
+    if (st->rank == RECEIVER) {
+        /* Pre-post the sender-done message: it bounds Parrived polling. */
+        st->done_flag = 0;
+        MPI_Irecv(&st->done_payload, 1, MPI_INT, SENDER, TAG_SENDER_DONE, st->ctl_comm, &st->done_req);
+        memset(st->arrived, 0, (size_t)st->nparts_recv * sizeof(double));
+    }
+    if (st->rank == SENDER || st->rank == RECEIVER)
+        MPI_Start(&st->part_req);
+    hmb_phase(ctx, "partitioned barrier");
+    MPI_Barrier(st->data_comm);
+    if (st->rank == SENDER) {
+#pragma omp parallel num_threads(st->threads)
+        for (int tid = omp_get_thread_num(); tid < st->threads; tid += omp_get_num_threads()) {
+            hmb_compute_ns(ctx, hmb_noise_ns(ctx, tid, iter, st->compute_ns));
+            st->compute_end[tid] = hmb_now();
+            sender_mark_ready(st, tid, hmb_now()); /* s of its first partition */
+        }
+        hmb_phase(ctx, "partitioned sender MPI_Wait");
+        sender_bounded_wait(ctx, st, pt, iter);
+        int done = 1;
+        MPI_Send(&done, 1, MPI_INT, RECEIVER, TAG_SENDER_DONE, st->ctl_comm);
+    } else if (st->rank == RECEIVER) {
+        hmb_phase(ctx, "MPI_Parrived poll");
+        if (st->observe_poller) {
+            observe_partitions(ctx, st, pt, iter, 0, st->nparts_recv);
+        } else {
+#pragma omp parallel num_threads(st->threads)
+            {
+                int nth = omp_get_num_threads();
+                /* Thread t observes the receive partitions [t P_recv / T, (t+1) P_recv / T). */
+                int t = omp_get_thread_num();
+                observe_partitions(ctx, st, pt, iter, (int)((long long)t * st->nparts_recv / nth),
+                                   (int)((long long)(t + 1) * st->nparts_recv / nth));
+            }
+        }
+        hmb_phase(ctx, "partitioned receiver MPI_Wait");
+        MPI_Wait(&st->part_req, MPI_STATUS_IGNORE);
+        if (!st->done_flag)
+            MPI_Wait(&st->done_req, MPI_STATUS_IGNORE);
+    }
+}
+
+/* Rank 0: the ready time of receive partition j is the latest s_i over the send partitions
+ * overlapping j's bytes — j cannot complete before the last of them is marked ready. */
+static void map_ready_to_recv_partitions(hmb_ctx *ctx, part_state *st)
+{
+    for (int j = 0; j < st->nparts_recv; j++) {
+        size_t first_byte = (size_t)j * st->psize_recv, last_byte = first_byte + st->psize_recv - 1;
+        double latest = -INFINITY;
+        for (size_t i = first_byte / st->psize_send; i <= last_byte / st->psize_send; i++) {
+            double s = hmb_to_global(ctx, st->ready_local[i]);
+            if (s > latest)
+                latest = s;
+        }
+        st->ready_for_recv[j] = latest;
+    }
+}
+
+static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
+{
+    part_state *st = state;
+    prepare_buffers(ctx, st, iter);
+
+    double comm_s = 0.0;
+    double t_single = phase_single_send(ctx, st, iter, &comm_s);
+    st->grace_s = fmax(NEVER_REPORTED_MIN_GRACE_S, NEVER_REPORTED_PT2PT_FACTOR * comm_s);
+    double timeout_s = (double)hmb_opt_duration_ns(ctx, "timeout") * 1e-9;
+    st->deadline_s = hmb_now() + POLL_DEADLINE_TIMEOUT_FRACTION * timeout_s;
+    phase_partitioned(ctx, st, pt, iter);
+
+    /* Untimed: the receiver's timestamps to rank 0 (this also keeps the sender from
+     * refilling its buffer before the receiver has everything). */
+    hmb_phase(ctx, "timestamp exchange");
+    if (st->rank == RECEIVER) {
+        st->times_msg[0] = hmb_to_global(ctx, t_single);
+        for (int j = 0; j < st->nparts_recv; j++)
+            st->times_msg[j + 1] = hmb_to_global(ctx, st->arrived[j]);
+        MPI_Send(st->times_msg, st->nparts_recv + 1, MPI_DOUBLE, SENDER, TAG_TIMES, st->ctl_comm);
+        return 0;
+    }
+    if (st->rank != SENDER)
+        return 0;
+    MPI_Recv(st->times_msg, st->nparts_recv + 1, MPI_DOUBLE, RECEIVER, TAG_TIMES, st->ctl_comm, MPI_STATUS_IGNORE);
+
+    double t_join_ss = hmb_to_global(ctx, t_single), t_recv = st->times_msg[0];
+    double t_join = -INFINITY;
+    for (int t = 0; t < st->threads; t++)
+        t_join = fmax(t_join, hmb_to_global(ctx, st->compute_end[t]));
+    map_ready_to_recv_partitions(ctx, st);
+    hmb_part_metrics m;
+    out->valid = hmb_part_metrics_compute(st->nparts_recv, st->ready_for_recv, st->times_msg + 1, t_join,
+                                          t_recv - t_join_ss, st->size_bytes, &m) == 0;
+    out->value[M_OVERHEAD] = m.overhead;
+    out->value[M_T_PART] = m.t_part_s * 1e6;
+    out->value[M_T_PT2PT] = m.t_pt2pt_s * 1e6;
+    out->value[M_PERCEIVED_BW] = m.perceived_bw_Bps * 1e-6;
+    out->value[M_AVAILABILITY] = m.availability;
+    out->value[M_EARLY_BIRD] = m.early_bird;
+    out->value[M_T_AFTER_JOIN] = m.t_after_join_s * 1e6;
+
+    /* Next iteration's pattern now, so a cold-cache flush before it evicts the buffer. */
+    fill_send_buffer(st, iter + 1);
+    return 0;
+}
+
+static void verify_phase(hmb_ctx *ctx, part_state *st, const hmb_point *pt, long iter, unsigned char *buf,
+                         const char *phase)
+{
+    for (int i = 0; i < st->nparts_send; i++) {
+        size_t bad = 0;
+        if (!hmb_check(ctx, buf + (size_t)i * st->psize_send, st->psize_send, SENDER, i, iter, &bad))
+            hmb_validation_failure(ctx, pt, iter, i, "%s phase: byte %zu of send partition %d (%zu bytes) is wrong",
+                                   phase, bad, i, st->psize_send);
+    }
+}
+
+static void part_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
+{
+    part_state *st = state;
+    if (st->rank != RECEIVER)
+        return;
+    verify_phase(ctx, st, pt, iter, st->recv_buf_part, "partitioned");
+    verify_phase(ctx, st, pt, iter, st->recv_buf_single, "single-send");
+    /* Poison for the next iteration now (outside timing, before any cold-cache flush). */
+    poison_recv_buffers(ctx, st);
+}
+#endif /* PART_HAVE_PARTITIONED */
+
+static void part_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
+{
+    (void)pt;
+    part_state *st = state;
+    if (!st)
+        return;
+    hmb_cache_unregister_all(ctx);
+    if (st->rank == SENDER || st->rank == RECEIVER)
+        MPI_Request_free(&st->part_req);
+    MPI_Comm_free(&st->data_comm);
+    MPI_Comm_free(&st->ctl_comm);
+    part_free(st);
+}
+
+static void part_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
+{
+    (void)state;
+    hmb_result_add_num(ctx, "partitions_send", (double)hmb_point_int(pt, "partitions"));
+    hmb_result_add_num(ctx, "partitions_recv", (double)hmb_point_int(pt, "recv_partitions"));
+    hmb_result_add_str(ctx, "pready", hmb_opt_str(ctx, "pready"));
+    hmb_result_add_str(ctx, "observe", hmb_opt_str(ctx, "observe"));
+    hmb_result_add_num(ctx, "threads", hmb_threads(ctx));
+    hmb_result_add_num(ctx, "compute_ns", (double)hmb_opt_duration_ns(ctx, "compute"));
+    hmb_result_add_str(ctx, "noise", hmb_opt_str(ctx, "noise"));
+    hmb_result_add_str(ctx, "single_send", "MPI_Send/MPI_Recv of the whole message");
+}
+
+#if PART_HAVE_PARTITIONED
+#define PART_ITERATE part_iterate
+#define PART_VERIFY part_verify
+#else
+#define PART_ITERATE NULL
+#define PART_VERIFY NULL
+#endif
+
+static const hmb_bench part_bench = {
+    .name = "part",
+    .group = "partitioned",
+    .summary = "partitioned point-to-point vs single send: overhead, perceived bandwidth, availability, early bird",
+    .options = part_options,
+    .defaults = part_defaults,
+    .metrics = part_metrics,
+    .thread_level = MPI_THREAD_MULTIPLE,
+    .min_ranks = 2,
+    .rank_multiple = 0,
+    .check = part_check,
+    .points = part_points,
+    .setup = part_setup,
+    .iterate = PART_ITERATE,
+    .verify = PART_VERIFY,
+    .teardown = part_teardown,
+    .annotate = part_annotate,
+    .pivot_metrics = "overhead,availability,early_bird",
+};
+HMB_REGISTER(part_bench);
