@@ -65,7 +65,8 @@ class Calib(C.Structure):
 
 class PartMetrics(C.Structure):
     _fields_ = [(n, C.c_double) for n in ("t_part_s", "t_pt2pt_s", "overhead", "perceived_bw_Bps",
-                                          "t_after_join_s", "availability", "early_bird")]
+                                          "t_after_join_s", "availability", "early_bird",
+                                          "early_arrival")]
 
 
 _P = C.POINTER

@@ -130,6 +130,38 @@ def test_part_realistic_microseconds(lib):
     assert m.availability == pytest.approx(0.5)
 
 
+def test_part_early_arrival_counts_only_delivered_partitions(lib):
+    # The case early_bird gets wrong: a library that sends nothing before the last Pready.
+    # Two threads share a core: thread 0 readies partition 0 at 1, thread 1 computes until
+    # t_join = 10 and readies partition 1 at 10; both arrive at 11 (delivery after the last
+    # Pready). U = [1, 11]: |U| = 10; U n [1, 10] = 9 -> early_bird 0.9, although no byte moved
+    # before the join. Arrivals before the join: none -> early_arrival 0.
+    rc, m = part(lib, [1.0, 10.0], [11.0, 11.0], 10.0, 1.0, 2000)
+    assert rc == 0
+    assert m.early_bird == pytest.approx(0.9)
+    assert m.early_arrival == 0.0
+
+
+def test_part_early_arrival_early_bird_library(lib):
+    # The same threads on a library that sends early: partition 0 arrives at 1.5, while
+    # thread 1 still computes; partition 1 arrives at 10.5.
+    #   early_arrival: a = [1.5, 10.5] vs t_join 10 -> 1 of 2 partitions -> 0.5
+    #   U = [1, 1.5] u [10, 10.5] = 1; U n [1, 10] = 0.5 -> early_bird 0.5
+    rc, m = part(lib, [1.0, 10.0], [1.5, 10.5], 10.0, 1.0, 2000)
+    assert rc == 0
+    assert m.early_arrival == 0.5 and m.early_bird == pytest.approx(0.5)
+    # An arrival exactly at the join counts as before it (a_i <= t_join); four partitions, one
+    # arrived at 2 < 4, one exactly at 4, two after -> 2 / 4.
+    rc, m = part(lib, [1.0, 2.0, 4.0, 4.0], [2.0, 4.0, 5.0, 6.0], 4.0, 1.0, 4000)
+    assert rc == 0 and m.early_arrival == 0.5
+
+
+def test_part_single_partition_no_early_arrival(lib):
+    # P = 1: s = t_join = 2, a = 3 > t_join -> 0.
+    rc, m = part(lib, [2.0], [3.0], 2.0, 1.0, 8)
+    assert rc == 0 and m.early_arrival == 0.0
+
+
 def test_part_bad_inputs(lib):
     assert part(lib, [], [], 0.0, 1.0, 8)[0] == -1          # no partitions
     assert part(lib, [1.0], [2.0], 1.0, 0.0, 8)[0] == -1    # t_pt2pt must be > 0

@@ -1,7 +1,8 @@
 """hmb report from a stored small results file: every figure, its question and reading.
 
 tests/data/report_small.jsonl (tests/data/make_synthetic.py): part/async/mt/p2p on MPICH and
-"Open MPI", two repeats; early-bird planted on Open MPI from 64K on; mt T>=2 oversubscribed;
+"Open MPI", two repeats; early-bird transfer (early_arrival) planted on Open MPI from 64K on, SPEC's interval
+early_bird also on MPICH (it counts waiting); mt T>=2 oversubscribed;
 async impl unsupported on Open MPI; one failed launch.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 from hmb import report, results
 
 DATA = Path(__file__).parent / "data"
-FIGURES = ["part_overhead", "part_perceived_bw", "part_availability", "part_early_bird",
+FIGURES = ["part_overhead", "part_perceived_bw", "part_availability", "part_early_arrival", "part_early_bird",
            "async_efficiency", "mt_rate", "p2p_latency", "p2p_bandwidth"]
 
 
@@ -60,7 +61,7 @@ def readings(md: str) -> dict:
 def test_readings_are_computed_from_the_data(built):
     r = readings((built / "report.md").read_text())
     assert set(r) == set(FIGURES)
-    eb = r["part_early_bird"]
+    eb = r["part_early_arrival"]
     assert "Early-bird transfer seen on Open MPI from 64K on" in eb
     assert "at 4M" in eb and "MPICH shows none (max 0.00)" in eb
     assert "MPICH: P=1 median 1.0" in r["part_overhead"]

@@ -24,9 +24,16 @@ typedef struct {
     double t_after_join_s;   /* max(0, max_i a_i - t_join) */
     double availability;     /* 1 - t_after_join / t_pt2pt */
     double early_bird;       /* |U ∩ [min s, t_join]| / |U|, U = union of [s_i, a_i] */
+    double early_arrival;    /* fraction of partitions (= of bytes: equal sizes) with a_i <= t_join */
 } hmb_part_metrics;
 
-/* s[i]: time just before MPI_Pready of partition i; a[i]: first MPI_Parrived success for
+/* early_bird follows SPEC §3.2: it measures how much of the ready-to-arrival windows lies before
+ * the join, which also counts time a ready partition merely waits inside the library (a library
+ * that sends nothing before the last MPI_Pready still scores high when threads finish far apart).
+ * early_arrival measures the transfer itself: the share of the message already delivered when a
+ * fork-join code would only be starting its send — 0 for a library without early-bird transfer.
+ *
+ * s[i]: time just before MPI_Pready of partition i; a[i]: first MPI_Parrived success for
  * partition i (same time base); n partitions (the receiver's partitions, with s mapped to
  * the sender partition that completes them). Returns 0, or -1 if inputs are unusable
  * (n < 1, t_pt2pt <= 0, an arrival before its ready time is allowed and reported as is). */

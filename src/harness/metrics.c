@@ -75,6 +75,10 @@ int hmb_part_metrics_compute(int n, const double *s, const double *a, double t_j
     double u_all = hmb_interval_union_length(n, s, a, -INFINITY, INFINITY);
     double u_early = hmb_interval_union_length(n, s, a, s_min, t_join_s);
     out->early_bird = u_all > 0.0 ? u_early / u_all : 0.0;
+    int arrived_before_join = 0;
+    for (int i = 0; i < n; i++)
+        arrived_before_join += a[i] <= t_join_s;
+    out->early_arrival = (double)arrived_before_join / n;
     return 0;
 }
 

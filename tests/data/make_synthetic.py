@@ -95,7 +95,11 @@ def part(w, impl, library, repeat):
                     "t_pt2pt_us": (noisy(t_pt2pt), "us", False),
                     "perceived_bw_MBps": (noisy(bw), "MB/s", True),
                     "availability": (noisy(1.0, 0.02) * avail, "ratio", True),
-                    "early_bird": (np.clip(noisy(max(eb, 1e-9), 0.1), 0, 1) if eb else np.zeros(15), "ratio", True),
+                    # SPEC's interval early-bird also counts waiting: MPICH scores without sending early
+                    "early_bird": (np.clip(noisy(max(eb, 0.3 if parts > 1 else 1e-9), 0.1), 0, 1)
+                                   if eb or parts > 1 else np.zeros(15), "ratio", True),
+                    "early_arrival": (np.clip(noisy(max(eb, 1e-9), 0.1), 0, 1) if eb else np.zeros(15), "ratio",
+                                      True),
                     "t_after_join_us": (noisy(t_pt2pt * (1 - avail)), "us", False),
                 }
                 w.result(run_id, "part", {"size_bytes": size, "partitions": parts, "threads": 2}, metrics,
