@@ -264,6 +264,7 @@ def test_common_table_exactly(lib):
         "timeout": (DURATION, "300s", 0, 0, None),
         "json": (STRING, None, 0, 0, None),
         "raw": (FLAG, "0", 0, 0, None),
+        "thread-level": (CHOICE, None, 0, 0, "single|funneled|serialized|multiple"),
     }
 
 
