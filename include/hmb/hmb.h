@@ -193,6 +193,12 @@ int hmb_size(const hmb_ctx *ctx);
 MPI_Comm hmb_comm(const hmb_ctx *ctx);          /* a duplicate of MPI_COMM_WORLD */
 int hmb_threads(const hmb_ctx *ctx);            /* --threads (OpenMP threads per rank) */
 int hmb_thread_level_provided(const hmb_ctx *ctx);
+const char *hmb_thread_level_name(int level); /* "SINGLE" ... "MULTIPLE" */
+
+/* Read an integer MPI_T control variable not bound to an object (e.g. MPICH's
+ * MPIR_CVAR_ASYNC_PROGRESS, MPIR_CVAR_CH4_NUM_VCIS). Returns 1 and *value if this library
+ * exposes it, 0 otherwise. Callable after MPI_Init from the main thread. */
+int hmb_mpit_cvar_int(const char *name, long long *value);
 int hmb_validate_enabled(const hmb_ctx *ctx);   /* !--no-validate */
 const char *hmb_bench_name(const hmb_ctx *ctx);
 

@@ -113,45 +113,6 @@ typedef struct {
     char why_not[320];
 } library_progress;
 
-/* Reads an integer MPICH control variable through MPI_T; returns 0 and *value, or -1. */
-static int read_int_cvar(const char *name, long long *value)
-{
-    int provided, index, count, rc = -1;
-    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
-        return -1;
-    if (MPI_T_cvar_get_index(name, &index) == MPI_SUCCESS) {
-        char cvar_name[128], desc[16];
-        int name_len = sizeof cvar_name, desc_len = sizeof desc, verbosity, bind, scope;
-        MPI_Datatype type;
-        MPI_T_enum enumtype;
-        MPI_T_cvar_handle handle;
-        if (MPI_T_cvar_get_info(index, cvar_name, &name_len, &verbosity, &type, &enumtype, desc, &desc_len, &bind,
-                                &scope) == MPI_SUCCESS &&
-            MPI_T_cvar_handle_alloc(index, NULL, &handle, &count) == MPI_SUCCESS) {
-            union { int i; unsigned u; long l; unsigned long ul; long long ll; char pad[64]; } buf;
-            memset(&buf, 0, sizeof buf);
-            if (count == 1 && MPI_T_cvar_read(handle, &buf) == MPI_SUCCESS) {
-                rc = 0;
-                if (type == MPI_INT)
-                    *value = buf.i;
-                else if (type == MPI_UNSIGNED)
-                    *value = buf.u;
-                else if (type == MPI_LONG)
-                    *value = buf.l;
-                else if (type == MPI_UNSIGNED_LONG)
-                    *value = (long long)buf.ul;
-                else if (type == MPI_LONG_LONG)
-                    *value = buf.ll;
-                else
-                    rc = -1;
-            }
-            MPI_T_cvar_handle_free(&handle);
-        }
-    }
-    MPI_T_finalize();
-    return rc;
-}
-
 static int env_truthy(const char *v)
 {
     return v && (strcmp(v, "1") == 0 || strcasecmp(v, "yes") == 0 || strcasecmp(v, "on") == 0 ||
@@ -176,7 +137,7 @@ static library_progress detect_library_progress(int thread_level_provided)
             snprintf(lp.why_not, sizeof lp.why_not,
                      "impl: the library's progress thread is off (I_MPI_ASYNC_PROGRESS unset or 0); "
                      "launch with I_MPI_ASYNC_PROGRESS=1");
-    } else if (read_int_cvar("MPIR_CVAR_ASYNC_PROGRESS", &cvar) == 0) {
+    } else if (hmb_mpit_cvar_int("MPIR_CVAR_ASYNC_PROGRESS", &cvar)) {
         lp.has_facility = 1;
         snprintf(lp.control, sizeof lp.control, "MPIR_CVAR_ASYNC_PROGRESS=1");
         /* MPICH starts its progress thread only at MPI_THREAD_MULTIPLE. */

@@ -121,11 +121,11 @@ static void mt_check(hmb_ctx *ctx)
     }
     /* The MPICH VCI configuration every mode depends on, in the run header. */
     long long vcis, reserve;
-    if (mt_cvar_int("MPIR_CVAR_CH4_NUM_VCIS", &vcis))
+    if (hmb_mpit_cvar_int("MPIR_CVAR_CH4_NUM_VCIS", &vcis))
         hmb_header_add_num(ctx, "MPIR_CVAR_CH4_NUM_VCIS", (double)vcis);
     else
         hmb_header_add_str(ctx, "MPIR_CVAR_CH4_NUM_VCIS", "not exposed by this library");
-    if (mt_cvar_int("MPIR_CVAR_CH4_RESERVE_VCIS", &reserve))
+    if (hmb_mpit_cvar_int("MPIR_CVAR_CH4_RESERVE_VCIS", &reserve))
         hmb_header_add_num(ctx, "MPIR_CVAR_CH4_RESERVE_VCIS", (double)reserve);
     else
         hmb_header_add_str(ctx, "MPIR_CVAR_CH4_RESERVE_VCIS", "not exposed by this library");
@@ -222,7 +222,7 @@ static void mt_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
     hmb_result_add_num(ctx, "pairs", hmb_size(ctx) / 2);
     hmb_result_add_num(ctx, "window", s->window);
     hmb_result_add_num(ctx, "windows_per_iter", s->windows);
-    hmb_result_add_str(ctx, "thread_level_provided", mt_thread_level_name(hmb_thread_level_provided(ctx)));
+    hmb_result_add_str(ctx, "thread_level_provided", hmb_thread_level_name(hmb_thread_level_provided(ctx)));
     if (s->mode == MT_EVERYWHERE)
         hmb_result_add_num(ctx, "everywhere_processes", hmb_size(ctx) / 2);
     /* Resources (rank 0's view): the performance/resource trade-off of the talk. */

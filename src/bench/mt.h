@@ -67,8 +67,6 @@ typedef struct {
 } mt_state;
 
 /* mt_lanes.c */
-int mt_cvar_int(const char *name, long long *value); /* MPI_T control variable; 1 if found */
-const char *mt_thread_level_name(int level);
 mt_state *mt_state_create(hmb_ctx *ctx, const hmb_point *pt, const char *const *test_names,
                           const char *const *mode_names, const char *const *tag_info_keys);
 void mt_state_free(mt_state *s);

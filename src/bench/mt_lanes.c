@@ -15,49 +15,6 @@
 #define MT_HAVE_STREAMS 0
 #endif
 
-int mt_cvar_int(const char *name, long long *value)
-{
-    int provided, index, count, found = 0;
-    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
-        return 0;
-    if (MPI_T_cvar_get_index(name, &index) == MPI_SUCCESS) {
-        char cname[256], desc[256];
-        int name_len = sizeof cname, desc_len = sizeof desc, verbosity, bind, scope;
-        MPI_Datatype type;
-        MPI_T_enum enumtype;
-        MPI_T_cvar_handle handle;
-        if (MPI_T_cvar_get_info(index, cname, &name_len, &verbosity, &type, &enumtype, desc, &desc_len, &bind,
-                                &scope) == MPI_SUCCESS &&
-            bind == MPI_T_BIND_NO_OBJECT && MPI_T_cvar_handle_alloc(index, NULL, &handle, &count) == MPI_SUCCESS) {
-            union { int i; unsigned u; long l; unsigned long ul; long long ll; unsigned long long ull; } v;
-            memset(&v, 0, sizeof v);
-            if (count == 1 && MPI_T_cvar_read(handle, &v) == MPI_SUCCESS) {
-                found = 1;
-                if (type == MPI_INT) *value = v.i;
-                else if (type == MPI_UNSIGNED) *value = v.u;
-                else if (type == MPI_LONG) *value = v.l;
-                else if (type == MPI_UNSIGNED_LONG) *value = (long long)v.ul;
-                else if (type == MPI_LONG_LONG) *value = v.ll;
-                else if (type == MPI_UNSIGNED_LONG_LONG) *value = (long long)v.ull;
-                else found = 0;
-            }
-            MPI_T_cvar_handle_free(&handle);
-        }
-    }
-    MPI_T_finalize();
-    return found;
-}
-
-const char *mt_thread_level_name(int level)
-{
-    switch (level) {
-    case MPI_THREAD_SINGLE: return "SINGLE";
-    case MPI_THREAD_FUNNELED: return "FUNNELED";
-    case MPI_THREAD_SERIALIZED: return "SERIALIZED";
-    default: return "MULTIPLE";
-    }
-}
-
 static int mt_index_of(const char *name, const char *const *names, int count)
 {
     for (int i = 0; i < count; i++)
@@ -107,7 +64,7 @@ static const char *mt_unsupported_reason(hmb_ctx *ctx, const mt_state *s, char *
     if (provided < needed) {
         snprintf(buf, len, "%s with %d thread(s) needs MPI_THREAD_%s, the library provided MPI_THREAD_%s",
                  s->test == MT_GET && s->progress == MT_PROGRESS_THREAD ? "a target progress thread" : "this mode",
-                 T, mt_thread_level_name(needed), mt_thread_level_name(provided));
+                 T, hmb_thread_level_name(needed), hmb_thread_level_name(provided));
         return buf;
     }
     if (s->mode == MT_STREAM) {
@@ -203,9 +160,9 @@ mt_state *mt_state_create(hmb_ctx *ctx, const hmb_point *pt, const char *const *
     s->size = pt->size_bytes;
     s->window = (int)hmb_opt_int(ctx, "window");
     s->windows = s->test == MT_GET ? 1 : (int)hmb_opt_int(ctx, "windows-per-iter");
-    if (!mt_cvar_int("MPIR_CVAR_CH4_NUM_VCIS", &s->num_vcis))
+    if (!hmb_mpit_cvar_int("MPIR_CVAR_CH4_NUM_VCIS", &s->num_vcis))
         s->num_vcis = -1;
-    if (!mt_cvar_int("MPIR_CVAR_CH4_RESERVE_VCIS", &s->reserve_vcis))
+    if (!hmb_mpit_cvar_int("MPIR_CVAR_CH4_RESERVE_VCIS", &s->reserve_vcis))
         s->reserve_vcis = -1;
     char why[256];
     const char *reason = mt_unsupported_reason(ctx, s, why, sizeof why);

@@ -11,6 +11,9 @@
 
 #include "hmb/hmb.h"
 
+/* One-line error message into err (when err != NULL); shared by the parsers. */
+void hmb_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* ------------------------------------------------------------------ units.c
  * All return 0 on success, -1 on malformed input (and write a one-line reason into err
  * when err != NULL). Suffixes K, M, G are binary (1K = 1024), case-insensitive, optional

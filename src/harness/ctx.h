@@ -125,7 +125,6 @@ int hmb_registry_list(const hmb_bench ***out);
 
 /* ctx.c */
 const hmb_optval *hmb_ctx_opt(const hmb_ctx *ctx, const char *name, int type_a, int type_b);
-const char *hmb_thread_level_name(int level);
 /* "size=4K mode=latency" for messages and table rows. */
 void hmb_point_describe(const hmb_point *pt, char *buf, size_t len);
 void hmb_point_list_free(hmb_point_list *list);

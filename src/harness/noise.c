@@ -15,17 +15,6 @@
 /* Independent streams of the same coordinates. */
 enum { STREAM_UNIFORM = 1, STREAM_GAUSS_A, STREAM_GAUSS_B, STREAM_SINGLE_THREAD };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* splitmix64's finaliser: a bijective 64-bit mixer with full avalanche. */
 static uint64_t mix64(uint64_t z)
@@ -53,7 +42,7 @@ int hmb_noise_parse(const char *spec, hmb_noise *out, char *err, size_t errlen)
     static const char *const usage = "use none, single:P, uniform:P or gaussian:P";
     hmb_noise parsed = {HMB_NOISE_NONE, 0.0, 0, 0};
     if (!spec || !*spec) {
-        set_err(err, errlen, "empty noise model (%s)", usage);
+        hmb_set_err(err, errlen, "empty noise model (%s)", usage);
         return -1;
     }
     const char *colon = strchr(spec, ':');
@@ -70,28 +59,28 @@ int hmb_noise_parse(const char *spec, hmb_noise *out, char *err, size_t errlen)
         if (strlen(models[i].name) == name_len && !strncmp(spec, models[i].name, name_len))
             found = i;
     if (found < 0) {
-        set_err(err, errlen, "\"%s\": unknown noise model (%s)", spec, usage);
+        hmb_set_err(err, errlen, "\"%s\": unknown noise model (%s)", spec, usage);
         return -1;
     }
     parsed.kind = models[found].kind;
     if (parsed.kind == HMB_NOISE_NONE) {
         if (colon) {
-            set_err(err, errlen, "\"%s\": none takes no percentage", spec);
+            hmb_set_err(err, errlen, "\"%s\": none takes no percentage", spec);
             return -1;
         }
     } else {
         if (!colon || !colon[1]) {
-            set_err(err, errlen, "\"%s\": needs a percentage, e.g. %s:10", spec, models[found].name);
+            hmb_set_err(err, errlen, "\"%s\": needs a percentage, e.g. %s:10", spec, models[found].name);
             return -1;
         }
         char *end;
         double percent = strtod(colon + 1, &end);
         if (*end || !isfinite(percent)) {
-            set_err(err, errlen, "\"%s\": \"%s\" is not a number", spec, colon + 1);
+            hmb_set_err(err, errlen, "\"%s\": \"%s\" is not a number", spec, colon + 1);
             return -1;
         }
         if (percent < 0.0) {
-            set_err(err, errlen, "\"%s\": the percentage must not be negative", spec);
+            hmb_set_err(err, errlen, "\"%s\": the percentage must not be negative", spec);
             return -1;
         }
         parsed.percent = percent;

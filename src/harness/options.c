@@ -55,17 +55,6 @@ const hmb_option hmb_common_options[] = {
     HMB_OPTION_END,
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* Integers print as integers (1000000000, not 1e+09). */
 static void format_number(double x, char *buf, size_t len)
@@ -107,7 +96,7 @@ static int check_range(const hmb_option *o, double value, char *err, size_t errl
         format_number(value, v, sizeof v);
         format_number(limit, bound, sizeof bound);
     }
-    set_err(err, errlen, "--%s: %s is %s the %s %s", o->name, v, below ? "below" : "above",
+    hmb_set_err(err, errlen, "--%s: %s is %s the %s %s", o->name, v, below ? "below" : "above",
             below ? "minimum" : "maximum", bound);
     return -1;
 }
@@ -124,7 +113,7 @@ static int check_range_int(const hmb_option *o, long long value, char *err, size
         return 0;
     char bound[40];
     format_number(below ? o->min : o->max, bound, sizeof bound);
-    set_err(err, errlen, "--%s: %lld is %s the %s %s", o->name, value, below ? "below" : "above",
+    hmb_set_err(err, errlen, "--%s: %lld is %s the %s %s", o->name, value, below ? "below" : "above",
             below ? "minimum" : "maximum", bound);
     return -1;
 }
@@ -164,7 +153,7 @@ static int parse_value(hmb_optval *v, const char *text, char *err, size_t errlen
         else if (!strcmp(text, "0") || !strcmp(text, "false") || !strcmp(text, "no"))
             v->ival = 0;
         else {
-            set_err(err, errlen, "--%s: \"%s\" is not 0 or 1", o->name, text);
+            hmb_set_err(err, errlen, "--%s: \"%s\" is not 0 or 1", o->name, text);
             return -1;
         }
         break;
@@ -172,11 +161,11 @@ static int parse_value(hmb_optval *v, const char *text, char *err, size_t errlen
         long long *vals = NULL;
         int n = 0;
         if (strchr(text, ':') || strchr(text, ',')) {
-            set_err(err, errlen, "--%s: \"%s\": one integer expected, not a list or range", o->name, text);
+            hmb_set_err(err, errlen, "--%s: \"%s\": one integer expected, not a list or range", o->name, text);
             return -1;
         }
         if (hmb_parse_int_list(text, &vals, &n, why, sizeof why)) {
-            set_err(err, errlen, "--%s: %s", o->name, why);
+            hmb_set_err(err, errlen, "--%s: %s", o->name, why);
             return -1;
         }
         v->ival = vals[0];
@@ -189,7 +178,7 @@ static int parse_value(hmb_optval *v, const char *text, char *err, size_t errlen
         char *end;
         double x = strtod(text, &end);
         if (end == text || *end || !isfinite(x)) {
-            set_err(err, errlen, "--%s: \"%s\" is not a number", o->name, text);
+            hmb_set_err(err, errlen, "--%s: \"%s\" is not a number", o->name, text);
             return -1;
         }
         v->dval = x;
@@ -199,7 +188,7 @@ static int parse_value(hmb_optval *v, const char *text, char *err, size_t errlen
     }
     case HMB_OPT_SIZES:
         if (hmb_parse_size_list(text, &v->sizes, &v->count, why, sizeof why)) {
-            set_err(err, errlen, "--%s: %s", o->name, why);
+            hmb_set_err(err, errlen, "--%s: %s", o->name, why);
             return -1;
         }
         for (int i = 0; i < v->count; i++)
@@ -208,7 +197,7 @@ static int parse_value(hmb_optval *v, const char *text, char *err, size_t errlen
         break;
     case HMB_OPT_INTS:
         if (hmb_parse_int_list(text, &v->ints, &v->count, why, sizeof why)) {
-            set_err(err, errlen, "--%s: %s", o->name, why);
+            hmb_set_err(err, errlen, "--%s: %s", o->name, why);
             return -1;
         }
         for (int i = 0; i < v->count; i++)
@@ -217,7 +206,7 @@ static int parse_value(hmb_optval *v, const char *text, char *err, size_t errlen
         break;
     case HMB_OPT_DURATION:
         if (hmb_parse_duration_ns(text, &v->ns, why, sizeof why)) {
-            set_err(err, errlen, "--%s: %s", o->name, why);
+            hmb_set_err(err, errlen, "--%s: %s", o->name, why);
             return -1;
         }
         if (check_range(o, (double)v->ns * 1e-9, err, errlen))
@@ -227,7 +216,7 @@ static int parse_value(hmb_optval *v, const char *text, char *err, size_t errlen
         break;
     case HMB_OPT_CHOICE:
         if (!is_choice(o->choices, text)) {
-            set_err(err, errlen, "--%s: \"%s\" is not one of %s", o->name, text, o->choices);
+            hmb_set_err(err, errlen, "--%s: \"%s\" is not one of %s", o->name, text, o->choices);
             return -1;
         }
         break;
@@ -255,7 +244,7 @@ static int merge_tables(hmb_optset *set, const hmb_option *bench_options, char *
             if (t == 1 && find_in_table(bench_options, o->name, strlen(o->name)))
                 continue;
             if (set->count == HMB_MAX_OPTIONS) {
-                set_err(err, errlen, "too many options (more than %d)", HMB_MAX_OPTIONS);
+                hmb_set_err(err, errlen, "too many options (more than %d)", HMB_MAX_OPTIONS);
                 return -1;
             }
             set->vals[set->count++].opt = o;
@@ -288,7 +277,7 @@ int hmb_options_parse(hmb_optset *set, const hmb_option *bench_options,
         return -1;
     for (const hmb_default *d = defaults; d && d->name; d++)
         if (!find_val(set, d->name, strlen(d->name))) {
-            set_err(err, errlen, "default given for unknown option --%s", d->name);
+            hmb_set_err(err, errlen, "default given for unknown option --%s", d->name);
             return -1;
         }
     /* Help wins over everything else on the line, as users expect. */
@@ -300,9 +289,9 @@ int hmb_options_parse(hmb_optset *set, const hmb_option *bench_options,
         const char *arg = argv[i];
         if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
             if (arg[0] == '-' && arg[1] != '\0')
-                set_err(err, errlen, "unknown option %s", arg);
+                hmb_set_err(err, errlen, "unknown option %s", arg);
             else
-                set_err(err, errlen, "unexpected argument '%s'", arg);
+                hmb_set_err(err, errlen, "unexpected argument '%s'", arg);
             goto fail;
         }
         const char *name = arg + 2;
@@ -310,13 +299,13 @@ int hmb_options_parse(hmb_optset *set, const hmb_option *bench_options,
         size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
         hmb_optval *v = find_val(set, name, name_len);
         if (!v) {
-            set_err(err, errlen, "unknown option --%.*s", (int)name_len, name);
+            hmb_set_err(err, errlen, "unknown option --%.*s", (int)name_len, name);
             goto fail;
         }
         const char *text;
         if (v->opt->type == HMB_OPT_FLAG) {
             if (eq) {
-                set_err(err, errlen, "--%s takes no value", v->opt->name);
+                hmb_set_err(err, errlen, "--%s takes no value", v->opt->name);
                 goto fail;
             }
             text = "1";
@@ -325,7 +314,7 @@ int hmb_options_parse(hmb_optset *set, const hmb_option *bench_options,
         } else if (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) {
             text = argv[++i];
         } else {
-            set_err(err, errlen, "--%s needs a value", v->opt->name);
+            hmb_set_err(err, errlen, "--%s needs a value", v->opt->name);
             goto fail;
         }
         if (parse_value(v, text, err, errlen))
@@ -342,7 +331,7 @@ int hmb_options_parse(hmb_optset *set, const hmb_option *bench_options,
             continue; /* no default: present stays 0 */
         char why[256];
         if (parse_value(v, text, why, sizeof why)) {
-            set_err(err, errlen, "bad default for --%s: %s", v->opt->name, why);
+            hmb_set_err(err, errlen, "bad default for --%s: %s", v->opt->name, why);
             goto fail;
         }
     }

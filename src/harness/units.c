@@ -16,9 +16,7 @@
 /* A list that expands to more values than this is almost certainly a typo ("1:1G:+1"). */
 #define MAX_LIST_VALUES 100000
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
+void hmb_set_err(char *err, size_t errlen, const char *fmt, ...)
 {
     if (!err || errlen == 0)
         return;
@@ -35,13 +33,13 @@ static int parse_scaled_int(const char *s, size_t len, int allow_negative, long 
 {
     char piece[128];
     if (len >= sizeof piece) {
-        set_err(err, errlen, "\"%.40s...\": value too long", s);
+        hmb_set_err(err, errlen, "\"%.40s...\": value too long", s);
         return -1;
     }
     memcpy(piece, s, len);
     piece[len] = '\0';
     if (len == 0) {
-        set_err(err, errlen, "empty value");
+        hmb_set_err(err, errlen, "empty value");
         return -1;
     }
     const char *p = piece;
@@ -51,25 +49,25 @@ static int parse_scaled_int(const char *s, size_t len, int allow_negative, long 
         p++;
     }
     if (negative && !allow_negative) {
-        set_err(err, errlen, "\"%s\": must not be negative", piece);
+        hmb_set_err(err, errlen, "\"%s\": must not be negative", piece);
         return -1;
     }
     if (!isdigit((unsigned char)*p)) {
-        set_err(err, errlen, "\"%s\": not a number", piece);
+        hmb_set_err(err, errlen, "\"%s\": not a number", piece);
         return -1;
     }
     unsigned long long value = 0;
     while (isdigit((unsigned char)*p)) {
         unsigned digit = (unsigned)(*p - '0');
         if (value > (ULLONG_MAX - digit) / 10) {
-            set_err(err, errlen, "\"%s\": too large", piece);
+            hmb_set_err(err, errlen, "\"%s\": too large", piece);
             return -1;
         }
         value = value * 10 + digit;
         p++;
     }
     if (*p == '.' || *p == 'e' || *p == 'E') {
-        set_err(err, errlen, "\"%s\": must be a whole number", piece);
+        hmb_set_err(err, errlen, "\"%s\": must be a whole number", piece);
         return -1;
     }
     unsigned shift = 0;
@@ -85,22 +83,22 @@ static int parse_scaled_int(const char *s, size_t len, int allow_negative, long 
         else if (unit == 'B' && *rest == '\0')
             shift = 0; /* "8B" */
         else {
-            set_err(err, errlen, "\"%s\": unknown unit suffix \"%s\" (use K, M or G)", piece, p);
+            hmb_set_err(err, errlen, "\"%s\": unknown unit suffix \"%s\" (use K, M or G)", piece, p);
             return -1;
         }
         if (unit != 'B' && *rest && strcmp(rest, "B") && strcmp(rest, "b") &&
             strcmp(rest, "iB") && strcmp(rest, "ib") && strcmp(rest, "IB") && strcmp(rest, "Ib")) {
-            set_err(err, errlen, "\"%s\": unknown unit suffix \"%s\" (use K, M or G)", piece, p);
+            hmb_set_err(err, errlen, "\"%s\": unknown unit suffix \"%s\" (use K, M or G)", piece, p);
             return -1;
         }
     }
     if (shift && value > (ULLONG_MAX >> shift)) {
-        set_err(err, errlen, "\"%s\": too large", piece);
+        hmb_set_err(err, errlen, "\"%s\": too large", piece);
         return -1;
     }
     value <<= shift;
     if (value > (unsigned long long)LLONG_MAX + (negative ? 1ull : 0ull)) {
-        set_err(err, errlen, "\"%s\": too large", piece);
+        hmb_set_err(err, errlen, "\"%s\": too large", piece);
         return -1;
     }
     *out = negative ? (long long)(0 - value) : (long long)value;
@@ -116,14 +114,14 @@ typedef struct {
 static int vec_push(ll_vec *vec, long long x, const char *item, char *err, size_t errlen)
 {
     if (vec->n >= MAX_LIST_VALUES) {
-        set_err(err, errlen, "\"%s\": expands to more than %d values", item, MAX_LIST_VALUES);
+        hmb_set_err(err, errlen, "\"%s\": expands to more than %d values", item, MAX_LIST_VALUES);
         return -1;
     }
     if (vec->n == vec->cap) {
         int cap = vec->cap ? vec->cap * 2 : 16;
         long long *v = realloc(vec->v, (size_t)cap * sizeof *v);
         if (!v) {
-            set_err(err, errlen, "out of memory");
+            hmb_set_err(err, errlen, "out of memory");
             return -1;
         }
         vec->v = v;
@@ -145,12 +143,12 @@ static int parse_item(const char *item, int allow_negative, ll_vec *vec, char *e
     }
     const char *c2 = strchr(c1 + 1, ':');
     if (c2 && strchr(c2 + 1, ':')) {
-        set_err(err, errlen, "\"%s\": a range is start:end or start:end:xF or start:end:+S", item);
+        hmb_set_err(err, errlen, "\"%s\": a range is start:end or start:end:xF or start:end:+S", item);
         return -1;
     }
     size_t end_len = (size_t)((c2 ? c2 : c1 + strlen(c1)) - (c1 + 1));
     if (c1 == item || end_len == 0 || (c2 && c2[1] == '\0')) {
-        set_err(err, errlen, "\"%s\": incomplete range (use start:end, start:end:xF or start:end:+S)", item);
+        hmb_set_err(err, errlen, "\"%s\": incomplete range (use start:end, start:end:xF or start:end:+S)", item);
         return -1;
     }
     long long start, end;
@@ -158,7 +156,7 @@ static int parse_item(const char *item, int allow_negative, ll_vec *vec, char *e
         parse_scaled_int(c1 + 1, end_len, allow_negative, &end, err, errlen))
         return -1;
     if (end < start) {
-        set_err(err, errlen, "\"%s\": range end is below its start", item);
+        hmb_set_err(err, errlen, "\"%s\": range end is below its start", item);
         return -1;
     }
     int geometric = 1;
@@ -170,22 +168,22 @@ static int parse_item(const char *item, int allow_negative, ll_vec *vec, char *e
         else if (*s == '+')
             geometric = 0;
         else {
-            set_err(err, errlen, "\"%s\": step \"%s\" must be xF (factor) or +S (increment)", item, s);
+            hmb_set_err(err, errlen, "\"%s\": step \"%s\" must be xF (factor) or +S (increment)", item, s);
             return -1;
         }
         if (parse_scaled_int(s + 1, strlen(s + 1), 0, &step, err, errlen))
             return -1;
         if (geometric && step < 2) {
-            set_err(err, errlen, "\"%s\": factor must be at least 2", item);
+            hmb_set_err(err, errlen, "\"%s\": factor must be at least 2", item);
             return -1;
         }
         if (!geometric && step < 1) {
-            set_err(err, errlen, "\"%s\": increment must be at least 1", item);
+            hmb_set_err(err, errlen, "\"%s\": increment must be at least 1", item);
             return -1;
         }
     }
     if (geometric && start <= 0) {
-        set_err(err, errlen, "\"%s\": a geometric range must start above 0 (use start:end:+S)", item);
+        hmb_set_err(err, errlen, "\"%s\": a geometric range must start above 0 (use start:end:+S)", item);
         return -1;
     }
     for (long long x = start;;) {
@@ -210,7 +208,7 @@ static int parse_item(const char *item, int allow_negative, ll_vec *vec, char *e
 static int parse_list(const char *s, int allow_negative, ll_vec *vec, char *err, size_t errlen)
 {
     if (!s || !*s) {
-        set_err(err, errlen, "empty value");
+        hmb_set_err(err, errlen, "empty value");
         return -1;
     }
     const char *p = s;
@@ -219,11 +217,11 @@ static int parse_list(const char *s, int allow_negative, ll_vec *vec, char *err,
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
         char item[128];
         if (len == 0) {
-            set_err(err, errlen, "\"%s\": empty list item", s);
+            hmb_set_err(err, errlen, "\"%s\": empty list item", s);
             return -1;
         }
         if (len >= sizeof item) {
-            set_err(err, errlen, "\"%.40s...\": list item too long", p);
+            hmb_set_err(err, errlen, "\"%.40s...\": list item too long", p);
             return -1;
         }
         memcpy(item, p, len);
@@ -239,18 +237,18 @@ static int parse_list(const char *s, int allow_negative, ll_vec *vec, char *err,
 int hmb_parse_size(const char *s, size_t *out, char *err, size_t errlen)
 {
     if (!s || !*s) {
-        set_err(err, errlen, "empty size");
+        hmb_set_err(err, errlen, "empty size");
         return -1;
     }
     if (strchr(s, ':') || strchr(s, ',')) {
-        set_err(err, errlen, "\"%s\": one size expected, not a list or range", s);
+        hmb_set_err(err, errlen, "\"%s\": one size expected, not a list or range", s);
         return -1;
     }
     long long x;
     if (parse_scaled_int(s, strlen(s), 0, &x, err, errlen))
         return -1;
     if ((unsigned long long)x > SIZE_MAX) {
-        set_err(err, errlen, "\"%s\": too large", s);
+        hmb_set_err(err, errlen, "\"%s\": too large", s);
         return -1;
     }
     *out = (size_t)x;
@@ -267,7 +265,7 @@ int hmb_parse_size_list(const char *s, size_t **out, int *count, char *err, size
     size_t *sizes = malloc((size_t)vec.n * sizeof *sizes);
     if (!sizes) {
         free(vec.v);
-        set_err(err, errlen, "out of memory");
+        hmb_set_err(err, errlen, "out of memory");
         return -1;
     }
     for (int i = 0; i < vec.n; i++)
@@ -293,25 +291,25 @@ int hmb_parse_int_list(const char *s, long long **out, int *count, char *err, si
 int hmb_parse_duration_ns(const char *s, int64_t *out, char *err, size_t errlen)
 {
     if (!s || !*s) {
-        set_err(err, errlen, "empty duration");
+        hmb_set_err(err, errlen, "empty duration");
         return -1;
     }
     const char *p = s;
     while (isspace((unsigned char)*p))
         p++;
     if (*p == '-') {
-        set_err(err, errlen, "\"%s\": a duration must not be negative", s);
+        hmb_set_err(err, errlen, "\"%s\": a duration must not be negative", s);
         return -1;
     }
     if (!isdigit((unsigned char)*p) && *p != '.') {
-        set_err(err, errlen, "\"%s\": not a duration (e.g. 500ns, 10us, 1.5ms, 2s)", s);
+        hmb_set_err(err, errlen, "\"%s\": not a duration (e.g. 500ns, 10us, 1.5ms, 2s)", s);
         return -1;
     }
     char *end;
     errno = 0;
     double value = strtod(p, &end);
     if (end == p || errno == ERANGE || !isfinite(value)) {
-        set_err(err, errlen, "\"%s\": not a duration (e.g. 500ns, 10us, 1.5ms, 2s)", s);
+        hmb_set_err(err, errlen, "\"%s\": not a duration (e.g. 500ns, 10us, 1.5ms, 2s)", s);
         return -1;
     }
     double scale_ns;
@@ -324,12 +322,12 @@ int hmb_parse_duration_ns(const char *s, int64_t *out, char *err, size_t errlen)
     else if (!strcmp(end, "s"))
         scale_ns = 1e9;
     else {
-        set_err(err, errlen, "\"%s\": unknown time unit \"%s\" (use ns, us, ms or s)", s, end);
+        hmb_set_err(err, errlen, "\"%s\": unknown time unit \"%s\" (use ns, us, ms or s)", s, end);
         return -1;
     }
     double ns = value * scale_ns;
     if (ns >= 9.2e18) {
-        set_err(err, errlen, "\"%s\": too large", s);
+        hmb_set_err(err, errlen, "\"%s\": too large", s);
         return -1;
     }
     *out = (int64_t)llround(ns);
