@@ -2,7 +2,8 @@
 
 tests/data/report_small.jsonl (tests/data/make_synthetic.py): part/async/mt/p2p on MPICH and
 "Open MPI", two repeats; early-bird transfer (early_arrival) planted on Open MPI from 64K on, SPEC's interval
-early_bird also on MPICH (it counts waiting); mt T>=2 oversubscribed;
+early_bird also on MPICH (it counts waiting); mt T>=2 oversubscribed, mode rates planted as
+MT_BASE · T^gain against everywhere MT_EVERYWHERE · T, a SINGLE vs MULTIPLE pair at T=1;
 async impl unsupported on Open MPI; one failed launch.
 """
 from __future__ import annotations
@@ -18,8 +19,11 @@ import pytest
 from hmb import report, results
 
 DATA = Path(__file__).parent / "data"
+sys.path.insert(0, str(DATA))
+import make_synthetic as synth  # noqa: E402  (the planted values)
+
 FIGURES = ["part_overhead", "part_perceived_bw", "part_availability", "part_early_arrival", "part_early_bird",
-           "async_efficiency", "mt_rate", "p2p_latency", "p2p_bandwidth"]
+           "async_efficiency", "mt_rate", "mt_rate_vs_everywhere", "p2p_latency", "p2p_bandwidth"]
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +71,8 @@ def test_readings_are_computed_from_the_data(built):
     assert "MPICH: P=1 median 1.0" in r["part_overhead"]
     assert "Unsupported: impl on Open MPI" in r["async_efficiency"]
     assert r["async_efficiency"].index("thread") < r["async_efficiency"].index("none")  # best first
-    assert "T=4" in r["mt_rate"] and "everywhere" in r["mt_rate"]
+    assert "MPICH at T=4: stream" in r["mt_rate"] and "everywhere" in r["mt_rate"]   # best first
+    assert "M," in r["mt_rate"] and "e+0" not in r["mt_rate"]                           # 8.8M, not 8.8e+06
     assert "µs at 8" in r["p2p_latency"]
 
 
@@ -116,3 +121,68 @@ def test_embed_makes_one_file(tmp_path):
     out = report.build(rs, tmp_path, embed=True)
     html = out["html"].read_text()
     assert "data:image/png;base64," in html and out["figures"]
+
+
+def planted_ratio(mode: str, threads: int) -> float:
+    return synth.MT_BASE / synth.MT_EVERYWHERE * threads ** (synth.MT_GAIN[mode] - 1)
+
+
+def test_mt_ratio_to_everywhere_reading(built):
+    reading = readings((built / "report.md").read_text())["mt_rate_vs_everywhere"]
+    for mpi, modes in (("MPICH", ["stream", "comm", "tag", "shared", "funneled"]),
+                       ("Open MPI", ["comm", "tag", "shared", "funneled"])):
+        part = reading.split(f"At T=4 on {mpi}, ")[1].split(";")[0]
+        assert part.startswith(f"{modes[0]} reaches ") and " of everywhere" in part
+        found = dict((m, float(v)) for m, v in re.findall(r"(\w+) (?:reaches )?(\d+\.\d+)", part))
+        assert list(found) == modes                                  # best first, stream absent on Open MPI
+        for mode, value in found.items():
+            assert value == pytest.approx(planted_ratio(mode, 4), rel=0.08), (mpi, mode)
+    assert "oversubscribed" in reading
+
+
+def _section(md: str, title: str) -> str:
+    return md.split(f"### {title}")[1].split("\n### ")[0].split("\n## ")[0]
+
+
+def _row(table: str, *cells: str) -> list[str]:
+    prefix = "| " + " | ".join(cells) + " |"
+    rows = [ln for ln in table.splitlines() if ln.startswith(prefix)]
+    assert len(rows) == 1, (prefix, table)
+    return [c.strip() for c in rows[0].strip("|").split("|")]
+
+
+def test_mt_performance_resources_table(built):
+    md = (built / "report.md").read_text()
+    table = _section(md, "Performance and resources per mode")
+    first = next(ln for ln in table.splitlines() if ln.startswith("|"))
+    header = [c.strip() for c in first.strip("|").split("|")]
+    assert header == ["MPI", "T", "mode", "msg/s", "% of everywhere", "VCIs", "streams", "communicators",
+                      "RSS MiB", "RSS % of everywhere", "repeats"]
+    col = {name: i for i, name in enumerate(header)}
+    ev = _row(table, "MPICH", "4", "everywhere")
+    assert ev[col["% of everywhere"]] == "100%" and ev[col["msg/s"]].endswith("*")    # oversubscribed
+    assert ev[col["VCIs"]] == "4" and ev[col["communicators"]] == "8"                 # 4 processes per side
+    assert ev[col["RSS MiB"]] == f"{4 * synth.mt_extra('MPICH', 'everywhere', 1)['vmrss_kib'] / 1024:.1f}"
+    stream = _row(table, "MPICH", "4", "stream")
+    assert stream[col["VCIs"]] == "5 (4 reserved)" and stream[col["streams"]] == "4"
+    assert float(stream[col["% of everywhere"]].rstrip("%")) == pytest.approx(100 * planted_ratio("stream", 4), abs=8)
+    shared = _row(table, "MPICH", "4", "shared")
+    rss_everywhere = 4 * synth.mt_extra("MPICH", "everywhere", 1)["vmrss_kib"]
+    rss_pct = 100 * synth.mt_extra("MPICH", "shared", 4)["vmrss_kib"] / rss_everywhere
+    assert shared[col["RSS % of everywhere"]] == f"{rss_pct:.0f}%"
+    # The SINGLE runs of the thread-safety pair are not mixed into the MULTIPLE rates.
+    one = _row(table, "MPICH", "1", "shared")
+    assert one[col["repeats"]] == "2" and not one[col["msg/s"]].endswith("*")
+    assert float(one[col["% of everywhere"]].rstrip("%")) == pytest.approx(100 * planted_ratio("shared", 1), abs=8)
+    assert _row(table, "Open MPI", "2", "stream")[col["msg/s"]] == "unsupported"
+    assert _row(table, "Open MPI", "2", "comm")[col["VCIs"]] == "–"                   # not exposed
+
+
+def test_mt_thread_safety_table(built):
+    md = (built / "report.md").read_text()
+    table = _section(md, "Cost of thread safety")
+    for mpi, planted in synth.MT_SAFETY.items():
+        row = _row(table, mpi, "8", "shared")
+        assert float(row[5]) == pytest.approx(planted, rel=0.08)
+        assert row[6] == "2 / 2"
+    assert "MPICH shared: MULTIPLE runs at 0.8" in table

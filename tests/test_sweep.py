@@ -96,7 +96,7 @@ args = { test = "rate", mode = "shared,comm,stream,funneled,everywhere" }
     # Open MPI has no such variable: impl stays in the one launch (the benchmark says unsupported)
     assert by[("async", "openmpi", "none,test:10,impl,thread")].env_added == {}
     assert by[("mt", "mpich", "shared,comm")].env_added == {"MPIR_CVAR_CH4_NUM_VCIS": "4"}
-    assert by[("mt", "mpich", "stream")].env_added == {"MPIR_CVAR_CH4_RESERVE_VCIS": "4"}
+    assert by[("mt", "mpich", "stream")].env_added == {"MPIR_CVAR_CH4_RESERVE_VCIS": "4", "MPIR_CVAR_CH4_NUM_VCIS": "5"}
     assert by[("mt", "mpich", "funneled")].env_added == {}
     ev = by[("mt", "mpich", "everywhere")]
     assert (ev.ranks, ev.threads) == (8, 1)                 # T single-threaded processes per side

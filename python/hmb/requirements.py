@@ -21,7 +21,7 @@ class Rule:
     bench: str
     option: str                 # the benchmark option whose value triggers the rule
     values: tuple[str, ...]     # option values (text before any ':') that need it
-    env: dict                   # flavor -> {VAR: template}; "{threads}" is substituted
+    env: dict                   # flavor -> {VAR: template}; "{threads}", "{threads_plus_one}" substituted
     layout: str = ""            # "" or "everywhere": ranks = 2*T, threads = 1
     why: str = ""
 
@@ -33,9 +33,11 @@ RULES = (
     Rule("mt", "mode", ("shared", "comm", "tag"),
          {"mpich": {"MPIR_CVAR_CH4_NUM_VCIS": "{threads}"}},
          why="one VCI per thread so threads can map to distinct VCIs"),
+    # Measured on MPICH 5.0.2: T streams need T reserved VCIs on top of the default VCI
+    # (RESERVE=2, NUM=3 at T=2).
     Rule("mt", "mode", ("stream",),
-         {"mpich": {"MPIR_CVAR_CH4_RESERVE_VCIS": "{threads}"}},
-         why="MPIX_Stream_create needs a reserved VCI per stream"),
+         {"mpich": {"MPIR_CVAR_CH4_RESERVE_VCIS": "{threads}", "MPIR_CVAR_CH4_NUM_VCIS": "{threads_plus_one}"}},
+         why="MPIX_Stream_create needs a reserved VCI per stream, beside the default one"),
     Rule("mt", "mode", ("everywhere",), {}, layout="everywhere",
          why="T single-threaded processes per side: the MPI-everywhere baseline"),
 )
@@ -60,7 +62,7 @@ def _needs(bench: str, option: str, value: str, flavor: str, threads: int):
     env, layout = {}, ""
     for rule in _rules_for(bench, option, value):
         for var, template in rule.env.get(flavor, {}).items():
-            env[var] = template.format(threads=threads)
+            env[var] = template.format(threads=threads, threads_plus_one=threads + 1)
         layout = rule.layout or layout
     return env, layout
 
@@ -99,7 +101,8 @@ def explain() -> str:
     """The table as text (for docs and `hmb run --help`)."""
     lines = []
     for r in RULES:
-        env = "; ".join(f"{fl}: " + " ".join(f"{k}={v}" for k, v in e.items())
+        env = "; ".join(f"{fl}: " + " ".join(f"{k}={v.format(threads='T', threads_plus_one='T+1')}"
+                                              for k, v in e.items())
                         for fl, e in r.env.items()) or "-"
         lay = f" layout {r.layout}" if r.layout else ""
         lines.append(f"{r.bench} --{r.option} {'|'.join(r.values)}: {env}{lay} ({r.why})")

@@ -4,7 +4,11 @@
 
 report_small.jsonl: part/async/mt/p2p on two libraries, two repeats, noise none/uniform:4,
     early-bird planted on "Open MPI" from 64K on (P > 1, uniform noise), none on MPICH;
-    mt T=4 runs oversubscribed; async impl unsupported on Open MPI; one failed launch.
+    async impl unsupported on Open MPI; one failed launch;
+    mt at T = 1, 2, 4 (T >= 2 oversubscribed), rate = MT_BASE · T^MT_GAIN[mode] and
+    everywhere = MT_EVERYWHERE · T, so rate / everywhere = (MT_BASE / MT_EVERYWHERE) · T^(gain − 1);
+    stream unsupported on Open MPI; the thread-safety pair (T = 1, shared) runs at
+    MT_SAFETY[impl] of SINGLE's rate under MULTIPLE.
 compare_a.jsonl / compare_b.jsonl: 10 p2p points with raw samples; in B, exactly the sizes
     in PLANTED are 30% slower, the rest is the same distribution drawn anew.
 """
@@ -15,8 +19,16 @@ import numpy as np
 
 HERE = Path(__file__).parent
 PLANTED = (64, 4096, 65536)
-rng = np.random.default_rng(20240601)
 KB = 1024
+MT_BASE, MT_EVERYWHERE = 2.0e6, 2.2e6
+MT_GAIN = {"shared": 0.6, "comm": 1.0, "tag": 0.9, "stream": 1.1, "funneled": 0.2}
+MT_SAFETY = {"MPICH": 0.8, "Open MPI": 0.9}     # msg/s at MULTIPLE / at SINGLE, one thread
+
+
+def reseed(seed: int) -> None:
+    """Each file draws from its own stream, so changing one file's data leaves the others."""
+    global rng
+    rng = np.random.default_rng(seed)
 
 
 def summary(samples, unit, higher):
@@ -33,7 +45,8 @@ class Writer:
         self.lines = []
         self.runs = 0
 
-    def run(self, bench, impl, library, ranks, threads, noise="none", oversubscribed=False, tag=None):
+    def run(self, bench, impl, library, ranks, threads, noise="none", oversubscribed=False, tag=None,
+            thread_level="MULTIPLE"):
         self.runs += 1
         run_id = f"synth-{self.runs:03d}"
         self.lines.append({
@@ -41,7 +54,7 @@ class Writer:
             "git_revision": "abc1234def56", "compiler": "gcc 12.2", "cflags": "-O2", "argv": ["hmb-bench", bench],
             "tag": tag, "start_time": "2024-06-01T12:00:00Z",
             "mpi": {"library": library, "library_full": library, "impl": impl, "standard": "4.0"},
-            "thread_level": {"requested": "MULTIPLE", "provided": "MULTIPLE"}, "ranks": ranks,
+            "thread_level": {"requested": thread_level, "provided": thread_level}, "ranks": ranks,
             "hosts": ["node1"], "ranks_per_node": ranks, "threads": threads, "cpus_available": 2,
             "oversubscribed": oversubscribed,
             "placement": [{"rank": r, "host": "node1", "cpuset": str(r), "thread_cpus": [r]} for r in range(ranks)],
@@ -124,20 +137,43 @@ def async_(w, impl, library, repeat):
                 "efficiency_pct": (noisy(e_here, 0.04), "%", True)}, raw=False)
 
 
+def mt_extra(impl, mode, threads, processes=1, level="MULTIPLE"):
+    """The resource columns hmb-bench records (rank 0's view; Open MPI exposes no VCIs)."""
+    mpich = impl == "MPICH"
+    vcis = (threads + 1 if mode == "stream" else threads if mode in ("shared", "comm", "tag") else 1) if mpich else None
+    extra = {"mode": mode, "threads": threads, "lanes": threads, "pairs": processes, "thread_level_provided": level,
+             "vcis": vcis, "reserve_vcis": (threads if mode == "stream" else 0) if mpich else None,
+             "streams": threads if mode == "stream" else 0,
+             "communicators": 1 + (threads if mode in ("comm", "stream") else 0) + (mode == "everywhere"),
+             "rma_windows": 0, "vmrss_kib": 20480 + (8192 * threads if mode == "stream" else 512 * threads)}
+    extra["vmhwm_kib"] = extra["vmrss_kib"]
+    if mode == "everywhere":
+        extra["everywhere_processes"] = processes
+    return extra
+
+
 def mt(w, impl, library, repeat):
     for threads in (1, 2, 4):
         over = threads * 2 > 2
+        slow = 1.5 if over else 1.0
         run_id = w.run("mt", impl, library, 2, threads, oversubscribed=over, tag=f"mt-{impl}-{threads}-r{repeat}")
-        for mode, gain in (("shared", 0.6), ("comm", 1.0), ("tag", 0.9), ("stream", 1.1)):
-            params = {"mode": mode, "test": "rate", "threads": threads}
+        for mode, gain in MT_GAIN.items():
+            params = {"size_bytes": 8, "test": "rate", "mode": mode, "threads": threads}
             if mode == "stream" and impl == "Open MPI":
                 w.result(run_id, "mt", params, {}, status="unsupported", reason="MPIX streams are MPICH-only")
                 continue
-            rate = 2e6 * threads ** gain / (1.5 if over else 1)
-            w.result(run_id, "mt", params, {"msg_rate": (noisy(rate), "msg/s", True)}, raw=False)
+            rate = MT_BASE * threads ** gain / slow
+            w.result(run_id, "mt", params, {"msg_rate": (noisy(rate), "msg/s", True)}, raw=False,
+                     extra=mt_extra(impl, mode, threads))
         run_id = w.run("mt", impl, library, 2 * threads, 1, oversubscribed=over, tag=f"mt-ev-{impl}-{threads}-r{repeat}")
-        w.result(run_id, "mt", {"mode": "everywhere", "test": "rate", "threads": 1},
-                 {"msg_rate": (noisy(2.2e6 * threads / (1.5 if over else 1)), "msg/s", True)}, raw=False)
+        w.result(run_id, "mt", {"size_bytes": 8, "test": "rate", "mode": "everywhere", "threads": 1},
+                 {"msg_rate": (noisy(MT_EVERYWHERE * threads / slow), "msg/s", True)}, raw=False,
+                 extra=mt_extra(impl, "everywhere", 1, processes=threads))
+    # Cost of thread safety: one thread at SINGLE (MULTIPLE is the T = 1 shared point above).
+    run_id = w.run("mt", impl, library, 2, 1, tag=f"mt-single-{impl}-r{repeat}", thread_level="SINGLE")
+    w.result(run_id, "mt", {"size_bytes": 8, "test": "rate", "mode": "shared", "threads": 1},
+             {"msg_rate": (noisy(MT_BASE / MT_SAFETY[impl]), "msg/s", True)}, raw=False,
+             extra=mt_extra(impl, "shared", 1, level="SINGLE"))
 
 
 def p2p(w, impl, library, repeat):
@@ -152,6 +188,7 @@ def p2p(w, impl, library, repeat):
 
 
 def report_file():
+    reseed(20240601)
     w = Writer()
     for impl, library in (("MPICH", "MPICH Version: 5.0.2"), ("Open MPI", "Open MPI v5.0.11")):
         for repeat in (0, 1):
@@ -167,6 +204,7 @@ def report_file():
 
 
 def compare_files():
+    reseed(20240602)
     sizes = [8, 64, 512, 1024, 4096, 8192, 16384, 65536, 262144, 1048576]
     truth = {s: 0.5 + s / 5000 for s in sizes}
     for name, slow in (("compare_a.jsonl", False), ("compare_b.jsonl", True)):
