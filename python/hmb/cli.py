@@ -114,7 +114,10 @@ def cmd_demo(args) -> int:
     if not Path(cfg.output).exists():
         raise UsageError("the demo produced no results")
     out = report.build(results.load([cfg.output]), outdir)
-    print(f"hmb demo: report in {out['html']} (and {out['md']}), {len(out['figures'])} figures")
+    # The answers first, in the terminal; figures and tables are in the report.
+    for title, question, reading in out["readings"]:
+        print(f"\n{title}\n  Q: {question}\n  A: {reading}")
+    print(f"\nhmb demo: report in {out['html']} (and {out['md']}), {len(out['figures'])} figures")
     return 0 if rc == 0 else 1
 
 

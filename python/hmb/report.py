@@ -306,7 +306,7 @@ def part_figures(rs: ResultSet, outdir: Path) -> list[Figure]:
     specs = [
         ("part_overhead", "overhead", "Partitioned overhead",
          "Does splitting a message into partitions cost time? (t_part / t_pt2pt; 1 = as fast as one send)",
-         "overhead (t_part / t_pt2pt)", dict(yref=1.0), _reading_overhead),
+         "overhead (t_part / t_pt2pt)", dict(yref=1.0, ylog=True), _reading_overhead),
         ("part_perceived_bw", "perceived_bw_MBps", "Perceived bandwidth",
          "What bandwidth does the receiver see from the last Pready to the last arrival?",
          "perceived bandwidth (MB/s)", dict(ylog=True),
@@ -365,8 +365,7 @@ def async_figures(rs: ResultSet, outdir: Path) -> list[Figure]:
         return []
     png, svg, over = _draw("async_efficiency", panels, "message size (bytes)", "efficiency E (%)", outdir,
                            yref=0.0, yfloor=-200.0)
-    lines = [ln for _, ls in panels for ln in ls]
-    reading = _reading_modes(lines, "%", "Efficiency by progress mode")
+    reading = " ".join(_reading_modes(ls, "%", f"E by progress mode, {title}:") for title, ls in panels)
     unsupported = sorted({(r.mpi, str(r.params.get("progress", "?"))) for r in rs.results
                           if r.bench == "async" and r.status == "unsupported"})
     if unsupported:
@@ -772,7 +771,8 @@ def build(rs: ResultSet, outdir: Path, embed: bool = False) -> dict:
     (outdir / "report.md").write_text(md)
     (outdir / "report.html").write_text(page)
     return {"md": outdir / "report.md", "html": outdir / "report.html",
-            "figures": [outdir / f.png for _, figs, _ in sections for f in figs]}
+            "figures": [outdir / f.png for _, figs, _ in sections for f in figs],
+            "readings": [(f.title, f.question, f.reading) for _, figs, _ in sections for f in figs]}
 
 
 def _summary_line(rs: ResultSet) -> str:
