@@ -60,7 +60,8 @@ class Noise(C.Structure):
 
 
 class Calib(C.Structure):
-    _fields_ = [("iters_per_ns", C.c_double), ("calib_s", C.c_double), ("cpu", C.c_int)]
+    _fields_ = [("iters_per_ns", C.c_double), ("calib_s", C.c_double), ("cpu", C.c_int),
+                ("interrupt_lost_frac", C.c_double), ("interrupts_per_ns", C.c_double)]
 
 
 class PartMetrics(C.Structure):

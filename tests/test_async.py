@@ -180,18 +180,24 @@ def test_rendezvous_message_is_not_hidden_without_progress(mpich_overlap):
 
 @pytest.mark.mpi
 @mpich_only
-def test_manual_progress_helps_large_message(mpich_overlap):
-    """FINDING (MPICH 5.0.2, shared memory, one core per rank): MPI_Test every 2 µs raises E for
-    a 1 MB message only a little on a quiet machine (measured +0…+40 points, median of 15),
-    not to "most of it hidden": the bulk copy through shared memory needs the CPU and both
-    cores are computing, so manual progress mostly moves the copy from MPI_Waitall into the
-    test calls, which count in T_total (the seed's conclusion ii). When the machine is busy,
-    `none` at 1 MB often collapses (E of -200…-1100 %: a descheduled peer stalls the late
-    rendezvous) while test:2 does not, so the gap swings from 0 to +1000 points between runs.
-    What holds in every run: manual progress never makes the large transfer materially worse."""
+def test_manual_progress_moves_large_transfer_into_compute(mpich_overlap):
+    """Manual progress does progress the rendezvous: with MPI_Test every 2 µs the 1 MB transfer
+    is done by the time the compute ends, so the final MPI_Waitall is short, while without
+    progress the whole transfer is left for it.
+
+    FINDING (MPICH 5.0.2, shared memory, one core per rank): that does NOT raise E for 1 MB. The
+    copy through shared memory needs the CPU, and both cores are computing: polling moves the
+    copy from MPI_Waitall into the test calls, which count in T_total, plus the cost of
+    interrupting the compute (fixed work, so it shows as C_actual / C of ~1.03). Measured on the
+    2-core VM: none E ≈ -3…0 %, test:2 -18…-25 %, test:10 -9…-16 %, test:50 -9…-12 % (the seed's
+    conclusion ii: manual progress does not help point-to-point here). Asserted as the finding:
+    polling does not buy efficiency at 1 MB on this library."""
+    wait_none = _median(mpich_overlap[("none", LARGE)], "t_wait_us")
+    wait_test = _median(mpich_overlap[("test:2", LARGE)], "t_wait_us")
+    assert wait_test < 0.5 * wait_none, (wait_none, wait_test)
     e_none = _median(mpich_overlap[("none", LARGE)], "efficiency_pct")
     e_test = _median(mpich_overlap[("test:2", LARGE)], "efficiency_pct")
-    assert e_test >= e_none - 15.0, (e_none, e_test)
+    assert e_test < e_none + 10.0, (e_none, e_test)
 
 
 @pytest.mark.mpi

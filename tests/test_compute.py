@@ -44,26 +44,6 @@ def calibrate(lib, target_s=0.2):
     return cal
 
 
-def core_lost_fraction(lib, seconds=0.15, gap_ns=3000):
-    """Share of the time this thread was on the core that it lost in gaps > 3 us between
-    back-to-back clock reads (interrupts, the hypervisor). Descheduling (wall - thread CPU
-    time) is excluded: the trials are corrected for it separately. Python's own loop adds a
-    little, which only loosens the allowance."""
-    now = lib.hmb_now_ns
-    cpu0_ns = time.thread_time_ns()
-    start = prev = now()
-    end = start + int(seconds * 1e9)
-    gaps_ns = 0
-    while prev < end:
-        t = now()
-        if t - prev > gap_ns:
-            gaps_ns += t - prev
-        prev = t
-    wall_ns = prev - start
-    descheduled_ns = max(0, wall_ns - (time.thread_time_ns() - cpu0_ns))
-    return min(0.5, max(0, gaps_ns - descheduled_ns) / max(1, wall_ns - descheduled_ns))
-
-
 def test_timer(lib):
     res, overhead = C.c_double(), C.c_double()
     lib.hmb_timer_measure(C.byref(res), C.byref(overhead))
@@ -100,29 +80,40 @@ def test_calibration(lib):
     assert lib.hmb_compute_run(C.byref(cal), -5) == 0
 
 
+def test_calibration_measures_interruptions(lib):
+    # The clock-gap probe: a share of time lost in [0, 0.5) and a rate consistent with it
+    # (each gap counted is > 1 us, so lost share >= rate * 1 us).
+    cal = calibrate(lib, 0.05)
+    print(f"\ninterruptions: {100 * cal.interrupt_lost_frac:.2f}% of the time, "
+          f"{cal.interrupts_per_ns * 1e9:.0f} per second")
+    assert 0.0 <= cal.interrupt_lost_frac < 0.5
+    assert cal.interrupts_per_ns >= 0.0
+    assert cal.interrupt_lost_frac >= cal.interrupts_per_ns * 1000.0 * 0.99
+
+
 def test_accuracy(lib):
+    """SPEC: a request of 10 us ... 100 ms comes out within max(1 us, 1%), judged on the median
+    of several trials (time the thread was descheduled by the OS is taken out; the machine's
+    own interruptions are not: calibration measures and compensates them)."""
     report = []
     failures = []
     cal = calibrate(lib)
     for request_ns, trials in REQUESTS_NS:
         tol_ns = max(1000.0, 0.01 * request_ns)
         for attempt in range(1, ATTEMPTS + 1):
-            lost_before = core_lost_fraction(lib)
             measured = []
             for _ in range(trials):
                 cpu0_ns, wall0_ns = time.thread_time_ns(), time.monotonic_ns()
                 got_ns = lib.hmb_compute_run(C.byref(cal), request_ns)
                 descheduled_ns = (time.monotonic_ns() - wall0_ns) - (time.thread_time_ns() - cpu0_ns)
                 measured.append(got_ns - max(0, descheduled_ns))
-            lost = max(lost_before, core_lost_fraction(lib))
             median = statistics.median(measured)
             err_ns = median - request_ns
-            allowance_ns = tol_ns + request_ns * lost / (1.0 - lost)
-            ok = -tol_ns <= err_ns <= allowance_ns
+            ok = abs(err_ns) <= tol_ns
             line = (f"request {request_ns / 1e3:>9.0f} us: median {median / 1e3:11.3f} us, "
                     f"error {100 * err_ns / request_ns:+6.2f}% ({err_ns / 1e3:+8.3f} us), "
-                    f"tolerance -{tol_ns / 1e3:.3f}/+{allowance_ns / 1e3:.3f} us "
-                    f"(core lost {100 * lost:.2f}% of its time), attempt {attempt}, min {min(measured) / 1e3:.3f} us")
+                    f"tolerance +-{tol_ns / 1e3:.3f} us (machine interruptions compensated: "
+                    f"{100 * cal.interrupt_lost_frac:.2f}%), attempt {attempt}, min {min(measured) / 1e3:.3f} us")
             report.append(line)
             if ok:
                 break

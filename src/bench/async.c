@@ -296,6 +296,7 @@ static const hmb_metric async_metrics[] = {
     {"c_actual_us", "us", "time inside the compute kernel (excluding progress calls)", 0, 1},
     {"t_over_us", "us", "T_over = T_total - C", 0, 1},
     {"slowdown", "ratio", "compute slow-down C_actual / C caused by the progress method", 0, 1},
+    {"t_wait_us", "us", "time in the final MPI_Waitall: the communication progress during compute left", 0, 1},
     HMB_METRIC_END,
 };
 
@@ -518,11 +519,13 @@ static int async_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
     hmb_phase(ctx, "compute");
     int64_t c_actual_ns = compute_with_progress(ctx, s);
     hmb_phase(ctx, "Waitall");
+    double t_wait_start_s = hmb_now();
     MPI_Waitall(ex->nreq, ex->reqs, MPI_STATUSES_IGNORE);
-    double t_total_s = hmb_now() - t_start_s;
+    double t_end_s = hmb_now();
+    double t_total_s = t_end_s - t_start_s, t_wait_s = t_end_s - t_wait_start_s;
 
-    double slowest[3] = {t_sync_s, t_total_s, (double)c_actual_ns * 1e-9};
-    hmb_reduce_max(ctx, slowest, 3);
+    double slowest[4] = {t_sync_s, t_total_s, (double)c_actual_ns * 1e-9, t_wait_s};
+    hmb_reduce_max(ctx, slowest, 4);
     if (hmb_rank(ctx) != 0)
         return 0;
     t_sync_s = slowest[0];
@@ -535,6 +538,7 @@ static int async_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
     out->value[4] = c_actual_s * 1e6;
     out->value[5] = hmb_async_overhead(t_total_s, c_s) * 1e6;
     out->value[6] = c_actual_s / c_s;
+    out->value[7] = slowest[3] * 1e6;
     out->valid = 1;
     keep_sample(s, t_total_s, t_sync_s);
     return 0;

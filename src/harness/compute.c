@@ -11,14 +11,18 @@
  * core down, the same work takes longer and the measured time shows it — that slow-down is
  * what the async benchmark reports as C_actual / C. A deadline loop would hide it.
  *
- * The rate is the UNDISTURBED one (fastest short trial). On a VM whose core is taken away
- * now and then (measured on the 2-core dev VM: ~1300 gaps/s of ~10 us, 1.5% of the time)
- * a request spanning many such gaps runs that much longer than requested: that is the
- * machine's disturbance, shown honestly in the measured duration, not hidden. */
+ * The rate is the UNDISTURBED one (fastest short trial). A core is also taken away now and
+ * then by the machine itself (timer ticks, VM exits: on the 2-core dev VM ~1300 gaps/s of
+ * ~10 us, 1.2-1.5% of the time, with zero steal reported). Calibration measures that baseline
+ * with a clock-gap probe, and a request subtracts its expected share, so a 1 ms or 100 ms
+ * request lands on target in the median; anything slowing the core beyond that baseline
+ * still lengthens the measured time. */
 #define _GNU_SOURCE
 #include "core.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <time.h>
 #include <sched.h>
 
 /* One serial chain: every step needs the previous result, so each iteration costs the
@@ -43,11 +47,61 @@ static void keep(double x)
     (void)sink;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 static double time_kernel_ns(uint64_t iters)
 {
     int64_t t_begin_ns = hmb_now_ns();
     keep(hmb_compute_kernel(iters));
     return (double)(hmb_now_ns() - t_begin_ns);
+}
+
+static int64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Clock-gap probe: spin on the clock; a gap between consecutive readings far above the cost
+ * of a reading (~30 ns) is time the core was taken away. Gaps while this thread was
+ * descheduled (another process ran: wall minus thread CPU time) are scheduling, not the
+ * machine's baseline, and are taken out. The median of several chunks resists a burst (a
+ * launcher starting processes at the same moment). */
+static void probe_interruptions(hmb_calib *out, double chunk_ns, int chunks)
+{
+    enum { MAX_CHUNKS = 15 };
+    const int64_t gap_threshold_ns = 1000;
+    double lost_frac[MAX_CHUNKS], gap_rate[MAX_CHUNKS];
+    chunks = chunks > MAX_CHUNKS ? MAX_CHUNKS : chunks < 1 ? 1 : chunks;
+    for (int c = 0; c < chunks; c++) {
+        int64_t cpu_begin_ns = thread_cpu_ns();
+        int64_t t_begin_ns = hmb_now_ns(), prev_ns = t_begin_ns, gap_ns = 0, gaps = 0;
+        for (;;) {
+            int64_t now_ns = hmb_now_ns();
+            if (now_ns - prev_ns > gap_threshold_ns) {
+                gap_ns += now_ns - prev_ns;
+                gaps++;
+            }
+            prev_ns = now_ns;
+            if ((double)(now_ns - t_begin_ns) >= chunk_ns)
+                break;
+        }
+        double wall_ns = (double)(prev_ns - t_begin_ns);
+        double on_core_ns = (double)(thread_cpu_ns() - cpu_begin_ns);
+        double descheduled_ns = wall_ns > on_core_ns ? wall_ns - on_core_ns : 0.0;
+        double lost_ns = (double)gap_ns > descheduled_ns ? (double)gap_ns - descheduled_ns : 0.0;
+        lost_frac[c] = on_core_ns > 0.0 ? lost_ns / on_core_ns : 0.0;
+        gap_rate[c] = (double)gaps / wall_ns;
+    }
+    qsort(lost_frac, (size_t)chunks, sizeof lost_frac[0], cmp_double);
+    qsort(gap_rate, (size_t)chunks, sizeof gap_rate[0], cmp_double);
+    out->interrupt_lost_frac = hmb_quantile_sorted(lost_frac, chunks, 0.5);
+    out->interrupts_per_ns = hmb_quantile_sorted(gap_rate, chunks, 0.5);
 }
 
 int hmb_compute_calibrate(hmb_calib *out, double target_s)
@@ -67,18 +121,24 @@ int hmb_compute_calibrate(hmb_calib *out, double target_s)
         iters = (uint64_t)((double)iters * (grow > 16.0 ? 16.0 : grow < 1.2 ? 1.2 : grow));
         elapsed_ns = time_kernel_ns(iters);
     }
-    /* Repeat until the budget is spent and keep the fastest: interference (steal time,
-     * interrupts, other processes) only ever slows the kernel down. */
-    double best_rate = (double)iters / elapsed_ns;
+    /* Repeat until the budget is spent. Interference only slows a trial down, so the rate is
+     * taken near the top: the 90th percentile, not the maximum, so one trial timed too short
+     * (a clock glitch) cannot inflate it. At ~1300 interruptions/s most 100 us trials see none,
+     * so that percentile is still the undisturbed rate. */
+    enum { MAX_TRIALS = 8192 };
+    static _Thread_local double rates[MAX_TRIALS];
+    int ntrials = 0;
+    rates[ntrials++] = (double)iters / elapsed_ns;
     double spent_s = (double)(hmb_now_ns() - t_start_ns) * 1e-9;
-    for (int rep = 0; rep < 100000 && (rep < 20 || spent_s < target_s); rep++) {
-        double rate = (double)iters / time_kernel_ns(iters);
-        if (rate > best_rate)
-            best_rate = rate;
+    while (ntrials < MAX_TRIALS && (ntrials < 21 || spent_s < target_s)) {
+        rates[ntrials++] = (double)iters / time_kernel_ns(iters);
         spent_s = (double)(hmb_now_ns() - t_start_ns) * 1e-9;
     }
+    qsort(rates, (size_t)ntrials, sizeof rates[0], cmp_double);
+    double best_rate = hmb_quantile_sorted(rates, ntrials, 0.9);
     out->iters_per_ns = best_rate;
-    out->calib_s = spent_s;
+    probe_interruptions(out, 10e6, 5);
+    out->calib_s = (double)(hmb_now_ns() - t_start_ns) * 1e-9;
     return best_rate > 0.0 && isfinite(best_rate) ? 0 : -1;
 }
 
@@ -86,7 +146,15 @@ int64_t hmb_compute_run(const hmb_calib *c, int64_t ns)
 {
     if (ns <= 0 || !c || !(c->iters_per_ns > 0.0))
         return 0;
-    uint64_t iters = (uint64_t)llround((double)ns * c->iters_per_ns);
+    /* The machine's own interruptions cost interrupt_lost_frac of a long window; a window of
+     * ns sees one with probability 1 - exp(-rate ns). Taking that expected share off the work
+     * puts the median request on target (10 us: ~no change; 100 ms: the full share), while any
+     * slow-down beyond the machine's baseline (a progress thread, oversubscription) still
+     * shows in the measured time. */
+    double lost = c->interrupt_lost_frac * (1.0 - exp(-c->interrupts_per_ns * (double)ns));
+    if (!(lost >= 0.0 && lost < 0.5))
+        lost = 0.0;
+    uint64_t iters = (uint64_t)llround((double)ns * c->iters_per_ns * (1.0 - lost));
     int64_t t_begin_ns = hmb_now_ns();
     keep(hmb_compute_kernel(iters));
     return hmb_now_ns() - t_begin_ns;

@@ -110,9 +110,13 @@ int hmb_noise_single_thread(const hmb_noise *nz, int rank, int nthreads, long it
 
 /* ------------------------------------------------------------------ compute.c */
 typedef struct {
-    double iters_per_ns; /* kernel rate of the calibrating thread */
+    double iters_per_ns; /* kernel rate of the calibrating thread (undisturbed) */
     double calib_s;      /* wall time spent calibrating */
     int cpu;             /* CPU the thread ran on while calibrating */
+    /* Interruptions of the core seen by a clock-gap probe (timer ticks, VM exits, IRQs):
+     * share of time lost and how often. hmb_compute_run compensates for the expected share. */
+    double interrupt_lost_frac;
+    double interrupts_per_ns;
 } hmb_calib;
 
 /* The kernel: floating-point work, no system calls; returns a value to keep it alive. */

@@ -58,6 +58,7 @@ typedef struct {
     int thread_cpu[HMB_MAX_THREADS];
     int calib_cpu[HMB_MAX_THREADS];
     double iters_per_ns[HMB_MAX_THREADS];
+    double interrupt_lost_frac[HMB_MAX_THREADS], interrupts_per_s[HMB_MAX_THREADS];
 } rank_info;
 
 static const char *impl_name(const char *library)
@@ -190,6 +191,8 @@ static void write_header_json(hmb_ctx *ctx, const rank_info *all, const char *li
             hmb_json_int(&j, "thread", t);
             hmb_json_num(&j, "iters_per_ns", all[r].iters_per_ns[t]);
             hmb_json_int(&j, "cpu", all[r].calib_cpu[t]);
+            hmb_json_num(&j, "interrupt_lost_frac", all[r].interrupt_lost_frac[t]);
+            hmb_json_num(&j, "interrupts_per_s", all[r].interrupts_per_s[t]);
             hmb_json_close_obj(&j);
         }
     }
@@ -243,6 +246,8 @@ void hmb_env_record(hmb_ctx *ctx)
     for (int t = 0; t < ctx->threads; t++) {
         mine->iters_per_ns[t] = ctx->calib[t].iters_per_ns;
         mine->calib_cpu[t] = ctx->calib[t].cpu;
+        mine->interrupt_lost_frac[t] = ctx->calib[t].interrupt_lost_frac;
+        mine->interrupts_per_s[t] = ctx->calib[t].interrupts_per_ns * 1e9;
     }
     MPI_Gather(mine, (int)sizeof *mine, MPI_BYTE, all, (int)sizeof *mine, MPI_BYTE, 0, ctx->comm);
     node_layout(ctx, &set);
