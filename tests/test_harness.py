@@ -140,14 +140,14 @@ def test_stop_reasons(mpi_name, tmp_path):
     assert res["stop_reason"] == "fixed" and res["iterations"] == 7 and res["ci_target_met"] is False
     assert res["warmup"] == 1 and res["metrics"]["latency_us"]["count"] == 7
 
-    # 64K, not 8 B: 8 B round trips on a quiet machine can all read the same 20 ns timer steps,
-    # a zero-width CI that meets any target and stops on "ci" before max_iters.
-    cap = run_bench(mpi_name, base + ["--sizes", "64K", "--iters", "5", "--max-iters", "9",
+    # 1M, not 8 B or 64K: short round trips on a quiet machine can all read the same 20 ns timer
+    # steps, a zero-width CI that meets any target and stops on "ci" before max_iters/budget.
+    cap = run_bench(mpi_name, base + ["--sizes", "1M", "--iters", "5", "--max-iters", "9",
                                       "--ci-target", "0.0001", "--budget", "100s"], tmp_path=tmp_path)
     res = cap.results()[0]
     assert res["stop_reason"] == "max_iters" and res["iterations"] == 9
 
-    budget = run_bench(mpi_name, base + ["--sizes", "64K", "--iters", "5", "--ci-target", "0.0001",
+    budget = run_bench(mpi_name, base + ["--sizes", "1M", "--iters", "5", "--ci-target", "0.0001",
                                          "--budget", "0.2s", "--raw"], tmp_path=tmp_path)
     res = budget.results()[0]
     assert res["stop_reason"] == "budget" and res["ci_target_met"] is False
