@@ -53,6 +53,9 @@ class MPI:
         if self.flavor == "openmpi":
             # Never yield by default: --oversubscribe would silently turn it on (SPEC §4).
             env.setdefault("OMPI_MCA_mpi_yield_when_idle", "0")
+            # The wheel's UCX one-sided component fails its own query on shared memory and
+            # prints an error line per rank for every MPI_Win; the fallback is used either way.
+            env.setdefault("OMPI_MCA_osc", "^ucx")
         return env
 
     def launch_args(self, ranks: int, threads: int = 1, bind: bool = True) -> list[str]:
