@@ -155,9 +155,42 @@ def command(target: Target, bench: str, args: list[str], ranks: int, threads: in
     return prefix + target.bench_cmd + [bench] + args
 
 
+_accepted: dict = {}
+
+
+def library_accepts(target: Target, settings: dict) -> bool:
+    """Does this MPI start (MPI_Init) with these settings? Probed once per build and setting
+    with `hmb-bench --init-check` on one rank: an MPICH built for fewer VCIs than a mode asks
+    for aborts inside MPI_Init (seen with Debian's MPICH 4.0.2 and MPIR_CVAR_CH4_NUM_VCIS=2)."""
+    if target.impl is None or not settings:
+        return True
+    key = (str(target.impl.bench), tuple(sorted(settings.items())))
+    if key not in _accepted:
+        env = target.impl.env()
+        env.update(settings)
+        try:
+            r = subprocess.run(target.impl.launch_args(1) + [str(target.impl.bench), "--init-check"],
+                               env=env, capture_output=True, text=True, timeout=120)
+            _accepted[key] = r.returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            _accepted[key] = False
+    return _accepted[key]
+
+
 def environment(target: Target, threads: int, env_added: dict, tag: str | None) -> tuple[dict, dict]:
-    """(full environment, the variables HMB added) for one launch."""
+    """(full environment, the variables HMB added) for one launch.
+
+    A library setting the library refuses at start-up is left out, said in one line, and
+    recorded as HMB_ENV_REFUSED (in the launch record and hmb-bench's run header), so the
+    benchmark runs with what the library has and reports what it got (or "unsupported")."""
     env = target.impl.env() if target.impl else dict(os.environ)
+    refused = {k: v for k, v in env_added.items() if not library_accepts(target, {k: v})}
+    if refused:
+        text = " ".join(f"{k}={v}" for k, v in refused.items())
+        print(f"hmb: {target.name} does not start with {text} (MPI_Init fails); launching without it",
+              file=sys.stderr)
+        env_added = {k: v for k, v in env_added.items() if k not in refused}
+        env_added["HMB_ENV_REFUSED"] = text
     added = {"OMP_NUM_THREADS": str(threads), **OMP_ENV, **env_added}
     if tag:
         added["HMB_TAG"] = tag

@@ -156,6 +156,19 @@ int main(int argc, char **argv)
             print_list();
         return HMB_EXIT_OK;
     }
+    if (strcmp(argv[1], "--init-check") == 0) {
+        /* For the hmb driver: does this library start with the settings in the environment
+         * (e.g. a VCI count it was not built for aborts inside MPI_Init)? */
+        int provided;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+        char version[MPI_MAX_LIBRARY_VERSION_STRING];
+        int len;
+        MPI_Get_library_version(version, &len);
+        if (print_rank == 0)
+            printf("init ok: %.*s\n", (int)strcspn(version, "\n"), version);
+        MPI_Finalize();
+        return HMB_EXIT_OK;
+    }
     if (strcmp(argv[1], "--version") == 0) {
         if (print_rank == 0)
             printf("hmb-bench %s (git %s, %s)\n", HMB_VERSION, HMB_GIT_REVISION, HMB_COMPILER);
