@@ -162,6 +162,28 @@ def test_part_single_partition_no_early_arrival(lib):
     assert rc == 0 and m.early_arrival == 0.0
 
 
+def test_part_pieces_of_mismatched_partitions(lib):
+    # 2 send partitions, 1 receive partition -> lcm 2 pieces: piece k has its own send
+    # partition's s and the (only) receive partition's a. Thread 0 readies at 1, thread 1
+    # (late) at 3 = t_join; the receive partition arrives at 4. m = 100.
+    #   t_part = 4 - 1 = 3 (from the FIRST Pready, not the latest one overlapping the receive
+    #   partition) -> overhead 3 / 1.5 = 2; L = piece 1 (s = 3): bw = 100 / (4 - 3) = 100
+    #   U = [1, 4]: 3; U n [1, 3] = 2 -> early_bird 2/3; nothing arrived by 3 -> early_arrival 0
+    rc, m = part(lib, [1.0, 3.0], [4.0, 4.0], 3.0, 1.5, 100)
+    assert rc == 0
+    assert (m.t_part_s, m.overhead, m.perceived_bw_Bps) == (3.0, 2.0, 100.0)
+    assert m.early_bird == pytest.approx(2 / 3) and m.early_arrival == 0.0
+
+
+def test_part_last_ready_ties_take_the_last_arrival(lib):
+    # 1 send partition split over 2 receive partitions -> 2 pieces with the same s = 2 but
+    # arrivals 3 and 5: L must be the piece that arrived last: bw = 10 / (5 - 2).
+    rc, m = part(lib, [2.0, 2.0], [3.0, 5.0], 2.0, 1.0, 10)
+    assert rc == 0 and m.perceived_bw_Bps == pytest.approx(10 / 3)
+    rc, m = part(lib, [2.0, 2.0], [5.0, 3.0], 2.0, 1.0, 10)   # order does not matter
+    assert rc == 0 and m.perceived_bw_Bps == pytest.approx(10 / 3)
+
+
 def test_part_bad_inputs(lib):
     assert part(lib, [], [], 0.0, 1.0, 8)[0] == -1          # no partitions
     assert part(lib, [1.0], [2.0], 1.0, 0.0, 8)[0] == -1    # t_pt2pt must be > 0

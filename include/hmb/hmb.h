@@ -164,6 +164,11 @@ typedef struct hmb_bench {
     /* Allocate buffers/requests for a point; returns the benchmark's state (or NULL).
      * May call hmb_unsupported() and return NULL: the point is then skipped. */
     void *(*setup)(hmb_ctx *ctx, const hmb_point *pt);
+    /* Untimed preparation of iteration iter (fill send buffers with its pattern, poison receive
+     * buffers), called BEFORE the --cache cold flush, so the data a timed iteration moves is
+     * really evicted. Writing send data inside iterate() would pull it back into the cache.
+     * May be NULL. */
+    void (*prepare)(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter);
     /* One timed iteration. Rank 0 fills *out. Must not print. Returns 0, or nonzero after
      * the benchmark already reported a fatal problem with hmb_validation_failure(). */
     int (*iterate)(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out);

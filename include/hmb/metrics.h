@@ -20,7 +20,7 @@ typedef struct {
     double t_part_s;         /* max_i a_i - min_i s_i */
     double t_pt2pt_s;        /* single-send one-way time of the paired phase */
     double overhead;         /* t_part / t_pt2pt */
-    double perceived_bw_Bps; /* m / (a_L - s_L), L = partition made ready last */
+    double perceived_bw_Bps; /* m / (a_L - s_L), L = partition made ready last (ties: arrived last) */
     double t_after_join_s;   /* max(0, max_i a_i - t_join) */
     double availability;     /* 1 - t_after_join / t_pt2pt */
     double early_bird;       /* |U ∩ [min s, t_join]| / |U|, U = union of [s_i, a_i] */

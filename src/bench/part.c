@@ -57,7 +57,8 @@ typedef struct {
     double *compute_end;  /* sender: per thread, local clock */
     double *arrived;      /* receiver: a_j, local clock (then global on the wire) */
     double *times_msg;    /* receiver -> rank 0: t_recv, a_0 .. a_{P_recv-1} (global) */
-    double *ready_for_recv; /* rank 0: s mapped to receive partitions */
+    int npieces;          /* lcm(P_send, P_recv): the message cut where either side cuts it */
+    double *piece_ready, *piece_arrived; /* rank 0: s and a of every piece (global) */
     long filled_for_iter; /* send buffer already holds this iteration's pattern */
     int recv_poisoned;    /* receive buffers already poisoned for the next iteration */
     /* receiver's sender-done watch, shared by its polling threads (under omp critical) */
@@ -107,6 +108,20 @@ static const long long *send_partition_list(const hmb_ctx *ctx, int *count, long
     return fallback;
 }
 
+/* Metrics pair each ready time with the arrival of the same bytes (see pair_pieces). */
+#define MAX_PIECES (1 << 20)
+
+static long long lcm_ll(long long a, long long b)
+{
+    long long x = a, y = b;
+    while (y != 0) {
+        long long r = x % y;
+        x = y;
+        y = r;
+    }
+    return a / x * b;
+}
+
 static void part_check(hmb_ctx *ctx)
 {
     int threads = hmb_threads(ctx), nsizes = 0, nparts = 0;
@@ -133,6 +148,9 @@ static void part_check(hmb_ctx *ctx)
                                     "size %zu bytes does not split into %zu %s partitions of whole 8-byte elements",
                                     m, n, side == 0 ? "send" : "receive");
             }
+            if (lcm_ll(counts[0], counts[1]) > MAX_PIECES)
+                hmb_usage_error(ctx, "--partitions %lld with --recv-partitions %lld: lcm %lld exceeds %d pieces",
+                                counts[0], counts[1], lcm_ll(counts[0], counts[1]), MAX_PIECES);
         }
     }
 }
@@ -162,17 +180,16 @@ static void part_free(part_state *st)
     free(st->compute_end);
     free(st->arrived);
     free(st->times_msg);
-    free(st->ready_for_recv);
+    free(st->piece_ready);
+    free(st->piece_arrived);
     free(st);
 }
 
 #if PART_HAVE_PARTITIONED
-static void *alloc_or_die(size_t bytes)
+static void *alloc_aligned(size_t bytes)
 {
     void *p = NULL;
-    if (posix_memalign(&p, 4096, bytes ? bytes : 8) != 0)
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    return p;
+    return posix_memalign(&p, 4096, bytes ? bytes : 8) == 0 ? p : NULL;
 }
 #endif
 
@@ -196,7 +213,19 @@ static void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
         return NULL;
     }
 #endif
+    /* Several threads call MPI_Pready / MPI_Parrived at once: MULTIPLE or nothing. */
+    if (hmb_threads(ctx) > 1 && hmb_thread_level_provided(ctx) < MPI_THREAD_MULTIPLE) {
+        hmb_unsupported(ctx, "%d threads call MPI_Pready/MPI_Parrived concurrently: needs MPI_THREAD_MULTIPLE, "
+                             "the library provides MPI_THREAD_%s", hmb_threads(ctx),
+                        hmb_thread_level_name(hmb_thread_level_provided(ctx)));
+        return NULL;
+    }
     part_state *st = calloc(1, sizeof *st);
+    if (!st) {
+        hmb_unsupported(ctx, "cannot allocate the benchmark state");
+        return NULL;
+    }
+    st->part_req = MPI_REQUEST_NULL;
     st->rank = hmb_rank(ctx);
     st->threads = hmb_threads(ctx);
     st->size_bytes = pt->size_bytes;
@@ -214,22 +243,34 @@ static void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
 
     int count_send = (int)(st->psize_send / 8), count_recv = (int)(st->psize_recv / 8);
     if (st->rank == SENDER) {
-        st->send_buf = alloc_or_die(st->size_bytes);
+        st->send_buf = alloc_aligned(st->size_bytes);
         st->ready_local = calloc((size_t)st->nparts_send, sizeof(double));
         st->compute_end = calloc((size_t)st->threads, sizeof(double));
         st->times_msg = calloc((size_t)st->nparts_recv + 1, sizeof(double));
-        st->ready_for_recv = calloc((size_t)st->nparts_recv, sizeof(double));
+        st->npieces = (int)lcm_ll(st->nparts_send, st->nparts_recv);
+        st->piece_ready = calloc((size_t)st->npieces, sizeof(double));
+        st->piece_arrived = calloc((size_t)st->npieces, sizeof(double));
         st->pready_list = malloc((size_t)st->nparts_send * sizeof(int));
+        if (!st->send_buf || !st->ready_local || !st->compute_end || !st->times_msg || !st->piece_ready ||
+            !st->piece_arrived || !st->pready_list) {
+            hmb_unsupported(ctx, "cannot allocate %zu bytes of message buffer and timestamps on the sender",
+                            st->size_bytes);
+            return st; /* every rank skips the point; teardown frees what exists */
+        }
         for (int i = 0; i < st->nparts_send; i++)
             st->pready_list[i] = i;
         MPI_Psend_init(st->send_buf, st->nparts_send, count_send, MPI_UINT64_T, RECEIVER, TAG_PART, st->data_comm,
                        MPI_INFO_NULL, &st->part_req);
         hmb_cache_register(ctx, st->send_buf, st->size_bytes);
     } else if (st->rank == RECEIVER) {
-        st->recv_buf_single = alloc_or_die(st->size_bytes);
-        st->recv_buf_part = alloc_or_die(st->size_bytes);
+        st->recv_buf_single = alloc_aligned(st->size_bytes);
+        st->recv_buf_part = alloc_aligned(st->size_bytes);
         st->arrived = calloc((size_t)st->nparts_recv, sizeof(double));
         st->times_msg = calloc((size_t)st->nparts_recv + 1, sizeof(double));
+        if (!st->recv_buf_single || !st->recv_buf_part || !st->arrived || !st->times_msg) {
+            hmb_unsupported(ctx, "cannot allocate 2 x %zu bytes of receive buffers on the receiver", st->size_bytes);
+            return st;
+        }
         MPI_Precv_init(st->recv_buf_part, st->nparts_recv, count_recv, MPI_UINT64_T, SENDER, TAG_PART, st->data_comm,
                        MPI_INFO_NULL, &st->part_req);
         hmb_cache_register(ctx, st->recv_buf_single, st->size_bytes);
@@ -468,17 +509,17 @@ static void phase_partitioned(hmb_ctx *ctx, part_state *st, const hmb_point *pt,
 
 /* Rank 0: the ready time of receive partition j is the latest s_i over the send partitions
  * overlapping j's bytes — j cannot complete before the last of them is marked ready. */
-static void map_ready_to_recv_partitions(hmb_ctx *ctx, part_state *st)
+/* The metrics pair every ready time with the arrival of the same bytes. With different send
+ * and receive partition counts the message is cut into lcm(P_send, P_recv) equal pieces: piece
+ * k lies in exactly one send partition (its s) and one receive partition (its a). So t_part
+ * still starts at the first MPI_Pready, the union of [s, a] covers every send partition's own
+ * window, and early_arrival counts bytes. With equal counts the pieces are the partitions. */
+static void pair_pieces(hmb_ctx *ctx, part_state *st)
 {
-    for (int j = 0; j < st->nparts_recv; j++) {
-        size_t first_byte = (size_t)j * st->psize_recv, last_byte = first_byte + st->psize_recv - 1;
-        double latest = -INFINITY;
-        for (size_t i = first_byte / st->psize_send; i <= last_byte / st->psize_send; i++) {
-            double s = hmb_to_global(ctx, st->ready_local[i]);
-            if (s > latest)
-                latest = s;
-        }
-        st->ready_for_recv[j] = latest;
+    int per_send = st->npieces / st->nparts_send, per_recv = st->npieces / st->nparts_recv;
+    for (int k = 0; k < st->npieces; k++) {
+        st->piece_ready[k] = hmb_to_global(ctx, st->ready_local[k / per_send]);
+        st->piece_arrived[k] = st->times_msg[1 + k / per_recv];
     }
 }
 
@@ -522,9 +563,9 @@ static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
     double t_join = -INFINITY;
     for (int t = 0; t < st->threads; t++)
         t_join = fmax(t_join, hmb_to_global(ctx, st->compute_end[t]));
-    map_ready_to_recv_partitions(ctx, st);
+    pair_pieces(ctx, st);
     hmb_part_metrics m;
-    out->valid = hmb_part_metrics_compute(st->nparts_recv, st->ready_for_recv, st->times_msg + 1, t_join,
+    out->valid = hmb_part_metrics_compute(st->npieces, st->piece_ready, st->piece_arrived, t_join,
                                           t_recv - t_join_ss, st->size_bytes, &m) == 0;
     out->value[M_OVERHEAD] = m.overhead;
     out->value[M_T_PART] = m.t_part_s * 1e6;
@@ -569,8 +610,7 @@ static void part_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
     part_state *st = state;
     if (!st)
         return;
-    hmb_cache_unregister_all(ctx);
-    if (st->rank == SENDER || st->rank == RECEIVER)
+    if (st->part_req != MPI_REQUEST_NULL)
         MPI_Request_free(&st->part_req);
     MPI_Comm_free(&st->data_comm);
     MPI_Comm_free(&st->ctl_comm);

@@ -65,6 +65,10 @@ static int run_iteration(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
 {
     atomic_store(&ctx->iter, iter);
     atomic_store(&ctx->checked_this_iter, 0);
+    if (ctx->bench->prepare) {
+        hmb_phase(ctx, "prepare");
+        ctx->bench->prepare(ctx, state, pt, iter);
+    }
     if (ctx->cache.cold) {
         hmb_phase(ctx, "cache flush");
         hmb_cache_flush(ctx);

@@ -61,7 +61,8 @@ int hmb_part_metrics_compute(int n, const double *s, const double *a, double t_j
             s_min = s[i];
         if (a[i] > a_max)
             a_max = a[i];
-        if (s[i] > s[last_ready])
+        /* ties (pieces of one partition): the one that arrived last */
+        if (s[i] > s[last_ready] || (s[i] == s[last_ready] && a[i] > a[last_ready]))
             last_ready = i;
     }
     out->t_part_s = a_max - s_min;
