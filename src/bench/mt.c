@@ -170,6 +170,16 @@ static void *mt_setup(hmb_ctx *ctx, const hmb_point *pt)
     return mt_state_create(ctx, pt, mt_test_names, mt_mode_names, mt_tag_info_keys);
 }
 
+static void mt_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
+{
+    (void)pt;
+    mt_state *s = state;
+    if (s->test == MT_GET)
+        mt_get_prepare(ctx, s, iter);
+    else
+        mt_rate_prepare(ctx, s, iter);
+}
+
 static int mt_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
 {
     (void)pt;
@@ -257,6 +267,7 @@ static const hmb_bench mt_bench = {
     .check = mt_check,
     .points = mt_points,
     .setup = mt_setup,
+    .prepare = mt_prepare,
     .iterate = mt_iterate,
     .verify = mt_verify,
     .teardown = mt_teardown,

@@ -70,6 +70,9 @@ typedef struct {
 mt_state *mt_state_create(hmb_ctx *ctx, const hmb_point *pt, const char *const *test_names,
                           const char *const *mode_names, const char *const *tag_info_keys);
 void mt_state_free(mt_state *s);
+/* Untimed, before the cold-cache flush: this iteration's send data / target window. */
+void mt_rate_prepare(hmb_ctx *ctx, mt_state *s, long iter);
+void mt_get_prepare(hmb_ctx *ctx, mt_state *s, long iter);
 double mt_rate_iteration(hmb_ctx *ctx, mt_state *s, long iter); /* returns elapsed s */
 void mt_rate_verify(hmb_ctx *ctx, mt_state *s, const hmb_point *pt, long iter);
 

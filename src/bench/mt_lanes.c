@@ -299,12 +299,16 @@ static void mt_rate_thread(mt_state *s, int tid, long iter)
     }
 }
 
-double mt_rate_iteration(hmb_ctx *ctx, mt_state *s, long iter)
+void mt_rate_prepare(hmb_ctx *ctx, mt_state *s, long iter)
 {
     if (s->sending)
         for (int l = 0; l < s->nlanes; l++)
             for (int i = 0; i < s->window; i++)
                 hmb_fill(mt_send_slot(s, l, i), s->size, hmb_rank(ctx), l, iter);
+}
+
+double mt_rate_iteration(hmb_ctx *ctx, mt_state *s, long iter)
+{
     hmb_phase(ctx, "barrier before the windows");
     MPI_Barrier(s->base);
     hmb_phase(ctx, s->sending ? "Isend windows / ack" : "Irecv windows / ack");

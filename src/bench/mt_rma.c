@@ -92,16 +92,20 @@ static double mt_get_thread(mt_state *s, int tid)
     return op_time_s;
 }
 
-double mt_get_iteration(hmb_ctx *ctx, mt_state *s, long iter)
+void mt_get_prepare(hmb_ctx *ctx, mt_state *s, long iter)
 {
-    s->op_time_sum_s = 0;
-    s->target_compute_s = 0;
     if (!s->sending) {
         for (int l = 0; l < s->nlanes; l++)
             hmb_fill(s->lanes[l].target_mem, s->size, hmb_rank(ctx), l, iter);
         for (int w = 0; w < s->nwins; w++)
             MPI_Win_sync(s->wins[w]);
     }
+}
+
+double mt_get_iteration(hmb_ctx *ctx, mt_state *s, long iter)
+{
+    s->op_time_sum_s = 0;
+    s->target_compute_s = 0;
     hmb_phase(ctx, "barrier: target window filled");
     MPI_Barrier(s->base);
     double elapsed_s = 0;
