@@ -142,7 +142,7 @@ int hmb_compute_calibrate(hmb_calib *out, double target_s)
     return best_rate > 0.0 && isfinite(best_rate) ? 0 : -1;
 }
 
-int64_t hmb_compute_run(const hmb_calib *c, int64_t ns)
+uint64_t hmb_compute_iters(const hmb_calib *c, int64_t ns)
 {
     if (ns <= 0 || !c || !(c->iters_per_ns > 0.0))
         return 0;
@@ -154,8 +154,19 @@ int64_t hmb_compute_run(const hmb_calib *c, int64_t ns)
     double lost = c->interrupt_lost_frac * (1.0 - exp(-c->interrupts_per_ns * (double)ns));
     if (!(lost >= 0.0 && lost < 0.5))
         lost = 0.0;
-    uint64_t iters = (uint64_t)llround((double)ns * c->iters_per_ns * (1.0 - lost));
+    return (uint64_t)llround((double)ns * c->iters_per_ns * (1.0 - lost));
+}
+
+int64_t hmb_compute_run_iters(uint64_t iters)
+{
+    if (iters == 0)
+        return 0;
     int64_t t_begin_ns = hmb_now_ns();
     keep(hmb_compute_kernel(iters));
     return hmb_now_ns() - t_begin_ns;
+}
+
+int64_t hmb_compute_run(const hmb_calib *c, int64_t ns)
+{
+    return hmb_compute_run_iters(hmb_compute_iters(c, ns));
 }

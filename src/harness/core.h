@@ -124,8 +124,12 @@ double hmb_compute_kernel(uint64_t iters);
 /* Calibrate the calling thread (about target_s seconds of work). */
 int hmb_compute_calibrate(hmb_calib *out, double target_s);
 /* Run the kernel for ns nanoseconds using calibration c; returns the measured ns. Accuracy
- * goal: within max(1 µs, 1%) for 10 µs … 100 ms. */
+ * goal: within max(1 µs, 1%) for 10 µs … 100 ms. = hmb_compute_run_iters(hmb_compute_iters). */
 int64_t hmb_compute_run(const hmb_calib *c, int64_t ns);
+/* The kernel iterations of a request of ns (compensated for the machine's interruptions). */
+uint64_t hmb_compute_iters(const hmb_calib *c, int64_t ns);
+/* Run exactly iters kernel iterations; returns the measured ns. */
+int64_t hmb_compute_run_iters(uint64_t iters);
 
 /* ------------------------------------------------------------------ timer.c */
 /* (hmb_now / hmb_now_ns are declared in hmb/hmb.h) */

@@ -278,18 +278,20 @@ int64_t hmb_compute_ns(hmb_ctx *ctx, int64_t ns)
 
 int64_t hmb_compute_sliced_ns(hmb_ctx *ctx, int64_t ns, int64_t slice_ns, void (*poll)(void *), void *arg)
 {
-    /* Fixed work, like hmb_compute_ns: the nominal request is split into slices of nominal
-     * size; a slowed-down core makes the measured total (C_actual) exceed ns, and that
-     * slow-down is the point of measuring it. */
+    /* Fixed work, like hmb_compute_ns: the work of one request of ns (so test:P does exactly
+     * what none does for the same C), split into slices of about slice_ns. A slowed-down core
+     * makes the measured total (C_actual) exceed ns: that slow-down is what is measured. */
     const hmb_calib *c = thread_calib(ctx);
-    if (slice_ns <= 0 || slice_ns >= ns)
-        slice_ns = ns;
+    uint64_t total = hmb_compute_iters(c, ns), left = total;
+    uint64_t per_slice = slice_ns <= 0 || slice_ns >= ns ? total : (uint64_t)((double)total * slice_ns / ns);
+    if (per_slice == 0)
+        per_slice = 1;
     int64_t inside_ns = 0;
-    for (int64_t nominal_left = ns; nominal_left > 0;) {
-        int64_t want = nominal_left < slice_ns ? nominal_left : slice_ns;
-        inside_ns += hmb_compute_run(c, want);
-        nominal_left -= want;
-        if (poll && nominal_left > 0)
+    while (left > 0) {
+        uint64_t iters = left < per_slice ? left : per_slice;
+        inside_ns += hmb_compute_run_iters(iters);
+        left -= iters;
+        if (poll && left > 0)
             poll(arg);
     }
     return inside_ns;

@@ -87,6 +87,9 @@ static void parse_before_init(hmb_ctx *ctx, int argc, char **argv)
     ctx->noise.seed = (uint64_t)hmb_opt_int(ctx, "seed");
     if (hmb_opt_duration_ns(ctx, "timeout") <= 0)
         hmb_usage_error(ctx, "--timeout: must be positive");
+    if (hmb_opt_int(ctx, "max-iters") < hmb_opt_int(ctx, "iters"))
+        hmb_usage_error(ctx, "--max-iters %lld is below --iters %lld (the minimum number of iterations)",
+                        hmb_opt_int(ctx, "max-iters"), hmb_opt_int(ctx, "iters"));
     ctx->validate = !hmb_opt_flag(ctx, "no-validate");
     ctx->corrupt_at = hmb_opt_int(ctx, "corrupt-at");
     ctx->json_path = hmb_options_find(&ctx->opts, "json")->present ? hmb_opt_str(ctx, "json") : NULL;
@@ -214,7 +217,11 @@ int main(int argc, char **argv)
     hmb_table_header(ctx);
 
     hmb_point_list points = {0};
+    /* points() may measure (async calibrates its compute per operation and size): guarded too. */
+    hmb_watchdog_arm(ctx->watchdog, hmb_opt_duration_ns(ctx, "timeout"));
+    hmb_phase(ctx, "points (enumeration and calibration)");
     bench->points(ctx, &points);
+    hmb_watchdog_disarm(ctx->watchdog);
     for (int i = 0; i < points.count; i++)
         hmb_measure_point(ctx, &points.items[i]);
 

@@ -259,7 +259,9 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
         hmb_phase(ctx, "annotate");
         if (b->annotate)
             b->annotate(ctx, state, pt);
-        write_result(ctx, pt, "ok", summaries, &st, warmup, measured, invalid, why, why == STOP_CI, elapsed_s);
+        /* Judged on the final CI: a point stopped by the budget may still have met the target. */
+        int target_met = ci_target > 0 && hmb_ci_target_met(&summaries[primary_metric(&st)], ci_target);
+        write_result(ctx, pt, "ok", summaries, &st, warmup, measured, invalid, why, target_met, elapsed_s);
         hmb_table_row(ctx, pt, summaries, measured);
         hmb_pivot_add(ctx, pt, summaries);
     }
