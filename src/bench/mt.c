@@ -194,8 +194,6 @@ static int mt_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter,
         return 0;
     double lanes_total = (double)s->nlanes * (hmb_size(ctx) / 2);
     double msgs = lanes_total * s->windows * s->window;
-    for (int m = 0; m <= M_TARGET_COMPUTE; m++)
-        out->value[m] = NAN;
     out->valid = vmax[0] > 0;
     out->value[M_RATE] = msgs / vmax[0];
     out->value[M_PER_THREAD] = out->value[M_RATE] / lanes_total;
