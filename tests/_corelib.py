@@ -14,7 +14,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 # hmb_opt_type
-FLAG, INT, DOUBLE, SIZES, INTS, DURATION, STRING, CHOICE = range(8)
+FLAG, INT, DOUBLE, SIZES, INTS, DURATION, STRING, CHOICE, CHOICES = range(9)
 # hmb_noise_kind
 NOISE_NONE, NOISE_SINGLE, NOISE_UNIFORM, NOISE_GAUSSIAN = range(4)
 HMB_MAX_OPTIONS = 160

@@ -9,7 +9,7 @@ import tempfile
 import pytest
 
 import _corelib as cl
-from _corelib import CHOICE, DOUBLE, DURATION, FLAG, INT, INTS, SIZES, STRING
+from _corelib import CHOICE, CHOICES, DOUBLE, DURATION, FLAG, INT, INTS, SIZES, STRING
 
 K, M, G = 1 << 10, 1 << 20, 1 << 30
 libc = C.CDLL(None)
@@ -410,3 +410,35 @@ def test_help_text(lib):
                  "compute", "noise", "noise-thread", "seed", "cache", "llc-size", "no-validate",
                  "corrupt-at", "timeout", "json", "raw"):
         assert any(line.startswith(f"  --{name} ") for line in lines[common_at:] + threads), name
+
+
+LIST_TABLE = option_table(
+    ("mode", CHOICES, "latency,bw", "what to measure", 0, 0, "latency|bw|bibw|msgrate"),
+)
+
+
+@pytest.mark.parametrize("text,mask", [
+    ("latency", 0b0001), ("bw,latency", 0b0011), ("msgrate", 0b1000), ("all", 0b1111),
+    ("bibw,msgrate,latency,bw", 0b1111),
+])
+def test_choices_list_is_a_mask_in_declared_order(lib, text, mask):
+    p = Parsed(lib, ["--mode", text], bench=LIST_TABLE)
+    assert p.rc == 0, p.err
+    assert p["mode"].ival == mask and p["mode"].sval.decode() == text
+
+
+def test_choices_default(lib):
+    p = Parsed(lib, [], bench=LIST_TABLE)
+    assert p.rc == 0 and p["mode"].ival == 0b0011
+
+
+@pytest.mark.parametrize("text,message", [
+    ("bogus", '--mode: "bogus" is not one of latency|bw|bibw|msgrate (a comma list, or all)'),
+    ("bw,bw", '--mode: "bw" is listed twice'),
+    ("bw,,latency", '--mode: empty item in "bw,,latency"'),
+    ("bw,", '--mode: empty item in "bw,"'),
+    ("latency,Bw", '--mode: "Bw" is not one of latency|bw|bibw|msgrate (a comma list, or all)'),
+])
+def test_choices_errors_name_the_item(lib, text, message):
+    p = Parsed(lib, ["--mode", text], bench=LIST_TABLE)
+    assert p.rc == -1 and p.err == message

@@ -52,7 +52,8 @@ typedef enum {
     HMB_OPT_INTS,     /* integer list: 1,2,4 or 1:16 (doubling) or 1:16:x4 or 2:8:+2 */
     HMB_OPT_DURATION, /* time: 10us, 1.5ms, 2s, 500ns; bare number = microseconds; stored as ns */
     HMB_OPT_STRING,   /* free string (validated by the benchmark's check()) */
-    HMB_OPT_CHOICE    /* one of "a|b|c" */
+    HMB_OPT_CHOICE,   /* one of "a|b|c" */
+    HMB_OPT_CHOICES   /* comma list of names from "a|b|c", or "all"; read as a bit mask */
 } hmb_opt_type;
 
 typedef struct {
@@ -82,7 +83,10 @@ int hmb_opt_flag(const hmb_ctx *ctx, const char *name);
 long long hmb_opt_int(const hmb_ctx *ctx, const char *name);
 double hmb_opt_double(const hmb_ctx *ctx, const char *name);
 int64_t hmb_opt_duration_ns(const hmb_ctx *ctx, const char *name);
-const char *hmb_opt_str(const hmb_ctx *ctx, const char *name); /* STRING and CHOICE */
+const char *hmb_opt_str(const hmb_ctx *ctx, const char *name); /* STRING, CHOICE(S): the text */
+/* CHOICES: bit i set when the i-th name of the option's "a|b|c" was listed (unknown and
+ * repeated names are usage errors, caught by the parser). */
+unsigned long long hmb_opt_choices(const hmb_ctx *ctx, const char *name);
 const size_t *hmb_opt_sizes(const hmb_ctx *ctx, const char *name, int *count);
 const long long *hmb_opt_ints(const hmb_ctx *ctx, const char *name, int *count);
 int hmb_opt_given(const hmb_ctx *ctx, const char *name); /* given on the command line */

@@ -27,17 +27,17 @@ static const char *const mt_tag_info_keys[MT_NINFO] = {"mpi_assert_no_any_tag", 
                                                        "mpi_assert_allow_overtaking"};
 
 static const hmb_option mt_options[] = {
-    {"test", HMB_OPT_STRING, "rate", "comma list of rate, contention, get", 0, 0, NULL},
-    {"mode", HMB_OPT_STRING, "shared,comm,tag,stream,funneled",
-     "comma list of shared, comm, tag, stream, funneled, everywhere (everywhere: run with --threads 1 on 2T ranks; "
-     "stream on MPICH: export MPIR_CVAR_CH4_RESERVE_VCIS=T, and MPIR_CVAR_CH4_NUM_VCIS=T+1 for per-thread VCIs)",
-     0, 0, NULL},
+    {"test", HMB_OPT_CHOICES, "rate", "what to measure", 0, 0, "rate|contention|get"},
+    {"mode", HMB_OPT_CHOICES, "shared,comm,tag,stream,funneled",
+     "how threads express parallelism (everywhere: run with --threads 1 on 2T ranks; stream on MPICH: export "
+     "MPIR_CVAR_CH4_RESERVE_VCIS=T, and MPIR_CVAR_CH4_NUM_VCIS=T+1 for per-thread VCIs)",
+     0, 0, "shared|comm|tag|stream|funneled|everywhere"},
     {"window", HMB_OPT_INT, "64", "messages (or gets) in flight per lane before the window is completed", 1, 65536,
      NULL},
     {"windows-per-iter", HMB_OPT_INT, "4", "windows per lane in one timed iteration", 1, 4096, NULL},
-    {"target-progress", HMB_OPT_STRING, "none,thread",
-     "get test: comma list of none (target computes without MPI calls), thread (a helper thread polls MPI_Iprobe)", 0,
-     0, NULL},
+    {"target-progress", HMB_OPT_CHOICES, "none,thread",
+     "get test: none (target computes without MPI calls), thread (a helper thread polls MPI_Iprobe)", 0, 0,
+     "none|thread"},
     {"get-window", HMB_OPT_CHOICE, "create", "get test: window memory from MPI_Win_create (malloc) or MPI_Win_allocate",
      0, 0, "create|allocate"},
     HMB_OPTION_END,
@@ -59,47 +59,9 @@ enum { M_RATE, M_PER_THREAD, M_BW, M_OP_LAT, M_TARGET_COMPUTE };
 
 /* ------------------------------------------------------------------ option parsing */
 
-/* Comma list of names -> bit mask; 0 after a usage error message in err. */
-static unsigned mt_parse_names(const char *spec, const char *const *names, int count, char *err, size_t errlen)
-{
-    unsigned mask = 0;
-    const char *p = spec;
-    while (*p) {
-        size_t len = strcspn(p, ",");
-        int found = -1;
-        for (int i = 0; i < count; i++)
-            if (strlen(names[i]) == len && strncmp(p, names[i], len) == 0)
-                found = i;
-        if (found < 0) {
-            snprintf(err, errlen, "'%.*s' is not one of", (int)len, p);
-            for (int i = 0; i < count; i++)
-                snprintf(err + strlen(err), errlen - strlen(err), " %s", names[i]);
-            return 0;
-        }
-        mask |= 1u << found;
-        p += len;
-        if (*p == ',')
-            p++;
-    }
-    if (!mask)
-        snprintf(err, errlen, "empty list");
-    return mask;
-}
-
-static unsigned mt_option_mask(hmb_ctx *ctx, const char *option, const char *const *names, int count)
-{
-    char err[256];
-    unsigned mask = mt_parse_names(hmb_opt_str(ctx, option), names, count, err, sizeof err);
-    if (!mask)
-        hmb_usage_error(ctx, "--%s: %s", option, err);
-    return mask;
-}
-
 static void mt_check(hmb_ctx *ctx)
 {
-    unsigned tests = mt_option_mask(ctx, "test", mt_test_names, MT_NTESTS);
-    mt_option_mask(ctx, "mode", mt_mode_names, MT_NMODES);
-    mt_option_mask(ctx, "target-progress", mt_progress_names, MT_NPROGRESS);
+    unsigned long long tests = hmb_opt_choices(ctx, "test");
     long long window = hmb_opt_int(ctx, "window"), windows = hmb_opt_int(ctx, "windows-per-iter");
     if (window * windows > MT_SEQ_MASK + 1)
         hmb_usage_error(ctx, "--window x --windows-per-iter must be at most %d (sequence numbers carried in each "
@@ -133,11 +95,8 @@ static void mt_check(hmb_ctx *ctx)
 
 static void mt_points(hmb_ctx *ctx, hmb_point_list *out)
 {
-    char err[256];
-    unsigned tests = mt_parse_names(hmb_opt_str(ctx, "test"), mt_test_names, MT_NTESTS, err, sizeof err);
-    unsigned modes = mt_parse_names(hmb_opt_str(ctx, "mode"), mt_mode_names, MT_NMODES, err, sizeof err);
-    unsigned progress =
-        mt_parse_names(hmb_opt_str(ctx, "target-progress"), mt_progress_names, MT_NPROGRESS, err, sizeof err);
+    unsigned long long tests = hmb_opt_choices(ctx, "test"), modes = hmb_opt_choices(ctx, "mode"),
+                       progress = hmb_opt_choices(ctx, "target-progress");
     int nsizes = 0;
     const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
     for (int test = 0; test < MT_NTESTS; test++) {

@@ -28,36 +28,9 @@ typedef struct {
     MPI_Request *reqs;         /* 2 * window */
 } p2p_state;
 
-/* 1 if `mode` is selected by the --mode list ("all" or names separated by commas);
- * -1 if the list holds an unknown name. */
-static int mode_selected(const char *list, int mode)
-{
-    int selected = 0;
-    const char *p = list;
-    while (*p) {
-        size_t n = strcspn(p, ",");
-        int known = n == 3 && strncmp(p, "all", 3) == 0;
-        if (known)
-            selected = 1;
-        for (int m = 0; m < MODE_COUNT; m++) {
-            if (n == strlen(mode_names[m]) && strncmp(p, mode_names[m], n) == 0) {
-                known = 1;
-                selected |= m == mode;
-            }
-        }
-        if (!known)
-            return -1;
-        p += n + (p[n] == ',');
-    }
-    return selected;
-}
-
 static void p2p_check(hmb_ctx *ctx)
 {
-    const char *modes = hmb_opt_str(ctx, "mode");
-    if (!*modes || mode_selected(modes, MODE_LATENCY) < 0)
-        hmb_usage_error(ctx, "--mode: '%s' is not a list of all|latency|bw|bibw|msgrate", modes);
-    if (mode_selected(modes, MODE_MSGRATE) && hmb_size(ctx) % 2 != 0)
+    if ((hmb_opt_choices(ctx, "mode") & (1u << MODE_MSGRATE)) && hmb_size(ctx) % 2 != 0)
         hmb_usage_error(ctx, "--mode msgrate needs an even number of ranks (got %d); "
                              "choose --mode latency,bw,bibw or add a rank", hmb_size(ctx));
     int nsizes = 0;
@@ -71,9 +44,9 @@ static void p2p_points(hmb_ctx *ctx, hmb_point_list *out)
 {
     int nsizes = 0;
     const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
-    const char *modes = hmb_opt_str(ctx, "mode");
+    const unsigned long long modes = hmb_opt_choices(ctx, "mode");
     for (int m = 0; m < MODE_COUNT; m++) {
-        if (mode_selected(modes, m) != 1)
+        if (!(modes & (1u << m)))
             continue;
         for (int i = 0; i < nsizes; i++) {
             hmb_point *pt = hmb_points_add(out, sizes[i]);
@@ -263,7 +236,7 @@ static void p2p_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
 }
 
 static const hmb_option p2p_options[] = {
-    {"mode", HMB_OPT_STRING, "all", "all, or a comma list of latency|bw|bibw|msgrate", 0, 0, NULL},
+    {"mode", HMB_OPT_CHOICES, "all", "what to measure", 0, 0, "latency|bw|bibw|msgrate"},
     {"window", HMB_OPT_INT, "64", "messages in flight per iteration for bw, bibw, msgrate (osu: 64)", 1, 4096, NULL},
     {"hang-at", HMB_OPT_INT, "-1", "TEST ONLY: rank 1 stops participating at this iteration (watchdog test)", -1, 1e9,
      NULL},

@@ -92,6 +92,11 @@ const char *hmb_opt_str(const hmb_ctx *ctx, const char *name)
     return hmb_ctx_opt(ctx, name, HMB_OPT_STRING, HMB_OPT_CHOICE)->sval;
 }
 
+unsigned long long hmb_opt_choices(const hmb_ctx *ctx, const char *name)
+{
+    return (unsigned long long)hmb_ctx_opt(ctx, name, HMB_OPT_CHOICES, HMB_OPT_CHOICES)->ival;
+}
+
 const size_t *hmb_opt_sizes(const hmb_ctx *ctx, const char *name, int *count)
 {
     const hmb_optval *v = hmb_ctx_opt(ctx, name, HMB_OPT_SIZES, HMB_OPT_SIZES);

@@ -118,17 +118,58 @@ static int check_range_int(const hmb_option *o, long long value, char *err, size
     return -1;
 }
 
-static int is_choice(const char *choices, const char *text)
+/* Index of text[0..len) among "a|b|c", or -1; *count gets the number of choices. */
+static int choice_index(const char *choices, const char *text, size_t len, int *count)
 {
-    size_t len = strlen(text);
-    for (const char *p = choices; p && *p;) {
+    int index = 0, found = -1;
+    for (const char *p = choices; p && *p; index++) {
         const char *bar = strchr(p, '|');
         size_t n = bar ? (size_t)(bar - p) : strlen(p);
-        if (n == len && !strncmp(p, text, n))
-            return 1;
+        if (found < 0 && n == len && !strncmp(p, text, n))
+            found = index;
         p = bar ? bar + 1 : NULL;
     }
-    return 0;
+    if (count)
+        *count = index;
+    return found;
+}
+
+static int is_choice(const char *choices, const char *text)
+{
+    return choice_index(choices, text, strlen(text), NULL) >= 0;
+}
+
+/* "bw,latency" -> bit mask over the declared choices; "all" -> every one. */
+static int parse_choices(const hmb_option *o, const char *text, long long *mask, char *err, size_t errlen)
+{
+    int count = 0;
+    choice_index(o->choices, "", 0, &count);
+    if (strcmp(text, "all") == 0) {
+        *mask = count >= 63 ? -1 : (1LL << count) - 1;
+        return 0;
+    }
+    *mask = 0;
+    for (const char *p = text;;) {
+        size_t len = strcspn(p, ",");
+        int i = choice_index(o->choices, p, len, NULL);
+        if (len == 0) {
+            hmb_set_err(err, errlen, "--%s: empty item in \"%s\"", o->name, text);
+            return -1;
+        }
+        if (i < 0 || i > 62) {
+            hmb_set_err(err, errlen, "--%s: \"%.*s\" is not one of %s (a comma list, or all)", o->name, (int)len, p,
+                        o->choices);
+            return -1;
+        }
+        if (*mask & (1LL << i)) {
+            hmb_set_err(err, errlen, "--%s: \"%.*s\" is listed twice", o->name, (int)len, p);
+            return -1;
+        }
+        *mask |= 1LL << i;
+        if (!p[len])
+            return 0;
+        p += len + 1;
+    }
 }
 
 static void free_value(hmb_optval *v)
@@ -219,6 +260,10 @@ static int parse_value(hmb_optval *v, const char *text, char *err, size_t errlen
             hmb_set_err(err, errlen, "--%s: \"%s\" is not one of %s", o->name, text, o->choices);
             return -1;
         }
+        break;
+    case HMB_OPT_CHOICES:
+        if (parse_choices(o, text, &v->ival, err, errlen))
+            return -1;
         break;
     }
     v->sval = text;
@@ -366,6 +411,7 @@ static const char *type_name(const hmb_option *o)
     case HMB_OPT_DURATION: return "TIME";
     case HMB_OPT_STRING: return "STR";
     case HMB_OPT_CHOICE: return o->choices ? o->choices : "CHOICE";
+    case HMB_OPT_CHOICES: return "LIST";
     }
     return "?";
 }
@@ -379,8 +425,10 @@ static void help_line(FILE *out, const hmb_option *o, const hmb_default *default
     const char *def = default_text(o, defaults);
     if (def && o->type != HMB_OPT_FLAG)
         fprintf(out, " (default: %s)", def);
+    if (o->type == HMB_OPT_CHOICES)
+        fprintf(out, " [comma list of %s, or all]", o->choices);
     if (has_range(o) && o->type != HMB_OPT_FLAG && o->type != HMB_OPT_STRING &&
-        o->type != HMB_OPT_CHOICE) {
+        o->type != HMB_OPT_CHOICE && o->type != HMB_OPT_CHOICES) {
         char lo[40], hi[40];
         if (o->type == HMB_OPT_DURATION) {
             format_duration(o->min, lo, sizeof lo);

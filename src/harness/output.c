@@ -343,6 +343,7 @@ void hmb_json_option_value(hmb_json *j, const hmb_optval *v)
         break;
     case HMB_OPT_STRING:
     case HMB_OPT_CHOICE:
+    case HMB_OPT_CHOICES:
         hmb_json_str(j, key, v->sval);
         return;
     }
