@@ -161,3 +161,20 @@ def test_smoke_real_hmb_bench(tmp_path):
     assert {x["params"]["size_bytes"] for x in res} == {8, 1024}
     head = next(x for x in recs if x["type"] == "run")
     assert head["env"].get("OMP_PLACES") == "cores"
+
+
+def test_unwritable_outputs_and_malformed_results_are_one_line(tmp_path):
+    data = HERE / "data"
+    existing = tmp_path / "file"
+    existing.write_text("x")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type":"result","bench":"part","params":{"size_bytes":8},"metrics":{"overhead":5}}\n')
+    for args in (["report", str(data / "compare_a.jsonl"), "-o", str(existing)],
+                 ["compare", str(data / "compare_a.jsonl"), str(data / "compare_b.jsonl"),
+                  "-o", str(tmp_path / "nodir" / "x.txt")],
+                 ["report", str(bad), "-o", str(tmp_path / "rep")],
+                 ["compare", str(bad), str(data / "compare_a.jsonl")]):
+        r = hmb(args, cwd=tmp_path)
+        assert r.returncode == 2, (args, r.stderr)
+        assert r.stderr.startswith("hmb: ") and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert f"{bad}:1: " in r.stderr

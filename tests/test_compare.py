@@ -13,6 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 from hmb import compare, results
 
 DATA = Path(__file__).parent / "data"
@@ -73,7 +76,8 @@ def test_cli_table_and_summary(tmp_path):
     r = subprocess.run([sys.executable, "-m", "hmb.cli", "compare", str(DATA / "compare_a.jsonl"),
                         str(DATA / "compare_b.jsonl"), "-o", str(out)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert "Significant changes (Holm p < 0.05 and |B/A - 1| > 5%): 3 of 10" in r.stdout
+    assert "Significant changes (Holm p < 0.05, CI excludes no change, and |B/A - 1| > 5% " in r.stdout
+    assert "of scale): 3 of 10" in r.stdout and "basis" in r.stdout
     assert "Only in B (1)" in r.stdout and out.read_text() == r.stdout
     assert r.stdout.count("* worse") == 3
 
@@ -88,3 +92,96 @@ def test_matches_across_libraries(tmp_path):
     b.write_text("".join(json.dumps(x) + "\n" for x in lines))
     c = compare.compare(results.load([DATA / "compare_a.jsonl"]), results.load([b]))
     assert len(c.rows) == 10 and not c.only_a and not c.only_b
+
+
+# ---- point identity, launch-to-launch drift, signed metrics, invalid CIs
+
+sys.path.insert(0, str(DATA))
+import make_synthetic as synth  # noqa: E402
+
+
+def _write(path: Path, lines: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def _side(path: Path, points: list[tuple], raw: bool = True, ci_valid: bool = True) -> results.ResultSet:
+    """points: (ranks, metric, unit, higher_is_better, [repeat medians]); one run per repeat,
+    41 samples per repeat spread ±2% (±0.02 absolute around 0) around the planted median."""
+    w = synth.Writer()
+    for ranks, metric, unit, hib, medians in points:
+        for med in medians:
+            run_id = w.run("async", "MPICH", "MPICH Version: 5.0.2", ranks, 1)
+            spread = max(abs(med) * 0.02, 0.02)
+            w.result(run_id, "async", {"size_bytes": 65536, "op": "pt2pt", "progress": "none", "threads": 1},
+                     {metric: (med + np.linspace(-spread, spread, 41), unit, hib)}, raw=raw)
+            w.lines[-1]["metrics"][metric]["ci_valid"] = ci_valid
+    return results.load([_write(path, w.lines)])
+
+
+def test_different_rank_counts_are_not_pooled(tmp_path):
+    a = _side(tmp_path / "a.jsonl", [(2, "t_us", "us", False, [10.0]), (4, "t_us", "us", False, [20.0])])
+    b = _side(tmp_path / "b.jsonl", [(2, "t_us", "us", False, [10.0]), (4, "t_us", "us", False, [20.0])])
+    c = compare.compare(a, b)
+    assert len(c.rows) == 2 and {r.point.split("ranks=")[1].split()[0] for r in c.rows} == {"2", "4"}
+    assert all(math.isclose(r.change, 1.0) for r in c.rows)
+    only = compare.compare(a, _side(tmp_path / "c.jsonl", [(2, "t_us", "us", False, [10.0])]))
+    assert len(only.rows) == 1 and len(only.only_a) == 1 and "ranks=4" in only.only_a[0]
+
+
+@pytest.mark.parametrize("raw", [True, False], ids=["samples", "summaries"])
+def test_launch_to_launch_drift_is_not_significant(tmp_path, raw):
+    # Repeat medians A 1.0, 1.2 and B 1.1, 1.3: within-launch noise is tiny, but launches
+    # drift by 20%, so B/A = 1.09 is no finding; the test is on the repeats.
+    a = _side(tmp_path / "a.jsonl", [(2, "t_us", "us", False, [1.0, 1.2])], raw=raw)
+    b = _side(tmp_path / "b.jsonl", [(2, "t_us", "us", False, [1.1, 1.3])], raw=raw)
+    (row,) = compare.compare(a, b).rows
+    assert row.basis == "repeats" and row.scale == "ratio"
+    assert row.ci_lo < 1.0 < row.ci_hi and row.p_holm > 0.05 and not row.significant
+    # A real shift well beyond the drift is found (three repeats a side: with two, a t-test on
+    # the repeats has one or two degrees of freedom and finds little).
+    a3 = _side(tmp_path / "a3.jsonl", [(2, "t_us", "us", False, [1.0, 1.1, 1.2])], raw=raw)
+    far = _side(tmp_path / "far.jsonl", [(2, "t_us", "us", False, [3.0, 3.1, 3.2])], raw=raw)
+    (row,) = compare.compare(a3, far).rows
+    assert row.significant and row.verdict == "worse" and row.ci_lo > 1.0
+
+
+def test_one_repeat_per_side_tests_iterations_and_says_so(tmp_path):
+    a = _side(tmp_path / "a.jsonl", [(2, "t_us", "us", False, [1.0])])
+    b = _side(tmp_path / "b.jsonl", [(2, "t_us", "us", False, [1.3])])
+    c = compare.compare(a, b)
+    (row,) = c.rows
+    assert row.basis == "iterations" and row.significant
+    assert "iterations" in compare.render(c)
+
+
+def test_signed_metrics_compare_by_difference(tmp_path):
+    # efficiency -10% -> -30%: worse (a ratio of 3 would read "better"); early arrival 0 -> 0.4:
+    # better (a ratio from 0 is undefined).
+    a = _side(tmp_path / "a.jsonl", [(2, "efficiency_pct", "%", True, [-10.0]),
+                                     (4, "early_arrival", "ratio", True, [0.0])])
+    b = _side(tmp_path / "b.jsonl", [(2, "efficiency_pct", "%", True, [-30.0]),
+                                     (4, "early_arrival", "ratio", True, [0.4])])
+    rows = {r.metric: r for r in compare.compare(a, b).rows}
+    eff, early = rows["efficiency_pct"], rows["early_arrival"]
+    assert eff.scale == "difference" and eff.change == pytest.approx(-20.0)
+    assert eff.significant and eff.verdict == "worse" and eff.ci_hi < 0
+    assert early.scale == "difference" and early.change == pytest.approx(0.4)
+    assert early.significant and early.verdict == "better" and early.ci_lo > 0
+    text = compare.render(compare.compare(a, b))
+    assert "B-A -20" in text and "B-A +0.4" in text
+
+
+def test_invalid_cis_are_not_used_for_tests(tmp_path):
+    a = _side(tmp_path / "a.jsonl", [(2, "t_us", "us", False, [1.0])], raw=False, ci_valid=False)
+    b = _side(tmp_path / "b.jsonl", [(2, "t_us", "us", False, [1.3])], raw=False, ci_valid=False)
+    (row,) = compare.compare(a, b).rows
+    assert math.isnan(row.ci_lo) and math.isnan(row.p) and not row.significant
+
+
+def test_verdict_never_contradicts_the_ci(tmp_path):
+    a = results.load([DATA / "compare_a.jsonl"])
+    b = results.load([DATA / "compare_b.jsonl"])
+    for row in compare.compare(a, b).rows:
+        if row.significant:
+            assert not (row.ci_lo <= row.no_change <= row.ci_hi)

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hmb import report, results
@@ -67,6 +68,9 @@ def test_readings_are_computed_from_the_data(built):
     assert set(r) == set(FIGURES)
     eb = r["part_early_arrival"]
     assert "Early-bird transfer seen on Open MPI from 64K on" in eb
+    # planted under uniform:4 only: the reading names the noise model of each panel
+    assert "Noise uniform:4: Early-bird transfer seen on Open MPI" in eb
+    assert "Noise none: No early-bird transfer" in eb
     assert "at 4M" in eb and "MPICH shows none (max 0.00)" in eb
     assert "MPICH: P=1 median 1.0" in r["part_overhead"]
     assert "Unsupported: impl on Open MPI" in r["async_efficiency"]
@@ -186,3 +190,37 @@ def test_mt_thread_safety_table(built):
         assert float(row[5]) == pytest.approx(planted, rel=0.08)
         assert row[6] == "2 / 2"
     assert "MPICH shared: MULTIPLE runs at 0.8" in table
+
+
+def _async_runs(tmp_path, layouts) -> results.ResultSet:
+    """One async point per (ranks, compute, median) in layouts."""
+    w = synth.Writer()
+    for ranks, compute, median in layouts:
+        run_id = w.run("async", "MPICH", "MPICH Version: 5.0.2", ranks, 1)
+        w.lines[-1]["options"].update({"compute": compute, "iters": "5", "sizes": "64K"})
+        for size in (4096, 65536):
+            w.result(run_id, "async", {"size_bytes": size, "op": "allreduce", "progress": "none", "threads": 1},
+                     {"efficiency_pct": (median + np.linspace(-1, 1, 21), "%", True)})
+    path = tmp_path / "a.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in w.lines))
+    return results.load([path])
+
+
+def test_runs_that_differ_in_layout_or_options_are_separate_lines(tmp_path):
+    # Allreduce at 2 ranks (E=80) and at 4 ranks (E=20) must not merge into one point at 50.
+    rs = _async_runs(tmp_path, [(2, "1ms", 80.0), (4, "1ms", 20.0), (2, "10ms", 60.0)])
+    (fig,) = report.async_figures(rs, tmp_path)
+    reading = fig.reading
+    assert "none, ranks=2, compute=1ms 80.0%" in reading and "none, ranks=4, compute=1ms 20.0%" in reading
+    assert "none, ranks=2, compute=10ms 60.0%" in reading and " 50" not in reading
+    header, rows = report.results_rows(rs)["async"]
+    assert len(rows) == 6 and all(row[-1] == "1" for row in rows)
+    assert any("compute=10ms" in row[2] and "ranks=2" in row[2] for row in rows)
+
+
+def test_identical_layouts_still_combine_and_hide_constant_items(tmp_path):
+    rs = _async_runs(tmp_path, [(2, "1ms", 80.0), (2, "1ms", 82.0)])
+    (fig,) = report.async_figures(rs, tmp_path)
+    assert "MPICH at 64K: none 81.0%" in fig.reading and "ranks=" not in fig.reading
+    header, rows = report.results_rows(rs)["async"]
+    assert len(rows) == 2 and rows[0][-1] == "2" and "ranks" not in rows[0][2]

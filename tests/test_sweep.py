@@ -233,3 +233,46 @@ def test_missing_benchmark_is_skipped_only_when_asked(tmp_path, capsys):
     finally:
         for k in ("HMB_BENCH_OVERRIDE", "FAKE_BENCHES", "FAKE_LOG", "FAKE_SLEEP_S"):
             os.environ.pop(k, None)
+
+
+def test_system_mpi_uses_its_detected_flavor(tmp_path, monkeypatch):
+    # A system Intel MPI gets I_MPI_ASYNC_PROGRESS, not MPICH's variable.
+    from hmb import mpi as hmpi
+    monkeypatch.delenv("HMB_BENCH_OVERRIDE", raising=False)
+    monkeypatch.setattr(hmpi, "find", lambda name, install=True: hmpi.MPI(
+        "system", "impi", None, "mpicc", "mpiexec"))
+    cfg = sweep.load(str(write_config(tmp_path, """
+[sweep]
+mpis = ["system"]
+seed = 1
+[[bench]]
+name = "async"
+args = { progress = "impl" }
+""")))
+    (spec,) = sweep.expand(cfg)
+    assert spec.env_added == {"I_MPI_ASYNC_PROGRESS": "1"}
+
+
+@pytest.mark.parametrize("text, what", [
+    ('[sweep]\nseed = 1\n[[bench]]\nname = "p2p"\nargs = { sizes = [] }\n', "bench[0].args.sizes: empty list"),
+    ('[sweep]\nseed = 1\nargs = { sizes = [] }\n[[bench]]\nname = "p2p"\n', "sweep.args.sizes: empty list"),
+    ('[sweep]\nseed = 1\nrepeats = [3, 1]\n[[bench]]\nname = "p2p"\n', "sweep.repeats: expected a positive integer"),
+    ('[sweep]\nseed = 1\n[[bench]]\nname = "p2p"\nrepeats = "2"\n', "bench[0].repeats: expected a positive integer"),
+    ('bench = [1, 2]\n', "bench[0] must be a table"),
+])
+def test_bad_config_values_are_one_line(tmp_path, text, what):
+    path = write_config(tmp_path, text)
+    with pytest.raises(sweep.ConfigError) as e:
+        sweep.load(str(path))
+    assert what in str(e.value) and "\n" not in str(e.value)
+    r = subprocess.run([sys.executable, "-m", "hmb.cli", "sweep", str(path), "--dry-run"], capture_output=True,
+                       text=True, cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+
+
+def test_resume_without_a_seed_keeps_the_first_order(tmp_path):
+    out = tmp_path / "out.jsonl"
+    out.write_text(json.dumps({"type": "sweep", "seed": 4242, "order": []}) + "\n"
+                   + json.dumps({"type": "sweep", "seed": 7, "order": []}) + "\n")
+    assert sweep.recorded_seed(out, 1) == 4242
+    assert sweep.recorded_seed(tmp_path / "none.jsonl", 1) == 1

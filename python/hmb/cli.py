@@ -250,6 +250,10 @@ def main(argv=None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as e:   # an output that cannot be written (missing directory, a file in the way)
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"hmb: {where}{e.strerror or e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

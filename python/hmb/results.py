@@ -1,14 +1,19 @@
 """Reading JSON Lines results (docs/output-schema.md) and combining repeats of a point.
 
 Readers ignore unknown keys and unknown record types. A launch that was redone after an
-interruption (`hmb sweep --resume`) leaves two runs with the same tag; only the last one
-counts, so a point is never counted twice.
+interruption (`hmb sweep --resume`) leaves two runs with the same tag in its file; only the
+last one counts, so a point is never counted twice. Several files are several data sets:
+tags and run ids are scoped to their file, and a file named twice is read once.
+
+A point's identity (point_key) is its benchmark, its params, the run layout (ranks, thread
+level provided) and every run-level option that changes what is measured.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
 import math
+import statistics
 from pathlib import Path
 
 import numpy as np
@@ -54,16 +59,23 @@ class Result:
         return str(opts.get("noise", "none"))
 
     def metric(self, name: str) -> dict | None:
+        """The metric's summary; a CI hmb-bench marked invalid (ci_valid false: it wrote
+        [min, max] there) reads as no CI (NaN bounds)."""
         m = (self.record.get("metrics") or {}).get(name)
         if m is None:
             v = (self.record.get("extra") or {}).get(name)
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 return {"median": float(v), "ci_lo": float("nan"), "ci_hi": float("nan")}
+        elif m.get("ci_valid") is False:
+            m = {**m, "ci_lo": float("nan"), "ci_hi": float("nan")}
         return m
 
     def samples(self, name: str):
         s = (self.record.get("samples") or {}).get(name)
-        return np.asarray(s, dtype=float) if s else None
+        if not s:
+            return None
+        s = np.asarray(s, dtype=float)
+        return s[np.isfinite(s)]
 
 
 def mpi_label(run: dict, launch: dict | None = None) -> str:
@@ -86,73 +98,178 @@ class ResultSet:
     sources: list
 
 
-def _read(path: Path) -> list[dict]:
+def _read(path: Path) -> list[tuple[int, dict]]:
+    """(line number, record) for every JSON object in the file; a malformed record is a
+    ResultsError naming file:line."""
     if not path.is_file():
         raise ResultsError(f"results file not found: {path}")
     records = []
-    with open(path, errors="replace") as f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut short by a killed run
-            if isinstance(rec, dict):
-                records.append(rec)
+    try:
+        with open(path, errors="replace") as f:
+            for n, line in enumerate(f, 1):
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut short by a killed run
+                if isinstance(rec, dict):
+                    problem = _malformed(rec)
+                    if problem:
+                        raise ResultsError(f"{path}:{n}: {problem}")
+                    records.append((n, rec))
+    except OSError as e:
+        raise ResultsError(f"cannot read {path}: {e.strerror}") from None
     return records
 
 
-def load(paths) -> ResultSet:
-    """Load one or more JSONL files (a directory means every *.jsonl in it)."""
-    files = []
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _malformed(rec: dict) -> str | None:
+    """What is wrong with the types of a run or result record (None if nothing)."""
+    kind = rec.get("type")
+    if kind == "run":
+        for key in ("options", "thread_level", "mpi", "noise"):
+            if key in rec and not isinstance(rec[key], (dict, type(None))):
+                return f"run record: '{key}' must be an object"
+        if "ranks" in rec and rec["ranks"] is not None and not _is_number(rec["ranks"]):
+            return "run record: 'ranks' must be a number"
+    elif kind == "result":
+        params = rec.get("params")
+        if params is not None and not isinstance(params, dict):
+            return "result record: 'params' must be an object"
+        for k, v in (params or {}).items():
+            if isinstance(v, (dict, list)):
+                return f"result record: params.{k} must be a number or text"
+        if params and "size_bytes" in params and not (isinstance(params["size_bytes"], int)
+                                                      and not isinstance(params["size_bytes"], bool)):
+            return "result record: params.size_bytes must be an integer"
+        for key in ("metrics", "samples", "extra"):
+            if key in rec and not isinstance(rec[key], (dict, type(None))):
+                return f"result record: '{key}' must be an object"
+        for name, m in (rec.get("metrics") or {}).items():
+            if not isinstance(m, dict):
+                return f"result record: metric '{name}' must be an object"
+            for field in ("median", "ci_lo", "ci_hi"):
+                if m.get(field) is not None and not _is_number(m[field]):
+                    return f"result record: {name}.{field} must be a number"
+        for name, s in (rec.get("samples") or {}).items():
+            if not isinstance(s, list) or not all(_is_number(x) or x is None for x in s):
+                return f"result record: samples.{name} must be a list of numbers"
+    return None
+
+
+def _files(paths) -> list[Path]:
+    """The files named (a directory: its *.jsonl), each once, in the order given."""
+    files, seen = [], set()
     for p in map(Path, paths):
+        found = [p]
         if p.is_dir():
             found = sorted(p.glob("*.jsonl"))
             if not found:
                 raise ResultsError(f"no *.jsonl files in {p}")
-            files += found
-        else:
-            files.append(p)
-    runs, launches_by_tag, items, failures = {}, {}, [], []
-    last_run_of_tag = {}
+        for f in found:
+            real = f.resolve()
+            if real not in seen:   # the same file twice (or a directory and a file in it)
+                seen.add(real)
+                files.append(f)
+    return files
+
+
+def load(paths) -> ResultSet:
+    """Load one or more JSONL files (a directory means every *.jsonl in it).
+
+    Each file is its own data set: "the last run of a tag counts" (a launch redone by
+    --resume) applies within a file, and run ids and launch records are scoped to it."""
+    files = _files(paths)
+    runs, launches, results, failures = {}, [], [], []
     for path in files:
         records = _read(path)
-        if not any(r.get("type") in ("run", "result") for r in records):
+        if not any(r.get("type") in ("run", "result") for _, r in records):
             raise ResultsError(f"{path}: no hmb-bench records (is it a JSON Lines results file?)")
-        for rec in records:
+        file_runs, file_launches, last_run_of_tag, items = {}, {}, {}, []
+        for _, rec in records:
             kind = rec.get("type")
             if kind == "run":
-                runs[rec.get("run_id")] = rec
+                file_runs[rec.get("run_id")] = rec
                 if rec.get("tag"):
                     last_run_of_tag[rec["tag"]] = rec.get("run_id")
             elif kind == "launch":
-                launches_by_tag[rec.get("tag")] = rec
+                file_launches[rec.get("tag")] = rec
             elif kind == "result":
-                items.append((rec, str(path)))
+                items.append(rec)
             elif kind == "failure":
                 failures.append(rec)
-    results = []
-    for rec, src in items:
-        run = runs.get(rec.get("run_id"), {})
-        tag = run.get("tag")
-        if tag and last_run_of_tag.get(tag) != rec.get("run_id"):
-            continue  # superseded by a redone launch of the same tag
-        results.append(Result(rec, run, launches_by_tag.get(tag, {}) if tag else {}, src))
-    return ResultSet(results, runs, list(launches_by_tag.values()), failures, [str(f) for f in files])
+        for rec in items:
+            run = file_runs.get(rec.get("run_id"), {})
+            tag = run.get("tag")
+            if tag and last_run_of_tag.get(tag) != rec.get("run_id"):
+                continue  # superseded by a redone launch of the same tag
+            results.append(Result(rec, run, file_launches.get(tag, {}) if tag else {}, str(path)))
+        runs.update({(str(path), run_id): run for run_id, run in file_runs.items()})
+        launches += file_launches.values()
+    return ResultSet(results, runs, launches, failures, [str(f) for f in files])
 
 
-# Parameters that identify a point, besides bench, MPI and the params dict itself.
-def point_key(r: Result, with_mpi: bool = True, with_noise: bool = True) -> tuple:
+# Options that steer the run but not what is measured: never part of a point's identity.
+RUN_CONTROL_OPTIONS = frozenset({"json", "raw", "timeout", "iters", "max-iters", "warmup", "ci-target",
+                                 "budget", "seed", "corrupt-at", "no-validate", "llc-size"})
+
+
+def identity(r: Result) -> dict:
+    """name -> text of everything that makes a point what it is, besides bench, noise and MPI:
+    the point's params (threads from the run if absent), the run's ranks and provided thread
+    level, and every run-level option except run control (RUN_CONTROL_OPTIONS), the noise
+    model (kept apart) and options the benchmark expanded into params (sizes -> size_bytes,
+    partitions -> partitions, ...)."""
     params = r.params
-    params.setdefault("threads", r.run.get("threads"))
-    key = [r.bench, tuple(sorted((k, str(v)) for k, v in params.items()))]
-    if with_noise:
-        key.append(r.noise)
-    if with_mpi:
-        key.append(r.mpi)
-    return tuple(key)
+    out = {k: str(v) for k, v in params.items()}
+    if "threads" not in out and r.run.get("threads") is not None:
+        out["threads"] = str(r.run.get("threads"))
+    if r.run.get("ranks") is not None:
+        out["ranks"] = str(r.run["ranks"])
+    provided = (r.run.get("thread_level") or {}).get("provided")
+    if provided:
+        out["thread-level"] = str(provided)
+    for name, value in (r.run.get("options") or {}).items():
+        if value is None or name in RUN_CONTROL_OPTIONS or name == "noise" \
+                or name.replace("-", "_") in params:
+            continue   # not set, run control, kept apart, or expanded into params
+        if name == "sizes" and "size_bytes" in params:
+            continue
+        if name == "thread-level":   # the level asked for: only news when it is not what was provided
+            if provided and str(value).upper() == str(provided).upper():
+                continue
+            name = "thread-level-requested"
+        out.setdefault(name, _text(value))
+    return out
+
+
+def _text(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def point_key(r: Result, with_mpi: bool = True, with_noise: bool = True) -> tuple:
+    """(bench, sorted identity items, noise, mpi): results with equal keys are repeats of one
+    point. Used by the report (lines, tables) and compare (matching)."""
+    return (r.bench, tuple(sorted(identity(r).items())), r.noise if with_noise else "",
+            r.mpi if with_mpi else "")
+
+
+def varying(items_per_thing: list[dict], skip=()) -> list[str]:
+    """Names whose value is not the same in every dict (absent counts as a value): what a
+    label must name to tell things apart."""
+    names = []
+    for d in items_per_thing:
+        for k in d:
+            if k not in names and k not in skip:
+                names.append(k)
+    return [k for k in names if len({d.get(k) for d in items_per_thing}) > 1]
 
 
 @dataclasses.dataclass
@@ -168,6 +285,9 @@ class Combined:
 
 
 def combine(results: list, metric: str) -> Combined | None:
+    """Median of the repeats' medians. Band (ci_lo, ci_hi): one repeat's 95% CI; with
+    several repeats, the range of their medians (launch-to-launch variation), widened to
+    the typical repeat's CI when that is wider. NaN bounds: no valid CI."""
     meds, los, his = [], [], []
     over = False
     for r in results:
@@ -180,12 +300,15 @@ def combine(results: list, metric: str) -> Combined | None:
         over = over or r.oversubscribed
     if not meds:
         return None
-    med = float(np.median(meds))
+    med = float(statistics.median(meds))
     if len(meds) == 1:
         lo, hi = los[0], his[0]
-    else:  # the typical CI of one repeat, centred by the repeats (spread shown separately)
-        lo = float(np.nanmedian(los)) if not all(math.isnan(x) for x in los) else float("nan")
-        hi = float(np.nanmedian(his)) if not all(math.isnan(x) for x in his) else float("nan")
+    else:
+        valid = [(m, a, b) for m, a, b in zip(meds, los, his) if not (math.isnan(a) or math.isnan(b))]
+        lo, hi = min(meds), max(meds)
+        if valid:   # the typical repeat's CI half-widths, around the combined median
+            lo = min(lo, med - statistics.median(m - a for m, a, _ in valid))
+            hi = max(hi, med + statistics.median(b - m for m, _, b in valid))
     return Combined(med, lo, hi, min(meds), max(meds), len(meds), over)
 
 

@@ -8,22 +8,23 @@ from __future__ import annotations
 import re
 import shlex
 
-from .sweep import Config, ConfigError
+from .sweep import Config, ConfigError, expand
 
 TIME_RE = re.compile(r"^(\d+-)?\d{1,3}(:\d{2}){0,2}$")
 
 
 def check(cfg: Config, nodes: int, ranks_per_node: int, threads: int) -> None:
-    """Every point must fit the allocation (one line, exit 2, otherwise)."""
-    for b in cfg.benches:
-        for ranks in b["ranks"]:
-            if ranks > nodes * ranks_per_node:
-                raise ConfigError(f"{b['name']} with ranks={ranks} needs more than "
-                                  f"--nodes × --ranks-per-node = {nodes * ranks_per_node} ranks")
-        for t in b["threads"]:
-            if t > threads:
-                raise ConfigError(f"{b['name']} with threads={t} needs more than --threads {threads} "
-                                  f"CPUs per rank")
+    """Every launch must fit the allocation (one line, exit 2, otherwise). The expanded
+    launches are checked, so layouts the requirement table changes (mt everywhere: 2·T
+    ranks) count with the ranks they really use."""
+    for spec in expand(cfg):
+        where = f"{spec.bench}" + (f" ({spec.split})" if spec.split else "")
+        if spec.ranks > nodes * ranks_per_node:
+            raise ConfigError(f"{where} with ranks={spec.ranks} needs more than "
+                              f"--nodes × --ranks-per-node = {nodes * ranks_per_node} ranks")
+        if spec.threads > threads:
+            raise ConfigError(f"{where} with threads={spec.threads} needs more than --threads {threads} "
+                              f"CPUs per rank")
 
 
 def script(cfg: Config, config_path: str, nodes: int, ranks_per_node: int, threads: int,

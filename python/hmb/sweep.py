@@ -81,10 +81,18 @@ def _as_list(value, what: str, kind=None) -> list:
     return values
 
 
+def _repeats(value, what: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"{what}: expected a positive integer, got {value!r}")
+    return value
+
+
 def _check_args(args, what: str) -> dict:
     if not isinstance(args, dict):
         raise ConfigError(f"{what}: expected a table of benchmark options, got {args!r}")
     for key, value in args.items():
+        if isinstance(value, list) and not value:
+            raise ConfigError(f"{what}.{key}: empty list (it would expand to no launches)")
         for v in (value if isinstance(value, list) else [value]):
             if isinstance(v, (dict, list)) or v is None:
                 raise ConfigError(f"{what}.{key}: expected text, number, boolean or a list of them")
@@ -118,8 +126,7 @@ def load(path: str, mpis_override: list | None = None, output_override: str | No
     for m in mpis:
         if m not in hmpi.KNOWN:
             raise ConfigError(f"{path}: unknown MPI '{m}' (choose from {', '.join(hmpi.KNOWN)})")
-    repeats = sweep.get("repeats", 1)
-    _as_list(repeats, "sweep.repeats", int)
+    repeats = _repeats(sweep.get("repeats", 1), "sweep.repeats")
     seed = sweep.get("seed")
     seed_given = seed is not None
     if seed_given and (not isinstance(seed, int) or isinstance(seed, bool)):
@@ -142,6 +149,8 @@ def load(path: str, mpis_override: list | None = None, output_override: str | No
     out_benches = []
     for i, b in enumerate(benches):
         where = f"bench[{i}]"
+        if not isinstance(b, dict):
+            raise ConfigError(f"{path}: {where} must be a table ([[bench]] with name = ...), got {b!r}")
         bad = set(b) - BENCH_KEYS
         if bad:
             raise ConfigError(f"{path}: unknown key {where}.{sorted(bad)[0]} (known: {', '.join(sorted(BENCH_KEYS))})")
@@ -161,7 +170,7 @@ def load(path: str, mpis_override: list | None = None, output_override: str | No
             "ranks": _as_list(b.get("ranks", 2), f"{where}.ranks", int),
             "threads": _as_list(b.get("threads", 1), f"{where}.threads", int),
             "mpis": bm,
-            "repeats": _as_list(b.get("repeats", repeats), f"{where}.repeats", int)[0],
+            "repeats": _repeats(b.get("repeats", repeats), f"{where}.repeats"),
             "args": args,
         })
     output = output_override or sweep.get("output", "results/sweep.jsonl")
@@ -185,7 +194,7 @@ def tag_of(bench: str, mpi: str, ranks: int, threads: int, args: dict, repeat: i
 
 def expand(cfg: Config) -> list[LaunchSpec]:
     """Every launch of the grid, in config order (shuffle with order())."""
-    specs, seen = [], set()
+    specs, seen, flavors = [], set(), {}
     for b in cfg.benches:
         list_keys = [k for k, v in b["args"].items() if isinstance(v, list)]
         scalar = {k: v for k, v in b["args"].items() if not isinstance(v, list)}
@@ -196,7 +205,7 @@ def expand(cfg: Config) -> list[LaunchSpec]:
             args.update(zip(list_keys, chosen))
             args = {k: v for k, v in args.items() if v is not False}
             text_args = {k: (True if v is True else _text(v)) for k, v in args.items()}
-            flavor = hlaunch.FLAVORS.get(mpi, "mpich")
+            flavor = _flavor(mpi, flavors)
             for part in requirements.plan(b["name"], text_args, ranks, threads, flavor):
                 for r in range(b["repeats"]):
                     tag = tag_of(b["name"], mpi, part.ranks, part.threads, part.args, r)
@@ -206,6 +215,16 @@ def expand(cfg: Config) -> list[LaunchSpec]:
                     specs.append(LaunchSpec(tag, b["name"], mpi, part.ranks, part.threads,
                                             part.args, part.env_added, r, part.split))
     return specs
+
+
+def _flavor(mpi: str, known: dict) -> str:
+    """The MPI's launcher dialect (a system MPI's as detected), asked once per expansion."""
+    if mpi not in known:
+        try:
+            known[mpi] = hlaunch.prepare_flavor(mpi)
+        except hmpi.MPIError as e:
+            raise ConfigError(str(e)) from None
+    return known[mpi]
 
 
 def order(specs: list[LaunchSpec], seed: int) -> list[LaunchSpec]:
@@ -229,6 +248,20 @@ def finished_tags(output: Path) -> set[str]:
             if isinstance(rec, dict) and rec.get("type") == "launch" and rec.get("status") in ("done", "failed"):
                 tags.add(rec.get("tag"))
     return tags
+
+
+def recorded_seed(output: Path, default: int) -> int:
+    """The seed of the first sweep record in the output (default if there is none)."""
+    if output.exists():
+        with open(output, errors="replace") as f:
+            for line in f:
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(rec, dict) and rec.get("type") == "sweep" and isinstance(rec.get("seed"), int):
+                    return rec["seed"]
+    return default
 
 
 def append_record(output: Path, record: dict) -> None:
@@ -263,8 +296,11 @@ def run(cfg: Config, resume: bool = False, dry_run: bool = False, overwrite: boo
     """Run the sweep; returns 0 if every launch succeeded, 1 if some failed, 130 on Ctrl-C."""
     from tqdm import tqdm
 
-    specs = order(expand(cfg), cfg.seed)
     output = Path(cfg.output)
+    if resume and not cfg.seed_given:
+        # The order continues the interrupted sweep's shuffle, not a new one.
+        cfg.seed = recorded_seed(output, cfg.seed)
+    specs = order(expand(cfg), cfg.seed)
     if dry_run:
         for s in specs:
             argv = hlaunch.bench_argv(s.args) + ["--threads", str(s.threads)]
@@ -346,22 +382,14 @@ def _run_one(spec: LaunchSpec, target: hlaunch.Target, cfg: Config, output: Path
         start_offset = log.tell()
         t0 = time.monotonic()
         try:
-            proc = hlaunch.subprocess.Popen(cmd, env=env, stdout=log, stderr=log,
-                                            start_new_session=True, preexec_fn=_die_with_parent)
-        except OSError as e:
-            rc, elapsed = 127, 0.0
-            log.write(f"cannot start {cmd[0]}: {e.strerror}\n")
-        else:
-            try:
-                rc = proc.wait(timeout=cfg.timeout)
-            except hlaunch.subprocess.TimeoutExpired:
-                hlaunch._stop_group(proc)
-                rc = 124
-                log.write(f"hmb: launch killed after the {cfg.timeout:g} s timeout\n")
-            except KeyboardInterrupt:
-                hlaunch._stop_group(proc)
-                raise
-            elapsed = time.monotonic() - t0
+            rc = hlaunch.run_streaming(cmd, env, cfg.timeout, stdout=log, stderr=log,
+                                       preexec_fn=_die_with_parent)
+        except hlaunch.LaunchError as e:
+            rc = 127
+            log.write(f"{e}\n")
+        if rc == 124:
+            log.write(f"hmb: launch killed after the {cfg.timeout:g} s timeout\n")
+        elapsed = time.monotonic() - t0
     status = "done" if rc == 0 else "failed"
     append_record(output, {"type": "launch", "schema": SCHEMA, "tag": spec.tag, "point": spec.point(),
                            "mpi": spec.mpi, "rc": rc, "status": status, "env_added": added,

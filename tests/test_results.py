@@ -1,0 +1,138 @@
+"""Reading results: a point's identity, loading several files, malformed records, combining.
+
+Records are written with tests/data/make_synthetic.py's Writer, with medians planted.
+"""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hmb import results
+
+DATA = Path(__file__).parent / "data"
+sys.path.insert(0, str(DATA))
+import make_synthetic as synth  # noqa: E402
+
+
+def write(path: Path, lines: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def async_run(w, ranks: int, median: float, options: dict | None = None, level="MULTIPLE", tag=None):
+    run_id = w.run("async", "MPICH", "MPICH Version: 5.0.2", ranks, 1, tag=tag, thread_level=level)
+    w.lines[-1]["options"].update({"sizes": "64K", "op": "allreduce", "progress": "none", "iters": "5",
+                                   "budget": "0.2s", "seed": "1", "json": "x.jsonl", **(options or {})})
+    samples = median + np.linspace(-1, 1, 21)
+    w.result(run_id, "async", {"size_bytes": 65536, "op": "allreduce", "progress": "none", "threads": 1},
+             {"efficiency_pct": (samples, "%", True)})
+    return run_id
+
+
+def test_identity_has_layout_and_run_options_but_not_run_control(tmp_path):
+    w = synth.Writer()
+    async_run(w, 2, 80.0, {"compute": "1ms", "cache": "cold", "llc-size": "32M", "noise-thread": "fixed"})
+    r = results.load([write(tmp_path / "a.jsonl", w.lines)]).results[0]
+    ident = results.identity(r)
+    assert ident["ranks"] == "2" and ident["thread-level"] == "MULTIPLE" and ident["threads"] == "1"
+    assert ident["compute"] == "1ms" and ident["cache"] == "cold" and ident["noise-thread"] == "fixed"
+    for control in ("iters", "budget", "seed", "json", "llc-size"):
+        assert control not in ident
+    # expanded into params: not repeated as options
+    assert "sizes" not in ident and ident["op"] == "allreduce" and ident["size_bytes"] == "65536"
+
+
+def test_different_ranks_options_and_thread_levels_are_different_points(tmp_path):
+    w = synth.Writer()
+    async_run(w, 2, 80.0)
+    async_run(w, 4, 20.0)
+    async_run(w, 2, 50.0, {"compute": "10ms"})
+    async_run(w, 2, 60.0, level="SINGLE")
+    async_run(w, 2, 81.0, {"iters": "50", "seed": "7"})     # run control only: a repeat of the first
+    rs = results.load([write(tmp_path / "a.jsonl", w.lines)])
+    keys = {results.point_key(r) for r in rs.results}
+    assert len(keys) == 4
+    first = [r for r in rs.results if results.point_key(r) == results.point_key(rs.results[0])]
+    c = results.combine(first, "efficiency_pct")
+    assert c.repeats == 2 and c.median == pytest.approx(80.5)
+
+
+def test_combined_band_shows_the_spread_of_repeats(tmp_path):
+    # Two repeats with medians 80 and 20 (each CI about ±1): the band must cover 20..80,
+    # not the median of the repeats' CI bounds (about 49..51).
+    w = synth.Writer()
+    async_run(w, 2, 80.0)
+    async_run(w, 2, 20.0)
+    rs = results.load([write(tmp_path / "a.jsonl", w.lines)])
+    c = results.combine(rs.results, "efficiency_pct")
+    assert c.median == pytest.approx(50.0)
+    assert c.ci_lo <= 20.0 and c.ci_hi >= 80.0
+    # One repeat: its own CI.
+    one = results.combine(rs.results[:1], "efficiency_pct")
+    assert one.ci_lo < 80.0 < one.ci_hi and one.ci_hi - one.ci_lo < 3
+
+
+def test_invalid_ci_is_no_band(tmp_path):
+    w = synth.Writer()
+    async_run(w, 2, 80.0)
+    w.lines[-1]["metrics"]["efficiency_pct"]["ci_valid"] = False
+    rs = results.load([write(tmp_path / "a.jsonl", w.lines)])
+    c = results.combine(rs.results, "efficiency_pct")
+    assert c.median == pytest.approx(80.0) and math.isnan(c.ci_lo) and math.isnan(c.ci_hi)
+
+
+def _tagged_sweep(path: Path, median: float) -> Path:
+    w = synth.Writer()
+    async_run(w, 2, median, tag="async-mpich-abc-r0")
+    w.lines.append({"type": "launch", "tag": "async-mpich-abc-r0", "status": "done", "rc": 0})
+    return write(path, w.lines)
+
+
+def test_two_sweeps_of_one_config_in_two_files_are_two_data_sets(tmp_path):
+    a = _tagged_sweep(tmp_path / "day1.jsonl", 80.0)
+    b = _tagged_sweep(tmp_path / "day2.jsonl", 70.0)       # same tags, same run ids
+    rs = results.load([a, b])
+    assert len(rs.results) == 2 and len(rs.launches) == 2 and len(rs.runs) == 2
+    assert sorted(r.metric("efficiency_pct")["median"] for r in rs.results) == [70.0, 80.0]
+
+
+def test_a_file_named_twice_is_read_once(tmp_path):
+    a = _tagged_sweep(tmp_path / "day1.jsonl", 80.0)
+    assert len(results.load([a, a]).results) == 1
+    assert len(results.load([tmp_path, a]).results) == 1
+    link = tmp_path / "sub"
+    link.mkdir()
+    shutil.copy(a, link / "copy.jsonl")                 # a copy is another data set
+    assert len(results.load([a, link / "copy.jsonl"]).results) == 2
+
+
+def test_redone_launch_within_a_file_counts_once(tmp_path):
+    w = synth.Writer()
+    async_run(w, 2, 10.0, tag="t-r0")                  # interrupted, then redone by --resume
+    async_run(w, 2, 80.0, tag="t-r0")
+    rs = results.load([write(tmp_path / "a.jsonl", w.lines)])
+    assert [r.metric("efficiency_pct")["median"] for r in rs.results] == [80.0]
+
+
+@pytest.mark.parametrize("record, what", [
+    ({"type": "result", "bench": "part", "params": {"size_bytes": 8}, "metrics": {"overhead": 5}},
+     "metric 'overhead' must be an object"),
+    ({"type": "result", "bench": "part", "params": [1, 2], "metrics": {}}, "'params' must be an object"),
+    ({"type": "result", "bench": "part", "params": {"size_bytes": "8K"}, "metrics": {"overhead": {"median": 1}}},
+     "size_bytes must be an integer"),
+    ({"type": "result", "bench": "part", "params": {}, "metrics": {"overhead": {"median": "1"}}},
+     "overhead.median must be a number"),
+    ({"type": "result", "bench": "part", "params": {}, "samples": {"overhead": 3}}, "samples.overhead"),
+    ({"type": "run", "bench": "part", "options": ["a"]}, "'options' must be an object"),
+])
+def test_malformed_records_name_file_and_line(tmp_path, record, what):
+    path = write(tmp_path / "bad.jsonl", [{"type": "sweep"}, record])
+    with pytest.raises(results.ResultsError) as e:
+        results.load([path])
+    assert f"{path}:2: " in str(e.value) and what in str(e.value)
