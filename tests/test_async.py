@@ -7,6 +7,7 @@ possible bounds only; the physics checks use medians and wide margins."""
 from __future__ import annotations
 
 import math
+import statistics
 
 import pytest
 
@@ -15,7 +16,8 @@ from conftest import TEST_MPIS, run_bench
 mpich_only = pytest.mark.skipif("mpich" not in TEST_MPIS, reason="MPICH not selected (HMB_TEST_MPIS)")
 
 ALL_OPS = ["pt2pt", "exch", "allreduce", "ialltoall", "ibcast", "neighbor_alltoall", "allreduce_init"]
-METRICS = ["efficiency_pct", "t_sync_us", "t_total_us", "c_us", "c_actual_us", "t_over_us", "slowdown"]
+# T_total first: the primary metric, whose relative CI the stopping rule watches (E can be ~0).
+METRICS = ["t_total_us", "efficiency_pct", "t_sync_us", "c_us", "c_actual_us", "t_over_us", "slowdown"]
 FAST = ["--iters", "5", "--warmup", "1", "--ci-target", "0"]
 
 
@@ -31,7 +33,8 @@ def _median(result, metric):
 def _check_physical(result):
     """Bounds that hold whatever the machine's noise."""
     m = {k: _median(result, k) for k in METRICS}
-    assert list(result["metrics"])[: len(METRICS)] == METRICS  # primary metric first
+    assert set(METRICS) <= set(result["metrics"])
+    assert next(iter(result["metrics"])) == "t_total_us"  # the JSON keeps the descriptor's order
     for k, v in m.items():
         assert math.isfinite(v), (k, result["params"])
     assert result["metrics"]["efficiency_pct"]["count"] == result["iterations"]
@@ -112,8 +115,9 @@ def test_impl_with_mpich_progress_thread_on(tmp_path):
 
 
 @pytest.mark.mpi
-@pytest.mark.parametrize("op", ["pt2pt", "exch", "ialltoall"])
+@pytest.mark.parametrize("op", ["pt2pt", "exch", "ialltoall", "allreduce", "allreduce_init"])
 def test_corrupted_data_is_caught(mpi_name, op, tmp_path):
+    """--corrupt-at flips one received byte; every check, the reduction's included, must see it."""
     run = run_bench(mpi_name, ["async", "--op", op, "--sizes", "1K", "--progress", "none",
                                "--corrupt-at", "2", *FAST], tmp_path=tmp_path)
     assert run.rc == 3, (run.rc, run.stderr)
@@ -134,6 +138,13 @@ def test_corrupted_data_is_caught(mpi_name, op, tmp_path):
     (["--op", "exch", "--neighbors", "3"], 2, "--neighbors: 3 on a ring must be even"),
     (["--op", "exch", "--topology", "grid2d", "--neighbors", "6"], 2, "--neighbors: 6 on grid2d"),
     (["--compute", "0"], 2, "--compute: must be > 0"),
+    # 16 GiB is 2^31 doubles: one more than an MPI int count (it used to wrap to 0 and pass).
+    (["--sizes", "16G"], 2, "--sizes: 17179869184 bytes is 2147483648 doubles"),
+    (["--op", "ialltoall", "--sizes", "8,32G"], 2, "more than an MPI int count holds"),
+    (["--op", "pt2pt,pt2pt"], 2, "--op: operation 'pt2pt' listed twice"),
+    (["--op", "allreduce,exch,allreduce"], 2, "--op: operation 'allreduce' listed twice"),
+    (["--progress", "none,none"], 2, "--progress: mode 'none' listed twice"),
+    (["--progress", "test:10,thread,test:10.0"], 2, "--progress: mode 'test:10.0' listed twice"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, ranks, needle, tmp_path):
     sizes = [] if "--sizes" in args else ["--sizes", "8"]
@@ -143,21 +154,64 @@ def test_bad_input_is_one_line_and_exit_2(args, ranks, needle, tmp_path):
     assert len(lines) == 1 and needle in lines[0], run.stderr
 
 
+@pytest.mark.mpi
+def test_thread_mode_needs_thread_multiple(mpi_name, tmp_path):
+    """Below MPI_THREAD_MULTIPLE a second thread must not call MPI: `thread` is never run."""
+    run = run_bench(mpi_name, ["async", "--op", "pt2pt", "--sizes", "64", "--progress", "none,thread",
+                               "--thread-level", "funneled", *FAST], tmp_path=tmp_path)
+    assert run.rc == 0, run.stderr
+    points = {r["params"]["progress"]: r for r in run.results(status=None)}
+    assert points["none"]["status"] == "ok"
+    assert points["thread"]["status"] == "unsupported"
+    assert points["thread"]["reason"] == (
+        "thread: needs MPI_THREAD_MULTIPLE, the library provides MPI_THREAD_FUNNELED")
+
+
+@pytest.mark.mpi
+def test_cold_cache_runs_and_validates_both_phases(mpi_name, tmp_path):
+    """--cache cold: prepare() writes both phases' data before the flush; every op still
+    validates both phases (each has its own buffers) on every iteration."""
+    run = run_bench(mpi_name, ["async", "--op", ",".join(ALL_OPS), "--sizes", "1K", "--progress", "test:10",
+                               "--cache", "cold", "--llc-size", "1M", *FAST], ranks=4, tmp_path=tmp_path)
+    assert run.rc == 0, run.stderr
+    results = run.results()
+    assert {r["params"]["op"] for r in results} == set(ALL_OPS)
+    for r in results:
+        _check_physical(r)
+
+
 # ------------------------------------------------------------------ physics (MPICH)
 
 SMALL, LARGE = 2048, 1 << 20  # well below MPICH's ~8 KB eager switch; far above it
 
 
+def _undisturbed(points):
+    """The shared machine sometimes gives many of a point's iterations to other jobs. Such a
+    run shows it (undisturbed, measured: median/min of T_total <= 1.07, of T_sync <= 1.4):
+    the kernel ran slower than calibrated, or a time's median sits far above its minimum."""
+    for r in points.values():
+        t_total, t_sync = r["samples"]["t_total_us"], r["samples"]["t_sync_us"]
+        if (_median(r, "slowdown") > 1.3 or statistics.median(t_total) > 1.5 * min(t_total)
+                or statistics.median(t_sync) > 2.5 * min(t_sync)):
+            return False
+    return True
+
+
 @pytest.fixture(scope="module")
 def mpich_overlap(tmp_path_factory):
-    """One run, compute 4x the blocking time, 15 iterations per point (medians)."""
-    run = run_bench("mpich", ["async", "--op", "pt2pt", "--sizes", f"{SMALL},{LARGE}",
-                              "--progress", "none,test:2", "--calc-factor", "4",
-                              "--iters", "15", "--warmup", "2", "--ci-target", "0"],
-                    tmp_path=tmp_path_factory.mktemp("async_physics"),
-                    env={"MPIR_CVAR_ASYNC_PROGRESS": "0"})
-    assert run.rc == 0, run.stderr
-    return {(p, s): r for (op, p, s), r in _by_point(run).items()}
+    """Compute 4x the blocking time, 15 iterations per point (medians); the first of up to
+    four runs that other jobs on the machine did not disturb (else the last one)."""
+    for _ in range(4):
+        run = run_bench("mpich", ["async", "--op", "pt2pt", "--sizes", f"{SMALL},{LARGE}",
+                                  "--progress", "none,test:2", "--calc-factor", "4",
+                                  "--iters", "15", "--warmup", "2", "--ci-target", "0", "--raw"],
+                        tmp_path=tmp_path_factory.mktemp("async_physics"),
+                        env={"MPIR_CVAR_ASYNC_PROGRESS": "0"})
+        assert run.rc == 0, run.stderr
+        points = {(p, s): r for (op, p, s), r in _by_point(run).items()}
+        if _undisturbed(points):
+            break
+    return points
 
 
 @pytest.mark.mpi

@@ -4,22 +4,26 @@
  *   1. blocking baseline: barrier, blocking op                       -> T_sync
  *   2. non-blocking run:  barrier, post, compute C with a progress
  *      mode, complete                                                -> T_total, C_actual
+ * Each phase has its own buffers, filled by prepare() before any --cache cold flush, and
+ * verify() checks both phases' received data every iteration.
  * The slowest rank defines each time. E = 100 (1 - (T_total - C) / T_sync), where C is the
  * calibrated, undisturbed compute time that was requested (so a slower kernel under a
  * progress thread counts as overhead). Formulas: include/hmb/metrics.h.
  *
  * Progress modes: none (no MPI call while computing), test:P (MPI_Testall on the op's
  * requests every P µs of compute), thread (HMB's own progress thread looping on
- * MPI_Testall), impl (the library's own progress thread, only when it is really on). */
+ * MPI_Testall; needs MPI_THREAD_MULTIPLE), impl (the library's own progress thread, only
+ * when it is really on). */
 #define _GNU_SOURCE
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "async_ops.h"
-#include "core.h"
 #include "hmb/metrics.h"
 
 #define MAX_MODES 16
@@ -48,11 +52,13 @@ static int parse_ops(const char *text, async_op *ops, int *nops, char *err, size
             rc = -1;
             break;
         }
-        if (*nops == ASYNC_OP_COUNT) {
-            snprintf(err, errlen, "--op: operation '%s' listed twice", tok);
-            rc = -1;
+        for (int i = 0; i < *nops && rc == 0; i++)
+            if (ops[i] == (async_op)found) {
+                snprintf(err, errlen, "--op: operation '%s' listed twice", tok);
+                rc = -1;
+            }
+        if (rc != 0)
             break;
-        }
         ops[(*nops)++] = (async_op)found;
     }
     if (rc == 0 && *nops == 0) {
@@ -89,6 +95,11 @@ static int parse_progress(const char *text, progress_spec *modes, int *nmodes, c
             snprintf(err, errlen, "--progress: unknown mode '%s' (choose from none, test:P, thread, impl)", tok);
             rc = -1;
         }
+        for (int i = 0; i < *nmodes && rc == 0; i++)
+            if (modes[i].kind == m.kind && modes[i].poll_us == m.poll_us) {
+                snprintf(err, errlen, "--progress: mode '%s' listed twice", tok);
+                rc = -1;
+            }
         if (rc == 0 && *nmodes == MAX_MODES) {
             snprintf(err, errlen, "--progress: more than %d modes", MAX_MODES);
             rc = -1;
@@ -213,6 +224,8 @@ static void *progress_thread_main(void *arg)
 static progress_thread *progress_thread_start(void)
 {
     progress_thread *pt = calloc(1, sizeof *pt);
+    if (!pt)
+        return NULL;
     pthread_mutex_init(&pt->lock, NULL);
     pthread_cond_init(&pt->wake, NULL);
     pthread_cond_init(&pt->idle, NULL);
@@ -267,9 +280,6 @@ typedef struct {
     int64_t c_ns; /* calibrated compute C, the same on every rank */
     int library_thread;
     progress_thread *thread;
-    /* rank 0: every iteration's times, for E from the medians in annotate() */
-    double *t_total_s, *t_sync_s;
-    long nsamples, capacity;
 } async_state;
 
 static const hmb_option async_options[] = {
@@ -288,10 +298,12 @@ static const hmb_option async_options[] = {
 /* The seed's 4, 128, 2048, 32768, 524288 doubles. */
 static const hmb_default async_defaults[] = {{"sizes", "32,1K,16K,256K,4M"}, {NULL, NULL}};
 
+/* T_total first: the adaptive stopping rule watches the first metric's relative CI, which
+ * is meaningless for E (near 0 or negative without progress). */
 static const hmb_metric async_metrics[] = {
+    {"t_total_us", "us", "post + compute + completion time of the non-blocking run", 0, 1},
     {"efficiency_pct", "%", "E = 100 (1 - T_over / T_sync): share of the blocking time hidden", 1, 1},
     {"t_sync_us", "us", "blocking operation time (baseline)", 0, 1},
-    {"t_total_us", "us", "post + compute + completion time of the non-blocking run", 0, 1},
     {"c_us", "us", "calibrated compute time requested (undisturbed)", 0, 0},
     {"c_actual_us", "us", "time inside the compute kernel (excluding progress calls)", 0, 1},
     {"t_over_us", "us", "T_over = T_total - C", 0, 1},
@@ -320,9 +332,12 @@ static void async_check(hmb_ctx *ctx)
         hmb_usage_error(ctx, "%s", err);
     int nsizes;
     const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
-    for (int i = 0; i < nsizes; i++)
+    for (int i = 0; i < nsizes; i++) {
         if (sizes[i] == 0 || sizes[i] % sizeof(double) != 0)
             hmb_usage_error(ctx, "--sizes: %zu is not a positive multiple of 8 bytes (messages are doubles)", sizes[i]);
+        if (!async_size_fits(sizes[i], err, sizeof err))
+            hmb_usage_error(ctx, "%s", err);
+    }
     int k = effective_neighbors(ctx);
     int grid = strcmp(hmb_opt_str(ctx, "topology"), "grid2d") == 0;
     if (grid && k != 4 && k != 8)
@@ -434,29 +449,59 @@ static progress_spec point_mode(const hmb_point *pt)
     return m;
 }
 
+/* Why this rank cannot run the point ("" if it can). Local facts only: the caller agrees
+ * across ranks before any collective (an environment variable may differ per rank). */
+static void local_unsupported_reason(hmb_ctx *ctx, async_op op, progress_spec mode, const library_progress *lp,
+                                     char *why, size_t whylen)
+{
+    why[0] = '\0';
+    int provided = hmb_thread_level_provided(ctx);
+    if (!async_op_supported(op, why, whylen))
+        return;
+    if (mode.kind == PROG_IMPL && !lp->on)
+        snprintf(why, whylen, "%s", lp->why_not);
+    else if (mode.kind == PROG_THREAD && provided < MPI_THREAD_MULTIPLE)
+        snprintf(why, whylen, "thread: needs MPI_THREAD_MULTIPLE, the library provides MPI_THREAD_%s",
+                 hmb_thread_level_name(provided));
+}
+
 static void *async_setup(hmb_ctx *ctx, const hmb_point *pt)
 {
     async_op op = (async_op)async_op_from_name(hmb_point_str(pt, "op"));
     progress_spec mode = point_mode(pt);
     library_progress lp = detect_library_progress(hmb_thread_level_provided(ctx));
-    if (mode.kind == PROG_IMPL && !lp.on) {
-        hmb_unsupported(ctx, "%s", lp.why_not);
-        return NULL;
-    }
-    char why[256] = "";
-    if (!async_op_supported(op, why, sizeof why)) {
-        hmb_unsupported(ctx, "%s", why);
+    char why[320];
+    local_unsupported_reason(ctx, op, mode, &lp, why, sizeof why);
+    progress_thread *thread = NULL;
+    if (!why[0] && mode.kind == PROG_THREAD && !(thread = progress_thread_start()))
+        snprintf(why, sizeof why, "thread: could not start HMB's progress thread on rank %d", hmb_rank(ctx));
+    /* Every rank skips the point if one cannot run it; the ranks that cannot say why. */
+    if (!hmb_all_agree(ctx, why[0] == '\0')) {
+        if (thread)
+            progress_thread_stop(thread);
+        if (why[0])
+            hmb_unsupported(ctx, "%s", why);
         return NULL;
     }
     async_state *s = calloc(1, sizeof *s);
+    if (!hmb_all_agree(ctx, s != NULL))
+        hmb_usage_error(ctx, "cannot allocate the benchmark state on every rank");
     s->mode = mode;
     s->library_thread = lp.on;
+    s->thread = thread;
     int grid = strcmp(hmb_opt_str(ctx, "topology"), "grid2d") == 0;
     async_exchange_init(&s->ex, ctx, pt, op, pt->size_bytes, effective_neighbors(ctx), grid);
-    if (mode.kind == PROG_THREAD && !(s->thread = progress_thread_start()))
-        hmb_usage_error(ctx, "could not start the progress thread");
     s->c_ns = calibrated_c_ns(ctx, op, pt->size_bytes);
     return s;
+}
+
+/* Both phases' data before the --cache cold flush: nothing inside iterate() touches it first. */
+static void async_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
+{
+    (void)ctx, (void)pt;
+    async_state *s = state;
+    async_fill(&s->ex, iter, ASYNC_BLOCKING);
+    async_fill(&s->ex, iter, ASYNC_NONBLOCKING);
 }
 
 static void testall_poll(void *arg)
@@ -482,35 +527,20 @@ static int64_t compute_with_progress(hmb_ctx *ctx, async_state *s)
     }
 }
 
-static void keep_sample(async_state *s, double t_total_s, double t_sync_s)
-{
-    if (s->nsamples == s->capacity) {
-        s->capacity = s->capacity ? 2 * s->capacity : 256;
-        s->t_total_s = realloc(s->t_total_s, (size_t)s->capacity * sizeof(double));
-        s->t_sync_s = realloc(s->t_sync_s, (size_t)s->capacity * sizeof(double));
-    }
-    s->t_total_s[s->nsamples] = t_total_s;
-    s->t_sync_s[s->nsamples] = t_sync_s;
-    s->nsamples++;
-}
-
 static int async_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
 {
     async_state *s = state;
     async_exchange *ex = &s->ex;
 
-    /* 1. blocking baseline (its data is checked right away, outside the timing) */
-    async_fill(ex, iter, 0);
+    /* 1. blocking baseline (both phases' data is checked in verify(), outside the timing) */
     hmb_phase(ctx, "barrier before blocking op");
     MPI_Barrier(ex->world);
     hmb_phase(ctx, "blocking op");
     double t_start_s = hmb_now();
     async_blocking(ex);
     double t_sync_s = hmb_now() - t_start_s;
-    async_verify(ex, iter, 0);
 
-    /* 2. non-blocking run: post, compute with progress, complete */
-    async_fill(ex, iter, 1);
+    /* 2. non-blocking run on its own buffers: post, compute with progress, complete */
     hmb_phase(ctx, "barrier before non-blocking op");
     MPI_Barrier(ex->world);
     hmb_phase(ctx, "post");
@@ -531,35 +561,24 @@ static int async_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
     t_sync_s = slowest[0];
     t_total_s = slowest[1];
     double c_s = (double)s->c_ns * 1e-9, c_actual_s = slowest[2];
-    out->value[0] = hmb_async_efficiency_pct(t_total_s, c_s, t_sync_s);
-    out->value[1] = t_sync_s * 1e6;
-    out->value[2] = t_total_s * 1e6;
+    out->value[0] = t_total_s * 1e6;
+    out->value[1] = hmb_async_efficiency_pct(t_total_s, c_s, t_sync_s);
+    out->value[2] = t_sync_s * 1e6;
     out->value[3] = c_s * 1e6;
     out->value[4] = c_actual_s * 1e6;
     out->value[5] = hmb_async_overhead(t_total_s, c_s) * 1e6;
     out->value[6] = c_actual_s / c_s;
     out->value[7] = slowest[3] * 1e6;
     out->valid = 1;
-    keep_sample(s, t_total_s, t_sync_s);
     return 0;
 }
 
 static void async_verify_cb(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
 {
+    (void)ctx, (void)pt;
     async_state *s = state;
-    async_verify(&s->ex, iter, 1);
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median_of(double *x, long n)
-{
-    qsort(x, (size_t)n, sizeof *x, compare_doubles);
-    return hmb_quantile_sorted(x, n, 0.5);
+    async_verify(&s->ex, iter, ASYNC_BLOCKING);
+    async_verify(&s->ex, iter, ASYNC_NONBLOCKING);
 }
 
 static void async_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
@@ -573,14 +592,8 @@ static void async_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
     }
     hmb_result_add_num(ctx, "c_request_ns", (double)s->c_ns);
     hmb_result_add_str(ctx, "c_source", hmb_opt_given(ctx, "compute") ? "--compute" : "calc-factor x T_sync");
-    /* Warm-up iterations come first and are not part of the statistics. */
-    long skip = (long)hmb_opt_int(ctx, "warmup");
-    if (s->nsamples > skip) {
-        long n = s->nsamples - skip;
-        double med_total_s = median_of(s->t_total_s + skip, n), med_sync_s = median_of(s->t_sync_s + skip, n);
-        hmb_result_add_num(ctx, "efficiency_of_medians_pct",
-                           hmb_async_efficiency_pct(med_total_s, (double)s->c_ns * 1e-9, med_sync_s));
-    }
+    /* No E from the medians here: the result has the t_total_us, t_sync_us and c_us medians,
+     * from which a report derives it (metrics.h: hmb_async_efficiency_pct). */
     hmb_result_add_num(ctx, "library_progress_thread", s->library_thread);
 }
 
@@ -592,8 +605,6 @@ static void async_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
     if (s->thread)
         progress_thread_stop(s->thread);
     async_exchange_free(&s->ex);
-    free(s->t_total_s);
-    free(s->t_sync_s);
     free(s);
 }
 
@@ -610,6 +621,7 @@ static const hmb_bench async_bench = {
     .check = async_check,
     .points = async_points,
     .setup = async_setup,
+    .prepare = async_prepare,
     .iterate = async_iterate,
     .verify = async_verify_cb,
     .teardown = async_teardown,

@@ -2,6 +2,7 @@
  * patterns and checks. See async_ops.h. */
 #include "async_ops.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,17 @@ int async_op_supported(async_op op, char *why, size_t whylen)
     return 1;
 }
 
+int async_size_fits(size_t size_bytes, char *why, size_t whylen)
+{
+    if (size_bytes / sizeof(double) <= (size_t)INT_MAX)
+        return 1;
+    snprintf(why, whylen,
+             "--sizes: %zu bytes is %zu doubles per message (per peer block for alltoall and neighbourhoods), "
+             "more than an MPI int count holds (%d)",
+             size_bytes, size_bytes / sizeof(double), INT_MAX);
+    return 0;
+}
+
 /* Exchange partners: direction j sends to send_to[j] and receives from recv_from[j] (the
  * rank on the opposite side), so the message of direction j always meets a receive of
  * direction j, even where a small ring or grid makes neighbours repeat. */
@@ -68,6 +80,15 @@ static void grid_neighbors(async_exchange *ex, int k)
     }
 }
 
+/* The longest iteration period whose largest reduction sum stays below 2^53 (exact). */
+static long long reduce_period(int nranks, int count)
+{
+    long long n = nranks, limit = 1LL << 53;
+    long long headroom = limit - n * (n + 1) / 2 - n * (long long)count; /* n, count < 2^31 */
+    long long period = (headroom / (n * n) + 1) / 2;
+    return period < 1 ? 1 : period;
+}
+
 void async_exchange_init(async_exchange *ex, hmb_ctx *ctx, const hmb_point *pt, async_op op, size_t size_bytes,
                          int neighbors, int grid2d)
 {
@@ -80,7 +101,7 @@ void async_exchange_init(async_exchange *ex, hmb_ctx *ctx, const hmb_point *pt, 
     ex->persistent = MPI_REQUEST_NULL;
     ex->rank = hmb_rank(ctx);
     ex->nranks = hmb_size(ctx);
-    ex->count = (int)(size_bytes / sizeof(double));
+    ex->count = (int)(size_bytes / sizeof(double)); /* fits: async_size_fits() in check() */
     ex->nblocks = 1;
     ex->peer = (ex->rank + ex->nranks / 2) % ex->nranks;
     if (async_op_uses_neighbors(op)) {
@@ -93,13 +114,24 @@ void async_exchange_init(async_exchange *ex, hmb_ctx *ctx, const hmb_point *pt, 
     } else if (op == OP_IALLTOALL) {
         ex->nblocks = ex->nranks;
     }
+    ex->reduce_period = reduce_period(ex->nranks, ex->count);
     size_t bytes = (size_t)ex->nblocks * (size_t)ex->count * sizeof(double);
-    ex->sendbuf = calloc(1, bytes);
-    ex->recvbuf = calloc(1, bytes);
-    if (!ex->sendbuf || !ex->recvbuf)
-        hmb_usage_error(ctx, "cannot allocate 2 x %zu bytes of message buffers", bytes);
-    hmb_cache_register(ctx, ex->sendbuf, bytes);
-    hmb_cache_register(ctx, ex->recvbuf, bytes);
+    int allocated = 1;
+    for (int phase = 0; phase < ASYNC_PHASES; phase++) {
+        ex->buf[phase].send = calloc(1, bytes);
+        ex->buf[phase].recv = calloc(1, bytes);
+        allocated = allocated && ex->buf[phase].send && ex->buf[phase].recv;
+    }
+    /* Agreed before any collective: a failure on one rank must not leave the others waiting. */
+    if (!hmb_all_agree(ctx, allocated)) {
+        async_exchange_free(ex);
+        hmb_usage_error(ctx, "cannot allocate %d x %zu bytes of message buffers on every rank", 2 * ASYNC_PHASES,
+                        bytes);
+    }
+    for (int phase = 0; phase < ASYNC_PHASES; phase++) {
+        hmb_cache_register(ctx, ex->buf[phase].send, bytes);
+        hmb_cache_register(ctx, ex->buf[phase].recv, bytes);
+    }
 #ifdef HMB_HAVE_MPI_NEIGHBOR_ALLTOALL
     if (op == OP_NEIGHBOR_ALLTOALL) {
         /* Unit weights rather than MPI_UNWEIGHTED: Open MPI's sentinel (a small integer cast
@@ -113,8 +145,8 @@ void async_exchange_init(async_exchange *ex, hmb_ctx *ctx, const hmb_point *pt, 
 #endif
 #ifdef HMB_HAVE_MPI_ALLREDUCE_INIT
     if (op == OP_ALLREDUCE_INIT)
-        MPI_Allreduce_init(ex->sendbuf, ex->recvbuf, ex->count, MPI_DOUBLE, MPI_SUM, ex->world, MPI_INFO_NULL,
-                           &ex->persistent);
+        MPI_Allreduce_init(ex->buf[ASYNC_NONBLOCKING].send, ex->buf[ASYNC_NONBLOCKING].recv, ex->count, MPI_DOUBLE,
+                           MPI_SUM, ex->world, MPI_INFO_NULL, &ex->persistent);
 #endif
 }
 
@@ -124,15 +156,32 @@ void async_exchange_free(async_exchange *ex)
         MPI_Request_free(&ex->persistent);
     if (ex->graph != MPI_COMM_NULL)
         MPI_Comm_free(&ex->graph);
-    hmb_cache_unregister_all(ex->ctx);
-    free(ex->sendbuf);
-    free(ex->recvbuf);
+    /* The harness unregisters the cache buffers after teardown. */
+    for (int phase = 0; phase < ASYNC_PHASES; phase++) {
+        free(ex->buf[phase].send);
+        free(ex->buf[phase].recv);
+    }
 }
 
-/* Reduction operand: small integers, so every partial sum of doubles is exact in any order. */
-static double reduce_value(int rank, long index, long iter, int phase)
+/* Reduction operand of element index: rank + 1 + (2 cycle + phase) n + index, cycle = iter
+ * mod the period. Operands and sums are integers below 2^53, so sums are exact in any order;
+ * at one element every phase and iteration (within the period) has its own sum, and within
+ * one phase every element has its own: a stale, other-phase or permuted result cannot pass.
+ * Sum over the n ranks: n(n+1)/2 + n^2 (2 cycle + phase) + n index. */
+static long long reduce_cycle(const async_exchange *ex, long iter)
 {
-    return (double)(((long)rank * 131 + index * 7 + iter * 3 + phase) % 64);
+    return ((long long)iter % ex->reduce_period + ex->reduce_period) % ex->reduce_period;
+}
+
+static double reduce_value(const async_exchange *ex, long index, long iter, int phase)
+{
+    return (double)(ex->rank + 1 + (2 * reduce_cycle(ex, iter) + phase) * ex->nranks + index);
+}
+
+static double reduce_sum(const async_exchange *ex, long index, long iter, int phase)
+{
+    long long n = ex->nranks;
+    return (double)(n * (n + 1) / 2 + n * n * (2 * reduce_cycle(ex, iter) + phase) + n * index);
 }
 
 /* Pattern part of block j in a phase: distinct per direction/destination and phase. */
@@ -141,57 +190,61 @@ static int pattern_part(int block, int phase) { return 2 * block + phase; }
 void async_fill(async_exchange *ex, long iter, int phase)
 {
     size_t block_bytes = (size_t)ex->count * sizeof(double);
+    double *send = ex->buf[phase].send, *recv = ex->buf[phase].recv;
+    /* All-ones bytes: a NaN for the reduction, no pattern for the others. */
+    memset(recv, 0xff, (size_t)ex->nblocks * block_bytes);
     switch (ex->op) {
     case OP_ALLREDUCE:
     case OP_ALLREDUCE_INIT:
         for (long i = 0; i < ex->count; i++)
-            ex->sendbuf[i] = reduce_value(ex->rank, i, iter, phase);
+            send[i] = reduce_value(ex, i, iter, phase);
         break;
     case OP_IBCAST: /* one buffer, in place: the root's data is the message */
         if (ex->rank == 0)
-            hmb_fill(ex->recvbuf, block_bytes, 0, pattern_part(0, phase), iter);
+            hmb_fill(recv, block_bytes, 0, pattern_part(0, phase), iter);
         break;
     default: /* block j: direction j (exch), or the block addressed to rank j (alltoall) */
         for (int j = 0; j < ex->nblocks; j++)
-            hmb_fill(ex->sendbuf + (size_t)j * ex->count, block_bytes, ex->rank, pattern_part(j, phase), iter);
+            hmb_fill(send + (size_t)j * ex->count, block_bytes, ex->rank, pattern_part(j, phase), iter);
     }
 }
 
-static void post_exchange(async_exchange *ex)
+static void post_exchange(async_exchange *ex, const async_buffers *b)
 {
     ex->nreq = 0;
     for (int j = 0; j < ex->nneighbors; j++)
-        MPI_Irecv(ex->recvbuf + (size_t)j * ex->count, ex->count, MPI_DOUBLE, ex->recv_from[j], j, ex->world,
+        MPI_Irecv(b->recv + (size_t)j * ex->count, ex->count, MPI_DOUBLE, ex->recv_from[j], j, ex->world,
                   &ex->reqs[ex->nreq++]);
     for (int j = 0; j < ex->nneighbors; j++)
-        MPI_Isend(ex->sendbuf + (size_t)j * ex->count, ex->count, MPI_DOUBLE, ex->send_to[j], j, ex->world,
+        MPI_Isend(b->send + (size_t)j * ex->count, ex->count, MPI_DOUBLE, ex->send_to[j], j, ex->world,
                   &ex->reqs[ex->nreq++]);
 }
 
 void async_blocking(async_exchange *ex)
 {
+    double *send = ex->buf[ASYNC_BLOCKING].send, *recv = ex->buf[ASYNC_BLOCKING].recv;
     switch (ex->op) {
     case OP_PT2PT:
-        MPI_Sendrecv(ex->sendbuf, ex->count, MPI_DOUBLE, ex->peer, 0, ex->recvbuf, ex->count, MPI_DOUBLE, ex->peer,
-                     0, ex->world, MPI_STATUS_IGNORE);
+        MPI_Sendrecv(send, ex->count, MPI_DOUBLE, ex->peer, 0, recv, ex->count, MPI_DOUBLE, ex->peer, 0, ex->world,
+                     MPI_STATUS_IGNORE);
         break;
     case OP_EXCH: /* the pure communication time of the same pattern: post, then wait at once */
-        post_exchange(ex);
+        post_exchange(ex, &ex->buf[ASYNC_BLOCKING]);
         MPI_Waitall(ex->nreq, ex->reqs, MPI_STATUSES_IGNORE);
         break;
     case OP_ALLREDUCE:
     case OP_ALLREDUCE_INIT:
-        MPI_Allreduce(ex->sendbuf, ex->recvbuf, ex->count, MPI_DOUBLE, MPI_SUM, ex->world);
+        MPI_Allreduce(send, recv, ex->count, MPI_DOUBLE, MPI_SUM, ex->world);
         break;
     case OP_IALLTOALL:
-        MPI_Alltoall(ex->sendbuf, ex->count, MPI_DOUBLE, ex->recvbuf, ex->count, MPI_DOUBLE, ex->world);
+        MPI_Alltoall(send, ex->count, MPI_DOUBLE, recv, ex->count, MPI_DOUBLE, ex->world);
         break;
     case OP_IBCAST:
-        MPI_Bcast(ex->recvbuf, ex->count, MPI_DOUBLE, 0, ex->world);
+        MPI_Bcast(recv, ex->count, MPI_DOUBLE, 0, ex->world);
         break;
     case OP_NEIGHBOR_ALLTOALL:
 #ifdef HMB_HAVE_MPI_NEIGHBOR_ALLTOALL
-        MPI_Neighbor_alltoall(ex->sendbuf, ex->count, MPI_DOUBLE, ex->recvbuf, ex->count, MPI_DOUBLE, ex->graph);
+        MPI_Neighbor_alltoall(send, ex->count, MPI_DOUBLE, recv, ex->count, MPI_DOUBLE, ex->graph);
 #endif
         break;
     case ASYNC_OP_COUNT:
@@ -201,30 +254,29 @@ void async_blocking(async_exchange *ex)
 
 void async_post(async_exchange *ex)
 {
+    double *send = ex->buf[ASYNC_NONBLOCKING].send, *recv = ex->buf[ASYNC_NONBLOCKING].recv;
     ex->nreq = 1;
     switch (ex->op) {
     case OP_PT2PT:
-        MPI_Irecv(ex->recvbuf, ex->count, MPI_DOUBLE, ex->peer, 0, ex->world, &ex->reqs[0]);
-        MPI_Isend(ex->sendbuf, ex->count, MPI_DOUBLE, ex->peer, 0, ex->world, &ex->reqs[1]);
+        MPI_Irecv(recv, ex->count, MPI_DOUBLE, ex->peer, 0, ex->world, &ex->reqs[0]);
+        MPI_Isend(send, ex->count, MPI_DOUBLE, ex->peer, 0, ex->world, &ex->reqs[1]);
         ex->nreq = 2;
         break;
     case OP_EXCH:
-        post_exchange(ex);
+        post_exchange(ex, &ex->buf[ASYNC_NONBLOCKING]);
         break;
     case OP_ALLREDUCE:
-        MPI_Iallreduce(ex->sendbuf, ex->recvbuf, ex->count, MPI_DOUBLE, MPI_SUM, ex->world, &ex->reqs[0]);
+        MPI_Iallreduce(send, recv, ex->count, MPI_DOUBLE, MPI_SUM, ex->world, &ex->reqs[0]);
         break;
     case OP_IALLTOALL:
-        MPI_Ialltoall(ex->sendbuf, ex->count, MPI_DOUBLE, ex->recvbuf, ex->count, MPI_DOUBLE, ex->world,
-                      &ex->reqs[0]);
+        MPI_Ialltoall(send, ex->count, MPI_DOUBLE, recv, ex->count, MPI_DOUBLE, ex->world, &ex->reqs[0]);
         break;
     case OP_IBCAST:
-        MPI_Ibcast(ex->recvbuf, ex->count, MPI_DOUBLE, 0, ex->world, &ex->reqs[0]);
+        MPI_Ibcast(recv, ex->count, MPI_DOUBLE, 0, ex->world, &ex->reqs[0]);
         break;
     case OP_NEIGHBOR_ALLTOALL:
 #ifdef HMB_HAVE_MPI_NEIGHBOR_ALLTOALL
-        MPI_Ineighbor_alltoall(ex->sendbuf, ex->count, MPI_DOUBLE, ex->recvbuf, ex->count, MPI_DOUBLE, ex->graph,
-                               &ex->reqs[0]);
+        MPI_Ineighbor_alltoall(send, ex->count, MPI_DOUBLE, recv, ex->count, MPI_DOUBLE, ex->graph, &ex->reqs[0]);
 #endif
         break;
     case OP_ALLREDUCE_INIT:
@@ -237,45 +289,68 @@ void async_post(async_exchange *ex)
     }
 }
 
+static const char *phase_name(int phase) { return phase == ASYNC_BLOCKING ? "blocking baseline" : "non-blocking run"; }
+
+/* --corrupt-at goes through hmb_check like every other check: the harness picks the rank and
+ * iteration and flips a byte of the first buffer checked there. A probe holding the pattern
+ * comes back changed exactly when this check is the one picked; the result then gets the
+ * same flip (its middle byte), so tests can prove that the reduction check catches it. */
+static void corrupt_if_picked(async_exchange *ex, double *result, long iter)
+{
+    unsigned char probe[sizeof(double)];
+    hmb_fill(probe, sizeof probe, ex->rank, 0, iter);
+    if (!hmb_check(ex->ctx, probe, sizeof probe, ex->rank, 0, iter, NULL))
+        ((unsigned char *)result)[(size_t)ex->count * sizeof(double) / 2] ^= 0x5a;
+}
+
 static void verify_reduction(async_exchange *ex, long iter, int phase)
 {
+    double *result = ex->buf[phase].recv;
+    corrupt_if_picked(ex, result, iter);
     for (long i = 0; i < ex->count; i++) {
-        double expected = 0.0;
-        for (int r = 0; r < ex->nranks; r++)
-            expected += reduce_value(r, i, iter, phase);
-        if (ex->recvbuf[i] != expected)
+        double expected = reduce_sum(ex, i, iter, phase);
+        if (result[i] != expected)
             hmb_validation_failure(ex->ctx, ex->pt, iter, -1, "%s element %ld of %d is %.17g, expected %.17g (%s)",
-                                   async_op_name(ex->op), i, ex->count, ex->recvbuf[i], expected,
-                                   phase ? "non-blocking run" : "blocking baseline");
+                                   async_op_name(ex->op), i, ex->count, result[i], expected, phase_name(phase));
     }
+}
+
+/* A mismatch outside the reduction names the phase, like the reduction's message does. */
+static void check_block(async_exchange *ex, double *block, int src_rank, int part, long iter, int phase)
+{
+    size_t bad = 0, block_bytes = (size_t)ex->count * sizeof(double);
+    if (!hmb_check(ex->ctx, block, block_bytes, src_rank, part, iter, &bad))
+        hmb_validation_failure(ex->ctx, ex->pt, iter, -1,
+                               "%s: byte %zu of %zu from rank %d is 0x%02x, not the pattern (%s)",
+                               async_op_name(ex->op), bad, block_bytes, src_rank, ((unsigned char *)block)[bad],
+                               phase_name(phase));
 }
 
 void async_verify(async_exchange *ex, long iter, int phase)
 {
-    size_t block_bytes = (size_t)ex->count * sizeof(double);
+    if (!hmb_validate_enabled(ex->ctx))
+        return;
+    double *recv = ex->buf[phase].recv;
     switch (ex->op) {
     case OP_ALLREDUCE:
     case OP_ALLREDUCE_INIT:
-        if (hmb_validate_enabled(ex->ctx))
-            verify_reduction(ex, iter, phase);
+        verify_reduction(ex, iter, phase);
         break;
     case OP_IBCAST:
         if (ex->rank != 0)
-            hmb_check_buffer(ex->ctx, ex->pt, ex->recvbuf, block_bytes, 0, pattern_part(0, phase), iter);
+            check_block(ex, recv, 0, pattern_part(0, phase), iter, phase);
         break;
     case OP_PT2PT:
-        hmb_check_buffer(ex->ctx, ex->pt, ex->recvbuf, block_bytes, ex->peer, pattern_part(0, phase), iter);
+        check_block(ex, recv, ex->peer, pattern_part(0, phase), iter, phase);
         break;
     case OP_IALLTOALL: /* block s came from rank s, which addressed it to this rank */
         for (int s = 0; s < ex->nranks; s++)
-            hmb_check_buffer(ex->ctx, ex->pt, ex->recvbuf + (size_t)s * ex->count, block_bytes, s,
-                             pattern_part(ex->rank, phase), iter);
+            check_block(ex, recv + (size_t)s * ex->count, s, pattern_part(ex->rank, phase), iter, phase);
         break;
     case OP_EXCH:
     case OP_NEIGHBOR_ALLTOALL:
         for (int j = 0; j < ex->nneighbors; j++)
-            hmb_check_buffer(ex->ctx, ex->pt, ex->recvbuf + (size_t)j * ex->count, block_bytes, ex->recv_from[j],
-                             pattern_part(j, phase), iter);
+            check_block(ex, recv + (size_t)j * ex->count, ex->recv_from[j], pattern_part(j, phase), iter, phase);
         break;
     case ASYNC_OP_COUNT:
         break;
