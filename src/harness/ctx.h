@@ -77,7 +77,8 @@ struct hmb_ctx {
     double timer_resolution_ns, timer_overhead_ns;
 
     double clock_offset_s;
-    double *clock_offsets_s; /* rank 0: every rank's offset */
+    double *clock_offsets_s;           /* every rank's applied offset (0 on rank 0's host) */
+    double *clock_offsets_estimated_s; /* every rank's estimate (recorded; ~0 on one host) */
 
     char run_id[160];
     char start_time[40];

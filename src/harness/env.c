@@ -181,6 +181,10 @@ static void write_header_json(hmb_ctx *ctx, const rank_info *all, const char *li
     for (int r = 0; r < ctx->size; r++)
         hmb_json_num(&j, NULL, ctx->clock_offsets_s[r]);
     hmb_json_close_arr(&j);
+    hmb_json_open_arr(&j, "clock_offsets_estimated_s");
+    for (int r = 0; r < ctx->size; r++)
+        hmb_json_num(&j, NULL, ctx->clock_offsets_estimated_s[r]);
+    hmb_json_close_arr(&j);
 
     hmb_json_open_obj(&j, "calibration");
     hmb_json_open_arr(&j, "per_thread");

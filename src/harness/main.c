@@ -237,6 +237,7 @@ int main(int argc, char **argv)
     MPI_Finalize();
     hmb_options_free(&ctx->opts);
     free(ctx->clock_offsets_s);
+    free(ctx->clock_offsets_estimated_s);
     hmb_extras_clear(&ctx->header_extra);
     hmb_extras_clear(&ctx->result_extra);
     free(ctx->header_extra.items);
