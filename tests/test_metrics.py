@@ -15,151 +15,92 @@ def lib():
     return cl.load()
 
 
-def union(lib, intervals, clip=(-math.inf, math.inf)):
-    lo = [a for a, _ in intervals]
-    hi = [b for _, b in intervals]
-    return lib.hmb_interval_union_length(len(intervals), cl.doubles(lo), cl.doubles(hi), *clip)
-
-
-def part(lib, s, a, t_join, t_pt2pt, m_bytes):
+def part(lib, s, a, t_join, t_pt2pt, t_persist, m_bytes):
     out = cl.PartMetrics()
-    rc = lib.hmb_part_metrics_compute(len(s), cl.doubles(s), cl.doubles(a), t_join, t_pt2pt, m_bytes,
+    rc = lib.hmb_part_metrics_compute(len(s), cl.doubles(s), cl.doubles(a), t_join, t_pt2pt, t_persist, m_bytes,
                                       C.byref(out))
     return rc, out
 
 
-# ------------------------------------------------------------------ interval union
-
-@pytest.mark.parametrize("intervals,length", [
-    ([], 0.0),
-    ([(0, 1), (2, 3), (5, 8)], 5.0),              # disjoint: 1 + 1 + 3
-    ([(5, 8), (0, 1), (2, 3)], 5.0),              # order of input does not matter
-    ([(0, 10), (2, 5)], 10.0),                    # nested: the ICPP'22 bug gave 5 (shrank)
-    ([(0, 10), (2, 5), (6, 7)], 10.0),            # two nested inside one
-    ([(0, 10), (2, 5), (8, 12)], 12.0),           # nested, then one sticking out: [0, 12]
-    ([(0, 2), (1, 3), (2.5, 4)], 4.0),            # overlapping chain: [0, 4]
-    ([(0, 1), (1, 2)], 2.0),                      # touching
-    ([(3, 3)], 0.0),                              # empty (zero length)
-    ([(5, 3)], 0.0),                              # hi < lo: empty
-    ([(5, 3), (0, 1)], 1.0),
-    ([(i, i + 0.5) for i in range(100)], 50.0),   # > 64 intervals (heap path)
-    ([(0, 100)] + [(i, i + 0.5) for i in range(99)], 100.0),
-])
-def test_union(lib, intervals, length):
-    assert union(lib, intervals) == pytest.approx(length, abs=1e-12)
-
-
-def test_union_clipped(lib):
-    assert union(lib, [(0, 10)], (3, 4)) == 1.0
-    assert union(lib, [(0, 10), (2, 5)], (4, 20)) == 6.0      # [4, 10]
-    assert union(lib, [(0, 1), (2, 3)], (0.5, 2.5)) == 1.0    # [0.5, 1] + [2, 2.5]
-    assert union(lib, [(0, 1)], (2, 3)) == 0.0                # outside the clip
-    assert union(lib, [(0, 1)], (3, 2)) == 0.0                # empty clip
-
-
 # ------------------------------------------------------------------ partitioned metrics
 
-def test_part_early_bird_four_partitions(lib):
-    # s = Pready times, a = arrival times, P = 4, t_join = 4 (last thread's compute end).
-    #   t_part = max a - min s = 5 - 1 = 4;  overhead = 4 / t_pt2pt(2) = 2
+def test_part_four_partitions(lib):
+    # s = [1, 2, 3, 4], a = [1.5, 2.5, 3.5, 5], t_join = 4, t_pt2pt = 2, t_persist = 4, m = 1000
+    #   t_part = max a - min s = 5 - 1 = 4;  overhead = 4 / 2 = 2;  overhead_persistent = 4 / 4 = 1
     #   L = partition made ready last = #3 (s = 4): a_L - s_L = 1 -> bw = 1000 B / 1 s
-    #   t_after_join = 5 - 4 = 1;  availability = 1 - 1/2 = 0.5
-    #   U = [1,1.5] u [2,2.5] u [3,3.5] u [4,5] -> |U| = 2.5; U n [1, 4] = 1.5 -> 0.6
-    rc, m = part(lib, [1.0, 2.0, 3.0, 4.0], [1.5, 2.5, 3.5, 5.0], 4.0, 2.0, 1000)
+    #   t_after_join = 5 - 4 = 1 -> availability = 1 - 1/2 = 0.5
+    #   early_bird: a <= 4 for #0, #1, #2 -> 3 of 4 equal partitions = 0.75 of the bytes
+    rc, m = part(lib, [1.0, 2.0, 3.0, 4.0], [1.5, 2.5, 3.5, 5.0], 4.0, 2.0, 4.0, 1000)
     assert rc == 0
-    assert m.t_part_s == 4.0 and m.t_pt2pt_s == 2.0 and m.overhead == 2.0
+    assert (m.t_part_s, m.t_pt2pt_s, m.t_persist_s) == (4.0, 2.0, 4.0)
+    assert (m.overhead, m.overhead_persistent) == (2.0, 1.0)
     assert m.perceived_bw_Bps == 1000.0
-    assert m.t_after_join_s == 1.0 and m.availability == 0.5
-    assert m.early_bird == pytest.approx(0.6)
+    assert (m.t_after_join_s, m.availability, m.early_bird) == (1.0, 0.5, 0.75)
 
 
 def test_part_single_partition_no_early_bird(lib):
-    # P = 1: the only Pready happens at the join (s = t_join = 2), arrival at 3.
-    #   t_part = 1, overhead = 1 / 1 = 1, bw = 8 B / 1 s, t_after_join = 1, availability 0
-    #   U = [2, 3]; U n [2, 2] is empty -> early_bird = 0 (the ICPP'22 suite showed 50% here
-    #   because it took t_join from the other phase).
-    rc, m = part(lib, [2.0], [3.0], 2.0, 1.0, 8)
+    # P = 1: s = t_join = 2, a = 3; t_pt2pt = 1, t_persist = 0.5, m = 8
+    #   t_part = 1, overhead = 1, overhead_persistent = 1 / 0.5 = 2, bw = 8 B / 1 s,
+    #   t_after_join = 1, availability 0; a = 3 > t_join -> early_bird 0 (the ICPP'22 suite
+    #   showed 50% here by taking the join from the other phase)
+    rc, m = part(lib, [2.0], [3.0], 2.0, 1.0, 0.5, 8)
     assert rc == 0
-    assert (m.t_part_s, m.overhead, m.perceived_bw_Bps) == (1.0, 1.0, 8.0)
+    assert (m.t_part_s, m.overhead, m.overhead_persistent, m.perceived_bw_Bps) == (1.0, 1.0, 2.0, 8.0)
     assert (m.t_after_join_s, m.availability, m.early_bird) == (1.0, 0.0, 0.0)
 
 
-def test_part_nested_intervals(lib):
-    # Partition 0 is ready first and arrives last, containing the others' intervals:
-    # s = [0, 1, 2], a = [10, 3, 4], t_join = 2, t_pt2pt = 10, m = 300.
-    #   U = [0, 10] (nested ones add nothing, and must not shrink it): |U| = 10
-    #   U n [0, 2] = 2 -> early_bird = 0.2
-    #   t_part = 10 - 0 = 10 -> overhead 1.0;  L = #2 (s = 2): a - s = 2 -> bw = 150
-    #   t_after_join = 10 - 2 = 8 -> availability = 1 - 8/10 = 0.2
-    rc, m = part(lib, [0.0, 1.0, 2.0], [10.0, 3.0, 4.0], 2.0, 10.0, 300)
+def test_part_no_early_transfer_scores_zero(lib):
+    # A library that sends nothing before the last Pready (MPICH): thread 0 readies partition 0
+    # at 1, thread 1 computes until t_join = 10 and readies partition 1 at 10; both arrive at 11.
+    # Nothing arrived by the join -> early_bird 0. (The first spec's interval union
+    # |U n [1, 10]| / |U|, U = [1, 11], scored this 0.9: it counted partition 0 waiting.)
+    #   t_part = 11 - 1 = 10 -> overhead 10 / 1 = 10, overhead_persistent 10 / 2 = 5
+    rc, m = part(lib, [1.0, 10.0], [11.0, 11.0], 10.0, 1.0, 2.0, 2000)
     assert rc == 0
-    assert m.early_bird == pytest.approx(0.2)
-    assert (m.t_part_s, m.overhead, m.perceived_bw_Bps) == (10.0, 1.0, 150.0)
-    assert m.t_after_join_s == 8.0 and m.availability == pytest.approx(0.2)
+    assert m.early_bird == 0.0
+    assert (m.overhead, m.overhead_persistent) == (10.0, 5.0)
+
+
+def test_part_early_transfer_counts_delivered_bytes(lib):
+    # The same threads on a library that sends early: partition 0 arrives at 1.5, while
+    # thread 1 still computes; partition 1 arrives at 10.5 -> 1 of 2 partitions by the join.
+    rc, m = part(lib, [1.0, 10.0], [1.5, 10.5], 10.0, 1.0, 1.0, 2000)
+    assert rc == 0 and m.early_bird == 0.5
+    # An arrival exactly at the join counts as before it (a <= t_join); four partitions, one
+    # arrived at 2 < 4, one exactly at 4, two after -> 2 / 4.
+    rc, m = part(lib, [1.0, 2.0, 4.0, 4.0], [2.0, 4.0, 5.0, 6.0], 4.0, 1.0, 1.0, 4000)
+    assert rc == 0 and m.early_bird == 0.5
 
 
 def test_part_late_partition(lib):
     # Three partitions ready at 1 and arrived at 1.5; one late thread readies its partition
-    # at 3 (= t_join) and it arrives at 3.5. t_pt2pt = 0.5, m = 4000.
-    #   t_part = 3.5 - 1 = 2.5 -> overhead 5;  L = #3: bw = 4000 / 0.5 = 8000
-    #   t_after_join = 0.5 -> availability 1 - 0.5/0.5 = 0
-    #   U = [1, 1.5] u [3, 3.5] = 1; U n [1, 3] = 0.5 -> early_bird 0.5
-    rc, m = part(lib, [1.0, 1.0, 1.0, 3.0], [1.5, 1.5, 1.5, 3.5], 3.0, 0.5, 4000)
+    # at 3 (= t_join) and it arrives at 3.5. t_pt2pt = 0.5, t_persist = 0.25, m = 4000.
+    #   t_part = 3.5 - 1 = 2.5 -> overhead 5, overhead_persistent 10;  L = #3: bw = 4000 / 0.5
+    #   t_after_join = 0.5 -> availability 1 - 0.5/0.5 = 0;  early_bird 3 / 4
+    rc, m = part(lib, [1.0, 1.0, 1.0, 3.0], [1.5, 1.5, 1.5, 3.5], 3.0, 0.5, 0.25, 4000)
     assert rc == 0
-    assert (m.t_part_s, m.overhead, m.perceived_bw_Bps) == (2.5, 5.0, 8000.0)
-    assert (m.t_after_join_s, m.availability, m.early_bird) == (0.5, 0.0, 0.5)
+    assert (m.t_part_s, m.overhead, m.overhead_persistent, m.perceived_bw_Bps) == (2.5, 5.0, 10.0, 8000.0)
+    assert (m.t_after_join_s, m.availability, m.early_bird) == (0.5, 0.0, 0.75)
 
 
 def test_part_after_join_clamped_at_zero(lib):
     # Everything arrived (1.5) before the join (3): t_after_join = max(0, 1.5 - 3) = 0, so
-    # availability = 1; U = [0, 1.5] lies wholly inside [0, 3] -> early_bird 1.
-    rc, m = part(lib, [0.0, 0.5], [1.0, 1.5], 3.0, 1.0, 64)
+    # availability = 1, and every byte arrived by the join -> early_bird 1.
+    rc, m = part(lib, [0.0, 0.5], [1.0, 1.5], 3.0, 1.0, 1.0, 64)
     assert rc == 0
     assert m.t_after_join_s == 0.0 and m.availability == 1.0 and m.early_bird == 1.0
     assert m.perceived_bw_Bps == 64.0  # L = #1: 64 B / (1.5 - 0.5) s
 
 
 def test_part_realistic_microseconds(lib):
-    # 1 MiB in 4 partitions, us-scale timeline; same shape as the first case scaled by 1e-6.
+    # 1 MiB in 4 partitions, us-scale timeline; the first case scaled by 1e-6.
     s = [1e-6, 2e-6, 3e-6, 4e-6]
     a = [1.5e-6, 2.5e-6, 3.5e-6, 5e-6]
-    rc, m = part(lib, s, a, 4e-6, 2e-6, 1 << 20)
+    rc, m = part(lib, s, a, 4e-6, 2e-6, 4e-6, 1 << 20)
     assert rc == 0
-    assert m.overhead == pytest.approx(2.0) and m.early_bird == pytest.approx(0.6)
+    assert m.overhead == pytest.approx(2.0) and m.overhead_persistent == pytest.approx(1.0)
     assert m.perceived_bw_Bps == pytest.approx((1 << 20) / 1e-6)   # 1.05e12 B/s
-    assert m.availability == pytest.approx(0.5)
-
-
-def test_part_early_arrival_counts_only_delivered_partitions(lib):
-    # The case early_bird gets wrong: a library that sends nothing before the last Pready.
-    # Two threads share a core: thread 0 readies partition 0 at 1, thread 1 computes until
-    # t_join = 10 and readies partition 1 at 10; both arrive at 11 (delivery after the last
-    # Pready). U = [1, 11]: |U| = 10; U n [1, 10] = 9 -> early_bird 0.9, although no byte moved
-    # before the join. Arrivals before the join: none -> early_arrival 0.
-    rc, m = part(lib, [1.0, 10.0], [11.0, 11.0], 10.0, 1.0, 2000)
-    assert rc == 0
-    assert m.early_bird == pytest.approx(0.9)
-    assert m.early_arrival == 0.0
-
-
-def test_part_early_arrival_early_bird_library(lib):
-    # The same threads on a library that sends early: partition 0 arrives at 1.5, while
-    # thread 1 still computes; partition 1 arrives at 10.5.
-    #   early_arrival: a = [1.5, 10.5] vs t_join 10 -> 1 of 2 partitions -> 0.5
-    #   U = [1, 1.5] u [10, 10.5] = 1; U n [1, 10] = 0.5 -> early_bird 0.5
-    rc, m = part(lib, [1.0, 10.0], [1.5, 10.5], 10.0, 1.0, 2000)
-    assert rc == 0
-    assert m.early_arrival == 0.5 and m.early_bird == pytest.approx(0.5)
-    # An arrival exactly at the join counts as before it (a_i <= t_join); four partitions, one
-    # arrived at 2 < 4, one exactly at 4, two after -> 2 / 4.
-    rc, m = part(lib, [1.0, 2.0, 4.0, 4.0], [2.0, 4.0, 5.0, 6.0], 4.0, 1.0, 4000)
-    assert rc == 0 and m.early_arrival == 0.5
-
-
-def test_part_single_partition_no_early_arrival(lib):
-    # P = 1: s = t_join = 2, a = 3 > t_join -> 0.
-    rc, m = part(lib, [2.0], [3.0], 2.0, 1.0, 8)
-    assert rc == 0 and m.early_arrival == 0.0
+    assert m.availability == pytest.approx(0.5) and m.early_bird == 0.75
 
 
 def test_part_pieces_of_mismatched_partitions(lib):
@@ -167,31 +108,46 @@ def test_part_pieces_of_mismatched_partitions(lib):
     # partition's s and the (only) receive partition's a. Thread 0 readies at 1, thread 1
     # (late) at 3 = t_join; the receive partition arrives at 4. m = 100.
     #   t_part = 4 - 1 = 3 (from the FIRST Pready, not the latest one overlapping the receive
-    #   partition) -> overhead 3 / 1.5 = 2; L = piece 1 (s = 3): bw = 100 / (4 - 3) = 100
-    #   U = [1, 4]: 3; U n [1, 3] = 2 -> early_bird 2/3; nothing arrived by 3 -> early_arrival 0
-    rc, m = part(lib, [1.0, 3.0], [4.0, 4.0], 3.0, 1.5, 100)
+    #   partition) -> overhead 3 / 1.5 = 2, overhead_persistent 3 / 3 = 1
+    #   L = piece 1 (s = 3): bw = 100 / (4 - 3) = 100;  nothing arrived by 3 -> early_bird 0
+    rc, m = part(lib, [1.0, 3.0], [4.0, 4.0], 3.0, 1.5, 3.0, 100)
     assert rc == 0
-    assert (m.t_part_s, m.overhead, m.perceived_bw_Bps) == (3.0, 2.0, 100.0)
-    assert m.early_bird == pytest.approx(2 / 3) and m.early_arrival == 0.0
+    assert (m.t_part_s, m.overhead, m.overhead_persistent, m.perceived_bw_Bps) == (3.0, 2.0, 1.0, 100.0)
+    assert m.early_bird == 0.0
+
+
+def test_part_early_bird_counts_bytes_across_partition_counts(lib):
+    # 2 send partitions over 3 receive partitions of m = 600 B -> lcm 6 pieces of 100 B.
+    # Send partition 0 (pieces 0-2) ready at 1, send partition 1 (pieces 3-5) at 2 = t_join.
+    # Receive partition 0 (pieces 0, 1) arrives at 1.5, 1 (pieces 2, 3) at 2, 2 (pieces 4, 5) at 3.
+    #   bytes arrived by the join: receive partitions 0 and 1 = 400 B of 600 -> early_bird 2/3
+    #   t_part = 3 - 1 = 2;  L: max s = 2 (pieces 3-5), the last of them to arrive (3) -> 600 / 1
+    s = [1.0, 1.0, 1.0, 2.0, 2.0, 2.0]
+    a = [1.5, 1.5, 2.0, 2.0, 3.0, 3.0]
+    rc, m = part(lib, s, a, 2.0, 1.0, 1.0, 600)
+    assert rc == 0
+    assert m.early_bird == pytest.approx(2 / 3)
+    assert (m.t_part_s, m.perceived_bw_Bps) == (2.0, 600.0)
 
 
 def test_part_last_ready_ties_take_the_last_arrival(lib):
     # 1 send partition split over 2 receive partitions -> 2 pieces with the same s = 2 but
     # arrivals 3 and 5: L must be the piece that arrived last: bw = 10 / (5 - 2).
-    rc, m = part(lib, [2.0, 2.0], [3.0, 5.0], 2.0, 1.0, 10)
+    rc, m = part(lib, [2.0, 2.0], [3.0, 5.0], 2.0, 1.0, 1.0, 10)
     assert rc == 0 and m.perceived_bw_Bps == pytest.approx(10 / 3)
-    rc, m = part(lib, [2.0, 2.0], [5.0, 3.0], 2.0, 1.0, 10)   # order does not matter
+    rc, m = part(lib, [2.0, 2.0], [5.0, 3.0], 2.0, 1.0, 1.0, 10)   # order does not matter
     assert rc == 0 and m.perceived_bw_Bps == pytest.approx(10 / 3)
 
 
 def test_part_bad_inputs(lib):
-    assert part(lib, [], [], 0.0, 1.0, 8)[0] == -1          # no partitions
-    assert part(lib, [1.0], [2.0], 1.0, 0.0, 8)[0] == -1    # t_pt2pt must be > 0
-    assert part(lib, [1.0], [2.0], 1.0, -1.0, 8)[0] == -1
-    assert part(lib, [1.0], [2.0], 1.0, math.nan, 8)[0] == -1
-    # An arrival before its ready time is reported as is (a clock problem the user must see).
-    rc, m = part(lib, [1.0], [0.5], 1.0, 1.0, 8)
-    assert rc == 0 and m.t_part_s == -0.5 and m.early_bird == 0.0
+    assert part(lib, [], [], 0.0, 1.0, 1.0, 8)[0] == -1          # no partitions
+    for bad in (0.0, -1.0, math.nan):                            # both baselines must be > 0
+        assert part(lib, [1.0], [2.0], 1.0, bad, 1.0, 8)[0] == -1
+        assert part(lib, [1.0], [2.0], 1.0, 1.0, bad, 8)[0] == -1
+    # An arrival before its ready time is reported as is (a clock problem the user must see):
+    # t_part = 0.5 - 1 < 0, and the arrival (0.5) precedes the join (1) -> early_bird 1.
+    rc, m = part(lib, [1.0], [0.5], 1.0, 1.0, 1.0, 8)
+    assert rc == 0 and m.t_part_s == -0.5 and m.early_bird == 1.0
     assert math.isinf(m.perceived_bw_Bps)  # a_L - s_L <= 0: no finite bandwidth
 
 

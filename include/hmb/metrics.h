@@ -10,35 +10,29 @@
 extern "C" {
 #endif
 
-/* Length of the union of the n intervals [lo[i], hi[i]] intersected with [clip_lo, clip_hi].
- * Intervals with hi < lo are treated as empty. Correct for nested/overlapping intervals. */
-double hmb_interval_union_length(int n, const double *lo, const double *hi,
-                                 double clip_lo, double clip_hi);
-
 /* Partitioned point-to-point metrics of one iteration (SPEC §3.2). */
 typedef struct {
-    double t_part_s;         /* max_i a_i - min_i s_i */
-    double t_pt2pt_s;        /* single-send one-way time of the paired phase */
-    double overhead;         /* t_part / t_pt2pt */
-    double perceived_bw_Bps; /* m / (a_L - s_L), L = partition made ready last (ties: arrived last) */
-    double t_after_join_s;   /* max(0, max_i a_i - t_join) */
-    double availability;     /* 1 - t_after_join / t_pt2pt */
-    double early_bird;       /* |U ∩ [min s, t_join]| / |U|, U = union of [s_i, a_i] */
-    double early_arrival;    /* fraction of partitions (= of bytes: equal sizes) with a_i <= t_join */
+    double t_part_s;            /* max_k a_k - min_k s_k */
+    double t_pt2pt_s;           /* single-send (fresh send) one-way time of the paired phase */
+    double t_persist_s;         /* persistent send/receive one-way time of the paired phase */
+    double overhead;            /* t_part / t_pt2pt */
+    double overhead_persistent; /* t_part / t_persist */
+    double perceived_bw_Bps;    /* m / (a_L - s_L), L = piece made ready last (ties: arrived last) */
+    double t_after_join_s;      /* max(0, max_k a_k - t_join) */
+    double availability;        /* 1 - t_after_join / t_pt2pt */
+    double early_bird;          /* share of the bytes with a_k <= t_join */
 } hmb_part_metrics;
 
-/* early_bird follows SPEC §3.2: it measures how much of the ready-to-arrival windows lies before
- * the join, which also counts time a ready partition merely waits inside the library (a library
- * that sends nothing before the last MPI_Pready still scores high when threads finish far apart).
- * early_arrival measures the transfer itself: the share of the message already delivered when a
- * fork-join code would only be starting its send — 0 for a library without early-bird transfer.
- *
- * s[i]: time just before MPI_Pready of partition i; a[i]: first MPI_Parrived success for
- * partition i (same time base); n partitions (the receiver's partitions, with s mapped to
- * the sender partition that completes them). Returns 0, or -1 if inputs are unusable
- * (n < 1, t_pt2pt <= 0, an arrival before its ready time is allowed and reported as is). */
-int hmb_part_metrics_compute(int n, const double *s, const double *a, double t_join_s,
-                             double t_pt2pt_s, size_t m_bytes, hmb_part_metrics *out);
+/* The message is cut into n equal pieces, each lying in exactly one send partition and one
+ * receive partition (n = lcm(P_send, P_recv); n = P when both sides cut alike). s[k]: time
+ * just before MPI_Pready of the send partition holding piece k; a[k]: first MPI_Parrived
+ * success for the receive partition holding it (same time base). early_bird is the share of
+ * the message's bytes reported arrived at or before t_join: a library that transfers nothing
+ * before the join scores 0, and so does P = 1 (its only s is at or after the join).
+ * Returns 0, or -1 if inputs are unusable (n < 1, t_pt2pt <= 0 or t_persist <= 0). An arrival
+ * before its ready time is allowed and reported as is (a clock problem the user must see). */
+int hmb_part_metrics_compute(int n, const double *s, const double *a, double t_join_s, double t_pt2pt_s,
+                             double t_persist_s, size_t m_bytes, hmb_part_metrics *out);
 
 /* Asynchronous progress (SPEC §3.3): T_over = T_total - C; E = 100 (1 - T_over / T_sync). */
 double hmb_async_overhead(double t_total_s, double c_s);

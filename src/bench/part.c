@@ -1,12 +1,19 @@
-/* part — partitioned point-to-point (SPEC §3.2): a paired single-send vs partitioned design.
+/* part — partitioned point-to-point (SPEC §3.2): a paired design of two baselines and the
+ * partitioned request.
  *
  * Rank 0 sends, rank 1 receives, other ranks only join the collectives. Each iteration runs
- * both phases on the same per-thread compute draws (hmb_noise_ns is deterministic):
- *   1. fork-join: threads compute, join (t_join_ss), one MPI_Send of the whole message;
- *      the receiver's MPI_Recv returns at t_recv; t_pt2pt = t_recv - t_join_ss.
- *   2. partitioned: threads compute, then each marks its block of partitions ready (s_i
- *      taken just before MPI_Pready*); the receiver records the first MPI_Parrived success
- *      per partition (a_j). Metrics come from hmb_part_metrics_compute (metrics.c).
+ * three phases on the same per-thread compute draws (hmb_noise_ns is deterministic):
+ *   single send: threads compute, join (t_join_ss), one fresh send of the whole message; the
+ *      receiver's MPI_Recv returns at t_recv; t_pt2pt = t_recv - t_join_ss.
+ *   persistent: the same with MPI_Send_init/MPI_Recv_init requests made once per point; the
+ *      receive is started before the barrier like the partitioned one, the send at the join
+ *      (a persistent send's start says its data is ready); t_persist = its t_recv - its join.
+ *   partitioned: threads compute, then each marks its block of partitions ready (s_i taken
+ *      just before MPI_Pready*); the receiver records the first MPI_Parrived success per
+ *      partition (a_j). Metrics pair s and a over lcm(P_send, P_recv) pieces (pair_pieces)
+ *      and come from hmb_part_metrics_compute (metrics.c).
+ * --complete says how the sender completes its request in every phase alike: polling MPI_Test,
+ * or MPI_Wait (for the fresh send, MPI_Send: its blocking form).
  * All timestamps go to rank 0's time base; the receiver ships its own to rank 0 after the
  * timed part. Libraries whose MPI_Parrived misreports arrival are caught, never waited on:
  * an arrival reported while the partition still holds poison fails the run, and so does a
@@ -26,10 +33,15 @@
 #endif
 
 enum { SENDER = 0, RECEIVER = 1 };
-enum { TAG_SINGLE = 1, TAG_PART = 2, TAG_SENDER_DONE = 3, TAG_TIMES = 4 };
+enum { TAG_SINGLE = 1, TAG_PART = 2, TAG_SENDER_DONE = 3, TAG_TIMES = 4, TAG_PERSIST = 5 };
 enum { PREADY_SINGLE, PREADY_RANGE, PREADY_LIST };
-enum { M_OVERHEAD, M_T_PART, M_T_PT2PT, M_PERCEIVED_BW, M_AVAILABILITY, M_EARLY_BIRD, M_EARLY_ARRIVAL,
-       M_T_AFTER_JOIN };
+enum { COMPLETE_TEST, COMPLETE_WAIT, NCOMPLETE };
+static const char *const complete_names[NCOMPLETE] = {"test", "wait"};
+enum { PHASE_SINGLE, PHASE_PERSISTENT, PHASE_PARTITIONED, NPHASES };
+/* times_msg (receiver -> rank 0): both baselines' t_recv, then a_0 .. a_{P_recv-1} */
+enum { TIMES_RECV_SINGLE, TIMES_RECV_PERSIST, TIMES_ARRIVED };
+enum { M_OVERHEAD, M_OVERHEAD_PERSISTENT, M_T_PART, M_T_PT2PT, M_T_PERSIST, M_PERCEIVED_BW, M_AVAILABILITY,
+       M_EARLY_BIRD, M_T_AFTER_JOIN };
 
 #define POISON_BYTE 0xA5
 /* A partition not reported this long after the sender completed is never coming. */
@@ -46,17 +58,19 @@ typedef struct {
     size_t size_bytes, psize_send, psize_recv;
     int pready_mode;
     int observe_poller; /* one thread polls every partition */
+    int complete_wait;  /* the sender completes with MPI_Wait, else by polling MPI_Test */
     int64_t compute_ns;
     int rank;
     MPI_Comm data_comm; /* both phases' messages */
     MPI_Comm ctl_comm;  /* sender-done message and timestamps: never matches data */
-    unsigned char *send_buf, *recv_buf_single, *recv_buf_part;
+    unsigned char *send_buf, *recv_buf_single, *recv_buf_persist, *recv_buf_part;
     MPI_Request part_req;
+    MPI_Request persist_req; /* MPI_Send_init on the sender, MPI_Recv_init on the receiver */
     int *pready_list;     /* identity list: a thread passes its own slice to Pready_list */
     double *ready_local;  /* sender: s_i, local clock */
     double *compute_end;  /* sender: per thread, local clock */
     double *arrived;      /* receiver: a_j, local clock (then global on the wire) */
-    double *times_msg;    /* receiver -> rank 0: t_recv, a_0 .. a_{P_recv-1} (global) */
+    double *times_msg;    /* receiver -> rank 0, global time base: see TIMES_* */
     int npieces;          /* lcm(P_send, P_recv): the message cut where either side cuts it */
     double *piece_ready, *piece_arrived; /* rank 0: s and a of every piece (global) */
     long filled_for_iter; /* send buffer already holds this iteration's pattern */
@@ -77,19 +91,23 @@ static const hmb_option part_options[] = {
      0, 0, "single|range|list"},
     {"observe", HMB_OPT_CHOICE, "thread", "receiver polls MPI_Parrived per thread (own partitions) or in one poller",
      0, 0, "thread|poller"},
+    {"complete", HMB_OPT_CHOICES, "test",
+     "how the sender completes its request in every phase: polling MPI_Test or MPI_Wait (one point each)", 0, 0,
+     "test|wait"},
     HMB_OPTION_END};
 
 static const hmb_default part_defaults[] = {{"sizes", "4K:4M:x4"}, {"compute", "1ms"}, {NULL, NULL}};
 
 static const hmb_metric part_metrics[] = {
-    {"overhead", "ratio", "t_part / t_pt2pt (partitioned vs single send; ~1 for one partition)", 0, 1},
+    {"overhead", "ratio", "t_part / t_pt2pt (partitioned vs a fresh single send; ~1 for one partition)", 0, 1},
+    {"overhead_persistent", "ratio", "t_part / t_persist (partitioned vs a pre-started persistent send/receive)", 0,
+     1},
     {"t_part_us", "us", "first Pready to last Parrived", 0, 1},
     {"t_pt2pt_us", "us", "single send: join to receive completion (one-way)", 0, 1},
+    {"t_persist_us", "us", "persistent send/receive: join to receive completion (one-way)", 0, 1},
     {"perceived_bw_MBps", "MB/s", "m / (a_L - s_L), L = partition made ready last (MB = 1e6 B)", 1, 1},
     {"availability", "ratio", "1 - t_after_join / t_pt2pt", 1, 1},
-    {"early_bird", "ratio", "SPEC: share of the union of [s_i, a_i] before the join (counts waiting too)", 1, 1},
-    {"early_arrival", "ratio", "share of the message reported arrived before the join (transfer that moved early)",
-     1, 1},
+    {"early_bird", "ratio", "share of the message's bytes reported arrived at or before the join", 1, 1},
     {"t_after_join_us", "us", "max(0, last arrival - join)", 0, 0},
     HMB_METRIC_END};
 
@@ -161,11 +179,17 @@ static void part_points(hmb_ctx *ctx, hmb_point_list *out)
     long long fallback;
     const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
     const long long *parts = send_partition_list(ctx, &nparts, &fallback);
+    const unsigned long long completes = hmb_opt_choices(ctx, "complete");
     for (int s = 0; s < nsizes; s++) {
         for (int p = 0; p < nparts; p++) {
-            hmb_point *pt = hmb_points_add(out, sizes[s]);
-            hmb_point_set_int(pt, "partitions", parts[p]);
-            hmb_point_set_int(pt, "recv_partitions", recv_partitions_of(ctx, (int)parts[p]));
+            for (int c = 0; c < NCOMPLETE; c++) {
+                if (!(completes & (1ull << c)))
+                    continue;
+                hmb_point *pt = hmb_points_add(out, sizes[s]);
+                hmb_point_set_int(pt, "partitions", parts[p]);
+                hmb_point_set_int(pt, "recv_partitions", recv_partitions_of(ctx, (int)parts[p]));
+                hmb_point_set_str(pt, "complete", complete_names[c]);
+            }
         }
     }
 }
@@ -174,6 +198,7 @@ static void part_free(part_state *st)
 {
     free(st->send_buf);
     free(st->recv_buf_single);
+    free(st->recv_buf_persist);
     free(st->recv_buf_part);
     free(st->pready_list);
     free(st->ready_local);
@@ -226,6 +251,7 @@ static void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
         return NULL;
     }
     st->part_req = MPI_REQUEST_NULL;
+    st->persist_req = MPI_REQUEST_NULL;
     st->rank = hmb_rank(ctx);
     st->threads = hmb_threads(ctx);
     st->size_bytes = pt->size_bytes;
@@ -236,17 +262,19 @@ static void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
     st->pready_mode = strcmp(pready, "range") == 0 ? PREADY_RANGE : strcmp(pready, "list") == 0 ? PREADY_LIST
                                                                                                    : PREADY_SINGLE;
     st->observe_poller = strcmp(hmb_opt_str(ctx, "observe"), "poller") == 0;
+    st->complete_wait = strcmp(hmb_point_str(pt, "complete"), complete_names[COMPLETE_WAIT]) == 0;
     st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
     st->filled_for_iter = -1;
     MPI_Comm_dup(hmb_comm(ctx), &st->data_comm);
     MPI_Comm_dup(hmb_comm(ctx), &st->ctl_comm);
 
     int count_send = (int)(st->psize_send / 8), count_recv = (int)(st->psize_recv / 8);
+    int count_whole = (int)(st->size_bytes / 8);
     if (st->rank == SENDER) {
         st->send_buf = alloc_aligned(st->size_bytes);
         st->ready_local = calloc((size_t)st->nparts_send, sizeof(double));
         st->compute_end = calloc((size_t)st->threads, sizeof(double));
-        st->times_msg = calloc((size_t)st->nparts_recv + 1, sizeof(double));
+        st->times_msg = calloc((size_t)st->nparts_recv + TIMES_ARRIVED, sizeof(double));
         st->npieces = (int)lcm_ll(st->nparts_send, st->nparts_recv);
         st->piece_ready = calloc((size_t)st->npieces, sizeof(double));
         st->piece_arrived = calloc((size_t)st->npieces, sizeof(double));
@@ -261,19 +289,24 @@ static void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
             st->pready_list[i] = i;
         MPI_Psend_init(st->send_buf, st->nparts_send, count_send, MPI_UINT64_T, RECEIVER, TAG_PART, st->data_comm,
                        MPI_INFO_NULL, &st->part_req);
+        MPI_Send_init(st->send_buf, count_whole, MPI_UINT64_T, RECEIVER, TAG_PERSIST, st->data_comm, &st->persist_req);
         hmb_cache_register(ctx, st->send_buf, st->size_bytes);
     } else if (st->rank == RECEIVER) {
         st->recv_buf_single = alloc_aligned(st->size_bytes);
+        st->recv_buf_persist = alloc_aligned(st->size_bytes);
         st->recv_buf_part = alloc_aligned(st->size_bytes);
         st->arrived = calloc((size_t)st->nparts_recv, sizeof(double));
-        st->times_msg = calloc((size_t)st->nparts_recv + 1, sizeof(double));
-        if (!st->recv_buf_single || !st->recv_buf_part || !st->arrived || !st->times_msg) {
-            hmb_unsupported(ctx, "cannot allocate 2 x %zu bytes of receive buffers on the receiver", st->size_bytes);
+        st->times_msg = calloc((size_t)st->nparts_recv + TIMES_ARRIVED, sizeof(double));
+        if (!st->recv_buf_single || !st->recv_buf_persist || !st->recv_buf_part || !st->arrived || !st->times_msg) {
+            hmb_unsupported(ctx, "cannot allocate 3 x %zu bytes of receive buffers on the receiver", st->size_bytes);
             return st;
         }
         MPI_Precv_init(st->recv_buf_part, st->nparts_recv, count_recv, MPI_UINT64_T, SENDER, TAG_PART, st->data_comm,
                        MPI_INFO_NULL, &st->part_req);
+        MPI_Recv_init(st->recv_buf_persist, count_whole, MPI_UINT64_T, SENDER, TAG_PERSIST, st->data_comm,
+                      &st->persist_req);
         hmb_cache_register(ctx, st->recv_buf_single, st->size_bytes);
+        hmb_cache_register(ctx, st->recv_buf_persist, st->size_bytes);
         hmb_cache_register(ctx, st->recv_buf_part, st->size_bytes);
     }
     return st;
@@ -405,6 +438,7 @@ static void poison_recv_buffers(hmb_ctx *ctx, part_state *st)
     if (!hmb_validate_enabled(ctx))
         return;
     memset(st->recv_buf_single, POISON_BYTE, st->size_bytes);
+    memset(st->recv_buf_persist, POISON_BYTE, st->size_bytes);
     memset(st->recv_buf_part, POISON_BYTE, st->size_bytes);
     st->recv_poisoned = 1;
 }
@@ -421,42 +455,90 @@ static void prepare_buffers(hmb_ctx *ctx, part_state *st, long iter)
     st->recv_poisoned = 0; /* about to be written */
 }
 
+/* Sender: every thread computes its draw of this iteration (the same draws in every phase);
+ * with mark_ready it then records its compute end and marks its partitions ready. Returns the
+ * join (local clock). */
+static double sender_compute(hmb_ctx *ctx, part_state *st, long iter, int mark_ready)
+{
+#pragma omp parallel num_threads(st->threads)
+    for (int tid = omp_get_thread_num(); tid < st->threads; tid += omp_get_num_threads()) {
+        hmb_compute_ns(ctx, hmb_noise_ns(ctx, tid, iter, st->compute_ns));
+        if (mark_ready) {
+            st->compute_end[tid] = hmb_now();
+            sender_mark_ready(st, tid, st->compute_end[tid]); /* s of its first partition */
+        }
+    }
+    return hmb_now();
+}
+
+/* Sender: complete a send request as --complete says, the same way in every phase: poll
+ * MPI_Test (an application that checks between other work) or block in MPI_Wait. Returns 0,
+ * or -1 when polling passes bound_s (local clock) first; MPI_Wait has no bound of its own
+ * (the watchdog's --timeout ends a hang). */
+static int complete_send(const part_state *st, MPI_Request *req, double bound_s)
+{
+    if (st->complete_wait) {
+        MPI_Wait(req, MPI_STATUS_IGNORE);
+        return 0;
+    }
+    for (int done = 0; !done;) {
+        MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (!done && hmb_now() > bound_s)
+            return -1;
+    }
+    return 0;
+}
+
 /* Sender: once every partition is ready and the receiver has started (the barrier), the
  * send must complete; a library that never completes it fails the run instead of hanging
  * it (seen with Open MPI 5.0.11 when the job has ranks beyond the pair). */
 static void sender_bounded_wait(hmb_ctx *ctx, part_state *st, const hmb_point *pt, long iter)
 {
-    double all_ready = hmb_now(), bound = fmin(all_ready + st->grace_s, st->deadline_s);
-    for (int done = 0; !done;) {
-        MPI_Test(&st->part_req, &done, MPI_STATUS_IGNORE);
-        if (!done && hmb_now() > bound)
-            hmb_validation_failure(ctx, pt, iter, -1,
-                                   "the partitioned send never completed (%.1f s after its last MPI_Pready, receiver "
-                                   "started and polling; %d ranks in the job): library conformance problem",
-                                   hmb_now() - all_ready, hmb_size(ctx));
-    }
+    double all_ready = hmb_now();
+    if (complete_send(st, &st->part_req, fmin(all_ready + st->grace_s, st->deadline_s)) != 0)
+        hmb_validation_failure(ctx, pt, iter, -1,
+                               "the partitioned send never completed (%.1f s after its last MPI_Pready, receiver "
+                               "started and polling; %d ranks in the job): library conformance problem",
+                               hmb_now() - all_ready, hmb_size(ctx));
 }
 
-/* Phase 1, single-send fork-join. Returns (sender) t_join_ss or (receiver) t_recv, local;
- * *comm_s: this rank's time inside MPI_Send / MPI_Recv (scales the hang bounds). */
-static double phase_single_send(hmb_ctx *ctx, part_state *st, long iter, double *comm_s)
+/* A baseline phase (single send or persistent). Returns (sender) its join or (receiver) its
+ * t_recv, local; *comm_s: this rank's time inside the send / receive (scales the hang bounds).
+ * The persistent receive is started before the barrier, like the partitioned receive; the
+ * persistent send is started at the join, where the fresh send is posted. */
+static double phase_baseline(hmb_ctx *ctx, part_state *st, int phase, long iter, double *comm_s)
 {
+    const int persistent = phase == PHASE_PERSISTENT;
     double t = 0.0;
-    hmb_phase(ctx, "single-send barrier");
+    if (persistent && st->rank == RECEIVER)
+        MPI_Start(&st->persist_req);
+    hmb_phase(ctx, persistent ? "persistent barrier" : "single-send barrier");
     MPI_Barrier(st->data_comm);
     if (st->rank == SENDER) {
-#pragma omp parallel num_threads(st->threads)
-        for (int tid = omp_get_thread_num(); tid < st->threads; tid += omp_get_num_threads())
-            hmb_compute_ns(ctx, hmb_noise_ns(ctx, tid, iter, st->compute_ns));
-        t = hmb_now(); /* t_join_ss */
-        hmb_phase(ctx, "single-send MPI_Send");
-        MPI_Send(st->send_buf, (int)(st->size_bytes / 8), MPI_UINT64_T, RECEIVER, TAG_SINGLE, st->data_comm);
+        t = sender_compute(ctx, st, iter, 0); /* t_join_ss, or the persistent phase's join */
+        hmb_phase(ctx, persistent ? "persistent send" : "single send");
+        int count = (int)(st->size_bytes / 8);
+        if (persistent) {
+            MPI_Start(&st->persist_req);
+            complete_send(st, &st->persist_req, INFINITY);
+        } else if (st->complete_wait) {
+            MPI_Send(st->send_buf, count, MPI_UINT64_T, RECEIVER, TAG_SINGLE, st->data_comm);
+        } else {
+            MPI_Request req;
+            MPI_Isend(st->send_buf, count, MPI_UINT64_T, RECEIVER, TAG_SINGLE, st->data_comm, &req);
+            complete_send(st, &req, INFINITY);
+        }
         *comm_s = hmb_now() - t;
     } else if (st->rank == RECEIVER) {
         double t_posted = hmb_now();
-        hmb_phase(ctx, "single-send MPI_Recv");
-        MPI_Recv(st->recv_buf_single, (int)(st->size_bytes / 8), MPI_UINT64_T, SENDER, TAG_SINGLE, st->data_comm,
-                 MPI_STATUS_IGNORE);
+        if (persistent) {
+            hmb_phase(ctx, "persistent receiver MPI_Wait");
+            MPI_Wait(&st->persist_req, MPI_STATUS_IGNORE);
+        } else {
+            hmb_phase(ctx, "single-send MPI_Recv");
+            MPI_Recv(st->recv_buf_single, (int)(st->size_bytes / 8), MPI_UINT64_T, SENDER, TAG_SINGLE, st->data_comm,
+                     MPI_STATUS_IGNORE);
+        }
         t = hmb_now(); /* t_recv */
         *comm_s = t - t_posted;
     }
@@ -476,13 +558,8 @@ static void phase_partitioned(hmb_ctx *ctx, part_state *st, const hmb_point *pt,
     hmb_phase(ctx, "partitioned barrier");
     MPI_Barrier(st->data_comm);
     if (st->rank == SENDER) {
-#pragma omp parallel num_threads(st->threads)
-        for (int tid = omp_get_thread_num(); tid < st->threads; tid += omp_get_num_threads()) {
-            hmb_compute_ns(ctx, hmb_noise_ns(ctx, tid, iter, st->compute_ns));
-            st->compute_end[tid] = hmb_now();
-            sender_mark_ready(st, tid, hmb_now()); /* s of its first partition */
-        }
-        hmb_phase(ctx, "partitioned sender MPI_Wait");
+        sender_compute(ctx, st, iter, 1);
+        hmb_phase(ctx, "partitioned sender completion");
         sender_bounded_wait(ctx, st, pt, iter);
         int done = 1;
         MPI_Send(&done, 1, MPI_INT, RECEIVER, TAG_SENDER_DONE, st->ctl_comm);
@@ -507,73 +584,82 @@ static void phase_partitioned(hmb_ctx *ctx, part_state *st, const hmb_point *pt,
     }
 }
 
-/* Rank 0: the ready time of receive partition j is the latest s_i over the send partitions
- * overlapping j's bytes — j cannot complete before the last of them is marked ready. */
 /* The metrics pair every ready time with the arrival of the same bytes. With different send
  * and receive partition counts the message is cut into lcm(P_send, P_recv) equal pieces: piece
  * k lies in exactly one send partition (its s) and one receive partition (its a). So t_part
- * still starts at the first MPI_Pready, the union of [s, a] covers every send partition's own
- * window, and early_arrival counts bytes. With equal counts the pieces are the partitions. */
+ * starts at the first MPI_Pready, L is the piece made ready last, and early_bird counts bytes
+ * (equal pieces). With equal counts the pieces are the partitions. */
 static void pair_pieces(hmb_ctx *ctx, part_state *st)
 {
     int per_send = st->npieces / st->nparts_send, per_recv = st->npieces / st->nparts_recv;
     for (int k = 0; k < st->npieces; k++) {
         st->piece_ready[k] = hmb_to_global(ctx, st->ready_local[k / per_send]);
-        st->piece_arrived[k] = st->times_msg[1 + k / per_recv];
+        st->piece_arrived[k] = st->times_msg[TIMES_ARRIVED + k / per_recv];
     }
 }
+
+/* Counterbalanced paired design: iteration i runs the three phases in order i mod 6, so over
+ * six iterations each phase runs first, second and third twice and directly follows each other
+ * phase twice: none systematically inherits another's cache or progress-engine state. Order 0
+ * runs the single send first: the never-reported grace comes from the latest single-send time. */
+static const int phase_orders[6][NPHASES] = {
+    {PHASE_SINGLE, PHASE_PERSISTENT, PHASE_PARTITIONED}, {PHASE_PARTITIONED, PHASE_SINGLE, PHASE_PERSISTENT},
+    {PHASE_PERSISTENT, PHASE_PARTITIONED, PHASE_SINGLE}, {PHASE_SINGLE, PHASE_PARTITIONED, PHASE_PERSISTENT},
+    {PHASE_PERSISTENT, PHASE_SINGLE, PHASE_PARTITIONED}, {PHASE_PARTITIONED, PHASE_PERSISTENT, PHASE_SINGLE}};
 
 static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
 {
     part_state *st = state;
     prepare_buffers(ctx, st, iter);
 
-    /* Counterbalanced paired design: odd iterations run the partitioned phase first, so
-     * neither phase systematically inherits the other's cache or progress-engine state. The
-     * never-reported grace comes from the latest single-send time (iteration 0 runs it first). */
-    double comm_s = 0.0, t_single = 0.0;
-    const int partitioned_first = iter % 2 != 0;
-    if (!partitioned_first) {
-        t_single = phase_single_send(ctx, st, iter, &comm_s);
-        st->grace_s = fmax(NEVER_REPORTED_MIN_GRACE_S, NEVER_REPORTED_PT2PT_FACTOR * comm_s);
-    }
-    double timeout_s = (double)hmb_opt_duration_ns(ctx, "timeout") * 1e-9;
-    st->deadline_s = hmb_now() + POLL_DEADLINE_TIMEOUT_FRACTION * timeout_s;
-    phase_partitioned(ctx, st, pt, iter);
-    if (partitioned_first) {
-        t_single = phase_single_send(ctx, st, iter, &comm_s);
-        st->grace_s = fmax(NEVER_REPORTED_MIN_GRACE_S, NEVER_REPORTED_PT2PT_FACTOR * comm_s);
+    double t_baseline[NPHASES] = {0.0}; /* sender: the phase's join; receiver: its t_recv (local) */
+    const double timeout_s = (double)hmb_opt_duration_ns(ctx, "timeout") * 1e-9;
+    for (int k = 0; k < NPHASES; k++) {
+        const int phase = phase_orders[iter % 6][k];
+        if (phase == PHASE_PARTITIONED) {
+            st->deadline_s = hmb_now() + POLL_DEADLINE_TIMEOUT_FRACTION * timeout_s;
+            phase_partitioned(ctx, st, pt, iter);
+            continue;
+        }
+        double comm_s = 0.0;
+        t_baseline[phase] = phase_baseline(ctx, st, phase, iter, &comm_s);
+        if (phase == PHASE_SINGLE)
+            st->grace_s = fmax(NEVER_REPORTED_MIN_GRACE_S, NEVER_REPORTED_PT2PT_FACTOR * comm_s);
     }
 
     /* Untimed: the receiver's timestamps to rank 0 (this also keeps the sender from
      * refilling its buffer before the receiver has everything). */
     hmb_phase(ctx, "timestamp exchange");
+    const int ntimes = st->nparts_recv + TIMES_ARRIVED;
     if (st->rank == RECEIVER) {
-        st->times_msg[0] = hmb_to_global(ctx, t_single);
+        st->times_msg[TIMES_RECV_SINGLE] = hmb_to_global(ctx, t_baseline[PHASE_SINGLE]);
+        st->times_msg[TIMES_RECV_PERSIST] = hmb_to_global(ctx, t_baseline[PHASE_PERSISTENT]);
         for (int j = 0; j < st->nparts_recv; j++)
-            st->times_msg[j + 1] = hmb_to_global(ctx, st->arrived[j]);
-        MPI_Send(st->times_msg, st->nparts_recv + 1, MPI_DOUBLE, SENDER, TAG_TIMES, st->ctl_comm);
+            st->times_msg[TIMES_ARRIVED + j] = hmb_to_global(ctx, st->arrived[j]);
+        MPI_Send(st->times_msg, ntimes, MPI_DOUBLE, SENDER, TAG_TIMES, st->ctl_comm);
         return 0;
     }
     if (st->rank != SENDER)
         return 0;
-    MPI_Recv(st->times_msg, st->nparts_recv + 1, MPI_DOUBLE, RECEIVER, TAG_TIMES, st->ctl_comm, MPI_STATUS_IGNORE);
+    MPI_Recv(st->times_msg, ntimes, MPI_DOUBLE, RECEIVER, TAG_TIMES, st->ctl_comm, MPI_STATUS_IGNORE);
 
-    double t_join_ss = hmb_to_global(ctx, t_single), t_recv = st->times_msg[0];
+    double t_pt2pt = st->times_msg[TIMES_RECV_SINGLE] - hmb_to_global(ctx, t_baseline[PHASE_SINGLE]);
+    double t_persist = st->times_msg[TIMES_RECV_PERSIST] - hmb_to_global(ctx, t_baseline[PHASE_PERSISTENT]);
     double t_join = -INFINITY;
     for (int t = 0; t < st->threads; t++)
         t_join = fmax(t_join, hmb_to_global(ctx, st->compute_end[t]));
     pair_pieces(ctx, st);
     hmb_part_metrics m;
-    out->valid = hmb_part_metrics_compute(st->npieces, st->piece_ready, st->piece_arrived, t_join,
-                                          t_recv - t_join_ss, st->size_bytes, &m) == 0;
+    out->valid = hmb_part_metrics_compute(st->npieces, st->piece_ready, st->piece_arrived, t_join, t_pt2pt,
+                                          t_persist, st->size_bytes, &m) == 0;
     out->value[M_OVERHEAD] = m.overhead;
+    out->value[M_OVERHEAD_PERSISTENT] = m.overhead_persistent;
     out->value[M_T_PART] = m.t_part_s * 1e6;
     out->value[M_T_PT2PT] = m.t_pt2pt_s * 1e6;
+    out->value[M_T_PERSIST] = m.t_persist_s * 1e6;
     out->value[M_PERCEIVED_BW] = m.perceived_bw_Bps * 1e-6;
     out->value[M_AVAILABILITY] = m.availability;
     out->value[M_EARLY_BIRD] = m.early_bird;
-    out->value[M_EARLY_ARRIVAL] = m.early_arrival;
     out->value[M_T_AFTER_JOIN] = m.t_after_join_s * 1e6;
 
     /* Next iteration's pattern now, so a cold-cache flush before it evicts the buffer. */
@@ -599,6 +685,7 @@ static void part_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
         return;
     verify_phase(ctx, st, pt, iter, st->recv_buf_part, "partitioned");
     verify_phase(ctx, st, pt, iter, st->recv_buf_single, "single-send");
+    verify_phase(ctx, st, pt, iter, st->recv_buf_persist, "persistent");
     /* Poison for the next iteration now (outside timing, before any cold-cache flush). */
     poison_recv_buffers(ctx, st);
 }
@@ -612,6 +699,8 @@ static void part_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
         return;
     if (st->part_req != MPI_REQUEST_NULL)
         MPI_Request_free(&st->part_req);
+    if (st->persist_req != MPI_REQUEST_NULL)
+        MPI_Request_free(&st->persist_req);
     MPI_Comm_free(&st->data_comm);
     MPI_Comm_free(&st->ctl_comm);
     part_free(st);
@@ -627,7 +716,12 @@ static void part_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
     hmb_result_add_num(ctx, "threads", hmb_threads(ctx));
     hmb_result_add_num(ctx, "compute_ns", (double)hmb_opt_duration_ns(ctx, "compute"));
     hmb_result_add_str(ctx, "noise", hmb_opt_str(ctx, "noise"));
-    hmb_result_add_str(ctx, "single_send", "MPI_Send/MPI_Recv of the whole message");
+    int wait = strcmp(hmb_point_str(pt, "complete"), complete_names[COMPLETE_WAIT]) == 0;
+    hmb_result_add_str(ctx, "single_send", wait ? "MPI_Send / MPI_Recv of the whole message"
+                                                : "MPI_Isend + MPI_Test polling / MPI_Recv of the whole message");
+    hmb_result_add_str(ctx, "persistent", wait ? "MPI_Send_init + MPI_Wait / MPI_Recv_init started before the barrier"
+                                               : "MPI_Send_init + MPI_Test polling / MPI_Recv_init started before the "
+                                                 "barrier");
 }
 
 #if PART_HAVE_PARTITIONED
@@ -655,6 +749,6 @@ static const hmb_bench part_bench = {
     .verify = PART_VERIFY,
     .teardown = part_teardown,
     .annotate = part_annotate,
-    .pivot_metrics = "overhead,availability,early_bird,early_arrival",
+    .pivot_metrics = "overhead,overhead_persistent,availability,early_bird",
 };
 HMB_REGISTER(part_bench);

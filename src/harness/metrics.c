@@ -2,84 +2,36 @@
 #include "hmb/metrics.h"
 
 #include <math.h>
-#include <stdlib.h>
 
-typedef struct {
-    double lo, hi;
-} interval;
-
-static int cmp_interval(const void *x, const void *y)
+int hmb_part_metrics_compute(int n, const double *s, const double *a, double t_join_s, double t_pt2pt_s,
+                             double t_persist_s, size_t m_bytes, hmb_part_metrics *out)
 {
-    const interval *a = x, *b = y;
-    return (a->lo > b->lo) - (a->lo < b->lo);
-}
-
-double hmb_interval_union_length(int n, const double *lo, const double *hi,
-                                 double clip_lo, double clip_hi)
-{
-    if (n <= 0 || clip_hi <= clip_lo)
-        return 0.0;
-    interval stack_buf[64];
-    interval *v = n <= 64 ? stack_buf : malloc((size_t)n * sizeof *v);
-    if (!v)
-        return NAN;
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        double l = lo[i] > clip_lo ? lo[i] : clip_lo;
-        double h = hi[i] < clip_hi ? hi[i] : clip_hi;
-        if (h > l)
-            v[m++] = (interval){l, h};
-    }
-    qsort(v, (size_t)m, sizeof *v, cmp_interval);
-    double total = 0.0;
-    double cur_lo = 0.0, cur_hi = 0.0;
-    for (int i = 0; i < m; i++) {
-        if (i == 0 || v[i].lo > cur_hi) {
-            total += cur_hi - cur_lo; /* close the previous run (0 for i == 0) */
-            cur_lo = v[i].lo;
-            cur_hi = v[i].hi;
-        } else if (v[i].hi > cur_hi) {
-            cur_hi = v[i].hi; /* extend; a contained interval changes nothing */
-        }
-    }
-    if (m > 0)
-        total += cur_hi - cur_lo;
-    if (v != stack_buf)
-        free(v);
-    return total;
-}
-
-int hmb_part_metrics_compute(int n, const double *s, const double *a, double t_join_s,
-                             double t_pt2pt_s, size_t m_bytes, hmb_part_metrics *out)
-{
-    if (n < 1 || !(t_pt2pt_s > 0.0) || !out)
+    if (n < 1 || !(t_pt2pt_s > 0.0) || !(t_persist_s > 0.0) || !out)
         return -1;
     double s_min = s[0], a_max = a[0];
-    int last_ready = 0;
-    for (int i = 1; i < n; i++) {
-        if (s[i] < s_min)
-            s_min = s[i];
-        if (a[i] > a_max)
-            a_max = a[i];
-        /* ties (pieces of one partition): the one that arrived last */
-        if (s[i] > s[last_ready] || (s[i] == s[last_ready] && a[i] > a[last_ready]))
-            last_ready = i;
+    int last_ready = 0, arrived_by_join = 0;
+    for (int k = 0; k < n; k++) {
+        if (s[k] < s_min)
+            s_min = s[k];
+        if (a[k] > a_max)
+            a_max = a[k];
+        /* ties (pieces of one send partition): the one that arrived last */
+        if (s[k] > s[last_ready] || (s[k] == s[last_ready] && a[k] > a[last_ready]))
+            last_ready = k;
+        arrived_by_join += a[k] <= t_join_s;
     }
     out->t_part_s = a_max - s_min;
     out->t_pt2pt_s = t_pt2pt_s;
+    out->t_persist_s = t_persist_s;
     out->overhead = out->t_part_s / t_pt2pt_s;
+    out->overhead_persistent = out->t_part_s / t_persist_s;
     double last_span = a[last_ready] - s[last_ready];
     out->perceived_bw_Bps = last_span > 0.0 ? (double)m_bytes / last_span : INFINITY;
     double after = a_max - t_join_s;
     out->t_after_join_s = after > 0.0 ? after : 0.0;
     out->availability = 1.0 - out->t_after_join_s / t_pt2pt_s;
-    double u_all = hmb_interval_union_length(n, s, a, -INFINITY, INFINITY);
-    double u_early = hmb_interval_union_length(n, s, a, s_min, t_join_s);
-    out->early_bird = u_all > 0.0 ? u_early / u_all : 0.0;
-    int arrived_before_join = 0;
-    for (int i = 0; i < n; i++)
-        arrived_before_join += a[i] <= t_join_s;
-    out->early_arrival = (double)arrived_before_join / n;
+    /* Equal pieces: the share of pieces is the share of bytes, sum_k bytes_k / m. */
+    out->early_bird = (double)arrived_by_join / n;
     return 0;
 }
 
