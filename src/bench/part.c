@@ -393,7 +393,7 @@ static void observe_partitions(hmb_ctx *ctx, part_state *st, const hmb_point *pt
                     "MPI_Parrived never reported receive partition %d of %d (send partitions %d, receive "
                     "partitions %d) %s: library conformance problem",
                     j, st->nparts_recv, st->nparts_send, st->nparts_recv,
-                    overdue ? "although the sender completed its MPI_Wait" : "before the --timeout deadline");
+                    overdue ? "although the sender completed its request" : "before the --timeout deadline");
         }
     }
 }
@@ -735,7 +735,8 @@ static void part_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
 static const hmb_bench part_bench = {
     .name = "part",
     .group = "partitioned",
-    .summary = "partitioned point-to-point vs single send: overhead, perceived bandwidth, availability, early bird",
+    .summary = "partitioned point-to-point vs single and persistent send: overhead, perceived bandwidth, "
+               "availability, early bird",
     .options = part_options,
     .defaults = part_defaults,
     .metrics = part_metrics,
