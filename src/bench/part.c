@@ -86,7 +86,7 @@ static const hmb_metric part_metrics[] = {
     {"t_part_us", "us", "first Pready to last Parrived", 0, 1},
     {"t_pt2pt_us", "us", "single send: join to receive completion (one-way)", 0, 1},
     {"perceived_bw_MBps", "MB/s", "m / (a_L - s_L), L = partition made ready last (MB = 1e6 B)", 1, 1},
-    {"availability", "ratio", "1 - t_after_join / t_pt2pt", 1, 1},
+    {"availability", "ratio", "1 - t_after_join / t_pt2pt", 1, 1, 1},
     {"early_bird", "ratio", "SPEC: share of the union of [s_i, a_i] before the join (counts waiting too)", 1, 1},
     {"early_arrival", "ratio", "share of the message reported arrived before the join (transfer that moved early)",
      1, 1},
