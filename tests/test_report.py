@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from hmb import report, results
+from hmb.reports import async_
 
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))
@@ -209,7 +210,7 @@ def _async_runs(tmp_path, layouts) -> results.ResultSet:
 def test_runs_that_differ_in_layout_or_options_are_separate_lines(tmp_path):
     # Allreduce at 2 ranks (E=80) and at 4 ranks (E=20) must not merge into one point at 50.
     rs = _async_runs(tmp_path, [(2, "1ms", 80.0), (4, "1ms", 20.0), (2, "10ms", 60.0)])
-    (fig,) = report.async_figures(rs, tmp_path)
+    (fig,) = async_.async_figures(rs, tmp_path)
     reading = fig.reading
     assert "none, ranks=2, compute=1ms 80.0%" in reading and "none, ranks=4, compute=1ms 20.0%" in reading
     assert "none, ranks=2, compute=10ms 60.0%" in reading and " 50" not in reading
@@ -220,7 +221,7 @@ def test_runs_that_differ_in_layout_or_options_are_separate_lines(tmp_path):
 
 def test_identical_layouts_still_combine_and_hide_constant_items(tmp_path):
     rs = _async_runs(tmp_path, [(2, "1ms", 80.0), (2, "1ms", 82.0)])
-    (fig,) = report.async_figures(rs, tmp_path)
+    (fig,) = async_.async_figures(rs, tmp_path)
     assert "MPICH at 64K: none 81.0%" in fig.reading and "ranks=" not in fig.reading
     header, rows = report.results_rows(rs)["async"]
     assert len(rows) == 2 and rows[0][-1] == "2" and "ranks" not in rows[0][2]

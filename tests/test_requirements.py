@@ -115,3 +115,20 @@ def test_mpich_stream_runs_with_the_planned_settings(tmp_path):
     assert res["status"] == "ok", res.get("reason")
     assert res["extra"]["streams"] == 2 and res["extra"]["reserve_vcis"] == 2 and res["extra"]["vcis"] == 3
     assert res["metrics"]["msg_rate"]["median"] > 0
+
+
+def test_toolkit_runs_on_the_python_the_readme_promises():
+    # README: Python >= 3.9. vermin finds the minimum version the code needs. tomllib (3.11+) is
+    # excluded: vermin does not see sweep.py's fallback to tomli on older Pythons.
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+    vermin = shutil.which("vermin") or str(Path(sys.executable).parent / "vermin")
+    if not Path(vermin).exists():
+        pytest.skip("vermin is not installed (pip install -e '.[test]')")
+    repo = Path(__file__).resolve().parents[1]
+    r = subprocess.run([vermin, "-t=3.9-", "--no-tips", "--eval-annotations",
+                        "--exclude", "tomllib", str(repo / "python" / "hmb")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr

@@ -116,7 +116,7 @@ mpis = ["mpich"]
 repeats = 1
 seed = 5
 output = "out.jsonl"
-timeout = 60
+timeout = "60s"
 
 [[bench]]
 name = "p2p"

@@ -64,7 +64,12 @@ typedef struct {
     double min, max;           /* inclusive range for numeric types (each list element);
                                   min == max == 0 means unchecked */
     const char *choices;       /* HMB_OPT_CHOICE: "a|b|c" */
+    int role;                  /* HMB_ROLE_PARAMETER (0, default) or HMB_ROLE_RUN_CONTROL */
 } hmb_option;
+
+/* What an option is to the toolkit (hmb-bench --describe --json): a parameter defines what is
+ * measured (a result point); run control only steers how (iterations, timeout, output). */
+enum { HMB_ROLE_PARAMETER = 0, HMB_ROLE_RUN_CONTROL = 1 };
 
 /* Terminates an option table. */
 #define HMB_OPTION_END {NULL, HMB_OPT_FLAG, NULL, NULL, 0, 0, NULL}
@@ -134,6 +139,7 @@ typedef struct {
     const char *description; /* one line */
     int higher_is_better;    /* 1 for bandwidth/rate/efficiency, 0 for times */
     int in_table;            /* shown in the stdout table (the JSON always has all) */
+    int is_signed;           /* can be negative (efficiency, availability): compared by difference */
 } hmb_metric;
 
 #define HMB_METRIC_END {NULL, NULL, NULL, 0, 0}
@@ -188,6 +194,7 @@ typedef struct hmb_bench {
      * points' non-size parameters, one row per listed metric, message sizes as columns, cells
      * the medians. NULL: no pivot table. */
     const char *pivot_metrics;
+    const char *spare_core_when; /* "option=value,value": runs with one of these values need one spare core per rank for a progress thread; NULL: never */
 } hmb_bench;
 
 /* Registration: each benchmark file ends with HMB_REGISTER(descriptor_variable). The

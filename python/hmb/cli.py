@@ -9,7 +9,8 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__, mpi
+from . import __version__, mpi, repeats
+from .units import parse_duration
 
 EXAMPLES = """examples:
   hmb demo                                   build, run configs/demo.toml, write results/report.html
@@ -46,11 +47,18 @@ def cmd_run(args) -> int:
     from . import launch
     if args.ranks < 1 or args.threads < 1:
         raise UsageError("-n and --threads must be at least 1")
+    if args.repeats < 1:
+        raise UsageError("--repeats must be at least 1")
+    try:
+        timeout = parse_duration(args.timeout) if args.timeout is not None else 0
+    except ValueError as e:
+        raise UsageError(f"--timeout: {e}") from None
     target = launch.prepare(args.mpi, build="always" if args.rebuild else "missing")
-    rc = launch.run_bench(target, args.bench, args.bench_args, args.ranks, args.threads,
-                          json_path=args.json, launcher=args.launcher, timeout=args.timeout,
-                          dry_run=args.dry_run)
-    return rc
+    if args.repeats == 1:
+        return launch.run_bench(target, args.bench, args.bench_args, args.ranks, args.threads,
+                                json_path=args.json, launcher=args.launcher, timeout=timeout or None,
+                                dry_run=args.dry_run)
+    return repeats.run(target, args, timeout or None)
 
 
 def cmd_sweep(args) -> int:
@@ -153,7 +161,11 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", metavar="FILE", help="append JSON Lines results to FILE")
     r.add_argument("--launcher", choices=("auto", "mpiexec", "srun"), default="auto",
                    help="auto: srun inside a Slurm allocation (SLURM_JOB_ID set), else mpiexec")
-    r.add_argument("--timeout", type=float, help="kill the launch after this many seconds")
+    r.add_argument("--timeout", metavar="DURATION",
+                   help="kill a launch after this long (30s, 5min; 0 = never, the default)")
+    r.add_argument("--repeats", type=int, default=1, metavar="N",
+                   help="launch N times (the same command) and show, per point and metric, the median "
+                   "of launch medians, their min-max and the within-launch 95%% CI (default 1)")
     r.add_argument("--rebuild", action="store_true", help="run an incremental build first")
     r.add_argument("--dry-run", action="store_true", help="print the launch lines, run nothing")
     r.set_defaults(func=cmd_run)

@@ -2,7 +2,8 @@
 
 Points match on results.point_key (benchmark, params, ranks, thread level, run options).
 The change is the ratio of medians B/A, or the difference B − A for metrics that can be
-zero or negative (DIFFERENCE_METRICS, or any median <= 0), where a ratio means nothing.
+negative (signed in the benchmark's descriptor) or have a median <= 0, where a ratio means
+nothing.
 
 Basis of the test (column "basis"):
 - repeats (>= 2 repeats on each side): launch-to-launch variation is the noise. With raw
@@ -31,9 +32,6 @@ ALPHA = 0.05
 MIN_EFFECT = 0.05
 BOOT = 2000
 MAX_BOOT_SAMPLES = 4000  # per repeat; larger samples are thinned evenly for the bootstrap
-# Metrics compared by difference B − A: shares and efficiencies, which can be 0 or negative.
-DIFFERENCE_METRICS = frozenset({"efficiency_pct", "E_pct", "efficiency", "availability", "early_bird",
-                                "early_arrival"})
 
 
 @dataclasses.dataclass
@@ -52,6 +50,7 @@ class Row:
     method: str
     basis: str          # "repeats" or "iterations"
     higher_is_better: bool | None
+    signed: bool = False
     p_holm: float = float("nan")
     significant: bool = False
 
@@ -74,12 +73,12 @@ class Row:
 
     def large_enough(self) -> bool:
         """The change exceeds MIN_EFFECT: 5% of A for ratios; for differences 5 points of a
-        percentage, 0.05 of a share (DIFFERENCE_METRICS), else 5% of the larger |median|."""
+        percentage, 0.05 of a dimensionless ratio, else 5% of the larger |median|."""
         if self.scale == "ratio":
             return abs(self.change - 1) > MIN_EFFECT
         if self.unit == "%":
             floor = 100 * MIN_EFFECT
-        elif self.metric in DIFFERENCE_METRICS:
+        elif self.unit == "ratio":
             floor = MIN_EFFECT
         else:
             floor = MIN_EFFECT * max(abs(self.median_a), abs(self.median_b))
@@ -130,8 +129,8 @@ def _boot_medians(sample_sets: list[np.ndarray], rng: np.random.Generator) -> np
     return np.median(np.take_along_axis(meds, pick, axis=1), axis=1)
 
 
-def _scale_of(metric: str, medians: list[float]) -> str:
-    return "difference" if metric in DIFFERENCE_METRICS or min(medians) <= 0 else "ratio"
+def _scale_of(signed: bool, medians: list[float]) -> str:
+    return "difference" if signed or min(medians) <= 0 else "ratio"
 
 
 def _ci_half_width(m: dict) -> float:
@@ -139,7 +138,7 @@ def _ci_half_width(m: dict) -> float:
     return (hi - lo) / 2
 
 
-def _compare_point(ra: list, rb: list, metric: str, rng) -> tuple | None:
+def _compare_point(ra: list, rb: list, metric: str, signed: bool, rng) -> tuple | None:
     ma = [r.metric(metric) for r in ra]
     mb = [r.metric(metric) for r in rb]
     if not all(ma) or not all(mb) or any(m.get("median") is None for m in ma + mb):
@@ -147,7 +146,7 @@ def _compare_point(ra: list, rb: list, metric: str, rng) -> tuple | None:
     meds_a = [float(m["median"]) for m in ma]
     meds_b = [float(m["median"]) for m in mb]
     med_a, med_b = statistics.median(meds_a), statistics.median(meds_b)
-    scale = _scale_of(metric, meds_a + meds_b)
+    scale = _scale_of(signed, meds_a + meds_b)
     ratio = scale == "ratio"
     change = med_b / med_a if ratio else med_b - med_a
     basis = "repeats" if len(ra) >= 2 and len(rb) >= 2 else "iterations"
@@ -192,17 +191,17 @@ def _compare_point(ra: list, rb: list, metric: str, rng) -> tuple | None:
 
     if basis == "repeats":
         xa, xb = [fwd(v) for v in meds_a], [fwd(v) for v in meds_b]
-        va, vb = statistics.variance(xa) / len(xa), statistics.variance(xb) / len(xb)
-        se = math.sqrt(va + vb)
-        df = (va + vb) ** 2 / (va ** 2 / (len(xa) - 1) + vb ** 2 / (len(xb) - 1)) if se > 0 \
-            else len(xa) + len(xb) - 2
+        se = math.sqrt(statistics.variance(xa) / len(xa) + statistics.variance(xb) / len(xb))
         # Repeats that happen to agree closely do not make the point more precise than one repeat.
         floor = math.hypot(within_se(ma) / math.sqrt(len(ma)), within_se(mb) / math.sqrt(len(mb)))
         if floor > se:
             se, df = floor, len(xa) + len(xb) - 2
+            p = float(2 * stats.t.sf(abs(est) / se, df)) if se > 0 else nan
+        else:
+            welch = stats.ttest_ind(xb, xa, equal_var=False)
+            df, p = float(welch.df), float(welch.pvalue)
         method = "Welch t on repeat medians"
         q = stats.t.ppf(0.975, df) if se > 0 else nan
-        p = float(2 * stats.t.sf(abs(est) / se, df)) if se > 0 else nan
     else:
         se = math.hypot(within_se(ma), within_se(mb))
         method = "summary CIs"
@@ -255,13 +254,15 @@ def compare(a: ResultSet, b: ResultSet, metrics: list[str] | None = None, seed: 
         for metric in names:
             if metrics and metric not in metrics:
                 continue
-            got = _compare_point(ra, rb, metric, rng)
+            record = (ra[0].record.get("metrics") or {}).get(metric, {})
+            desc = ra[0].desc.metric(metric) if ra[0].desc else None
+            signed = bool(desc and desc.signed)
+            got = _compare_point(ra, rb, metric, signed, rng)
             if got is None:
                 continue
-            info = (ra[0].record.get("metrics") or {}).get(metric, {})
-            hib = info.get("higher_is_better")
-            rows.append(Row(key[0], _describe(key, shown), metric, info.get("unit", ""), *got,
-                            higher_is_better=None if hib is None else bool(hib)))
+            hib = desc.higher_is_better if desc else record.get("higher_is_better")
+            rows.append(Row(key[0], _describe(key, shown), metric, record.get("unit", ""), *got,
+                            higher_is_better=None if hib is None else bool(hib), signed=signed))
     for row, p in zip(rows, holm([r.p for r in rows])):
         row.p_holm = p
         row.significant = (not math.isnan(p) and p < ALPHA and row.ci_excludes_no_change()

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import shlex
 import signal
 import subprocess
 import sys
 
+from . import descriptors
 from . import mpi as hmpi
 from . import requirements
 
@@ -73,23 +73,14 @@ def prepare_flavor(name: str) -> str:
     return hmpi.flavor(name)
 
 
-def available_benches(target: Target) -> list[str] | None:
-    """Benchmarks this hmb-bench provides (`hmb-bench --list`), or None if it cannot say."""
+def available_benches(target: Target) -> dict | None:
+    """name -> descriptor of each benchmark this hmb-bench provides (`hmb-bench --list --json`,
+    read once per binary), or None if it cannot say."""
     env = target.impl.env() if target.impl else dict(os.environ)
     try:
-        p = subprocess.run(target.bench_cmd + ["--list"], capture_output=True, text=True,
-                           timeout=60, env=env)
-    except (OSError, subprocess.TimeoutExpired):
+        return descriptors.load(target.bench_cmd, env=env)
+    except descriptors.DescriptorError:
         return None
-    if p.returncode != 0:
-        return None
-    # One benchmark per line, its name first ("part   partitioned point-to-point ...").
-    names = []
-    for line in p.stdout.splitlines():
-        words = line.split()
-        if words and words[0] != "name" and re.fullmatch(r"[a-z][a-z0-9_]*", words[0]):
-            names.append(words[0])
-    return names
 
 
 def bench_argv(args: dict) -> list[str]:

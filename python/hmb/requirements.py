@@ -12,10 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 
-# Benchmarks hmb-bench is known to provide (the driver validates sweep configs against it).
-KNOWN_BENCHES = ("p2p", "part", "async", "mt", "halo3d", "sweep3d", "stencil3d", "match", "proto")
-
-
 @dataclasses.dataclass(frozen=True)
 class Rule:
     bench: str

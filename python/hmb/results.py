@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from . import descriptors
+
 
 class ResultsError(Exception):
     """A one-line problem with a results file (exit status 2)."""
@@ -29,6 +31,7 @@ class Result:
     run: dict           # its run header ({} if missing)
     launch: dict        # the driver's launch record ({} outside sweeps)
     source: str
+    desc: descriptors.Bench | None = None   # the benchmark's descriptor, when known
 
     @property
     def bench(self) -> str:
@@ -96,6 +99,7 @@ class ResultSet:
     launches: list      # launch records (latest per tag)
     failures: list      # failure records
     sources: list
+    descriptors: dict = dataclasses.field(default_factory=dict)   # name -> descriptors.Bench
 
 
 def _read(path: Path) -> list[tuple[int, dict]]:
@@ -186,6 +190,8 @@ def load(paths) -> ResultSet:
     --resume) applies within a file, and run ids and launch records are scoped to it."""
     files = _files(paths)
     runs, launches, results, failures = {}, [], [], []
+    # The descriptors a sweep recorded beside its results, else those of the local build.
+    described = dict(descriptors.local())
     for path in files:
         records = _read(path)
         if not any(r.get("type") in ("run", "result") for _, r in records):
@@ -203,6 +209,11 @@ def load(paths) -> ResultSet:
                 items.append(rec)
             elif kind == "failure":
                 failures.append(rec)
+            elif kind == "descriptors":
+                try:
+                    described.update(descriptors.parse_obj(rec))
+                except descriptors.DescriptorError as e:
+                    raise ResultsError(f"{path}: descriptors record: {e}") from None
         for rec in items:
             run = file_runs.get(rec.get("run_id"), {})
             tag = run.get("tag")
@@ -211,18 +222,16 @@ def load(paths) -> ResultSet:
             results.append(Result(rec, run, file_launches.get(tag, {}) if tag else {}, str(path)))
         runs.update({(str(path), run_id): run for run_id, run in file_runs.items()})
         launches += file_launches.values()
-    return ResultSet(results, runs, launches, failures, [str(f) for f in files])
-
-
-# Options that steer the run but not what is measured: never part of a point's identity.
-RUN_CONTROL_OPTIONS = frozenset({"json", "raw", "timeout", "iters", "max-iters", "warmup", "ci-target",
-                                 "budget", "seed", "corrupt-at", "no-validate", "llc-size"})
+    for r in results:
+        r.desc = described.get(r.bench)
+    return ResultSet(results, runs, launches, failures, [str(f) for f in files], described)
 
 
 def identity(r: Result) -> dict:
     """name -> text of everything that makes a point what it is, besides bench, noise and MPI:
     the point's params (threads from the run if absent), the run's ranks and provided thread
-    level, and every run-level option except run control (RUN_CONTROL_OPTIONS), the noise
+    level, and every run-level option except run control (role "run-control" in the benchmark's
+    descriptor: options that steer the run but not what is measured), the noise
     model (kept apart) and options the benchmark expanded into params (sizes -> size_bytes,
     partitions -> partitions, ...)."""
     params = r.params
@@ -234,8 +243,9 @@ def identity(r: Result) -> dict:
     provided = (r.run.get("thread_level") or {}).get("provided")
     if provided:
         out["thread-level"] = str(provided)
+    run_control = r.desc.run_control if r.desc else frozenset()
     for name, value in (r.run.get("options") or {}).items():
-        if value is None or name in RUN_CONTROL_OPTIONS or name == "noise" \
+        if value is None or name in run_control or name == "noise" \
                 or name.replace("-", "_") in params:
             continue   # not set, run control, kept apart, or expanded into params
         if name == "sizes" and "size_bytes" in params:
@@ -295,8 +305,8 @@ def combine(results: list, metric: str) -> Combined | None:
         if not m or m.get("median") is None:
             continue
         meds.append(float(m["median"]))
-        los.append(_num(m.get("ci_lo")))
-        his.append(_num(m.get("ci_hi")))
+        los.append(as_float(m.get("ci_lo")))
+        his.append(as_float(m.get("ci_hi")))
         over = over or r.oversubscribed
     if not meds:
         return None
@@ -312,7 +322,7 @@ def combine(results: list, metric: str) -> Combined | None:
     return Combined(med, lo, hi, min(meds), max(meds), len(meds), over)
 
 
-def _num(v) -> float:
+def as_float(v) -> float:
     try:
         return float(v)
     except (TypeError, ValueError):

@@ -302,11 +302,11 @@ static const hmb_default async_defaults[] = {{"sizes", "32,1K,16K,256K,4M"}, {NU
  * is meaningless for E (near 0 or negative without progress). */
 static const hmb_metric async_metrics[] = {
     {"t_total_us", "us", "post + compute + completion time of the non-blocking run", 0, 1},
-    {"efficiency_pct", "%", "E = 100 (1 - T_over / T_sync): share of the blocking time hidden", 1, 1},
+    {"efficiency_pct", "%", "E = 100 (1 - T_over / T_sync): share of the blocking time hidden", 1, 1, 1},
     {"t_sync_us", "us", "blocking operation time (baseline)", 0, 1},
     {"c_us", "us", "calibrated compute time requested (undisturbed)", 0, 0},
     {"c_actual_us", "us", "time inside the compute kernel (excluding progress calls)", 0, 1},
-    {"t_over_us", "us", "T_over = T_total - C", 0, 1},
+    {"t_over_us", "us", "T_over = T_total - C", 0, 1, 1},
     {"slowdown", "ratio", "compute slow-down C_actual / C caused by the progress method", 0, 1},
     {"t_wait_us", "us", "time in the final MPI_Waitall: the communication progress during compute left", 0, 1},
     HMB_METRIC_END,

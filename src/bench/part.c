@@ -106,7 +106,7 @@ static const hmb_metric part_metrics[] = {
     {"t_pt2pt_us", "us", "single send: join to receive completion (one-way)", 0, 1},
     {"t_persist_us", "us", "persistent send/receive: join to receive completion (one-way)", 0, 1},
     {"perceived_bw_MBps", "MB/s", "m / (a_L - s_L), L = partition made ready last (MB = 1e6 B)", 1, 1},
-    {"availability", "ratio", "1 - t_after_join / t_pt2pt", 1, 1},
+    {"availability", "ratio", "1 - t_after_join / t_pt2pt", 1, 1, 1},
     {"early_bird", "ratio", "share of the message's bytes reported arrived at or before the join", 1, 1},
     {"t_after_join_us", "us", "max(0, last arrival - join)", 0, 0},
     HMB_METRIC_END};

@@ -123,6 +123,8 @@ void hmb_pivot_free(hmb_ctx *ctx);
 const hmb_bench *hmb_registry_find(const char *name);
 /* Sorted by group then name; returns the count, *out owned by the caller (free). */
 int hmb_registry_list(const hmb_bench ***out);
+/* Descriptors as one JSON line (docs/output-schema.md): every benchmark, or only `only`. */
+void hmb_registry_describe_json(FILE *out, const hmb_bench *only);
 
 /* ctx.c */
 const hmb_optval *hmb_ctx_opt(const hmb_ctx *ctx, const char *name, int type_a, int type_b);

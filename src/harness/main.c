@@ -49,7 +49,7 @@ static void print_list(void)
 static void print_usage(FILE *out)
 {
     fprintf(out, "usage: mpiexec -n N hmb-bench BENCH [options]\n"
-                 "       hmb-bench --list | --version | BENCH --help\n");
+                 "       hmb-bench --list [--json] | --version | BENCH --help | BENCH --describe --json\n");
 }
 
 static void print_bench_help(const hmb_bench *b)
@@ -155,7 +155,15 @@ int main(int argc, char **argv)
         return usage_exit(print_rank);
     }
     if (strcmp(argv[1], "--list") == 0) {
-        if (print_rank == 0)
+        int json = argc > 2 && strcmp(argv[2], "--json") == 0;
+        if (argc > 2 + json) {
+            if (print_rank == 0)
+                fprintf(stderr, "hmb-bench: --list takes only --json (got '%s')\n", argv[2 + json]);
+            return usage_exit(print_rank);
+        }
+        if (print_rank == 0 && json)
+            hmb_registry_describe_json(stdout, NULL);
+        else if (print_rank == 0)
             print_list();
         return HMB_EXIT_OK;
     }
@@ -190,6 +198,17 @@ int main(int argc, char **argv)
         if (print_rank == 0)
             fprintf(stderr, "hmb-bench: unknown benchmark '%s' (see hmb-bench --list)\n", argv[1]);
         return usage_exit(print_rank);
+    }
+    if (argc > 2 && strcmp(argv[2], "--describe") == 0) {
+        /* The descriptor for the toolkit: JSON is the only form (--json is accepted for symmetry). */
+        if (argc > 4 || (argc == 4 && strcmp(argv[3], "--json") != 0)) {
+            if (print_rank == 0)
+                fprintf(stderr, "hmb-bench: --describe takes only --json (got '%s')\n", argv[argc - 1]);
+            return usage_exit(print_rank);
+        }
+        if (print_rank == 0)
+            hmb_registry_describe_json(stdout, bench);
+        return HMB_EXIT_OK;
     }
 
     hmb_ctx *ctx = calloc(1, sizeof *ctx);

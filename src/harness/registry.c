@@ -1,5 +1,6 @@
 /* Benchmark registry: every src/bench file puts a pointer to its descriptor into the linker
  * section "hmb_benchmarks" (HMB_REGISTER); GNU ld provides the section's bounds. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,4 +41,110 @@ int hmb_registry_list(const hmb_bench ***out)
     qsort(list, (size_t)count, sizeof *list, by_group_then_name);
     *out = list;
     return count;
+}
+
+static const char *option_type_name(hmb_opt_type type)
+{
+    static const char *const names[] = {"flag", "int", "double", "sizes", "ints", "duration", "string", "choice",
+                                        "choices"};
+    return (unsigned)type < sizeof names / sizeof names[0] ? names[type] : "unknown";
+}
+
+/* "a|b|c" as a JSON array of names. */
+static void write_choices(hmb_json *j, const char *choices)
+{
+    hmb_json_open_arr(j, "choices");
+    for (const char *p = choices; *p;) {
+        size_t n = strcspn(p, "|");
+        char name[128];
+        snprintf(name, sizeof name, "%.*s", (int)n, p);
+        hmb_json_str(j, NULL, name);
+        p += n + (p[n] == '|');
+    }
+    hmb_json_close_arr(j);
+}
+
+/* The effective option table (benchmark options, then the common ones it does not replace) with
+ * the effective defaults: parsing an empty command line gives exactly what a run would use. */
+static void write_options(hmb_json *j, const hmb_bench *b)
+{
+    hmb_optset *set = calloc(1, sizeof *set);
+    if (!set || hmb_options_parse(set, b->options, b->defaults, 0, NULL, NULL, 0) != 0)
+        abort(); /* a descriptor whose own defaults do not parse is a programming error */
+    hmb_json_open_arr(j, "options");
+    for (int i = 0; i < set->count; i++) {
+        const hmb_optval *v = &set->vals[i];
+        const hmb_option *o = v->opt;
+        hmb_json_open_obj(j, NULL);
+        hmb_json_str(j, "name", o->name);
+        hmb_json_str(j, "type", option_type_name(o->type));
+        hmb_json_str(j, "default", v->present ? v->sval : NULL);
+        if (o->min != 0 || o->max != 0) {
+            hmb_json_open_arr(j, "range");
+            hmb_json_num(j, NULL, o->min);
+            hmb_json_num(j, NULL, o->max);
+            hmb_json_close_arr(j);
+        } else {
+            hmb_json_null(j, "range");
+        }
+        if (o->choices)
+            write_choices(j, o->choices);
+        else
+            hmb_json_null(j, "choices");
+        hmb_json_str(j, "help", o->help);
+        hmb_json_str(j, "role", o->role == HMB_ROLE_RUN_CONTROL ? "run-control" : "parameter");
+        hmb_json_close_obj(j);
+    }
+    hmb_json_close_arr(j);
+    hmb_options_free(set);
+    free(set);
+}
+
+static void write_descriptor(hmb_json *j, const hmb_bench *b)
+{
+    hmb_json_open_obj(j, NULL);
+    hmb_json_str(j, "name", b->name);
+    hmb_json_str(j, "group", b->group);
+    hmb_json_str(j, "summary", b->summary);
+    hmb_json_int(j, "min_ranks", b->min_ranks);
+    hmb_json_int(j, "rank_multiple", b->rank_multiple > 1 ? b->rank_multiple : 1);
+    hmb_json_str(j, "thread_level", hmb_thread_level_name(b->thread_level));
+    hmb_json_str(j, "spare_core_when", b->spare_core_when);
+    write_options(j, b);
+    hmb_json_open_arr(j, "metrics");
+    for (const hmb_metric *m = b->metrics; m->name; m++) {
+        hmb_json_open_obj(j, NULL);
+        hmb_json_str(j, "name", m->name);
+        hmb_json_str(j, "unit", m->unit);
+        hmb_json_str(j, "description", m->description);
+        hmb_json_bool(j, "higher_is_better", m->higher_is_better);
+        hmb_json_bool(j, "signed", m->is_signed);
+        hmb_json_bool(j, "in_table", m->in_table);
+        hmb_json_close_obj(j);
+    }
+    hmb_json_close_arr(j);
+    hmb_json_close_obj(j);
+}
+
+void hmb_registry_describe_json(FILE *out, const hmb_bench *only)
+{
+    hmb_json j;
+    hmb_json_init(&j);
+    hmb_json_open_obj(&j, NULL);
+    hmb_json_int(&j, "schema_version", HMB_SCHEMA_VERSION);
+    hmb_json_str(&j, "hmb_version", HMB_VERSION);
+    hmb_json_open_arr(&j, "benchmarks");
+    if (only) {
+        write_descriptor(&j, only);
+    } else {
+        const hmb_bench **list = NULL;
+        int n = hmb_registry_list(&list);
+        for (int i = 0; i < n; i++)
+            write_descriptor(&j, list[i]);
+        free(list);
+    }
+    hmb_json_close_arr(&j);
+    hmb_json_close_obj(&j);
+    fprintf(out, "%.*s\n", (int)j.len, j.data ? j.data : "");
+    hmb_json_free(&j);
 }

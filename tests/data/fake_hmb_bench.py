@@ -2,7 +2,7 @@
 
 Writes schema-1 records (a run header carrying HMB_TAG, then one result per size, each
 flushed) to --json FILE, sleeping FAKE_SLEEP_S between points so a test can kill a sweep
-mid-launch. Appends "start TAG" / "end TAG" to $FAKE_LOG. `--list` names the benchmarks
+mid-launch. Appends "start TAG" / "end TAG" to $FAKE_LOG. `--list --json` describes the benchmarks
 in $FAKE_BENCHES (default: p2p part async mt). $FAKE_FAIL_TAG_SUBSTR makes matching
 launches exit 2.
 """
@@ -51,9 +51,14 @@ def emit(path, rec):
 
 
 def main():
-    if sys.argv[1:] == ["--list"]:
-        for name in os.environ.get("FAKE_BENCHES", "p2p part async mt").split():
-            print(f"{name:8s} fake benchmark")
+    if sys.argv[1:] == ["--list", "--json"]:
+        names = os.environ.get("FAKE_BENCHES", "p2p part async mt").split()
+        print(json.dumps({"schema_version": 1, "benchmarks": [
+            {"name": n, "group": "fake", "summary": "stand-in", "min_ranks": 2,
+             "options": [{"name": "iters", "type": "int", "default": "20", "role": "run-control"},
+                         {"name": "json", "type": "string", "default": None, "role": "run-control"}],
+             "metrics": [{"name": "latency_us", "unit": "us", "higher_is_better": False, "in_table": True}]}
+            for n in names]}))
         return 0
     bench, o = sys.argv[1], opts(sys.argv[2:])
     tag = os.environ.get("HMB_TAG")

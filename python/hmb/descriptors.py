@@ -1,0 +1,156 @@
+"""What hmb-bench says about its benchmarks (`hmb-bench --list --json`): the toolkit's one
+source for benchmark names, options (parameter or run control), metrics (unit, direction,
+signed, summary-worthy) and layout needs. The toolkit keeps no per-benchmark list of its own.
+
+Descriptors are read once per hmb-bench binary (keyed by path, size and modification time).
+Reading results needs no binary: without one, what the result records carry (unit,
+higher_is_better) is used, and the rest is unknown (None).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+
+
+class DescriptorError(Exception):
+    """hmb-bench could not describe its benchmarks (one line)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str
+    description: str
+    higher_is_better: bool
+    signed: bool
+    in_table: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    name: str
+    type: str
+    default: str | None
+    role: str           # "parameter" or "run-control"
+    help: str = ""
+    range: tuple | None = None
+    choices: tuple | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Bench:
+    name: str
+    group: str
+    summary: str
+    options: tuple
+    metrics: tuple
+    min_ranks: int = 1
+    rank_multiple: int = 1
+    thread_level: str = "SINGLE"
+    spare_core_when: str | None = None
+
+    def metric(self, name: str) -> Metric | None:
+        return next((m for m in self.metrics if m.name == name), None)
+
+    def option(self, name: str) -> Option | None:
+        return next((o for o in self.options if o.name == name), None)
+
+    @property
+    def run_control(self) -> frozenset:
+        return frozenset(o.name for o in self.options if o.role == "run-control")
+
+
+def parse(text: str) -> dict:
+    """name -> Bench from the JSON of `hmb-bench --list --json` (or BENCH --describe --json)."""
+    try:
+        return parse_obj(json.loads(text))
+    except ValueError as e:
+        raise DescriptorError(f"hmb-bench --list --json: not JSON ({e})") from None
+
+
+def parse_obj(data: dict) -> dict:
+    """parse() for the decoded object (also a "descriptors" record in a results file)."""
+    try:
+        out = {}
+        for b in data["benchmarks"]:
+            options = tuple(Option(o["name"], o["type"], o.get("default"), o.get("role", "parameter"),
+                                   o.get("help") or "", tuple(o["range"]) if o.get("range") else None,
+                                   tuple(o["choices"]) if o.get("choices") else None)
+                            for o in b.get("options", []))
+            metrics = tuple(Metric(m["name"], m.get("unit", ""), m.get("description", ""),
+                                   bool(m.get("higher_is_better")), bool(m.get("signed")),
+                                   bool(m.get("in_table", True)))
+                            for m in b.get("metrics", []))
+            out[b["name"]] = Bench(b["name"], b.get("group", ""), b.get("summary", ""), options, metrics,
+                                   int(b.get("min_ranks", 1)), int(b.get("rank_multiple", 1)),
+                                   b.get("thread_level", "SINGLE"), b.get("spare_core_when"))
+        return out
+    except (ValueError, KeyError, TypeError) as e:
+        raise DescriptorError(f"hmb-bench --list --json: unexpected output ({e})") from None
+
+
+def record(described: dict) -> dict:
+    """A "descriptors" record for a results file (read back by parse_obj)."""
+    return {"type": "descriptors", "schema_version": 1,
+            "benchmarks": [dataclasses.asdict(b) for b in described.values()]}
+
+
+_cache: dict = {}
+
+
+def load(command: list[str], env: dict | None = None) -> dict:
+    """Descriptors of the hmb-bench run by `command` (its path first), read once per binary."""
+    try:
+        st = os.stat(command[0])
+        key = (tuple(command), st.st_size, st.st_mtime_ns)
+    except OSError:
+        key = (tuple(command), None, None)   # a command found on PATH (the testing override)
+    if key not in _cache:
+        try:
+            p = subprocess.run(list(command) + ["--list", "--json"], capture_output=True, text=True,
+                               timeout=60, env=env)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise DescriptorError(f"cannot run {command[0]} --list --json: {e}") from None
+        if p.returncode != 0:
+            last = (p.stderr.strip().splitlines() or ["no message"])[-1]
+            raise DescriptorError(f"{command[0]} --list --json failed (exit {p.returncode}): {last}")
+        _cache[key] = parse(p.stdout)
+    return _cache[key]
+
+
+def local() -> dict:
+    """Descriptors of the newest hmb-bench built in this repository ({} when none is built):
+    what the report and compare use to read metrics of results files."""
+    from .mpi import REPO
+    root = REPO / os.environ.get("HMB_BUILD_ROOT", "build")
+    built = sorted(root.glob("*/hmb-bench"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for path in built:
+        try:
+            return load([str(path)])
+        except DescriptorError:
+            continue
+    return {}
+
+
+def metric_info(bench: str, name: str, record_metric: dict | None = None,
+                known: dict | None = None) -> Metric | None:
+    """The metric as its descriptor says, else as much as a result record says (signed and
+    in_table unknown: False/True)."""
+    desc = (local() if known is None else known).get(bench)
+    m = desc.metric(name) if desc else None
+    if m is not None:
+        return m
+    if record_metric is None:
+        return None
+    hib = record_metric.get("higher_is_better")
+    return Metric(name, str(record_metric.get("unit", "")), "", bool(hib), False, True)
+
+
+def known_run_control(known: dict | None = None) -> frozenset:
+    """Run-control option names any described benchmark declares (the common ones)."""
+    known = local() if known is None else known
+    return frozenset().union(*(b.run_control for b in known.values())) if known else frozenset()
+
+

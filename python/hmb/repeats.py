@@ -1,0 +1,70 @@
+"""`hmb run --repeats N`: the same launch N times, and per point and metric the median of the
+launch medians, the between-launch spread (min-max of launch medians) next to the typical
+within-launch 95% CI. A launch's CI says how precisely one launch pinned its median; the
+spread says how much that median moves from launch to launch (placement, frequency, noise),
+which a single launch cannot show."""
+from __future__ import annotations
+
+import shutil
+import statistics
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+
+from . import launch, results
+from .results import combine, fmt_num, fmt_size, point_key
+
+
+def run(target, args, timeout: float | None) -> int:
+    worst = 0
+    with tempfile.TemporaryDirectory(prefix="hmb-repeats-") as tmp:
+        files = []
+        for i in range(args.repeats):
+            print(f"# hmb: launch {i + 1} of {args.repeats}", file=sys.stderr, flush=True)
+            path = Path(tmp) / f"launch-{i}.jsonl"
+            rc = launch.run_bench(target, args.bench, args.bench_args, args.ranks, args.threads,
+                                  json_path=str(path), launcher=args.launcher, timeout=timeout,
+                                  dry_run=args.dry_run)
+            worst = worst or rc
+            if path.exists():
+                files.append(path)
+                if args.json:
+                    with open(args.json, "a") as out, open(path) as f:
+                        shutil.copyfileobj(f, out)
+        if files:
+            sys.stdout.write(summary([results.load([f]) for f in files]))
+    return worst
+
+
+def summary(launches: list) -> str:
+    """One row per point and summary-worthy metric over the launches (each a ResultSet)."""
+    groups = defaultdict(list)
+    for rs in launches:
+        for r in rs.results:
+            if r.status == "ok":
+                groups[point_key(r)].append(r)
+    rows = []
+    for key, rr in groups.items():
+        first = rr[0]
+        names = list((first.record.get("metrics") or {}))
+        if first.desc:
+            names = [m.name for m in first.desc.metrics if m.in_table and m.name in names]
+        point = " ".join(f"{k}={fmt_size(v) if k == 'size_bytes' else v}" for k, v in sorted(first.params.items()))
+        for name in names:
+            c = combine(rr, name)
+            if c is None:
+                continue
+            los = [results.as_float((r.metric(name) or {}).get("ci_lo")) for r in rr]
+            his = [results.as_float((r.metric(name) or {}).get("ci_hi")) for r in rr]
+            ci = "n/a"
+            if all(v == v for v in los + his):   # every launch has a valid CI
+                ci = f"[{fmt_num(statistics.median(los))}, {fmt_num(statistics.median(his))}]"
+            rows.append([point, name, fmt_num(c.median), f"{fmt_num(c.spread_lo)} - {fmt_num(c.spread_hi)}",
+                         ci, str(c.repeats)])
+    head = ["point", "metric", "median of launch medians", "launch min - max",
+            "within-launch 95% CI (median of launches')", "launches"]
+    widths = [max(len(x) for x in col) for col in zip(head, *rows)]
+    lines = ["", f"# {len(launches)} launches of the same command"]
+    lines += ["  ".join(x.ljust(w) for x, w in zip(row, widths)).rstrip() for row in [head] + rows]
+    return "\n".join(lines) + "\n"
