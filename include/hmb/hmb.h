@@ -253,8 +253,11 @@ int64_t hmb_noise_ns(const hmb_ctx *ctx, int tid, long iter, int64_t base_ns);
 
 /* ------------------------------------------------------------------ cache */
 
-/* Register a buffer of the benchmark so --cache cold evicts it before every iteration. */
+/* Register a buffer of the benchmark so --cache cold evicts it before every iteration.
+ * Whoever frees a registered buffer unregisters it first (the flush touches every registered
+ * byte); the harness drops a point's remaining registrations after teardown(). */
 void hmb_cache_register(hmb_ctx *ctx, const void *buf, size_t len);
+void hmb_cache_unregister(hmb_ctx *ctx, const void *buf); /* every registration of buf */
 void hmb_cache_unregister_all(hmb_ctx *ctx);
 
 /* ------------------------------------------------------------------ validation */

@@ -156,8 +156,11 @@ void async_exchange_free(async_exchange *ex)
         MPI_Request_free(&ex->persistent);
     if (ex->graph != MPI_COMM_NULL)
         MPI_Comm_free(&ex->graph);
-    /* The harness unregisters the cache buffers after teardown. */
+    /* Also used by the calibration in points(), outside any point: unregister here, not
+     * after teardown, or the next point's --cache cold flush touches freed memory. */
     for (int phase = 0; phase < ASYNC_PHASES; phase++) {
+        hmb_cache_unregister(ex->ctx, ex->buf[phase].send);
+        hmb_cache_unregister(ex->ctx, ex->buf[phase].recv);
         free(ex->buf[phase].send);
         free(ex->buf[phase].recv);
     }
