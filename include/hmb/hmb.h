@@ -244,6 +244,11 @@ int64_t hmb_compute_ns(hmb_ctx *ctx, int64_t ns);
 int64_t hmb_compute_sliced_ns(hmb_ctx *ctx, int64_t ns, int64_t slice_ns, void (*poll)(void *), void *arg);
 /* The undisturbed kernel rate, iterations per ns, for thread tid (from calibration). */
 double hmb_compute_rate(const hmb_ctx *ctx, int tid);
+/* Calibration error of this rank, as a fraction: how much shorter than requested an
+ * undisturbed compute request of ns may come out — the largest shortfall of the start-up
+ * check (run header "calibration.check") plus the interruption share the request is
+ * compensated for (a run that meets no interruption comes out that much short). */
+double hmb_compute_calibration_error(const hmb_ctx *ctx, int64_t ns);
 
 /* Compute amount (ns) for OpenMP thread tid in iteration iter under the run's noise model
  * (--noise, --noise-thread, --seed) around base_ns (--compute or the benchmark's own).
