@@ -1,13 +1,14 @@
 """Integration tests of the `async` benchmark (SPEC §3.3): every operation and progress mode
 runs and validates on each MPI, `impl` is honest about the library's progress thread, bad
-input is rejected, corrupted data is caught, and (on MPICH) the overlap physics holds.
+input is rejected, corrupted data is caught, and the result records hold what the metrics
+promise (E_loaded, the pt2pt baseline, the counterbalanced phase order, invalid samples).
 
-Timings on the shared 2-core machine are noisy: tests check correctness and physically
-possible bounds only; the physics checks use medians and wide margins."""
+Correctness only: invariants that hold on any machine under any load. What E is on a given
+library and machine (eager messages partly hidden, manual progress moving a rendezvous into
+the compute, ...) is machine physics and belongs to `hmb check`, not here."""
 from __future__ import annotations
 
 import math
-import statistics
 
 import pytest
 
@@ -17,7 +18,8 @@ mpich_only = pytest.mark.skipif("mpich" not in TEST_MPIS, reason="MPICH not sele
 
 ALL_OPS = ["pt2pt", "exch", "allreduce", "ialltoall", "ibcast", "neighbor_alltoall", "allreduce_init"]
 # T_total first: the primary metric, whose relative CI the stopping rule watches (E can be ~0).
-METRICS = ["t_total_us", "efficiency_pct", "t_sync_us", "c_us", "c_actual_us", "t_over_us", "slowdown"]
+METRICS = ["t_total_us", "efficiency_pct", "efficiency_loaded_pct", "t_sync_us", "c_us", "c_actual_us",
+           "c_loaded_us", "t_over_us", "t_over_loaded_us", "slowdown", "load_slowdown", "t_wait_us"]
 FAST = ["--iters", "5", "--warmup", "1", "--ci-target", "0"]
 
 
@@ -31,25 +33,42 @@ def _median(result, metric):
 
 
 def _check_physical(result):
-    """Bounds that hold whatever the machine's noise."""
-    m = {k: _median(result, k) for k in METRICS}
-    assert set(METRICS) <= set(result["metrics"])
-    assert next(iter(result["metrics"])) == "t_total_us"  # the JSON keeps the descriptor's order
+    """Invariants of every result, whatever the machine's load."""
+    assert list(result["metrics"]) == METRICS  # the JSON keeps the descriptor's order
+    extra = result["extra"]
+    # Every measured iteration is a sample or counted invalid; invalid ones say why.
+    valid = result["iterations"] - result["invalid"]
+    assert result["invalid"] == extra["invalid_compute_too_fast"]
+    for k in METRICS:
+        assert result["metrics"][k]["count"] == valid, k
+    if result["invalid"]:
+        assert "compute ran faster than calibrated" in extra["invalid_reason"]
+    else:
+        assert "invalid_reason" not in extra
+    assert extra["phase_order"] == "counterbalanced"
+    assert sorted(extra["phase_orders"].split(",")) == sorted(["bnc", "bcn", "nbc", "ncb", "cbn", "cnb"])
+    assert extra["library_progress_thread"] in (0, 1)
+    if valid == 0:
+        return
+    m = {k: result["metrics"][k]["median"] for k in METRICS}
     for k, v in m.items():
         assert math.isfinite(v), (k, result["params"])
-    assert result["metrics"]["efficiency_pct"]["count"] == result["iterations"]
     # C is the calibrated request: constant, at least the 10 µs floor, recorded in extra.
     assert result["metrics"]["c_us"]["min"] == pytest.approx(result["metrics"]["c_us"]["max"])
     assert m["c_us"] >= 10.0 - 1e-9
-    assert m["c_us"] == pytest.approx(result["extra"]["c_request_ns"] / 1e3)
+    assert m["c_us"] == pytest.approx(extra["c_request_ns"] / 1e3)
     # Per iteration T_total >= C_actual (the compute is inside the timed region), so the
-    # medians keep that order; the kernel cannot beat its own undisturbed calibration.
+    # medians keep that order.
     assert m["t_total_us"] >= m["c_actual_us"] * (1 - 1e-9)
-    assert m["slowdown"] > 0.9
     assert m["t_sync_us"] > 0
-    # E = 100 (1 - (T_total - C) / T_sync) <= 100 up to the kernel's calibration error.
-    assert m["efficiency_pct"] <= 100.0 + 100.0 * 0.02 * m["c_us"] / m["t_sync_us"]
-    assert result["extra"]["library_progress_thread"] in (0, 1)
+    # The validity rule: no kept sample's kernel ran faster than the calibration allows, in
+    # the non-blocking run or in the compute-only phase ...
+    floor = 1.0 - extra["compute_tolerance"]
+    assert result["metrics"]["slowdown"]["min"] >= floor - 1e-9
+    assert result["metrics"]["load_slowdown"]["min"] >= floor - 1e-9
+    # ... so E stays physically possible: T_over >= -tolerance C, i.e. E <= 100 (1 + tol C / T_sync).
+    bound = 100.0 * (1.0 + extra["compute_tolerance"] * m["c_us"] / result["metrics"]["t_sync_us"]["min"])
+    assert result["metrics"]["efficiency_pct"]["max"] <= bound + 1e-6
 
 
 @pytest.mark.mpi
@@ -145,6 +164,7 @@ def test_corrupted_data_is_caught(mpi_name, op, tmp_path):
     (["--op", "allreduce,exch,allreduce"], 2, "--op: operation 'allreduce' listed twice"),
     (["--progress", "none,none"], 2, "--progress: mode 'none' listed twice"),
     (["--progress", "test:10,thread,test:10.0"], 2, "--progress: mode 'test:10.0' listed twice"),
+    (["--baseline", "ping"], 2, "--baseline"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, ranks, needle, tmp_path):
     sizes = [] if "--sizes" in args else ["--sizes", "8"]
@@ -180,83 +200,39 @@ def test_cold_cache_runs_and_validates_both_phases(mpi_name, tmp_path):
         _check_physical(r)
 
 
-# ------------------------------------------------------------------ physics (MPICH)
-
-SMALL, LARGE = 2048, 1 << 20  # well below MPICH's ~8 KB eager switch; far above it
-
-
-def _undisturbed(points):
-    """The shared machine sometimes gives many of a point's iterations to other jobs. Such a
-    run shows it (undisturbed, measured: median/min of T_total <= 1.07, of T_sync <= 1.4):
-    the kernel ran slower than calibrated, or a time's median sits far above its minimum."""
-    for r in points.values():
-        t_total, t_sync = r["samples"]["t_total_us"], r["samples"]["t_sync_us"]
-        if (_median(r, "slowdown") > 1.3 or statistics.median(t_total) > 1.5 * min(t_total)
-                or statistics.median(t_sync) > 2.5 * min(t_sync)):
-            return False
-    return True
-
-
-@pytest.fixture(scope="module")
-def mpich_overlap(tmp_path_factory):
-    """Compute 4x the blocking time, 15 iterations per point (medians); the first of up to
-    four runs that other jobs on the machine did not disturb (else the last one)."""
-    for _ in range(4):
-        run = run_bench("mpich", ["async", "--op", "pt2pt", "--sizes", f"{SMALL},{LARGE}",
-                                  "--progress", "none,test:2", "--calc-factor", "4",
-                                  "--iters", "15", "--warmup", "2", "--ci-target", "0", "--raw"],
-                        tmp_path=tmp_path_factory.mktemp("async_physics"),
-                        env={"MPIR_CVAR_ASYNC_PROGRESS": "0"})
-        assert run.rc == 0, run.stderr
-        points = {(p, s): r for (op, p, s), r in _by_point(run).items()}
-        if _undisturbed(points):
-            break
-    return points
+@pytest.mark.mpi
+@pytest.mark.parametrize("baseline", [None, "sendrecv"])
+def test_pt2pt_baseline_is_named_and_e_loaded_shown_beside_e(mpi_name, baseline, tmp_path):
+    """The pt2pt baseline (default: IMB-ASYNC's ping-pong) is named in the stdout header, the
+    run header and each pt2pt result; other ops carry no baseline. The summary table shows
+    E_loaded on the row after E, for every point."""
+    args = ["--baseline", baseline] if baseline else []
+    run = run_bench(mpi_name, ["async", "--op", "pt2pt,allreduce", "--sizes", "64,4K", "--progress", "none",
+                               *args, *FAST], tmp_path=tmp_path)
+    assert run.rc == 0, run.stderr
+    expected = baseline or "pingpong"
+    assert run.header()["extra"]["pt2pt_baseline"] == expected
+    header = [ln for ln in run.stdout.splitlines() if ln.startswith("# async:")]
+    assert len(header) == 1 and f"pt2pt_baseline={expected}" in header[0], run.stdout
+    for r in run.results():
+        if r["params"]["op"] == "pt2pt":
+            assert r["extra"]["baseline"] == expected
+        else:
+            assert "baseline" not in r["extra"]
+        _check_physical(r)
+    summary = run.stdout.split("# summary", 1)[1].splitlines()
+    rows = [ln.split()[0] for ln in summary if ln and not ln.startswith("#") and not ln.startswith(" ")]
+    e_rows = [i for i, name in enumerate(rows) if name == "efficiency_pct"]
+    assert len(e_rows) == 2  # one group per op
+    for i in e_rows:
+        assert rows[i + 1] == "efficiency_loaded_pct"
 
 
 @pytest.mark.mpi
-@mpich_only
-def test_eager_message_is_largely_hidden_without_progress(mpich_overlap):
-    """Below the eager switch the sender never waits, so a good part of T_sync is hidden.
-    Measured here: E ≈ 35–50 %, not ~100 %: the receiver still copies the message out of the
-    shared-memory cell inside MPI_Waitall, after the compute (about half of T_sync)."""
-    e_small = _median(mpich_overlap[("none", SMALL)], "efficiency_pct")
-    assert e_small > 15.0, e_small
-
-
-@pytest.mark.mpi
-@mpich_only
-def test_rendezvous_message_is_not_hidden_without_progress(mpich_overlap):
-    """Far above the eager switch nothing moves until MPI_Waitall: E ≈ 0 (measured -20…+15 %)."""
-    e_large = _median(mpich_overlap[("none", LARGE)], "efficiency_pct")
-    assert e_large < 50.0, e_large
-
-
-@pytest.mark.mpi
-@mpich_only
-def test_manual_progress_moves_large_transfer_into_compute(mpich_overlap):
-    """Manual progress does progress the rendezvous: with MPI_Test every 2 µs the 1 MB transfer
-    is done by the time the compute ends, so the final MPI_Waitall is short, while without
-    progress the whole transfer is left for it.
-
-    FINDING (MPICH 5.0.2, shared memory, one core per rank): that does NOT raise E for 1 MB. The
-    copy through shared memory needs the CPU, and both cores are computing: polling moves the
-    copy from MPI_Waitall into the test calls, which count in T_total, plus the cost of
-    interrupting the compute (fixed work, so it shows as C_actual / C of ~1.03). Measured on the
-    2-core VM: none E ≈ -3…0 %, test:2 -18…-25 %, test:10 -9…-16 %, test:50 -9…-12 % (the seed's
-    conclusion ii: manual progress does not help point-to-point here). Asserted as the finding:
-    polling does not buy efficiency at 1 MB on this library."""
-    wait_none = _median(mpich_overlap[("none", LARGE)], "t_wait_us")
-    wait_test = _median(mpich_overlap[("test:2", LARGE)], "t_wait_us")
-    assert wait_test < 0.5 * wait_none, (wait_none, wait_test)
-    e_none = _median(mpich_overlap[("none", LARGE)], "efficiency_pct")
-    e_test = _median(mpich_overlap[("test:2", LARGE)], "efficiency_pct")
-    assert e_test < e_none + 10.0, (e_none, e_test)
-
-
-@pytest.mark.mpi
-@mpich_only
-def test_manual_progress_costs_no_compute(mpich_overlap):
-    """Poll time is excluded from C_actual, so test:P must not look like a compute slow-down."""
-    for size in (SMALL, LARGE):
-        assert _median(mpich_overlap[("test:2", size)], "slowdown") < 1.5
+def test_run_without_pt2pt_names_no_baseline(mpi_name, tmp_path):
+    """Without pt2pt the baseline does not apply: the headers do not mention it."""
+    run = run_bench(mpi_name, ["async", "--op", "allreduce", "--sizes", "64", "--progress", "none", *FAST],
+                    tmp_path=tmp_path)
+    assert run.rc == 0, run.stderr
+    assert "pt2pt_baseline" not in run.header()["extra"]
+    assert "pt2pt_baseline" not in run.stdout

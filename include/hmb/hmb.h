@@ -251,6 +251,11 @@ int64_t hmb_compute_ns(hmb_ctx *ctx, int64_t ns);
 int64_t hmb_compute_sliced_ns(hmb_ctx *ctx, int64_t ns, int64_t slice_ns, void (*poll)(void *), void *arg);
 /* The undisturbed kernel rate, iterations per ns, for thread tid (from calibration). */
 double hmb_compute_rate(const hmb_ctx *ctx, int tid);
+/* Calibration error of this rank, as a fraction: how much shorter than requested an
+ * undisturbed compute request of ns may come out — the largest shortfall of the start-up
+ * check (run header "calibration.check") plus the interruption share the request is
+ * compensated for (a run that meets no interruption comes out that much short). */
+double hmb_compute_calibration_error(const hmb_ctx *ctx, int64_t ns);
 
 /* Compute amount (ns) for OpenMP thread tid in iteration iter under the run's noise model
  * (--noise, --noise-thread, --seed) around base_ns (--compute or the benchmark's own).
@@ -260,8 +265,11 @@ int64_t hmb_noise_ns(const hmb_ctx *ctx, int tid, long iter, int64_t base_ns);
 
 /* ------------------------------------------------------------------ cache */
 
-/* Register a buffer of the benchmark so --cache cold evicts it before every iteration. */
+/* Register a buffer of the benchmark so --cache cold evicts it before every iteration.
+ * Whoever frees a registered buffer unregisters it first (the flush touches every registered
+ * byte); the harness drops a point's remaining registrations after teardown(). */
 void hmb_cache_register(hmb_ctx *ctx, const void *buf, size_t len);
+void hmb_cache_unregister(hmb_ctx *ctx, const void *buf); /* every registration of buf */
 void hmb_cache_unregister_all(hmb_ctx *ctx);
 
 /* ------------------------------------------------------------------ validation */

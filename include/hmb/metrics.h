@@ -47,6 +47,14 @@ double hmb_projected_speedup(double fraction_p2p, double speedup_p2p);
 /* Adaptive eager threshold rule (seed 001): 2^ceil(log2(mean_size + header)) + 1024. */
 size_t hmb_eager_threshold_rule(double mean_size_bytes, size_t header_bytes);
 
+/* async: a kernel run that took c_kernel_s for a request of c_s, on a rank whose calibration
+ * error (hmb_compute_calibration_error) is calibration_error, is impossible when it ran
+ * faster than the undisturbed calibration allows: c_kernel < c (1 - tolerance), tolerance =
+ * max(calibration_error, 1 %, 1 µs / c) (SPEC §2's accuracy goal is the floor). Such a
+ * sample's C is not the compute time there, and its E could exceed 100 %. */
+double hmb_async_compute_tolerance(double c_s, double calibration_error);
+int hmb_async_compute_too_fast(double c_kernel_s, double c_s, double calibration_error);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,14 +1,19 @@
 /* async — asynchronous progress and computation/communication overlap (SPEC §3.3, seed 004).
  *
- * Every iteration is a paired design, so the ratio survives a noisy machine:
- *   1. blocking baseline: barrier, blocking op                       -> T_sync
- *   2. non-blocking run:  barrier, post, compute C with a progress
- *      mode, complete                                                -> T_total, C_actual
- * Each phase has its own buffers, filled by prepare() before any --cache cold flush, and
- * verify() checks both phases' received data every iteration.
+ * Every iteration is a paired design of three phases, so the ratios survive a noisy machine:
+ *   blocking baseline: barrier, blocking op                          -> T_sync
+ *   non-blocking run:  barrier, post, compute C with a progress
+ *                      mode, complete                                -> T_total, C_actual
+ *   compute only:      barrier, every rank computes C, no MPI call   -> C_loaded
+ * in counterbalanced order (iteration i runs the (i mod 6)-th of the six orders). The two
+ * communicating phases have their own buffers, filled by prepare() before any --cache cold
+ * flush; verify() checks both phases' received data every iteration.
  * The slowest rank defines each time. E = 100 (1 - (T_total - C) / T_sync), where C is the
  * calibrated, undisturbed compute time that was requested (so a slower kernel under a
- * progress thread counts as overhead). Formulas: include/hmb/metrics.h.
+ * progress thread counts as overhead); E_loaded puts C_loaded, the same work computed by
+ * every rank at once in this iteration, in C's place. A sample in which a kernel ran faster
+ * than its calibration allows is invalid (its E could exceed 100 %). Formulas and the rule:
+ * include/hmb/metrics.h; meaning: docs/metrics.md.
  *
  * Progress modes: none (no MPI call while computing), test:P (MPI_Testall on the op's
  * requests every P µs of compute), thread (HMB's own progress thread looping on
@@ -280,6 +285,9 @@ typedef struct {
     int64_t c_ns; /* calibrated compute C, the same on every rank */
     int library_thread;
     progress_thread *thread;
+    double calibration_error;    /* this rank's, for a request of C (hmb_compute_calibration_error) */
+    long too_fast_samples;       /* rank 0: measured iterations with a kernel faster than calibrated */
+    double fastest_kernel_ratio; /* rank 0: the smallest kernel time / C among them, any rank */
 } async_state;
 
 static const hmb_option async_options[] = {
@@ -292,25 +300,48 @@ static const hmb_option async_options[] = {
      "ring|grid2d"},
     {"calc-factor", HMB_OPT_DOUBLE, "2.0",
      "without --compute: C = factor x the blocking time of the op and size (seed: 1.5-2)", 0.01, 1000, NULL},
+    {"baseline", HMB_OPT_CHOICE, "pingpong",
+     "pt2pt blocking baseline: pingpong (IMB-ASYNC sync_pt2pt: Send then Recv, reversed on the partner) "
+     "or sendrecv (MPI_Sendrecv)", 0, 0, ASYNC_BASELINE_CHOICES},
     HMB_OPTION_END,
 };
 
 /* The seed's 4, 128, 2048, 32768, 524288 doubles. */
 static const hmb_default async_defaults[] = {{"sizes", "32,1K,16K,256K,4M"}, {NULL, NULL}};
 
+enum {
+    M_T_TOTAL, M_EFFICIENCY, M_EFFICIENCY_LOADED, M_T_SYNC, M_C, M_C_ACTUAL, M_C_LOADED, M_T_OVER,
+    M_T_OVER_LOADED, M_SLOWDOWN, M_LOAD_SLOWDOWN, M_T_WAIT, M_COUNT
+};
+
 /* T_total first: the adaptive stopping rule watches the first metric's relative CI, which
  * is meaningless for E (near 0 or negative without progress). */
-static const hmb_metric async_metrics[] = {
-    {"t_total_us", "us", "post + compute + completion time of the non-blocking run", 0, 1},
-    {"efficiency_pct", "%", "E = 100 (1 - T_over / T_sync): share of the blocking time hidden", 1, 1, 1},
-    {"t_sync_us", "us", "blocking operation time (baseline)", 0, 1},
-    {"c_us", "us", "calibrated compute time requested (undisturbed)", 0, 0},
-    {"c_actual_us", "us", "time inside the compute kernel (excluding progress calls)", 0, 1},
-    {"t_over_us", "us", "T_over = T_total - C", 0, 1, 1},
-    {"slowdown", "ratio", "compute slow-down C_actual / C caused by the progress method", 0, 1},
-    {"t_wait_us", "us", "time in the final MPI_Waitall: the communication progress during compute left", 0, 1},
-    HMB_METRIC_END,
+static const hmb_metric async_metrics[M_COUNT + 1] = {
+    [M_T_TOTAL] = {"t_total_us", "us", "post + compute + completion time of the non-blocking run", 0, 1},
+    [M_EFFICIENCY] = {"efficiency_pct", "%", "E = 100 (1 - T_over / T_sync): share of the blocking time hidden",
+                      1, 1, 1},
+    [M_EFFICIENCY_LOADED] = {"efficiency_loaded_pct", "%",
+                             "E_loaded = 100 (1 - (T_total - C_loaded) / T_sync): E against the compute time "
+                             "measured with every rank computing at once",
+                             1, 1, 1},
+    [M_T_SYNC] = {"t_sync_us", "us", "blocking operation time (baseline)", 0, 1},
+    [M_C] = {"c_us", "us", "calibrated compute time requested (undisturbed)", 0, 0},
+    [M_C_ACTUAL] = {"c_actual_us", "us", "time inside the compute kernel (excluding progress calls)", 0, 1},
+    [M_C_LOADED] = {"c_loaded_us", "us", "compute-only phase: C computed by every rank at once, no MPI call", 0, 1},
+    [M_T_OVER] = {"t_over_us", "us", "T_over = T_total - C", 0, 1, 1},
+    [M_T_OVER_LOADED] = {"t_over_loaded_us", "us", "T_over_loaded = T_total - C_loaded", 0, 0, 1},
+    [M_SLOWDOWN] = {"slowdown", "ratio", "compute slow-down C_actual / C caused by the progress method", 0, 1},
+    [M_LOAD_SLOWDOWN] = {"load_slowdown", "ratio", "C_loaded / C: slow-down of the kernel when every rank computes",
+                         0, 0},
+    [M_T_WAIT] = {"t_wait_us", "us", "time in the final MPI_Waitall: the communication progress during compute left",
+                  0, 1},
+    [M_COUNT] = HMB_METRIC_END,
 };
+
+static async_baseline baseline_option(const hmb_ctx *ctx)
+{
+    return strcmp(hmb_opt_str(ctx, "baseline"), "sendrecv") == 0 ? ASYNC_BASELINE_SENDRECV : ASYNC_BASELINE_PINGPONG;
+}
 
 static int effective_neighbors(hmb_ctx *ctx)
 {
@@ -344,15 +375,18 @@ static void async_check(hmb_ctx *ctx)
         hmb_usage_error(ctx, "--neighbors: %d on grid2d (choose 4 or 8)", k);
     if (!grid && k % 2 != 0)
         hmb_usage_error(ctx, "--neighbors: %d on a ring must be even (k/2 on each side)", k);
+    int has_pt2pt = 0;
     for (int i = 0; i < nops; i++)
-        if (ops[i] == OP_PT2PT && hmb_size(ctx) % 2 != 0)
-            hmb_usage_error(ctx, "--op pt2pt pairs rank i with i+n/2: needs an even number of ranks, got %d",
-                            hmb_size(ctx));
+        has_pt2pt |= ops[i] == OP_PT2PT;
+    if (has_pt2pt && hmb_size(ctx) % 2 != 0)
+        hmb_usage_error(ctx, "--op pt2pt pairs rank i with i+n/2: needs an even number of ranks, got %d", hmb_size(ctx));
     if (hmb_opt_given(ctx, "compute") && hmb_opt_duration_ns(ctx, "compute") <= 0)
         hmb_usage_error(ctx, "--compute: must be > 0 (or leave it out: C = --calc-factor x T_sync)");
     library_progress lp = detect_library_progress(hmb_thread_level_provided(ctx));
     hmb_header_add_num(ctx, "library_progress_thread", lp.on);
     hmb_header_add_str(ctx, "library_progress_control", lp.has_facility ? lp.control : "none");
+    if (has_pt2pt) /* T_sync of pt2pt means a different operation under each baseline */
+        hmb_header_add_str(ctx, "pt2pt_baseline", hmb_opt_str(ctx, "baseline"));
 }
 
 /* C = calc-factor x the blocking time: the fastest of a few blocking runs (interference
@@ -371,7 +405,7 @@ static int64_t calibrate_compute_ns(hmb_ctx *ctx, async_op op, size_t size_bytes
     hmb_point_set_str(&calib_pt, "phase", "calibration");
     async_exchange ex;
     async_exchange_init(&ex, ctx, &calib_pt, op, size_bytes, effective_neighbors(ctx),
-                        strcmp(hmb_opt_str(ctx, "topology"), "grid2d") == 0);
+                        strcmp(hmb_opt_str(ctx, "topology"), "grid2d") == 0, baseline_option(ctx));
     double best_s = INFINITY;
     for (int rep = -1; rep < CALIB_REPS; rep++) {
         async_fill(&ex, rep, 0);
@@ -490,8 +524,10 @@ static void *async_setup(hmb_ctx *ctx, const hmb_point *pt)
     s->library_thread = lp.on;
     s->thread = thread;
     int grid = strcmp(hmb_opt_str(ctx, "topology"), "grid2d") == 0;
-    async_exchange_init(&s->ex, ctx, pt, op, pt->size_bytes, effective_neighbors(ctx), grid);
+    async_exchange_init(&s->ex, ctx, pt, op, pt->size_bytes, effective_neighbors(ctx), grid, baseline_option(ctx));
     s->c_ns = calibrated_c_ns(ctx, op, pt->size_bytes);
+    s->calibration_error = hmb_compute_calibration_error(ctx, s->c_ns);
+    s->fastest_kernel_ratio = INFINITY;
     return s;
 }
 
@@ -527,49 +563,113 @@ static int64_t compute_with_progress(hmb_ctx *ctx, async_state *s)
     }
 }
 
-static int async_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
-{
-    async_state *s = state;
-    async_exchange *ex = &s->ex;
+/* The three phases of an iteration and their six orders: iteration i runs orders[i mod 6], so
+ * each phase runs first, second and last equally often, and before each other phase in half
+ * the iterations: none systematically inherits another's cache or progress-engine state. */
+typedef enum { PHASE_BLOCKING, PHASE_NONBLOCKING, PHASE_COMPUTE_ONLY, NPHASES } phase_id;
+#define NORDERS 6
+static const phase_id phase_orders[NORDERS][NPHASES] = {
+    {PHASE_BLOCKING, PHASE_NONBLOCKING, PHASE_COMPUTE_ONLY}, {PHASE_BLOCKING, PHASE_COMPUTE_ONLY, PHASE_NONBLOCKING},
+    {PHASE_NONBLOCKING, PHASE_BLOCKING, PHASE_COMPUTE_ONLY}, {PHASE_NONBLOCKING, PHASE_COMPUTE_ONLY, PHASE_BLOCKING},
+    {PHASE_COMPUTE_ONLY, PHASE_BLOCKING, PHASE_NONBLOCKING}, {PHASE_COMPUTE_ONLY, PHASE_NONBLOCKING, PHASE_BLOCKING},
+};
+/* The same orders for the result record: b blocking, n non-blocking, c compute only. */
+#define PHASE_ORDERS_TEXT "bnc,bcn,nbc,ncb,cbn,cnb"
 
-    /* 1. blocking baseline (both phases' data is checked in verify(), outside the timing) */
+/* This rank's times of one iteration, seconds. */
+typedef struct {
+    double t_sync, t_total, t_wait, c_actual, c_loaded;
+} phase_times;
+
+static void run_blocking(hmb_ctx *ctx, async_state *s, phase_times *t)
+{
     hmb_phase(ctx, "barrier before blocking op");
-    MPI_Barrier(ex->world);
+    MPI_Barrier(s->ex.world);
     hmb_phase(ctx, "blocking op");
     double t_start_s = hmb_now();
-    async_blocking(ex);
-    double t_sync_s = hmb_now() - t_start_s;
+    async_blocking(&s->ex);
+    t->t_sync = hmb_now() - t_start_s;
+}
 
-    /* 2. non-blocking run on its own buffers: post, compute with progress, complete */
+static void run_nonblocking(hmb_ctx *ctx, async_state *s, phase_times *t)
+{
+    async_exchange *ex = &s->ex;
     hmb_phase(ctx, "barrier before non-blocking op");
     MPI_Barrier(ex->world);
     hmb_phase(ctx, "post");
-    t_start_s = hmb_now();
+    double t_start_s = hmb_now();
     async_post(ex);
     hmb_phase(ctx, "compute");
-    int64_t c_actual_ns = compute_with_progress(ctx, s);
+    t->c_actual = (double)compute_with_progress(ctx, s) * 1e-9;
     hmb_phase(ctx, "Waitall");
     double t_wait_start_s = hmb_now();
     MPI_Waitall(ex->nreq, ex->reqs, MPI_STATUSES_IGNORE);
     double t_end_s = hmb_now();
-    double t_total_s = t_end_s - t_start_s, t_wait_s = t_end_s - t_wait_start_s;
+    t->t_total = t_end_s - t_start_s;
+    t->t_wait = t_end_s - t_wait_start_s;
+}
 
-    double slowest[4] = {t_sync_s, t_total_s, (double)c_actual_ns * 1e-9, t_wait_s};
-    hmb_reduce_max(ctx, slowest, 4);
+/* Every rank computes C at once and nothing communicates: what the kernel costs under the
+ * load of the whole job, without any progress method. */
+static void run_compute_only(hmb_ctx *ctx, async_state *s, phase_times *t)
+{
+    hmb_phase(ctx, "barrier before compute-only phase");
+    MPI_Barrier(s->ex.world);
+    hmb_phase(ctx, "compute only");
+    t->c_loaded = (double)hmb_compute_ns(ctx, s->c_ns) * 1e-9;
+}
+
+static int async_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
+{
+    (void)pt;
+    async_state *s = state;
+    phase_times t = {0};
+    const phase_id *order = phase_orders[iter % NORDERS];
+    for (int i = 0; i < NPHASES; i++) {
+        if (order[i] == PHASE_BLOCKING)
+            run_blocking(ctx, s, &t);
+        else if (order[i] == PHASE_NONBLOCKING)
+            run_nonblocking(ctx, s, &t);
+        else
+            run_compute_only(ctx, s, &t);
+    }
+
+    /* The slowest rank defines each time. Each rank judges its own kernel runs against its
+     * own calibration error; one impossible run anywhere invalidates the sample. */
+    const double c_s = (double)s->c_ns * 1e-9;
+    double fastest_kernel_s = fmin(t.c_actual, t.c_loaded);
+    enum { R_T_SYNC, R_T_TOTAL, R_C_ACTUAL, R_C_LOADED, R_T_WAIT, R_TOO_FAST, R_MINUS_FASTEST_RATIO, R_COUNT };
+    double slowest[R_COUNT] = {
+        [R_T_SYNC] = t.t_sync,
+        [R_T_TOTAL] = t.t_total,
+        [R_C_ACTUAL] = t.c_actual,
+        [R_C_LOADED] = t.c_loaded,
+        [R_T_WAIT] = t.t_wait,
+        [R_TOO_FAST] = hmb_async_compute_too_fast(fastest_kernel_s, c_s, s->calibration_error),
+        [R_MINUS_FASTEST_RATIO] = -fastest_kernel_s / c_s,
+    };
+    hmb_reduce_max(ctx, slowest, R_COUNT);
     if (hmb_rank(ctx) != 0)
         return 0;
-    t_sync_s = slowest[0];
-    t_total_s = slowest[1];
-    double c_s = (double)s->c_ns * 1e-9, c_actual_s = slowest[2];
-    out->value[0] = t_total_s * 1e6;
-    out->value[1] = hmb_async_efficiency_pct(t_total_s, c_s, t_sync_s);
-    out->value[2] = t_sync_s * 1e6;
-    out->value[3] = c_s * 1e6;
-    out->value[4] = c_actual_s * 1e6;
-    out->value[5] = hmb_async_overhead(t_total_s, c_s) * 1e6;
-    out->value[6] = c_actual_s / c_s;
-    out->value[7] = slowest[3] * 1e6;
-    out->valid = 1;
+    double t_sync_s = slowest[R_T_SYNC], t_total_s = slowest[R_T_TOTAL];
+    double c_actual_s = slowest[R_C_ACTUAL], c_loaded_s = slowest[R_C_LOADED];
+    out->value[M_T_TOTAL] = t_total_s * 1e6;
+    out->value[M_EFFICIENCY] = hmb_async_efficiency_pct(t_total_s, c_s, t_sync_s);
+    out->value[M_EFFICIENCY_LOADED] = hmb_async_efficiency_pct(t_total_s, c_loaded_s, t_sync_s);
+    out->value[M_T_SYNC] = t_sync_s * 1e6;
+    out->value[M_C] = c_s * 1e6;
+    out->value[M_C_ACTUAL] = c_actual_s * 1e6;
+    out->value[M_C_LOADED] = c_loaded_s * 1e6;
+    out->value[M_T_OVER] = hmb_async_overhead(t_total_s, c_s) * 1e6;
+    out->value[M_T_OVER_LOADED] = hmb_async_overhead(t_total_s, c_loaded_s) * 1e6;
+    out->value[M_SLOWDOWN] = c_actual_s / c_s;
+    out->value[M_LOAD_SLOWDOWN] = c_loaded_s / c_s;
+    out->value[M_T_WAIT] = slowest[R_T_WAIT] * 1e6;
+    out->valid = slowest[R_TOO_FAST] == 0.0;
+    if (!out->valid && iter >= hmb_opt_int(ctx, "warmup")) { /* warm-up samples are not counted */
+        s->too_fast_samples++;
+        s->fastest_kernel_ratio = fmin(s->fastest_kernel_ratio, -slowest[R_MINUS_FASTEST_RATIO]);
+    }
     return 0;
 }
 
@@ -590,11 +690,29 @@ static void async_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
         hmb_result_add_num(ctx, "neighbors", s->ex.nneighbors);
         hmb_result_add_str(ctx, "topology", hmb_opt_str(ctx, "topology"));
     }
+    if (s->ex.op == OP_PT2PT)
+        hmb_result_add_str(ctx, "baseline", hmb_opt_str(ctx, "baseline"));
     hmb_result_add_num(ctx, "c_request_ns", (double)s->c_ns);
     hmb_result_add_str(ctx, "c_source", hmb_opt_given(ctx, "compute") ? "--compute" : "calc-factor x T_sync");
     /* No E from the medians here: the result has the t_total_us, t_sync_us and c_us medians,
      * from which a report derives it (metrics.h: hmb_async_efficiency_pct). */
     hmb_result_add_num(ctx, "library_progress_thread", s->library_thread);
+    hmb_result_add_str(ctx, "phase_order", "counterbalanced");
+    hmb_result_add_str(ctx, "phase_orders", PHASE_ORDERS_TEXT);
+    double c_s = (double)s->c_ns * 1e-9;
+    hmb_result_add_num(ctx, "calibration_error", s->calibration_error);
+    hmb_result_add_num(ctx, "compute_tolerance", hmb_async_compute_tolerance(c_s, s->calibration_error));
+    hmb_result_add_num(ctx, "invalid_compute_too_fast", (double)s->too_fast_samples);
+    if (s->too_fast_samples > 0) {
+        char why[400];
+        snprintf(why, sizeof why,
+                 "compute ran faster than calibrated in %ld measured iteration(s) (fastest kernel run %.3f x C on "
+                 "some rank; allowed down to %.3f x C by rank 0's calibration error): C is not the undisturbed "
+                 "compute time there and E would be impossible, so those samples are left out; bind ranks to "
+                 "cores, do not oversubscribe",
+                 s->too_fast_samples, s->fastest_kernel_ratio, 1.0 - hmb_async_compute_tolerance(c_s, s->calibration_error));
+        hmb_result_add_str(ctx, "invalid_reason", why);
+    }
 }
 
 static void async_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
@@ -626,6 +744,6 @@ static const hmb_bench async_bench = {
     .verify = async_verify_cb,
     .teardown = async_teardown,
     .annotate = async_annotate,
-    .pivot_metrics = "t_sync_us,c_us,t_over_us,efficiency_pct",
+    .pivot_metrics = "t_sync_us,c_us,c_loaded_us,t_over_us,efficiency_pct,efficiency_loaded_pct",
 };
 HMB_REGISTER(async_bench);

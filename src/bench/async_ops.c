@@ -90,7 +90,7 @@ static long long reduce_period(int nranks, int count)
 }
 
 void async_exchange_init(async_exchange *ex, hmb_ctx *ctx, const hmb_point *pt, async_op op, size_t size_bytes,
-                         int neighbors, int grid2d)
+                         int neighbors, int grid2d, async_baseline baseline)
 {
     memset(ex, 0, sizeof *ex);
     ex->ctx = ctx;
@@ -104,6 +104,7 @@ void async_exchange_init(async_exchange *ex, hmb_ctx *ctx, const hmb_point *pt, 
     ex->count = (int)(size_bytes / sizeof(double)); /* fits: async_size_fits() in check() */
     ex->nblocks = 1;
     ex->peer = (ex->rank + ex->nranks / 2) % ex->nranks;
+    ex->baseline = baseline;
     if (async_op_uses_neighbors(op)) {
         ex->nneighbors = neighbors;
         ex->nblocks = neighbors;
@@ -156,8 +157,11 @@ void async_exchange_free(async_exchange *ex)
         MPI_Request_free(&ex->persistent);
     if (ex->graph != MPI_COMM_NULL)
         MPI_Comm_free(&ex->graph);
-    /* The harness unregisters the cache buffers after teardown. */
+    /* Also used by the calibration in points(), outside any point: unregister here, not
+     * after teardown, or the next point's --cache cold flush touches freed memory. */
     for (int phase = 0; phase < ASYNC_PHASES; phase++) {
+        hmb_cache_unregister(ex->ctx, ex->buf[phase].send);
+        hmb_cache_unregister(ex->ctx, ex->buf[phase].recv);
         free(ex->buf[phase].send);
         free(ex->buf[phase].recv);
     }
@@ -225,8 +229,16 @@ void async_blocking(async_exchange *ex)
     double *send = ex->buf[ASYNC_BLOCKING].send, *recv = ex->buf[ASYNC_BLOCKING].recv;
     switch (ex->op) {
     case OP_PT2PT:
-        MPI_Sendrecv(send, ex->count, MPI_DOUBLE, ex->peer, 0, recv, ex->count, MPI_DOUBLE, ex->peer, 0, ex->world,
-                     MPI_STATUS_IGNORE);
+        if (ex->baseline == ASYNC_BASELINE_SENDRECV) {
+            MPI_Sendrecv(send, ex->count, MPI_DOUBLE, ex->peer, 0, recv, ex->count, MPI_DOUBLE, ex->peer, 0,
+                         ex->world, MPI_STATUS_IGNORE);
+        } else if (ex->rank < ex->peer) { /* ping: the lower rank of the pair sends first */
+            MPI_Send(send, ex->count, MPI_DOUBLE, ex->peer, 0, ex->world);
+            MPI_Recv(recv, ex->count, MPI_DOUBLE, ex->peer, 0, ex->world, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(recv, ex->count, MPI_DOUBLE, ex->peer, 0, ex->world, MPI_STATUS_IGNORE);
+            MPI_Send(send, ex->count, MPI_DOUBLE, ex->peer, 0, ex->world);
+        }
         break;
     case OP_EXCH: /* the pure communication time of the same pattern: post, then wait at once */
         post_exchange(ex, &ex->buf[ASYNC_BLOCKING]);

@@ -26,6 +26,11 @@ typedef enum {
  * before the --cache cold flush and neither phase's data can pass for the other's. */
 enum { ASYNC_BLOCKING = 0, ASYNC_NONBLOCKING = 1, ASYNC_PHASES = 2 };
 
+/* pt2pt's blocking baseline: IMB-ASYNC's sync_pt2pt (MPI_Send then MPI_Recv, reversed on the
+ * partner: one round trip) or MPI_Sendrecv (both directions at once). */
+typedef enum { ASYNC_BASELINE_PINGPONG, ASYNC_BASELINE_SENDRECV } async_baseline;
+#define ASYNC_BASELINE_CHOICES "pingpong|sendrecv"
+
 typedef struct {
     double *send, *recv;
 } async_buffers;
@@ -42,6 +47,7 @@ typedef struct {
     long long reduce_period; /* iterations after which the reduction operands repeat */
     async_buffers buf[ASYNC_PHASES];
     int peer;        /* pt2pt */
+    async_baseline baseline; /* pt2pt */
     int nneighbors;  /* exch / neighbor_alltoall */
     int send_to[ASYNC_MAX_NEIGHBORS], recv_from[ASYNC_MAX_NEIGHBORS];
     MPI_Request persistent; /* allreduce_init, bound to the non-blocking phase's buffers */
@@ -61,7 +67,7 @@ int async_size_fits(size_t size_bytes, char *why, size_t whylen);
 /* Buffers, peers, graph communicator, persistent request (collective over hmb_comm). An
  * allocation failure on any rank is a usage error on every rank (exit 2). */
 void async_exchange_init(async_exchange *ex, hmb_ctx *ctx, const hmb_point *pt, async_op op, size_t size_bytes,
-                         int neighbors, int grid2d);
+                         int neighbors, int grid2d, async_baseline baseline);
 void async_exchange_free(async_exchange *ex);
 
 /* Untimed: fill the send data of iteration iter for a phase and poison its receive buffer.

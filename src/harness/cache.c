@@ -91,6 +91,18 @@ void hmb_cache_register(hmb_ctx *ctx, const void *buf, size_t len)
     c->count++;
 }
 
+/* A registration must end before its buffer is freed: the flush touches every registered
+ * byte, and a freed large buffer is unmapped (SIGSEGV), a small one belongs to someone else. */
+void hmb_cache_unregister(hmb_ctx *ctx, const void *buf)
+{
+    hmb_cache_state *c = &ctx->cache;
+    int kept = 0;
+    for (int b = 0; b < c->count; b++)
+        if (c->items[b].buf != buf)
+            c->items[kept++] = c->items[b];
+    c->count = kept;
+}
+
 void hmb_cache_unregister_all(hmb_ctx *ctx) { ctx->cache.count = 0; }
 
 void hmb_cache_flush(hmb_ctx *ctx)

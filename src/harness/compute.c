@@ -142,18 +142,22 @@ int hmb_compute_calibrate(hmb_calib *out, double target_s)
     return best_rate > 0.0 && isfinite(best_rate) ? 0 : -1;
 }
 
+double hmb_compute_interrupt_share(const hmb_calib *c, int64_t ns)
+{
+    /* The machine's own interruptions cost interrupt_lost_frac of a long window; a window of
+     * ns sees one with probability 1 - exp(-rate ns). */
+    double lost = c->interrupt_lost_frac * (1.0 - exp(-c->interrupts_per_ns * (double)ns));
+    return lost >= 0.0 && lost < 0.5 ? lost : 0.0;
+}
+
 uint64_t hmb_compute_iters(const hmb_calib *c, int64_t ns)
 {
     if (ns <= 0 || !c || !(c->iters_per_ns > 0.0))
         return 0;
-    /* The machine's own interruptions cost interrupt_lost_frac of a long window; a window of
-     * ns sees one with probability 1 - exp(-rate ns). Taking that expected share off the work
-     * puts the median request on target (10 us: ~no change; 100 ms: the full share), while any
-     * slow-down beyond the machine's baseline (a progress thread, oversubscription) still
-     * shows in the measured time. */
-    double lost = c->interrupt_lost_frac * (1.0 - exp(-c->interrupts_per_ns * (double)ns));
-    if (!(lost >= 0.0 && lost < 0.5))
-        lost = 0.0;
+    /* Taking the expected interruption share off the work puts the median request on target
+     * (10 us: ~no change; 100 ms: the full share), while any slow-down beyond the machine's
+     * baseline (a progress thread, oversubscription) still shows in the measured time. */
+    double lost = hmb_compute_interrupt_share(c, ns);
     return (uint64_t)llround((double)ns * c->iters_per_ns * (1.0 - lost));
 }
 

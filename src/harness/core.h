@@ -128,6 +128,9 @@ int hmb_compute_calibrate(hmb_calib *out, double target_s);
 int64_t hmb_compute_run(const hmb_calib *c, int64_t ns);
 /* The kernel iterations of a request of ns (compensated for the machine's interruptions). */
 uint64_t hmb_compute_iters(const hmb_calib *c, int64_t ns);
+/* The expected share of a window of ns that the machine's interruptions take (what
+ * hmb_compute_iters takes off the work; a run that meets none comes out that much short). */
+double hmb_compute_interrupt_share(const hmb_calib *c, int64_t ns);
 /* Run exactly iters kernel iterations; returns the measured ns. */
 int64_t hmb_compute_run_iters(uint64_t iters);
 

@@ -302,6 +302,23 @@ int64_t hmb_compute_sliced_ns(hmb_ctx *ctx, int64_t ns, int64_t slice_ns, void (
     return inside_ns;
 }
 
+double hmb_compute_calibration_error(const hmb_ctx *ctx, int64_t ns)
+{
+    /* Only a check that ran short says the rate may be too low; one that ran long was
+     * disturbed, which says nothing about how fast an undisturbed run can be. */
+    double shortfall = 0.0;
+    for (int i = 0; i < 3; i++) {
+        double request_ns = (double)ctx->compute_check_request_ns[i];
+        double measured_ns = (double)ctx->compute_check_measured_ns[i];
+        if (request_ns > 0.0 && measured_ns < request_ns)
+            shortfall = fmax(shortfall, (request_ns - measured_ns) / request_ns);
+    }
+    double interrupt_share = 0.0;
+    for (int t = 0; t < ctx->threads; t++)
+        interrupt_share = fmax(interrupt_share, hmb_compute_interrupt_share(&ctx->calib[t], ns));
+    return shortfall + interrupt_share;
+}
+
 double hmb_compute_rate(const hmb_ctx *ctx, int tid)
 {
     if (tid < 0 || tid >= ctx->threads)

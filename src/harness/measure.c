@@ -185,6 +185,13 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
     hmb_watchdog_arm(ctx->watchdog, hmb_opt_duration_ns(ctx, "timeout"));
     double t_point_start_s = hmb_now();
 
+    /* A registration left from outside a point (a calibration in points()) would make the
+     * flush touch a buffer that is probably freed: say which bug it is instead of crashing. */
+    if (ctx->cache.count != 0) {
+        fprintf(stderr, "hmb-bench: %s: %d buffer(s) still registered for --cache cold before setup() "
+                "(freed without hmb_cache_unregister?)\n", b->name, ctx->cache.count);
+        MPI_Abort(ctx->comm, 1);
+    }
     hmb_phase(ctx, "setup");
     void *state = b->setup ? b->setup(ctx, pt) : NULL;
     if (agree_unsupported(ctx)) {

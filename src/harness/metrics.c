@@ -62,3 +62,16 @@ size_t hmb_eager_threshold_rule(double mean_size_bytes, size_t header_bytes)
         return 1 + 1024;
     return (size_t)ldexp(1.0, (int)ceil(log2(x))) + 1024;
 }
+
+double hmb_async_compute_tolerance(double c_s, double calibration_error)
+{
+    double tolerance = calibration_error > 0.01 ? calibration_error : 0.01;
+    return c_s > 0.0 && 1e-6 / c_s > tolerance ? 1e-6 / c_s : tolerance;
+}
+
+int hmb_async_compute_too_fast(double c_kernel_s, double c_s, double calibration_error)
+{
+    if (!(c_s > 0.0) || isnan(c_kernel_s))
+        return 0;
+    return c_kernel_s < c_s * (1.0 - hmb_async_compute_tolerance(c_s, calibration_error));
+}

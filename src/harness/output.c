@@ -400,6 +400,17 @@ void hmb_table_header(hmb_ctx *ctx)
             max_offset = fabs(ctx->clock_offsets_estimated_s[r]);
     printf("# timer: %s, clock offset estimate max %.3f us (0 applied on rank 0's host)\n", res, max_offset * 1e6);
     printf("# run_id: %s\n", ctx->run_id);
+    if (ctx->header_extra.count > 0) { /* what the benchmark's check() recorded (run header "extra") */
+        printf("# %s:", ctx->bench->name);
+        for (int i = 0; i < ctx->header_extra.count; i++) {
+            const hmb_extra_field *f = &ctx->header_extra.items[i];
+            if (f->str)
+                printf("%s %s=%s", i ? "," : "", f->key, f->str);
+            else
+                printf("%s %s=%g", i ? "," : "", f->key, f->num);
+        }
+        printf("\n");
+    }
     fflush(stdout);
 }
 

@@ -95,6 +95,11 @@ void hmb_pivot_print(hmb_ctx *ctx)
     }
     qsort(sizes, (size_t)nsizes, sizeof *sizes, cmp_size);
 
+    int label_width = 16; /* the longest metric name, at least */
+    for (int m = 0; m < pv->nmetrics; m++)
+        if ((int)strlen(pv->metric_name[m]) > label_width)
+            label_width = (int)strlen(pv->metric_name[m]);
+
     printf("\n# summary (medians; sizes in bytes as columns)\n");
     for (int i = 0; i < pv->count; i++) {
         int first = 1; /* print each group once, at its first cell */
@@ -102,7 +107,7 @@ void hmb_pivot_print(hmb_ctx *ctx)
             first &= strcmp(pv->cells[k].group, pv->cells[i].group) != 0;
         if (!first)
             continue;
-        printf("# %s\n%-16s", pv->cells[i].group, "");
+        printf("# %s\n%-*s", pv->cells[i].group, label_width, "");
         for (int s = 0; s < nsizes; s++) {
             char label[32];
             hmb_format_size(sizes[s], label, sizeof label);
@@ -110,7 +115,7 @@ void hmb_pivot_print(hmb_ctx *ctx)
         }
         printf("\n");
         for (int m = 0; m < pv->nmetrics; m++) {
-            printf("%-16s", pv->metric_name[m]);
+            printf("%-*s", label_width, pv->metric_name[m]);
             for (int s = 0; s < nsizes; s++) {
                 double v = NAN;
                 for (int k = i; k < pv->count; k++)

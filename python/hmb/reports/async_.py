@@ -13,7 +13,7 @@ SPECS = (
     ("async_efficiency", "efficiency_pct", "Overlap efficiency by progress mode",
      "How much of the communication does each progress mode hide behind computation? "
      "(E = 1 − T_over / T_sync; 100% = fully hidden, negative = worse than blocking)", "efficiency E (%)"),
-    ("async_e_loaded", "e_loaded_pct", "Overlap efficiency under load by progress mode",
+    ("async_e_loaded", "efficiency_loaded_pct", "Overlap efficiency under load by progress mode",
      "How much of the communication does each progress mode hide when the compute it slows down is "
      "counted as well (E_loaded)?", "efficiency E_loaded (%)"),
 )
