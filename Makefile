@@ -5,12 +5,16 @@ VENV   := .venv
 HMB    := $(VENV)/bin/hmb
 HMB_MPI ?= mpich
 
-.PHONY: demo test setup build clean
+.PHONY: demo test check setup build clean
 demo: setup
 	$(HMB) demo --mpi $(HMB_MPI)
 
 test: setup
 	$(VENV)/bin/python -m pytest
+
+# Machine physics (binding, timer, calibration, clocks, latency, async): PASS/WARN/FAIL per expectation.
+check: setup
+	$(HMB) check --mpi $(HMB_MPI)
 
 setup: $(VENV)/.ready
 

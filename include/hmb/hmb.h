@@ -50,7 +50,7 @@ typedef enum {
     HMB_OPT_DOUBLE,   /* floating point */
     HMB_OPT_SIZES,    /* byte sizes: 8, 4K, 1M, 1K:16M (doubling), 1K:16M:x4, lists 1K,64K */
     HMB_OPT_INTS,     /* integer list: 1,2,4 or 1:16 (doubling) or 1:16:x4 or 2:8:+2 */
-    HMB_OPT_DURATION, /* time: 10us, 1.5ms, 2s, 500ns; bare number = microseconds; stored as ns */
+    HMB_OPT_DURATION, /* time: 10us, 1.5ms, 2s, 500ns; a unit is required (bare 0 only); ns */
     HMB_OPT_STRING,   /* free string (validated by the benchmark's check()) */
     HMB_OPT_CHOICE,   /* one of "a|b|c" */
     HMB_OPT_CHOICES   /* comma list of names from "a|b|c", or "all"; read as a bit mask */

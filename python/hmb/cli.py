@@ -1,4 +1,4 @@
-"""The `hmb` command line: build, run, sweep, report, compare, slurm, demo.
+"""The `hmb` command line: build, run, sweep, report, compare, slurm, demo, check.
 
 Every user error is one line "hmb: ..." on stderr and exit status 2.
 """
@@ -21,6 +21,7 @@ EXAMPLES = """examples:
   hmb report results/sweep.jsonl -o results/report
   hmb compare before.jsonl after.jsonl
   hmb slurm configs/part-async.toml --nodes 2 --ranks-per-node 1 --threads 8 -o job.sbatch
+  hmb check --mpi openmpi                    can numbers measured on this machine be trusted?
 """
 
 
@@ -129,6 +130,14 @@ def cmd_demo(args) -> int:
     return 0 if rc == 0 else 1
 
 
+def cmd_check(args) -> int:
+    from . import check
+    if args.ranks < 2:
+        raise UsageError("check: -n must be at least 2 (a ping-pong needs two ranks)")
+    json_path = args.json or f"results/check-{args.mpi}.json"
+    return check.run(args.mpi, args.ranks, args.quick, json_path)
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="hmb", description="HMB (Hybrid MPI Benchmarks): run hmb-bench under one or "
                 "several MPI libraries, sweep parameter grids, and turn the results into reports.",
@@ -221,6 +230,17 @@ def make_parser() -> argparse.ArgumentParser:
     sl.add_argument("--results", metavar="FILE", help="results file (default: sweep.output)")
     sl.add_argument("-o", "--output", metavar="FILE", help="script file (default: stdout)")
     sl.set_defaults(func=cmd_slurm)
+
+    ck = sub.add_parser("check", help="self-test: can numbers measured on this machine be trusted?",
+                        description="Measure, on this machine or cluster node, what hmb's numbers rest on "
+                        "(binding, timer, compute calibration, clock offsets, interruptions, hmb-bench's latency "
+                        "against a minimal ping-pong, async progress physics) and print PASS / WARN / FAIL per "
+                        "expectation with why it matters (docs/methodology.md). Exit status 1 if any FAIL.")
+    ck.add_argument("--mpi", default="mpich", choices=mpi.KNOWN, help="MPI implementation (default mpich)")
+    ck.add_argument("-n", "--ranks", type=int, default=2, help="MPI processes (default 2)")
+    ck.add_argument("--json", metavar="FILE", help="machine record (default results/check-MPI.json)")
+    ck.add_argument("--quick", action="store_true", help="fewer rounds and iterations (about half a minute)")
+    ck.set_defaults(func=cmd_check)
 
     d = sub.add_parser("demo", help="build, run configs/demo.toml and write results/report.html",
                        description="The first thing to run: builds hmb-bench, runs configs/demo.toml "

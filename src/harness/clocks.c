@@ -1,7 +1,15 @@
-/* Clock offsets to rank 0 (SKaMPI / Jones-Koenig style). For each rank r, rank 0 runs a
- * series of ping-pongs with r; r answers each ping with its local clock reading. The exchange
- * with the smallest round trip bounds the error best: offset_r = t_remote - (t_send + t_recv)/2.
- * hmb_to_global(t) = t - offset.
+/* Clock offsets to rank 0 (SKaMPI / Jones-Koenig exchanges, ReproMPI HCA linear model).
+ *
+ * A group is a series of ping-pongs between rank 0 and rank r; r answers each ping with its
+ * local clock reading, and the exchange with the smallest round trip gives the group's point:
+ * (midpoint on rank 0's clock, offset). Groups are measured at start-up and again at the end of
+ * the run; a least-squares line through all of them (clockfit.c) gives offset and drift.
+ *
+ * During the run the start-up offset is applied, without drift: start-up groups lie
+ * microseconds apart, far too close to resolve a drift of a few ppm. The end-of-run groups
+ * re-check that offset: the trailing "clocks" record holds the drift fitted over the whole run
+ * and the end residual (offset measured at the end minus the one applied), i.e. how far the
+ * run's cross-process timestamps had drifted by its end.
  *
  * On rank 0's own host CLOCK_MONOTONIC is one system-wide clock, so the true offset is exactly
  * 0: that is what is applied there, while the estimate is still made and recorded (it must come
@@ -12,45 +20,98 @@
 
 #include "ctx.h"
 
-enum { CLOCK_EXCHANGES = 60, CLOCK_TAG = 31001 };
+enum { CLOCK_GROUPS = 4, CLOCK_EXCHANGES = 15, CLOCK_TAG = 31001 };
+
+/* Rank 0's measurements: per rank, CLOCK_GROUPS points at start-up, then CLOCK_GROUPS at the end. */
+struct hmb_clocks {
+    double *t_s, *offset_s; /* [rank * 2 * CLOCK_GROUPS + k] */
+};
+
+static double *point_slot(double *base, int rank, int k) { return base + (size_t)rank * 2 * CLOCK_GROUPS + k; }
+
+/* Rank 0 side of one group with rank r: the best exchange's (midpoint, offset). */
+static void measure_group(hmb_ctx *ctx, int r, double *t_mid_s, double *offset_s)
+{
+    double best_rtt = INFINITY;
+    for (int k = 0; k < CLOCK_EXCHANGES; k++) {
+        double t_remote = 0;
+        double t_send = hmb_now();
+        MPI_Send(&t_send, 1, MPI_DOUBLE, r, CLOCK_TAG, ctx->comm);
+        MPI_Recv(&t_remote, 1, MPI_DOUBLE, r, CLOCK_TAG, ctx->comm, MPI_STATUS_IGNORE);
+        double t_recv = hmb_now();
+        if (t_recv - t_send < best_rtt) {
+            best_rtt = t_recv - t_send;
+            *t_mid_s = 0.5 * (t_send + t_recv);
+            *offset_s = hmb_clock_exchange_offset(t_send, t_remote, t_recv);
+        }
+    }
+}
+
+/* Rank r side of one group. */
+static void answer_group(hmb_ctx *ctx)
+{
+    for (int k = 0; k < CLOCK_EXCHANGES; k++) {
+        double t_ping = 0;
+        MPI_Recv(&t_ping, 1, MPI_DOUBLE, 0, CLOCK_TAG, ctx->comm, MPI_STATUS_IGNORE);
+        double t_remote = hmb_now();
+        MPI_Send(&t_remote, 1, MPI_DOUBLE, 0, CLOCK_TAG, ctx->comm);
+    }
+}
+
+/* CLOCK_GROUPS groups with every rank, stored from index first (0: start-up, CLOCK_GROUPS: end). */
+static void measure_all(hmb_ctx *ctx, int first)
+{
+    for (int r = 1; r < ctx->size; r++)
+        for (int g = 0; g < CLOCK_GROUPS; g++) {
+            if (ctx->rank == 0)
+                measure_group(ctx, r, point_slot(ctx->clocks->t_s, r, first + g),
+                              point_slot(ctx->clocks->offset_s, r, first + g));
+            else if (ctx->rank == r)
+                answer_group(ctx);
+        }
+}
+
+/* Line through n of rank r's points starting at index first, expressed at t_ref_s. */
+static void fit_points(const hmb_ctx *ctx, int r, int first, int n, double t_ref_s, hmb_clock_model *m)
+{
+    hmb_clock_fit(n, point_slot(ctx->clocks->t_s, r, first), point_slot(ctx->clocks->offset_s, r, first),
+                  t_ref_s, m);
+}
+
+static double mean(const double *x, int n)
+{
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += x[i];
+    return sum / n;
+}
 
 void hmb_clocks_sync(hmb_ctx *ctx)
 {
+    ctx->clocks = calloc(1, sizeof *ctx->clocks);
     ctx->clock_offsets_s = calloc((size_t)ctx->size, sizeof(double));
     ctx->clock_offsets_estimated_s = calloc((size_t)ctx->size, sizeof(double));
-    if (!ctx->clock_offsets_s || !ctx->clock_offsets_estimated_s)
+    if (!ctx->clocks || !ctx->clock_offsets_s || !ctx->clock_offsets_estimated_s)
         abort();
-    ctx->clock_offset_s = 0;
-    for (int r = 1; r < ctx->size; r++) {
-        if (ctx->rank == 0) {
-            double best_rtt = INFINITY, best_offset = 0;
-            for (int k = 0; k < CLOCK_EXCHANGES; k++) {
-                double t_remote = 0;
-                double t_send = hmb_now();
-                MPI_Send(&t_send, 1, MPI_DOUBLE, r, CLOCK_TAG, ctx->comm);
-                MPI_Recv(&t_remote, 1, MPI_DOUBLE, r, CLOCK_TAG, ctx->comm, MPI_STATUS_IGNORE);
-                double t_recv = hmb_now();
-                if (t_recv - t_send < best_rtt) {
-                    best_rtt = t_recv - t_send;
-                    best_offset = t_remote - 0.5 * (t_send + t_recv);
-                }
-            }
-            ctx->clock_offsets_s[r] = best_offset;
-            MPI_Send(&best_offset, 1, MPI_DOUBLE, r, CLOCK_TAG, ctx->comm);
-        } else if (ctx->rank == r) {
-            for (int k = 0; k < CLOCK_EXCHANGES; k++) {
-                double t_ping = 0;
-                MPI_Recv(&t_ping, 1, MPI_DOUBLE, 0, CLOCK_TAG, ctx->comm, MPI_STATUS_IGNORE);
-                double t_remote = hmb_now();
-                MPI_Send(&t_remote, 1, MPI_DOUBLE, 0, CLOCK_TAG, ctx->comm);
-            }
-            MPI_Recv(&ctx->clock_offset_s, 1, MPI_DOUBLE, 0, CLOCK_TAG, ctx->comm, MPI_STATUS_IGNORE);
-        }
+    if (ctx->rank == 0) {
+        ctx->clocks->t_s = calloc((size_t)ctx->size * 2 * CLOCK_GROUPS, sizeof(double));
+        ctx->clocks->offset_s = calloc((size_t)ctx->size * 2 * CLOCK_GROUPS, sizeof(double));
+        if (!ctx->clocks->t_s || !ctx->clocks->offset_s)
+            abort();
     }
+    ctx->clock_offset_s = 0;
+    measure_all(ctx, 0);
+    if (ctx->rank == 0)
+        for (int r = 1; r < ctx->size; r++) {
+            hmb_clock_model m;
+            fit_points(ctx, r, 0, CLOCK_GROUPS, mean(point_slot(ctx->clocks->t_s, r, 0), CLOCK_GROUPS), &m);
+            ctx->clock_offsets_s[r] = m.offset_s;
+        }
     /* Every rank gets the table (benchmarks may report others' offsets). */
     MPI_Bcast(ctx->clock_offsets_s, ctx->size, MPI_DOUBLE, 0, ctx->comm);
     for (int r = 0; r < ctx->size; r++)
         ctx->clock_offsets_estimated_s[r] = ctx->clock_offsets_s[r];
+    ctx->clock_offset_s = ctx->clock_offsets_s[ctx->rank];
 
     /* Ranks on rank 0's host (shared-memory neighbours of rank 0) apply the exact offset 0. */
     MPI_Comm node;
@@ -69,4 +130,71 @@ void hmb_clocks_sync(hmb_ctx *ctx)
     if (on_root_host)
         ctx->clock_offset_s = 0.0;
     free(on_root_host_all);
+}
+
+void hmb_clocks_recheck(hmb_ctx *ctx)
+{
+    measure_all(ctx, CLOCK_GROUPS);
+    if (ctx->rank != 0)
+        return;
+    double span_s = 0;
+    hmb_json j;
+    hmb_output_begin_record(ctx, &j, "clocks");
+    hmb_json_int(&j, "groups", CLOCK_GROUPS);
+    hmb_json_int(&j, "exchanges_per_group", CLOCK_EXCHANGES);
+    /* Rank 0 itself: offset 0, drift 0 (calloc). */
+    hmb_clock_model *whole = calloc((size_t)ctx->size, sizeof *whole);
+    hmb_clock_model *end = calloc((size_t)ctx->size, sizeof *end);
+    if (!whole || !end)
+        abort();
+    for (int r = 1; r < ctx->size; r++) {
+        double t_start_s = mean(point_slot(ctx->clocks->t_s, r, 0), CLOCK_GROUPS);
+        double t_end_s = mean(point_slot(ctx->clocks->t_s, r, CLOCK_GROUPS), CLOCK_GROUPS);
+        fit_points(ctx, r, 0, 2 * CLOCK_GROUPS, t_start_s, &whole[r]);
+        fit_points(ctx, r, CLOCK_GROUPS, CLOCK_GROUPS, t_end_s, &end[r]);
+        span_s = fmax(span_s, t_end_s - t_start_s);
+    }
+    hmb_json_num(&j, "span_s", span_s);
+    hmb_json_open_arr(&j, "offsets_applied_s");
+    for (int r = 0; r < ctx->size; r++)
+        hmb_json_num(&j, NULL, ctx->clock_offsets_s[r]);
+    hmb_json_close_arr(&j);
+    hmb_json_open_arr(&j, "offsets_start_s"); /* the whole-run line at the start-up groups */
+    for (int r = 0; r < ctx->size; r++)
+        hmb_json_num(&j, NULL, whole[r].offset_s);
+    hmb_json_close_arr(&j);
+    hmb_json_open_arr(&j, "offsets_end_s");
+    for (int r = 0; r < ctx->size; r++)
+        hmb_json_num(&j, NULL, end[r].offset_s);
+    hmb_json_close_arr(&j);
+    hmb_json_open_arr(&j, "drift_ppm");
+    for (int r = 0; r < ctx->size; r++)
+        hmb_json_num(&j, NULL, whole[r].drift * 1e6);
+    hmb_json_close_arr(&j);
+    hmb_json_open_arr(&j, "end_residual_s"); /* measured at the end minus applied */
+    for (int r = 0; r < ctx->size; r++)
+        hmb_json_num(&j, NULL, end[r].offset_s - ctx->clock_offsets_s[r]);
+    hmb_json_close_arr(&j);
+    hmb_json_open_arr(&j, "fit_residual_max_s");
+    for (int r = 0; r < ctx->size; r++)
+        hmb_json_num(&j, NULL, whole[r].residual_max_s);
+    hmb_json_close_arr(&j);
+    hmb_json_close_obj(&j);
+    hmb_output_record(ctx, &j);
+    hmb_json_free(&j);
+    free(whole);
+    free(end);
+}
+
+void hmb_clocks_free(hmb_ctx *ctx)
+{
+    if (ctx->clocks) {
+        free(ctx->clocks->t_s);
+        free(ctx->clocks->offset_s);
+        free(ctx->clocks);
+        ctx->clocks = NULL;
+    }
+    free(ctx->clock_offsets_s);
+    free(ctx->clock_offsets_estimated_s);
+    ctx->clock_offsets_s = ctx->clock_offsets_estimated_s = NULL;
 }

@@ -24,7 +24,8 @@ void hmb_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((
 int hmb_parse_size(const char *s, size_t *out, char *err, size_t errlen);
 int hmb_parse_size_list(const char *s, size_t **out, int *count, char *err, size_t errlen);
 int hmb_parse_int_list(const char *s, long long **out, int *count, char *err, size_t errlen);
-/* "10us", "1.5ms", "2s", "500ns", "1m" is NOT accepted (ambiguous); a bare number is µs. */
+/* "10us", "1.5ms", "2s", "500ns"; "1m" is NOT accepted (ambiguous); a bare number other than
+ * 0 is an error (a unit is required). */
 int hmb_parse_duration_ns(const char *s, int64_t *out, char *err, size_t errlen);
 /* 4096 -> "4K", 1048576 -> "1M", 1000 -> "1000" (exact binary units only). */
 void hmb_format_size(size_t bytes, char *buf, size_t len);
@@ -138,5 +139,23 @@ int64_t hmb_compute_run_iters(uint64_t iters);
 /* (hmb_now / hmb_now_ns are declared in hmb/hmb.h) */
 /* Smallest nonzero difference between consecutive readings, and mean cost of one call. */
 void hmb_timer_measure(double *resolution_ns, double *overhead_ns);
+
+/* ------------------------------------------------------------------ clockfit.c
+ * A remote clock's offset to rank 0 as a line: offset(t) = offset_s + drift (t - t_ref_s),
+ * t in rank 0's time (ReproMPI HCA). drift in s/s (x 1e6 = ppm). */
+typedef struct {
+    double offset_s;       /* offset at t_ref_s */
+    double drift;          /* d offset / dt */
+    double t_ref_s;
+    double residual_max_s; /* largest |point - line| of the fit */
+} hmb_clock_model;
+
+/* Offset of the remote clock from one ping-pong: rank 0 sends at t_send, the remote reads
+ * t_remote, rank 0 receives the answer at t_recv: t_remote - (t_send + t_recv) / 2. */
+double hmb_clock_exchange_offset(double t_send_s, double t_remote_s, double t_recv_s);
+/* Least-squares line through n (t, offset) points, expressed at t_ref_s. n = 1, or all t
+ * equal: drift 0 and the mean offset. Returns 0, or -1 if n < 1. */
+int hmb_clock_fit(int n, const double *t_s, const double *offset_s, double t_ref_s, hmb_clock_model *out);
+double hmb_clock_model_offset(const hmb_clock_model *m, double t_s);
 
 #endif

@@ -79,6 +79,7 @@ struct hmb_ctx {
     double clock_offset_s;
     double *clock_offsets_s;           /* every rank's applied offset (0 on rank 0's host) */
     double *clock_offsets_estimated_s; /* every rank's estimate (recorded; ~0 on one host) */
+    struct hmb_clocks *clocks;         /* clocks.c: rank 0's measurements for the end-of-run fit */
 
     char run_id[160];
     char start_time[40];
@@ -132,8 +133,11 @@ const hmb_optval *hmb_ctx_opt(const hmb_ctx *ctx, const char *name, int type_a, 
 void hmb_point_describe(const hmb_point *pt, char *buf, size_t len);
 void hmb_point_list_free(hmb_point_list *list);
 
-/* clocks.c */
+/* clocks.c (collective): offsets at start-up; at the end of the run, re-measure, fit drift and
+ * write the trailing "clocks" record; then free. */
 void hmb_clocks_sync(hmb_ctx *ctx);
+void hmb_clocks_recheck(hmb_ctx *ctx);
+void hmb_clocks_free(hmb_ctx *ctx);
 
 /* env.c: gathers the environment and writes the run header (JSON + stdout). */
 void hmb_env_record(hmb_ctx *ctx);

@@ -243,6 +243,7 @@ int main(int argc, char **argv)
     hmb_watchdog_disarm(ctx->watchdog);
     for (int i = 0; i < points.count; i++)
         hmb_measure_point(ctx, &points.items[i]);
+    hmb_clocks_recheck(ctx);
 
     hmb_pivot_print(ctx);
     hmb_pivot_free(ctx);
@@ -255,8 +256,7 @@ int main(int argc, char **argv)
     MPI_Comm_free(&ctx->comm);
     MPI_Finalize();
     hmb_options_free(&ctx->opts);
-    free(ctx->clock_offsets_s);
-    free(ctx->clock_offsets_estimated_s);
+    hmb_clocks_free(ctx);
     hmb_extras_clear(&ctx->header_extra);
     hmb_extras_clear(&ctx->result_extra);
     free(ctx->header_extra.items);

@@ -313,7 +313,14 @@ int hmb_parse_duration_ns(const char *s, int64_t *out, char *err, size_t errlen)
         return -1;
     }
     double scale_ns;
-    if (*end == '\0' || !strcmp(end, "us") || !strcmp(end, "\xc2\xb5s") /* µs */)
+    if (*end == '\0') {
+        /* "--timeout 60" once meant 60 us and fired at once: only 0 needs no unit. */
+        if (value != 0.0) {
+            hmb_set_err(err, errlen, "\"%s\": a duration needs a unit (e.g. %sus, %sms or %ss)", s, p, p, p);
+            return -1;
+        }
+        scale_ns = 0.0;
+    } else if (!strcmp(end, "us") || !strcmp(end, "\xc2\xb5s") /* µs */)
         scale_ns = 1e3;
     else if (!strcmp(end, "ns"))
         scale_ns = 1.0;

@@ -1,0 +1,436 @@
+"""`hmb check`: can numbers measured on this machine be trusted? (docs/methodology.md, "Self-check")
+
+Machine physics lives here, not in the unit tests: each expectation is measured on the user's
+own machine or cluster node, printed with its figure, PASS / WARN / FAIL and why it matters, and
+the whole record is written as JSON. Every threshold is in EXPECTATIONS below, nowhere else.
+
+Each check is a small function from measured records (hmb-bench's JSON: the run header, the
+trailing clocks record, result records; /proc/stat) to Check lines, so the classification can be
+tested on synthetic figures without launching anything.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from . import mpi as hmpi
+
+PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
+INF = math.inf
+
+
+@dataclasses.dataclass(frozen=True)
+class Expectation:
+    unit: str
+    passes: tuple   # inclusive (lo, hi) of a PASS
+    warns: tuple    # inclusive (lo, hi) of a WARN; outside both: FAIL
+    why: str        # one line: why it matters
+
+
+# Every threshold, in one table (name -> expectation). Ratios are hmb-bench / reference.
+EXPECTATIONS = {
+    "binding_shared_cores": Expectation(
+        "threads", (0, 0), (0, 0),
+        "ranks/threads sharing a core time-slice: latencies jump by a scheduler quantum"),
+    "binding_unpinned": Expectation(
+        "ranks", (0, 0), (0, INF),
+        "a rank allowed on more cores than it has threads may migrate between iterations"),
+    "timer_resolution_ns": Expectation(
+        "ns", (0, 100), (0, 1000), "a coarse clock step blurs single-iteration timings"),
+    "timer_overhead_ns": Expectation(
+        "ns", (0, 100), (0, 1000), "every timestamp costs this much; short iterations carry it"),
+    "calibration_error_10us": Expectation(
+        "us", (-1, 1), (-3, 3), "compute loads (part, async, mt) are only as exact as this (SPEC: max(1 us, 1%))"),
+    "calibration_error_1ms": Expectation(
+        "us", (-10, 10), (-30, 30), "compute loads (part, async, mt) are only as exact as this (SPEC: 1%)"),
+    "calibration_error_100ms": Expectation(
+        "us", (-1000, 1000), (-3000, 3000), "compute loads (part, async, mt) are only as exact as this (SPEC: 1%)"),
+    "clock_offset_same_host_us": Expectation(
+        "us", (0, 10), (0, 100), "one clock on one host: the offset estimator must find ~0, or one-way times are off"),
+    "clock_end_residual_us": Expectation(
+        "us", (0, 10), (0, 100), "how far cross-process timestamps drifted by the end of a run"),
+    "clock_drift_ppm": Expectation(
+        "ppm", (0, 50), (0, 500), "drift turns a start-up offset into an error growing with run length"),
+    "steal_pct": Expectation(
+        "%", (0, 1), (0, 10), "time the hypervisor gave these CPUs to other guests: timings swing between runs"),
+    "interrupt_lost_pct": Expectation(
+        "%", (0, 2), (0, 5), "share of a core taken by ticks, IRQs, VM exits: noise in every timing"),
+    "load_per_core": Expectation(
+        "", (0, 0.25), (0, 1.0), "other runnable processes compete for the cores the benchmark uses"),
+    "latency_8B_us": Expectation(
+        "us", (0.01, 20), (0.01, 10_000), "8 B ping-pong latency: physically possible and plausible"),
+    "latency_8B_ratio": Expectation(
+        "", (0.8, 1.25), (0.5, 2.0), "hmb-bench's harness must add nothing measurable to a plain ping-pong"),
+    "latency_1K_ratio": Expectation(
+        "", (0.8, 1.25), (0.5, 2.0), "hmb-bench's harness must add nothing measurable to a plain ping-pong"),
+    "async_eager_hidden_pct": Expectation(
+        "%", (15, INF), (-INF, INF), "an eager message (2 KB) should be partly hidden by compute even without progress"),
+    "async_rendezvous_hidden_pct": Expectation(
+        "%", (-INF, 50), (-INF, INF), "a rendezvous message (1 MB) waits for MPI_Wait without progress"),
+    "async_poll_wait_ratio": Expectation(
+        "", (0, 0.5), (0, INF), "MPI_Test during compute should move a 1 MB transfer out of the final wait"),
+    "async_poll_gain_pct": Expectation(
+        "%", (-INF, 10), (-INF, INF), "reference finding: polling buys no efficiency at 1 MB when every core computes"),
+    "async_poll_slowdown": Expectation(
+        "", (0, 1.5), (0, 2.0), "poll time is excluded from C_actual: test:P must not look like a compute slow-down"),
+    "async_slowdown_min": Expectation(
+        "", (0.9, INF), (0.8, INF), "the kernel cannot beat its own undisturbed calibration"),
+    "async_efficiency_excess_pct": Expectation(
+        "%", (-INF, 0), (-INF, 10), "E cannot exceed 100% beyond the kernel's calibration error"),
+    "async_progress_shares_compute_core": Expectation(
+        "", (0, 0), (0, 0), "a progress thread on a computing core steals the compute it should overlap"),
+}
+# A drift fitted over less than this is not told from the offset estimator's noise.
+MIN_DRIFT_SPAN_S = 1.0
+
+
+@dataclasses.dataclass
+class Check:
+    name: str
+    figure: float | None
+    status: str
+    why: str
+    detail: str = ""
+
+
+def classify(name: str, figure: float | None, detail: str = "") -> Check:
+    """PASS / WARN / FAIL of a figure against EXPECTATIONS[name]; None: WARN, not recorded."""
+    e = EXPECTATIONS[name]
+    if figure is None or (isinstance(figure, float) and math.isnan(figure)):
+        return Check(name, None, WARN, e.why, detail or "not recorded")
+    if e.passes[0] <= figure <= e.passes[1]:
+        status = PASS
+    elif e.warns[0] <= figure <= e.warns[1]:
+        status = WARN
+    else:
+        status = FAIL
+    return Check(name, float(figure), status, e.why, detail)
+
+
+def _bounds(e: Expectation) -> str:
+    def rng(r):
+        lo, hi = r
+        if lo == -INF:
+            return f"<= {hi:g}"
+        if hi == INF:
+            return f">= {lo:g}"
+        return f"{lo:g}" if lo == hi else f"{lo:g}..{hi:g}"
+    if e.warns == (-INF, INF):
+        return f"pass {rng(e.passes)}, else warn"
+    return f"pass {rng(e.passes)}" + ("" if e.warns == e.passes else f", warn {rng(e.warns)}")
+
+
+def format_line(c: Check) -> str:
+    """One line per expectation: status, name, figure with unit, the bounds, why (and detail)."""
+    e = EXPECTATIONS[c.name]
+    fig = "-" if c.figure is None else f"{c.figure:.4g}{(' ' + e.unit) if e.unit else ''}"
+    extra = f" [{c.detail}]" if c.detail else ""
+    return f"{c.status:<4}  {c.name:<36} {fig:>14}  ({_bounds(e)}){extra}: {c.why}"
+
+
+def exit_status(checks: list[Check]) -> int:
+    """0: nothing failed (warnings allowed); 1: at least one FAIL."""
+    return 1 if any(c.status == FAIL for c in checks) else 0
+
+
+# ------------------------------------------------------------------ checks (pure)
+
+def _cpus(cpulist: str) -> set[int]:
+    out: set[int] = set()
+    for part in filter(None, cpulist.split(",")):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def check_binding(header: dict) -> list[Check]:
+    seen: dict[tuple, int] = {}
+    for place in header.get("placement", []):
+        for cpu in place.get("thread_cpus", []):
+            key = (place.get("host"), cpu)
+            seen[key] = seen.get(key, 0) + 1
+    shared = sum(n for n in seen.values() if n > 1)
+    threads = header.get("threads", 1)
+    unpinned = [p["rank"] for p in header.get("placement", []) if len(_cpus(p.get("cpuset", ""))) > threads]
+    cores = ", ".join(f"rank {p['rank']}: {p.get('cpuset')}" for p in header.get("placement", [])[:4])
+    return [classify("binding_shared_cores", shared if seen else None, cores),
+            classify("binding_unpinned", len(unpinned) if header.get("placement") else None,
+                     f"ranks {unpinned}" if unpinned else "")]
+
+
+def check_timer(headers: list[dict]) -> list[Check]:
+    timers = [h["timer"] for h in headers if h.get("timer")]
+    out = []
+    for key in ("resolution_ns", "overhead_ns"):
+        values = [t[key] for t in timers if t.get(key) is not None]
+        out.append(classify(f"timer_{key}", statistics.median(values) if values else None, _spread(values)))
+    return out
+
+
+def check_calibration(headers: list[dict]) -> list[Check]:
+    """Median over launches of measured - requested (µs) for hmb-bench's start-up check requests."""
+    errors: dict[int, list[float]] = {}
+    for h in headers:
+        for c in h.get("calibration", {}).get("check", []):
+            errors.setdefault(c["request_ns"], []).append((c["measured_ns"] - c["request_ns"]) / 1e3)
+    out = []
+    for request_ns, label in ((10_000, "10us"), (1_000_000, "1ms"), (100_000_000, "100ms")):
+        values = errors.get(request_ns, [])
+        out.append(classify(f"calibration_error_{label}", statistics.median(values) if values else None,
+                            _spread(values)))
+    return out
+
+
+def check_interruptions(headers: list[dict], steal_frac: float | None, load_per_core: float | None) -> list[Check]:
+    lost = [t["interrupt_lost_frac"] * 100 for h in headers
+            for t in h.get("calibration", {}).get("per_thread", []) if t.get("interrupt_lost_frac") is not None]
+    rates = [t["interrupts_per_s"] for h in headers for t in h.get("calibration", {}).get("per_thread", [])
+             if t.get("interrupts_per_s") is not None]
+    rate = f"{statistics.median(rates):.0f} gaps/s" if rates else ""
+    return [classify("steal_pct", None if steal_frac is None else 100 * steal_frac, "/proc/stat"),
+            classify("interrupt_lost_pct", statistics.median(lost) if lost else None, rate),
+            classify("load_per_core", load_per_core, "1-min load average before the check")]
+
+
+def check_clocks(headers: list[dict], clocks: list[dict]) -> list[Check]:
+    same_host = []
+    for h in headers:
+        applied, estimated = h.get("clock_offsets_s", []), h.get("clock_offsets_estimated_s", [])
+        # The exact 0 is applied on rank 0's host: those are the ranks whose estimate must be ~0.
+        same_host += [abs(e) * 1e6 for a, e in zip(applied[1:], estimated[1:]) if a == 0]
+    residual = [max((abs(x) for x in c["end_residual_s"]), default=0) * 1e6 for c in clocks if "end_residual_s" in c]
+    # Drift from the launch with the longest span: over a short span the fit sees only the
+    # estimator's noise (0.1 us over 0.05 s reads as 2 ppm).
+    longest = max((c for c in clocks if "drift_ppm" in c and c.get("span_s")), key=lambda c: c["span_s"], default=None)
+    drift_check = classify("clock_drift_ppm", None if longest is None else
+                           max((abs(x) for x in longest["drift_ppm"]), default=0.0),
+                           "" if longest is None else f"over {longest['span_s']:.2g} s")
+    if longest is not None and longest["span_s"] < MIN_DRIFT_SPAN_S and drift_check.status == PASS:
+        drift_check.status, drift_check.detail = WARN, drift_check.detail + ", too short to resolve drift"
+    return [classify("clock_offset_same_host_us", max(same_host) if same_host else None,
+                     "max over ranks and launches"),
+            classify("clock_end_residual_us", statistics.median(residual) if residual else None, _spread(residual)),
+            drift_check]
+
+
+def check_latency(rounds: list[dict]) -> list[Check]:
+    """rounds: [{"hmb": {size: us}, "ref": {size: us}}] from alternating launches."""
+    out = []
+    hmb8 = [r["hmb"][8] for r in rounds if 8 in r.get("hmb", {})]
+    out.append(classify("latency_8B_us", statistics.median(hmb8) if hmb8 else None, _spread(hmb8)))
+    for size, name in ((8, "latency_8B_ratio"), (1024, "latency_1K_ratio")):
+        ratios = [r["hmb"][size] / r["ref"][size] for r in rounds
+                  if r.get("ref", {}).get(size) and size in r.get("hmb", {})]
+        ref = [r["ref"][size] for r in rounds if r.get("ref", {}).get(size)]
+        detail = (f"hmb {statistics.median([r['hmb'][size] for r in rounds if size in r['hmb']]):.3g} us vs "
+                  f"ping-pong {statistics.median(ref):.3g} us, ratios {_spread(ratios)}") if ratios else ""
+        out.append(classify(name, statistics.median(ratios) if ratios else None, detail))
+    return out
+
+
+SMALL, LARGE = 2048, 1 << 20
+
+
+def check_async(results: list[dict], thread_results: list[dict]) -> list[Check]:
+    """results: async pt2pt at SMALL and LARGE with progress none and test:2; thread_results:
+    progress thread. Medians of each point's samples."""
+    pts = {(r["params"]["progress"], r["params"]["size_bytes"]): r["metrics"] for r in results
+           if r.get("status") == "ok"}
+
+    def med(progress, size, metric):
+        m = pts.get((progress, size), {}).get(metric)
+        return None if not m or m.get("median") is None else m["median"]
+
+    def diff(a, b):
+        return None if a is None or b is None else a - b
+
+    wait_none, wait_test = med("none", LARGE, "t_wait_us"), med("test:2", LARGE, "t_wait_us")
+    wait_ratio = wait_test / wait_none if wait_none and wait_test is not None else None
+    poll_slow = [v for v in (med("test:2", s, "slowdown") for s in (SMALL, LARGE)) if v is not None]
+    slowdowns = [m["slowdown"]["median"] for m in pts.values() if m.get("slowdown", {}).get("median") is not None]
+    excess = []
+    for m in pts.values():
+        e, c, ts = (m.get(k, {}).get("median") for k in ("efficiency_pct", "c_us", "t_sync_us"))
+        if None not in (e, c, ts) and ts > 0:
+            excess.append(e - (100.0 + 100.0 * 0.02 * c / ts))
+    shares = [r.get("extra", {}).get("progress_shares_compute_core", r.get("progress_shares_compute_core"))
+              for r in thread_results if r.get("status") == "ok"]
+    recorded = [s for s in shares if s is not None]
+    cpus = next((r.get("extra", {}).get("progress_cpus_allowed", r.get("progress_cpus_allowed"))
+                 for r in thread_results if r.get("status") == "ok"), None)
+    return [
+        classify("async_eager_hidden_pct", med("none", SMALL, "efficiency_pct"), "E, progress none, 2 KB"),
+        classify("async_rendezvous_hidden_pct", med("none", LARGE, "efficiency_pct"), "E, progress none, 1 MB"),
+        classify("async_poll_wait_ratio", wait_ratio,
+                 f"final wait {wait_test:.4g} us with test:2 vs {wait_none:.4g} us without" if wait_ratio else ""),
+        classify("async_poll_gain_pct", diff(med("test:2", LARGE, "efficiency_pct"), med("none", LARGE, "efficiency_pct")),
+                 "E(test:2) - E(none), 1 MB"),
+        classify("async_poll_slowdown", max(poll_slow) if poll_slow else None, "C_actual / C with test:2"),
+        classify("async_slowdown_min", min(slowdowns) if slowdowns else None, "over every point"),
+        classify("async_efficiency_excess_pct", max(excess) if excess else None, "E - (100 + 2% C / T_sync)"),
+        classify("async_progress_shares_compute_core", max(recorded) if recorded else None,
+                 f"progress thread cpus {cpus}" if recorded else "not recorded by this hmb-bench"),
+    ]
+
+
+def _spread(values: list[float]) -> str:
+    if len(values) < 2:
+        return ""
+    return f"spread {min(values):.4g}..{max(values):.4g} over {len(values)}"
+
+
+# ------------------------------------------------------------------ measuring
+
+def read_proc_stat(path: str = "/proc/stat") -> tuple[int, int] | None:
+    """(steal, total) jiffies of the aggregate cpu line, or None where there is no /proc/stat."""
+    try:
+        with open(path) as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    values = [int(x) for x in fields[1:]]
+    steal = values[7] if len(values) > 7 else 0
+    return steal, sum(values[:8])
+
+
+def steal_fraction(before, after) -> float | None:
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1])
+
+
+def load_per_core() -> float | None:
+    try:
+        return os.getloadavg()[0] / (os.cpu_count() or 1)
+    except (OSError, AttributeError):
+        return None
+
+
+def build_pingpong(impl: hmpi.MPI) -> Path:
+    """Compile the shipped minimal ping-pong with this MPI's mpicc into its build directory."""
+    src = Path(__file__).with_name("data") / "pingpong.c"
+    exe = impl.build_dir / "hmb-pingpong"
+    if exe.exists() and exe.stat().st_mtime >= src.stat().st_mtime:
+        return exe
+    exe.parent.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run([impl.mpicc, "-O2", "-o", str(exe), str(src)], env=impl.env(), capture_output=True, text=True)
+    if r.returncode != 0:
+        raise hmpi.MPIError(f"compiling {src.name} with {impl.mpicc} failed: {r.stderr.strip()[-300:]}")
+    return exe
+
+
+class Runner:
+    def __init__(self, impl: hmpi.MPI, ranks: int, workdir: Path, timeout: float = 300):
+        self.impl, self.ranks, self.workdir, self.timeout = impl, ranks, workdir, timeout
+        self.count = 0
+
+    def _run(self, what: str, cmd: list[str], env: dict | None = None) -> subprocess.CompletedProcess:
+        e = self.impl.env()
+        e["OMP_NUM_THREADS"] = "1"
+        e.update(env or {})
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout, env=e)
+        except subprocess.TimeoutExpired:
+            raise hmpi.MPIError(f"check: {what} did not finish in {self.timeout:.0f} s")
+        if p.returncode != 0:
+            last = (p.stderr.strip().splitlines() or ["(no message)"])[-1]
+            raise hmpi.MPIError(f"check: {what} exited {p.returncode}: {last}")
+        return p
+
+    def bench(self, args: list[str], env: dict | None = None) -> list[dict]:
+        self.count += 1
+        out = self.workdir / f"bench-{self.count}.jsonl"
+        self._run(f"hmb-bench {args[0]}",
+                  self.impl.launch_args(self.ranks) + [str(self.impl.bench)] + args + ["--json", str(out)], env)
+        return [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+
+    def pingpong(self, exe: Path, iters: int, sizes: list[int]) -> dict[int, float]:
+        p = self._run("the minimal ping-pong", self.impl.launch_args(2) + [str(exe), str(iters)]
+                      + [str(s) for s in sizes])
+        return {int(a): float(b) for a, b in (line.split() for line in p.stdout.splitlines() if line.strip())}
+
+
+def _of(records: list[dict], kind: str) -> list[dict]:
+    return [r for r in records if r.get("type") == kind]
+
+
+def run(mpi_name: str, ranks: int, quick: bool, json_path: str | None, out=print) -> int:
+    impl = hmpi.find(mpi_name)
+    if not impl.bench.exists():
+        hmpi.build(impl)
+    exe = build_pingpong(impl)
+    rounds_n, iters = (2, 300) if quick else (7, 5000)
+    load = load_per_core()
+    stat_before, t0 = read_proc_stat(), time.monotonic()
+    headers, clocks, rounds = [], [], []
+    with tempfile.TemporaryDirectory(prefix="hmb-check-") as d:
+        runner = Runner(impl, ranks, Path(d))
+        lat_args = ["p2p", "--mode", "latency", "--sizes", "8,1K", "--iters", str(iters), "--warmup",
+                    str(iters // 10), "--ci-target", "0"]
+        for i in range(rounds_n):
+            # Alternate which goes first, so neither always sees the machine a moment later.
+            order = ("hmb", "ref") if i % 2 == 0 else ("ref", "hmb")
+            rnd = {}
+            for who in order:
+                if who == "ref":
+                    rnd["ref"] = runner.pingpong(exe, iters, [8, 1024])
+                else:
+                    recs = runner.bench(lat_args)
+                    headers += _of(recs, "run")
+                    clocks += _of(recs, "clocks")
+                    rnd["hmb"] = {r["params"]["size_bytes"]: r["metrics"]["latency_us"]["median"]
+                                  for r in _of(recs, "result") if r.get("status") == "ok"}
+            rounds.append(rnd)
+        # A launch long enough for its end-of-run clock fit to resolve drift (MIN_DRIFT_SPAN_S); 1 MB,
+        # since identical 8 B round trips can meet any CI target at once and stop early.
+        recs = runner.bench(["p2p", "--mode", "latency", "--sizes", "1M", "--iters", "10", "--ci-target", "0.0001",
+                             "--max-iters", "100000000", "--budget", f"{1.5 * MIN_DRIFT_SPAN_S:g}s"])
+        headers += _of(recs, "run")
+        clocks += _of(recs, "clocks")
+        a_iters = "5" if quick else "15"
+        env = {"MPIR_CVAR_ASYNC_PROGRESS": "0"}
+        async_recs = runner.bench(["async", "--op", "pt2pt", "--sizes", f"{SMALL},{LARGE}", "--progress",
+                                   "none,test:2", "--calc-factor", "4", "--iters", a_iters, "--warmup", "2",
+                                   "--ci-target", "0"], env)
+        thread_recs = runner.bench(["async", "--op", "pt2pt", "--sizes", "64", "--progress", "thread",
+                                    "--iters", "3", "--warmup", "1", "--ci-target", "0"], env)
+        headers += _of(async_recs, "run") + _of(thread_recs, "run")
+        clocks += _of(async_recs, "clocks") + _of(thread_recs, "clocks")
+    steal = steal_fraction(stat_before, read_proc_stat())
+    checks = (check_binding(headers[0]) + check_timer(headers) + check_calibration(headers)
+              + check_clocks(headers, clocks) + check_interruptions(headers, steal, load)
+              + check_latency(rounds) + check_async(_of(async_recs, "result"), _of(thread_recs, "result")))
+    h = headers[0]
+    out(f"# hmb check: {impl.name} ({h.get('mpi', {}).get('library', '?')}), {ranks} ranks on "
+        f"{', '.join(h.get('hosts', []))}, {h.get('cpus_available', '?')} cpus available; "
+        f"{len(rounds)} rounds, {time.monotonic() - t0:.0f} s")
+    for c in checks:
+        out(format_line(c))
+    counts = {s: sum(c.status == s for c in checks) for s in (PASS, WARN, FAIL)}
+    out(f"# {counts[PASS]} PASS, {counts[WARN]} WARN, {counts[FAIL]} FAIL")
+    record = {"type": "check", "mpi": impl.name, "ranks": ranks, "quick": quick, "host": platform.node(),
+              "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "run_header": h, "rounds": [
+                  {k: {str(s): v for s, v in r.items()} for k, r in rnd.items()} for rnd in rounds],
+              "checks": [dataclasses.asdict(c) | {"unit": EXPECTATIONS[c.name].unit,
+                                                  "pass": _finite(EXPECTATIONS[c.name].passes),
+                                                  "warn": _finite(EXPECTATIONS[c.name].warns)} for c in checks]}
+    if json_path:
+        Path(json_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_path).write_text(json.dumps(record, indent=1) + "\n")
+        out(f"# machine record: {json_path}")
+    return exit_status(checks)
+
+
+def _finite(bounds: tuple) -> list:
+    """JSON has no infinity: an open bound is null."""
+    return [b if math.isfinite(b) else None for b in bounds]

@@ -1,0 +1,183 @@
+"""`hmb check` itself (python/hmb/check.py): the classification of synthetic figures, the line
+format, the exit status and bad arguments; one quick end-to-end run that must print a line per
+expectation -- never that the machine PASSes (that is what the check is for)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import TEST_MPIS, get_mpi
+from hmb import check as ck
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def hmb(args, timeout=60):
+    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
+    return subprocess.run([sys.executable, "-m", "hmb.cli", *args], capture_output=True, text=True,
+                          cwd=REPO, env=env, timeout=timeout)
+
+
+# ------------------------------------------------------------------ classification
+
+@pytest.mark.parametrize("figure,status", [
+    (0.0, "PASS"), (1.0, "PASS"), (-1.0, "PASS"),   # bounds are inclusive
+    (1.5, "WARN"), (-3.0, "WARN"), (3.01, "FAIL"), (-50.0, "FAIL"), (None, "WARN"), (float("nan"), "WARN"),
+])
+def test_classify_two_sided(figure, status):
+    c = ck.classify("calibration_error_10us", figure)
+    assert c.status == status
+    if figure is None:
+        assert c.detail == "not recorded" and c.figure is None
+
+
+@pytest.mark.parametrize("figure,status", [(20, "PASS"), (15, "PASS"), (14.9, "WARN"), (-300, "WARN")])
+def test_classify_one_sided_finding_never_fails(figure, status):
+    assert ck.classify("async_eager_hidden_pct", figure).status == status
+
+
+def test_thresholds_are_consistent():
+    for name, e in ck.EXPECTATIONS.items():
+        assert e.warns[0] <= e.passes[0] <= e.passes[1] <= e.warns[1], name  # PASS inside WARN
+        assert e.why and "\n" not in e.why, name
+
+
+def header(placement, threads=1, checks=(), timer=None, applied=(0, 0), estimated=(0, 0), per_thread=()):
+    return {"placement": placement, "threads": threads, "timer": timer or {},
+            "calibration": {"check": list(checks), "per_thread": list(per_thread)},
+            "clock_offsets_s": list(applied), "clock_offsets_estimated_s": list(estimated)}
+
+
+def by_name(checks):
+    return {c.name: c for c in checks}
+
+
+def test_binding():
+    good = header([{"rank": 0, "host": "a", "cpuset": "0", "thread_cpus": [0]},
+                   {"rank": 1, "host": "a", "cpuset": "1", "thread_cpus": [1]}])
+    assert {c.status for c in ck.check_binding(good)} == {"PASS"}
+    # Two ranks on cpu 3 of one host: 2 threads share a core -> FAIL; a 4-cpu set for 1 thread: WARN.
+    shared = header([{"rank": 0, "host": "a", "cpuset": "0-3", "thread_cpus": [3]},
+                     {"rank": 1, "host": "a", "cpuset": "3", "thread_cpus": [3]},
+                     {"rank": 2, "host": "b", "cpuset": "3", "thread_cpus": [3]}])
+    c = by_name(ck.check_binding(shared))
+    assert (c["binding_shared_cores"].figure, c["binding_shared_cores"].status) == (2, "FAIL")
+    assert (c["binding_unpinned"].figure, c["binding_unpinned"].status) == (1, "WARN")
+    assert "ranks [0]" in c["binding_unpinned"].detail
+
+
+def test_calibration_median_over_launches():
+    # Errors at 10 us: +0.5, +5.0, +0.7 us -> median 0.7 PASS; at 1 ms: +20 us (WARN) twice, -100 us once.
+    hs = [header([], checks=[{"request_ns": 10_000, "measured_ns": 10_000 + d10},
+                             {"request_ns": 1_000_000, "measured_ns": 1_000_000 + d1}])
+          for d10, d1 in ((500, 20_000), (5_000, 20_000), (700, -100_000))]
+    c = by_name(ck.check_calibration(hs))
+    assert c["calibration_error_10us"].figure == pytest.approx(0.7) and c["calibration_error_10us"].status == "PASS"
+    assert c["calibration_error_1ms"].figure == pytest.approx(20.0) and c["calibration_error_1ms"].status == "WARN"
+    assert c["calibration_error_100ms"].status == "WARN" and c["calibration_error_100ms"].detail == "not recorded"
+
+
+def test_clocks_only_same_host_offsets_and_short_drift_span():
+    # Rank 2 is on another host (a real offset of 0.5 s applied): not held to ~0.
+    hs = [header([], applied=(0, 0, 0.5), estimated=(0, 2e-6, 0.5))]
+    clocks = [{"end_residual_s": [0, 1e-6, 50e-6], "drift_ppm": [0, 1.0, 600.0], "span_s": 5.0},
+              {"end_residual_s": [0, 0, 0], "drift_ppm": [0, 0.1, 0.1], "span_s": 0.1}]
+    c = by_name(ck.check_clocks(hs, clocks))
+    assert c["clock_offset_same_host_us"].figure == pytest.approx(2.0) and c["clock_offset_same_host_us"].status == "PASS"
+    assert c["clock_end_residual_us"].figure == pytest.approx(25.0) and c["clock_end_residual_us"].status == "WARN"
+    # Drift from the longest span (5 s): 600 ppm -> FAIL.
+    assert c["clock_drift_ppm"].figure == 600.0 and c["clock_drift_ppm"].status == "FAIL"
+    short = by_name(ck.check_clocks(hs, clocks[1:]))["clock_drift_ppm"]
+    assert short.status == "WARN" and "too short" in short.detail
+
+
+def test_latency_ratio_is_median_of_rounds():
+    rounds = [{"hmb": {8: 1.0, 1024: 2.0}, "ref": {8: 1.0, 1024: 1.0}},
+              {"hmb": {8: 3.0, 1024: 2.0}, "ref": {8: 1.0, 1024: 2.0}},
+              {"hmb": {8: 1.1, 1024: 2.0}, "ref": {8: 1.0, 1024: 2.0}}]
+    c = by_name(ck.check_latency(rounds))
+    assert c["latency_8B_ratio"].figure == pytest.approx(1.1) and c["latency_8B_ratio"].status == "PASS"
+    assert c["latency_1K_ratio"].figure == pytest.approx(1.0)
+    assert c["latency_8B_us"].figure == pytest.approx(1.1)
+
+
+def _async_result(progress, size, **medians):
+    return {"status": "ok", "params": {"progress": progress, "size_bytes": size},
+            "metrics": {k: {"median": v} for k, v in medians.items()}}
+
+
+def test_async_expectations():
+    base = dict(c_us=100.0, t_sync_us=50.0, slowdown=1.0)
+    results = [_async_result("none", ck.SMALL, efficiency_pct=40.0, t_wait_us=5.0, **base),
+               _async_result("none", ck.LARGE, efficiency_pct=0.0, t_wait_us=400.0, **base),
+               _async_result("test:2", ck.SMALL, efficiency_pct=40.0, t_wait_us=1.0, **base),
+               _async_result("test:2", ck.LARGE, efficiency_pct=-10.0, t_wait_us=100.0,
+                             **dict(base, slowdown=1.7))]
+    thread = [{"status": "ok", "extra": {"progress_shares_compute_core": 1, "progress_cpus_allowed": "0"}}]
+    c = by_name(ck.check_async(results, thread))
+    assert c["async_poll_wait_ratio"].figure == 0.25 and c["async_poll_wait_ratio"].status == "PASS"
+    assert c["async_poll_gain_pct"].figure == -10.0 and c["async_poll_gain_pct"].status == "PASS"
+    assert c["async_poll_slowdown"].figure == 1.7 and c["async_poll_slowdown"].status == "WARN"
+    # Bound 100 + 2% * 100 / 50 = 104 %: E = 40 is 64 below it.
+    assert c["async_efficiency_excess_pct"].figure == pytest.approx(-64.0)
+    assert c["async_progress_shares_compute_core"].status == "FAIL"
+    assert "cpus 0" in c["async_progress_shares_compute_core"].detail
+    absent = by_name(ck.check_async(results, [{"status": "ok", "extra": {}}]))
+    assert absent["async_progress_shares_compute_core"].status == "WARN"
+    assert "not recorded" in absent["async_progress_shares_compute_core"].detail
+
+
+def test_steal_fraction_from_proc_stat(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 100 700 0 0 0 100 0 0\ncpu0 1 2 3\n")
+    before = ck.read_proc_stat(str(stat))
+    stat.write_text("cpu  200 0 200 1300 0 0 0 300 0 0\n")
+    after = ck.read_proc_stat(str(stat))
+    assert before == (100, 1000) and after == (300, 2000)
+    assert ck.steal_fraction(before, after) == pytest.approx(0.2)   # 200 of 1000 jiffies
+    assert ck.steal_fraction(before, None) is None and ck.read_proc_stat(str(tmp_path / "none")) is None
+
+
+def test_line_format_and_exit_status():
+    c = ck.classify("timer_resolution_ns", 20.0)
+    line = ck.format_line(c)
+    assert line.startswith("PASS  timer_resolution_ns") and "20 ns" in line and "(pass 0..100, warn 0..1000)" in line
+    assert line.endswith(ck.EXPECTATIONS["timer_resolution_ns"].why) and "\n" not in line
+    assert ck.exit_status([c, ck.classify("steal_pct", 5.0)]) == 0        # a WARN does not fail
+    assert ck.exit_status([c, ck.classify("steal_pct", 50.0)]) == 1
+
+
+# ------------------------------------------------------------------ command line
+
+@pytest.mark.parametrize("args,needle", [
+    (["check", "-n", "1"], "-n must be at least 2"),
+    (["check", "--mpi", "bogus"], "invalid choice: 'bogus'"),
+    (["check", "--bogus"], "unrecognized arguments: --bogus"),
+    (["check", "-n", "two"], "invalid int value"),
+])
+def test_bad_arguments_exit_2(args, needle):
+    r = hmb(args)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and lines[0].startswith("hmb: "), r.stderr
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("mpi_name", TEST_MPIS)
+def test_quick_check_end_to_end(mpi_name, tmp_path):
+    get_mpi(mpi_name)  # built once per session
+    out = tmp_path / "machine.json"
+    r = hmb(["check", "--quick", "--mpi", mpi_name, "--json", str(out)], timeout=240)
+    assert r.returncode in (0, 1), r.stderr          # 1: something FAILed on this machine -- allowed
+    lines = [ln for ln in r.stdout.splitlines() if not ln.startswith("#")]
+    assert [ln.split()[1] for ln in lines] == list(ck.EXPECTATIONS), r.stdout
+    assert all(ln.split()[0] in ("PASS", "WARN", "FAIL") for ln in lines)
+    record = json.loads(out.read_text())
+    assert [c["name"] for c in record["checks"]] == list(ck.EXPECTATIONS)
+    assert (r.returncode == 1) == any(c["status"] == "FAIL" for c in record["checks"])
+    assert record["run_header"]["type"] == "run" and record["mpi"] == mpi_name
