@@ -156,14 +156,14 @@ def test_one_repeat_per_side_tests_iterations_and_says_so(tmp_path):
 
 
 def test_signed_metrics_compare_by_difference(tmp_path):
-    # efficiency -10% -> -30%: worse (a ratio of 3 would read "better"); early arrival 0 -> 0.4:
+    # efficiency -10% -> -30%: worse (a ratio of 3 would read "better"); early bird 0 -> 0.4:
     # better (a ratio from 0 is undefined).
     a = _side(tmp_path / "a.jsonl", [(2, "efficiency_pct", "%", True, [-10.0]),
-                                     (4, "early_arrival", "ratio", True, [0.0])])
+                                     (4, "early_bird", "ratio", True, [0.0])])
     b = _side(tmp_path / "b.jsonl", [(2, "efficiency_pct", "%", True, [-30.0]),
-                                     (4, "early_arrival", "ratio", True, [0.4])])
+                                     (4, "early_bird", "ratio", True, [0.4])])
     rows = {r.metric: r for r in compare.compare(a, b).rows}
-    eff, early = rows["efficiency_pct"], rows["early_arrival"]
+    eff, early = rows["efficiency_pct"], rows["early_bird"]
     assert eff.scale == "difference" and eff.change == pytest.approx(-20.0)
     assert eff.significant and eff.verdict == "worse" and eff.ci_hi < 0
     assert early.scale == "difference" and early.change == pytest.approx(0.4)

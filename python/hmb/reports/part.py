@@ -97,9 +97,6 @@ def part_figures(rs: ResultSet, outdir: Path) -> list[Figure]:
          "Does the library deliver partitions before the last thread is ready (early-bird transfer)? "
          "(bytes first seen by MPI_Parrived at or before the join, as a share of the message)",
          "early-bird fraction (share of message)", dict(ylim=(-0.03, 1.03)), _reading_early_bird),
-        ("part_early_arrival", "early_arrival", "Early arrival (results of older builds)",
-         "Share of the message reported arrived before the join (the metric early_bird replaced)",
-         "early arrival (share of message)", dict(ylim=(-0.03, 1.03)), _reading_early_bird),
     ]
     figs = []
     for name, metric, title, question, ylabel, kw, reader in specs:
