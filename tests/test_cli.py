@@ -108,6 +108,28 @@ def test_run_splits_impl_progress_into_its_own_launch(tmp_path):
     assert "--op" in by["impl"]["argv"]
 
 
+def test_run_takes_threads_given_after_the_separator(tmp_path):
+    out = tmp_path / "o.jsonl"
+    r = hmb(["run", "p2p", "--json", str(out), "--", "--sizes", "8", "--threads", "2"], env=fake_env(tmp_path))
+    assert r.returncode == 0, r.stderr
+    (h,) = _headers(out)
+    assert h["env"]["OMP_NUM_THREADS"] == "2" and h["argv"].count("--threads") == 1
+    assert h["argv"][h["argv"].index("--threads") + 1] == "2"
+    r = hmb(["run", "p2p", "--threads", "4", "--", "--threads", "2"], env=fake_env(tmp_path))
+    assert r.returncode == 2 and "disagree" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_run_repeats_shows_between_launch_spread(tmp_path):
+    # the fake reads 1.064 us at 64 B in launch 1, then 1.1x and 1.2x that in launches 2 and 3
+    r = hmb(["run", "p2p", "--repeats", "3", "--", "--sizes", "64"], env=fake_env(tmp_path, FAKE_VARY="1"))
+    assert r.returncode == 0, r.stderr
+    (row,) = [ln for ln in r.stdout.splitlines() if "latency_us" in ln and "size_bytes=64" in ln]
+    cells = row.split("latency_us", 1)[1].split()
+    assert "3 launches" in r.stdout and cells[-1] == "3"
+    assert float(cells[0]) == pytest.approx(1.064 * 1.1, rel=0.01)                 # median of launch medians
+    assert [float(cells[1]), float(cells[3])] == pytest.approx([1.064, 1.064 * 1.2], rel=0.01)  # min - max
+
+
 def test_run_returns_the_benchmark_exit_status(tmp_path):
     r = hmb(["run", "p2p", "--", "--sizes", "8"], env=fake_env(tmp_path, FAKE_FAIL_TAG_SUBSTR=""))
     assert r.returncode == 0

@@ -46,6 +46,19 @@ def cmd_build(args) -> int:
 
 def cmd_run(args) -> int:
     from . import launch
+    # --threads may be given to hmb (before --) or to hmb-bench (after --): both mean the same
+    # thing, and hmb must lay out the launch for it, so it is never silently replaced.
+    given = launch.parse_bench_argv(args.bench_args).get("threads")
+    if given is not None:
+        try:
+            bench_threads = int(given)
+        except (TypeError, ValueError):
+            raise UsageError(f"--threads after --: '{given}' is not a whole number") from None
+        if args.threads is not None and args.threads != bench_threads:
+            raise UsageError(f"--threads {args.threads} before -- and --threads {bench_threads} after -- disagree")
+        args.threads = bench_threads
+    if args.threads is None:
+        args.threads = 1
     if args.ranks < 1 or args.threads < 1:
         raise UsageError("-n and --threads must be at least 1")
     if args.repeats < 1:
@@ -166,7 +179,8 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("bench", metavar="BENCH", help="benchmark name (hmb-bench --list)")
     r.add_argument("--mpi", default="mpich", choices=mpi.KNOWN, help="MPI implementation (default mpich)")
     r.add_argument("-n", "--ranks", type=int, default=2, help="MPI processes (default 2)")
-    r.add_argument("--threads", type=int, default=1, help="OpenMP threads per rank (default 1)")
+    r.add_argument("--threads", type=int, default=None,
+                   help="OpenMP threads per rank (default 1; may also be given after --)")
     r.add_argument("--json", metavar="FILE", help="append JSON Lines results to FILE")
     r.add_argument("--launcher", choices=("auto", "mpiexec", "srun"), default="auto",
                    help="auto: srun inside a Slurm allocation (SLURM_JOB_ID set), else mpiexec")

@@ -50,6 +50,16 @@ def emit(path, rec):
         os.fsync(f.fileno())
 
 
+def launch_scale():
+    """$FAKE_VARY: launch k (counted in $FAKE_LOG) reads 1 + 0.1 k times the base value, so
+    repeated launches differ by a known amount."""
+    if not os.environ.get("FAKE_VARY") or not os.environ.get("FAKE_LOG"):
+        return 1.0
+    with open(os.environ["FAKE_LOG"]) as f:
+        starts = sum(1 for line in f if line.startswith("start"))
+    return 1.0 + 0.1 * (starts - 1)
+
+
 def main():
     if sys.argv[1:] == ["--list", "--json"]:
         names = os.environ.get("FAKE_BENCHES", "p2p part async mt").split()
@@ -81,7 +91,7 @@ def main():
     sleep_s = float(os.environ.get("FAKE_SLEEP_S", "0"))
     for size in size_list(str(o.get("sizes", "8"))):
         time.sleep(sleep_s)
-        value = 1.0 + int(size) / 1000.0
+        value = (1.0 + int(size) / 1000.0) * launch_scale()
         if jpath:
             emit(jpath, {"type": "result", **common, "params": {"size_bytes": int(size), "threads": threads},
                          "status": "ok", "warmup": 1, "iterations": 3, "invalid": 0,
