@@ -40,6 +40,10 @@ static const hmb_option mt_options[] = {
      "none|thread"},
     {"get-window", HMB_OPT_CHOICE, "create", "get test: window memory from MPI_Win_create (malloc) or MPI_Win_allocate",
      0, 0, "create|allocate"},
+    {"shuffle-delay", HMB_OPT_DURATION, "0",
+     "TEST ONLY (distorts every rate): before each post a thread may yield or sleep up to this long, at random, so "
+     "cross-thread matching orders vary",
+     0, 0, NULL},
     HMB_OPTION_END,
 };
 

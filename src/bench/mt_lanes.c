@@ -2,9 +2,11 @@
  * the windowed message-rate pattern shared by the rate and contention tests, and its
  * validation. See mt.c for the layout. */
 #include <omp.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hmb/hmb.h"
 #include "mt.h"
@@ -160,6 +162,7 @@ mt_state *mt_state_create(hmb_ctx *ctx, const hmb_point *pt, const char *const *
     s->size = pt->size_bytes;
     s->window = (int)hmb_opt_int(ctx, "window");
     s->windows = s->test == MT_GET ? 1 : (int)hmb_opt_int(ctx, "windows-per-iter");
+    s->shuffle_delay_ns = hmb_opt_duration_ns(ctx, "shuffle-delay");
     if (!hmb_mpit_cvar_int("MPIR_CVAR_CH4_NUM_VCIS", &s->num_vcis))
         s->num_vcis = -1;
     if (!hmb_mpit_cvar_int("MPIR_CVAR_CH4_RESERVE_VCIS", &s->reserve_vcis))
@@ -244,6 +247,36 @@ void mt_state_free(mt_state *s)
     free(s);
 }
 
+/* splitmix64: a tiny generator whose state is the thread's own (no shared state). */
+static uint64_t mt_shuffle_next(mt_shuffle *sh)
+{
+    uint64_t z = (sh->state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void mt_shuffle_init(mt_shuffle *sh, const mt_state *s, int rank, int tid, long iter)
+{
+    sh->max_ns = s->shuffle_delay_ns;
+    sh->state = (uint64_t)rank << 48 ^ (uint64_t)tid << 32 ^ (uint64_t)iter;
+}
+
+/* A quarter of the posts yield the core, a quarter sleep up to max_ns, the rest go on. */
+void mt_shuffle_pause(mt_shuffle *sh)
+{
+    if (sh->max_ns <= 0)
+        return;
+    uint64_t r = mt_shuffle_next(sh);
+    if ((r & 3) == 0) {
+        sched_yield();
+    } else if ((r & 3) == 1) {
+        int64_t ns = (int64_t)((r >> 2) % (uint64_t)sh->max_ns);
+        struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static unsigned char *mt_send_slot(const mt_state *s, int lane, int i)
 {
     return s->sendbuf + ((size_t)lane * s->window + i) * s->size;
@@ -263,9 +296,11 @@ static void mt_stamp_write(unsigned char *msg, long iter, int lane, int seq)
 /* One thread's share of an iteration: for each window, W messages on each of its lanes,
  * completed together, then the zero-byte ack (the sender may not run ahead of the
  * receiver's posted receives — osu_mbw_mr's pattern). */
-static void mt_rate_thread(mt_state *s, int tid, long iter)
+static void mt_rate_thread(hmb_ctx *ctx, mt_state *s, int tid, long iter)
 {
     MPI_Request *reqs = s->reqs + (size_t)tid * s->reqs_per_thread;
+    mt_shuffle shuffle;
+    mt_shuffle_init(&shuffle, s, hmb_rank(ctx), tid, iter);
     for (int w = 0; w < s->windows; w++) {
         int n = 0;
         for (int l = 0; l < s->nlanes; l++) {
@@ -274,6 +309,7 @@ static void mt_rate_thread(mt_state *s, int tid, long iter)
                 continue;
             for (int i = 0; i < s->window; i++) {
                 int seq = w * s->window + i;
+                mt_shuffle_pause(&shuffle);
                 if (s->sending) {
                     unsigned char *msg = mt_send_slot(s, l, i);
                     mt_stamp_write(msg, iter, l, seq);
@@ -290,6 +326,7 @@ static void mt_rate_thread(mt_state *s, int tid, long iter)
             const mt_lane *lane = &s->lanes[l];
             if (lane->thread != tid)
                 continue;
+            mt_shuffle_pause(&shuffle);
             if (s->sending)
                 MPI_Irecv(NULL, 0, MPI_BYTE, s->peer, lane->ack_tag, lane->comm, &reqs[n++]);
             else
@@ -314,10 +351,10 @@ double mt_rate_iteration(hmb_ctx *ctx, mt_state *s, long iter)
     hmb_phase(ctx, s->sending ? "Isend windows / ack" : "Irecv windows / ack");
     double t_start_s = hmb_now();
     if (s->threads == 1) {
-        mt_rate_thread(s, 0, iter); /* no OpenMP region: valid at MPI_THREAD_SINGLE */
+        mt_rate_thread(ctx, s, 0, iter); /* no OpenMP region: valid at MPI_THREAD_SINGLE */
     } else {
 #pragma omp parallel num_threads(s->threads)
-        mt_rate_thread(s, omp_get_thread_num(), iter);
+        mt_rate_thread(ctx, s, omp_get_thread_num(), iter);
     }
     return hmb_now() - t_start_s;
 }
