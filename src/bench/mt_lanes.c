@@ -189,10 +189,11 @@ mt_state *mt_state_create(hmb_ctx *ctx, const hmb_point *pt, const char *const *
             lane->thread = s->sending ? l + 1 : 0;
         else
             lane->thread = s->mode == MT_FUNNELED ? 0 : l;
-        /* shared: one (comm, tag) for every lane; tag/funneled: a tag pair per lane. */
+        /* shared: one (comm, data tag) for every lane; tag/funneled: a tag pair per lane. The ack
+         * (flow control, not measured traffic) is the lane's own in every mode: see mt_rate_thread. */
         lane->comm = s->base;
         lane->data_tag = 0;
-        lane->ack_tag = 1;
+        lane->ack_tag = 1 + l;
         if (s->mode == MT_TAG || s->mode == MT_FUNNELED) {
             lane->data_tag = 2 * l;
             lane->ack_tag = 2 * l + 1;
@@ -295,7 +296,23 @@ static void mt_stamp_write(unsigned char *msg, long iter, int lane, int seq)
 
 /* One thread's share of an iteration: for each window, W messages on each of its lanes,
  * completed together, then the zero-byte ack (the sender may not run ahead of the
- * receiver's posted receives — osu_mbw_mr's pattern). */
+ * receiver's posted receives — osu_mbw_mr's pattern).
+ *
+ * Why this makes progress under ANY cross-thread matching order (in `shared` a data message
+ * may match any receiving thread's receive): ack w of lane l goes only from the thread that
+ * receives lane l to the thread that sends it (a tag of the lane's own in every mode), and
+ * is sent after that receiver posted and completed its window w of lane l. Invariant: on
+ * every lane, receives posted >= sends posted. Suppose every unfinished thread were stuck.
+ * A stuck receiver holds an unmatched receive, which any unmatched message of its (comm,
+ * tag) would match, so every posted send is matched and no sender is stuck in its data
+ * Waitall. A sender stuck on ack w has sent w+1 windows of lane l and got ack w-1, so its
+ * receiver is inside window w of lane l with exactly w+1 windows posted; a finished sender
+ * means a finished receiver. Hence receives posted == sends posted on every lane, all sends
+ * are matched, so all receives are: no receiver is stuck, a contradiction. (With one ack tag
+ * shared by all lanes, both acks of a window could reach one sender, whose next window the
+ * receivers then split between them, while the other sender waited for an ack that never
+ * came: the hang seen on 16 cores, provoked on 2 by --shuffle-delay.) The contention and
+ * funneled layouts, where one thread drives several lanes, obey the same per-lane argument. */
 static void mt_rate_thread(hmb_ctx *ctx, mt_state *s, int tid, long iter)
 {
     MPI_Request *reqs = s->reqs + (size_t)tid * s->reqs_per_thread;
@@ -338,10 +355,15 @@ static void mt_rate_thread(hmb_ctx *ctx, mt_state *s, int tid, long iter)
 
 void mt_rate_prepare(hmb_ctx *ctx, mt_state *s, long iter)
 {
-    if (s->sending)
+    if (s->sending) {
         for (int l = 0; l < s->nlanes; l++)
             for (int i = 0; i < s->window; i++)
                 hmb_fill(mt_send_slot(s, l, i), s->size, hmb_rank(ctx), l, iter);
+    } else {
+        /* Poison: a slot no message reached carries an impossible stamp (lane 0xFFFF), never
+         * an earlier iteration's data or calloc's zeros (a valid stamp at iteration 0). */
+        memset(s->recvbuf, 0xFF, (size_t)s->nlanes * s->windows * s->window * s->size);
+    }
 }
 
 double mt_rate_iteration(hmb_ctx *ctx, mt_state *s, long iter)
@@ -361,7 +383,12 @@ double mt_rate_iteration(hmb_ctx *ctx, mt_state *s, long iter)
 
 /* Every message: stamp of this iteration, a legal (lane, seq), exactly once, on its own lane
  * unless the mode shares one (comm, tag), in order unless the mode allows overtaking; then
- * every byte of the pattern. */
+ * every byte against the pattern of the lane (sending thread) and iteration it claims. So in
+ * `shared`, where any receive may take any lane's message, exactly the messages sent this
+ * iteration are accepted. Order holds there too, per (sending lane, receiving lane): one
+ * thread's sends are ordered, one thread's receives are ordered, and MPI's non-overtaking
+ * rule forbids a later receive taking an earlier message while an earlier receive that
+ * matches it is pending. */
 void mt_rate_verify(hmb_ctx *ctx, mt_state *s, const hmb_point *pt, long iter)
 {
     if (s->sending || !hmb_validate_enabled(ctx))
