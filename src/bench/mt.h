@@ -59,6 +59,7 @@ typedef struct {
 
     int64_t compute_ns;       /* get: the target's compute per iteration */
     int64_t shuffle_delay_ns; /* test only (--shuffle-delay): random pauses before each post */
+    long stale_at;            /* test only (--stale-at): iteration whose lane-0 slot 0 is stale */
     double target_compute_s;  /* get: measured compute of the last iteration (target) */
     double op_time_sum_s;     /* get: sum of Get+flush times of the last iteration (origin) */
 

@@ -163,6 +163,7 @@ mt_state *mt_state_create(hmb_ctx *ctx, const hmb_point *pt, const char *const *
     s->window = (int)hmb_opt_int(ctx, "window");
     s->windows = s->test == MT_GET ? 1 : (int)hmb_opt_int(ctx, "windows-per-iter");
     s->shuffle_delay_ns = hmb_opt_duration_ns(ctx, "shuffle-delay");
+    s->stale_at = (long)hmb_opt_int(ctx, "stale-at");
     if (!hmb_mpit_cvar_int("MPIR_CVAR_CH4_NUM_VCIS", &s->num_vcis))
         s->num_vcis = -1;
     if (!hmb_mpit_cvar_int("MPIR_CVAR_CH4_RESERVE_VCIS", &s->reserve_vcis))
@@ -318,6 +319,7 @@ static void mt_rate_thread(hmb_ctx *ctx, mt_state *s, int tid, long iter)
     MPI_Request *reqs = s->reqs + (size_t)tid * s->reqs_per_thread;
     mt_shuffle shuffle;
     mt_shuffle_init(&shuffle, s, hmb_rank(ctx), tid, iter);
+    long slot0_iter = iter == s->stale_at ? iter - 1 : iter; /* --stale-at: lane 0, slot 0 */
     for (int w = 0; w < s->windows; w++) {
         int n = 0;
         for (int l = 0; l < s->nlanes; l++) {
@@ -329,7 +331,7 @@ static void mt_rate_thread(hmb_ctx *ctx, mt_state *s, int tid, long iter)
                 mt_shuffle_pause(&shuffle);
                 if (s->sending) {
                     unsigned char *msg = mt_send_slot(s, l, i);
-                    mt_stamp_write(msg, iter, l, seq);
+                    mt_stamp_write(msg, l == 0 && i == 0 ? slot0_iter : iter, l, seq);
                     MPI_Isend(msg, (int)s->size, MPI_BYTE, s->peer, lane->data_tag, lane->comm, &reqs[n++]);
                 } else {
                     MPI_Irecv(mt_recv_slot(s, l, seq), (int)s->size, MPI_BYTE, s->peer, lane->data_tag, lane->comm,
@@ -358,7 +360,8 @@ void mt_rate_prepare(hmb_ctx *ctx, mt_state *s, long iter)
     if (s->sending) {
         for (int l = 0; l < s->nlanes; l++)
             for (int i = 0; i < s->window; i++)
-                hmb_fill(mt_send_slot(s, l, i), s->size, hmb_rank(ctx), l, iter);
+                hmb_fill(mt_send_slot(s, l, i), s->size, hmb_rank(ctx), l,
+                         l == 0 && i == 0 && iter == s->stale_at ? iter - 1 : iter);
     } else {
         /* Poison: a slot no message reached carries an impossible stamp (lane 0xFFFF), never
          * an earlier iteration's data or calloc's zeros (a valid stamp at iteration 0). */

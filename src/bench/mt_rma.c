@@ -40,7 +40,7 @@ static MPI_Win mt_make_window(hmb_ctx *ctx, mt_state *s, MPI_Comm comm, size_t b
 
 void mt_get_setup(hmb_ctx *ctx, mt_state *s)
 {
-    s->compute_ns = hmb_opt_given(ctx, "compute") ? hmb_opt_duration_ns(ctx, "compute") : 1000000;
+    s->compute_ns = hmb_opt_duration_ns(ctx, "compute");
     if (!s->sending)
         s->winmem = calloc((size_t)s->nlanes, s->size);
     int per_lane_window = s->mode == MT_COMM || s->mode == MT_EVERYWHERE;
