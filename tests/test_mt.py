@@ -1,6 +1,6 @@
 """Integration tests of `mt` (multithreaded communication, SPEC §3.4) under each MPI.
 
-Correctness and physically possible bounds only (the machine is shared and noisy): every mode
+Correctness only, never speeds (the machine is shared and noisy): every mode
 runs or says why it cannot, payloads validate, rates are finite and positive, the resource
 columns are recorded. Tiny windows and few iterations keep each MPI's share near a minute.
 """
@@ -30,19 +30,22 @@ def by_point(run) -> dict:
     return out
 
 
+def mt_env(mpi_name: str, threads: int) -> dict:
+    """MPICH: streams need RESERVE_VCIS >= threads (plus one VCI more for per-thread comms).
+    Open MPI: yield when idle, so oversubscribed threads do not crawl (correctness runs only)."""
+    if mpi_name == "mpich":
+        return {"MPIR_CVAR_CH4_RESERVE_VCIS": str(threads), "MPIR_CVAR_CH4_NUM_VCIS": str(threads + 1)}
+    return {"OMPI_MCA_mpi_yield_when_idle": "1"}
+
+
 def check_rate(res: dict, lanes: int, pairs: int = 1) -> None:
-    """An ok point: positive finite rates, consistent with each other, resources recorded."""
+    """An ok point: positive finite rates, its layout and resources recorded."""
     assert res["status"] == "ok", res
     m = res["metrics"]
     for name in ("msg_rate", "per_thread_rate", "bandwidth_MBps"):
         assert m[name]["count"] >= 1
         for key in ("median", "min", "max"):
             assert math.isfinite(m[name][key]) and m[name][key] > 0, (name, m[name])
-    # No shared-memory transport moves 8-byte messages faster than one per nanosecond.
-    assert m["msg_rate"]["max"] < 1e9
-    assert m["per_thread_rate"]["median"] == pytest.approx(m["msg_rate"]["median"] / (lanes * pairs), rel=1e-9)
-    size = res["params"]["size_bytes"]
-    assert m["bandwidth_MBps"]["median"] == pytest.approx(m["msg_rate"]["median"] * size / 1e6, rel=1e-9)
     ex = res["extra"]
     assert ex["lanes"] == lanes and ex["pairs"] == pairs
     assert ex["communicators"] >= 1
@@ -118,10 +121,52 @@ def test_two_threads_rate_contention_get(mpi_name, tmp_path):
     assert "stream" in reason(pts[("get", "stream", "thread")])
 
 
+# Flow control under adversarial schedules: few-message windows, several per iteration, and
+# random per-thread pauses before every post (--shuffle-delay, test only) so that which
+# receiving thread takes which message varies from window to window even on 2 cores.
+SHUFFLE = ["--shuffle-delay", "20us", "--window", "4", "--windows-per-iter", "4", "--iters", "30", "--warmup", "1",
+           "--ci-target", "0", "--timeout", "30s"]
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_flow_control_survives_any_matching_order(mpi_name, tmp_path, threads):
+    """Regression (a hang on 16 cores): in `shared` every lane used one ack tag, so both acks of
+    a window could reach one sending thread, whose next window the receivers split, while the
+    other sender waited forever (watchdog, exit 4). With the old protocol and --shuffle-delay
+    this launch hung here in most tries (MPICH 2 of 3, Open MPI 3 of 3). Every mode of every
+    test must now finish with every message validated (validation failure: exit 3)."""
+    r = run_bench(mpi_name, ["mt", "--threads", str(threads), "--test", "rate,contention,get",
+                             "--mode", "shared,comm,tag,stream,funneled", "--target-progress", "none,thread"]
+                  + SHUFFLE, threads=threads, env=mt_env(mpi_name, threads), tmp_path=tmp_path, timeout=300)
+    assert r.rc != 4, "flow control hung (watchdog):\n" + r.stderr
+    assert r.rc == 0, r.stderr
+    pts = by_point(r)
+    expected = {("rate", m) for m in ("shared", "comm", "tag", "funneled")}
+    expected |= {("contention", m) for m in ("shared", "comm", "tag")}
+    expected |= {("get", m, p) for m in ("shared", "comm", "funneled") for p in ("none", "thread")}
+    if mpi_name == "mpich":
+        expected |= {("rate", "stream"), ("contention", "stream")}
+    assert {k for k, v in pts.items() if v["status"] == "ok"} == expected
+    for key in expected:
+        check_rate(pts[key], lanes=threads - 1 if key[0] == "contention" else threads)
+        assert pts[key]["extra"]["shuffle_delay_us"] == 20
+        if key[0] == "get":  # no --compute: the get test's default, as --help shows it
+            assert pts[key]["extra"]["target_compute_request_us"] == 1000
+
+
+def test_help_shows_the_compute_default_the_get_test_uses(mpi_name):
+    impl = get_mpi(mpi_name)
+    help_text = subprocess.run([str(impl.bench), "mt", "--help"], capture_output=True, text=True, timeout=60,
+                               env=impl.env()).stdout
+    line = next(ln for ln in help_text.splitlines() if ln.strip().startswith("--compute"))
+    assert "(default: 1ms)" in line, line
+
+
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_everywhere_baseline(mpi_name, tmp_path, ranks):
-    """The process baseline: 1 thread per rank, pairs i <-> i + n/2."""
-    r = run_bench(mpi_name, ["mt", "--mode", "everywhere,comm"] + TINY, ranks=ranks, tmp_path=tmp_path)
+    """The process baseline: 1 thread per rank, pairs i <-> i + n/2 (shuffled posts too)."""
+    r = run_bench(mpi_name, ["mt", "--mode", "everywhere,comm"] + SHUFFLE, ranks=ranks, tmp_path=tmp_path,
+                  env=mt_env(mpi_name, 1))
     assert r.rc == 0, r.stderr
     pts = by_point(r)
     for mode in ("everywhere", "comm"):
@@ -148,14 +193,32 @@ def test_get_target_progress(mpi_name, tmp_path, get_window):
         assert res["extra"]["get_window"] == get_window
 
 
-@pytest.mark.parametrize("test", ["rate", "get"])
-def test_corrupted_payload_fails(mpi_name, tmp_path, test):
-    r = run_bench(mpi_name, ["mt", "--test", test, "--mode", "shared", "--corrupt-at", "2",
-                             "--compute", "100us"] + TINY, tmp_path=tmp_path)
+def validation_failure(r) -> dict:
     assert r.rc == 3, (r.rc, r.stderr)
     failures = [x for x in r.records if x.get("type") == "failure"]
-    assert failures and failures[0]["kind"] == "validation"
+    assert failures and failures[0]["kind"] == "validation", r.records
     assert failures[0]["iteration"] == 2
+    return failures[0]
+
+
+@pytest.mark.parametrize("test,threads", [("rate", 1), ("rate", 2), ("get", 1)])
+def test_corrupted_payload_fails(mpi_name, tmp_path, test, threads):
+    """One flipped byte fails the run, also in `shared` with 2 threads, where a receive may
+    take either thread's message and is checked against the pattern of the thread it claims."""
+    r = run_bench(mpi_name, ["mt", "--threads", str(threads), "--test", test, "--mode", "shared",
+                             "--corrupt-at", "2", "--compute", "100us"] + TINY,
+                  threads=threads, env=mt_env(mpi_name, threads), tmp_path=tmp_path)
+    validation_failure(r)
+
+
+@pytest.mark.parametrize("mode", ["shared", "tag"])
+def test_stale_message_fails(mpi_name, tmp_path, mode):
+    """A well-formed message of the previous iteration (--stale-at, test only) is rejected:
+    matching by any thread must not let old data pass as new."""
+    r = run_bench(mpi_name, ["mt", "--threads", "2", "--mode", mode, "--stale-at", "2"] + TINY,
+                  threads=2, env=mt_env(mpi_name, 2), tmp_path=tmp_path)
+    failure = validation_failure(r)
+    assert "stamped for iteration 1 " in failure["message"], failure
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -183,7 +246,6 @@ def test_thread_safety_cost_single_vs_multiple(mpi_name, tmp_path):
                                env=impl.env()).stdout
     if "--thread-level" not in help_text:
         pytest.skip("the harness has no --thread-level option yet")
-    rates = {}
     for level in ("single", "multiple"):
         r = run_bench(mpi_name, ["mt", "--thread-level", level, "--test", "rate,get", "--mode", "shared,comm",
                                  "--target-progress", "thread", "--compute", "100us"] + TINY, tmp_path=tmp_path)
@@ -193,10 +255,8 @@ def test_thread_safety_cost_single_vs_multiple(mpi_name, tmp_path):
         for mode in ("shared", "comm"):
             check_rate(pts[("rate", mode)], lanes=1)
             assert pts[("rate", mode)]["extra"]["thread_level_provided"] == level.upper()
-        rates[level] = pts[("rate", "shared")]["metrics"]["msg_rate"]["median"]
         helper = pts[("get", "shared", "thread")]
         if level == "single":
             assert "needs MPI_THREAD_MULTIPLE" in reason(helper)
         else:
             check_rate(helper, lanes=1)
-    assert all(v > 0 for v in rates.values())

@@ -40,10 +40,19 @@ static const hmb_option mt_options[] = {
      "none|thread"},
     {"get-window", HMB_OPT_CHOICE, "create", "get test: window memory from MPI_Win_create (malloc) or MPI_Win_allocate",
      0, 0, "create|allocate"},
+    {"shuffle-delay", HMB_OPT_DURATION, "0",
+     "TEST ONLY (distorts every rate): before each post a thread may yield or sleep up to this long, at random, so "
+     "cross-thread matching orders vary",
+     0, 0, NULL},
+    {"stale-at", HMB_OPT_INT, "-1",
+     "TEST ONLY: at this iteration the sender sends, as lane 0's first message of each window, a well-formed message "
+     "of the previous iteration, which validation must reject (exit 3)",
+     -1, 1e9, NULL},
     HMB_OPTION_END,
 };
 
-static const hmb_default mt_defaults[] = {{"sizes", "8"}, {NULL, NULL}};
+/* --compute: the get test's target computes this long per iteration (rate/contention ignore it). */
+static const hmb_default mt_defaults[] = {{"sizes", "8"}, {"compute", "1ms"}, {NULL, NULL}};
 
 static const hmb_metric mt_metrics[] = {
     {"msg_rate", "msg/s", "messages (get test: completed MPI_Get) per second, all lanes of all pairs", 1, 1},
@@ -207,6 +216,8 @@ static void mt_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
         hmb_result_add_str(ctx, "get_window", hmb_opt_str(ctx, "get-window"));
         hmb_result_add_num(ctx, "target_compute_request_us", (double)s->compute_ns / 1e3);
     }
+    if (s->shuffle_delay_ns > 0)
+        hmb_result_add_num(ctx, "shuffle_delay_us", (double)s->shuffle_delay_ns / 1e3);
     if (s->test == MT_CONTENTION)
         hmb_result_add_str(ctx, "layout", "T-1 sending threads on the sender rank, 1 receiving thread on the receiver");
 }

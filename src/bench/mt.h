@@ -58,6 +58,8 @@ typedef struct {
     unsigned char *seen;     /* verify: per lane, one flag per sequence number */
 
     int64_t compute_ns;       /* get: the target's compute per iteration */
+    int64_t shuffle_delay_ns; /* test only (--shuffle-delay): random pauses before each post */
+    long stale_at;            /* test only (--stale-at): iteration whose lane-0 slot 0 is stale */
     double target_compute_s;  /* get: measured compute of the last iteration (target) */
     double op_time_sum_s;     /* get: sum of Get+flush times of the last iteration (origin) */
 
@@ -65,6 +67,15 @@ typedef struct {
     long vmrss_kib, vmhwm_kib;        /* after set-up; -1: unknown */
     char tag_info[MT_NINFO][64];      /* tag mode: the assertions as the library kept them */
 } mt_state;
+
+/* Test only: a thread's random pauses before its posts (--shuffle-delay), so that on few
+ * cores cross-thread matching orders still vary. A pure function of (rank, thread, iteration). */
+typedef struct {
+    uint64_t state;
+    int64_t max_ns; /* 0: off */
+} mt_shuffle;
+void mt_shuffle_init(mt_shuffle *sh, const mt_state *s, int rank, int tid, long iter);
+void mt_shuffle_pause(mt_shuffle *sh);
 
 /* mt_lanes.c */
 mt_state *mt_state_create(hmb_ctx *ctx, const hmb_point *pt, const char *const *test_names,

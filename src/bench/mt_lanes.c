@@ -2,9 +2,11 @@
  * the windowed message-rate pattern shared by the rate and contention tests, and its
  * validation. See mt.c for the layout. */
 #include <omp.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hmb/hmb.h"
 #include "mt.h"
@@ -160,6 +162,8 @@ mt_state *mt_state_create(hmb_ctx *ctx, const hmb_point *pt, const char *const *
     s->size = pt->size_bytes;
     s->window = (int)hmb_opt_int(ctx, "window");
     s->windows = s->test == MT_GET ? 1 : (int)hmb_opt_int(ctx, "windows-per-iter");
+    s->shuffle_delay_ns = hmb_opt_duration_ns(ctx, "shuffle-delay");
+    s->stale_at = (long)hmb_opt_int(ctx, "stale-at");
     if (!hmb_mpit_cvar_int("MPIR_CVAR_CH4_NUM_VCIS", &s->num_vcis))
         s->num_vcis = -1;
     if (!hmb_mpit_cvar_int("MPIR_CVAR_CH4_RESERVE_VCIS", &s->reserve_vcis))
@@ -186,10 +190,11 @@ mt_state *mt_state_create(hmb_ctx *ctx, const hmb_point *pt, const char *const *
             lane->thread = s->sending ? l + 1 : 0;
         else
             lane->thread = s->mode == MT_FUNNELED ? 0 : l;
-        /* shared: one (comm, tag) for every lane; tag/funneled: a tag pair per lane. */
+        /* shared: one (comm, data tag) for every lane; tag/funneled: a tag pair per lane. The ack
+         * (flow control, not measured traffic) is the lane's own in every mode: see mt_rate_thread. */
         lane->comm = s->base;
         lane->data_tag = 0;
-        lane->ack_tag = 1;
+        lane->ack_tag = 1 + l;
         if (s->mode == MT_TAG || s->mode == MT_FUNNELED) {
             lane->data_tag = 2 * l;
             lane->ack_tag = 2 * l + 1;
@@ -244,6 +249,36 @@ void mt_state_free(mt_state *s)
     free(s);
 }
 
+/* splitmix64: a tiny generator whose state is the thread's own (no shared state). */
+static uint64_t mt_shuffle_next(mt_shuffle *sh)
+{
+    uint64_t z = (sh->state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void mt_shuffle_init(mt_shuffle *sh, const mt_state *s, int rank, int tid, long iter)
+{
+    sh->max_ns = s->shuffle_delay_ns;
+    sh->state = (uint64_t)rank << 48 ^ (uint64_t)tid << 32 ^ (uint64_t)iter;
+}
+
+/* A quarter of the posts yield the core, a quarter sleep up to max_ns, the rest go on. */
+void mt_shuffle_pause(mt_shuffle *sh)
+{
+    if (sh->max_ns <= 0)
+        return;
+    uint64_t r = mt_shuffle_next(sh);
+    if ((r & 3) == 0) {
+        sched_yield();
+    } else if ((r & 3) == 1) {
+        int64_t ns = (int64_t)((r >> 2) % (uint64_t)sh->max_ns);
+        struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static unsigned char *mt_send_slot(const mt_state *s, int lane, int i)
 {
     return s->sendbuf + ((size_t)lane * s->window + i) * s->size;
@@ -262,10 +297,29 @@ static void mt_stamp_write(unsigned char *msg, long iter, int lane, int seq)
 
 /* One thread's share of an iteration: for each window, W messages on each of its lanes,
  * completed together, then the zero-byte ack (the sender may not run ahead of the
- * receiver's posted receives — osu_mbw_mr's pattern). */
-static void mt_rate_thread(mt_state *s, int tid, long iter)
+ * receiver's posted receives — osu_mbw_mr's pattern).
+ *
+ * Why this makes progress under ANY cross-thread matching order (in `shared` a data message
+ * may match any receiving thread's receive): ack w of lane l goes only from the thread that
+ * receives lane l to the thread that sends it (a tag of the lane's own in every mode), and
+ * is sent after that receiver posted and completed its window w of lane l. Invariant: on
+ * every lane, receives posted >= sends posted. Suppose every unfinished thread were stuck.
+ * A stuck receiver holds an unmatched receive, which any unmatched message of its (comm,
+ * tag) would match, so every posted send is matched and no sender is stuck in its data
+ * Waitall. A sender stuck on ack w has sent w+1 windows of lane l and got ack w-1, so its
+ * receiver is inside window w of lane l with exactly w+1 windows posted; a finished sender
+ * means a finished receiver. Hence receives posted == sends posted on every lane, all sends
+ * are matched, so all receives are: no receiver is stuck, a contradiction. (With one ack tag
+ * shared by all lanes, both acks of a window could reach one sender, whose next window the
+ * receivers then split between them, while the other sender waited for an ack that never
+ * came: the hang seen on 16 cores, provoked on 2 by --shuffle-delay.) The contention and
+ * funneled layouts, where one thread drives several lanes, obey the same per-lane argument. */
+static void mt_rate_thread(hmb_ctx *ctx, mt_state *s, int tid, long iter)
 {
     MPI_Request *reqs = s->reqs + (size_t)tid * s->reqs_per_thread;
+    mt_shuffle shuffle;
+    mt_shuffle_init(&shuffle, s, hmb_rank(ctx), tid, iter);
+    long slot0_iter = iter == s->stale_at ? iter - 1 : iter; /* --stale-at: lane 0, slot 0 */
     for (int w = 0; w < s->windows; w++) {
         int n = 0;
         for (int l = 0; l < s->nlanes; l++) {
@@ -274,9 +328,10 @@ static void mt_rate_thread(mt_state *s, int tid, long iter)
                 continue;
             for (int i = 0; i < s->window; i++) {
                 int seq = w * s->window + i;
+                mt_shuffle_pause(&shuffle);
                 if (s->sending) {
                     unsigned char *msg = mt_send_slot(s, l, i);
-                    mt_stamp_write(msg, iter, l, seq);
+                    mt_stamp_write(msg, l == 0 && i == 0 ? slot0_iter : iter, l, seq);
                     MPI_Isend(msg, (int)s->size, MPI_BYTE, s->peer, lane->data_tag, lane->comm, &reqs[n++]);
                 } else {
                     MPI_Irecv(mt_recv_slot(s, l, seq), (int)s->size, MPI_BYTE, s->peer, lane->data_tag, lane->comm,
@@ -290,6 +345,7 @@ static void mt_rate_thread(mt_state *s, int tid, long iter)
             const mt_lane *lane = &s->lanes[l];
             if (lane->thread != tid)
                 continue;
+            mt_shuffle_pause(&shuffle);
             if (s->sending)
                 MPI_Irecv(NULL, 0, MPI_BYTE, s->peer, lane->ack_tag, lane->comm, &reqs[n++]);
             else
@@ -301,10 +357,16 @@ static void mt_rate_thread(mt_state *s, int tid, long iter)
 
 void mt_rate_prepare(hmb_ctx *ctx, mt_state *s, long iter)
 {
-    if (s->sending)
+    if (s->sending) {
         for (int l = 0; l < s->nlanes; l++)
             for (int i = 0; i < s->window; i++)
-                hmb_fill(mt_send_slot(s, l, i), s->size, hmb_rank(ctx), l, iter);
+                hmb_fill(mt_send_slot(s, l, i), s->size, hmb_rank(ctx), l,
+                         l == 0 && i == 0 && iter == s->stale_at ? iter - 1 : iter);
+    } else {
+        /* Poison: a slot no message reached carries an impossible stamp (lane 0xFFFF), never
+         * an earlier iteration's data or calloc's zeros (a valid stamp at iteration 0). */
+        memset(s->recvbuf, 0xFF, (size_t)s->nlanes * s->windows * s->window * s->size);
+    }
 }
 
 double mt_rate_iteration(hmb_ctx *ctx, mt_state *s, long iter)
@@ -314,17 +376,22 @@ double mt_rate_iteration(hmb_ctx *ctx, mt_state *s, long iter)
     hmb_phase(ctx, s->sending ? "Isend windows / ack" : "Irecv windows / ack");
     double t_start_s = hmb_now();
     if (s->threads == 1) {
-        mt_rate_thread(s, 0, iter); /* no OpenMP region: valid at MPI_THREAD_SINGLE */
+        mt_rate_thread(ctx, s, 0, iter); /* no OpenMP region: valid at MPI_THREAD_SINGLE */
     } else {
 #pragma omp parallel num_threads(s->threads)
-        mt_rate_thread(s, omp_get_thread_num(), iter);
+        mt_rate_thread(ctx, s, omp_get_thread_num(), iter);
     }
     return hmb_now() - t_start_s;
 }
 
 /* Every message: stamp of this iteration, a legal (lane, seq), exactly once, on its own lane
  * unless the mode shares one (comm, tag), in order unless the mode allows overtaking; then
- * every byte of the pattern. */
+ * every byte against the pattern of the lane (sending thread) and iteration it claims. So in
+ * `shared`, where any receive may take any lane's message, exactly the messages sent this
+ * iteration are accepted. Order holds there too, per (sending lane, receiving lane): one
+ * thread's sends are ordered, one thread's receives are ordered, and MPI's non-overtaking
+ * rule forbids a later receive taking an earlier message while an earlier receive that
+ * matches it is pending. */
 void mt_rate_verify(hmb_ctx *ctx, mt_state *s, const hmb_point *pt, long iter)
 {
     if (s->sending || !hmb_validate_enabled(ctx))

@@ -40,7 +40,7 @@ static MPI_Win mt_make_window(hmb_ctx *ctx, mt_state *s, MPI_Comm comm, size_t b
 
 void mt_get_setup(hmb_ctx *ctx, mt_state *s)
 {
-    s->compute_ns = hmb_opt_given(ctx, "compute") ? hmb_opt_duration_ns(ctx, "compute") : 1000000;
+    s->compute_ns = hmb_opt_duration_ns(ctx, "compute");
     if (!s->sending)
         s->winmem = calloc((size_t)s->nlanes, s->size);
     int per_lane_window = s->mode == MT_COMM || s->mode == MT_EVERYWHERE;
@@ -74,14 +74,17 @@ void mt_get_free(mt_state *s)
 }
 
 /* One origin thread's gets; returns the summed Get+flush time. */
-static double mt_get_thread(mt_state *s, int tid)
+static double mt_get_thread(hmb_ctx *ctx, mt_state *s, int tid, long iter)
 {
     double op_time_s = 0;
+    mt_shuffle shuffle;
+    mt_shuffle_init(&shuffle, s, hmb_rank(ctx), tid, iter);
     for (int op = 0; op < s->window; op++) {
         for (int l = 0; l < s->nlanes; l++) {
             const mt_lane *lane = &s->lanes[l];
             if (lane->thread != tid)
                 continue;
+            mt_shuffle_pause(&shuffle);
             double t_issue_s = hmb_now();
             MPI_Get(mt_get_slot(s, l, op), (int)s->size, MPI_BYTE, s->peer, lane->disp, (int)s->size, MPI_BYTE,
                     lane->win);
@@ -113,10 +116,10 @@ double mt_get_iteration(hmb_ctx *ctx, mt_state *s, long iter)
         hmb_phase(ctx, "MPI_Get + MPI_Win_flush");
         double t_start_s = hmb_now(), op_time_s = 0;
         if (s->threads == 1) {
-            op_time_s = mt_get_thread(s, 0);
+            op_time_s = mt_get_thread(ctx, s, 0, iter);
         } else {
 #pragma omp parallel num_threads(s->threads) reduction(+ : op_time_s)
-            op_time_s += mt_get_thread(s, omp_get_thread_num());
+            op_time_s += mt_get_thread(ctx, s, omp_get_thread_num(), iter);
         }
         elapsed_s = hmb_now() - t_start_s;
         s->op_time_sum_s = op_time_s;
