@@ -188,6 +188,7 @@ typedef struct hmb_bench {
      * points' non-size parameters, one row per listed metric, message sizes as columns, cells
      * the medians. NULL: no pivot table. */
     const char *pivot_metrics;
+    const char *spare_core_when; /* "option=value,value": runs with one of these values need one spare core per rank for a progress thread; NULL: never */
 } hmb_bench;
 
 /* Registration: each benchmark file ends with HMB_REGISTER(descriptor_variable). The
@@ -219,6 +220,12 @@ void hmb_phase(hmb_ctx *ctx, const char *phase);
  * state instead of a global in the benchmark file. */
 void hmb_set_run_data(hmb_ctx *ctx, void *data);
 void *hmb_run_data(const hmb_ctx *ctx);
+
+/* Call first thing in a progress thread the benchmark starts itself: pins the calling thread
+ * to the rank's spare CPU (one in its mask that no compute thread is bound to) and returns
+ * it, or, with no spare CPU, lets it run anywhere in the rank's mask and returns -1. The
+ * harness records where it ran (progress_* fields of points that need a spare core). */
+int hmb_pin_progress_thread(hmb_ctx *ctx);
 
 /* All ranks agree that cond holds on every rank (an MPI_Allreduce LAND). */
 int hmb_all_agree(hmb_ctx *ctx, int cond);
