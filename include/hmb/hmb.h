@@ -6,8 +6,9 @@
  *
  * Life of a run (src/harness/main.c):
  *   parse options (before MPI_Init: bad input -> one line, exit 2)
- *   calibrate the compute kernel per thread (before MPI_Init, undisturbed)
+ *   calibrate the compute kernel per thread (before MPI_Init, undisturbed); probe CPU sets
  *   MPI_Init_thread(bench->thread_level)  -> check ranks/thread level (exit 2 on failure)
+ *       (called from the rank's spare CPUs, if any, so library threads start there)
  *   timer + clock-offset estimation, environment record, JSON "run" header
  *   bench->check()                         -> more option checks that need MPI (exit 2)
  *   bench->points()                        -> list of parameter points

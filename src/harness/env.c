@@ -223,7 +223,7 @@ static void node_layout(hmb_ctx *ctx)
 }
 
 /* Every rank's placement gathered on rank 0 (returned there; NULL elsewhere), node layout
- * decided, and the warnings printed once. */
+ * and a missing spare core decided on every rank. */
 static rank_info *gather_placement(hmb_ctx *ctx, rank_info *mine)
 {
     rank_info *all = ctx->rank == 0 ? calloc((size_t)ctx->size, sizeof *all) : NULL;
@@ -247,8 +247,12 @@ static rank_info *gather_placement(hmb_ctx *ctx, rank_info *mine)
     int spare_missing = ctx->spare_cores_needed && hmb_cpus_count(&ctx->spare_cpus) == 0, any_missing = 0;
     MPI_Allreduce(&spare_missing, &any_missing, 1, MPI_INT, MPI_LOR, ctx->comm);
     ctx->spare_core_missing = any_missing;
-    if (ctx->rank != 0)
-        return NULL;
+    return all;
+}
+
+/* Rank 0, once placement is gathered and the options are known to be good. */
+static void warn_placement(const hmb_ctx *ctx, const rank_info *all)
+{
     if (ctx->oversubscribed)
         fprintf(stderr,
                 "hmb-bench: warning: oversubscribed: %d ranks per node x %d threads > %d CPUs their threads may "
@@ -262,7 +266,6 @@ static rank_info *gather_placement(hmb_ctx *ctx, rank_info *mine)
                     ctx->bench->spare_core_when, r, all[r].cpuset, ctx->threads);
             break;
         }
-    return all;
 }
 
 static void write_placement(hmb_json *j, const hmb_ctx *ctx, const rank_info *all)
@@ -426,8 +429,10 @@ void hmb_env_record(hmb_ctx *ctx)
     if (ctx->bench->check)
         ctx->bench->check(ctx);
 
-    if (ctx->rank == 0)
+    if (ctx->rank == 0) {
+        warn_placement(ctx, all);
         write_header_json(ctx, all, library_full);
+    }
     free(mine);
     free(all);
 }
@@ -447,6 +452,7 @@ int hmb_env_placement_main(hmb_ctx *ctx, int *argc, char ***argv)
         abort();
     rank_info *all = gather_placement(ctx, mine);
     if (ctx->rank == 0) {
+        warn_placement(ctx, all);
         hmb_json j;
         hmb_json_init(&j);
         hmb_json_open_obj(&j, NULL);
