@@ -6,8 +6,9 @@
  *
  * Life of a run (src/harness/main.c):
  *   parse options (before MPI_Init: bad input -> one line, exit 2)
- *   calibrate the compute kernel per thread (before MPI_Init, undisturbed)
+ *   calibrate the compute kernel per thread (before MPI_Init, undisturbed); probe CPU sets
  *   MPI_Init_thread(bench->thread_level)  -> check ranks/thread level (exit 2 on failure)
+ *       (called from the rank's spare CPUs, if any, so library threads start there)
  *   timer + clock-offset estimation, environment record, JSON "run" header
  *   bench->check()                         -> more option checks that need MPI (exit 2)
  *   bench->points()                        -> list of parameter points
@@ -226,6 +227,12 @@ void hmb_phase(hmb_ctx *ctx, const char *phase);
  * state instead of a global in the benchmark file. */
 void hmb_set_run_data(hmb_ctx *ctx, void *data);
 void *hmb_run_data(const hmb_ctx *ctx);
+
+/* Call first thing in a progress thread the benchmark starts itself: pins the calling thread
+ * to the rank's spare CPU (one in its mask that no compute thread is bound to) and returns
+ * it, or, with no spare CPU, lets it run anywhere in the rank's mask and returns -1. The
+ * harness records where it ran (progress_* fields of points that need a spare core). */
+int hmb_pin_progress_thread(hmb_ctx *ctx);
 
 /* All ranks agree that cond holds on every rank (an MPI_Allreduce LAND). */
 int hmb_all_agree(hmb_ctx *ctx, int cond);

@@ -7,6 +7,7 @@ the same arguments and environment. The test suite uses it to stand a fake hmb-b
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import shlex
 import signal
@@ -119,10 +120,40 @@ def parse_bench_argv(argv: list[str]) -> dict:
     return out
 
 
+def spare_cores(target: Target, bench: str, args: list[str]) -> int:
+    """Cores per rank this invocation needs beyond its compute threads (a progress thread's),
+    as hmb-bench derives it from the benchmark's descriptor without starting MPI
+    (`hmb-bench BENCH ARGS --launch-needs`). 0 when it cannot say: bad arguments are then
+    reported by the launch itself."""
+    if target.impl is None:
+        return 0
+    try:
+        p = subprocess.run(target.bench_cmd + [bench] + list(args) + ["--launch-needs"], capture_output=True,
+                           text=True, timeout=60, env=target.impl.env())
+        return int(json.loads(p.stdout)["spare_cores_per_rank"]) if p.returncode == 0 else 0
+    except (OSError, subprocess.TimeoutExpired, ValueError, KeyError, TypeError):
+        return 0
+
+
+def cores_per_rank(target: Target, bench: str, args: list[str], ranks: int, threads: int,
+                   launcher: str) -> int:
+    """Cores to bind each rank to: T for the compute threads, plus a spare one when the run has a
+    progress thread and the host has room (OMP_PLACES=cores with OMP_PROC_BIND=close keeps the T
+    threads on the first T; hmb-bench moves progress threads to the rest). Without room: T, and
+    hmb-bench warns and records that the progress thread shares a compute core."""
+    spare = spare_cores(target, bench, args)
+    if not spare:
+        return threads
+    if launcher == "srun":     # Slurm knows the node; the allocation must hold the extra core
+        return threads + spare
+    return threads + spare if ranks * (threads + spare) <= (os.cpu_count() or 1) else threads
+
+
 def launcher_prefix(target: Target, ranks: int, threads: int, launcher: str = "auto",
                     ranks_per_node: int | None = None, srun_args: list[str] | None = None,
                     env_names: list[str] = ()) -> list[str]:
-    """The launcher part of the command: srun inside Slurm (or on request), else mpiexec."""
+    """The launcher part of the command: srun inside Slurm (or on request), else mpiexec.
+    threads: cores bound per rank (the compute threads plus any spare core)."""
     if launcher == "auto":
         launcher = "srun" if in_slurm() else "mpiexec"
     if launcher == "srun":
@@ -147,7 +178,10 @@ def command(target: Target, bench: str, args: list[str], ranks: int, threads: in
             srun_args: list[str] | None = None, env_names: list[str] = ()) -> list[str]:
     if override():
         return override() + [bench] + args
-    prefix = launcher_prefix(target, ranks, threads, launcher, ranks_per_node, srun_args,
+    if launcher == "auto":
+        launcher = "srun" if in_slurm() else "mpiexec"
+    cores = cores_per_rank(target, bench, args, ranks, threads, launcher)
+    prefix = launcher_prefix(target, ranks, cores, launcher, ranks_per_node, srun_args,
                              env_names)
     return prefix + target.bench_cmd + [bench] + args
 

@@ -192,6 +192,7 @@ static int test_requests(MPI_Request *reqs, int nreq)
  * two never touch the requests at the same time. Idle, the thread sleeps on a condition
  * variable and costs the compute nothing. */
 typedef struct {
+    hmb_ctx *ctx;
     pthread_t tid;
     pthread_mutex_t lock;
     pthread_cond_t wake, idle;
@@ -205,6 +206,7 @@ typedef struct {
 static void *progress_thread_main(void *arg)
 {
     progress_thread *pt = arg;
+    hmb_pin_progress_thread(pt->ctx);
     pthread_mutex_lock(&pt->lock);
     for (;;) {
         while (!pt->exit && !(atomic_load(&pt->run) && pt->published != pt->finished))
@@ -226,11 +228,12 @@ static void *progress_thread_main(void *arg)
     return NULL;
 }
 
-static progress_thread *progress_thread_start(void)
+static progress_thread *progress_thread_start(hmb_ctx *ctx)
 {
     progress_thread *pt = calloc(1, sizeof *pt);
     if (!pt)
         return NULL;
+    pt->ctx = ctx;
     pthread_mutex_init(&pt->lock, NULL);
     pthread_cond_init(&pt->wake, NULL);
     pthread_cond_init(&pt->idle, NULL);
@@ -507,7 +510,7 @@ static void *async_setup(hmb_ctx *ctx, const hmb_point *pt)
     char why[320];
     local_unsupported_reason(ctx, op, mode, &lp, why, sizeof why);
     progress_thread *thread = NULL;
-    if (!why[0] && mode.kind == PROG_THREAD && !(thread = progress_thread_start()))
+    if (!why[0] && mode.kind == PROG_THREAD && !(thread = progress_thread_start(ctx)))
         snprintf(why, sizeof why, "thread: could not start HMB's progress thread on rank %d", hmb_rank(ctx));
     /* Every rank skips the point if one cannot run it; the ranks that cannot say why. */
     if (!hmb_all_agree(ctx, why[0] == '\0')) {
@@ -745,5 +748,6 @@ static const hmb_bench async_bench = {
     .teardown = async_teardown,
     .annotate = async_annotate,
     .pivot_metrics = "t_sync_us,c_us,c_loaded_us,t_over_us,efficiency_pct,efficiency_loaded_pct",
+    .spare_core_when = "progress=impl,thread",
 };
 HMB_REGISTER(async_bench);

@@ -158,4 +158,37 @@ double hmb_clock_exchange_offset(double t_send_s, double t_remote_s, double t_re
 int hmb_clock_fit(int n, const double *t_s, const double *offset_s, double t_ref_s, hmb_clock_model *out);
 double hmb_clock_model_offset(const hmb_clock_model *m, double t_s);
 
+/* ------------------------------------------------------------------ affinity.c
+ * CPU sets as plain bit masks (cpu_set_t needs _GNU_SOURCE in every includer). */
+#define HMB_MAX_CPUS 1024
+#define HMB_CPUS_WORDS (HMB_MAX_CPUS / 64)
+typedef struct {
+    uint64_t bits[HMB_CPUS_WORDS];
+} hmb_cpus;
+
+void hmb_cpus_set(hmb_cpus *s, int cpu);
+int hmb_cpus_has(const hmb_cpus *s, int cpu);
+int hmb_cpus_count(const hmb_cpus *s);
+int hmb_cpus_first(const hmb_cpus *s); /* -1: empty */
+void hmb_cpus_or(hmb_cpus *into, const hmb_cpus *s);
+int hmb_cpus_intersect(const hmb_cpus *a, const hmb_cpus *b); /* 1 if they share a CPU */
+void hmb_cpus_minus(hmb_cpus *out, const hmb_cpus *a, const hmb_cpus *b);
+/* Kernel cpulist text "0-3,6"; "" is the empty set. parse: 0, or -1 if malformed. */
+void hmb_cpulist_format(const hmb_cpus *s, char *buf, size_t len);
+int hmb_cpulist_parse(const char *text, hmb_cpus *out);
+/* The rank's CPUs not used by its compute threads, as a cpulist; returns how many (-1: bad input). */
+int hmb_spare_cpulist(const char *rank_cpus, const char *compute_cpus, char *spare, size_t len);
+/* threads compute threads whose masks together allow only `occupied`: more threads than CPUs? */
+int hmb_cpus_oversubscribed(int threads, const hmb_cpus *occupied);
+/* hmb_bench.spare_core_when "option=v1,v2": the option's name (0, or -1 if malformed), and
+ * whether a value list ("none,test:10,thread"; text before ':' compared) holds one of the values. */
+int hmb_spare_rule_option(const char *rule, char *option, size_t len);
+int hmb_spare_rule_matches(const char *rule, const char *values);
+/* Threads of this process: affinity get/set (tid 0: the caller), /proc/self/task ids, and a
+ * thread's last CPU and CPU time (utime + stime, clock ticks) from its stat. -1 on failure. */
+int hmb_cpus_of_thread(int tid, hmb_cpus *out);
+int hmb_cpus_apply(int tid, const hmb_cpus *s);
+int hmb_task_list(int *tids, int max); /* returns the count */
+int hmb_task_stat(int tid, int *last_cpu, long long *cpu_ticks);
+
 #endif

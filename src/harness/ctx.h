@@ -85,7 +85,20 @@ struct hmb_ctx {
     char start_time[40];
     char mpi_library_line[256];
     int cpus_available, ranks_per_node, oversubscribed;
-    char cpuset[256];
+    int node_compute_cpus;   /* CPUs the compute threads of this rank's node may run on */
+    int spare_core_missing;  /* a spare core was needed and some rank has none */
+    char cpuset[256]; /* rank_cpus as a cpulist */
+
+    /* Placement (env.c), probed before MPI_Init. OpenMP narrows the initial thread to its
+     * first place, so the launcher's mask is rebuilt from the places and the threads' masks. */
+    hmb_cpus rank_cpus;       /* the launcher's mask */
+    hmb_cpus compute_cpus;    /* union of the OpenMP threads' masks */
+    hmb_cpus spare_cpus;      /* rank_cpus - compute_cpus: where progress threads go */
+    hmb_cpus main_cpus;       /* the initial thread's own mask, restored after MPI_Init */
+    int spare_cores_needed;   /* per rank, by bench->spare_core_when and the options */
+    int init_tids[64];        /* threads the MPI library started inside MPI_Init_thread */
+    int n_init_tids;
+    atomic_int progress_tid;  /* HMB's progress thread (hmb_pin_progress_thread); 0: none */
 
     int table_columns_printed;
     FILE *json;        /* rank 0: --json in append mode, or NULL */
@@ -141,6 +154,19 @@ void hmb_clocks_free(hmb_ctx *ctx);
 
 /* env.c: gathers the environment and writes the run header (JSON + stdout). */
 void hmb_env_record(hmb_ctx *ctx);
+/* Before MPI_Init: the rank's CPU sets (needs ctx->threads). */
+void hmb_env_probe_cpus(hmb_ctx *ctx);
+/* Around MPI_Init_thread: the initial thread moves onto the spare CPUs (so the library's
+ * progress thread, created inside, inherits them) and back; records the threads created. */
+void hmb_env_before_init(hmb_ctx *ctx);
+void hmb_env_after_init(hmb_ctx *ctx);
+/* 1 if the run's option values call for a spare core per rank (bench->spare_core_when). */
+int hmb_env_spare_cores_needed(const hmb_ctx *ctx);
+/* Rank 0, before annotate(): where the point's progress thread ran, if the point needs one
+ * (result fields progress_cpus_allowed, progress_last_cpu, progress_shares_compute_core). */
+void hmb_env_progress_annotate(hmb_ctx *ctx, const hmb_point *pt);
+/* hmb-bench --placement: start MPI, print where ranks and threads are (one JSON line). */
+int hmb_env_placement_main(hmb_ctx *ctx, int *argc, char ***argv);
 /* Calibration and compute check, before MPI_Init. */
 void hmb_env_calibrate(hmb_ctx *ctx);
 

@@ -1,4 +1,5 @@
-/* Environment record: compute calibration (before MPI_Init), then the run header — MPI
+/* Environment record: compute calibration and CPU sets (before MPI_Init), the spare CPU for
+ * progress threads (around MPI_Init and in hmb_pin_progress_thread), then the run header — MPI
  * library, thread levels, layout, CPU sets, oversubscription, variables, build, timer,
  * calibration, clock offsets, noise, cache, options (docs/output-schema.md, "run"). */
 #define _GNU_SOURCE /* sched_getaffinity, sched_getcpu, CPU_* */
@@ -7,6 +8,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,28 +35,143 @@ void hmb_env_calibrate(hmb_ctx *ctx)
     }
 }
 
-/* "0-3,6,8-9" */
-static void cpuset_string(const cpu_set_t *set, char *buf, size_t len)
+/* ------------------------------------------------------------------ placement */
+
+void hmb_env_probe_cpus(hmb_ctx *ctx)
 {
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int cpu = 0; cpu < CPU_SETSIZE && used + 16 < len; cpu++) {
-        if (!CPU_ISSET(cpu, set))
+    hmb_cpus rank = {0}, compute = {0};
+    hmb_cpus_of_thread(0, &ctx->main_cpus);
+    hmb_cpus_or(&rank, &ctx->main_cpus);
+    for (int place = 0; place < omp_get_num_places(); place++) {
+        int n = omp_get_place_num_procs(place);
+        int *ids = n > 0 ? malloc((size_t)n * sizeof *ids) : NULL;
+        if (!ids)
             continue;
-        int last = cpu;
-        while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, set))
-            last++;
-        if (last == cpu)
-            used += (size_t)snprintf(buf + used, len - used, "%s%d", used ? "," : "", cpu);
-        else
-            used += (size_t)snprintf(buf + used, len - used, "%s%d-%d", used ? "," : "", cpu, last);
-        cpu = last;
+        omp_get_place_proc_ids(place, ids);
+        for (int i = 0; i < n; i++)
+            hmb_cpus_set(&rank, ids[i]);
+        free(ids);
     }
+#pragma omp parallel num_threads(ctx->threads)
+    {
+        hmb_cpus mine;
+        if (hmb_cpus_of_thread(0, &mine) == 0) {
+#pragma omp critical(hmb_probe_cpus)
+            hmb_cpus_or(&compute, &mine);
+        }
+    }
+    hmb_cpus_or(&rank, &compute);
+    ctx->rank_cpus = rank;
+    ctx->compute_cpus = compute;
+    hmb_cpus_minus(&ctx->spare_cpus, &rank, &compute);
+    hmb_cpulist_format(&rank, ctx->cpuset, sizeof ctx->cpuset);
+    ctx->spare_cores_needed = hmb_env_spare_cores_needed(ctx);
+}
+
+/* The text of the option named by spare_core_when ("progress=impl,thread" -> --progress). */
+static const char *spare_rule_values(const hmb_ctx *ctx, const hmb_point *pt)
+{
+    char option[64];
+    const char *rule = ctx->bench ? ctx->bench->spare_core_when : NULL;
+    if (!rule)
+        return NULL;
+    if (hmb_spare_rule_option(rule, option, sizeof option) != 0) {
+        fprintf(stderr, "hmb-bench %s: spare_core_when \"%s\" is not \"option=value,...\"\n", ctx->bench->name, rule);
+        abort();
+    }
+    for (int i = 0; pt && i < pt->nparams; i++)
+        if (strcmp(pt->params[i].name, option) == 0 && pt->params[i].sval)
+            return pt->params[i].sval;
+    const hmb_optval *v = hmb_options_find(&ctx->opts, option);
+    if (!v || !v->sval) {
+        fprintf(stderr, "hmb-bench %s: spare_core_when names --%s, which is no string option\n", ctx->bench->name,
+                option);
+        abort();
+    }
+    return v->sval;
+}
+
+int hmb_env_spare_cores_needed(const hmb_ctx *ctx)
+{
+    const char *values = spare_rule_values(ctx, NULL);
+    return values && hmb_spare_rule_matches(ctx->bench->spare_core_when, values) ? 1 : 0;
+}
+
+void hmb_env_before_init(hmb_ctx *ctx)
+{
+    ctx->n_init_tids = hmb_task_list(ctx->init_tids, (int)(sizeof ctx->init_tids / sizeof ctx->init_tids[0]));
+    if (hmb_cpus_count(&ctx->spare_cpus) > 0)
+        hmb_cpus_apply(0, &ctx->spare_cpus);
+}
+
+void hmb_env_after_init(hmb_ctx *ctx)
+{
+    if (hmb_cpus_count(&ctx->spare_cpus) > 0)
+        hmb_cpus_apply(0, &ctx->main_cpus);
+    enum { MAX_TIDS = sizeof ctx->init_tids / sizeof ctx->init_tids[0] };
+    int before[MAX_TIDS], now[MAX_TIDS];
+    int n_before = ctx->n_init_tids, n_now = hmb_task_list(now, MAX_TIDS);
+    memcpy(before, ctx->init_tids, sizeof before);
+    ctx->n_init_tids = 0;
+    for (int i = 0; i < n_now; i++) {
+        int existed = 0;
+        for (int k = 0; k < n_before && !existed; k++)
+            existed = before[k] == now[i];
+        if (!existed)
+            ctx->init_tids[ctx->n_init_tids++] = now[i];
+    }
+}
+
+int hmb_pin_progress_thread(hmb_ctx *ctx)
+{
+    atomic_store(&ctx->progress_tid, (int)syscall(SYS_gettid));
+    int cpu = hmb_cpus_first(&ctx->spare_cpus);
+    hmb_cpus one = {0};
+    hmb_cpus_set(&one, cpu);
+    if (hmb_cpus_apply(0, cpu >= 0 ? &one : &ctx->rank_cpus) != 0)
+        return -1;
+    return cpu;
+}
+
+/* The library's progress thread: of the threads it started in MPI_Init, the busiest. */
+static int library_progress_tid(const hmb_ctx *ctx)
+{
+    int best = 0;
+    long long best_ticks = -1, ticks;
+    for (int i = 0; i < ctx->n_init_tids; i++)
+        if (hmb_task_stat(ctx->init_tids[i], NULL, &ticks) == 0 && ticks > best_ticks) {
+            best = ctx->init_tids[i];
+            best_ticks = ticks;
+        }
+    return best;
+}
+
+void hmb_env_progress_annotate(hmb_ctx *ctx, const hmb_point *pt)
+{
+    const char *values = spare_rule_values(ctx, pt);
+    if (!values || !hmb_spare_rule_matches(ctx->bench->spare_core_when, values))
+        return;
+    /* HMB's own thread while it lives (it is joined in teardown, after this); else the library's. */
+    int tid = atomic_load(&ctx->progress_tid), last_cpu = -1;
+    if (tid && hmb_task_stat(tid, NULL, NULL) != 0)
+        tid = 0;
+    if (!tid)
+        tid = library_progress_tid(ctx);
+    hmb_cpus allowed = {0};
+    char text[256] = "";
+    int known = tid && hmb_task_stat(tid, &last_cpu, NULL) == 0 && hmb_cpus_of_thread(tid, &allowed) == 0;
+    if (known)
+        hmb_cpulist_format(&allowed, text, sizeof text);
+    hmb_result_add_str(ctx, "progress_cpus_allowed", text);
+    hmb_result_add_num(ctx, "progress_last_cpu", known ? last_cpu : -1);
+    hmb_result_add_num(ctx, "progress_shares_compute_core",
+                       known ? hmb_cpus_intersect(&allowed, &ctx->compute_cpus) : NAN);
 }
 
 typedef struct {
     char host[MPI_MAX_PROCESSOR_NAME];
-    char cpuset[256];
+    char cpuset[256], compute_cpus[256], spare_cpus[256], library_thread_cpus[256];
+    int library_threads;
     int thread_cpu[HMB_MAX_THREADS];
     int calib_cpu[HMB_MAX_THREADS];
     double iters_per_ns[HMB_MAX_THREADS];
@@ -82,24 +199,100 @@ static int has_env_prefix(const char *var)
     return 0;
 }
 
-/* Node layout: ranks per node, CPUs in the union of their masks, oversubscription. */
-static void node_layout(hmb_ctx *ctx, const cpu_set_t *mine)
+/* Node layout: ranks per node, CPUs of their masks; oversubscribed when the node's compute
+ * threads outnumber the CPUs their masks allow (all ranks of the node together). */
+static void node_layout(hmb_ctx *ctx)
 {
     MPI_Comm node;
-    int node_ranks = 1;
+    int node_ranks = 1, node_threads = 0;
     MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL, &node);
     MPI_Comm_size(node, &node_ranks);
-    cpu_set_t node_set;
-    MPI_Allreduce(mine, &node_set, (int)sizeof node_set, MPI_BYTE, MPI_BOR, node);
+    hmb_cpus node_cpus, node_compute;
+    MPI_Allreduce(ctx->rank_cpus.bits, node_cpus.bits, HMB_CPUS_WORDS, MPI_UINT64_T, MPI_BOR, node);
+    MPI_Allreduce(ctx->compute_cpus.bits, node_compute.bits, HMB_CPUS_WORDS, MPI_UINT64_T, MPI_BOR, node);
+    MPI_Allreduce(&ctx->threads, &node_threads, 1, MPI_INT, MPI_SUM, node);
     MPI_Comm_free(&node);
-    int node_cpus = CPU_COUNT(&node_set);
-    int oversub = node_ranks * ctx->threads > node_cpus;
+    ctx->node_compute_cpus = hmb_cpus_count(&node_compute);
+    int oversub = hmb_cpus_oversubscribed(node_threads, &node_compute);
     /* The busiest node (most ranks; among equals the fewest CPUs) is the one reported. */
-    int busiest_in[2] = {node_ranks, -node_cpus}, busiest[2];
+    int busiest_in[2] = {node_ranks, -hmb_cpus_count(&node_cpus)}, busiest[2];
     MPI_Allreduce(busiest_in, busiest, 1, MPI_2INT, MPI_MAXLOC, ctx->comm);
     MPI_Allreduce(&oversub, &ctx->oversubscribed, 1, MPI_INT, MPI_LOR, ctx->comm);
     ctx->ranks_per_node = busiest[0];
     ctx->cpus_available = -busiest[1];
+}
+
+/* Every rank's placement gathered on rank 0 (returned there; NULL elsewhere), node layout
+ * and a missing spare core decided on every rank. */
+static rank_info *gather_placement(hmb_ctx *ctx, rank_info *mine)
+{
+    rank_info *all = ctx->rank == 0 ? calloc((size_t)ctx->size, sizeof *all) : NULL;
+    if (ctx->rank == 0 && !all)
+        abort();
+    int name_len = 0;
+    MPI_Get_processor_name(mine->host, &name_len);
+    snprintf(mine->cpuset, sizeof mine->cpuset, "%s", ctx->cpuset);
+    hmb_cpulist_format(&ctx->compute_cpus, mine->compute_cpus, sizeof mine->compute_cpus);
+    hmb_cpulist_format(&ctx->spare_cpus, mine->spare_cpus, sizeof mine->spare_cpus);
+    hmb_cpus library = {0}, one;
+    for (int i = 0; i < ctx->n_init_tids; i++)
+        if (hmb_cpus_of_thread(ctx->init_tids[i], &one) == 0)
+            hmb_cpus_or(&library, &one);
+    hmb_cpulist_format(&library, mine->library_thread_cpus, sizeof mine->library_thread_cpus);
+    mine->library_threads = ctx->n_init_tids;
+#pragma omp parallel num_threads(ctx->threads)
+    mine->thread_cpu[omp_get_thread_num()] = sched_getcpu();
+    MPI_Gather(mine, (int)sizeof *mine, MPI_BYTE, all, (int)sizeof *mine, MPI_BYTE, 0, ctx->comm);
+    node_layout(ctx);
+    int spare_missing = ctx->spare_cores_needed && hmb_cpus_count(&ctx->spare_cpus) == 0, any_missing = 0;
+    MPI_Allreduce(&spare_missing, &any_missing, 1, MPI_INT, MPI_LOR, ctx->comm);
+    ctx->spare_core_missing = any_missing;
+    return all;
+}
+
+/* Rank 0, once placement is gathered and the options are known to be good. */
+static void warn_placement(const hmb_ctx *ctx, const rank_info *all)
+{
+    if (ctx->oversubscribed)
+        fprintf(stderr,
+                "hmb-bench: warning: oversubscribed: %d ranks per node x %d threads > %d CPUs their threads may "
+                "run on; timings will be distorted\n",
+                ctx->ranks_per_node, ctx->threads, ctx->node_compute_cpus);
+    for (int r = 0; r < ctx->size && ctx->spare_core_missing; r++)
+        if (!all[r].spare_cpus[0]) {
+            fprintf(stderr,
+                    "hmb-bench: warning: no spare core for the progress thread (%s): rank %d's CPUs %s are all "
+                    "taken by its %d compute thread(s), so the progress thread shares a compute core\n",
+                    ctx->bench->spare_core_when, r, all[r].cpuset, ctx->threads);
+            break;
+        }
+}
+
+static void write_placement(hmb_json *j, const hmb_ctx *ctx, const rank_info *all)
+{
+    hmb_json_int(j, "ranks_per_node", ctx->ranks_per_node);
+    hmb_json_int(j, "threads", ctx->threads);
+    hmb_json_int(j, "cpus_available", ctx->cpus_available);
+    hmb_json_bool(j, "oversubscribed", ctx->oversubscribed);
+    hmb_json_int(j, "spare_cores_per_rank", ctx->spare_cores_needed);
+    hmb_json_bool(j, "spare_core_missing", ctx->spare_core_missing);
+    hmb_json_open_arr(j, "placement");
+    for (int r = 0; r < ctx->size; r++) {
+        hmb_json_open_obj(j, NULL);
+        hmb_json_int(j, "rank", r);
+        hmb_json_str(j, "host", all[r].host);
+        hmb_json_str(j, "cpuset", all[r].cpuset);
+        hmb_json_str(j, "compute_cpus", all[r].compute_cpus);
+        hmb_json_str(j, "spare_cpus", all[r].spare_cpus);
+        hmb_json_int(j, "library_threads", all[r].library_threads);
+        hmb_json_str(j, "library_thread_cpus", all[r].library_thread_cpus);
+        hmb_json_open_arr(j, "thread_cpus");
+        for (int t = 0; t < ctx->threads; t++)
+            hmb_json_int(j, NULL, all[r].thread_cpu[t]);
+        hmb_json_close_arr(j);
+        hmb_json_close_obj(j);
+    }
+    hmb_json_close_arr(j);
 }
 
 static void write_header_json(hmb_ctx *ctx, const rank_info *all, const char *library_full)
@@ -143,23 +336,7 @@ static void write_header_json(hmb_ctx *ctx, const rank_info *all, const char *li
             hmb_json_str(&j, NULL, all[r].host);
     }
     hmb_json_close_arr(&j);
-    hmb_json_int(&j, "ranks_per_node", ctx->ranks_per_node);
-    hmb_json_int(&j, "threads", ctx->threads);
-    hmb_json_int(&j, "cpus_available", ctx->cpus_available);
-    hmb_json_bool(&j, "oversubscribed", ctx->oversubscribed);
-    hmb_json_open_arr(&j, "placement");
-    for (int r = 0; r < ctx->size; r++) {
-        hmb_json_open_obj(&j, NULL);
-        hmb_json_int(&j, "rank", r);
-        hmb_json_str(&j, "host", all[r].host);
-        hmb_json_str(&j, "cpuset", all[r].cpuset);
-        hmb_json_open_arr(&j, "thread_cpus");
-        for (int t = 0; t < ctx->threads; t++)
-            hmb_json_int(&j, NULL, all[r].thread_cpu[t]);
-        hmb_json_close_arr(&j);
-        hmb_json_close_obj(&j);
-    }
-    hmb_json_close_arr(&j);
+    write_placement(&j, ctx, all);
 
     hmb_json_open_obj(&j, "env");
     for (char **e = environ; e && *e; e++) {
@@ -233,28 +410,15 @@ static void write_header_json(hmb_ctx *ctx, const rank_info *all, const char *li
 void hmb_env_record(hmb_ctx *ctx)
 {
     rank_info *mine = calloc(1, sizeof *mine);
-    rank_info *all = ctx->rank == 0 ? calloc((size_t)ctx->size, sizeof *all) : NULL;
-    if (!mine || (ctx->rank == 0 && !all))
+    if (!mine)
         abort();
-    int name_len = 0;
-    MPI_Get_processor_name(mine->host, &name_len);
-
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) != 0)
-        CPU_SET(sched_getcpu(), &set);
-    cpuset_string(&set, mine->cpuset, sizeof mine->cpuset);
-    snprintf(ctx->cpuset, sizeof ctx->cpuset, "%s", mine->cpuset);
-#pragma omp parallel num_threads(ctx->threads)
-    mine->thread_cpu[omp_get_thread_num()] = sched_getcpu();
     for (int t = 0; t < ctx->threads; t++) {
         mine->iters_per_ns[t] = ctx->calib[t].iters_per_ns;
         mine->calib_cpu[t] = ctx->calib[t].cpu;
         mine->interrupt_lost_frac[t] = ctx->calib[t].interrupt_lost_frac;
         mine->interrupts_per_s[t] = ctx->calib[t].interrupts_per_ns * 1e9;
     }
-    MPI_Gather(mine, (int)sizeof *mine, MPI_BYTE, all, (int)sizeof *mine, MPI_BYTE, 0, ctx->comm);
-    node_layout(ctx, &set);
+    rank_info *all = gather_placement(ctx, mine);
 
     char library_full[MPI_MAX_LIBRARY_VERSION_STRING];
     int lib_len = 0;
@@ -266,13 +430,42 @@ void hmb_env_record(hmb_ctx *ctx)
         ctx->bench->check(ctx);
 
     if (ctx->rank == 0) {
-        if (ctx->oversubscribed)
-            fprintf(stderr,
-                    "hmb-bench: warning: oversubscribed: %d ranks per node x %d threads > %d CPUs available; "
-                    "timings will be distorted\n",
-                    ctx->ranks_per_node, ctx->threads, ctx->cpus_available);
+        warn_placement(ctx, all);
         write_header_json(ctx, all, library_full);
     }
     free(mine);
     free(all);
+}
+
+int hmb_env_placement_main(hmb_ctx *ctx, int *argc, char ***argv)
+{
+    hmb_env_probe_cpus(ctx);
+    hmb_env_before_init(ctx);
+    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &ctx->thread_level_provided);
+    hmb_env_after_init(ctx);
+    ctx->mpi_initialized = 1;
+    MPI_Comm_dup(MPI_COMM_WORLD, &ctx->comm);
+    MPI_Comm_rank(ctx->comm, &ctx->rank);
+    MPI_Comm_size(ctx->comm, &ctx->size);
+    rank_info *mine = calloc(1, sizeof *mine);
+    if (!mine)
+        abort();
+    rank_info *all = gather_placement(ctx, mine);
+    if (ctx->rank == 0) {
+        warn_placement(ctx, all);
+        hmb_json j;
+        hmb_json_init(&j);
+        hmb_json_open_obj(&j, NULL);
+        hmb_json_str(&j, "type", "placement");
+        hmb_json_int(&j, "ranks", ctx->size);
+        write_placement(&j, ctx, all);
+        hmb_json_close_obj(&j);
+        printf("%s\n", j.data);
+        hmb_json_free(&j);
+    }
+    free(mine);
+    free(all);
+    MPI_Comm_free(&ctx->comm);
+    MPI_Finalize();
+    return HMB_EXIT_OK;
 }

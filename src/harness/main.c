@@ -49,7 +49,9 @@ static void print_list(void)
 static void print_usage(FILE *out)
 {
     fprintf(out, "usage: mpiexec -n N hmb-bench BENCH [options]\n"
-                 "       hmb-bench --list [--json] | --version | BENCH --help | BENCH --describe --json\n");
+                 "       hmb-bench --list [--json] | --version | BENCH --help | BENCH --describe --json\n"
+                 "       hmb-bench BENCH [options] --launch-needs   (no MPI: {\"spare_cores_per_rank\": N})\n"
+                 "       mpiexec -n N hmb-bench --placement          (where ranks and threads run, one JSON line)\n");
 }
 
 static void print_bench_help(const hmb_bench *b)
@@ -109,7 +111,9 @@ static void init_mpi(hmb_ctx *ctx, int *argc, char ***argv)
             if (strcmp(hmb_opt_str(ctx, "thread-level"), names[i]) == 0)
                 ctx->thread_level_requested = levels[i];
     }
+    hmb_env_before_init(ctx);
     MPI_Init_thread(argc, argv, ctx->thread_level_requested, &ctx->thread_level_provided);
+    hmb_env_after_init(ctx);
     ctx->mpi_initialized = 1;
     MPI_Comm_dup(MPI_COMM_WORLD, &ctx->comm);
     MPI_Comm_rank(ctx->comm, &ctx->rank);
@@ -180,6 +184,16 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return HMB_EXIT_OK;
     }
+    if (strcmp(argv[1], "--placement") == 0) {
+        hmb_ctx *ctx = calloc(1, sizeof *ctx);
+        if (!ctx)
+            return 1;
+        ctx->rank = print_rank;
+        ctx->threads = omp_get_max_threads() < HMB_MAX_THREADS ? omp_get_max_threads() : HMB_MAX_THREADS;
+        int rc = hmb_env_placement_main(ctx, &argc, &argv);
+        free(ctx);
+        return rc;
+    }
     if (strcmp(argv[1], "--version") == 0) {
         if (print_rank == 0)
             printf("hmb-bench %s (git %s, %s)\n", HMB_VERSION, HMB_GIT_REVISION, HMB_COMPILER);
@@ -215,13 +229,31 @@ int main(int argc, char **argv)
     if (!ctx)
         return 1;
     ctx->bench = bench;
-    ctx->argc = argc;
-    ctx->argv = argv;
     ctx->rank = print_rank;
     ctx->size = 1;
     ctx->corrupt_rank = -1;
+    /* --launch-needs: for the toolkit, what this invocation needs from the launcher (a spare
+     * core per rank for a progress thread), answered without MPI. */
+    int launch_needs = 0;
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], "--launch-needs") == 0) {
+            launch_needs = 1;
+            memmove(&argv[i], &argv[i + 1], (size_t)(argc - i) * sizeof *argv); /* keeps argv[argc] = NULL */
+            argc--;
+            break;
+        }
+    ctx->argc = argc;
+    ctx->argv = argv;
     parse_before_init(ctx, argc, argv);
+    if (launch_needs) {
+        if (print_rank == 0)
+            printf("{\"spare_cores_per_rank\": %d}\n", hmb_env_spare_cores_needed(ctx));
+        hmb_options_free(&ctx->opts);
+        free(ctx);
+        return HMB_EXIT_OK;
+    }
     hmb_env_calibrate(ctx); /* before MPI_Init: no library thread can disturb it */
+    hmb_env_probe_cpus(ctx);
 
     init_mpi(ctx, &argc, &argv);
     identify_run(ctx);

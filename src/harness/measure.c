@@ -264,6 +264,7 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
         for (int m = 0; m < st.nmetrics; m++)
             hmb_summarize(st.values[m], st.count, 0.95, &summaries[m]);
         hmb_phase(ctx, "annotate");
+        hmb_env_progress_annotate(ctx, pt);
         if (b->annotate)
             b->annotate(ctx, state, pt);
         /* Judged on the final CI: a point stopped by the budget may still have met the target. */
