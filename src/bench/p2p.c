@@ -28,7 +28,7 @@ enum { M_LATENCY, M_BANDWIDTH, M_RATE, M_ITER_TIME }; /* indices into p2p_metric
 #define BATCH_PROBE_ROUND_TRIPS 8
 #define BATCH_PROBE_REPEATS 3
 /* --cache hot: the receive slots of a window take at most this fraction of the LLC. */
-#define SLOTS_LLC_FRACTION 16
+#define SLOTS_LLC_FRACTION 64
 
 typedef struct {
     int mode;
@@ -90,17 +90,15 @@ static unsigned char *alloc_buffer(hmb_ctx *ctx, size_t bytes)
 
 /* Window slots: --cache cold gives every message its own slot (what a window of distinct
  * application buffers touches). --cache hot keeps the window cache-resident, as osu_bw's one
- * reused buffer is: slots are reused once they would exceed 1/SLOTS_LLC_FRACTION of the LLC,
- * with at least two, so a message landing in the other slot is still caught. The same count
- * on every rank (LLCs may differ between hosts): the smallest. */
+ * reused buffer is: the receive slots take at most 1/SLOTS_LLC_FRACTION of the LLC (about one
+ * core's L2), so slots are reused once the window would exceed it; a message larger than that
+ * gets one slot. The same count on every rank (LLCs may differ between hosts): the smallest. */
 static int window_slots(hmb_ctx *ctx, size_t size, int window)
 {
     long long slots = window;
     if (strcmp(hmb_opt_str(ctx, "cache"), "hot") == 0 && size > 0) {
         long long fit = (long long)(hmb_cache_llc_bytes(ctx) / SLOTS_LLC_FRACTION / size);
-        slots = fit < 2 ? 2 : fit;
-        if (slots > window)
-            slots = window;
+        slots = fit < 1 ? 1 : fit < window ? fit : window;
     }
     int mine = (int)slots, all = 0;
     MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, hmb_comm(ctx));
