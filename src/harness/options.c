@@ -40,9 +40,10 @@ const hmb_option hmb_common_options[] = {
     {"cache", HMB_OPT_CHOICE, "hot",
      "hot: buffers stay cached; cold: evict the caches before every timed iteration", 0, 0, "hot|cold"},
     {"data", HMB_OPT_CHOICE, "reuse",
-     "reuse: send buffers written once per point (two generations by iteration parity); fresh: written before every send",
+     "send data: reuse = written once per point in two generations by iteration parity (p2p so far); "
+     "fresh = written before every send (what the other benchmarks do)",
      0, 0, "reuse|fresh"},
-    {"llc-size", HMB_OPT_SIZES, "0", "last-level cache size for --cache cold (0 = read from sysfs)", 0,
+    {"llc-size", HMB_OPT_SIZES, "0", "last-level cache size: --cache cold eviction, p2p window slots (0 = sysfs)", 0,
      0, NULL},
     {"no-validate", HMB_OPT_FLAG, "0", "do not check received data (checked every iteration by default)",
      0, 0, NULL},
