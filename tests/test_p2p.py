@@ -157,9 +157,9 @@ def test_wrong_slot_caught(mpi_name, mode, extra, rank, slot, tmp_path):
 
 
 def test_window_slots_follow_the_cache(mpi_name, tmp_path):
-    """--cache hot: receive slots are reused once the window exceeds LLC/64 (here 256K/64 = 4K),
+    """--cache hot: receive slots are reused once the window exceeds LLC/256 (here 1M/256 = 4K),
     at least one; --cache cold: one slot per message. Misplaced data is caught in a reused slot."""
-    args = ["p2p", "--mode", "bw", "--sizes", "64,1K,16K", "--window", "8", "--llc-size", "256K"] + FAST
+    args = ["p2p", "--mode", "bw", "--sizes", "64,1K,16K", "--window", "8", "--llc-size", "1M"] + FAST
     hot = run_bench(mpi_name, args, tmp_path=tmp_path)
     assert hot.rc == 0, hot.stderr
     assert [x["extra"]["slots"] for x in hot.results()] == [8, 4, 1]   # 8 x 64 B fit; 4 x 1K; 16K alone
@@ -167,7 +167,7 @@ def test_window_slots_follow_the_cache(mpi_name, tmp_path):
     assert cold.rc == 0, cold.stderr
     assert [x["extra"]["slots"] for x in cold.results()] == [8, 8, 8]
     # Message 7 lands in slot 7 % 4 = 3 and carries slot 0's data.
-    bad = run_bench(mpi_name, ["p2p", "--mode", "bw", "--sizes", "1K", "--window", "8", "--llc-size", "256K",
+    bad = run_bench(mpi_name, ["p2p", "--mode", "bw", "--sizes", "1K", "--window", "8", "--llc-size", "1M",
                                "--wrong-slot-at", "2"] + FAST, tmp_path=tmp_path, timeout=120)
     assert bad.rc == 3, bad.stderr
     assert any("iteration=2 rank=1 partition=3:" in line for line in bad.stderr.splitlines()), bad.stderr

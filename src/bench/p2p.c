@@ -28,7 +28,7 @@ enum { M_LATENCY, M_BANDWIDTH, M_RATE, M_ITER_TIME }; /* indices into p2p_metric
 #define BATCH_PROBE_ROUND_TRIPS 8
 #define BATCH_PROBE_REPEATS 3
 /* --cache hot: the receive slots of a window take at most this fraction of the LLC. */
-#define SLOTS_LLC_FRACTION 64
+#define SLOTS_LLC_FRACTION 256
 
 typedef struct {
     int mode;
@@ -89,10 +89,12 @@ static unsigned char *alloc_buffer(hmb_ctx *ctx, size_t bytes)
 }
 
 /* Window slots: --cache cold gives every message its own slot (what a window of distinct
- * application buffers touches). --cache hot keeps the window cache-resident, as osu_bw's one
- * reused buffer is: the receive slots take at most 1/SLOTS_LLC_FRACTION of the LLC (about one
- * core's L2), so slots are reused once the window would exceed it; a message larger than that
- * gets one slot. The same count on every rank (LLCs may differ between hosts): the smallest. */
+ * application buffers touches). --cache hot keeps the window near osu_bw's one reused buffer:
+ * the receive slots take at most 1/SLOTS_LLC_FRACTION of the LLC (128 KB of 32 MB; with the
+ * sender's two generations that stays within a core's L2 — at 64 KB, 8 slots were already
+ * ~20% slower than one on Open MPI), so slots are reused once the window would exceed it; a
+ * message larger than that gets one slot. The same count on every rank (LLCs may differ
+ * between hosts): the smallest. */
 static int window_slots(hmb_ctx *ctx, size_t size, int window)
 {
     long long slots = window;
