@@ -1,7 +1,9 @@
 """p2p baselines: every mode produces sane, validated results under each MPI.
 
 Timings on this shared 2-core VM are noisy, so only physically possible bounds are checked:
-a positive latency below 10 ms, a bandwidth below 1 TB/s, medians inside their CIs.
+a positive latency below 10 ms, a bandwidth below 1 TB/s, medians inside their CIs. What is
+checked exactly: validation catches corrupted, stale and misplaced data under both --data
+regimes, the slot and batch counts follow the documented rules, and usage errors exit 2.
 """
 from __future__ import annotations
 
@@ -20,6 +22,12 @@ MODES = {  # mode -> metrics it reports (the others are null for that mode)
 }
 
 
+def messages_per_sample(res: dict) -> int:
+    """Messages one sample times, from the mode's definition (osu_bw / osu_bibw / osu_mbw_mr)."""
+    window, pairs = res["params"]["window"], res["params"]["pairs"]
+    return {"bw": window, "bibw": 2 * window, "msgrate": window * pairs}[res["params"]["mode"]]
+
+
 def check_result(res: dict, mode: str) -> None:
     assert res["status"] == "ok" and res["invalid"] == 0
     assert res["params"]["mode"] == mode
@@ -32,21 +40,24 @@ def check_result(res: dict, mode: str) -> None:
         assert m["ci_lo"] <= m["median"] <= m["ci_hi"]
         assert m["min"] <= m["median"] <= m["max"]
     if mode == "latency":
-        lat = res["metrics"]["latency_us"]["median"]
-        assert 0.01 < lat < 10_000
-        # One ping-pong per iteration: the round trip is twice the latency.
-        assert res["metrics"]["iter_time_us"]["median"] == pytest.approx(2 * lat, rel=1e-6)
-    else:
-        bw = res["metrics"]["bandwidth_MBps"]["median"]
-        assert 0 < bw < 1e6
-        # bandwidth = messages x size / time and rate = messages / time: bw = rate x size.
-        rate = res["metrics"]["msg_rate"]["median"]
-        assert bw == pytest.approx(rate * res["params"]["size_bytes"] / 1e6, rel=1e-6)
+        assert 0.01 < res["metrics"]["latency_us"]["median"] < 10_000
+        assert 1 <= res["extra"]["batch"] <= 256 and res["extra"]["slots"] == res["extra"]["batch"]
+        return
+    assert 0 < res["metrics"]["bandwidth_MBps"]["median"] < 1e6
+    assert 1 <= res["extra"]["slots"] <= res["params"]["window"]
+    samples = res.get("samples")
+    if samples:
+        # Each sample moves the mode's message count: rate x span = messages, bandwidth x span = bytes.
+        # The expectation comes from the mode (bibw counts both directions, msgrate all pairs).
+        want = messages_per_sample(res)
+        for rate, bw, span_us in zip(samples["msg_rate"], samples["bandwidth_MBps"], samples["iter_time_us"]):
+            assert rate * span_us * 1e-6 == pytest.approx(want, rel=1e-9)
+            assert bw * span_us == pytest.approx(want * res["params"]["size_bytes"], rel=1e-9)
 
 
 @pytest.mark.parametrize("mode", ["latency", "bw", "bibw"])
 def test_two_rank_modes(mpi_name, mode, tmp_path):
-    r = run_bench(mpi_name, ["p2p", "--mode", mode, "--sizes", "8,1K,64K", "--window", "8"] + FAST,
+    r = run_bench(mpi_name, ["p2p", "--mode", mode, "--sizes", "8,1K,64K", "--window", "8", "--raw"] + FAST,
                   tmp_path=tmp_path)
     assert r.rc == 0, r.stderr
     results = r.results()
@@ -70,7 +81,7 @@ def test_all_modes_default(mpi_name, tmp_path):
 
 def test_msgrate_four_ranks(mpi_name, tmp_path):
     """Two pairs (0-2, 1-3); oversubscribed on 2 cores, so only correctness is checked."""
-    r = run_bench(mpi_name, ["p2p", "--mode", "msgrate", "--sizes", "8,4K", "--window", "4"] + FAST,
+    r = run_bench(mpi_name, ["p2p", "--mode", "msgrate", "--sizes", "8,4K", "--window", "4", "--raw"] + FAST,
                   ranks=4, tmp_path=tmp_path, timeout=240)
     assert r.rc == 0, r.stderr
     for res in r.results():
@@ -102,3 +113,91 @@ def test_window_slots_validated(mpi_name, tmp_path):
     assert r.rc == 3, r.stderr
     assert any("validation failed: bench=p2p size=1K mode=bibw" in line and "iteration=3" in line
                and "rank=1" in line for line in r.stderr.splitlines())
+
+
+@pytest.mark.parametrize("data", ["reuse", "fresh"])
+def test_data_regimes_validate(mpi_name, data, tmp_path):
+    """Both regimes run every mode with every message checked; the regime is in both headers."""
+    r = run_bench(mpi_name, ["p2p", "--data", data, "--sizes", "8,4K", "--window", "4", "--batch", "3"] + FAST,
+                  tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    assert r.header()["data"] == data and r.header()["options"]["data"] == data
+    assert any(line.startswith("# cache:") and f"data: {data}," in line for line in r.stdout.splitlines())
+    assert len(r.results()) == 8
+    for res in r.results():
+        check_result(res, res["params"]["mode"])
+
+
+# (mode, extra args, rank that receives the bad message, slot it lands in)
+FAULTS = [("latency", ["--batch", "4"], 1, 3), ("bw", ["--window", "8"], 1, 7),
+          ("bibw", ["--window", "8"], 1, 7), ("msgrate", ["--window", "8"], 1, 7)]
+
+
+@pytest.mark.parametrize("data", ["reuse", "fresh"])
+@pytest.mark.parametrize("mode,extra,rank,slot", FAULTS)
+def test_stale_data_caught(mpi_name, mode, extra, rank, slot, data, tmp_path):
+    """In iteration 3 the sender sends the previous generation's buffers: data that is right in
+    every byte except that it belongs to another iteration must fail validation."""
+    r = run_bench(mpi_name, ["p2p", "--mode", mode, "--sizes", "1K", "--data", data, "--stale-at", "3"]
+                  + extra + FAST, tmp_path=tmp_path, timeout=120)
+    assert r.rc == 3, (r.rc, r.stderr)
+    lines = [line for line in r.stderr.splitlines() if "validation failed: bench=p2p" in line]
+    assert lines and all(f"mode={mode}" in line and "iteration=3" in line and f"rank={rank}" in line
+                         for line in lines), r.stderr
+
+
+@pytest.mark.parametrize("mode,extra,rank,slot", FAULTS)
+def test_wrong_slot_caught(mpi_name, mode, extra, rank, slot, tmp_path):
+    """The last message of iteration 2 carries the next slot's data: the slot it lands in fails."""
+    r = run_bench(mpi_name, ["p2p", "--mode", mode, "--sizes", "1K", "--wrong-slot-at", "2"] + extra + FAST,
+                  tmp_path=tmp_path, timeout=120)
+    assert r.rc == 3, (r.rc, r.stderr)
+    lines = [line for line in r.stderr.splitlines() if "validation failed: bench=p2p" in line]
+    assert len(lines) == 1 and "iteration=2" in lines[0] and f"rank={rank} partition={slot}:" in lines[0], r.stderr
+
+
+def test_window_slots_follow_the_cache(mpi_name, tmp_path):
+    """--cache hot: receive slots are reused once the window exceeds LLC/256 (here 1M/256 = 4K),
+    at least one; --cache cold: one slot per message. Misplaced data is caught in a reused slot."""
+    args = ["p2p", "--mode", "bw", "--sizes", "64,1K,16K", "--window", "8", "--llc-size", "1M"] + FAST
+    hot = run_bench(mpi_name, args, tmp_path=tmp_path)
+    assert hot.rc == 0, hot.stderr
+    assert [x["extra"]["slots"] for x in hot.results()] == [8, 4, 1]   # 8 x 64 B fit; 4 x 1K; 16K alone
+    cold = run_bench(mpi_name, args + ["--cache", "cold"], tmp_path=tmp_path)
+    assert cold.rc == 0, cold.stderr
+    assert [x["extra"]["slots"] for x in cold.results()] == [8, 8, 8]
+    # Message 7 lands in slot 7 % 4 = 3 and carries slot 0's data.
+    bad = run_bench(mpi_name, ["p2p", "--mode", "bw", "--sizes", "1K", "--window", "8", "--llc-size", "1M",
+                               "--wrong-slot-at", "2"] + FAST, tmp_path=tmp_path, timeout=120)
+    assert bad.rc == 3, bad.stderr
+    assert any("iteration=2 rank=1 partition=3:" in line for line in bad.stderr.splitlines()), bad.stderr
+
+
+def test_latency_batch_recorded(mpi_name, tmp_path):
+    """--batch N: N round trips per sample, each into its own checked slot (the corruption of
+    iteration 2 hits the first slot checked); auto: a 4 MB round trip (8 MB moved, well over
+    20 us on any machine) is never batched."""
+    forced = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "8,1K", "--batch", "5"] + FAST,
+                       tmp_path=tmp_path)
+    assert forced.rc == 0, forced.stderr
+    for res in forced.results():
+        check_result(res, "latency")
+        assert res["extra"] == {"batch": 5, "slots": 5} and res["params"]["window"] == 1
+    auto = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "8,4M"] + FAST, tmp_path=tmp_path)
+    assert auto.rc == 0, auto.stderr
+    small, big = auto.results()
+    check_result(small, "latency")
+    assert big["extra"]["batch"] == 1
+    bad = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "1K", "--batch", "6", "--corrupt-at", "2"]
+                    + FAST, tmp_path=tmp_path, timeout=120)
+    assert bad.rc == 3, bad.stderr
+    assert any("iteration=2 rank=1 partition=0:" in line for line in bad.stderr.splitlines()), bad.stderr
+
+
+@pytest.mark.parametrize("args,name", [(["--data", "stale"], "--data"), (["--batch", "-1"], "--batch"),
+                                       (["--mode", "latency", "--batch", "4096", "--sizes", "1M"], "--batch")])
+def test_bad_data_and_batch_are_usage_errors(mpi_name, args, name):
+    r = run_bench(mpi_name, ["p2p"] + args, timeout=60)
+    assert r.rc == 2, (r.rc, r.stderr)
+    lines = [line for line in r.stderr.splitlines() if line.startswith("hmb-bench p2p:")]
+    assert len(lines) == 1 and lines[0].startswith(f"hmb-bench p2p: {name}"), r.stderr

@@ -261,6 +261,7 @@ def test_common_table_exactly(lib):
         "noise-thread": (CHOICE, "fixed", 0, 0, "fixed|rand"),
         "seed": (INT, "1", 0, 2.0 ** 62, None),
         "cache": (CHOICE, "hot", 0, 0, "hot|cold"),
+        "data": (CHOICE, "reuse", 0, 0, "reuse|fresh"),
         "llc-size": (SIZES, "0", 0, 0, None),
         "no-validate": (FLAG, "0", 0, 0, None),
         "corrupt-at": (INT, "-1", -1, 1e9, None),
@@ -412,7 +413,7 @@ def test_help_text(lib):
     assert any("--poll TIME" in line and "[1us..1s]" in line for line in lines)
     assert any(line.startswith("  --raw ") for line in lines)
     for name in ("sizes", "threads", "iters", "max-iters", "warmup", "ci-target", "budget",
-                 "compute", "noise", "noise-thread", "seed", "cache", "llc-size", "no-validate",
+                 "compute", "noise", "noise-thread", "seed", "cache", "data", "llc-size", "no-validate",
                  "corrupt-at", "timeout", "json", "raw"):
         assert any(line.startswith(f"  --{name} ") for line in lines[common_at:] + threads), name
 

@@ -245,6 +245,9 @@ int64_t hmb_now_ns(void);
 /* Local time -> rank 0's time base (seconds), using the estimated clock offset. */
 double hmb_to_global(const hmb_ctx *ctx, double t_local);
 double hmb_clock_offset(const hmb_ctx *ctx); /* this rank's offset to rank 0, seconds */
+/* Cost of one hmb_now()/hmb_now_ns() call, measured at start-up (ns): a timed region should
+ * be long against it (e.g. batch short operations until they span 100x this). */
+double hmb_timer_overhead_ns(const hmb_ctx *ctx);
 
 /* ------------------------------------------------------------------ compute & noise */
 
@@ -278,6 +281,9 @@ int64_t hmb_noise_ns(const hmb_ctx *ctx, int tid, long iter, int64_t base_ns);
 void hmb_cache_register(hmb_ctx *ctx, const void *buf, size_t len);
 void hmb_cache_unregister(hmb_ctx *ctx, const void *buf); /* every registration of buf */
 void hmb_cache_unregister_all(hmb_ctx *ctx);
+/* Last-level cache size in bytes (sysfs or --llc-size): e.g. to keep a --cache hot working
+ * set cache-resident. */
+size_t hmb_cache_llc_bytes(const hmb_ctx *ctx);
 
 /* ------------------------------------------------------------------ validation */
 
@@ -289,6 +295,23 @@ int hmb_check(hmb_ctx *ctx, void *buf, size_t len, int rank, int part, long iter
 /* hmb_check + on mismatch hmb_validation_failure naming the place. Returns 1 if good. */
 int hmb_check_buffer(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len,
                      int src_rank, int part, long iter);
+/* Send data regime, --data reuse|fresh. fresh: like an application that writes its data before
+ * every send, send buffers are rewritten every iteration (generation = iter). reuse (default):
+ * like osu_bw, which sends one buffer again and again, send data is written once per point; to
+ * still catch stale data, a benchmark keeps two send-buffer sets, uses set (iter & 1) in
+ * iteration iter, and writes generation iter & 1 into it, so data of the previous iteration
+ * always differs. Two lines adopt it:
+ *   prepare():  if (hmb_data_refill(ctx, iter))
+ *                   hmb_fill(send_set[iter & 1], len, rank, part, hmb_data_gen(ctx, iter));
+ *   verify():   hmb_check_data(ctx, pt, recv_buf, len, src_rank, part, iter);
+ * hmb_data_gen: the generation whose pattern iteration iter sends (iter, or iter & 1 under reuse).
+ * hmb_data_refill: 1 when prepare() must write iteration iter's set (always under fresh; in
+ * iterations 0 and 1 of a point under reuse — iterations are numbered from 0 per point).
+ * hmb_check_data: hmb_check_buffer expecting generation hmb_data_gen(ctx, iter); --corrupt-at
+ * and a failure name the iteration iter. */
+long hmb_data_gen(const hmb_ctx *ctx, long iter);
+int hmb_data_refill(const hmb_ctx *ctx, long iter);
+int hmb_check_data(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len, int src_rank, int part, long iter);
 /* Fatal data/conformance problem: prints benchmark, point params, iteration, rank,
  * partition and the message on one line to stderr, writes it to JSON, aborts (exit 3). */
 void hmb_validation_failure(hmb_ctx *ctx, const hmb_point *pt, long iter, int part,

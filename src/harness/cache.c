@@ -105,6 +105,8 @@ void hmb_cache_unregister(hmb_ctx *ctx, const void *buf)
 
 void hmb_cache_unregister_all(hmb_ctx *ctx) { ctx->cache.count = 0; }
 
+size_t hmb_cache_llc_bytes(const hmb_ctx *ctx) { return ctx->cache.llc_bytes; }
+
 void hmb_cache_flush(hmb_ctx *ctx)
 {
     hmb_cache_state *c = &ctx->cache;

@@ -30,6 +30,7 @@ int hmb_all_agree(hmb_ctx *ctx, int cond)
 
 double hmb_to_global(const hmb_ctx *ctx, double t_local) { return t_local - ctx->clock_offset_s; }
 double hmb_clock_offset(const hmb_ctx *ctx) { return ctx->clock_offset_s; }
+double hmb_timer_overhead_ns(const hmb_ctx *ctx) { return ctx->timer_overhead_ns; }
 
 const char *hmb_thread_level_name(int level)
 {

@@ -397,6 +397,7 @@ static void write_header_json(hmb_ctx *ctx, const rank_info *all, const char *li
     hmb_json_str(&j, "mode", ctx->cache.cold ? "cold" : "hot");
     hmb_json_int(&j, "llc_bytes", (long long)ctx->cache.llc_bytes);
     hmb_json_close_obj(&j);
+    hmb_json_str(&j, "data", hmb_opt_str(ctx, "data"));
     hmb_json_open_obj(&j, "options");
     for (int i = 0; i < ctx->opts.count; i++)
         hmb_json_option_value(&j, &ctx->opts.vals[i]);

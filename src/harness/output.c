@@ -390,8 +390,8 @@ void hmb_table_header(hmb_ctx *ctx)
            hmb_thread_level_name(ctx->thread_level_requested));
     printf("# cpus: rank 0 cpuset %s, %d available per node, oversubscribed: %s\n", ctx->cpuset,
            ctx->cpus_available, ctx->oversubscribed ? "YES" : "no");
-    printf("# cache: %s (llc %zu bytes), noise: %s, validation: %s\n", ctx->cache.cold ? "cold" : "hot",
-           ctx->cache.llc_bytes, hmb_opt_str(ctx, "noise"), ctx->validate ? "on" : "off");
+    printf("# cache: %s (llc %zu bytes), data: %s, noise: %s, validation: %s\n", ctx->cache.cold ? "cold" : "hot",
+           ctx->cache.llc_bytes, hmb_opt_str(ctx, "data"), hmb_opt_str(ctx, "noise"), ctx->validate ? "on" : "off");
     snprintf(res, sizeof res, "%.0f ns resolution, %.1f ns per call", ctx->timer_resolution_ns,
              ctx->timer_overhead_ns);
     double max_offset = 0;

@@ -77,7 +77,9 @@ static int find_mismatch(const unsigned char *p, size_t len, uint64_t base, size
     return 1;
 }
 
-int hmb_check(hmb_ctx *ctx, void *buf, size_t len, int rank, int part, long iter, size_t *bad_offset)
+/* hmb_check against the pattern of generation gen while --corrupt-at keys on the iteration. */
+static int check_pattern(hmb_ctx *ctx, void *buf, size_t len, int rank, int part, long iter, long gen,
+                         size_t *bad_offset)
 {
     if (!ctx->validate)
         return 1;
@@ -89,22 +91,50 @@ int hmb_check(hmb_ctx *ctx, void *buf, size_t len, int rank, int part, long iter
         ((unsigned char *)buf)[len / 2] ^= 0x5a;
     }
     size_t bad = 0;
-    int ok = find_mismatch(buf, len, pattern_base(rank, part, iter), &bad);
+    int ok = find_mismatch(buf, len, pattern_base(rank, part, gen), &bad);
     if (!ok && bad_offset)
         *bad_offset = bad;
     return ok;
 }
 
-int hmb_check_buffer(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len, int src_rank, int part, long iter)
+int hmb_check(hmb_ctx *ctx, void *buf, size_t len, int rank, int part, long iter, size_t *bad_offset)
+{
+    return check_pattern(ctx, buf, len, rank, part, iter, iter, bad_offset);
+}
+
+/* hmb_check_buffer for generation gen: a failure names the iteration iter. */
+static int check_generation(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len, int src_rank, int part,
+                            long iter, long gen)
 {
     size_t bad = 0;
-    if (hmb_check(ctx, buf, len, src_rank, part, iter, &bad))
+    if (check_pattern(ctx, buf, len, src_rank, part, iter, gen, &bad))
         return 1;
     unsigned char want_bytes[8];
-    uint64_t want = pattern_word(pattern_base(src_rank, part, iter), bad / 8);
+    uint64_t want = pattern_word(pattern_base(src_rank, part, gen), bad / 8);
     memcpy(want_bytes, &want, 8);
-    hmb_validation_failure(ctx, pt, iter, part, "byte %zu of %zu from rank %d is 0x%02x, expected 0x%02x", bad, len,
-                           src_rank, ((unsigned char *)buf)[bad], want_bytes[bad % 8]);
+    char generation[48] = "";
+    if (gen != iter)
+        snprintf(generation, sizeof generation, " (--data reuse generation %ld)", gen);
+    hmb_validation_failure(ctx, pt, iter, part, "byte %zu of %zu from rank %d is 0x%02x, expected 0x%02x%s", bad,
+                           len, src_rank, ((unsigned char *)buf)[bad], want_bytes[bad % 8], generation);
+}
+
+int hmb_check_buffer(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len, int src_rank, int part, long iter)
+{
+    return check_generation(ctx, pt, buf, len, src_rank, part, iter, iter);
+}
+
+/* --data: reuse writes send data once per point in two generations (iteration parity), so data
+ * left over from the previous iteration still differs; fresh writes it before every send. */
+static int data_reuse(const hmb_ctx *ctx) { return strcmp(hmb_opt_str(ctx, "data"), "reuse") == 0; }
+
+long hmb_data_gen(const hmb_ctx *ctx, long iter) { return data_reuse(ctx) ? (iter & 1) : iter; }
+
+int hmb_data_refill(const hmb_ctx *ctx, long iter) { return !data_reuse(ctx) || iter < 2; }
+
+int hmb_check_data(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len, int src_rank, int part, long iter)
+{
+    return check_generation(ctx, pt, buf, len, src_rank, part, iter, hmb_data_gen(ctx, iter));
 }
 
 void hmb_validation_failure(hmb_ctx *ctx, const hmb_point *pt, long iter, int part, const char *fmt, ...)

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Cross-check hmb-bench p2p against the OSU micro-benchmarks on the same MPI, in alternating rounds.
+
+    .venv/bin/python scripts/crosscheck_osu.py --mpi mpich --rounds 7
+    .venv/bin/python scripts/crosscheck_osu.py --mpi openmpi --rounds 7
+
+OSU (osu_latency, osu_bw, osu_mbw_mr) is built OUTSIDE the repository, under /tmp, with the chosen
+MPI's mpicc, from a git checkout of its source (default: the mirror of OSU 5.3; --osu-src takes
+another git directory or an unpacked source tree). OSU code is never copied into the repository.
+
+Each round runs every OSU program and the matching hmb-bench p2p launches, in an order that flips
+between rounds so neither tool always runs first; both are bound to cores the same way
+(python/hmb/mpi.py: `-bind-to core` / `--bind-to core`). OSU reports batch means (total time over
+its iterations); hmb-bench reports the median of per-sample values (a latency sample is a batch of
+back-to-back round trips when one round trip is short). The table shows, per metric and size, the
+median over rounds of each tool's figure, their ratio HMB/OSU, and the spread (min-max) of the
+per-round ratios. Quote ratios, measured on a quiet machine; absolute numbers on a shared VM are
+not the truth.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from hmb import mpi as hmpi  # noqa: E402
+
+OSU_MIRROR = Path("/work/.mirror/forresti+osu-micro-benchmarks/repo")
+# metric -> (OSU program, its output column after the size, hmb-bench mode, hmb metric)
+METRICS = {
+    "latency_us": ("osu_latency", 0, "latency", "latency_us"),
+    "bandwidth_MBps": ("osu_bw", 0, "bw", "bandwidth_MBps"),
+    "msg_rate": ("osu_mbw_mr", 1, "msgrate", "msg_rate"),
+}
+
+
+def parse_sizes(text: str) -> list[int]:
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20}
+    out = []
+    for item in text.split(","):
+        m = re.fullmatch(r"(\d+)([KM]?)", item.strip().upper())
+        if not m:
+            raise SystemExit(f"crosscheck: bad size {item!r} (use 8, 64K, 1M)")
+        out.append(int(m.group(1)) * units[m.group(2)])
+    return out
+
+
+def build_osu(impl: hmpi.MPI, src: Path, workdir: Path) -> Path:
+    """Configure and build OSU's point-to-point programs under workdir; returns their directory."""
+    pt2pt = workdir / "mpi" / "pt2pt"
+    stamp = workdir / ".built-with"
+    if stamp.exists() and stamp.read_text() == impl.mpicc and all((pt2pt / p).exists() for p, *_ in METRICS.values()):
+        return pt2pt
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True)
+    if (src / "HEAD").exists() or (src / ".git").exists():  # a git directory (bare mirror or checkout)
+        git_dir = src if (src / "HEAD").exists() else src / ".git"
+        archive = subprocess.run(["git", f"--git-dir={git_dir}", "archive", "HEAD"], check=True, capture_output=True)
+        subprocess.run(["tar", "x", "-C", str(workdir)], input=archive.stdout, check=True)
+    else:
+        shutil.copytree(src, workdir, dirs_exist_ok=True)
+    env = impl.env()
+    mpicxx = str(Path(impl.mpicc).with_name("mpicxx"))
+    log = workdir / "build.log"
+    with log.open("w") as out:
+        for cmd in (["./configure", f"CC={impl.mpicc}", f"CXX={mpicxx}"], ["make", "-C", "mpi/pt2pt"]):
+            if subprocess.run(cmd, cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT).returncode != 0:
+                raise hmpi.MPIError(f"building OSU failed ({' '.join(cmd[:1])}); see {log}")
+    stamp.write_text(impl.mpicc)
+    return pt2pt
+
+
+def run_osu(impl: hmpi.MPI, env: dict, program: Path, column: int) -> dict[int, float]:
+    """size -> value of the given column of an OSU table (all sizes 1 B .. 4 MB in one launch)."""
+    out = subprocess.run(impl.launch_args(2) + [str(program)], check=True, capture_output=True, text=True,
+                         timeout=600, env=env).stdout
+    values = {}
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) > column + 1 and fields[0].isdigit():
+            values[int(fields[0])] = float(fields[column + 1])
+    return values
+
+
+def run_hmb(impl: hmpi.MPI, env: dict, mode: str, metric: str, sizes: list[int], extra: list[str]) -> dict:
+    """size -> (median of the metric, batch or slot count) from one hmb-bench p2p launch, and
+    "library" -> the MPI library line of its run header."""
+    with tempfile.TemporaryDirectory() as d:
+        js = Path(d) / "r.jsonl"
+        subprocess.run(impl.launch_args(2) + [str(impl.bench), "p2p", "--mode", mode,
+                       "--sizes", ",".join(map(str, sizes)), "--json", str(js)] + extra,
+                       check=True, capture_output=True, text=True, timeout=900, env=env)
+        out = {}
+        for line in js.read_text().splitlines():
+            rec = json.loads(line)
+            if rec.get("type") == "run":
+                out["library"] = rec["mpi"]["library"]
+            elif rec.get("type") == "result" and rec.get("status") == "ok":
+                ext = rec.get("extra", {})
+                out[rec["params"]["size_bytes"]] = (rec["metrics"][metric]["median"],
+                                                    ext.get("batch", ext.get("slots")))
+        return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mpi", default="mpich", help="mpich | openmpi | impi | system (default mpich)")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--lat-sizes", default="8,1K,64K,1M", help="latency sizes (default 8,1K,64K,1M)")
+    ap.add_argument("--bw-sizes", default="64K,1M,4M", help="bandwidth sizes (default 64K,1M,4M)")
+    ap.add_argument("--rate-sizes", default="8", help="message-rate sizes (default 8)")
+    ap.add_argument("--osu-src", type=Path, default=OSU_MIRROR, help="OSU source: git directory or source tree")
+    ap.add_argument("--workdir", type=Path, default=None, help="OSU build directory (default /tmp/hmb-osu-<mpi>)")
+    ap.add_argument("--hmb-args", default="", help="extra hmb-bench options, e.g. \"--data fresh\"")
+    args = ap.parse_args()
+    if args.rounds < 1:
+        print("crosscheck: --rounds must be at least 1", file=sys.stderr)
+        return 2
+    sizes = {"latency_us": parse_sizes(args.lat_sizes), "bandwidth_MBps": parse_sizes(args.bw_sizes),
+             "msg_rate": parse_sizes(args.rate_sizes)}
+    workdir = args.workdir or Path(tempfile.gettempdir()) / f"hmb-osu-{args.mpi}"
+    try:
+        if Path(hmpi.REPO) in workdir.resolve().parents:
+            raise hmpi.MPIError(f"--workdir {workdir} is inside the repository; OSU is built outside it")
+        impl = hmpi.find(args.mpi)
+        hmpi.build(impl)
+        osu_dir = build_osu(impl, args.osu_src, workdir)
+    except (hmpi.MPIError, subprocess.CalledProcessError, OSError) as e:
+        print(f"crosscheck: {e}", file=sys.stderr)
+        return 2
+    env = impl.env()
+    if impl.prefix is not None:  # OSU built with a wheel's mpicc finds that wheel's libmpi this way
+        env["LD_LIBRARY_PATH"] = f"{impl.prefix / 'lib'}:{env.get('LD_LIBRARY_PATH', '')}"
+    hmb_extra = args.hmb_args.split()
+
+    osu_runs = {m: [] for m in METRICS}   # metric -> per round {size: value}
+    hmb_runs = {m: [] for m in METRICS}   # metric -> per round {size: (value, batch/slots)}
+    for rnd in range(args.rounds):
+        tools = ("osu", "hmb") if rnd % 2 == 0 else ("hmb", "osu")
+        for metric, (program, column, mode, hmb_metric) in METRICS.items():
+            for tool in tools:
+                if tool == "osu":
+                    osu_runs[metric].append(run_osu(impl, env, osu_dir / program, column))
+                else:
+                    hmb_runs[metric].append(run_hmb(impl, env, mode, hmb_metric, sizes[metric], hmb_extra))
+        print(f"# round {rnd + 1}/{args.rounds} done", file=sys.stderr, flush=True)
+
+    library = " ".join(hmb_runs["latency_us"][0]["library"].split())
+    print(f"# OSU ({args.osu_src}) vs hmb-bench p2p on {impl.name} ({library})")
+    print(f"# {args.rounds} alternating rounds; figures are medians over rounds; spread = min-max of "
+          f"per-round HMB/OSU; hmb options: {args.hmb_args or '(defaults)'}")
+    print(f"{'metric':<15} {'size':>8} {'OSU':>11} {'HMB':>11} {'HMB/OSU':>8} {'spread':>13} {'batch/slots':>11}")
+    for metric in METRICS:
+        for size in sizes[metric]:
+            osu = [r[size] for r in osu_runs[metric] if size in r]
+            hmb = [r[size] for r in hmb_runs[metric] if size in r]
+            if not osu or not hmb:
+                print(f"{metric:<15} {size:>8} {'(missing)':>11}")
+                continue
+            ratios = [h[0] / o for h, o in zip(hmb, osu)]
+            a, b = statistics.median(osu), statistics.median(h[0] for h in hmb)
+            counts = sorted({h[1] for h in hmb})
+            print(f"{metric:<15} {size:>8} {a:>11.4g} {b:>11.4g} {b / a:>8.3f} "
+                  f"{min(ratios):>6.3f}-{max(ratios):<6.3f} {'/'.join(map(str, counts)):>11}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
