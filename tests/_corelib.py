@@ -23,7 +23,7 @@ HMB_MAX_OPTIONS = 160
 class Option(C.Structure):
     _fields_ = [("name", C.c_char_p), ("type", C.c_int), ("default_value", C.c_char_p),
                 ("help", C.c_char_p), ("min", C.c_double), ("max", C.c_double),
-                ("choices", C.c_char_p)]
+                ("choices", C.c_char_p), ("role", C.c_int)]   # role: 0 parameter, 1 run control
 
 
 class Default(C.Structure):

@@ -43,7 +43,11 @@ def test_signed_and_spare_core_come_from_the_benchmark(described):
     metric = {(b, m["name"]): m for b, d in by.items() for m in d["metrics"]}
     assert metric[("async", "efficiency_pct")]["signed"] and metric[("part", "availability")]["signed"]
     assert not metric[("p2p", "latency_us")]["signed"] and not metric[("p2p", "latency_us")]["higher_is_better"]
-    assert by["p2p"]["spare_core_when"] is None
+    assert by["p2p"]["spare_core_when"] is None and by["async"]["spare_core_when"] == "progress=impl,thread"
+    # --data: p2p reuses send buffers by default (as OSU); the others write fresh data only
+    default = {b: next(o["default"] for o in d["options"] if o["name"] == "data") for b, d in by.items()}
+    assert by["p2p"]["data_reuse"] and default["p2p"] == "reuse"
+    assert not by["part"]["data_reuse"] and default["part"] == "fresh"
 
 
 def test_describe_one_benchmark_and_reject_unknown(described):

@@ -63,6 +63,8 @@ MALFORMED = [
     ("negative timeout", ["p2p", "--timeout", "-1s"], 2, "--timeout"),
     ("unknown benchmark", ["nosuchbench"], 2, "unknown benchmark 'nosuchbench'"),
     ("missing value", ["p2p", "--sizes"], 2, "--sizes needs a value"),
+    ("duration without unit", ["p2p", "--timeout", "60"], 2, "--timeout"),
+    ("data reuse unsupported", ["part", "--data", "reuse"], 2, "--data reuse: part writes its send data"),
 ]
 
 

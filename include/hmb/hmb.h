@@ -196,6 +196,10 @@ typedef struct hmb_bench {
      * the medians. NULL: no pivot table. */
     const char *pivot_metrics;
     const char *spare_core_when; /* "option=value,value": runs with one of these values need one spare core per rank for a progress thread; NULL: never */
+    /* 1: honours --data reuse (send data through hmb_data_gen/hmb_data_refill, see below) and
+     * its "data" default should be "reuse" (set it in .defaults); 0: the harness refuses
+     * --data reuse with a usage error (the benchmark writes its data before every send). */
+    int data_reuse;
 } hmb_bench;
 
 /* Registration: each benchmark file ends with HMB_REGISTER(descriptor_variable). The

@@ -92,6 +92,10 @@ static void parse_before_init(hmb_ctx *ctx, int argc, char **argv)
     if (hmb_opt_int(ctx, "max-iters") < hmb_opt_int(ctx, "iters"))
         hmb_usage_error(ctx, "--max-iters %lld is below --iters %lld (the minimum number of iterations)",
                         hmb_opt_int(ctx, "max-iters"), hmb_opt_int(ctx, "iters"));
+    if (!ctx->bench->data_reuse && strcmp(hmb_opt_str(ctx, "data"), "reuse") == 0)
+        hmb_usage_error(ctx, "--data reuse: %s writes its send data before every send (--data fresh); "
+                             "reusing send data is not implemented for it",
+                        ctx->bench->name);
     ctx->validate = !hmb_opt_flag(ctx, "no-validate");
     ctx->corrupt_at = hmb_opt_int(ctx, "corrupt-at");
     ctx->json_path = hmb_options_find(&ctx->opts, "json")->present ? hmb_opt_str(ctx, "json") : NULL;

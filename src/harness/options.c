@@ -39,9 +39,9 @@ const hmb_option hmb_common_options[] = {
      4611686018427387904.0 /* 2^62 */, NULL, HMB_ROLE_RUN_CONTROL},
     {"cache", HMB_OPT_CHOICE, "hot",
      "hot: buffers stay cached; cold: evict the caches before every timed iteration", 0, 0, "hot|cold"},
-    {"data", HMB_OPT_CHOICE, "reuse",
-     "send data: reuse = written once per point in two generations by iteration parity (p2p so far); "
-     "fresh = written before every send (what the other benchmarks do)",
+    {"data", HMB_OPT_CHOICE, "fresh",
+     "send data: fresh = written before every send, as an application does; reuse = written once per "
+     "point in two generations by iteration parity, as OSU/IMB (p2p's default; other benchmarks: fresh only)",
      0, 0, "reuse|fresh"},
     {"llc-size", HMB_OPT_SIZES, "0", "last-level cache size: --cache cold eviction, p2p window slots (0 = sysfs)", 0,
      0, NULL, HMB_ROLE_RUN_CONTROL},

@@ -110,6 +110,7 @@ static void write_descriptor(hmb_json *j, const hmb_bench *b)
     hmb_json_int(j, "rank_multiple", b->rank_multiple > 1 ? b->rank_multiple : 1);
     hmb_json_str(j, "thread_level", hmb_thread_level_name(b->thread_level));
     hmb_json_str(j, "spare_core_when", b->spare_core_when);
+    hmb_json_bool(j, "data_reuse", b->data_reuse);
     write_options(j, b);
     hmb_json_open_arr(j, "metrics");
     for (const hmb_metric *m = b->metrics; m->name; m++) {
