@@ -130,6 +130,14 @@ def test_run_repeats_shows_between_launch_spread(tmp_path):
     assert [float(cells[1]), float(cells[3])] == pytest.approx([1.064, 1.064 * 1.2], rel=0.01)  # min - max
 
 
+def test_run_repeats_metric_filter(tmp_path):
+    r = hmb(["run", "p2p", "--repeats", "2", "--metric", "latency_us", "--", "--sizes", "8"], env=fake_env(tmp_path))
+    assert r.returncode == 0 and len([ln for ln in r.stdout.splitlines() if "latency_us" in ln]) == 1, r.stdout
+    r = hmb(["run", "p2p", "--repeats", "2", "--metric", "bogus_us", "--", "--sizes", "8"], env=fake_env(tmp_path))
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("hmb: ")]
+    assert r.returncode == 2 and len(errors) == 1 and "bogus_us" in errors[0], r.stderr
+
+
 def test_run_returns_the_benchmark_exit_status(tmp_path):
     r = hmb(["run", "p2p", "--", "--sizes", "8"], env=fake_env(tmp_path, FAKE_FAIL_TAG_SUBSTR=""))
     assert r.returncode == 0

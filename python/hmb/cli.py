@@ -189,6 +189,8 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--repeats", type=int, default=1, metavar="N",
                    help="launch N times (the same command) and show, per point and metric, the median "
                    "of launch medians, their min-max and the within-launch 95%% CI (default 1)")
+    r.add_argument("--metric", metavar="NAMES",
+                   help="with --repeats: summarise only these metrics (comma list; default: the table's)")
     r.add_argument("--rebuild", action="store_true", help="run an incremental build first")
     r.add_argument("--dry-run", action="store_true", help="print the launch lines, run nothing")
     r.set_defaults(func=cmd_run)

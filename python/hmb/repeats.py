@@ -33,11 +33,17 @@ def run(target, args, timeout: float | None) -> int:
                     with open(args.json, "a") as out, open(path) as f:
                         shutil.copyfileobj(f, out)
         if files:
-            sys.stdout.write(summary([results.load([f]) for f in files]))
+            loaded = [results.load([f]) for f in files]
+            wanted = args.metric.split(",") if getattr(args, "metric", None) else None
+            known = {m for rs in loaded for r in rs.results for m in (r.record.get("metrics") or {})}
+            unknown = [m for m in wanted or () if m not in known]
+            if unknown:
+                raise results.ResultsError(f"--metric: no result has {', '.join(unknown)} (it has: {', '.join(sorted(known))})")
+            sys.stdout.write(summary(loaded, wanted))
     return worst
 
 
-def summary(launches: list) -> str:
+def summary(launches: list, metrics: list | None = None) -> str:
     """One row per point and summary-worthy metric over the launches (each a ResultSet)."""
     groups = defaultdict(list)
     for rs in launches:
@@ -50,6 +56,8 @@ def summary(launches: list) -> str:
         names = list((first.record.get("metrics") or {}))
         if first.desc:
             names = [m.name for m in first.desc.metrics if m.in_table and m.name in names]
+        if metrics:
+            names = [m for m in metrics if (first.record.get("metrics") or {}).get(m)]
         point = " ".join(f"{k}={fmt_size(v) if k == 'size_bytes' else v}" for k, v in sorted(first.params.items()))
         for name in names:
             c = combine(rr, name)
