@@ -277,6 +277,11 @@ double hmb_compute_calibration_error(const hmb_ctx *ctx, int64_t ns);
  * design. Thread-safe. */
 int64_t hmb_noise_ns(const hmb_ctx *ctx, int tid, long iter, int64_t base_ns);
 
+/* splitmix64's step: a bijective 64-bit mixer with full avalanche. hmb_mix64(counter++) over a
+ * caller-owned counter is a per-thread random stream; hashing coordinates (seed, rank, tid,
+ * iteration) through it gives reproducible draws. */
+uint64_t hmb_mix64(uint64_t z);
+
 /* ------------------------------------------------------------------ cache */
 
 /* Register a buffer of the benchmark so --cache cold evicts it before every iteration.

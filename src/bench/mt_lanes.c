@@ -249,13 +249,10 @@ void mt_state_free(mt_state *s)
     free(s);
 }
 
-/* splitmix64: a tiny generator whose state is the thread's own (no shared state). */
+/* splitmix64 over a state that is the thread's own (no shared state). */
 static uint64_t mt_shuffle_next(mt_shuffle *sh)
 {
-    uint64_t z = (sh->state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return hmb_mix64(sh->state++);
 }
 
 void mt_shuffle_init(mt_shuffle *sh, const mt_state *s, int rank, int tid, long iter)

@@ -16,8 +16,7 @@
 enum { STREAM_UNIFORM = 1, STREAM_GAUSS_A, STREAM_GAUSS_B, STREAM_SINGLE_THREAD };
 
 
-/* splitmix64's finaliser: a bijective 64-bit mixer with full avalanche. */
-static uint64_t mix64(uint64_t z)
+uint64_t hmb_mix64(uint64_t z)
 {
     z += 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -27,11 +26,11 @@ static uint64_t mix64(uint64_t z)
 
 static uint64_t hash_coords(uint64_t seed, int rank, int tid, long iter, int stream)
 {
-    uint64_t h = mix64(seed);
-    h = mix64(h ^ (uint64_t)(uint32_t)rank);
-    h = mix64(h ^ (uint64_t)(uint32_t)tid);
-    h = mix64(h ^ (uint64_t)iter);
-    return mix64(h ^ (uint64_t)stream);
+    uint64_t h = hmb_mix64(seed);
+    h = hmb_mix64(h ^ (uint64_t)(uint32_t)rank);
+    h = hmb_mix64(h ^ (uint64_t)(uint32_t)tid);
+    h = hmb_mix64(h ^ (uint64_t)iter);
+    return hmb_mix64(h ^ (uint64_t)stream);
 }
 
 /* Uniform in [0, 1) with 53 random bits. */

@@ -8,20 +8,10 @@
 
 #include "ctx.h"
 
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return x;
-}
-
 static uint64_t pattern_base(int rank, int part, long iter)
 {
-    return mix64(((uint64_t)(uint32_t)rank << 40) ^ ((uint64_t)(uint32_t)part << 20) ^
-                 mix64((uint64_t)iter + 0x9e3779b97f4a7c15ULL));
+    return hmb_mix64(((uint64_t)(uint32_t)rank << 40) ^ ((uint64_t)(uint32_t)part << 20) ^
+                 hmb_mix64((uint64_t)iter));
 }
 
 /* Word k of the pattern: one multiply-xorshift per word keeps fill/check cheap. */
