@@ -141,9 +141,11 @@ def test_part_last_ready_ties_take_the_last_arrival(lib):
 
 def test_part_bad_inputs(lib):
     assert part(lib, [], [], 0.0, 1.0, 1.0, 8)[0] == -1          # no partitions
-    for bad in (0.0, -1.0, math.nan):                            # both baselines must be > 0
+    for bad in (0.0, -1.0, math.nan):                            # the MPI_Send baseline must be > 0
         assert part(lib, [1.0], [2.0], 1.0, bad, 1.0, 8)[0] == -1
-        assert part(lib, [1.0], [2.0], 1.0, 1.0, bad, 8)[0] == -1
+        # a bad persistent baseline loses overhead_persistent only: t_part 1, overhead 1 / 1
+        rc, m = part(lib, [1.0], [2.0], 1.0, 1.0, bad, 8)
+        assert rc == 0 and math.isnan(m.overhead_persistent) and m.overhead == 1.0 and m.t_part_s == 1.0
     # An arrival before its ready time is reported as is (a clock problem the user must see):
     # t_part = 0.5 - 1 < 0, and the arrival (0.5) precedes the join (1) -> early_bird 1.
     rc, m = part(lib, [1.0], [0.5], 1.0, 1.0, 1.0, 8)

@@ -29,7 +29,8 @@ typedef struct {
  * success for the receive partition holding it (same time base). early_bird is the share of
  * the message's bytes reported arrived at or before t_join: a library that transfers nothing
  * before the join scores 0, and so does P = 1 (its only s is at or after the join).
- * Returns 0, or -1 if inputs are unusable (n < 1, t_pt2pt <= 0 or t_persist <= 0). An arrival
+ * Returns 0, or -1 if inputs are unusable (n < 1, t_pt2pt <= 0); t_persist <= 0 (or NaN) leaves
+ * only overhead_persistent NaN, the other metrics do not depend on it. An arrival
  * before its ready time is allowed and reported as is (a clock problem the user must see). */
 int hmb_part_metrics_compute(int n, const double *s, const double *a, double t_join_s, double t_pt2pt_s,
                              double t_persist_s, size_t m_bytes, hmb_part_metrics *out);

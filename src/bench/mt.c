@@ -47,7 +47,7 @@ static const hmb_option mt_options[] = {
     {"stale-at", HMB_OPT_INT, "-1",
      "TEST ONLY: at this iteration the sender sends, as lane 0's first message of each window, a well-formed message "
      "of the previous iteration, which validation must reject (exit 3)",
-     -1, 1e9, NULL},
+     -1, 1e9, NULL, HMB_ROLE_RUN_CONTROL},
     HMB_OPTION_END,
 };
 

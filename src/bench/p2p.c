@@ -372,11 +372,12 @@ static const hmb_option p2p_options[] = {
      "latency: round trips timed back-to-back per sample (0 = auto: a sample of >= 20 us, at most 256)", 0, 4096,
      NULL},
     {"stale-at", HMB_OPT_INT, "-1", "TEST ONLY: in this iteration senders send the other generation's data", -1, 1e9,
-     NULL},
+     NULL, HMB_ROLE_RUN_CONTROL},
     {"wrong-slot-at", HMB_OPT_INT, "-1",
-     "TEST ONLY: in this iteration the last message carries the next slot's data", -1, 1e9, NULL},
+     "TEST ONLY: in this iteration the last message carries the next slot's data", -1, 1e9, NULL,
+     HMB_ROLE_RUN_CONTROL},
     {"hang-at", HMB_OPT_INT, "-1", "TEST ONLY: rank 1 stops participating at this iteration (watchdog test)", -1, 1e9,
-     NULL},
+     NULL, HMB_ROLE_RUN_CONTROL},
     HMB_OPTION_END};
 
 static const hmb_metric p2p_metrics[] = {

@@ -103,9 +103,12 @@ void hmb_clocks_sync(hmb_ctx *ctx)
     measure_all(ctx, 0);
     if (ctx->rank == 0)
         for (int r = 1; r < ctx->size; r++) {
-            hmb_clock_model m;
-            fit_points(ctx, r, 0, CLOCK_GROUPS, mean(point_slot(ctx->clocks->t_s, r, 0), CLOCK_GROUPS), &m);
-            ctx->clock_offsets_s[r] = m.offset_s;
+            /* Applied offset: the median of the groups' best exchanges, so one group hit by a
+             * steal burst (a long best round trip) cannot shift it. At start-up the groups are
+             * microseconds apart: the line fit's drift is for the end-of-run record only. */
+            hmb_summary med;
+            hmb_summarize(point_slot(ctx->clocks->offset_s, r, 0), CLOCK_GROUPS, 0.95, &med);
+            ctx->clock_offsets_s[r] = med.median;
         }
     /* Every rank gets the table (benchmarks may report others' offsets). */
     MPI_Bcast(ctx->clock_offsets_s, ctx->size, MPI_DOUBLE, 0, ctx->comm);

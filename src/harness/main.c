@@ -279,7 +279,10 @@ int main(int argc, char **argv)
     hmb_watchdog_disarm(ctx->watchdog);
     for (int i = 0; i < points.count; i++)
         hmb_measure_point(ctx, &points.items[i]);
+    hmb_watchdog_arm(ctx->watchdog, hmb_opt_duration_ns(ctx, "timeout"));
+    hmb_phase(ctx, "clock re-check (end of run)");
     hmb_clocks_recheck(ctx);
+    hmb_watchdog_disarm(ctx->watchdog);
 
     hmb_pivot_print(ctx);
     hmb_pivot_free(ctx);

@@ -6,7 +6,7 @@
 int hmb_part_metrics_compute(int n, const double *s, const double *a, double t_join_s, double t_pt2pt_s,
                              double t_persist_s, size_t m_bytes, hmb_part_metrics *out)
 {
-    if (n < 1 || !(t_pt2pt_s > 0.0) || !(t_persist_s > 0.0) || !out)
+    if (n < 1 || !(t_pt2pt_s > 0.0) || !out)
         return -1;
     double s_min = s[0], a_max = a[0];
     int last_ready = 0, arrived_by_join = 0;
@@ -24,7 +24,8 @@ int hmb_part_metrics_compute(int n, const double *s, const double *a, double t_j
     out->t_pt2pt_s = t_pt2pt_s;
     out->t_persist_s = t_persist_s;
     out->overhead = out->t_part_s / t_pt2pt_s;
-    out->overhead_persistent = out->t_part_s / t_persist_s;
+    /* an unusable persistent baseline costs only the metric that divides by it */
+    out->overhead_persistent = t_persist_s > 0.0 ? out->t_part_s / t_persist_s : NAN;
     double last_span = a[last_ready] - s[last_ready];
     out->perceived_bw_Bps = last_span > 0.0 ? (double)m_bytes / last_span : INFINITY;
     double after = a_max - t_join_s;
