@@ -71,6 +71,17 @@ class PartMetrics(C.Structure):
 
 
 _P = C.POINTER
+
+class TopoDir(C.Structure):
+    _fields_ = [("off", C.c_int * 3), ("to", C.c_int), ("from_", C.c_int)]
+
+
+class Topo(C.Structure):
+    _fields_ = [("ndims", C.c_int), ("dims", C.c_int * 3), ("periodic", C.c_int), ("coords", C.c_int * 3),
+                ("rank", C.c_int), ("size", C.c_int), ("tdims", C.c_int * 3), ("nthreads", C.c_int),
+                ("ndirs", C.c_int), ("dir", TopoDir * 26)]
+
+
 _SIGNATURES = {
     # units.c
     "hmb_parse_size": (C.c_int, [C.c_char_p, _P(C.c_size_t), C.c_char_p, C.c_size_t]),
@@ -109,7 +120,20 @@ _SIGNATURES = {
     "hmb_overlap_pct": (C.c_double, [C.c_double, C.c_double, C.c_double]),
     "hmb_projected_speedup": (C.c_double, [C.c_double, C.c_double]),
     "hmb_eager_threshold_rule": (C.c_size_t, [C.c_double, C.c_size_t]),
+    # topology.c
+    "hmb_dims_balanced": (C.c_int, [C.c_int, C.c_int, _P(C.c_int)]),
+    "hmb_topo_directions": (C.c_int, [C.c_int, C.c_int, _P(C.c_int * 3)]),
+    "hmb_topo_build": (C.c_char_p, [_P(Topo), C.c_int, C.c_int, _P(C.c_int), C.c_int, C.c_int, _P(C.c_int),
+                                    C.c_int, C.c_int]),
+    "hmb_topo_rank_of": (C.c_int, [_P(Topo), _P(C.c_int)]),
+    "hmb_topo_pieces": (C.c_int, [_P(Topo), C.c_int]),
+    "hmb_topo_piece_thread": (C.c_int, [_P(Topo), C.c_int, C.c_int]),
+    "hmb_topo_thread_piece": (C.c_int, [_P(Topo), C.c_int, C.c_int]),
+    "hmb_topo_tile": (None, [_P(Topo), _P(C.c_int), C.c_int, _P(C.c_int), _P(C.c_int)]),
+    "hmb_topo_send_box": (None, [_P(Topo), _P(C.c_int), C.c_int, C.c_int, _P(C.c_int), _P(C.c_int)]),
+    "hmb_topo_recv_box": (None, [_P(Topo), _P(C.c_int), C.c_int, C.c_int, _P(C.c_int), _P(C.c_int)]),
 }
+
 
 _lib = None
 

@@ -1,0 +1,58 @@
+/* hmb_topo_from_options: the topology options (HMB_TOPO_OPTIONS) -> hmb_topo, usage errors and the
+ * run-header record. The grid arithmetic itself is pure (topology.c). */
+#include <stdio.h>
+#include <string.h>
+
+#include "hmb/hmb.h"
+
+/* An INTS option of exactly ndims entries, or NULL when not given. */
+static const int *axes_option(hmb_ctx *ctx, const char *name, int ndims, int out[3])
+{
+    if (!hmb_opt_given(ctx, name))
+        return NULL;
+    int count;
+    const long long *v = hmb_opt_ints(ctx, name, &count);
+    if (count != ndims)
+        hmb_usage_error(ctx, "--%s: %d values for a %d-D grid (give %d, e.g. %s)", name, count, ndims, ndims,
+                        ndims == 2 ? "2,2" : "2,2,2");
+    for (int a = 0; a < ndims; a++)
+        out[a] = (int)v[a];
+    return out;
+}
+
+static void format_dims(char *buf, size_t len, const int *dims, int ndims)
+{
+    snprintf(buf, len, ndims == 2 ? "%dx%d" : "%dx%dx%d", dims[0], dims[1], dims[2]);
+}
+
+void hmb_topo_from_options(hmb_ctx *ctx, int ndims, int neighbours, int record, hmb_topo *t)
+{
+    int grid_v[3], tgrid_v[3];
+    const int *grid = axes_option(ctx, "grid", ndims, grid_v);
+    const int *tgrid = axes_option(ctx, "tgrid", ndims, tgrid_v);
+    int periodic = strcmp(hmb_opt_str(ctx, "boundary"), "periodic") == 0;
+    const char *err = hmb_topo_build(t, ndims, neighbours, grid, hmb_size(ctx), hmb_rank(ctx), tgrid,
+                                     hmb_threads(ctx), periodic);
+    if (err) {
+        char want[64];
+        int given[3] = {1, 1, 1};
+        const int *shown = strstr(err, "thread") ? tgrid : grid;
+        if (shown)
+            memcpy(given, shown, ndims * sizeof(int));
+        format_dims(want, sizeof want, given, ndims);
+        if (strstr(err, "thread"))
+            hmb_usage_error(ctx, "--tgrid %s: %s (--threads %d)", want, err, hmb_threads(ctx));
+        if (grid)
+            hmb_usage_error(ctx, "--grid %s: %s (%d ranks)", want, err, hmb_size(ctx));
+        hmb_usage_error(ctx, "%s (%d ranks)", err, hmb_size(ctx));
+    }
+    if (record) {
+        char buf[64];
+        format_dims(buf, sizeof buf, t->dims, ndims);
+        hmb_header_add_str(ctx, "topology_grid", buf);
+        format_dims(buf, sizeof buf, t->tdims, ndims);
+        hmb_header_add_str(ctx, "topology_tgrid", buf);
+        hmb_header_add_str(ctx, "topology_boundary", t->periodic ? "periodic" : "open");
+        hmb_header_add_num(ctx, "topology_neighbours", t->ndirs);
+    }
+}
