@@ -120,6 +120,9 @@ _SIGNATURES = {
     "hmb_overlap_pct": (C.c_double, [C.c_double, C.c_double, C.c_double]),
     "hmb_projected_speedup": (C.c_double, [C.c_double, C.c_double]),
     "hmb_eager_threshold_rule": (C.c_size_t, [C.c_double, C.c_size_t]),
+    # design.c
+    "hmb_phase_orders": (C.c_int, [C.c_int]),
+    "hmb_phase_order": (C.c_int, [C.c_int, C.c_long, _P(C.c_int)]),
     # topology.c
     "hmb_dims_balanced": (C.c_int, [C.c_int, C.c_int, _P(C.c_int)]),
     "hmb_topo_directions": (C.c_int, [C.c_int, C.c_int, _P(C.c_int * 3)]),
