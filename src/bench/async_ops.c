@@ -68,15 +68,12 @@ static void ring_neighbors(async_exchange *ex, int k)
 
 static void grid_neighbors(async_exchange *ex, int k)
 {
-    static const int dx[8] = {1, -1, 0, 0, 1, -1, 1, -1}, dy[8] = {0, 0, 1, -1, 1, -1, -1, 1};
-    int dims[2] = {0, 0};
-    MPI_Dims_create(ex->nranks, 2, dims);
-    int x = ex->rank / dims[1], y = ex->rank % dims[1];
+    /* The harness topology: a periodic 2-D grid, faces then diagonals (k = 4 or 8, checked). */
+    hmb_topo t;
+    hmb_topo_build(&t, 2, k, NULL, ex->nranks, ex->rank, NULL, 1, 1);
     for (int j = 0; j < k; j++) {
-        int tx = ((x + dx[j]) % dims[0] + dims[0]) % dims[0], ty = ((y + dy[j]) % dims[1] + dims[1]) % dims[1];
-        int fx = ((x - dx[j]) % dims[0] + dims[0]) % dims[0], fy = ((y - dy[j]) % dims[1] + dims[1]) % dims[1];
-        ex->send_to[j] = tx * dims[1] + ty;
-        ex->recv_from[j] = fx * dims[1] + fy;
+        ex->send_to[j] = t.dir[j].to;
+        ex->recv_from[j] = t.dir[j].from;
     }
 }
 
