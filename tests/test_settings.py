@@ -51,3 +51,27 @@ def test_resolve_preset_or_raw_threshold():
     assert settings.resolve("mpich", "24K")[1]["MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE"] == "24576"
     with pytest.raises(ValueError, match="unknown setting 'fast'"):
         settings.resolve("mpich", "fast")
+
+
+def test_sweep_settings_axis_expands_with_library_variables(tmp_path, monkeypatch):
+    from hmb import sweep
+    monkeypatch.setenv("HMB_BENCH_OVERRIDE", "true")
+    cfg_path = tmp_path / "s.toml"
+    cfg_path.write_text('[sweep]\nmpis = ["mpich", "openmpi"]\nseed = 1\n'
+                        '[[bench]]\nname = "proto"\nsettings = ["default", "16K", 24576]\n')
+    specs = sweep.expand(sweep.load(str(cfg_path)))
+    by = {(s.mpi, s.settings): s for s in specs}
+    assert len(specs) == 6 and len({s.tag for s in specs}) == 6
+    assert by[("mpich", "default")].env_added == {}
+    assert by[("mpich", "16K")].env_added == settings.threshold_env("mpich", 16384)
+    assert by[("openmpi", "24576")].env_added == {"OMPI_MCA_btl_sm_eager_limit": "24576"}
+    assert by[("openmpi", "16K")].point()["settings"] == "16K"
+
+
+def test_sweep_settings_axis_rejects_unknown_setting(tmp_path, monkeypatch):
+    from hmb import sweep
+    monkeypatch.setenv("HMB_BENCH_OVERRIDE", "true")
+    cfg_path = tmp_path / "s.toml"
+    cfg_path.write_text('[sweep]\nseed = 1\n[[bench]]\nname = "proto"\nsettings = ["fast"]\n')
+    with pytest.raises(sweep.ConfigError, match="settings: mpich: unknown setting 'fast'"):
+        sweep.expand(sweep.load(str(cfg_path)))
