@@ -290,18 +290,16 @@ static void *proto_setup(hmb_ctx *ctx, const hmb_point *pt)
         st->window = (int)hmb_point_int(pt, "window");
         bytes = st->size * (size_t)st->window;
         ok &= (st->reqs = calloc((size_t)st->window, sizeof *st->reqs)) != NULL;
+        touch_every_pair(ctx); /* before the benchmark's own buffers exist */
+        max_memory(ctx, &st->rss_pairs_kB, &st->hwm_kB);
     }
     ok &= (st->send = alloc_buffer(ctx, bytes)) != NULL && (st->recv = alloc_buffer(ctx, bytes)) != NULL;
     if (!hmb_all_agree(ctx, ok)) {
         hmb_unsupported(ctx, "cannot allocate 2 x %zu bytes of message buffers", bytes);
         return st;
     }
-    if (st->test == TEST_PROBE) {
+    if (st->test == TEST_PROBE)
         calibrate_transfers(st);
-    } else {
-        touch_every_pair(ctx);
-        max_memory(ctx, &st->rss_pairs_kB, &st->hwm_kB);
-    }
     return st;
 }
 
@@ -346,6 +344,7 @@ static void tradeoff_iterate(proto_state *st, hmb_sample *out)
     out->valid = span_s > 0;
     double hwm = 0;
     max_memory(ctx, &st->rss_traffic_kB, &hwm);
+    st->rss_traffic_kB -= 2.0 * (double)(st->size * (size_t)st->window) / 1024; /* not the library's */
     st->hwm_kB = hwm > st->hwm_kB ? hwm : st->hwm_kB;
 }
 
