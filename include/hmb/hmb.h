@@ -340,9 +340,16 @@ void hmb_validation_failure(hmb_ctx *ctx, const hmb_point *pt, long iter, int pa
 /* Extra fields on the current point's JSON result record (call from annotate()). */
 void hmb_result_add_num(hmb_ctx *ctx, const char *key, double value);
 void hmb_result_add_str(hmb_ctx *ctx, const char *key, const char *value);
+/* A table of numbers: nrows rows of width values each (row-major), written as [[a, b], ...]
+ * ([a, b, ...] for width 1; [] for no rows), e.g. proto's "switch_bytes" intervals. */
+void hmb_result_add_rows(hmb_ctx *ctx, const char *key, const double *values, int nrows, int width);
 /* Extra fields on the run header (call from check()): e.g. MPI_T cvars a mode needs. */
 void hmb_header_add_num(hmb_ctx *ctx, const char *key, double value);
 void hmb_header_add_str(hmb_ctx *ctx, const char *key, const char *value);
+
+/* This process's resident memory now (VmRSS) and its peak (VmHWM), kB, from /proc/self/status.
+ * Returns 1, or 0 (values -1) where the system does not say. */
+int hmb_memory_kB(long *rss_kB, long *hwm_kB);
 
 /* Reduce helpers for iterate(): element-wise max/sum of n doubles onto rank 0. */
 void hmb_reduce_max(hmb_ctx *ctx, double *vals, int n);

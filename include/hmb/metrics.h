@@ -48,6 +48,26 @@ double hmb_projected_speedup(double fraction_p2p, double speedup_p2p);
 /* Adaptive eager threshold rule (seed 001): 2^ceil(log2(mean_size + header)) + 1024. */
 size_t hmb_eager_threshold_rule(double mean_size_bytes, size_t header_bytes);
 
+/* proto probe (SPEC §3.7): a size progressed when more than half of its trials completed
+ * during the compute (a tie counts as not progressed). */
+int hmb_probe_majority(int progressed, int trials);
+
+/* proto probe: evaluate progressed(size) at every grid size (strictly increasing, multiples of
+ * element); where two neighbours differ, bisect in steps of element until the interval is one
+ * element wide. Each switch k is stored as lo_hi[2k] (last size behaving like the smaller
+ * sizes), lo_hi[2k+1] (first size behaving like the larger ones) and progressed_after[k] (the
+ * predicate at lo_hi[2k+1]: 0 for eager -> handshake). The bisection assumes one switch inside
+ * an interval of the grid. Returns the number of switches (only max_switches are stored), or
+ * -1 for an unusable grid. */
+typedef int (*hmb_size_predicate)(size_t size_bytes, void *arg);
+int hmb_find_switches(const size_t *grid, int n, size_t element, hmb_size_predicate progressed, void *arg,
+                      size_t *lo_hi, int *progressed_after, int max_switches);
+
+/* proto trade-off: the library's resident memory per peer, (rss_pairs - rss_init) / peers, and
+ * projected to a job with `peers` peers: rss_init + per_peer * peers (kB). */
+double hmb_memory_per_peer_kB(double rss_init_kB, double rss_pairs_kB, int peers);
+double hmb_memory_projected_kB(double rss_init_kB, double per_peer_kB, int peers);
+
 /* async: a kernel run that took c_kernel_s for a request of c_s, on a rank whose calibration
  * error (hmb_compute_calibration_error) is calibration_error, is impossible when it ran
  * faster than the undisturbed calibration allows: c_kernel < c (1 - tolerance), tolerance =

@@ -33,11 +33,12 @@ from . import descriptors
 from . import launch as hlaunch
 from . import mpi as hmpi
 from . import requirements
+from . import settings as hsettings
 from .units import parse_duration
 
 SCHEMA = 1
 SWEEP_KEYS = {"mpis", "repeats", "seed", "output", "timeout", "launcher", "args", "srun_args"}
-BENCH_KEYS = {"name", "ranks", "threads", "args", "mpis", "repeats"}
+BENCH_KEYS = {"name", "ranks", "threads", "args", "mpis", "repeats", "settings"}
 
 
 class ConfigError(Exception):
@@ -69,11 +70,12 @@ class LaunchSpec:
     env_added: dict     # from the requirement table (OMP_*/HMB_TAG are added at launch)
     repeat: int
     split: str
+    settings: str = "default"   # the `settings` axis entry (settings.py preset or threshold)
 
     def point(self) -> dict:
         return {"bench": self.bench, "mpi": self.mpi, "ranks": self.ranks,
                 "threads": self.threads, "args": self.args, "repeat": self.repeat,
-                "split": self.split}
+                "split": self.split, "settings": self.settings}
 
 
 def _as_list(value, what: str, kind=None) -> list:
@@ -173,8 +175,14 @@ def load(path: str, mpis_override: list | None = None, output_override: str | No
             if m not in hmpi.KNOWN:
                 raise ConfigError(f"{path}: {where}: unknown MPI '{m}' (choose from {', '.join(hmpi.KNOWN)})")
         args = {**common, **_check_args(b.get("args", {}), f"{where}.args")}
+        chosen = b.get("settings", ["default"])
+        if not isinstance(chosen, list) or not chosen or not all(
+                isinstance(v, (str, int)) and not isinstance(v, bool) for v in chosen):
+            raise ConfigError(f"{path}: {where}.settings: expected a list of presets or thresholds, "
+                              f"e.g. [\"default\", \"16K\"]")
         out_benches.append({
             "name": name,
+            "settings": chosen,
             "ranks": _as_list(b.get("ranks", 2), f"{where}.ranks", int),
             "threads": _as_list(b.get("threads", 1), f"{where}.threads", int),
             "mpis": bm,
@@ -194,9 +202,13 @@ def _text(value) -> str:
     return str(value)
 
 
-def tag_of(bench: str, mpi: str, ranks: int, threads: int, args: dict, repeat: int) -> str:
+def tag_of(bench: str, mpi: str, ranks: int, threads: int, args: dict, repeat: int,
+           setting: str = "default") -> str:
     """Stable launch identity: the same launch gets the same tag in every run of a config."""
-    key = json.dumps([bench, mpi, ranks, threads, sorted(args.items()), repeat], sort_keys=True)
+    fields = [bench, mpi, ranks, threads, sorted(args.items()), repeat]
+    if setting != "default":    # tags of configs without a settings axis stay as they were
+        fields.append(setting)
+    key = json.dumps(fields, sort_keys=True)
     return f"{bench}-{mpi}-{hashlib.sha1(key.encode()).hexdigest()[:10]}-r{repeat}"
 
 
@@ -209,23 +221,34 @@ def expand(cfg: Config, probe_mpi: bool = True) -> list[LaunchSpec]:
     for b in cfg.benches:
         list_keys = [k for k, v in b["args"].items() if isinstance(v, list)]
         scalar = {k: v for k, v in b["args"].items() if not isinstance(v, list)}
-        combos = itertools.product(b["mpis"], b["ranks"], b["threads"],
+        combos = itertools.product(b["settings"], b["mpis"], b["ranks"], b["threads"],
                                    *[b["args"][k] for k in list_keys])
-        for mpi, ranks, threads, *chosen in combos:
+        for setting, mpi, ranks, threads, *chosen in combos:
             args = {k: v for k, v in scalar.items()}
             args.update(zip(list_keys, chosen))
             args = {k: v for k, v in args.items() if v is not False}
             text_args = {k: (True if v is True else _text(v)) for k, v in args.items()}
             flavor = _flavor(mpi, flavors, probe_mpi)
+            label, library_env = _setting_env(flavor, setting)
             for part in requirements.plan(b["name"], text_args, ranks, threads, flavor):
                 for r in range(b["repeats"]):
-                    tag = tag_of(b["name"], mpi, part.ranks, part.threads, part.args, r)
+                    tag = tag_of(b["name"], mpi, part.ranks, part.threads, part.args, r, label)
                     if tag in seen:   # e.g. `everywhere` at several thread counts → same layout
                         continue
                     seen.add(tag)
-                    specs.append(LaunchSpec(tag, b["name"], mpi, part.ranks, part.threads,
-                                            part.args, part.env_added, r, part.split))
+                    specs.append(LaunchSpec(tag, b["name"], mpi, part.ranks, part.threads, part.args,
+                                            {**library_env, **part.env_added}, r, part.split, label))
     return specs
+
+
+def _setting_env(flavor: str, setting) -> tuple[str, dict]:
+    """A `settings` entry -> (label, library variables) for this MPI family (settings.py)."""
+    if setting == "default":
+        return "default", {}
+    try:
+        return hsettings.resolve(flavor, setting)
+    except ValueError as e:
+        raise ConfigError(f"settings: {e}") from None
 
 
 def _flavor(mpi: str, known: dict, probe_mpi: bool = True) -> str:

@@ -35,6 +35,8 @@ typedef struct {
     char *key;
     char *str; /* NULL: numeric */
     double num;
+    double *rows; /* non-NULL: a table of nrows x width numbers (hmb_result_add_rows) */
+    int nrows, width;
 } hmb_extra_field;
 
 typedef struct {

@@ -166,6 +166,8 @@ void hmb_extras_add(hmb_extras *e, const char *key, const char *str, double num)
     f->key = strdup(key);
     f->str = str ? strdup(str) : NULL;
     f->num = num;
+    f->rows = NULL;
+    f->nrows = f->width = 0;
 }
 
 void hmb_extras_clear(hmb_extras *e)
@@ -173,6 +175,7 @@ void hmb_extras_clear(hmb_extras *e)
     for (int i = 0; i < e->count; i++) {
         free(e->items[i].key);
         free(e->items[i].str);
+        free(e->items[i].rows);
     }
     e->count = 0;
 }
@@ -181,7 +184,19 @@ void hmb_extras_write(hmb_json *j, const char *key, const hmb_extras *e)
 {
     hmb_json_open_obj(j, key);
     for (int i = 0; i < e->count; i++) {
-        if (e->items[i].str)
+        const hmb_extra_field *f = &e->items[i];
+        if (f->rows) { /* [[a, b], ...], or [a, b, ...] for width 1 */
+            hmb_json_open_arr(j, f->key);
+            for (int r = 0; r < f->nrows; r++) {
+                if (f->width > 1)
+                    hmb_json_open_arr(j, NULL);
+                for (int c = 0; c < f->width; c++)
+                    hmb_json_num(j, NULL, f->rows[(size_t)r * f->width + c]);
+                if (f->width > 1)
+                    hmb_json_close_arr(j);
+            }
+            hmb_json_close_arr(j);
+        } else if (f->str)
             hmb_json_str(j, e->items[i].key, e->items[i].str);
         else
             hmb_json_num(j, e->items[i].key, e->items[i].num);
@@ -197,6 +212,19 @@ void hmb_result_add_num(hmb_ctx *ctx, const char *key, double value)
 void hmb_result_add_str(hmb_ctx *ctx, const char *key, const char *value)
 {
     hmb_extras_add(&ctx->result_extra, key, value ? value : "", 0);
+}
+
+void hmb_result_add_rows(hmb_ctx *ctx, const char *key, const double *values, int nrows, int width)
+{
+    hmb_extras_add(&ctx->result_extra, key, NULL, 0);
+    hmb_extra_field *f = &ctx->result_extra.items[ctx->result_extra.count - 1];
+    size_t n = (size_t)(nrows > 0 ? nrows : 0) * (size_t)(width > 0 ? width : 1);
+    if (!(f->rows = malloc(n ? n * sizeof(double) : 1)))
+        abort();
+    if (n)
+        memcpy(f->rows, values, n * sizeof(double));
+    f->nrows = nrows > 0 ? nrows : 0;
+    f->width = width > 0 ? width : 1;
 }
 
 void hmb_header_add_num(hmb_ctx *ctx, const char *key, double value)

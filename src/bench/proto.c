@@ -1,0 +1,504 @@
+/* proto — eager/rendezvous protocols (SPEC §3.7, seed 001).
+ * probe: for a size, both ranks post Isend/Irecv and compute with no MPI call (the observed side
+ *   about twice the transfer time, its peer longer), then wait: a transfer that finished before
+ *   the peer's next MPI call progressed on its own (eager); one that did not needed a handshake. One iteration scans the --range grid with --trials
+ *   trials per size and bisects every change down to --element bytes (src/harness/protocol.c);
+ *   the result record carries the switch intervals most iterations found. Views: `sender` (the
+ *   sender is observed; the receive was posted first), `recv-early` (the receiver, receive posted
+ *   first), `recv-late` (the receiver, receive posted after the send).
+ * tradeoff: multi-pair message rate and bandwidth (windows of non-blocking messages, all pairs
+ *   at once), with the ranks' resident memory after MPI_Init, after every pair communicated and
+ *   after the traffic, so the memory per peer can be projected (docs/metrics.md, "proto"). */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hmb/hmb.h"
+#include "hmb/metrics.h"
+
+enum { TEST_PROBE, TEST_TRADEOFF, TEST_COUNT };
+static const char *const test_names[TEST_COUNT] = {"probe", "tradeoff"};
+enum { VIEW_SENDER, VIEW_RECV_EARLY, VIEW_RECV_LATE, VIEW_COUNT };
+static const char *const view_names[VIEW_COUNT] = {"sender", "recv-early", "recv-late"};
+enum { M_SWITCHES, M_FIRST_SWITCH, M_RATE, M_BANDWIDTH, M_ITER_TIME };
+enum { TAG_DATA = 1, TAG_TOKEN = 2 };
+
+#define MAX_SWITCHES 8
+#define MAX_FOUND 64            /* iterations whose switch lists are kept for the consensus */
+#define CALIBRATION_ROUND_TRIPS 5
+
+typedef struct {
+    int count;
+    size_t lo_hi[2 * MAX_SWITCHES];
+    int progressed_after[MAX_SWITCHES];
+} switch_list;
+
+/* Memory of the run (max over ranks, rank 0): read as early as a benchmark can, in points(). */
+typedef struct {
+    double rss_init_kB, hwm_init_kB;
+} proto_run;
+
+typedef struct {
+    hmb_ctx *ctx;
+    const hmb_point *pt;
+    int test, view, peer, is_sender, trials;
+    long iter;
+    int probe_no;              /* probes in this iteration: the validation pattern's part */
+    size_t element;
+    int ngrid;
+    const size_t *grid;
+    double *transfer_s;        /* per grid size: one-way blocking transfer time (rank 0) */
+    double min_compute_s;
+    size_t size;               /* tradeoff: message size */
+    int window;
+    unsigned char *send, *recv;
+    MPI_Request *reqs;
+    int nfound;
+    switch_list found[MAX_FOUND];
+    double rss_pairs_kB, rss_traffic_kB, hwm_kB;
+} proto_state;
+
+static void proto_check(hmb_ctx *ctx)
+{
+    int n = 0;
+    const size_t *grid = hmb_opt_sizes(ctx, "range", &n);
+    const size_t element = (size_t)hmb_opt_int(ctx, "element");
+    for (int i = 0; i < n; i++) {
+        if (grid[i] % element)
+            hmb_usage_error(ctx, "--range: %zu bytes is not a multiple of --element %zu", grid[i], element);
+        if (grid[i] > INT_MAX)
+            hmb_usage_error(ctx, "--range: %zu bytes is more than one MPI_BYTE count can hold", grid[i]);
+        if (i > 0 && grid[i] <= grid[i - 1])
+            hmb_usage_error(ctx, "--range must increase (%zu after %zu)", grid[i], grid[i - 1]);
+    }
+    if ((hmb_opt_choices(ctx, "test") & (1u << TEST_PROBE)) && n < 2)
+        hmb_usage_error(ctx, "--range needs at least two sizes to find a switch between (e.g. 1K:1M)");
+    int ns = 0;
+    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &ns);
+    for (int i = 0; i < ns; i++)
+        if (sizes[i] > INT_MAX)
+            hmb_usage_error(ctx, "--sizes: %zu bytes is more than one MPI_BYTE count can hold", sizes[i]);
+    if ((hmb_opt_choices(ctx, "test") & (1u << TEST_TRADEOFF)) && hmb_size(ctx) % 2)
+        hmb_usage_error(ctx, "--test tradeoff needs an even number of ranks (pairs), got %d", hmb_size(ctx));
+}
+
+static void proto_points(hmb_ctx *ctx, hmb_point_list *out)
+{
+    proto_run *run = calloc(1, sizeof *run);
+    long rss = -1, hwm = -1;
+    hmb_memory_kB(&rss, &hwm);
+    double mem[2] = {(double)rss, (double)hwm};
+    hmb_reduce_max(ctx, mem, 2);
+    run->rss_init_kB = mem[0];
+    run->hwm_init_kB = mem[1];
+    hmb_set_run_data(ctx, run);
+
+    const unsigned long long tests = hmb_opt_choices(ctx, "test"), views = hmb_opt_choices(ctx, "view");
+    int ngrid = 0, nsizes = 0;
+    const size_t *grid = hmb_opt_sizes(ctx, "range", &ngrid);
+    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
+    for (int v = 0; v < VIEW_COUNT && (tests & (1u << TEST_PROBE)); v++) {
+        if (!(views & (1u << v)))
+            continue;
+        hmb_point *pt = hmb_points_add(out, grid[ngrid - 1]);
+        hmb_point_set_str(pt, "test", "probe");
+        hmb_point_set_str(pt, "view", view_names[v]);
+    }
+    for (int i = 0; i < nsizes && (tests & (1u << TEST_TRADEOFF)); i++) {
+        hmb_point *pt = hmb_points_add(out, sizes[i]);
+        hmb_point_set_str(pt, "test", "tradeoff");
+        hmb_point_set_int(pt, "window", hmb_opt_int(ctx, "window"));
+        hmb_point_set_int(pt, "pairs", hmb_size(ctx) / 2);
+    }
+}
+
+static int index_of(const char *name, const char *const *names, int count)
+{
+    int i = 0;
+    while (i < count && strcmp(names[i], name) != 0)
+        i++;
+    return i;
+}
+
+/* One-way time of a blocking transfer of each grid size (the fastest of a few round trips),
+ * broadcast from rank 0: the probe computes about twice as long. */
+static void calibrate_transfers(proto_state *st)
+{
+    MPI_Comm comm = hmb_comm(st->ctx);
+    hmb_phase(st->ctx, "probe: transfer calibration");
+    for (int g = 0; g < st->ngrid; g++) {
+        int n = (int)st->grid[g];
+        double best = HUGE_VAL;
+        for (int k = 0; k < CALIBRATION_ROUND_TRIPS && st->peer >= 0; k++) {
+            double t0 = hmb_now();
+            if (st->is_sender) {
+                MPI_Send(st->send, n, MPI_BYTE, st->peer, TAG_DATA, comm);
+                MPI_Recv(st->recv, n, MPI_BYTE, st->peer, TAG_DATA, comm, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(st->recv, n, MPI_BYTE, st->peer, TAG_DATA, comm, MPI_STATUS_IGNORE);
+                MPI_Send(st->send, n, MPI_BYTE, st->peer, TAG_DATA, comm);
+            }
+            double rtt = hmb_now() - t0;
+            best = rtt < best ? rtt : best;
+        }
+        st->transfer_s[g] = best / 2;
+    }
+    MPI_Bcast(st->transfer_s, st->ngrid, MPI_DOUBLE, 0, comm);
+}
+
+static double compute_for(const proto_state *st, size_t size)
+{
+    int g = 0;
+    while (g < st->ngrid - 1 && st->grid[g] < size)
+        g++;
+    double c = 2.0 * st->transfer_s[g];
+    return c > st->min_compute_s ? c : st->min_compute_s;
+}
+
+/* MPI_Wait, timed: 1 when it returned within half the peer's lead, i.e. before the peer made
+ * any MPI call — the transfer had progressed during the compute (eager) and did not need the
+ * peer (handshake). A single MPI_Test is no such signal: MPICH's does not always complete an
+ * eager receive whose data are already there, and a receiver completes a single-copy (CMA)
+ * transfer inside it. */
+static int wait_done_early(MPI_Request *req, double lead_s)
+{
+    double t0 = hmb_now();
+    MPI_Wait(req, MPI_STATUS_IGNORE);
+    return hmb_now() - t0 < 0.5 * lead_s;
+}
+
+/* One trial at one size: both sides post, compute with no MPI call, then wait; returns this
+ * side's verdict (wait_done_early; the peer's is meaningless). */
+static int probe_once(proto_state *st, size_t size)
+{
+    hmb_ctx *ctx = st->ctx;
+    MPI_Comm comm = hmb_comm(ctx);
+    const int n = (int)size, part = st->probe_no++;
+    /* The observed side computes C, its peer 2C + the least compute: the peer makes no MPI call
+     * for lead_s after the observed side's compute ends. */
+    const int observed = st->view == VIEW_SENDER ? st->is_sender : !st->is_sender;
+    const int64_t c_ns = (int64_t)(compute_for(st, size) * 1e9);
+    const int64_t lead_ns = c_ns + hmb_opt_duration_ns(ctx, "min-compute");
+    const int64_t compute_ns = observed ? c_ns : c_ns + lead_ns;
+    const double lead_s = observed ? (double)lead_ns * 1e-9 : HUGE_VAL;
+    int flag = 0;
+    MPI_Request req;
+    if (st->peer < 0)
+        return 0;
+    if (st->is_sender)
+        hmb_fill(st->send, size, hmb_rank(ctx), part, st->iter);
+    else
+        memset(st->recv, 0, size);
+    hmb_phase(ctx, "probe: trial");
+    if (st->is_sender) {
+        if (st->view == VIEW_RECV_LATE) {
+            MPI_Isend(st->send, n, MPI_BYTE, st->peer, TAG_DATA, comm, &req);
+            MPI_Send(NULL, 0, MPI_BYTE, st->peer, TAG_TOKEN, comm); /* "sent": post now */
+        } else {
+            MPI_Recv(NULL, 0, MPI_BYTE, st->peer, TAG_TOKEN, comm, MPI_STATUS_IGNORE); /* "posted" */
+            MPI_Isend(st->send, n, MPI_BYTE, st->peer, TAG_DATA, comm, &req);
+        }
+        hmb_compute_ns(ctx, compute_ns);
+        flag = wait_done_early(&req, lead_s);
+    } else {
+        if (st->view == VIEW_RECV_LATE)
+            MPI_Recv(NULL, 0, MPI_BYTE, st->peer, TAG_TOKEN, comm, MPI_STATUS_IGNORE);
+        MPI_Irecv(st->recv, n, MPI_BYTE, st->peer, TAG_DATA, comm, &req);
+        if (st->view != VIEW_RECV_LATE)
+            MPI_Send(NULL, 0, MPI_BYTE, st->peer, TAG_TOKEN, comm);
+        hmb_compute_ns(ctx, compute_ns);
+        flag = wait_done_early(&req, lead_s);
+        if (hmb_validate_enabled(ctx))
+            hmb_check_buffer(ctx, st->pt, st->recv, size, st->peer, part, st->iter);
+    }
+    return flag;
+}
+
+/* The predicate of the search: the majority of --trials trials, the same answer on every rank
+ * (only the observed side's flags count: the sender's in view `sender`, else the receiver's). */
+static int probe_size(size_t size, void *arg)
+{
+    proto_state *st = arg;
+    const int observed = st->view == VIEW_SENDER ? st->is_sender : (st->peer >= 0 && !st->is_sender);
+    int mine = 0, total = 0;
+    for (int t = 0; t < st->trials; t++) {
+        int flag = probe_once(st, size);
+        mine += observed ? flag : 0;
+    }
+    MPI_Allreduce(&mine, &total, 1, MPI_INT, MPI_SUM, hmb_comm(st->ctx));
+    return hmb_probe_majority(total, st->trials);
+}
+
+static unsigned char *alloc_buffer(hmb_ctx *ctx, size_t bytes)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, bytes ? bytes : 1) != 0)
+        return NULL;
+    memset(p, 0, bytes ? bytes : 1); /* fault the pages in now */
+    hmb_cache_register(ctx, p, bytes);
+    return p;
+}
+
+static void max_memory(hmb_ctx *ctx, double *rss_kB, double *hwm_kB)
+{
+    long rss = -1, hwm = -1;
+    hmb_memory_kB(&rss, &hwm);
+    double mem[2] = {(double)rss, (double)hwm};
+    hmb_reduce_max(ctx, mem, 2);
+    *rss_kB = mem[0];
+    *hwm_kB = mem[1];
+}
+
+/* Every rank exchanges one small message with every other rank: each pair has communicated. */
+static void touch_every_pair(hmb_ctx *ctx)
+{
+    const int size = hmb_size(ctx);
+    int *out = calloc((size_t)size, sizeof *out), *in = calloc((size_t)size, sizeof *in);
+    if (!out || !in)
+        abort();
+    hmb_phase(ctx, "tradeoff: every pair");
+    MPI_Alltoall(out, 1, MPI_INT, in, 1, MPI_INT, hmb_comm(ctx));
+    free(out);
+    free(in);
+}
+
+static void *proto_setup(hmb_ctx *ctx, const hmb_point *pt)
+{
+    proto_state *st = calloc(1, sizeof *st);
+    st->ctx = ctx;
+    st->pt = pt;
+    st->test = index_of(hmb_point_str(pt, "test"), test_names, TEST_COUNT);
+    const int rank = hmb_rank(ctx), half = hmb_size(ctx) / 2;
+    size_t bytes;
+    int ok = 1;
+    if (st->test == TEST_PROBE) {
+        st->view = index_of(hmb_point_str(pt, "view"), view_names, VIEW_COUNT);
+        st->is_sender = rank == 0;
+        st->peer = rank == 0 ? 1 : rank == 1 ? 0 : -1;
+        st->trials = (int)hmb_opt_int(ctx, "trials");
+        st->element = (size_t)hmb_opt_int(ctx, "element");
+        st->grid = hmb_opt_sizes(ctx, "range", &st->ngrid);
+        st->min_compute_s = (double)hmb_opt_duration_ns(ctx, "min-compute") * 1e-9;
+        bytes = st->grid[st->ngrid - 1];
+        ok &= (st->transfer_s = calloc((size_t)st->ngrid, sizeof *st->transfer_s)) != NULL;
+    } else {
+        st->is_sender = rank < half;
+        st->peer = st->is_sender ? rank + half : rank - half;
+        st->size = pt->size_bytes;
+        st->window = (int)hmb_point_int(pt, "window");
+        bytes = st->size * (size_t)st->window;
+        ok &= (st->reqs = calloc((size_t)st->window, sizeof *st->reqs)) != NULL;
+        touch_every_pair(ctx); /* before the benchmark's own buffers exist */
+        max_memory(ctx, &st->rss_pairs_kB, &st->hwm_kB);
+    }
+    ok &= (st->send = alloc_buffer(ctx, bytes)) != NULL && (st->recv = alloc_buffer(ctx, bytes)) != NULL;
+    if (!hmb_all_agree(ctx, ok)) {
+        hmb_unsupported(ctx, "cannot allocate 2 x %zu bytes of message buffers", bytes);
+        return st;
+    }
+    if (st->test == TEST_PROBE)
+        calibrate_transfers(st);
+    return st;
+}
+
+static void tradeoff_prepare(proto_state *st, long iter)
+{
+    for (int j = 0; j < st->window && st->is_sender; j++)
+        hmb_fill(st->send + (size_t)j * st->size, st->size, hmb_rank(st->ctx), j, iter);
+}
+
+static void proto_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
+{
+    proto_state *st = state;
+    if (st->test == TEST_TRADEOFF)
+        tradeoff_prepare(st, iter);
+}
+
+static void tradeoff_iterate(proto_state *st, hmb_sample *out)
+{
+    hmb_ctx *ctx = st->ctx;
+    MPI_Comm comm = hmb_comm(ctx);
+    const int n = (int)st->size;
+    if (!st->is_sender) {
+        hmb_phase(ctx, "tradeoff: receive window");
+        for (int j = 0; j < st->window; j++)
+            MPI_Irecv(st->recv + (size_t)j * st->size, n, MPI_BYTE, st->peer, TAG_DATA, comm, &st->reqs[j]);
+    }
+    MPI_Barrier(comm); /* receives posted; all pairs start together */
+    double t_start = hmb_now();
+    if (st->is_sender) {
+        hmb_phase(ctx, "tradeoff: send window");
+        for (int j = 0; j < st->window; j++)
+            MPI_Isend(st->send + (size_t)j * st->size, n, MPI_BYTE, st->peer, TAG_DATA, comm, &st->reqs[j]);
+    }
+    MPI_Waitall(st->window, st->reqs, MPI_STATUSES_IGNORE);
+    double t_end = hmb_now();
+    double bounds[2] = {-hmb_to_global(ctx, t_start), hmb_to_global(ctx, t_end)};
+    hmb_reduce_max(ctx, bounds, 2);
+    const double span_s = bounds[0] + bounds[1], messages = (double)st->window * (hmb_size(ctx) / 2);
+    out->value[M_RATE] = messages / span_s;
+    out->value[M_BANDWIDTH] = messages * (double)st->size / span_s / 1e6;
+    out->value[M_ITER_TIME] = span_s * 1e6;
+    out->valid = span_s > 0;
+    double hwm = 0;
+    max_memory(ctx, &st->rss_traffic_kB, &hwm);
+    st->rss_traffic_kB -= 2.0 * (double)(st->size * (size_t)st->window) / 1024; /* not the library's */
+    st->hwm_kB = hwm > st->hwm_kB ? hwm : st->hwm_kB;
+}
+
+static int proto_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
+{
+    proto_state *st = state;
+    if (st->test == TEST_TRADEOFF) {
+        tradeoff_iterate(st, out);
+        return 0;
+    }
+    st->iter = iter;
+    st->probe_no = 0;
+    switch_list found = {0};
+    double t0 = hmb_now();
+    int count = hmb_find_switches(st->grid, st->ngrid, st->element, probe_size, st, found.lo_hi,
+                                  found.progressed_after, MAX_SWITCHES);
+    found.count = count < MAX_SWITCHES ? count : MAX_SWITCHES;
+    out->value[M_SWITCHES] = count;
+    out->value[M_FIRST_SWITCH] = count > 0 ? (double)found.lo_hi[1] : NAN;
+    out->value[M_ITER_TIME] = (hmb_now() - t0) * 1e6;
+    if (st->nfound < MAX_FOUND)
+        st->found[st->nfound++] = found;
+    return 0;
+}
+
+/* The probe validates inside each trial (probe_once); tradeoff checks every message here. */
+static void proto_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
+{
+    proto_state *st = state;
+    if (st->test != TEST_TRADEOFF || st->is_sender)
+        return;
+    for (int j = 0; j < st->window; j++)
+        hmb_check_buffer(ctx, pt, st->recv + (size_t)j * st->size, st->size, st->peer, j, iter);
+}
+
+static int same_switches(const switch_list *a, const switch_list *b)
+{
+    if (a->count != b->count)
+        return 0;
+    for (int k = 0; k < a->count; k++)
+        if (a->lo_hi[2 * k] != b->lo_hi[2 * k] || a->lo_hi[2 * k + 1] != b->lo_hi[2 * k + 1] ||
+            a->progressed_after[k] != b->progressed_after[k])
+            return 0;
+    return 1;
+}
+
+static void probe_annotate(hmb_ctx *ctx, proto_state *st)
+{
+    int best = -1, best_votes = 0;
+    for (int i = 0; i < st->nfound; i++) {
+        int votes = 0;
+        for (int k = 0; k < st->nfound; k++)
+            votes += same_switches(&st->found[i], &st->found[k]);
+        if (votes > best_votes)
+            best = i, best_votes = votes;
+    }
+    double rows[2 * MAX_SWITCHES], after[MAX_SWITCHES], bw[2 * 64];
+    const switch_list *s = best >= 0 ? &st->found[best] : NULL;
+    const int count = s ? s->count : 0;
+    for (int k = 0; k < count; k++) {
+        rows[2 * k] = (double)s->lo_hi[2 * k];
+        rows[2 * k + 1] = (double)s->lo_hi[2 * k + 1];
+        after[k] = s->progressed_after[k];
+    }
+    hmb_result_add_rows(ctx, "switch_bytes", rows, count, 2);
+    hmb_result_add_rows(ctx, "switch_progressed_after", after, count, 1);
+    hmb_result_add_num(ctx, "switch_agreement", st->nfound ? (double)best_votes / st->nfound : NAN);
+    hmb_result_add_num(ctx, "trials", st->trials);
+    hmb_result_add_num(ctx, "element_bytes", (double)st->element);
+    int nbw = st->ngrid < 64 ? st->ngrid : 64;
+    for (int g = 0; g < nbw; g++) {
+        bw[2 * g] = (double)st->grid[g];
+        bw[2 * g + 1] = st->transfer_s[g] > 0 ? (double)st->grid[g] / st->transfer_s[g] / 1e6 : NAN;
+    }
+    hmb_result_add_rows(ctx, "bandwidth_MBps", bw, nbw, 2);
+    char text[64 * MAX_SWITCHES] = "";
+    for (int k = 0; k < count; k++) {
+        size_t len = strlen(text);
+        snprintf(text + len, sizeof text - len, "%s%zu-%zu%s", k ? " " : "", s->lo_hi[2 * k],
+                 s->lo_hi[2 * k + 1], s->progressed_after[k] ? "(+)" : "");
+    }
+    hmb_result_add_str(ctx, "switches", count ? text : "none");
+}
+
+static void proto_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
+{
+    proto_state *st = state;
+    if (st->test == TEST_PROBE) {
+        probe_annotate(ctx, st);
+        return;
+    }
+    const proto_run *run = hmb_run_data(ctx);
+    const int peers = hmb_size(ctx) - 1;
+    const double per_peer = hmb_memory_per_peer_kB(run->rss_init_kB, st->rss_pairs_kB, peers);
+    hmb_result_add_num(ctx, "rss_init_kB", run->rss_init_kB);
+    hmb_result_add_num(ctx, "rss_pairs_kB", st->rss_pairs_kB);
+    hmb_result_add_num(ctx, "rss_traffic_kB", st->rss_traffic_kB);
+    hmb_result_add_num(ctx, "hwm_kB", st->hwm_kB);
+    hmb_result_add_num(ctx, "per_peer_kB", per_peer);
+    hmb_result_add_num(ctx, "rss_1000_peers_kB", hmb_memory_projected_kB(run->rss_init_kB, per_peer, 1000));
+    hmb_result_add_num(ctx, "rss_8000_peers_kB", hmb_memory_projected_kB(run->rss_init_kB, per_peer, 8000));
+}
+
+static void proto_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
+{
+    proto_state *st = state;
+    free(st->send);
+    free(st->recv);
+    free(st->reqs);
+    free(st->transfer_s);
+    free(st);
+}
+
+static const hmb_default proto_defaults[] = {
+    {"sizes", "1K:1M:x4"}, {"iters", "5"}, {"warmup", "1"}, {"budget", "1s"}, {NULL, NULL}};
+
+static const hmb_option proto_options[] = {
+    {"test", HMB_OPT_CHOICES, "probe", "what to measure", 0, 0, "probe|tradeoff"},
+    {"view", HMB_OPT_CHOICES, "all", "probe: whose wait is timed (and when the receive is posted)", 0, 0,
+     "sender|recv-early|recv-late"},
+    {"range", HMB_OPT_SIZES, "1K:1M", "probe: size grid scanned for switches (then bisected)", 1, 1 << 30, NULL},
+    {"element", HMB_OPT_INT, "8", "probe: bisection resolution in bytes (grid sizes must be multiples)", 1, 1 << 20,
+     NULL},
+    {"trials", HMB_OPT_INT, "5", "probe: trials per size; a size progressed when most of them did", 1, 101, NULL},
+    {"min-compute", HMB_OPT_DURATION, "50us", "probe: least compute per trial (else 2x the transfer time)", 0, 0,
+     NULL},
+    {"window", HMB_OPT_INT, "64", "tradeoff: messages in flight per pair per iteration", 1, 4096, NULL},
+    HMB_OPTION_END};
+
+static const hmb_metric proto_metrics[] = {
+    {"switches", "count", "probe: switch points found in --range (this iteration)", 0, 1},
+    {"first_switch_bytes", "B", "probe: first size behaving unlike the smallest (this iteration)", 0, 1},
+    {"msg_rate", "msg/s", "tradeoff: messages per second, all pairs", 1, 1},
+    {"bandwidth_MBps", "MB/s", "tradeoff: bytes per second over all pairs, 1 MB = 1e6 B", 1, 1},
+    {"iter_time_us", "us", "probe: one search; tradeoff: one window of all pairs", 0, 0},
+    HMB_METRIC_END};
+
+static const hmb_bench proto_bench = {
+    .name = "proto",
+    .group = "protocols",
+    .summary = "eager/rendezvous switch probe (bisection) and the threshold trade-off: message rate, memory",
+    .options = proto_options,
+    .defaults = proto_defaults,
+    .metrics = proto_metrics,
+    .thread_level = MPI_THREAD_SINGLE,
+    .min_ranks = 2,
+    .rank_multiple = 1,
+    .check = proto_check,
+    .points = proto_points,
+    .setup = proto_setup,
+    .prepare = proto_prepare,
+    .iterate = proto_iterate,
+    .verify = proto_verify,
+    .teardown = proto_teardown,
+    .annotate = proto_annotate,
+};
+HMB_REGISTER(proto_bench);

@@ -1,0 +1,119 @@
+"""proto (SPEC §3.7): the switch search on synthetic predicates (pure library), the result
+fields, bad input (exit 2) and validation (exit 3). Where the switch lies is machine physics
+and is not asserted here."""
+import ctypes as C
+
+import pytest
+
+from conftest import run_bench
+
+PRED = C.CFUNCTYPE(C.c_int, C.c_size_t, C.c_void_p)
+
+
+def find(core, grid, element, predicate, max_switches=8):
+    core.hmb_find_switches.restype = C.c_int
+    core.hmb_find_switches.argtypes = [C.POINTER(C.c_size_t), C.c_int, C.c_size_t, PRED, C.c_void_p,
+                                       C.POINTER(C.c_size_t), C.POINTER(C.c_int), C.c_int]
+    calls = []
+
+    def pred(size, _arg):
+        calls.append(size)
+        return predicate(size)
+
+    g = (C.c_size_t * len(grid))(*grid)
+    lo_hi = (C.c_size_t * (2 * max_switches))()
+    after = (C.c_int * max_switches)()
+    cb = PRED(pred)
+    n = core.hmb_find_switches(g, len(grid), element, cb, None, lo_hi, after, max_switches)
+    k = min(max(n, 0), max_switches)
+    return n, [(lo_hi[2 * i], lo_hi[2 * i + 1], after[i]) for i in range(k)], calls
+
+
+def test_one_eager_switch_bisected_to_the_element(core):
+    # eager up to 8120 B (MPICH-like): the grid 1K..1M brackets it in (4096, 8192)
+    n, sw, calls = find(core, [1024 << i for i in range(11)], 8, lambda s: s <= 8120)
+    assert n == 1 and sw == [(8120, 8128, 0)]
+    # 11 grid sizes + log2((8192 - 4096) / 8) = 9 bisection steps
+    assert len(calls) == 11 + 9
+
+
+def test_several_switches_and_a_switch_back(core):
+    # progressed below 4000, not between 4000 and 64K, progressed again from 64K (single copy)
+    n, sw, _ = find(core, [1024 << i for i in range(11)], 1, lambda s: s < 4000 or s >= 65536)
+    assert n == 2
+    assert sw == [(3999, 4000, 0), (65535, 65536, 1)]
+
+
+def test_no_switch_and_storage_limit(core):
+    assert find(core, [8, 64, 512], 8, lambda s: 1)[:2] == (0, [])
+    # alternating grid: 3 switches found, only 2 stored
+    n, sw, _ = find(core, [8, 16, 24, 32], 8, lambda s: (s // 8) % 2, max_switches=2)
+    assert n == 3 and len(sw) == 2
+
+
+def test_unusable_grid(core):
+    assert find(core, [8, 12], 8, lambda s: 1)[0] == -1          # not a multiple of the element
+    assert find(core, [64, 32], 8, lambda s: 1)[0] == -1         # not increasing
+
+
+def test_majority_rule(core):
+    core.hmb_probe_majority.restype = C.c_int
+    assert [core.hmb_probe_majority(k, 5) for k in range(6)] == [0, 0, 0, 1, 1, 1]
+    assert core.hmb_probe_majority(2, 4) == 0                    # a tie is not progressed
+    assert core.hmb_probe_majority(0, 0) == 0
+
+
+def test_memory_per_peer(core):
+    core.hmb_memory_per_peer_kB.restype = C.c_double
+    core.hmb_memory_per_peer_kB.argtypes = [C.c_double, C.c_double, C.c_int]
+    core.hmb_memory_projected_kB.restype = C.c_double
+    core.hmb_memory_projected_kB.argtypes = [C.c_double, C.c_double, C.c_int]
+    assert core.hmb_memory_per_peer_kB(10000.0, 10600.0, 3) == 200.0
+    assert core.hmb_memory_projected_kB(10000.0, 200.0, 1000) == 210000.0
+
+
+FAST = ["--iters", "1", "--warmup", "0", "--max-iters", "2", "--trials", "1", "--min-compute", "20us"]
+
+
+def test_probe_and_tradeoff_records(mpi_name, tmp_path):
+    r = run_bench(mpi_name, ["proto", "--test", "probe,tradeoff", "--view", "sender", "--range", "1K:16K",
+                             "--sizes", "1K,64K", "--window", "4"] + FAST, tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    res = r.results()
+    probe = [x for x in res if x["params"]["test"] == "probe"]
+    assert [x["params"]["view"] for x in probe] == ["sender"]
+    extra = probe[0]["extra"]
+    assert isinstance(extra["switch_bytes"], list)
+    for lo, hi in extra["switch_bytes"]:
+        assert 1024 <= lo < hi <= 16384 and hi - lo == 8     # bisected to --element
+    assert [row[0] for row in extra["bandwidth_MBps"]] == [1024, 2048, 4096, 8192, 16384]
+    trade = [x for x in res if x["params"]["test"] == "tradeoff"]
+    assert [x["params"]["size_bytes"] for x in trade] == [1024, 65536]
+    for x in trade:
+        for key in ("rss_init_kB", "rss_pairs_kB", "rss_traffic_kB", "hwm_kB", "per_peer_kB",
+                    "rss_1000_peers_kB", "rss_8000_peers_kB"):
+            assert key in x["extra"]
+        assert x["extra"]["hwm_kB"] >= x["extra"]["rss_traffic_kB"] > 0
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--range", "1K,1000"], "--range must increase"),
+    (["--range", "1K:8K", "--element", "3"], "not a multiple of --element"),
+    (["--range", "4K"], "at least two sizes"),
+    (["--view", "middle"], "view"),
+])
+def test_bad_input_exit_2(mpi_name, args, needle):
+    r = run_bench(mpi_name, ["proto"] + args + FAST)
+    assert r.rc == 2
+    # one line from hmb-bench (Open MPI's launcher adds its own about the exit status)
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("hmb-bench proto")]
+    assert len(lines) == 1 and needle in lines[0], r.stderr
+
+
+@pytest.mark.parametrize("test", ["probe", "tradeoff"])
+def test_validation_failure_exit_3(mpi_name, test, tmp_path):
+    r = run_bench(mpi_name, ["proto", "--test", test, "--view", "recv-early", "--range", "1K,2K",
+                             "--sizes", "1K", "--window", "2", "--corrupt-at", "1", "--iters", "3",
+                             "--warmup", "0", "--trials", "1", "--min-compute", "20us"], tmp_path=tmp_path)
+    assert r.rc == 3, r.stderr
+    assert any("validation failed: bench=proto" in ln and "iteration=1" in ln for ln in r.stderr.splitlines())
