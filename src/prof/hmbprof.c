@@ -67,6 +67,7 @@ typedef struct {
     MPI_Comm comm;       /* for translating the status' source */
     uint64_t bytes;      /* posted size (a receive uses the received size from its status) */
     double t_post_s;
+    pthread_t owner;     /* the posting thread */
 } pending_t;
 
 /* Rank translation of a communicator other than MPI_COMM_WORLD. */
@@ -80,7 +81,11 @@ typedef struct {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int active;                 /* between MPI_Init and MPI_Finalize */
 static int world_rank, world_size, thread_provided = -1;
-static double t_init_s, p2p_s;
+static double t_init_s;
+static double p2p_s;              /* wall time with at least one thread inside a point-to-point call */
+static double p2p_thread_s;       /* the same summed over threads */
+static int inside;                /* threads inside a wrapped call now */
+static double t_inside_since_s;
 static uint64_t calls[NCALLS];
 static peer_stats_t *peers;        /* indexed by world rank */
 static pending_t *pending;
@@ -307,25 +312,35 @@ static void pending_add(MPI_Request req, int dir, int peer, MPI_Comm comm, uint6
         s = (s + 1) & (pending_cap - 1);
     if (pending[s].state == 0)
         pending_used++;
-    pending[s] = (pending_t){key, 1, dir, peer, comm, bytes, t_post_s};
+    pending[s] = (pending_t){key, 1, dir, peer, comm, bytes, t_post_s, pthread_self()};
     pending_live++;
 }
 
-/* Remove and return the request posted under this handle (the oldest, should a freed handle have
- * been reused by another thread before its completion was recorded). */
-static int pending_take(uint64_t key, pending_t *out)
+/* Remove and return the request posted under this handle. Handles are not unique while requests
+ * are outstanding in several threads (MPICH hands out one built-in handle for sends that completed
+ * at once; a freed handle may be reused before its completion is recorded), so prefer a request
+ * posted by the calling thread, then one posted before the completing call was entered, the oldest. */
+static int pending_take(uint64_t key, double t_entry_s, pending_t *out)
 {
     if (!pending_live)
         return 0;
-    size_t s = slot_of(key), found = (size_t)-1;
-    for (size_t n = 0; n < pending_cap && pending[s].state; n++, s = (s + 1) & (pending_cap - 1))
-        if (pending[s].state == 1 && pending[s].key == key &&
-            (found == (size_t)-1 || pending[s].t_post_s < pending[found].t_post_s))
-            found = s;
-    if (found == (size_t)-1)
+    size_t s = slot_of(key), best = (size_t)-1;
+    int best_rank = -1;
+    pthread_t self = pthread_self();
+    for (size_t n = 0; n < pending_cap && pending[s].state; n++, s = (s + 1) & (pending_cap - 1)) {
+        const pending_t *p = &pending[s];
+        if (p->state != 1 || p->key != key)
+            continue;
+        int rank = 2 * (pthread_equal(p->owner, self) != 0) + (p->t_post_s <= t_entry_s);
+        if (rank > best_rank || (rank == best_rank && p->t_post_s < pending[best].t_post_s)) {
+            best = s;
+            best_rank = rank;
+        }
+    }
+    if (best == (size_t)-1)
         return 0;
-    *out = pending[found];
-    pending[found].state = 2;
+    *out = pending[best];
+    pending[best].state = 2;
     pending_live--;
     return 1;
 }
@@ -334,7 +349,7 @@ static int pending_take(uint64_t key, pending_t *out)
 static void completed(uint64_t key, MPI_Status *status, double t_entry_s)
 {
     pending_t p;
-    if (!pending_take(key, &p))
+    if (!pending_take(key, t_entry_s, &p))
         return;
     if (p.dir == DIR_RECV) {
         int cancelled = 0, count = MPI_UNDEFINED;
@@ -362,20 +377,35 @@ static void received(MPI_Comm comm, MPI_Status *status)
 
 /* ------------------------------------------------------------------ wrappers */
 
+static void enter(double t_entry_s)
+{
+    pthread_mutex_lock(&lock);
+    if (inside++ == 0)
+        t_inside_since_s = t_entry_s;
+    pthread_mutex_unlock(&lock);
+}
+
+static void leave(int call_id, double t_entry_s)
+{
+    double t_exit_s = now_s();
+    pthread_mutex_lock(&lock);
+    calls[call_id]++;
+    p2p_thread_s += t_exit_s - t_entry_s;
+    if (--inside == 0)
+        p2p_s += t_exit_s - t_inside_since_s;
+    pthread_mutex_unlock(&lock);
+}
+
 #define ENTER(call)                       \
     double t_entry_s = now_s();           \
-    int prof_on = active;                 \
-    (void)prof_on;                        \
-    const int call_id = call
-#define LEAVE()                                      \
-    do {                                             \
-        if (prof_on) {                               \
-            double t_exit_s = now_s();               \
-            pthread_mutex_lock(&lock);               \
-            calls[call_id]++;                        \
-            p2p_s += t_exit_s - t_entry_s;           \
-            pthread_mutex_unlock(&lock);             \
-        }                                            \
+    const int prof_on = active;           \
+    const int call_id = call;             \
+    if (prof_on)                          \
+        enter(t_entry_s)
+#define LEAVE()                           \
+    do {                                  \
+        if (prof_on)                      \
+            leave(call_id, t_entry_s);    \
     } while (0)
 
 static void on_send(MPI_Comm comm, int dest, int count, MPI_Datatype type, int blocking)
@@ -674,7 +704,7 @@ int MPI_Request_free(MPI_Request *req)
         /* A freed send still went out (counted at its post); a freed receive is never seen. */
         pending_t p;
         pthread_mutex_lock(&lock);
-        pending_take(key, &p);
+        pending_take(key, t_entry_s, &p);
         pthread_mutex_unlock(&lock);
     }
     LEAVE();
@@ -820,9 +850,10 @@ static void out_rank(text_t *t, double wall_s)
     gethostname(host, sizeof host - 1);
     out(t, "{\"rank\":%d,\"host\":", world_rank);
     out_json_string(t, host);
-    out(t, ",\"pid\":%ld,\"wall_s\":%.9g,\"p2p_s\":%.9g,\"p2p_fraction\":%.6g,\"vmhwm_kib\":%ld,"
-           "\"vmrss_kib\":%ld,\"untracked_peer_messages\":%llu,\"pending_at_finalize\":%zu,\"calls\":{",
-        (long)getpid(), wall_s, p2p_s, wall_s > 0 ? p2p_s / wall_s : 0.0, proc_status_kib("VmHWM"),
+    out(t, ",\"pid\":%ld,\"wall_s\":%.9g,\"p2p_s\":%.9g,\"p2p_thread_s\":%.9g,\"p2p_fraction\":%.6g,"
+           "\"vmhwm_kib\":%ld,\"vmrss_kib\":%ld,\"untracked_peer_messages\":%llu,\"pending_at_finalize\":%zu,"
+           "\"calls\":{",
+        (long)getpid(), wall_s, p2p_s, p2p_thread_s, wall_s > 0 ? p2p_s / wall_s : 0.0, proc_status_kib("VmHWM"),
         proc_status_kib("VmRSS"), (unsigned long long)untracked_peer_msgs, pending_live);
     for (int c = 0; c < NCALLS; c++)
         out(t, "%s\"%s\":%llu", c ? "," : "", call_names[c], (unsigned long long)calls[c]);
