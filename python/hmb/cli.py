@@ -1,4 +1,4 @@
-"""The `hmb` command line: build, run, sweep, report, compare, slurm, demo, check.
+"""The `hmb` command line: build, run, sweep, report, compare, slurm, demo, check, advise.
 
 Every user error is one line "hmb: ..." on stderr and exit status 2.
 """
@@ -22,6 +22,7 @@ EXAMPLES = """examples:
   hmb compare before.jsonl after.jsonl
   hmb slurm configs/part-async.toml --nodes 2 --ranks-per-node 1 --threads 8 -o job.sbatch
   hmb check --mpi openmpi                    can numbers measured on this machine be trusted?
+  hmb advise prof.json --mpi mpich --probe probe.jsonl --verify -- mpiexec -n 2 ./app
 """
 
 
@@ -143,6 +144,14 @@ def cmd_demo(args) -> int:
     return 0 if rc == 0 else 1
 
 
+def cmd_advise(args) -> int:
+    from . import advise
+    try:
+        return advise.run(args)
+    except advise.AdviseError as e:
+        raise UsageError(str(e)) from None
+
+
 def cmd_check(args) -> int:
     from . import check
     if args.ranks < 2:
@@ -258,6 +267,34 @@ def make_parser() -> argparse.ArgumentParser:
     ck.add_argument("--quick", action="store_true", help="fewer rounds and iterations (about half a minute)")
     ck.set_defaults(func=cmd_check)
 
+    av = sub.add_parser(
+        "advise", help="eager threshold advice from a libhmbprof profile; --verify re-runs a program",
+        usage="hmb advise [PROFILE] --mpi MPI [--probe FILE | --threshold B --bandwidth MBps] [--header B] "
+        "[--tradeoff FILE] [--verify [--launches N] [--apply B] [--figure REGEX] -- CMD ...]",
+        description="Apply seed 001's trigger (non-blocking rendezvous messages whose post-to-wait time is "
+        ">= 50%% of their transfer time) and threshold rule to a profile written by libhmbprof.so, per pair "
+        "and per job, with the library setting and its memory cost; --verify runs CMD alternately with the "
+        "default and the advised setting and reports the speed-up (docs/toolkit.md).")
+    av.add_argument("profile", nargs="?", metavar="PROFILE", help="JSON profile from libhmbprof.so")
+    av.add_argument("--mpi", default="mpich", choices=mpi.KNOWN, help="MPI implementation (default mpich)")
+    av.add_argument("--probe", metavar="FILE", help="proto --test probe results (switch and bandwidth)")
+    av.add_argument("--threshold", type=int, metavar="BYTES",
+                    help="current switch: the largest message size that still goes eagerly")
+    av.add_argument("--bandwidth", type=float, metavar="MBps", help="bandwidth for the transfer time (1 MB = 1e6 B)")
+    av.add_argument("--header", type=int, default=0, metavar="BYTES",
+                    help="per-message header added before rounding (default 0)")
+    av.add_argument("--tradeoff", metavar="FILE", help="proto --test tradeoff results (memory per peer)")
+    av.add_argument("--json", metavar="FILE", help="also write the advice as JSON")
+    av.add_argument("--verify", action="store_true", help="run the program after -- with default and advised setting")
+    av.add_argument("--apply", metavar="BYTES", help="with --verify: this threshold instead of the advised one")
+    av.add_argument("--launches", type=int, default=3, metavar="N", help="launch pairs for --verify (default 3)")
+    av.add_argument("--figure", metavar="REGEX", help="compare the number this regex captures in stdout "
+                    "(the last match) instead of wall time")
+    av.add_argument("--higher-is-better", action="store_true", help="the --figure is a rate (default: a time)")
+    av.add_argument("--no-profile", action="store_true", help="with --verify: do not preload libhmbprof.so "
+                    "(memory is then the largest RSS of any process, the launcher's included)")
+    av.set_defaults(func=cmd_advise, program=[])
+
     d = sub.add_parser("demo", help="build, run configs/demo.toml and write results/report.html",
                        description="The first thing to run: builds hmb-bench, runs configs/demo.toml "
                        "(a few minutes), and writes results/report.html. Benchmarks not in this build "
@@ -286,6 +323,9 @@ def main(argv=None) -> int:
     if is_run:
         args, unknown = parser.parse_known_args(own)
         args.bench_args = unknown + passthrough
+    elif own and own[0] == "advise":   # the program to verify follows --
+        args = parser.parse_args(own)
+        args.program = passthrough
     else:
         args = parser.parse_args(argv)
     try:
