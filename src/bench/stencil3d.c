@@ -271,17 +271,17 @@ static const hmb_option stencil_options[] = {
     HMB_TOPO_OPTIONS,
     {"calc-factor", HMB_OPT_DOUBLE, "2.0",
      "without --compute: compute = this factor x T_comm, the fastest of 5 exchanges measured before the point",
-     0.01, 1000, NULL},
+     0.01, 1000, NULL, HMB_ROLE_PARAMETER},
     HMB_OPTION_END};
 
 static const hmb_metric stencil_metrics[] = {
-    {"overlap_pct", "%", "100 (T_comm + T_comp - T_overall) / T_comm, clamped to [0, 100]", 1, 1},
-    {"t_comm_us", "us", "communication alone: 6 Irecv + 6 Isend, Waitall, Allreduce (slowest rank)", 0, 1},
-    {"t_comp_us", "us", "compute alone (slowest rank)", 0, 1},
-    {"t_overall_us", "us", "post, compute, Waitall, Allreduce: communication overlapped (slowest rank)", 0, 1},
-    {"t_post_us", "us", "overall phase: posting the 12 requests (initiation; slowest rank)", 0, 1},
-    {"t_wait_us", "us", "overall phase: the Waitall after the compute (slowest rank)", 0, 1},
-    {"throughput_MBps", "MB/s", "bytes one rank sends per exchange / T_comm (1 MB = 1e6 B)", 1, 0},
+    {"overlap_pct", "%", "100 (T_comm + T_comp - T_overall) / T_comm, clamped to [0, 100]", 1, 1, 0},
+    {"t_comm_us", "us", "communication alone: 6 Irecv + 6 Isend, Waitall, Allreduce (slowest rank)", 0, 1, 0},
+    {"t_comp_us", "us", "compute alone (slowest rank)", 0, 1, 0},
+    {"t_overall_us", "us", "post, compute, Waitall, Allreduce: communication overlapped (slowest rank)", 0, 1, 0},
+    {"t_post_us", "us", "overall phase: posting the 12 requests (initiation; slowest rank)", 0, 1, 0},
+    {"t_wait_us", "us", "overall phase: the Waitall after the compute (slowest rank)", 0, 1, 0},
+    {"throughput_MBps", "MB/s", "bytes one rank sends per exchange / T_comm (1 MB = 1e6 B)", 1, 0, 0},
     HMB_METRIC_END};
 
 static const hmb_bench stencil_bench = {
