@@ -23,6 +23,7 @@ EXAMPLES = """examples:
   hmb slurm configs/part-async.toml --nodes 2 --ranks-per-node 1 --threads 8 -o job.sbatch
   hmb check --mpi openmpi                    can numbers measured on this machine be trusted?
   hmb advise prof.json --mpi mpich --probe probe.jsonl --verify -- mpiexec -n 2 ./app
+  hmb project --mpip snap.4.mpiP snap.16.mpiP --results r.jsonl --bench sweep3d --size 64K --mode partitioned
 """
 
 
@@ -160,6 +161,14 @@ def cmd_check(args) -> int:
     return check.run(args.mpi, args.ranks, args.quick, json_path)
 
 
+def cmd_project(args) -> int:
+    from . import project
+    try:
+        return project.run(args)
+    except project.ProjectError as e:
+        raise UsageError(str(e)) from None
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="hmb", description="HMB (Hybrid MPI Benchmarks): run hmb-bench under one or "
                 "several MPI libraries, sweep parameter grids, and turn the results into reports.",
@@ -294,6 +303,21 @@ def make_parser() -> argparse.ArgumentParser:
     av.add_argument("--no-profile", action="store_true", help="with --verify: do not preload libhmbprof.so "
                     "(memory is then the largest RSS of any process, the launcher's included)")
     av.set_defaults(func=cmd_advise, program=[])
+    pj = sub.add_parser("project", help="project an application's speed-up from its p2p share (Amdahl)",
+                        description="Projected speed-up = 1 / ((1 - f) + f / s): f, the share of run time "
+                        "an application spends in point-to-point communication (given, or from mpiP reports, "
+                        "one per process count), s, the speed-up of that communication (given, or a mode's "
+                        "ratio to single from halo3d/sweep3d results). Prints a table; --figure draws it.")
+    pj.add_argument("--fraction", type=float, metavar="F", help="point-to-point share of run time, 0..1")
+    pj.add_argument("--mpip", nargs="+", metavar="REPORT", help="mpiP text reports (one per process count)")
+    pj.add_argument("--speedup", type=float, metavar="S", help="speed-up of the point-to-point time")
+    pj.add_argument("--results", nargs="+", metavar="FILE", help="results JSONL holding ratio_<mode>")
+    pj.add_argument("--bench", default="sweep3d", help="with --results: benchmark (default sweep3d)")
+    pj.add_argument("--size", metavar="SIZE", help="with --results: message size of the point (e.g. 64K)")
+    pj.add_argument("--mode", default="partitioned", help="with --results: mode whose ratio_<mode> to read "
+                    "(default partitioned)")
+    pj.add_argument("--figure", metavar="FILE", help="also draw the projection (PNG or SVG, by suffix)")
+    pj.set_defaults(func=cmd_project)
 
     d = sub.add_parser("demo", help="build, run configs/demo.toml and write results/report.html",
                        description="The first thing to run: builds hmb-bench, runs configs/demo.toml "

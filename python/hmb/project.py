@@ -1,0 +1,249 @@
+"""`hmb project`: what a measured point-to-point speed-up would give a whole application
+(seed 000 §4.8, SPEC §3.7): projected speed-up = 1 / ((1 - f) + f / s), f the share of run
+time the application spends in point-to-point communication, s the speed-up of that
+communication measured by HMB.
+
+f is given or read from mpiP reports (one per process count), s is given or read from a
+results file (the `ratio_<mode>` metric that halo3d and sweep3d write: that mode's throughput
+over `single`'s). The formula is hmb_projected_speedup in src/harness/metrics.c, reached
+through libhmbcore.so, so it lives once. docs/toolkit.md ("hmb project") is the reference.
+"""
+from __future__ import annotations
+
+import ctypes
+import dataclasses
+import re
+from pathlib import Path
+
+from . import mpi
+
+# MPI calls whose time counts as point-to-point: sends, receives, and the completions and probes
+# of their requests (mpiP cannot tell a Wait on a point-to-point request from one on a
+# non-blocking collective; an application with those must say so with --fraction).
+P2P_CALLS = frozenset("""
+Send Recv Isend Irecv Ssend Issend Bsend Ibsend Rsend Irsend Sendrecv Sendrecv_replace
+Send_init Recv_init Ssend_init Bsend_init Rsend_init Start Startall
+Psend_init Precv_init Pready Pready_range Pready_list Parrived
+Wait Waitall Waitany Waitsome Test Testall Testany Testsome Probe Iprobe Mprobe Improbe Mrecv Imrecv
+""".split())
+
+MPI_TIME = "@--- MPI Time (seconds)"
+AGGREGATE = "@--- Aggregate Time (top twenty, descending, milliseconds)"
+CALLSITE_STATS = "@--- Callsite Time statistics (all, milliseconds)"
+
+
+class ProjectError(Exception):
+    """A one-line problem with the input of `hmb project` (exit status 2)."""
+
+
+@dataclasses.dataclass
+class Profile:
+    source: str
+    processes: int
+    app_time_s: float     # summed over the tasks ('*' row)
+    p2p_time_s: float     # summed over the tasks and the point-to-point call sites
+    from_section: str     # which mpiP section the call times came from
+
+    @property
+    def fraction(self) -> float:
+        return self.p2p_time_s / self.app_time_s
+
+
+def _sections(text: str) -> dict[str, list[str]]:
+    """mpiP section title line (up to its dashes) -> the table lines under it."""
+    out, current = {}, None
+    for line in text.splitlines():
+        if line.startswith("@---"):
+            current = re.sub(r"[\s-]*$", "", line.split(":")[0] if "statistics" in line else line)
+            out[current] = []
+        elif current is not None and line.strip() and not set(line.strip()) <= {"-"}:
+            out[current].append(line)
+    return out
+
+
+def _table(lines: list[str], where: str) -> list[dict]:
+    """Rows of a whitespace table as {header: field}; the first line is the header."""
+    if not lines:
+        raise ProjectError(f"{where}: empty table")
+    header = lines[0].split()
+    rows = []
+    for line in lines[1:]:
+        fields = line.split()
+        if len(fields) != len(header):
+            raise ProjectError(f"{where}: row '{line.strip()}' does not match the header '{lines[0].strip()}'")
+        rows.append(dict(zip(header, fields)))
+    return rows
+
+
+def _num(value: str, where: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        raise ProjectError(f"{where}: '{value}' is not a number") from None
+    if not x >= 0:
+        raise ProjectError(f"{where}: {value} is negative")
+    return x
+
+
+def parse_mpip(path: str | Path) -> Profile:
+    """f of one mpiP report: point-to-point call time over application time, both summed over
+    the tasks. Call times from the complete "Callsite Time statistics" ('*' rows: Count x Mean)
+    when the report has it, else from the aggregate time (top twenty call sites)."""
+    path = Path(path)
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as e:
+        raise ProjectError(f"{path}: {e.strerror}") from None
+    sec = _sections(text)
+    if MPI_TIME not in sec:
+        raise ProjectError(f"{path}: no '{MPI_TIME}' section (is it an mpiP report?)")
+    where = f"{path}: MPI Time"
+    tasks = _table(sec[MPI_TIME], where)
+    total = [r for r in tasks if r.get("Task") == "*"]
+    if "AppTime" not in (tasks[0] if tasks else {}) or len(total) != 1:
+        raise ProjectError(f"{where}: expected a Task/AppTime table with one '*' row")
+    processes = len(tasks) - 1
+    app_time_s = _num(total[0]["AppTime"], where)
+    if processes < 1 or app_time_s <= 0:
+        raise ProjectError(f"{where}: no tasks or zero application time")
+
+    if CALLSITE_STATS in sec:
+        where, section = f"{path}: Callsite Time statistics", CALLSITE_STATS
+        rows = [r for r in _table(sec[CALLSITE_STATS], where) if r.get("Rank") == "*"]
+        p2p_ms = sum(_num(r["Count"], where) * _num(r["Mean"], where) for r in rows if r["Name"] in P2P_CALLS)
+    elif AGGREGATE in sec:
+        where, section = f"{path}: Aggregate Time", AGGREGATE
+        rows = _table(sec[AGGREGATE], where)
+        p2p_ms = sum(_num(r["Time"], where) for r in rows if r["Call"] in P2P_CALLS)
+    else:
+        raise ProjectError(f"{path}: neither '{CALLSITE_STATS}' nor '{AGGREGATE}' section")
+    if rows and not all(k in rows[0] for k in (("Name", "Count", "Mean") if section == CALLSITE_STATS
+                                               else ("Call", "Time"))):
+        raise ProjectError(f"{where}: unexpected columns")
+    p2p_time_s = p2p_ms / 1e3
+    if p2p_time_s > app_time_s:
+        raise ProjectError(f"{path}: point-to-point time {p2p_time_s:g} s exceeds the application time "
+                           f"{app_time_s:g} s")
+    return Profile(str(path), processes, app_time_s, p2p_time_s, section.strip("@- "))
+
+
+def speedup_from_results(paths: list[str], bench: str, size_bytes: int, mode: str) -> float:
+    """The median of metric ratio_<mode> of the one result of bench at size_bytes."""
+    from . import results
+    metric = f"ratio_{mode}"
+    rs = results.load(paths)
+    found = [r for r in rs.results if r.bench == bench and r.status == "ok"
+             and results.as_float(r.params.get("size_bytes")) == size_bytes and r.metric(metric)]
+    if not found:
+        raise ProjectError(f"no {bench} result at {size_bytes} bytes with metric {metric} in {', '.join(paths)}")
+    keys = {results.point_key(r) for r in found}
+    if len(keys) > 1:
+        differ = results.varying([dict(results.identity(r), mpi=r.mpi) for r in found])
+        raise ProjectError(f"{len(keys)} different {bench} points at {size_bytes} bytes (they differ in "
+                           f"{', '.join(differ) or 'noise'}): give --speedup, or a results file with one")
+    c = results.combine(found, metric)
+    if c is None or not c.median > 0:
+        raise ProjectError(f"{bench} {metric} at {size_bytes} bytes is not a positive number")
+    return c.median
+
+
+_core = None
+
+
+def _corelib():
+    """libhmbcore.so (the pure harness modules), built on demand like `hmb run` builds hmb-bench."""
+    global _core
+    if _core is None:
+        impl = mpi.find("mpich")
+        path = impl.build_dir / "libhmbcore.so"
+        if not path.exists():
+            mpi.build(impl)
+        lib = ctypes.CDLL(str(path))
+        lib.hmb_projected_speedup.restype = ctypes.c_double
+        lib.hmb_projected_speedup.argtypes = [ctypes.c_double, ctypes.c_double]
+        lib.hmb_parse_size.restype = ctypes.c_int
+        lib.hmb_parse_size.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t), ctypes.c_char_p,
+                                       ctypes.c_size_t]
+        _core = lib
+    return _core
+
+
+def projected_speedup(fraction: float, speedup: float) -> float:
+    """hmb_projected_speedup (metrics.c)."""
+    return _corelib().hmb_projected_speedup(fraction, speedup)
+
+
+def parse_size(text: str) -> int:
+    """Bytes from "64K", "1M", "4096", as hmb-bench reads them (hmb_parse_size, units.c)."""
+    out, err = ctypes.c_size_t(), ctypes.create_string_buffer(256)
+    if _corelib().hmb_parse_size(text.encode(), ctypes.byref(out), err, len(err)) != 0:
+        raise ProjectError(f"--size: {err.value.decode(errors='replace')}")
+    return out.value
+
+
+def check_inputs(fraction: float | None, speedup: float | None) -> None:
+    if fraction is not None and not 0.0 <= fraction <= 1.0:
+        raise ProjectError(f"--fraction: {fraction:g} is not a share between 0 and 1")
+    if speedup is not None and not speedup > 0.0:
+        raise ProjectError(f"--speedup: {speedup:g} must be > 0")
+
+
+def table(rows: list[tuple]) -> str:
+    """rows: (label, processes, f, s, projected)."""
+    head = f"{'source':<28} {'processes':>9} {'f (p2p share)':>14} {'s (p2p speed-up)':>17} {'projected':>10}"
+    lines = [head]
+    for label, procs, f, s, proj in rows:
+        lines.append(f"{label:<28} {procs if procs is not None else '-':>9} {f:>14.4f} {s:>17.3f} {proj:>10.3f}")
+    return "\n".join(lines) + "\n"
+
+
+def figure(rows: list[tuple], path: Path, speedup_label: str) -> None:
+    """Projected speed-up by process count (seed 000's Fig. 13), bars labelled with f."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    labels = [str(p) if p is not None else lbl for lbl, p, *_ in rows]
+    bars = ax.bar(range(len(rows)), [r[4] for r in rows], color="tab:blue")
+    for bar, (_, _, f, _, proj) in zip(bars, rows):
+        ax.annotate(f"f = {100 * f:.1f}%", (bar.get_x() + bar.get_width() / 2, proj), ha="center",
+                    va="bottom", fontsize=8, xytext=(0, 2), textcoords="offset points")
+    ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
+    ax.margins(y=0.12)
+    ax.set_xticks(range(len(rows)), labels)
+    ax.set_xlabel("processes")
+    ax.set_ylabel("projected application speed-up")
+    ax.set_title(f"Projected speed-up, point-to-point {speedup_label}", fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def run(args) -> int:
+    """`hmb project` (arguments from cli.py)."""
+    check_inputs(args.fraction, args.speedup)
+    if (args.fraction is None) == (not args.mpip):
+        raise ProjectError("give exactly one of --fraction F and --mpip REPORT...")
+    if (args.speedup is None) == (args.results is None):
+        raise ProjectError("give exactly one of --speedup S and --results FILE (with --bench, --size, --mode)")
+    if args.speedup is not None:
+        s, s_label = args.speedup, f"s = {args.speedup:g} (given)"
+    else:
+        if not args.size:
+            raise ProjectError("--results needs --size (e.g. 64K)")
+        size = parse_size(args.size)
+        s = speedup_from_results(args.results, args.bench, size, args.mode)
+        s_label = f"s = {s:.3g} ({args.bench} {args.mode}/single at {args.size})"
+    if args.fraction is not None:
+        rows = [("--fraction", None, args.fraction, s, projected_speedup(args.fraction, s))]
+    else:
+        profiles = sorted((parse_mpip(p) for p in args.mpip), key=lambda p: p.processes)
+        rows = [(Path(p.source).name, p.processes, p.fraction, s, projected_speedup(p.fraction, s))
+                for p in profiles]
+    print(f"# projected speed-up = 1 / ((1 - f) + f / s); {s_label}")
+    print(table(rows), end="")
+    if args.figure:
+        figure(rows, Path(args.figure), s_label)
+        print(f"hmb: wrote {args.figure}")
+    return 0

@@ -1,0 +1,307 @@
+/* stencil3d — the 3-D stencil overlap study of seed 001 §2.3 (SPEC §3.5).
+ *
+ * Ranks on a 3-D Cartesian grid, 6 face neighbours. One exchange posts 6 MPI_Irecv, then 6
+ * MPI_Isend (tag = direction), completes them with one MPI_Waitall and ends with one
+ * MPI_Allreduce of a double, as the seed's benchmark does at the end of each step. Each
+ * iteration runs three phases, in counterbalanced order (hmb_phase_order), each after a barrier:
+ *   comm:    the exchange alone                                      -> T_comm
+ *   comp:    the compute alone (per thread, the iteration's draw)    -> T_comp
+ *   overall: post, compute (the same draws), Waitall, Allreduce      -> T_overall, T_post, T_wait
+ * overlap % = hmb_overlap_pct(T_comm, T_comp, T_overall); every time is the slowest rank's.
+ * The compute is --compute, or --calc-factor x T_comm measured before the point's iterations.
+ * Communication runs on the main thread outside the OpenMP region (MPI_THREAD_FUNNELED). */
+#include <limits.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hmb/hmb.h"
+#include "hmb/metrics.h"
+
+enum { NDIRS = 6 };
+enum { EX_COMM, EX_OVERALL, NEXCHANGES }; /* the two phases that exchange: separate buffers */
+enum { PHASE_COMM, PHASE_COMP, PHASE_OVERALL, NPHASES };
+enum { T_COMM, T_COMP, T_OVERALL, T_POST, T_WAIT, NTIMES }; /* per-rank times, then reduced */
+enum { M_OVERLAP, M_T_COMM, M_T_COMP, M_T_OVERALL, M_T_POST, M_T_WAIT, M_THROUGHPUT };
+static const char *const exchange_names[NEXCHANGES] = {"communication-only exchange", "overlapped exchange"};
+
+#define POISON_BYTE 0xA5
+/* calc-factor calibration: the fastest of CALIB_REPS exchanges (after one warm-up) */
+#define CALIB_REPS 5
+#define MIN_COMPUTE_NS 1000
+
+typedef struct {
+    hmb_topo topo;
+    size_t size;
+    int threads;
+    int64_t compute_ns;
+    double calib_t_comm_s; /* calc-factor: the T_comm it multiplied; NAN with --compute */
+    unsigned char *buffers; /* all send and receive buffers, one allocation */
+    unsigned char *send[NEXCHANGES][NDIRS], *recv[NEXCHANGES][NDIRS];
+    MPI_Request reqs[2 * NDIRS];
+    double reduced[NEXCHANGES]; /* each exchange's Allreduce result */
+} stencil_state;
+
+/* Each rank's Allreduce contribution: exact in a double, differs by exchange and iteration. */
+static double allreduce_term(int rank, int exchange, long iter)
+{
+    return (double)(rank + 1) * (double)(1 + (iter % 1024)) + 0.5 * exchange;
+}
+
+static void stencil_check(hmb_ctx *ctx)
+{
+    hmb_topo topo;
+    hmb_topo_from_options(ctx, 3, NDIRS, 1, &topo);
+    int nsizes;
+    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
+    for (int i = 0; i < nsizes; i++)
+        if (sizes[i] == 0 || sizes[i] > INT_MAX)
+            hmb_usage_error(ctx, "--sizes: %zu bytes per neighbour (give 1 byte .. 2 GB - 1)", sizes[i]);
+    if (hmb_opt_given(ctx, "compute") && hmb_opt_duration_ns(ctx, "compute") <= 0)
+        hmb_usage_error(ctx, "--compute: must be > 0 (or leave it out: compute = --calc-factor x T_comm)");
+    if (hmb_opt_given(ctx, "compute") && hmb_opt_given(ctx, "calc-factor"))
+        hmb_usage_error(ctx, "--compute and --calc-factor both given: choose one");
+}
+
+static void stencil_points(hmb_ctx *ctx, hmb_point_list *out)
+{
+    int nsizes;
+    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
+    for (int i = 0; i < nsizes; i++)
+        hmb_points_add(out, sizes[i]);
+}
+
+static void post_exchange(hmb_ctx *ctx, stencil_state *st, int ex)
+{
+    MPI_Comm comm = hmb_comm(ctx);
+    for (int d = 0; d < NDIRS; d++)
+        MPI_Irecv(st->recv[ex][d], (int)st->size, MPI_BYTE, st->topo.dir[d].from, d, comm, &st->reqs[d]);
+    for (int d = 0; d < NDIRS; d++)
+        MPI_Isend(st->send[ex][d], (int)st->size, MPI_BYTE, st->topo.dir[d].to, d, comm, &st->reqs[NDIRS + d]);
+}
+
+static void wait_exchange(stencil_state *st) { MPI_Waitall(2 * NDIRS, st->reqs, MPI_STATUSES_IGNORE); }
+
+static void allreduce(hmb_ctx *ctx, stencil_state *st, int ex, long iter)
+{
+    double term = allreduce_term(hmb_rank(ctx), ex, iter);
+    MPI_Allreduce(&term, &st->reduced[ex], 1, MPI_DOUBLE, MPI_SUM, hmb_comm(ctx));
+}
+
+/* Every thread computes its draw of iteration iter (the same in both phases that compute). */
+static void compute(hmb_ctx *ctx, const stencil_state *st, long iter)
+{
+#pragma omp parallel num_threads(st->threads)
+    hmb_compute_ns(ctx, hmb_noise_ns(ctx, omp_get_thread_num(), iter, st->compute_ns));
+}
+
+/* The exchange alone, from its own barrier: the slowest rank's time (calc-factor calibration). */
+static double calibrate_t_comm_s(hmb_ctx *ctx, stencil_state *st)
+{
+    double best_s = INFINITY;
+    hmb_phase(ctx, "calc-factor calibration");
+    for (int rep = -1; rep < CALIB_REPS; rep++) {
+        MPI_Barrier(hmb_comm(ctx));
+        double t0 = hmb_now();
+        post_exchange(ctx, st, EX_COMM);
+        wait_exchange(st);
+        allreduce(ctx, st, EX_COMM, 0);
+        double mine_s = hmb_now() - t0, slowest_s;
+        MPI_Allreduce(&mine_s, &slowest_s, 1, MPI_DOUBLE, MPI_MAX, hmb_comm(ctx));
+        if (rep >= 0 && slowest_s < best_s)
+            best_s = slowest_s;
+    }
+    return best_s;
+}
+
+static void *stencil_setup(hmb_ctx *ctx, const hmb_point *pt)
+{
+    stencil_state *st = calloc(1, sizeof *st);
+    if (!st)
+        abort();
+    hmb_topo_from_options(ctx, 3, NDIRS, 0, &st->topo);
+    st->size = pt->size_bytes;
+    st->threads = hmb_threads(ctx);
+    const size_t total = 2 * NEXCHANGES * NDIRS * st->size;
+    void *p = NULL;
+    int ok = posix_memalign(&p, 4096, total) == 0;
+    if (!hmb_all_agree(ctx, ok)) {
+        free(p);
+        hmb_unsupported(ctx, "cannot allocate %zu bytes of send and receive buffers", total);
+        return st;
+    }
+    memset(p, 0, total); /* fault the pages in now, not inside a timed region */
+    hmb_cache_register(ctx, p, total);
+    st->buffers = p;
+    for (int ex = 0; ex < NEXCHANGES; ex++)
+        for (int d = 0; d < NDIRS; d++) {
+            st->send[ex][d] = st->buffers + ((size_t)ex * NDIRS + d) * st->size;
+            st->recv[ex][d] = st->buffers + ((size_t)(NEXCHANGES + ex) * NDIRS + d) * st->size;
+        }
+    st->calib_t_comm_s = NAN;
+    if (hmb_opt_given(ctx, "compute")) {
+        st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
+    } else {
+        st->calib_t_comm_s = calibrate_t_comm_s(ctx, st);
+        double c_ns = hmb_opt_double(ctx, "calc-factor") * st->calib_t_comm_s * 1e9;
+        st->compute_ns = c_ns < MIN_COMPUTE_NS ? MIN_COMPUTE_NS : (int64_t)c_ns;
+    }
+    return st;
+}
+
+/* Send data of iteration iter: pattern (this rank, exchange x 6 + direction, iter); receive
+ * buffers poisoned, so a message that never lands is caught. */
+static void stencil_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
+{
+    stencil_state *st = state;
+    for (int ex = 0; ex < NEXCHANGES; ex++)
+        for (int d = 0; d < NDIRS; d++) {
+            hmb_fill(st->send[ex][d], st->size, hmb_rank(ctx), ex * NDIRS + d, iter);
+            memset(st->recv[ex][d], POISON_BYTE, st->size);
+        }
+}
+
+static int stencil_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
+{
+    stencil_state *st = state;
+    MPI_Comm comm = hmb_comm(ctx);
+    int order[NPHASES];
+    hmb_phase_order(NPHASES, iter, order);
+    double t[NTIMES];
+    for (int k = 0; k < NPHASES; k++) {
+        MPI_Barrier(comm);
+        double t0 = hmb_now();
+        switch (order[k]) {
+        case PHASE_COMM:
+            hmb_phase(ctx, "comm: Irecv/Isend, Waitall, Allreduce");
+            post_exchange(ctx, st, EX_COMM);
+            wait_exchange(st);
+            allreduce(ctx, st, EX_COMM, iter);
+            t[T_COMM] = hmb_now() - t0;
+            break;
+        case PHASE_COMP:
+            hmb_phase(ctx, "comp: compute");
+            compute(ctx, st, iter);
+            t[T_COMP] = hmb_now() - t0;
+            break;
+        case PHASE_OVERALL: {
+            hmb_phase(ctx, "overall: post, compute, Waitall, Allreduce");
+            post_exchange(ctx, st, EX_OVERALL);
+            double t_posted = hmb_now();
+            compute(ctx, st, iter);
+            double t_computed = hmb_now();
+            wait_exchange(st);
+            double t_waited = hmb_now();
+            allreduce(ctx, st, EX_OVERALL, iter);
+            t[T_OVERALL] = hmb_now() - t0;
+            t[T_POST] = t_posted - t0;
+            t[T_WAIT] = t_waited - t_computed;
+            break;
+        }
+        }
+    }
+    hmb_reduce_max(ctx, t, NTIMES);
+    if (hmb_rank(ctx) != 0)
+        return 0;
+    out->value[M_OVERLAP] = hmb_overlap_pct(t[T_COMM], t[T_COMP], t[T_OVERALL]);
+    out->value[M_T_COMM] = t[T_COMM] * 1e6;
+    out->value[M_T_COMP] = t[T_COMP] * 1e6;
+    out->value[M_T_OVERALL] = t[T_OVERALL] * 1e6;
+    out->value[M_T_POST] = t[T_POST] * 1e6;
+    out->value[M_T_WAIT] = t[T_WAIT] * 1e6;
+    int sends = 0;
+    for (int d = 0; d < NDIRS; d++)
+        sends += st->topo.dir[d].to != MPI_PROC_NULL;
+    out->value[M_THROUGHPUT] = (double)sends * (double)st->size / t[T_COMM] / 1e6;
+    out->valid = t[T_COMM] > 0;
+    return 0;
+}
+
+static void stencil_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
+{
+    stencil_state *st = state;
+    const int n = hmb_size(ctx);
+    for (int ex = 0; ex < NEXCHANGES; ex++) {
+        for (int d = 0; d < NDIRS; d++) {
+            const hmb_topo_dir *dir = &st->topo.dir[d];
+            size_t bad = 0;
+            if (dir->from == MPI_PROC_NULL || hmb_check(ctx, st->recv[ex][d], st->size, dir->from,
+                                                        ex * NDIRS + d, iter, &bad))
+                continue;
+            hmb_validation_failure(ctx, pt, iter, d,
+                                   "%s, direction %d (offset %+d,%+d,%+d) from rank %d: byte %zu of %zu is 0x%02x",
+                                   exchange_names[ex], d, dir->off[0], dir->off[1], dir->off[2], dir->from, bad,
+                                   st->size, st->recv[ex][d][bad]);
+        }
+        double want = 0;
+        for (int r = 0; r < n; r++)
+            want += allreduce_term(r, ex, iter);
+        if (hmb_validate_enabled(ctx) && st->reduced[ex] != want)
+            hmb_validation_failure(ctx, pt, iter, -1, "%s: MPI_Allreduce gave %.17g, expected %.17g",
+                                   exchange_names[ex], st->reduced[ex], want);
+    }
+}
+
+static void stencil_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
+{
+    const stencil_state *st = state;
+    int calc = !isnan(st->calib_t_comm_s);
+    hmb_result_add_str(ctx, "compute_source", calc ? "calc-factor" : "compute");
+    hmb_result_add_num(ctx, "compute_us", (double)st->compute_ns * 1e-3);
+    if (calc) {
+        hmb_result_add_num(ctx, "calc_factor", hmb_opt_double(ctx, "calc-factor"));
+        hmb_result_add_num(ctx, "t_comm_calibration_us", st->calib_t_comm_s * 1e6);
+    }
+}
+
+static void stencil_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
+{
+    stencil_state *st = state;
+    if (st->buffers)
+        hmb_cache_unregister(ctx, st->buffers);
+    free(st->buffers);
+    free(st);
+}
+
+/* Default sizes span the eager/rendezvous switch of every library we know (SPEC §3.7). */
+static const hmb_default stencil_defaults[] = {{"sizes", "1K:1M"}, {NULL, NULL}};
+
+static const hmb_option stencil_options[] = {
+    HMB_TOPO_OPTIONS,
+    {"calc-factor", HMB_OPT_DOUBLE, "2.0",
+     "without --compute: compute = this factor x T_comm, the fastest of 5 exchanges measured before the point",
+     0.01, 1000, NULL, HMB_ROLE_PARAMETER},
+    HMB_OPTION_END};
+
+static const hmb_metric stencil_metrics[] = {
+    {"overlap_pct", "%", "100 (T_comm + T_comp - T_overall) / T_comm, clamped to [0, 100]", 1, 1, 0},
+    {"t_comm_us", "us", "communication alone: 6 Irecv + 6 Isend, Waitall, Allreduce (slowest rank)", 0, 1, 0},
+    {"t_comp_us", "us", "compute alone (slowest rank)", 0, 1, 0},
+    {"t_overall_us", "us", "post, compute, Waitall, Allreduce: communication overlapped (slowest rank)", 0, 1, 0},
+    {"t_post_us", "us", "overall phase: posting the 12 requests (initiation; slowest rank)", 0, 1, 0},
+    {"t_wait_us", "us", "overall phase: the Waitall after the compute (slowest rank)", 0, 1, 0},
+    {"throughput_MBps", "MB/s", "bytes one rank sends per exchange / T_comm (1 MB = 1e6 B)", 1, 0, 0},
+    HMB_METRIC_END};
+
+static const hmb_bench stencil_bench = {
+    .name = "stencil3d",
+    .group = "patterns",
+    .summary = "3-D 6-neighbour Irecv/Isend/Waitall + Allreduce: T_comm, T_comp, T_overall and overlap %",
+    .options = stencil_options,
+    .defaults = stencil_defaults,
+    .metrics = stencil_metrics,
+    .thread_level = MPI_THREAD_FUNNELED,
+    .min_ranks = 1,
+    .rank_multiple = 1,
+    .check = stencil_check,
+    .points = stencil_points,
+    .setup = stencil_setup,
+    .prepare = stencil_prepare,
+    .iterate = stencil_iterate,
+    .verify = stencil_verify,
+    .teardown = stencil_teardown,
+    .annotate = stencil_annotate,
+    .pivot_metrics = "t_comm_us,t_comp_us,t_overall_us,t_post_us,t_wait_us,overlap_pct",
+};
+HMB_REGISTER(stencil_bench);

@@ -1,0 +1,108 @@
+"""Integration tests of `stencil3d` (SPEC §3.5, seed 001 §2.3): the 6-neighbour exchange runs and
+validates on 2 ranks (2x1x1: ±x the other rank, ±y ±z the rank itself) and on 8 (2x2x2,
+oversubscribed), periodic and open; the compute is what was asked for or --calc-factor x T_comm;
+corrupted data exits 3 naming its place; bad options exit 2 with one line.
+
+Correctness only. How much a library overlaps (eager vs rendezvous) is machine physics."""
+from __future__ import annotations
+
+import pytest
+
+import _corelib as cl
+from conftest import TEST_MPIS, run_bench
+
+mpich_only = pytest.mark.skipif("mpich" not in TEST_MPIS, reason="MPICH not selected (HMB_TEST_MPIS)")
+
+METRICS = ["overlap_pct", "t_comm_us", "t_comp_us", "t_overall_us", "t_post_us", "t_wait_us", "throughput_MBps"]
+FAST = ["--iters", "6", "--warmup", "1", "--ci-target", "0"]
+# The compute kernel may come out short by its calibration error (about 1 %), never by 10 %.
+COMPUTE_FLOOR = 0.9
+
+
+@pytest.fixture(scope="module")
+def lib():
+    return cl.load()
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("boundary", ["periodic", "open"])
+def test_two_ranks_measure_what_they_promise(mpi_name, boundary, lib, tmp_path):
+    run = run_bench(mpi_name, ["stencil3d", "--sizes", "1K,16K", "--compute", "30us", "--boundary", boundary,
+                               "--raw", *FAST], tmp_path=tmp_path)
+    assert run.rc == 0, run.stderr
+    hdr = run.header()["extra"]
+    assert (hdr["topology_grid"], hdr["topology_boundary"], hdr["topology_neighbours"]) == ("2x1x1", boundary, 6)
+    res = run.results()
+    assert [r["params"]["size_bytes"] for r in res] == [1024, 16384]
+    for r in res:
+        assert list(r["metrics"]) == METRICS
+        assert r["extra"]["compute_source"] == "compute" and r["extra"]["compute_us"] == 30
+        assert "calc_factor" not in r["extra"]
+        s = r["samples"]
+        assert all(len(s[m]) == r["iterations"] == 6 for m in METRICS)
+        # Every compute-alone phase ran the requested compute.
+        assert min(s["t_comp_us"]) >= COMPUTE_FLOOR * 30
+        # Each iteration's overlap comes from that iteration's slowest-rank times, through the
+        # formula of metrics.c (a sample built from other times, e.g. one rank's, would differ).
+        for comm, comp, overall, pct in zip(s["t_comm_us"], s["t_comp_us"], s["t_overall_us"], s["overlap_pct"]):
+            assert pct == pytest.approx(lib.hmb_overlap_pct(comm * 1e-6, comp * 1e-6, overall * 1e-6), abs=1e-6)
+        # On every rank the post and the wait are parts of the overlapped phase, beside >= 27 us of
+        # compute: the slowest post and the slowest wait are each shorter than the slowest phase.
+        for post, wait, overall in zip(s["t_post_us"], s["t_wait_us"], s["t_overall_us"]):
+            assert post + COMPUTE_FLOOR * 30 <= overall and wait + COMPUTE_FLOOR * 30 <= overall
+
+
+@pytest.mark.mpi
+def test_calc_factor_sets_the_compute_from_t_comm(mpi_name, tmp_path):
+    run = run_bench(mpi_name, ["stencil3d", "--sizes", "4K", "--calc-factor", "3", *FAST], tmp_path=tmp_path)
+    assert run.rc == 0, run.stderr
+    (r,) = run.results()
+    x = r["extra"]
+    assert x["compute_source"] == "calc-factor" and x["calc_factor"] == 3
+    assert x["t_comm_calibration_us"] > 0
+    assert x["compute_us"] == pytest.approx(max(1.0, 3 * x["t_comm_calibration_us"]), abs=1e-3)
+    assert r["metrics"]["t_comp_us"]["min"] >= COMPUTE_FLOOR * x["compute_us"]
+
+
+@pytest.mark.mpi
+def test_eight_ranks_on_a_2x2x2_grid(mpi_name, tmp_path):
+    """Oversubscribed: correctness only (Open MPI yields, or 8 spinning ranks starve each other)."""
+    env = {"OMPI_MCA_mpi_yield_when_idle": "1"} if mpi_name == "openmpi" else None
+    run = run_bench(mpi_name, ["stencil3d", "--sizes", "64", "--compute", "5us", "--iters", "2", "--warmup", "0",
+                               "--ci-target", "0", "--timeout", "60s"], ranks=8, env=env, tmp_path=tmp_path,
+                    timeout=120)
+    assert run.rc == 0, run.stderr
+    hdr = run.header()
+    assert hdr["extra"]["topology_grid"] == "2x2x2" and hdr["oversubscribed"] is True
+    (r,) = run.results()
+    assert r["iterations"] == 2
+
+
+@pytest.mark.mpi
+def test_corrupted_data_exits_3_naming_the_place(mpi_name, tmp_path):
+    run = run_bench(mpi_name, ["stencil3d", "--sizes", "1K", "--compute", "10us", "--corrupt-at", "2", *FAST],
+                    tmp_path=tmp_path)
+    assert run.rc == 3, (run.rc, run.stderr)
+    line = next(ln for ln in run.stderr.splitlines() if "validation failed" in ln)
+    assert "bench=stencil3d" in line and "iteration=2" in line
+    assert "direction 0 (offset +1,+0,+0) from rank" in line
+    failures = [r for r in run.records if r.get("type") == "failure"]
+    assert failures and failures[0]["kind"] == "validation"
+
+
+@pytest.mark.mpi
+@mpich_only
+@pytest.mark.parametrize("args,needle", [
+    (["--grid", "3,1,1"], "--grid 3x1x1"),
+    (["--grid", "2,1"], "--grid: 2 values for a 3-D grid"),
+    (["--boundary", "wrap"], "--boundary"),
+    (["--compute", "0"], "--compute: must be > 0"),
+    (["--compute", "10us", "--calc-factor", "2"], "--compute and --calc-factor both given"),
+    (["--calc-factor", "0"], "--calc-factor"),
+    (["--sizes", "4G"], "--sizes: 4294967296 bytes per neighbour"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, needle):
+    run = run_bench("mpich", ["stencil3d", *args, *FAST])
+    assert run.rc == 2, (run.rc, run.stderr)
+    lines = [ln for ln in run.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and needle in lines[0], run.stderr
