@@ -63,6 +63,20 @@ def test_majority_rule(core):
     assert core.hmb_probe_majority(0, 0) == 0
 
 
+def test_probe_verdict_on_timelines(core):
+    core.hmb_probe_verdict.restype = C.c_int
+    core.hmb_probe_verdict.argtypes = [C.c_double] * 3
+    v = core.hmb_probe_verdict
+    # waited 10..12 us, the peer's first MPI call at 100 us: done without the peer
+    assert v(10e-6, 12e-6, 100e-6) == 1
+    # waited from 10 us until 103 us, 3 us after the peer's call at 100 us: needed the peer
+    assert v(10e-6, 103e-6, 100e-6) == 0
+    # the observed side was late (its wait began at 150 us, after the peer's call): no verdict,
+    # even though its wait was short
+    assert v(150e-6, 151e-6, 100e-6) == -1
+    assert v(10e-6, 9e-6, 100e-6) == -1                     # a wait that ends before it starts
+
+
 def test_memory_per_peer(core):
     core.hmb_memory_per_peer_kB.restype = C.c_double
     core.hmb_memory_per_peer_kB.argtypes = [C.c_double, C.c_double, C.c_int]

@@ -53,6 +53,17 @@ def test_resolve_preset_or_raw_threshold():
         settings.resolve("mpich", "fast")
 
 
+def test_nocma_suffix_adds_single_copy_off():
+    label, env = settings.resolve("openmpi", "16K+nocma")
+    assert label == "16K+nocma"
+    assert env == {"OMPI_MCA_btl_sm_eager_limit": "16384", "OMPI_MCA_smsc": "^cma"}
+    assert settings.resolve("mpich", "default+nocma") == ("default+nocma", {"MPIR_CVAR_CH4_CMA_ENABLE": "0"})
+    with pytest.raises(ValueError, match="single copy"):
+        settings.resolve("impi", "default+nocma")
+    with pytest.raises(ValueError, match="unknown setting"):
+        settings.resolve("mpich", "huge+nocma")
+
+
 def test_sweep_settings_axis_expands_with_library_variables(tmp_path, monkeypatch):
     from hmb import sweep
     monkeypatch.setenv("HMB_BENCH_OVERRIDE", "true")

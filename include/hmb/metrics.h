@@ -52,6 +52,12 @@ size_t hmb_eager_threshold_rule(double mean_size_bytes, size_t header_bytes);
  * during the compute (a tie counts as not progressed). */
 int hmb_probe_majority(int progressed, int trials);
 
+/* proto probe, one trial in one time base: the observed side's MPI_Wait ran from wait_start to
+ * wait_end, the peer's next MPI call after posting began at peer_call. Returns 1 (progressed:
+ * the transfer finished before the peer made any MPI call), 0 (it needed the peer), or -1 (no
+ * verdict: the observed side began waiting only after the peer's call, its lead was lost). */
+int hmb_probe_verdict(double wait_start, double wait_end, double peer_call);
+
 /* proto probe: evaluate progressed(size) at every grid size (strictly increasing, multiples of
  * element); where two neighbours differ, bisect in steps of element until the interval is one
  * element wide. Each switch k is stored as lo_hi[2k] (last size behaving like the smaller

@@ -215,7 +215,17 @@ def environment(target: Target, threads: int, env_added: dict, tag: str | None) 
     recorded as HMB_ENV_REFUSED (in the launch record and hmb-bench's run header), so the
     benchmark runs with what the library has and reports what it got (or "unsupported")."""
     env = target.impl.env() if target.impl else dict(os.environ)
-    refused = {k: v for k, v in env_added.items() if not library_accepts(target, {k: v})}
+    # The whole set first: variables that only work together (MPICH's shared-memory cell size
+    # needs a pack buffer that holds a cell) must not be probed one by one. A set that fails is
+    # taken apart by leaving one variable out at a time: those whose absence lets the library
+    # start are refused; if that names none, or the rest still fails, the whole set is.
+    refused = {}
+    if not library_accepts(target, env_added):
+        refused = {k: v for k, v in env_added.items()
+                   if library_accepts(target, {o: w for o, w in env_added.items() if o != k})}
+        rest = {k: v for k, v in env_added.items() if k not in refused}
+        if not refused or not library_accepts(target, rest):
+            refused = dict(env_added)
     if refused:
         text = " ".join(f"{k}={v}" for k, v in refused.items())
         print(f"hmb: {target.name} does not start with {text} (MPI_Init fails); launching without it",

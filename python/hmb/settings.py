@@ -30,6 +30,12 @@ _OMPI_MAX_SEND_DEFAULT = 32 << 10
 _LIMITS = {"mpich": (1 << 10, 1 << 20), "openmpi": (1 << 10, 4 << 20), "impi": (1 << 10, 64 << 20)}
 _ALIGN = {"mpich": 64, "openmpi": 8, "impi": 64}
 
+# Variables that turn single copy (CMA) off: then a receiver can no longer complete a large
+# message by itself, and `proto --view recv-early` shows the eager limit (docs/metrics.md).
+# Written as a suffix of a setting: "default+nocma", "16K+nocma".
+NO_SINGLE_COPY = {"mpich": {"MPIR_CVAR_CH4_CMA_ENABLE": "0"}, "openmpi": {"OMPI_MCA_smsc": "^cma"}}
+NO_SINGLE_COPY_SUFFIX = "+nocma"
+
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
@@ -91,7 +97,14 @@ def presets(mpi: str) -> dict[str, dict[str, str]]:
 
 def resolve(mpi: str, setting) -> tuple[str, dict[str, str]]:
     """A sweep's `settings` entry -> (label, variables): a preset name of this family, or a raw
-    threshold (16384, "24K"). Raises ValueError naming the problem."""
+    threshold (16384, "24K"), either with the suffix "+nocma" (single copy off). Raises ValueError
+    naming the problem."""
+    if isinstance(setting, str) and setting.endswith(NO_SINGLE_COPY_SUFFIX):
+        base = setting[:-len(NO_SINGLE_COPY_SUFFIX)]
+        if _family(mpi) not in NO_SINGLE_COPY:
+            raise ValueError(f"{mpi}: setting '{setting}': no known way to turn single copy off")
+        _, env = resolve(mpi, base)
+        return setting, {**env, **NO_SINGLE_COPY[mpi]}
     table = presets(mpi)
     if isinstance(setting, str) and setting in table:
         return setting, dict(table[setting])

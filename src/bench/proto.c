@@ -28,6 +28,7 @@ enum { TAG_DATA = 1, TAG_TOKEN = 2 };
 #define MAX_SWITCHES 8
 #define MAX_FOUND 64            /* iterations whose switch lists are kept for the consensus */
 #define CALIBRATION_ROUND_TRIPS 5
+#define PROBE_ATTEMPTS_PER_TRIAL 3  /* a trial without a verdict is repeated, up to this many times */
 
 typedef struct {
     int count;
@@ -56,6 +57,7 @@ typedef struct {
     unsigned char *send, *recv;
     MPI_Request *reqs;
     int nfound;
+    long trials_run, trials_without_verdict; /* probe: trials made; sizes' trials never judged */
     switch_list found[MAX_FOUND];
     double rss_pairs_kB, rss_traffic_kB, hwm_kB;
 } proto_state;
@@ -157,42 +159,42 @@ static double compute_for(const proto_state *st, size_t size)
     return c > st->min_compute_s ? c : st->min_compute_s;
 }
 
-/* MPI_Wait, timed: 1 when it returned within half the peer's lead, i.e. before the peer made
- * any MPI call — the transfer had progressed during the compute (eager) and did not need the
- * peer (handshake). A single MPI_Test is no such signal: MPICH's does not always complete an
- * eager receive whose data are already there, and a receiver completes a single-copy (CMA)
- * transfer inside it. */
-static int wait_done_early(MPI_Request *req, double lead_s)
+/* MPI_Wait, its start and end in the global time base. */
+static void timed_wait(hmb_ctx *ctx, MPI_Request *req, double *start, double *end)
 {
     double t0 = hmb_now();
     MPI_Wait(req, MPI_STATUS_IGNORE);
-    return hmb_now() - t0 < 0.5 * lead_s;
+    double t1 = hmb_now();
+    *start = hmb_to_global(ctx, t0);
+    *end = hmb_to_global(ctx, t1);
 }
 
-/* One trial at one size: both sides post, compute with no MPI call, then wait; returns this
- * side's verdict (wait_done_early; the peer's is meaningless). */
+/* One trial at one size: both sides post, compute with no MPI call, then wait. The observed
+ * side computes C, its peer C + lead: the peer's MPI_Wait is its first MPI call after posting,
+ * so the observed side's wait that ended before the peer's began needed nothing of the peer.
+ * Returns the verdict (hmb_probe_verdict) every rank agrees on. A time threshold on the wait
+ * alone was tried first and is not used: on this loaded 2-core VM the side that must post
+ * second is often descheduled for longer than any lead, so an eager message arrived late and
+ * read as a handshake; comparing with the peer's own clock reading is immune to that.
+ * A single MPI_Test is no signal either: MPICH's does not always complete an eager receive
+ * whose data are there, and a receiver completes a single-copy (CMA) transfer inside it. */
 static int probe_once(proto_state *st, size_t size)
 {
     hmb_ctx *ctx = st->ctx;
     MPI_Comm comm = hmb_comm(ctx);
     const int n = (int)size, part = st->probe_no++;
-    /* The observed side computes C, its peer 2C + the least compute: the peer makes no MPI call
-     * for lead_s after the observed side's compute ends. */
     const int observed = st->view == VIEW_SENDER ? st->is_sender : !st->is_sender;
     const int64_t c_ns = (int64_t)(compute_for(st, size) * 1e9);
     const int64_t lead_ns = c_ns + hmb_opt_duration_ns(ctx, "min-compute");
     const int64_t compute_ns = observed ? c_ns : c_ns + lead_ns;
-    const double lead_s = observed ? (double)lead_ns * 1e-9 : HUGE_VAL;
-    int flag = 0;
+    double wait_start = -HUGE_VAL, wait_end = -HUGE_VAL;
     MPI_Request req;
-    if (st->peer < 0)
-        return 0;
-    if (st->is_sender)
+    if (st->peer >= 0 && st->is_sender)
         hmb_fill(st->send, size, hmb_rank(ctx), part, st->iter);
-    else
+    else if (st->peer >= 0)
         memset(st->recv, 0, size);
     hmb_phase(ctx, "probe: trial");
-    if (st->is_sender) {
+    if (st->peer >= 0 && st->is_sender) {
         if (st->view == VIEW_RECV_LATE) {
             MPI_Isend(st->send, n, MPI_BYTE, st->peer, TAG_DATA, comm, &req);
             MPI_Send(NULL, 0, MPI_BYTE, st->peer, TAG_TOKEN, comm); /* "sent": post now */
@@ -201,34 +203,44 @@ static int probe_once(proto_state *st, size_t size)
             MPI_Isend(st->send, n, MPI_BYTE, st->peer, TAG_DATA, comm, &req);
         }
         hmb_compute_ns(ctx, compute_ns);
-        flag = wait_done_early(&req, lead_s);
-    } else {
+        timed_wait(ctx, &req, &wait_start, &wait_end);
+    } else if (st->peer >= 0) {
         if (st->view == VIEW_RECV_LATE)
             MPI_Recv(NULL, 0, MPI_BYTE, st->peer, TAG_TOKEN, comm, MPI_STATUS_IGNORE);
         MPI_Irecv(st->recv, n, MPI_BYTE, st->peer, TAG_DATA, comm, &req);
         if (st->view != VIEW_RECV_LATE)
             MPI_Send(NULL, 0, MPI_BYTE, st->peer, TAG_TOKEN, comm);
         hmb_compute_ns(ctx, compute_ns);
-        flag = wait_done_early(&req, lead_s);
+        timed_wait(ctx, &req, &wait_start, &wait_end);
         if (hmb_validate_enabled(ctx))
             hmb_check_buffer(ctx, st->pt, st->recv, size, st->peer, part, st->iter);
     }
-    return flag;
+    /* {observed wait start, observed wait end, peer's call}, the others' entries -inf */
+    double times[3] = {-HUGE_VAL, -HUGE_VAL, -HUGE_VAL};
+    if (st->peer >= 0 && observed)
+        times[0] = wait_start, times[1] = wait_end;
+    else if (st->peer >= 0)
+        times[2] = wait_start;
+    MPI_Allreduce(MPI_IN_PLACE, times, 3, MPI_DOUBLE, MPI_MAX, comm);
+    return hmb_probe_verdict(times[0], times[1], times[2]);
 }
 
-/* The predicate of the search: the majority of --trials trials, the same answer on every rank
- * (only the observed side's flags count: the sender's in view `sender`, else the receiver's). */
+/* The predicate of the search: the majority of --trials trials with a verdict (a trial without
+ * one is repeated, at most --trials times over), the same answer on every rank. */
 static int probe_size(size_t size, void *arg)
 {
     proto_state *st = arg;
-    const int observed = st->view == VIEW_SENDER ? st->is_sender : (st->peer >= 0 && !st->is_sender);
-    int mine = 0, total = 0;
-    for (int t = 0; t < st->trials; t++) {
-        int flag = probe_once(st, size);
-        mine += observed ? flag : 0;
+    int progressed = 0, judged = 0;
+    for (int attempt = 0; attempt < PROBE_ATTEMPTS_PER_TRIAL * st->trials && judged < st->trials; attempt++) {
+        int verdict = probe_once(st, size);
+        st->trials_run++;
+        if (verdict < 0)
+            continue;
+        judged++;
+        progressed += verdict;
     }
-    MPI_Allreduce(&mine, &total, 1, MPI_INT, MPI_SUM, hmb_comm(st->ctx));
-    return hmb_probe_majority(total, st->trials);
+    st->trials_without_verdict += st->trials - judged;
+    return hmb_probe_majority(progressed, judged);
 }
 
 static unsigned char *alloc_buffer(hmb_ctx *ctx, size_t bytes)
@@ -413,6 +425,8 @@ static void probe_annotate(hmb_ctx *ctx, proto_state *st)
     hmb_result_add_rows(ctx, "switch_progressed_after", after, count, 1);
     hmb_result_add_num(ctx, "switch_agreement", st->nfound ? (double)best_votes / st->nfound : NAN);
     hmb_result_add_num(ctx, "trials", st->trials);
+    hmb_result_add_num(ctx, "trials_run", (double)st->trials_run);
+    hmb_result_add_num(ctx, "trials_without_verdict", (double)st->trials_without_verdict);
     hmb_result_add_num(ctx, "element_bytes", (double)st->element);
     int nbw = st->ngrid < 64 ? st->ngrid : 64;
     for (int g = 0; g < nbw; g++) {
@@ -427,6 +441,14 @@ static void probe_annotate(hmb_ctx *ctx, proto_state *st)
                  s->lo_hi[2 * k + 1], s->progressed_after[k] ? "(+)" : "");
     }
     hmb_result_add_str(ctx, "switches", count ? text : "none");
+    static const char *const meaning[VIEW_COUNT] = {
+        "the sender's request completes without the receiver below a switch (eager or inline send)",
+        "the receiver completes without the sender below a switch (none: it copies by itself, e.g. CMA)",
+        "the receiver completes without the sender below a switch (none: it copies by itself, e.g. CMA)"};
+    printf("# probe view %s: switches %s (agreement %.2f, %ld trials, %ld without verdict); %s\n",
+           view_names[st->view], count ? text : "none", st->nfound ? (double)best_votes / st->nfound : 0.0,
+           st->trials_run, st->trials_without_verdict, meaning[st->view]);
+    fflush(stdout);
 }
 
 static void proto_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)

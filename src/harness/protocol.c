@@ -13,6 +13,13 @@ int hmb_probe_majority(int progressed, int trials)
     return trials > 0 && 2 * progressed > trials;
 }
 
+int hmb_probe_verdict(double wait_start, double wait_end, double peer_call)
+{
+    if (!(wait_start < peer_call) || wait_end < wait_start)
+        return -1;
+    return wait_end < peer_call;
+}
+
 int hmb_find_switches(const size_t *grid, int n, size_t element, hmb_size_predicate progressed, void *arg,
                       size_t *lo_hi, int *progressed_after, int max_switches)
 {

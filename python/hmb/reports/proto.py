@@ -1,0 +1,90 @@
+"""Report of the protocol lab (proto, seed 001): where each view of the probe found the
+eager/rendezvous switches per MPI and `settings` entry, and the threshold trade-off (message
+rate, bandwidth, overlap from `async` runs of the same setting, library memory per peer projected
+to 1,000 and 8,000 peers). Tables only; docs/metrics.md ("proto") defines every field."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from ..results import ResultSet, fmt_size
+from . import register
+from .common import ok_results, size_of
+
+VIEW_ORDER = ("sender", "recv-early", "recv-late")
+
+
+def setting_of(r) -> str:
+    """The `settings` entry a sweep launched this record with ("default" outside sweeps)."""
+    return str((r.launch.get("point") or {}).get("settings", "default"))
+
+
+def refused_of(r) -> str:
+    """Library variables the driver's start-up probe refused for this launch ("" if none)."""
+    return str((r.launch.get("env_added") or {}).get("HMB_ENV_REFUSED", ""))
+
+
+def _median(r, metric: str) -> float:
+    m = r.metric(metric)
+    return float(m["median"]) if m and m.get("median") is not None else math.nan
+
+
+def _fmt(v: float, scale: float = 1.0, digits: int = 0) -> str:
+    return "–" if not math.isfinite(v) else f"{v / scale:,.{digits}f}"
+
+
+def switch_table(rs: ResultSet) -> list[tuple]:
+    rows = []
+    for r in ok_results(rs, "proto"):
+        if r.params.get("test") != "probe":
+            continue
+        extra = r.record.get("extra") or {}
+        view = str(r.params.get("view", "?"))
+        refused = refused_of(r)
+        rows.append(((r.mpi, setting_of(r), VIEW_ORDER.index(view) if view in VIEW_ORDER else 9),
+                     [r.mpi, setting_of(r) + (" (refused: " + refused + ")" if refused else ""), view,
+                      str(extra.get("switches", "?")), _fmt(extra.get("switch_agreement", math.nan), 1, 2),
+                      f"{extra.get('trials_without_verdict', '?')} / {extra.get('trials_run', '?')}"]))
+    if not rows:
+        return []
+    rows.sort(key=lambda kv: kv[0])
+    return [("Eager/rendezvous switches per MPI, setting and view (proto probe)",
+             ["MPI", "setting", "view", "switches (B: last like smaller – first like larger)", "agreement",
+              "trials without verdict / run"], [row for _, row in rows],
+             "A switch is where the observed side stops completing before its peer's first MPI call: the "
+             "sender view shows MPICH's eager limit but Open MPI's max inline send; the receiver views show "
+             "the eager limit only with single copy off ('+nocma'). (+) marks a switch back to progress. "
+             "A refused setting ran with the library's default for the refused variables.")]
+
+
+def tradeoff_table(rs: ResultSet) -> list[tuple]:
+    overlap = {}
+    for r in ok_results(rs, "async"):
+        if r.params.get("op") == "pt2pt" and r.params.get("progress") == "none":
+            overlap[(r.mpi, setting_of(r), size_of(r))] = _median(r, "efficiency_pct")
+    rows = []
+    for r in ok_results(rs, "proto"):
+        if r.params.get("test") != "tradeoff":
+            continue
+        size, setting = size_of(r), setting_of(r)
+        refused = refused_of(r)
+        rows.append(((r.mpi, setting, size or 0),
+                     [r.mpi, setting + (" (refused)" if refused else ""), fmt_size(size) if size else "?",
+                      _fmt(_median(r, "msg_rate")), _fmt(_median(r, "bandwidth_MBps"), 1, 1),
+                      _fmt(overlap.get((r.mpi, setting, size), math.nan), 1, 1),
+                      _fmt(_median(r, "per_peer_kB"), 1, 1), _fmt(_median(r, "rss_1000_peers_kB"), 1024, 1),
+                      _fmt(_median(r, "rss_8000_peers_kB"), 1024, 1)]))
+    if not rows:
+        return []
+    rows.sort(key=lambda kv: kv[0])
+    return [("Threshold trade-off: message rate, overlap, memory (proto tradeoff, async pt2pt)",
+             ["MPI", "setting", "size", "msg/s", "MB/s", "overlap E (%)", "kB per peer", "RSS 1,000 peers (MB)",
+              "RSS 8,000 peers (MB)"], [row for _, row in rows],
+             "Medians. Overlap: async op pt2pt, progress none, same MPI, setting and size ('–' where not run). "
+             "Memory per peer from 2 ranks (one peer): a rough figure to compare thresholds, not a capacity plan.")]
+
+
+@register("proto", "Protocols: eager/rendezvous switch and threshold trade-off (proto)",
+          tables=lambda rs: switch_table(rs) + tradeoff_table(rs))
+def proto_figures(rs: ResultSet, outdir: Path) -> list:
+    return []
