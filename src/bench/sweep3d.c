@@ -530,14 +530,20 @@ static void sweep_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
                         hmb_check(ctx, st->recv[m] + st->slot_offset[slot], 8 * st->face_cells[f], from, slot, iter,
                                   &bad))
                         continue;
-                    size_t cell = bad / 8;
+                    size_t cell = bad / 8, ignored;
                     int piece = (int)(cell / st->piece_cells[f]);
+                    /* A face that still holds the previous iteration's data never arrived. */
+                    int stale = iter > 0 && hmb_check(ctx, st->recv[m] + st->slot_offset[slot] +
+                                                               (size_t)piece * st->piece_cells[f],
+                                                      8 * st->piece_cells[f], from, slot, iter - 1, &ignored);
                     hmb_validation_failure(ctx, pt, iter, piece,
                                            "%s mode, octant %d (%c%c%c), k-block %d: %s face from rank %d, piece %d "
-                                           "of %d, cell %zu of %zu (byte %zu) is wrong",
+                                           "of %d, cell %zu of %zu (byte %zu) is wrong%s",
                                            mode_names[m], o, octant_sign(o, 0) > 0 ? '+' : '-',
                                            octant_sign(o, 1) > 0 ? '+' : '-', octant_sign(o, 2) > 0 ? '+' : '-', k,
-                                           face_name(f), from, piece, st->pieces[f], cell, st->face_cells[f], bad);
+                                           face_name(f), from, piece, st->pieces[f], cell, st->face_cells[f], bad,
+                                           stale ? " (the piece holds the previous iteration's data: never delivered)"
+                                                 : "");
                 }
     }
 }
