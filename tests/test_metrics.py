@@ -200,3 +200,40 @@ def test_projected_speedup(lib, f, s, speedup):
 ])
 def test_eager_threshold_rule(lib, mean, header, threshold):
     assert lib.hmb_eager_threshold_rule(mean, header) == threshold
+
+
+# ------------------------------------------------------------------ sweep3d (KBA pipeline)
+
+@pytest.fixture(scope="module")
+def kba(lib):
+    lib.hmb_kba_ideal_idle_share.restype = C.c_double
+    lib.hmb_kba_ideal_idle_share.argtypes = [C.c_int, C.c_int, C.c_int]
+    lib.hmb_idle_share.restype = C.c_double
+    lib.hmb_idle_share.argtypes = [C.c_double, C.c_double]
+    return lib
+
+
+@pytest.mark.parametrize("px,py,k,idle", [
+    (2, 1, 4, 0.2),           # stages 4 + 1 + 0 = 5: computing 4 of 5
+    (2, 2, 4, 1 / 3),         # 4 + 1 + 1 = 6: 1 - 4/6
+    (3, 3, 2, 2 / 3),         # 2 + 2 + 2 = 6: 1 - 2/6
+    (1, 1, 8, 0.0),           # one rank: no pipeline to fill
+    (4, 1, 1, 0.75),          # one k-block: 1 + 3 = 4 stages, 1 busy
+    (8, 8, 50, 14 / 64),      # 50 + 7 + 7 = 64
+])
+def test_kba_ideal_idle_share(kba, px, py, k, idle):
+    assert kba.hmb_kba_ideal_idle_share(px, py, k) == pytest.approx(idle)
+
+
+@pytest.mark.parametrize("px,py,k", [(0, 1, 4), (2, 0, 4), (2, 2, 0), (-1, 2, 2)])
+def test_kba_ideal_idle_share_rejects_empty_grids(kba, px, py, k):
+    assert math.isnan(kba.hmb_kba_ideal_idle_share(px, py, k))
+
+
+def test_idle_share(kba):
+    # a rank that computed 3 ms of a 4 ms sweep was idle a quarter of it
+    assert kba.hmb_idle_share(3e-3, 4e-3) == pytest.approx(0.25)
+    assert kba.hmb_idle_share(4e-3, 4e-3) == 0.0
+    assert kba.hmb_idle_share(0.0, 2.0) == 1.0
+    for bad in (0.0, -1.0, math.nan):                 # no elapsed time: no share
+        assert math.isnan(kba.hmb_idle_share(1.0, bad))

@@ -82,6 +82,15 @@ double hmb_memory_projected_kB(double rss_init_kB, double per_peer_kB, int peers
 double hmb_async_compute_tolerance(double c_s, double calibration_error);
 int hmb_async_compute_too_fast(double c_kernel_s, double c_s, double calibration_error);
 
+/* KBA wavefront pipeline (sweep3d, SPEC §3.5). Ideal fill/drain share of one octant sweep on a
+ * px x py process grid with K k-blocks per octant: a sweep takes stages = K + (px - 1) + (py - 1)
+ * steps of one k-block each and every rank computes in K of them, so idle = 1 - K / stages.
+ * NaN for px, py or K below 1. */
+double hmb_kba_ideal_idle_share(int px, int py, int kblocks);
+/* Measured idle share of a rank: 1 - busy / elapsed (busy: time it computed, elapsed: its sweep
+ * time). NaN for elapsed <= 0. */
+double hmb_idle_share(double busy_s, double elapsed_s);
+
 #ifdef __cplusplus
 }
 #endif

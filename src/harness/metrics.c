@@ -76,3 +76,18 @@ int hmb_async_compute_too_fast(double c_kernel_s, double c_s, double calibration
         return 0;
     return c_kernel_s < c_s * (1.0 - hmb_async_compute_tolerance(c_s, calibration_error));
 }
+
+double hmb_kba_ideal_idle_share(int px, int py, int kblocks)
+{
+    if (px < 1 || py < 1 || kblocks < 1)
+        return NAN;
+    double stages = (double)kblocks + (px - 1) + (py - 1);
+    return 1.0 - kblocks / stages;
+}
+
+double hmb_idle_share(double busy_s, double elapsed_s)
+{
+    if (!(elapsed_s > 0.0))
+        return NAN;
+    return 1.0 - busy_s / elapsed_s;
+}

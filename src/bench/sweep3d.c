@@ -1,0 +1,616 @@
+/* sweep3d — the KBA wavefront of SST Ember's Sweep3D (seed 000 §3.2, SPEC §3.5, issue 9).
+ *
+ * A px x py process grid over x,y (open boundaries: a wavefront starts at a grid corner); each
+ * rank's block is nx x ny x nz cells of 8 bytes, z cut into K k-blocks of --kblock cells. One
+ * sweep runs the 8 octants (sweep signs of x, y, z; z the slowest bit, so consecutive octants
+ * turn the sweep's corner). For each k-block in the octant's z order a rank receives its
+ * upstream x face (ny x kblock cells) and y face (nx x kblock cells), computes the block, and
+ * sends its downstream faces: the pipeline fills and drains as in KBA.
+ *
+ * Threads: the 2-D thread grid of the topology (--tgrid tx,ty) cuts each face into the pieces
+ * the topology gives direction d (x face: ty pieces, y face: tx pieces). Piece p of direction
+ * d is sent by the thread on the +off side that owns it and received by the thread on the -off
+ * side that owns piece p of d ^ 1, so one thread handles one piece in every stage (in order).
+ * Every mode computes the same per-thread draws (hmb_noise_ns keyed by iteration and stage)
+ * and every thread of a stage starts only once the stage's upstream faces are in, since the
+ * block's cells depend on them:
+ *   single      main thread: receive both faces, then fork (compute), join, send both faces;
+ *   multiple    each owner thread receives its pieces; barrier; compute; each owner sends its
+ *               pieces as soon as its own compute ends (MPI_THREAD_MULTIPLE);
+ *   partitioned one MPI_Psend_init / MPI_Precv_init per face and k-block stage (partitions =
+ *               pieces), all started at the sweep's start; owners poll MPI_Parrived for their
+ *               pieces, barrier, compute, MPI_Pready their pieces.
+ * --comm off (mock, after LLNL Comb): the same stages, threads and compute, no communication.
+ * Send data of every (octant, k-block, face) is written before the iteration (prepare), as the
+ * values an application would have packed; received faces are checked in verify(). */
+#include <math.h>
+#include <stdio.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hmb/hmb.h"
+#include "hmb/metrics.h"
+
+#if defined(HMB_HAVE_MPI_PSEND_INIT) && defined(HMB_HAVE_MPI_PARRIVED)
+#define SWEEP_HAVE_PARTITIONED 1
+#else
+#define SWEEP_HAVE_PARTITIONED 0
+#endif
+
+enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, NMODES };
+static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned"};
+enum { FACE_X, FACE_Y, NFACES };
+enum { NOCTANTS = 8 };
+/* Metrics: per mode, indexed M_xxx + mode. */
+enum { M_T_SWEEP = 0, M_THROUGHPUT = 3, M_RATIO = 6 /* multiple, partitioned */, M_IDLE = 8, M_IDLE_IDEAL = 11 };
+
+typedef struct {
+    hmb_topo topo;
+    int rank, threads, comm_on;
+    int n[3];      /* nx, ny, kblock: one k-block of the rank's block (the topology's boxes) */
+    int kblocks;   /* K */
+    int nmodes, modes[NMODES];
+    int64_t compute_ns;
+    size_t face_cells[NFACES], piece_cells[NFACES];
+    int pieces[NFACES], max_pieces;
+    int nslots;                                   /* NOCTANTS * K * NFACES */
+    uint64_t *send;                               /* slot s at send + slot_offset[s] */
+    uint64_t *recv[NMODES];
+    size_t *slot_offset;
+    MPI_Comm comm[NMODES];
+    MPI_Request *face_req;                        /* single: per slot (sends) */
+    MPI_Request *piece_req;                       /* multiple: per slot and piece (sends) */
+    MPI_Request *part_req;                        /* partitioned: [2 slot] send, [2 slot + 1] receive */
+    double *busy_ns;                              /* [stage * threads + tid] */
+    double *bytes_sent;                           /* [tid]: bytes this thread sent in the mode */
+    double bytes_per_rank[NMODES];                /* rank 0: mean over ranks of bytes sent per sweep */
+} sweep_state;
+
+static const hmb_option sweep_options[] = {
+    {"mode", HMB_OPT_CHOICES, "all", "threading modes, run paired in one iteration", 0, 0,
+     "single|multiple|partitioned"},
+    {"kblock", HMB_OPT_INT, "2", "cells per k-block along z (one pipeline stage)", 1, 1 << 20, NULL},
+    {"kblocks", HMB_OPT_INT, "4", "k-blocks per octant with --sizes (nz = kblocks x kblock)", 1, 4096, NULL},
+    {"domain", HMB_OPT_INTS, NULL, "local block nx,ny,nz instead of --sizes (nz a multiple of --kblock)", 1,
+     1 << 24, NULL},
+    {"comm", HMB_OPT_CHOICE, "on", "off: mock mode, the same stages and compute without communication", 0, 0,
+     "on|off"},
+    HMB_TOPO_OPTIONS,
+    HMB_OPTION_END};
+
+/* A wavefront needs grid corners: open boundaries by default (periodic is refused in check). */
+static const hmb_default sweep_defaults[] = {
+    {"sizes", "4K:1M:x4"}, {"compute", "1ms"}, {"boundary", "open"}, {NULL, NULL}};
+
+static const hmb_metric sweep_metrics[] = {
+    {"t_sweep_single_us", "us", "single: one sweep (8 octants), slowest rank", 0, 1},
+    {"t_sweep_multiple_us", "us", "multiple: one sweep (8 octants), slowest rank", 0, 1},
+    {"t_sweep_partitioned_us", "us", "partitioned: one sweep (8 octants), slowest rank", 0, 1},
+    {"throughput_single_MBps", "MB/s", "single: bytes sent per process per sweep / t_sweep", 1, 0},
+    {"throughput_multiple_MBps", "MB/s", "multiple: bytes sent per process per sweep / t_sweep", 1, 0},
+    {"throughput_partitioned_MBps", "MB/s", "partitioned: bytes sent per process per sweep / t_sweep", 1, 0},
+    {"ratio_multiple", "ratio", "t_sweep_single / t_sweep_multiple of the same iteration (>1: faster)", 1, 1},
+    {"ratio_partitioned", "ratio", "t_sweep_single / t_sweep_partitioned of the same iteration (>1: faster)", 1,
+     1},
+    {"idle_share_single", "ratio", "single: 1 - computing / sweep time, mean over ranks", 0, 0},
+    {"idle_share_multiple", "ratio", "multiple: 1 - computing / sweep time, mean over ranks", 0, 0},
+    {"idle_share_partitioned", "ratio", "partitioned: 1 - computing / sweep time, mean over ranks", 0, 0},
+    {"idle_share_ideal", "ratio", "KBA fill/drain share from the grid: 1 - K / (K + px - 1 + py - 1)", 0, 0},
+    HMB_METRIC_END};
+
+/* ------------------------------------------------------------------ geometry */
+
+/* Octant o: sweep sign +1/-1 per axis (bit 0 x, bit 1 y, bit 2 z). */
+static int octant_sign(int o, int axis) { return (o >> axis) & 1 ? -1 : 1; }
+/* The topology direction of face f's message in octant o (2-D: 0 +x, 1 -x, 2 +y, 3 -y). */
+static int face_dir(int o, int f) { return 2 * f + (octant_sign(o, f) > 0 ? 0 : 1); }
+static int slot_of(const sweep_state *st, int o, int k, int f) { return (o * st->kblocks + k) * NFACES + f; }
+/* The k-block of stage s of octant o (z order). */
+static int stage_kblock(const sweep_state *st, int o, int s)
+{
+    return octant_sign(o, 2) > 0 ? s : st->kblocks - 1 - s;
+}
+
+static int point_has(const hmb_point *pt, const char *name)
+{
+    for (int i = 0; i < pt->nparams; i++)
+        if (strcmp(pt->params[i].name, name) == 0)
+            return 1;
+    return 0;
+}
+
+/* The block of point pt: nx, ny, kblock and K from --domain, or a square face of the point's size. */
+static void point_block(const hmb_point *pt, int n[3], int *kblocks)
+{
+    n[2] = (int)hmb_point_int(pt, "kblock");
+    *kblocks = (int)hmb_point_int(pt, "kblocks");
+    n[0] = n[1] = (int)(pt->size_bytes / 8 / (size_t)n[2]);
+    if (point_has(pt, "nx")) {
+        n[0] = (int)hmb_point_int(pt, "nx");
+        n[1] = (int)hmb_point_int(pt, "ny");
+    }
+}
+
+static void sweep_check(hmb_ctx *ctx)
+{
+    hmb_topo t;
+    if (strcmp(hmb_opt_str(ctx, "boundary"), "periodic") == 0)
+        hmb_usage_error(ctx, "--boundary periodic: a KBA wavefront starts at a grid corner and a periodic grid has "
+                             "none; use --boundary open");
+    hmb_topo_from_options(ctx, 2, 4, 1, &t);
+    long long kb = hmb_opt_int(ctx, "kblock");
+    if (hmb_opt_given(ctx, "domain")) {
+        int count;
+        const long long *d = hmb_opt_ints(ctx, "domain", &count);
+        if (hmb_opt_given(ctx, "sizes") || hmb_opt_given(ctx, "kblocks"))
+            hmb_usage_error(ctx, "--domain sets the block and its k-blocks: do not give --sizes or --kblocks with it");
+        if (count != 3)
+            hmb_usage_error(ctx, "--domain: %d values, give nx,ny,nz", count);
+        if (d[2] % kb != 0 || d[2] / kb > 4096)
+            hmb_usage_error(ctx, "--domain: nz %lld is not a multiple of --kblock %lld into at most 4096 k-blocks",
+                            d[2], kb);
+        if (d[0] % t.tdims[0] != 0 || d[1] % t.tdims[1] != 0)
+            hmb_usage_error(ctx, "--domain %lldx%lld: nx, ny must be multiples of the thread grid %dx%d (equal "
+                                 "face pieces)", d[0], d[1], t.tdims[0], t.tdims[1]);
+        if ((double)(d[0] > d[1] ? d[0] : d[1]) * (double)kb * 8.0 > 2147483647.0)
+            hmb_usage_error(ctx, "--domain: a face of %lld x %lld cells is more than MPI int counts allow",
+                            d[0] > d[1] ? d[0] : d[1], kb);
+        return;
+    }
+    int nsizes;
+    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
+    for (int i = 0; i < nsizes; i++) {
+        size_t m = sizes[i];
+        if (m == 0 || m % (8 * (size_t)kb) != 0)
+            hmb_usage_error(ctx, "--sizes: %zu bytes per face is not a whole number of %lld-cell (8-byte) rows "
+                                 "(--kblock %lld)", m, kb, kb);
+        size_t side = m / 8 / (size_t)kb;
+        if (side % (size_t)t.tdims[0] != 0 || side % (size_t)t.tdims[1] != 0)
+            hmb_usage_error(ctx, "--sizes %zu: a face is %zu x %lld cells; %zu does not split into the thread grid "
+                                 "%dx%d (equal face pieces)", m, side, kb, side, t.tdims[0], t.tdims[1]);
+        if (m / 8 > 2147483647u)
+            hmb_usage_error(ctx, "--sizes: %zu bytes is more than MPI int counts of 8-byte cells allow", m);
+    }
+}
+
+static void sweep_points(hmb_ctx *ctx, hmb_point_list *out)
+{
+    long long kb = hmb_opt_int(ctx, "kblock");
+    if (hmb_opt_given(ctx, "domain")) {
+        int count;
+        const long long *d = hmb_opt_ints(ctx, "domain", &count);
+        hmb_point *pt = hmb_points_add(out, (size_t)d[1] * (size_t)kb * 8); /* the x face */
+        hmb_point_set_int(pt, "nx", d[0]);
+        hmb_point_set_int(pt, "ny", d[1]);
+        hmb_point_set_int(pt, "kblock", kb);
+        hmb_point_set_int(pt, "kblocks", d[2] / kb);
+        return;
+    }
+    int nsizes;
+    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
+    for (int i = 0; i < nsizes; i++) { /* a square face: nx = ny = size / 8 / kblock */
+        hmb_point *pt = hmb_points_add(out, sizes[i]);
+        hmb_point_set_int(pt, "kblock", kb);
+        hmb_point_set_int(pt, "kblocks", hmb_opt_int(ctx, "kblocks"));
+    }
+}
+
+static void sweep_free(sweep_state *st)
+{
+    free(st->send);
+    for (int m = 0; m < NMODES; m++)
+        free(st->recv[m]);
+    free(st->slot_offset);
+    free(st->face_req);
+    free(st->piece_req);
+    free(st->part_req);
+    free(st->busy_ns);
+    free(st->bytes_sent);
+    free(st);
+}
+
+/* Why mode m cannot run here, or NULL. */
+static const char *mode_unsupported(hmb_ctx *ctx, int m)
+{
+    int concurrent = hmb_threads(ctx) > 1 && hmb_thread_level_provided(ctx) < MPI_THREAD_MULTIPLE;
+    if (m == MODE_PARTITIONED && !SWEEP_HAVE_PARTITIONED)
+        return "this MPI library has no partitioned communication (MPI_Psend_init/MPI_Parrived)";
+    if (m != MODE_SINGLE && concurrent)
+        return "threads call MPI concurrently: needs MPI_THREAD_MULTIPLE";
+    return NULL;
+}
+
+static void *sweep_setup(hmb_ctx *ctx, const hmb_point *pt)
+{
+    unsigned long long selected = hmb_opt_choices(ctx, "mode");
+    int comm_on = strcmp(hmb_opt_str(ctx, "comm"), "on") == 0;
+    for (int m = 0; m < NMODES; m++) {
+        const char *why = comm_on && (selected >> m & 1) ? mode_unsupported(ctx, m) : NULL;
+        if (why) {
+            hmb_unsupported(ctx, "--mode %s: %s (provided MPI_THREAD_%s); leave it out of --mode to run the others", mode_names[m],
+                            why, hmb_thread_level_name(hmb_thread_level_provided(ctx)));
+            return NULL;
+        }
+    }
+    sweep_state *st = calloc(1, sizeof *st);
+    if (!st) {
+        hmb_unsupported(ctx, "cannot allocate the benchmark state");
+        return NULL;
+    }
+    for (int m = 0; m < NMODES; m++)
+        st->comm[m] = MPI_COMM_NULL;
+    hmb_topo_from_options(ctx, 2, 4, 0, &st->topo);
+    st->rank = hmb_rank(ctx);
+    st->threads = hmb_threads(ctx);
+    st->comm_on = comm_on;
+    st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
+    point_block(pt, st->n, &st->kblocks);
+    for (int m = 0; m < NMODES; m++)
+        if (selected >> m & 1)
+            st->modes[st->nmodes++] = m;
+    for (int f = 0; f < NFACES; f++) {
+        st->face_cells[f] = (size_t)st->n[1 - f] * (size_t)st->n[2]; /* x face: ny x kblock */
+        st->pieces[f] = hmb_topo_pieces(&st->topo, 2 * f);
+        st->piece_cells[f] = st->face_cells[f] / (size_t)st->pieces[f];
+    }
+    st->nslots = NOCTANTS * st->kblocks * NFACES;
+    int stages = NOCTANTS * st->kblocks;
+    st->max_pieces = st->pieces[0] > st->pieces[1] ? st->pieces[0] : st->pieces[1];
+    st->slot_offset = calloc((size_t)st->nslots + 1, sizeof(size_t));
+    st->busy_ns = calloc((size_t)stages * (size_t)st->threads, sizeof(double));
+    st->bytes_sent = calloc((size_t)st->threads, sizeof(double));
+    st->face_req = malloc((size_t)st->nslots * sizeof(MPI_Request));
+    st->piece_req = malloc((size_t)st->nslots * (size_t)st->max_pieces * sizeof(MPI_Request));
+    st->part_req = malloc(2 * (size_t)st->nslots * sizeof(MPI_Request));
+    if (!st->slot_offset || !st->busy_ns || !st->bytes_sent || !st->face_req || !st->piece_req || !st->part_req) {
+        hmb_unsupported(ctx, "cannot allocate the request tables of %d stages", stages);
+        free(st->part_req); /* not initialised: teardown must not free its requests */
+        st->part_req = NULL;
+        return st;
+    }
+    for (int s = 0; s < st->nslots; s++) {
+        st->slot_offset[s + 1] = st->slot_offset[s] + st->face_cells[s % NFACES];
+        st->face_req[s] = st->part_req[2 * s] = st->part_req[2 * s + 1] = MPI_REQUEST_NULL;
+    }
+    for (int i = 0; i < st->nslots * st->max_pieces; i++)
+        st->piece_req[i] = MPI_REQUEST_NULL;
+    if (!comm_on)
+        return st;
+    size_t bytes = st->slot_offset[st->nslots] * sizeof(uint64_t);
+    st->send = malloc(bytes);
+    int ok = st->send != NULL;
+    for (int i = 0; i < st->nmodes; i++)
+        ok = ok && (st->recv[st->modes[i]] = calloc(1, bytes)) != NULL;
+    if (!ok) {
+        hmb_unsupported(ctx, "cannot allocate %d x %zu bytes of face buffers", 1 + st->nmodes, bytes);
+        return st;
+    }
+    hmb_cache_register(ctx, st->send, bytes);
+    for (int i = 0; i < st->nmodes; i++) {
+        int m = st->modes[i];
+        hmb_cache_register(ctx, st->recv[m], bytes);
+        MPI_Comm_dup(hmb_comm(ctx), &st->comm[m]);
+    }
+#if SWEEP_HAVE_PARTITIONED
+    if (selected >> MODE_PARTITIONED & 1) {
+        /* Created in slot order on every rank: each (sender, receiver, tag) pair inits its
+         * requests in the same order on both sides, so they match one to one. */
+        for (int o = 0; o < NOCTANTS; o++)
+            for (int k = 0; k < st->kblocks; k++)
+                for (int f = 0; f < NFACES; f++) {
+                    int s = slot_of(st, o, k, f), d = face_dir(o, f);
+                    int count = (int)st->piece_cells[f];
+                    MPI_Comm c = st->comm[MODE_PARTITIONED];
+                    if (st->topo.dir[d].to != MPI_PROC_NULL)
+                        MPI_Psend_init(st->send + st->slot_offset[s], st->pieces[f], count, MPI_UINT64_T,
+                                       st->topo.dir[d].to, d, c, MPI_INFO_NULL, &st->part_req[2 * s]);
+                    if (st->topo.dir[d].from != MPI_PROC_NULL)
+                        MPI_Precv_init(st->recv[MODE_PARTITIONED] + st->slot_offset[s], st->pieces[f], count,
+                                       MPI_UINT64_T, st->topo.dir[d].from, d, c, MPI_INFO_NULL,
+                                       &st->part_req[2 * s + 1]);
+                }
+    }
+#endif
+    return st;
+}
+
+/* ------------------------------------------------------------------ one sweep per mode */
+
+/* Thread tid computes its draw of stage `stage` (the same draws in every mode: keyed by
+ * iteration and stage) and records how long it computed. */
+static void compute_stage(hmb_ctx *ctx, sweep_state *st, long iter, int stage, int tid)
+{
+    long draw = iter * (long)(NOCTANTS * st->kblocks) + stage;
+    st->busy_ns[stage * st->threads + tid] = (double)hmb_compute_ns(ctx, hmb_noise_ns(ctx, tid, draw, st->compute_ns));
+}
+
+/* Fork-join: the main thread receives the stage's upstream faces, all threads compute, the
+ * main thread sends the downstream faces (completed at the end of the sweep). */
+static void sweep_single(hmb_ctx *ctx, sweep_state *st, long iter)
+{
+    MPI_Comm c = st->comm[MODE_SINGLE];
+    const hmb_topo *t = &st->topo;
+    double sent = 0.0;
+    for (int o = 0; o < NOCTANTS; o++) {
+        for (int s = 0; s < st->kblocks; s++) {
+            int k = stage_kblock(st, o, s), stage = o * st->kblocks + s;
+            if (st->comm_on) {
+                MPI_Request rr[NFACES];
+                int nr = 0;
+                for (int f = 0; f < NFACES; f++) {
+                    int d = face_dir(o, f), slot = slot_of(st, o, k, f);
+                    if (t->dir[d].from != MPI_PROC_NULL)
+                        MPI_Irecv(st->recv[MODE_SINGLE] + st->slot_offset[slot], (int)st->face_cells[f],
+                                  MPI_UINT64_T, t->dir[d].from, d, c, &rr[nr++]);
+                }
+                MPI_Waitall(nr, rr, MPI_STATUSES_IGNORE);
+            }
+#pragma omp parallel num_threads(st->threads)
+            compute_stage(ctx, st, iter, stage, omp_get_thread_num());
+            if (!st->comm_on)
+                continue;
+            for (int f = 0; f < NFACES; f++) {
+                int d = face_dir(o, f), slot = slot_of(st, o, k, f);
+                if (t->dir[d].to == MPI_PROC_NULL)
+                    continue;
+                MPI_Isend(st->send + st->slot_offset[slot], (int)st->face_cells[f], MPI_UINT64_T, t->dir[d].to, d, c,
+                          &st->face_req[slot]);
+                sent += 8.0 * (double)st->face_cells[f];
+            }
+        }
+    }
+    if (st->comm_on)
+        MPI_Waitall(st->nslots, st->face_req, MPI_STATUSES_IGNORE);
+    st->bytes_sent[0] = sent;
+}
+
+/* multiple: one message per piece, tagged with its direction and piece. */
+static int piece_tag(int d, int p) { return d * HMB_MAX_THREADS + p; }
+
+static void receive_piece(sweep_state *st, int mode, int o, int k, int f, int p)
+{
+    int d = face_dir(o, f), slot = slot_of(st, o, k, f);
+    uint64_t *buf = st->recv[mode] + st->slot_offset[slot] + (size_t)p * st->piece_cells[f];
+    if (mode == MODE_MULTIPLE) {
+        MPI_Recv(buf, (int)st->piece_cells[f], MPI_UINT64_T, st->topo.dir[d].from, piece_tag(d, p), st->comm[mode],
+                 MPI_STATUS_IGNORE);
+        return;
+    }
+#if SWEEP_HAVE_PARTITIONED
+    for (int arrived = 0; !arrived;)
+        MPI_Parrived(st->part_req[2 * slot + 1], p, &arrived);
+#endif
+}
+
+static void send_piece(sweep_state *st, int mode, int o, int k, int f, int p)
+{
+    int d = face_dir(o, f), slot = slot_of(st, o, k, f);
+    if (mode == MODE_MULTIPLE) {
+        MPI_Isend(st->send + st->slot_offset[slot] + (size_t)p * st->piece_cells[f], (int)st->piece_cells[f],
+                  MPI_UINT64_T, st->topo.dir[d].to, piece_tag(d, p), st->comm[mode],
+                  &st->piece_req[slot * st->max_pieces + p]);
+        return;
+    }
+#if SWEEP_HAVE_PARTITIONED
+    MPI_Pready(p, st->part_req[2 * slot]);
+#endif
+}
+
+/* multiple / partitioned (with --comm off: the same stages without communication): one parallel region
+ * for the sweep; each owner thread receives its upstream pieces, all wait for the stage's data
+ * (barrier), compute, and each owner sends its downstream pieces at once. */
+static void sweep_threads(hmb_ctx *ctx, sweep_state *st, int mode, long iter)
+{
+    const hmb_topo *t = &st->topo;
+    if (st->comm_on && mode == MODE_PARTITIONED)
+        for (int i = 0; i < 2 * st->nslots; i++)
+            if (st->part_req[i] != MPI_REQUEST_NULL)
+                MPI_Start(&st->part_req[i]);
+#pragma omp parallel num_threads(st->threads)
+    {
+        int tid = omp_get_thread_num();
+        double sent = 0.0;
+        for (int o = 0; o < NOCTANTS; o++) {
+            for (int s = 0; s < st->kblocks; s++) {
+                int k = stage_kblock(st, o, s), stage = o * st->kblocks + s;
+                for (int f = 0; f < NFACES && st->comm_on; f++) {
+                    int d = face_dir(o, f), p = hmb_topo_thread_piece(t, d ^ 1, tid);
+                    if (t->dir[d].from != MPI_PROC_NULL && p >= 0)
+                        receive_piece(st, mode, o, k, f, p);
+                }
+#pragma omp barrier
+                compute_stage(ctx, st, iter, stage, tid);
+                for (int f = 0; f < NFACES && st->comm_on; f++) {
+                    int d = face_dir(o, f), p = hmb_topo_thread_piece(t, d, tid);
+                    if (t->dir[d].to == MPI_PROC_NULL || p < 0)
+                        continue;
+                    send_piece(st, mode, o, k, f, p);
+                    sent += 8.0 * (double)st->piece_cells[f];
+                }
+            }
+        }
+        st->bytes_sent[tid] = sent;
+    }
+    /* Sends complete at the end of the sweep (every send slot has its own buffer). */
+    if (st->comm_on && mode == MODE_MULTIPLE)
+        MPI_Waitall(st->nslots * st->max_pieces, st->piece_req, MPI_STATUSES_IGNORE);
+    if (st->comm_on && mode == MODE_PARTITIONED)
+        MPI_Waitall(2 * st->nslots, st->part_req, MPI_STATUSES_IGNORE);
+}
+
+/* ------------------------------------------------------------------ callbacks */
+
+/* Untimed: the send data of every (octant, k-block, face) this rank sends in iteration iter. */
+static void sweep_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
+{
+    (void)ctx, (void)pt;
+    sweep_state *st = state;
+    if (!st->comm_on)
+        return;
+    for (int o = 0; o < NOCTANTS; o++)
+        for (int k = 0; k < st->kblocks; k++)
+            for (int f = 0; f < NFACES; f++) {
+                int slot = slot_of(st, o, k, f);
+                if (st->topo.dir[face_dir(o, f)].to != MPI_PROC_NULL)
+                    hmb_fill(st->send + st->slot_offset[slot], 8 * st->face_cells[f], st->rank, slot, iter);
+            }
+}
+
+static int sweep_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
+{
+    (void)pt;
+    sweep_state *st = state;
+    int order[NMODES];
+    hmb_phase_order(st->nmodes, iter, order);
+    /* per mode: this rank's sweep time; its idle share; bytes it sent (0 for modes not run) */
+    double t_sweep[NMODES] = {0}, idle[NMODES] = {0}, bytes[NMODES] = {0};
+    const int stages = NOCTANTS * st->kblocks;
+    for (int i = 0; i < st->nmodes; i++) {
+        int m = st->modes[order[i]];
+        memset(st->bytes_sent, 0, (size_t)st->threads * sizeof(double));
+        hmb_phase(ctx, "barrier before a sweep");
+        MPI_Barrier(hmb_comm(ctx));
+        hmb_phase(ctx, m == MODE_SINGLE ? "single sweep" : m == MODE_MULTIPLE ? "multiple sweep" : "partitioned sweep");
+        double t0 = hmb_now();
+        if (m == MODE_SINGLE)
+            sweep_single(ctx, st, iter);
+        else
+            sweep_threads(ctx, st, m, iter);
+        t_sweep[m] = hmb_now() - t0;
+        double busy_ns = 0.0;
+        for (int s = 0; s < stages; s++) {
+            double stage_ns = 0.0; /* the stage's slowest thread: a fork-join code waits for it */
+            for (int tid = 0; tid < st->threads; tid++)
+                stage_ns = fmax(stage_ns, st->busy_ns[s * st->threads + tid]);
+            busy_ns += stage_ns;
+        }
+        idle[m] = hmb_idle_share(busy_ns * 1e-9, t_sweep[m]);
+        for (int tid = 0; tid < st->threads; tid++)
+            bytes[m] += st->bytes_sent[tid];
+    }
+    hmb_phase(ctx, "reduce");
+    hmb_reduce_max(ctx, t_sweep, NMODES);
+    hmb_reduce_sum(ctx, idle, NMODES);
+    hmb_reduce_sum(ctx, bytes, NMODES);
+    if (st->rank != 0)
+        return 0;
+    const int ranks = hmb_size(ctx);
+    for (int i = 0; i < st->nmodes; i++) {
+        int m = st->modes[i];
+        st->bytes_per_rank[m] = bytes[m] / ranks;
+        out->value[M_T_SWEEP + m] = t_sweep[m] * 1e6;
+        out->value[M_IDLE + m] = idle[m] / ranks;
+        if (st->comm_on)
+            out->value[M_THROUGHPUT + m] = st->bytes_per_rank[m] / t_sweep[m] * 1e-6;
+        if (m != MODE_SINGLE && t_sweep[MODE_SINGLE] > 0.0)
+            out->value[M_RATIO + m - 1] = t_sweep[MODE_SINGLE] / t_sweep[m];
+    }
+    if (st->comm_on)
+        out->value[M_IDLE_IDEAL] = hmb_kba_ideal_idle_share(st->topo.dims[0], st->topo.dims[1], st->kblocks);
+    return 0;
+}
+
+static const char *face_name(int f) { return f == FACE_X ? "x" : "y"; }
+
+/* Every received face cell of every mode: the pattern of (source rank, slot = octant, k-block
+ * and face, iteration), position by position. */
+static void sweep_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
+{
+    sweep_state *st = state;
+    if (!st->comm_on)
+        return;
+    for (int i = 0; i < st->nmodes; i++) {
+        int m = st->modes[i];
+        for (int o = 0; o < NOCTANTS; o++)
+            for (int k = 0; k < st->kblocks; k++)
+                for (int f = 0; f < NFACES; f++) {
+                    int slot = slot_of(st, o, k, f), from = st->topo.dir[face_dir(o, f)].from;
+                    size_t bad = 0;
+                    if (from == MPI_PROC_NULL ||
+                        hmb_check(ctx, st->recv[m] + st->slot_offset[slot], 8 * st->face_cells[f], from, slot, iter,
+                                  &bad))
+                        continue;
+                    size_t cell = bad / 8, ignored;
+                    int piece = (int)(cell / st->piece_cells[f]);
+                    /* A piece holding another iteration's data: never delivered (iter - 1), or
+                     * written after its requests completed, from a send buffer already refilled
+                     * for the next iteration (iter + 1: seen with Open MPI 5.0.11 partitioned). */
+                    const uint64_t *piece_buf = st->recv[m] + st->slot_offset[slot] + (size_t)piece * st->piece_cells[f];
+                    long holds = -1;
+                    for (long g = iter - 1; g <= iter + 1 && holds < 0; g += 2)
+                        if (g >= 0 && hmb_check(ctx, (void *)piece_buf, 8 * st->piece_cells[f], from, slot, g, &ignored))
+                            holds = g;
+                    char why[160] = "";
+                    if (holds >= 0)
+                        snprintf(why, sizeof why, " (the piece holds iteration %ld's data: %s)", holds,
+                                 holds < iter ? "never delivered"
+                                              : "written after its requests completed, library conformance problem");
+                    hmb_validation_failure(ctx, pt, iter, piece,
+                                           "%s mode, octant %d (%c%c%c), k-block %d: %s face from rank %d, piece %d "
+                                           "of %d, cell %zu of %zu (byte %zu) is wrong%s",
+                                           mode_names[m], o, octant_sign(o, 0) > 0 ? '+' : '-',
+                                           octant_sign(o, 1) > 0 ? '+' : '-', octant_sign(o, 2) > 0 ? '+' : '-', k,
+                                           face_name(f), from, piece, st->pieces[f], cell, st->face_cells[f], bad, why);
+                }
+    }
+}
+
+static void sweep_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
+{
+    (void)ctx, (void)pt;
+    sweep_state *st = state;
+    if (!st)
+        return;
+    if (st->part_req)
+        for (int i = 0; i < 2 * st->nslots; i++)
+            if (st->part_req[i] != MPI_REQUEST_NULL)
+                MPI_Request_free(&st->part_req[i]);
+    for (int m = 0; m < NMODES; m++)
+        if (st->comm[m] != MPI_COMM_NULL)
+            MPI_Comm_free(&st->comm[m]);
+    sweep_free(st);
+}
+
+static void sweep_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
+{
+    sweep_state *st = state;
+    char key[64];
+    for (int i = 0; i < st->nmodes; i++) {
+        snprintf(key, sizeof key, "bytes_per_rank_sweep_%s", mode_names[st->modes[i]]);
+        hmb_result_add_num(ctx, key, st->bytes_per_rank[st->modes[i]]);
+    }
+    hmb_result_add_str(ctx, "comm", st->comm_on ? "on" : "off");
+    hmb_result_add_num(ctx, "nx", st->n[0]);
+    hmb_result_add_num(ctx, "ny", st->n[1]);
+    hmb_result_add_num(ctx, "nz", (double)st->n[2] * st->kblocks);
+    hmb_result_add_num(ctx, "face_x_bytes", 8.0 * (double)st->face_cells[FACE_X]);
+    hmb_result_add_num(ctx, "face_y_bytes", 8.0 * (double)st->face_cells[FACE_Y]);
+    hmb_result_add_num(ctx, "pieces_x", st->pieces[FACE_X]);
+    hmb_result_add_num(ctx, "pieces_y", st->pieces[FACE_Y]);
+    hmb_result_add_num(ctx, "threads", st->threads);
+    hmb_result_add_num(ctx, "compute_ns", (double)st->compute_ns);
+    hmb_result_add_str(ctx, "noise", hmb_opt_str(ctx, "noise"));
+    (void)pt;
+}
+
+static const hmb_bench sweep_bench = {
+    .name = "sweep3d",
+    .group = "patterns",
+    .summary = "KBA wavefront (Ember Sweep3D) on a px x py grid: single, multiple, partitioned threading",
+    .options = sweep_options,
+    .defaults = sweep_defaults,
+    .metrics = sweep_metrics,
+    .thread_level = MPI_THREAD_MULTIPLE,
+    .min_ranks = 1,
+    .check = sweep_check,
+    .points = sweep_points,
+    .setup = sweep_setup,
+    .prepare = sweep_prepare,
+    .iterate = sweep_iterate,
+    .verify = sweep_verify,
+    .teardown = sweep_teardown,
+    .annotate = sweep_annotate,
+    .pivot_metrics = "throughput_single_MBps,throughput_multiple_MBps,throughput_partitioned_MBps",
+};
+HMB_REGISTER(sweep_bench);

@@ -1,0 +1,130 @@
+"""Integration tests of `sweep3d` (KBA wavefront, issue 9) under each MPI: correctness only.
+
+Every mode must move the same bytes, every received face cell is validated (a corrupted one
+fails with its place), and grids a wavefront cannot run on are refused. No timing is asserted:
+4 and 9 ranks oversubscribe this machine. The idle-share formulas are unit-tested by hand in
+test_metrics.py.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from conftest import run_bench
+
+TINY = ["--iters", "2", "--warmup", "0", "--ci-target", "0", "--timeout", "120s"]
+MODES = ("single", "multiple", "partitioned")
+# Open MPI oversubscribed: yield, or the spinning ranks starve each other (conftest's note).
+YIELD = {"OMPI_MCA_mpi_yield_when_idle": "1"}
+
+
+def sweep(mpi_name, tmp_path, args, ranks=2, threads=1, env=None):
+    return run_bench(mpi_name, ["sweep3d", "--threads", str(threads)] + args + TINY, ranks=ranks, threads=threads,
+                     tmp_path=tmp_path, env=env)
+
+
+def expected_bytes_per_rank(px, py, kblocks, face_bytes):
+    """Bytes a rank sends in one sweep, mean over the grid, counted by hand: in each of the 8
+    octants every rank with a downstream x neighbour sends K x faces ((px - 1) py ranks), and
+    likewise for y (px (py - 1) ranks)."""
+    senders = (px - 1) * py + px * (py - 1)
+    return 8 * kblocks * face_bytes * senders / (px * py)
+
+
+def check_point(res, px, py, kblocks, face_bytes, comm=True):
+    m, x = res["metrics"], res["extra"]
+    want = expected_bytes_per_rank(px, py, kblocks, face_bytes) if comm else 0
+    for mode in MODES:
+        assert x[f"bytes_per_rank_sweep_{mode}"] == want, (mode, x)
+        assert m[f"t_sweep_{mode}_us"]["min"] > 0
+        idle = m[f"idle_share_{mode}"]["median"]
+        assert 0 <= idle <= 1, (mode, idle)  # computing (slowest thread per stage) fits inside the sweep
+        throughput = m[f"throughput_{mode}_MBps"]["median"]
+        assert (throughput > 0) if comm else (throughput is None or math.isnan(throughput)), (mode, throughput)
+    for mode in ("multiple", "partitioned"):
+        assert m[f"ratio_{mode}"]["min"] > 0
+    ideal = m["idle_share_ideal"]["median"]
+    if comm:  # 1 - K / (K + px - 1 + py - 1)
+        assert ideal == pytest.approx(1 - kblocks / (kblocks + px - 1 + py - 1))
+    assert res["iterations"] == 2 and res["invalid"] == 0
+
+
+@pytest.mark.parametrize("threads,tgrid", [(1, None), (2, "2,1"), (2, "1,2")])
+def test_two_ranks_every_mode_moves_the_same_bytes(mpi_name, tmp_path, threads, tgrid):
+    args = ["--sizes", "1K,16K", "--kblock", "2", "--kblocks", "3", "--compute", "20us"]
+    args += ["--tgrid", tgrid] if tgrid else []
+    r = sweep(mpi_name, tmp_path, args, threads=threads)
+    assert r.rc == 0, r.stderr
+    assert r.header()["extra"]["topology_grid"] == "2x1" and r.header()["extra"]["topology_boundary"] == "open"
+    results = r.results()
+    assert [x["params"]["size_bytes"] for x in results] == [1024, 16384]
+    for res in results:
+        check_point(res, 2, 1, 3, res["params"]["size_bytes"])
+        # the thread grid cuts the x face (ny x kblock) among ty threads, the y face among tx
+        tx, ty = (int(v) for v in (tgrid or "1,1").split(","))
+        assert (res["extra"]["pieces_x"], res["extra"]["pieces_y"]) == (ty, tx)
+        assert res["extra"]["nx"] == res["extra"]["ny"] == res["params"]["size_bytes"] // 8 // 2
+
+
+@pytest.mark.parametrize("ranks,px,py", [(4, 2, 2), (9, 3, 3)])
+def test_oversubscribed_grids(mpi_name, tmp_path, ranks, px, py):
+    r = sweep(mpi_name, tmp_path, ["--sizes", "256", "--kblock", "1", "--kblocks", "2", "--compute", "0"],
+              ranks=ranks, env=YIELD)
+    assert r.rc == 0, r.stderr
+    assert r.header()["extra"]["topology_grid"] == f"{px}x{py}"
+    check_point(r.results()[0], px, py, 2, 256)
+
+
+def test_domain_with_unequal_faces(mpi_name, tmp_path):
+    # nx 8, ny 4, nz 6 in k-blocks of 3: x face 4 x 3 cells = 96 B, y face 8 x 3 = 192 B, K = 2
+    r = sweep(mpi_name, tmp_path, ["--domain", "8,4,6", "--kblock", "3", "--compute", "0"], threads=2)
+    assert r.rc == 0, r.stderr
+    res = r.results()[0]
+    assert (res["extra"]["face_x_bytes"], res["extra"]["face_y_bytes"], res["params"]["kblocks"]) == (96, 192, 2)
+    check_point(res, 2, 1, 2, 96)  # 2x1: only x faces cross ranks
+
+
+def test_mock_mode_communicates_nothing(mpi_name, tmp_path):
+    r = sweep(mpi_name, tmp_path, ["--sizes", "1K", "--comm", "off", "--compute", "20us"], threads=2)
+    assert r.rc == 0, r.stderr
+    res = r.results()[0]
+    assert res["extra"]["comm"] == "off"
+    check_point(res, 2, 1, 4, 1024, comm=False)
+
+
+def test_one_mode_alone(mpi_name, tmp_path):
+    r = sweep(mpi_name, tmp_path, ["--sizes", "1K", "--mode", "partitioned", "--compute", "0"])
+    assert r.rc == 0, r.stderr
+    res = r.results()[0]
+    assert "t_sweep_partitioned_us" in res["metrics"]
+    assert res["extra"]["bytes_per_rank_sweep_partitioned"] == expected_bytes_per_rank(2, 1, 4, 1024)
+    assert "bytes_per_rank_sweep_single" not in res["extra"]
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--boundary", "periodic"], "periodic"),
+    (["--grid", "3,1"], "--grid"),                          # 3 ranks' grid on 2 ranks
+    (["--sizes", "1000"], "--sizes"),                       # not whole 8-byte rows of --kblock cells
+    (["--sizes", "48", "--kblock", "2", "--threads", "2", "--tgrid", "2,1"], "thread grid"),  # 3 rows for 2 threads
+    (["--domain", "8,8,5", "--kblock", "2"], "nz"),
+    (["--domain", "8,8,4", "--sizes", "1K"], "--domain"),
+    (["--mode", "funneled"], "--mode"),
+    (["--comm", "maybe"], "--comm"),
+])
+def test_bad_input_exits_2(mpi_name, tmp_path, args, words):
+    r = run_bench(mpi_name, ["sweep3d"] + args + TINY, ranks=2, threads=2 if "--threads" in args else 1,
+                  tmp_path=tmp_path)
+    assert r.rc == 2, (r.rc, r.stderr)
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("hmb-bench")]
+    assert len(lines) == 1 and words in lines[0], r.stderr
+
+
+def test_corrupted_cell_exits_3_naming_its_place(mpi_name, tmp_path):
+    r = sweep(mpi_name, tmp_path, ["--sizes", "1K", "--compute", "0", "--corrupt-at", "1"])
+    assert r.rc == 3, (r.rc, r.stderr)
+    line = next(ln for ln in r.stderr.splitlines() if "validation failed" in ln)
+    # 1K face = 128 cells; --corrupt-at flips byte len / 2 = 512 of the first face checked:
+    # cell 64, in the single mode's first octant (+x+y+z), k-block 0, x face from rank 0 to rank 1
+    assert "bench=sweep3d" in line and "iteration=1" in line and "rank=1" in line
+    assert "octant 0 (+++), k-block 0: x face from rank 0, piece 0 of 1, cell 64 of 128" in line
