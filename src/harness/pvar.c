@@ -281,19 +281,25 @@ void hmb_pvars_close(hmb_pvars *pv)
 
 int hmb_pvars_list(FILE *out)
 {
-    int provided, num = 0;
+    int provided, num = 0, usable = 0;
     if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS || MPI_T_pvar_get_num(&num) != MPI_SUCCESS) {
         fprintf(out, "this MPI library's tool interface (MPI_T) did not start: no performance variables\n");
         return 0;
     }
+    /* An index may be invalid: Open MPI keeps those of components it closed again. */
+    pvar_info info;
+    for (int i = 0; i < num; i++)
+        usable += get_info(i, &info);
     char version[MPI_MAX_LIBRARY_VERSION_STRING];
     int len;
     MPI_Get_library_version(version, &len);
-    fprintf(out, "%d MPI_T performance variables in %.*s\n", num, (int)strcspn(version, "\n"), version);
-    if (num > 0)
+    fprintf(out, "%d MPI_T performance variables in %.*s", usable, (int)strcspn(version, "\n"), version);
+    if (usable < num)
+        fprintf(out, " (%d more indices refer to variables the library withdrew)", num - usable);
+    fputc('\n', out);
+    if (usable > 0)
         fprintf(out, "%-40s %-13s %-18s %-12s %s\n", "name", "class", "type", "binding", "description");
     for (int i = 0; i < num; i++) {
-        pvar_info info;
         if (!get_info(i, &info))
             continue;
         const char *type = type_name(info.type);
@@ -302,5 +308,5 @@ int hmb_pvars_list(FILE *out)
                 binding_name(info.bind), info.desc);
     }
     MPI_T_finalize();
-    return num;
+    return usable;
 }

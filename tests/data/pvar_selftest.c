@@ -9,17 +9,19 @@
  * line with what it read; the test holds the known answers. Every received message is checked. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ctx.h"
 
 enum { TAG_POSTED = 100, TAG_UNEXPECTED = 10000 };
 
-/* Queue-length variables of the libraries we know: Open MPI's ob1 (bound to a communicator, one
- * value per peer) and MPICH's --enable-mpit-pvars=recvq (bound to nothing, one value). */
+/* Queue variables of the libraries we know: Open MPI's ob1 (bound to a communicator, one value
+ * per peer) and MPICH's --enable-mpit-pvars=recvq (bound to nothing, one value); and one Open MPI
+ * variable bound to a window, which the module cannot bind (must come out unavailable). */
 static const char *const names[] = {
     "pml_ob1_posted_recvq_length", "pml_ob1_unexpected_msgq_length", "posted_recvq_length",
     "unexpected_recvq_length",     "posted_recvq_match_attempts",    "unexpected_recvq_match_attempts",
-    "time_failed_matching_postedq", "time_matching_unexpectedq",
+    "time_failed_matching_postedq", "time_matching_unexpectedq",     "osc_rdma_put_retry_count",
 };
 enum { NVARS = sizeof names / sizeof names[0] };
 
