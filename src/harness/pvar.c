@@ -24,6 +24,7 @@ struct hmb_pvars {
     int mpit_ok;  /* MPI_T_init_thread succeeded (MPI_T_finalize owed) */
     int session_ok;
     MPI_T_pvar_session session;
+    MPI_Comm comm; /* the bound object, kept as long as its handles (MPI_T passes its address) */
     int n;
     hmb_pvar *vars;
 };
@@ -127,7 +128,7 @@ static int find_index(const char *name, pvar_info *info)
     return -1;
 }
 
-static void open_one(hmb_pvars *pv, hmb_pvar *v, MPI_Comm comm)
+static void open_one(hmb_pvars *pv, hmb_pvar *v)
 {
     pvar_info info;
     v->reason = "not exposed by this MPI library";
@@ -146,7 +147,7 @@ static void open_one(hmb_pvars *pv, hmb_pvar *v, MPI_Comm comm)
     }
     void *object = NULL;
     if (info.bind == MPI_T_BIND_MPI_COMM)
-        object = &comm;
+        object = &pv->comm;
     else if (info.bind != MPI_T_BIND_NO_OBJECT) {
         v->reason = "bound to an object other than a communicator";
         return;
@@ -169,12 +170,13 @@ hmb_pvars *hmb_pvars_open(hmb_ctx *ctx, const char *const *names, int n, MPI_Com
     if (!pv || !(pv->vars = calloc((size_t)(n > 0 ? n : 1), sizeof *pv->vars)))
         abort();
     pv->n = n;
+    pv->comm = comm;
     int provided;
     pv->mpit_ok = MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS;
     pv->session_ok = pv->mpit_ok && MPI_T_pvar_session_create(&pv->session) == MPI_SUCCESS;
     for (int i = 0; i < n; i++) {
         pv->vars[i].name = strdup(names[i]);
-        open_one(pv, &pv->vars[i], comm);
+        open_one(pv, &pv->vars[i]);
     }
     return pv;
 }
