@@ -11,7 +11,7 @@
 typedef struct {
     char *name;
     const char *reason; /* why unavailable; NULL when available */
-    int index, var_class, bind, readonly, continuous, atomic;
+    int index, var_class, bind, readonly, continuous;
     MPI_Datatype type;
     int count;       /* values per read */
     int type_bytes;  /* size of one value */
@@ -140,7 +140,6 @@ static void open_one(hmb_pvars *pv, hmb_pvar *v)
     v->type = info.type;
     v->readonly = info.readonly;
     v->continuous = info.continuous;
-    v->atomic = info.atomic;
     if (!type_name(info.type)) {
         v->reason = "not numeric";
         return;
