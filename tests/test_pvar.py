@@ -117,3 +117,26 @@ def test_queue_length_known_answer(selftest, queue, phase):
     else:
         assert record[f"pvar.{name}.binding"] == "none"
         assert record[f"pvar.{name}.count"] == 1
+
+
+PHASES = ("at_start", "posted", "posted_drained", "unexpected", "unexpected_drained")
+
+
+def test_cumulative_variables_never_decrease(selftest):
+    """Counters and timers only grow (the instrumented MPICH: match attempts, time matching; a
+    class-qualified name picks MPICH's counter twin of a timer). Absolute timer reads may carry
+    a library offset (MPICH 4.0.2), so only the order of the samples is checked."""
+    cumulative = [name for name, v in selftest["vars"].items()
+                  if v["available"] and v["class"] in ("counter", "timer")]
+    if not cumulative:
+        pytest.skip(f"{' '.join(selftest['library'].split(',')[0].split())} exposes no counter or timer "
+                    "among the selftest's variables")
+    for name in cumulative:
+        samples = [selftest[phase][name] for phase in PHASES]
+        assert samples == sorted(samples), (name, samples)
+        if name.startswith("counter:"):
+            assert selftest["vars"][name]["class"] == "counter"
+    if "unexpected_recvq_match_attempts" in cumulative:  # the N receives each searched the queue
+        grew = selftest["unexpected_drained"]["unexpected_recvq_match_attempts"] - \
+            selftest["unexpected"]["unexpected_recvq_match_attempts"]
+        assert grew >= N

@@ -346,7 +346,9 @@ void hmb_reduce_sum(hmb_ctx *ctx, double *vals, int n);
  * library does not expose is kept as "unavailable", never an error: report "unavailable", never
  * invent a value. Main thread only; sample outside timed regions (a read is a library call). */
 typedef struct hmb_pvars hmb_pvars;
-/* Start a pvar session (MPI_T_init_thread inside) and look up each name (in any class).
+/* Start a pvar session (MPI_T_init_thread inside) and look up each name: "name" is the first
+ * variable of that name in any class, "class:name" (e.g. "counter:time_matching_unexpectedq")
+ * the one of that class (hmb_pvars_class() names). The names must outlive nothing (copied).
  * Variables bound to a communicator are bound to comm, MPI_T_BIND_NO_OBJECT ones to nothing;
  * other bindings and non-numeric types count as unavailable. Call after MPI_Init: libraries
  * register some variables only then (Open MPI's ob1 queues). ctx may be NULL. */
@@ -364,7 +366,8 @@ void hmb_pvars_stop(hmb_pvars *pv);
 void hmb_pvars_reset(hmb_pvars *pv); /* those that are not read-only (counters, timers, watermarks) */
 /* Current values of names[i] as doubles (integers above 2^53 lose precision): writes
  * hmb_pvars_count() values and returns that count; 0 if unavailable or the read failed.
- * A counter or timer is cumulative: sample it before and after and take the difference. */
+ * A counter or timer is cumulative: sample it before and after and take the difference (MPICH
+ * 4.0.2's timers read as total minus a constant near -1.8e9 s: only differences mean anything). */
 int hmb_pvars_read(hmb_pvars *pv, int i, double *values);
 /* Onto the current result record (call from annotate()), for each name, keys
  * "<prefix><name>.available" (1/0), and either ".reason" or ".class", ".type", ".binding"

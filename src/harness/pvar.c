@@ -115,15 +115,25 @@ static int get_info(int index, pvar_info *info)
                                &info->continuous, &info->atomic) == MPI_SUCCESS;
 }
 
-/* First variable of that name in any class (MPI_T_pvar_get_index needs the class, and MPI 3.0
- * libraries lack it); -1 if the library has none. */
+/* The variable "name" (first in the library's order, whatever its class) or "class:name" (MPICH
+ * 4.0.2 has time_matching_unexpectedq both as a timer and as a counter of passes); -1 if the
+ * library has none. MPI_T_pvar_get_index needs the class, and MPI 3.0 libraries lack it. */
 static int find_index(const char *name, pvar_info *info)
 {
-    int num = 0;
+    int num = 0, want_class = -1;
+    const char *colon = strchr(name, ':');
+    if (colon) {
+        for (int c = MPI_T_PVAR_CLASS_STATE; c <= MPI_T_PVAR_CLASS_GENERIC; c++)
+            if (strlen(class_name(c)) == (size_t)(colon - name) && strncmp(class_name(c), name, colon - name) == 0)
+                want_class = c;
+        if (want_class < 0)
+            return -1;
+        name = colon + 1;
+    }
     if (MPI_T_pvar_get_num(&num) != MPI_SUCCESS)
         return -1;
     for (int i = 0; i < num; i++)
-        if (get_info(i, info) && strcmp(info->name, name) == 0)
+        if (get_info(i, info) && strcmp(info->name, name) == 0 && (want_class < 0 || info->var_class == want_class))
             return i;
     return -1;
 }
@@ -138,8 +148,8 @@ static void open_one(hmb_pvars *pv, hmb_pvar *v)
     v->var_class = info.var_class;
     v->bind = info.bind;
     v->type = info.type;
-    v->readonly = info.readonly;
-    v->continuous = info.continuous;
+    v->readonly = info.readonly != 0; /* MPICH returns its flag bits (continuous = 2) */
+    v->continuous = info.continuous != 0;
     if (!type_name(info.type)) {
         v->reason = "not numeric";
         return;
