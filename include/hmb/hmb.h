@@ -348,7 +348,7 @@ void hmb_reduce_sum(hmb_ctx *ctx, double *vals, int n);
 typedef struct hmb_pvars hmb_pvars;
 /* Start a pvar session (MPI_T_init_thread inside) and look up each name: "name" is the first
  * variable of that name in any class, "class:name" (e.g. "counter:time_matching_unexpectedq")
- * the one of that class (hmb_pvars_class() names). The names must outlive nothing (copied).
+ * the one of that class (hmb_pvars_class() names). The names are copied.
  * Variables bound to a communicator are bound to comm, MPI_T_BIND_NO_OBJECT ones to nothing;
  * other bindings and non-numeric types count as unavailable. Call after MPI_Init: libraries
  * register some variables only then (Open MPI's ob1 queues). ctx may be NULL. */
