@@ -167,6 +167,9 @@ int hmb_env_spare_cores_needed(const hmb_ctx *ctx);
 void hmb_env_progress_annotate(hmb_ctx *ctx, const hmb_point *pt);
 /* hmb-bench --placement: start MPI, print where ranks and threads are (one JSON line). */
 int hmb_env_placement_main(hmb_ctx *ctx, int *argc, char ***argv);
+/* hmb-bench --list-pvars (after MPI_Init): every MPI_T performance variable of the library,
+ * one line each, after a line with their count; returns the count. */
+int hmb_pvars_list(FILE *out);
 /* Calibration and compute check, before MPI_Init. */
 void hmb_env_calibrate(hmb_ctx *ctx);
 

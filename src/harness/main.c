@@ -51,7 +51,8 @@ static void print_usage(FILE *out)
     fprintf(out, "usage: mpiexec -n N hmb-bench BENCH [options]\n"
                  "       hmb-bench --list [--json] | --version | BENCH --help | BENCH --describe --json\n"
                  "       hmb-bench BENCH [options] --launch-needs   (no MPI: {\"spare_cores_per_rank\": N})\n"
-                 "       mpiexec -n N hmb-bench --placement          (where ranks and threads run, one JSON line)\n");
+                 "       mpiexec -n N hmb-bench --placement          (where ranks and threads run, one JSON line)\n"
+                 "       hmb-bench --list-pvars                      (the MPI library's MPI_T performance variables)\n");
 }
 
 static void print_bench_help(const hmb_bench *b)
@@ -185,6 +186,21 @@ int main(int argc, char **argv)
         MPI_Get_library_version(version, &len);
         if (print_rank == 0)
             printf("init ok: %.*s\n", (int)strcspn(version, "\n"), version);
+        MPI_Finalize();
+        return HMB_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--list-pvars") == 0) {
+        if (argc > 2) {
+            if (print_rank == 0)
+                fprintf(stderr, "hmb-bench: --list-pvars takes no arguments (got '%s')\n", argv[2]);
+            return usage_exit(print_rank);
+        }
+        /* After MPI_Init: Open MPI registers its components' variables only then. */
+        int provided, rank;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (rank == 0)
+            hmb_pvars_list(stdout);
         MPI_Finalize();
         return HMB_EXIT_OK;
     }
