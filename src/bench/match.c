@@ -525,6 +525,8 @@ static void match_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
         recvs += centre.dir[d].from != MPI_PROC_NULL;
         sends += centre.dir[d].to != MPI_PROC_NULL;
     }
+    hmb_result_add_str(ctx, "topology_grid", st->topo.ndims == 2 ? "3x3" : "3x3x3");
+    hmb_result_add_str(ctx, "topology_boundary", "open");
     hmb_result_add_num(ctx, "centre_rank", st->centre_rank);
     hmb_result_add_num(ctx, "centre_recvs_per_iter", recvs * st->threads);
     hmb_result_add_num(ctx, "centre_sends_per_iter", sends * st->threads);
