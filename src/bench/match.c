@@ -239,12 +239,10 @@ static void *match_setup(hmb_ctx *ctx, const hmb_point *pt)
         return st;
     }
     st->ndirs = st->topo.ndirs;
-    st->shuffle_rank = centre_grid;
+    st->shuffle_rank = st->variant == VARIANT_REAL ? rank : centre_grid;
     st->centre_rank = st->variant == VARIANT_REAL ? centre_grid : 0;
     st->centre = rank == st->centre_rank;
     st->emulator = st->variant == VARIANT_LOWCOST && rank == 1;
-    if (st->variant == VARIANT_REAL)
-        st->shuffle_rank = rank;
     st->nrun = st->emulator ? st->ndirs * st->threads : st->threads;
     for (int d = 0; d < st->ndirs; d++) {
         const hmb_topo_dir *dir = &st->topo.dir[d];
