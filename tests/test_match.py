@@ -15,7 +15,7 @@ import math
 import pytest
 
 import _corelib as cl
-from conftest import run_bench
+from conftest import TEST_MPIS, run_bench
 from hmb import results
 from hmb.reports import match as match_report
 
@@ -107,7 +107,7 @@ def test_lowcost_all_patterns(mpi_name, tmp_path):
 def test_lowcost_queue_depth_on_open_mpi(tmp_path):
     """Open MPI ob1 exposes the queues: the low-cost centre's per-peer values put every posted
     receive on rank 1's queue (the effect docs/metrics.md describes)."""
-    if "openmpi" not in __import__("conftest").TEST_MPIS:
+    if "openmpi" not in TEST_MPIS:
         pytest.skip("Open MPI not selected (HMB_TEST_MPIS)")
     run = run_bench("openmpi", ["match", "--variant", "lowcost", "--pattern", "2d9"] + TINY, ranks=2, threads=1,
                     env=yield_env("openmpi"), tmp_path=tmp_path)
