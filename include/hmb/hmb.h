@@ -434,6 +434,7 @@ void hmb_topo_recv_box(const hmb_topo *t, const int n[3], int d, int piece, int 
  * (exit 2). With record = 1 (call it so from check()), the run header gets topology_grid
  * ("2x2x2"), topology_tgrid, topology_boundary and topology_neighbours. */
 void hmb_topo_from_options(hmb_ctx *ctx, int ndims, int neighbours, int record, hmb_topo *t);
+
 /* ------------------------------------------------------------------ MPI_T performance variables */
 
 /* Library-internal counters (queue lengths, match attempts, time spent matching) read through

@@ -90,6 +90,23 @@ double hmb_kba_ideal_idle_share(int px, int py, int kblocks);
 /* Measured idle share of a rank: 1 - busy / elapsed (busy: time it computed, elapsed: its sweep
  * time). NaN for elapsed <= 0. */
 double hmb_idle_share(double busy_s, double elapsed_s);
+/* match (SPEC §3.6): one halo iteration seen by the centre rank's nthreads threads. Thread k
+ * posted its first operation at begin[k], returned from its last post at posted[k] and from its
+ * wait at done[k]; paused[k] is time inside [begin, posted] spent on something other than posting
+ * (reading MPI_T variables; 0 otherwise). ops: operations posted by all threads (receives +
+ * sends). t_iter = max done - min begin (wall time of the exchange); post_per_msg =
+ * sum (posted - begin - paused) / ops; wait_per_msg = sum (done - posted) / ops (thread time per
+ * operation in posting and in completion). Returns 0, or -1 for nthreads < 1 or ops < 1. */
+typedef struct {
+    double t_iter_s, post_per_msg_s, wait_per_msg_s;
+} hmb_match_times;
+int hmb_match_times_compute(int nthreads, const double *begin, const double *posted, const double *done,
+                            const double *paused, int ops, hmb_match_times *out);
+
+/* A queue-length variable read as one value per peer (Open MPI ob1) or one value (no object):
+ * *total = sum over the n values (every item a search could meet), *peer_max = the largest
+ * (the longest per-peer queue). n < 1: both NaN. */
+void hmb_match_queue_depth(int n, const double *values, double *total, double *peer_max);
 
 #ifdef __cplusplus
 }

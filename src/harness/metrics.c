@@ -91,3 +91,37 @@ double hmb_idle_share(double busy_s, double elapsed_s)
         return NAN;
     return 1.0 - busy_s / elapsed_s;
 }
+
+int hmb_match_times_compute(int nthreads, const double *begin, const double *posted, const double *done,
+                            const double *paused, int ops, hmb_match_times *out)
+{
+    if (nthreads < 1 || ops < 1 || !out)
+        return -1;
+    double first = begin[0], last = done[0], post_sum = 0.0, wait_sum = 0.0;
+    for (int k = 0; k < nthreads; k++) {
+        if (begin[k] < first)
+            first = begin[k];
+        if (done[k] > last)
+            last = done[k];
+        post_sum += posted[k] - begin[k] - paused[k];
+        wait_sum += done[k] - posted[k];
+    }
+    out->t_iter_s = last - first;
+    out->post_per_msg_s = post_sum / ops;
+    out->wait_per_msg_s = wait_sum / ops;
+    return 0;
+}
+
+void hmb_match_queue_depth(int n, const double *values, double *total, double *peer_max)
+{
+    *total = *peer_max = NAN;
+    if (n < 1)
+        return;
+    *total = 0.0;
+    *peer_max = values[0];
+    for (int i = 0; i < n; i++) {
+        *total += values[i];
+        if (values[i] > *peer_max)
+            *peer_max = values[i];
+    }
+}
