@@ -56,6 +56,13 @@ size_t hmb_eager_threshold_rule(double mean_size_bytes, size_t header_bytes);
 double hmb_async_compute_tolerance(double c_s, double calibration_error);
 int hmb_async_compute_too_fast(double c_kernel_s, double c_s, double calibration_error);
 
+/* Pattern benchmarks (halo3d, sweep3d; SPEC §3.5): per mode m, throughput[m] = bytes[m] / t[m]
+ * (bytes exchanged per process per second; seed 000's metric) and ratio[m] = throughput[m] /
+ * throughput[0], mode 0 (single, fork-join) being the reference measured in the same iterations.
+ * A mode with t <= 0 or NaN (not run) gets NaN throughput and ratio; every ratio is NaN when mode 0
+ * has none. */
+void hmb_pattern_rates(int nmodes, const double *bytes, const double *t_s, double *throughput_Bps, double *ratio);
+
 #ifdef __cplusplus
 }
 #endif

@@ -76,3 +76,11 @@ int hmb_async_compute_too_fast(double c_kernel_s, double c_s, double calibration
         return 0;
     return c_kernel_s < c_s * (1.0 - hmb_async_compute_tolerance(c_s, calibration_error));
 }
+
+void hmb_pattern_rates(int nmodes, const double *bytes, const double *t_s, double *throughput_Bps, double *ratio)
+{
+    for (int m = 0; m < nmodes; m++)
+        throughput_Bps[m] = t_s[m] > 0.0 ? bytes[m] / t_s[m] : NAN;
+    for (int m = 0; m < nmodes; m++)
+        ratio[m] = throughput_Bps[m] / throughput_Bps[0]; /* NaN propagates */
+}
