@@ -47,4 +47,4 @@ def sections(rs, outdir: Path) -> list:
     return out
 
 
-from . import async_, mt, p2p, part  # noqa: E402,F401  (registration)
+from . import async_, mt, p2p, part, patterns  # noqa: E402,F401  (registration)
