@@ -43,6 +43,9 @@ enum { K_T_ITER, K_T_COMM, K_THROUGHPUT, NKINDS };
 #define M_RATIO(mode) (NMODES * NKINDS + (mode)-1)
 #define NDIRS 6
 #define POISON 0xA5A5A5A5A5A5A5A5ull
+/* Written into the send buffers once a mode's sends are complete (the buffer is the
+ * application's again): a receiver that still finds it read the buffer after completion. */
+#define SENT_POISON 0x5E5E5E5E5E5E5E5Eull
 
 typedef struct {
     int to, from;         /* MPI_PROC_NULL past an open boundary */
@@ -586,9 +589,11 @@ static void verify_mode(hmb_ctx *ctx, halo_state *st, const hmb_point *pt, int m
                             direction_name(&st->topo, d, dir);
                             hmb_validation_failure(ctx, pt, iter, p,
                                                    "%s mode: rank %d halo cell (%d,%d,%d) of direction %s "
-                                                   "(piece %d, from rank %d) is 0x%016llx, expected 0x%016llx",
+                                                   "(piece %d, from rank %d) is 0x%016llx, expected 0x%016llx%s",
                                                    mode_names[mode], st->rank, c[0], c[1], c[2], dir, p, src,
-                                                   (unsigned long long)*cell, (unsigned long long)want);
+                                                   (unsigned long long)*cell, (unsigned long long)want,
+                                                   *cell == SENT_POISON ? ": the sender's buffer after its send "
+                                                   "completed (library conformance problem)" : "");
                         }
                         *cell = POISON;
                     }
@@ -597,6 +602,16 @@ static void verify_mode(hmb_ctx *ctx, halo_state *st, const hmb_point *pt, int m
 }
 
 /* ------------------------------------------------------------------ iteration */
+
+/* As an application reusing its buffers may, right after its sends completed. Open MPI 5.0.11
+ * completes partitioned sends before the receiver has read them: without this, the receiver
+ * of a point's last exchange read freed memory now and then. */
+static void poison_send_buffers(halo_state *st)
+{
+    for (int d = 0; d < NDIRS; d++)
+        for (size_t k = 0; k < (size_t)st->face[d].npieces * st->face[d].piece_cells; k++)
+            st->face[d].send[k] = SENT_POISON;
+}
 
 static int halo_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
 {
@@ -607,6 +622,8 @@ static int halo_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
     for (int k = 0; k < st->nmodes; k++) {
         int mode = st->modes[order[k]];
         run_mode(ctx, st, mode, iter, &times[2 * mode], &times[2 * mode + 1]);
+        if (!st->mock && hmb_validate_enabled(ctx))
+            poison_send_buffers(st);
         hmb_phase(ctx, "verify");
         verify_mode(ctx, st, pt, mode, iter);
         bytes[mode] = (double)atomic_load(&st->bytes_sent[mode]);
