@@ -237,3 +237,29 @@ def test_idle_share(kba):
     assert kba.hmb_idle_share(0.0, 2.0) == 1.0
     for bad in (0.0, -1.0, math.nan):                 # no elapsed time: no share
         assert math.isnan(kba.hmb_idle_share(1.0, bad))
+# ------------------------------------------------------------------ pattern throughput (halo3d, sweep3d)
+
+def pattern_rates(lib, nbytes, t_s):
+    fn = lib.hmb_pattern_rates
+    fn.restype = None
+    fn.argtypes = [C.c_int] + [C.POINTER(C.c_double)] * 4
+    n = len(t_s)
+    thr, ratio = (C.c_double * n)(), (C.c_double * n)()
+    fn(n, cl.doubles(nbytes), cl.doubles(t_s), thr, ratio)
+    return list(thr), list(ratio)
+
+
+def test_pattern_rates_three_modes(lib):
+    # 6 MB per rank per iteration in every mode; single 2 ms, multiple 1 ms, partitioned 4 ms:
+    #   throughput = 6e6 / 2e-3 = 3e9, 6e6 / 1e-3 = 6e9, 6e6 / 4e-3 = 1.5e9 B/s;  ratio = 1, 2, 0.5
+    thr, ratio = pattern_rates(lib, [6e6, 6e6, 6e6], [2e-3, 1e-3, 4e-3])
+    assert thr == [3e9, 6e9, 1.5e9]
+    assert ratio == [1.0, 2.0, 0.5]
+
+
+def test_pattern_rates_modes_not_run(lib):
+    # single not run (NaN): throughputs of the others stand, every ratio is NaN;
+    # a mode with no time (0) has no throughput and no ratio
+    thr, ratio = pattern_rates(lib, [1e3, 1e3, 1e3], [math.nan, 5e-4, 0.0])
+    assert math.isnan(thr[0]) and thr[1] == 2e6 and math.isnan(thr[2])
+    assert all(math.isnan(r) for r in ratio)

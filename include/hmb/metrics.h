@@ -107,6 +107,12 @@ int hmb_match_times_compute(int nthreads, const double *begin, const double *pos
  * *total = sum over the n values (every item a search could meet), *peer_max = the largest
  * (the longest per-peer queue). n < 1: both NaN. */
 void hmb_match_queue_depth(int n, const double *values, double *total, double *peer_max);
+/* Pattern benchmarks (halo3d, sweep3d; SPEC §3.5): per mode m, throughput[m] = bytes[m] / t[m]
+ * (bytes exchanged per process per second; seed 000's metric) and ratio[m] = throughput[m] /
+ * throughput[0], mode 0 (single, fork-join) being the reference measured in the same iterations.
+ * A mode with t <= 0 or NaN (not run) gets NaN throughput and ratio; every ratio is NaN when mode 0
+ * has none. */
+void hmb_pattern_rates(int nmodes, const double *bytes, const double *t_s, double *throughput_Bps, double *ratio);
 
 #ifdef __cplusplus
 }

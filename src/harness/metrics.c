@@ -125,3 +125,11 @@ void hmb_match_queue_depth(int n, const double *values, double *total, double *p
             *peer_max = values[i];
     }
 }
+
+void hmb_pattern_rates(int nmodes, const double *bytes, const double *t_s, double *throughput_Bps, double *ratio)
+{
+    for (int m = 0; m < nmodes; m++)
+        throughput_Bps[m] = t_s[m] > 0.0 ? bytes[m] / t_s[m] : NAN;
+    for (int m = 0; m < nmodes; m++)
+        ratio[m] = throughput_Bps[m] / throughput_Bps[0]; /* NaN propagates */
+}

@@ -1,0 +1,128 @@
+"""Report of the communication patterns halo3d and sweep3d (SPEC §3.5, seed 000 Figs 9-12):
+throughput per exchange mode against size, its ratio to the fork-join mode (single), and the
+mock-mode share of an iteration (runs with --comm off set against the same point with
+communication on). Both benchmarks name their metrics alike: throughput_<mode>_MBps,
+ratio_<mode>, t_iter_<mode>_us (halo3d) / t_sweep_<mode>_us (sweep3d)."""
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from ..results import Result, ResultSet, combine, fmt_size, identity
+from . import register
+from .common import OVERSUBSCRIBED_NOTE, Figure, Line, draw, int_param, lines_of, ok_results, reading_modes, \
+    size_of
+
+MODES = ("single", "multiple", "partitioned")
+MODE_COLORS = [(m,) for m in MODES]
+TIME_METRIC = {"halo3d": "t_iter", "sweep3d": "t_sweep"}
+SEED_FIGS = {"halo3d": "seed 000 Figs 11-12", "sweep3d": "seed 000 Figs 9-10"}
+
+
+def _mock(r: Result) -> bool:
+    return str(identity(r).get("comm", "on")) == "off" or bool((r.record.get("extra") or {}).get("mock"))
+
+
+def _compute(r: Result) -> str:
+    return str(identity(r).get("compute", "?"))
+
+
+def _threads(r: Result) -> int:
+    return int_param(r, "threads") or int(r.run.get("threads") or 1)
+
+
+def _mode_lines(res: list[Result], metric_of, modes) -> list[Line]:
+    """One line per (mode, threads) from the per-mode metric names; colour by mode."""
+    multi_threads = len({_threads(r) for r in res}) > 1
+    out = []
+    for mode in modes:
+        def label(r, mode=mode):
+            return f"{mode}, T={_threads(r)}" if multi_threads else mode
+        lines = lines_of(res, metric_of(mode), lambda r, mode=mode: (mode,), size_of, label,
+                         shown=("threads", "mode"))
+        for ln in lines:
+            ln.detail = ln.label
+        out += lines
+    return out
+
+
+def _bench_figures(rs: ResultSet, outdir: Path, bench: str) -> list[Figure]:
+    res = [r for r in ok_results(rs, bench) if not _mock(r)]
+    if not res:
+        return []
+    figs = []
+    for compute in sorted({_compute(r) for r in res}):
+        sub = [r for r in res if _compute(r) == compute]
+        tag = compute.replace(".", "p")
+        panels = [(f"compute {compute}, noise {noise}", _mode_lines([r for r in sub if r.noise == noise],
+                                                                    lambda m: f"throughput_{m}_MBps", MODES))
+                  for noise in sorted({r.noise for r in sub})]
+        panels = [(t, ls) for t, ls in panels if ls]
+        if panels:
+            png, svg, over = draw(f"{bench}_throughput_{tag}", panels, "bytes per face (message)",
+                                  "throughput per process (MB/s)", outdir, ylog=True, color_order=MODE_COLORS)
+            lines = [ln for _, ls in panels for ln in ls]
+            figs.append(Figure(
+                f"{bench}_throughput_{tag}", f"{bench} throughput per mode, compute {compute}",
+                f"Which threading mode moves a {bench} exchange fastest ({SEED_FIGS[bench]})? "
+                "(bytes exchanged per process per second)",
+                reading_modes(lines, " MB/s", "Throughput,") + (OVERSUBSCRIBED_NOTE if over else ""),
+                png, svg, over))
+        panels = [(f"compute {compute}, noise {noise}", _mode_lines([r for r in sub if r.noise == noise],
+                                                                    lambda m: f"ratio_{m}", MODES[1:]))
+                  for noise in sorted({r.noise for r in sub})]
+        panels = [(t, ls) for t, ls in panels if ls]
+        if panels:
+            png, svg, over = draw(f"{bench}_ratio_{tag}", panels, "bytes per face (message)",
+                                  "throughput / single (same iterations)", outdir, yref=1.0, ylog=True,
+                                  color_order=MODE_COLORS)
+            lines = [ln for _, ls in panels for ln in ls]
+            figs.append(Figure(
+                f"{bench}_ratio_{tag}", f"{bench} throughput against fork-join, compute {compute}",
+                "Does sending pieces as threads finish (multiple, partitioned) beat join-then-send? "
+                "(> 1: faster than single, paired on the same compute draws)",
+                reading_modes(lines, "", "Ratio to single,") + (OVERSUBSCRIBED_NOTE if over else ""),
+                png, svg, over))
+    return figs
+
+
+def mock_share_rows(rs: ResultSet, bench: str) -> list[list[str]]:
+    """Per point measured both ways: t_<iter> with --comm off over t_<iter> with it on, per mode:
+    the share of an iteration that is compute, packing and unpacking alone."""
+    tm = TIME_METRIC[bench]
+    groups = defaultdict(lambda: {False: [], True: []})
+    for r in ok_results(rs, bench):
+        ident = {k: v for k, v in identity(r).items() if k != "comm"}
+        groups[(r.mpi, r.noise, tuple(sorted(ident.items())))][_mock(r)].append(r)
+    rows = []
+    for (mpi, noise, ident), both in sorted(groups.items()):
+        if not both[False] or not both[True]:
+            continue
+        d = dict(ident)
+        cells = []
+        for mode in MODES:
+            on, off = combine(both[False], f"{tm}_{mode}_us"), combine(both[True], f"{tm}_{mode}_us")
+            cells.append(f"{off.median / on.median:.0%}" if on and off and on.median > 0 else "-")
+        over = any(r.oversubscribed for r in both[False] + both[True])
+        rows.append([mpi, fmt_size(int(d.get("size_bytes", 0))), d.get("threads", "?"), d.get("compute", "?"),
+                     noise] + cells + ["yes" if over else "no"])
+    return rows
+
+
+def _tables(bench: str):
+    def tables(rs: ResultSet) -> list:
+        rows = mock_share_rows(rs, bench)
+        if not rows:
+            return []
+        tm = TIME_METRIC[bench]
+        note = (f"{tm} with --comm off (pack, unpack and compute, no MPI) over {tm} with communication, "
+                "medians of separate runs of the same point; the rest of an iteration is communication.")
+        return [(f"{bench}: mock-mode share of an iteration", ["MPI", "face", "threads", "compute", "noise"]
+                 + list(MODES) + ["oversubscribed"], rows, note)]
+    return tables
+
+
+register("halo3d", "Halo exchange (halo3d)", tables=_tables("halo3d"))(
+    lambda rs, outdir: _bench_figures(rs, outdir, "halo3d"))
+register("sweep3d", "KBA sweep (sweep3d)", tables=_tables("sweep3d"))(
+    lambda rs, outdir: _bench_figures(rs, outdir, "sweep3d"))

@@ -1,0 +1,718 @@
+/* halo3d — 7-point halo exchange on a 3-D process grid (SPEC §3.5, seed 000 §3.2: Ember's Halo3D).
+ *
+ * Every rank owns a block of nx x ny x nz 8-byte cells with a one-cell halo; T threads split it
+ * into tiles (--tgrid), and each face is cut into one piece per thread tile touching it (the
+ * topology module's pieces). Each iteration the threads compute (harness compute + noise), then
+ * the six faces are packed from the block into contiguous buffers, exchanged, and unpacked into
+ * the halo, in up to three modes run back to back on the same compute draws, in counterbalanced
+ * order (hmb_phase_order):
+ *   single       fork-join: join, then one thread posts 6 Irecv, packs and Isends each face,
+ *                Waitall, unpacks;
+ *   multiple     receives posted per piece beforehand; each thread packs and Isends its pieces as
+ *                soon as its own compute ends (tag = direction and piece), then waits for and
+ *                unpacks the pieces landing next to its tile;
+ *   partitioned  one MPI_Psend_init / MPI_Precv_init per face, partitions = its pieces; a thread
+ *                packs and MPI_Preadys its pieces after its compute, then polls MPI_Parrived for
+ *                the pieces landing next to its tile and unpacks them.
+ * --comm off (mock, after LLNL Comb) runs the same modes without any MPI call in the pattern:
+ * the pieces are unpacked from the rank's own send buffers, so packing, unpacking and compute
+ * are measured alone and validation still runs.
+ * A cell's value encodes (source rank, iteration, cell): a halo cell names the face of the
+ * sender it must come from, so a message from the wrong direction, rank or iteration fails.
+ * Every mode's halo is checked right after the mode (outside its timed region) and poisoned. */
+#include <math.h>
+#include <omp.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hmb/hmb.h"
+#include "hmb/metrics.h"
+
+#if defined(HMB_HAVE_MPI_PSEND_INIT) && defined(HMB_HAVE_MPI_PARRIVED)
+#define HALO_HAVE_PARTITIONED 1
+#else
+#define HALO_HAVE_PARTITIONED 0
+#endif
+
+enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, NMODES };
+static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned"};
+/* Metrics: per mode t_iter, t_comm, throughput; then the ratios of the non-single modes. */
+enum { K_T_ITER, K_T_COMM, K_THROUGHPUT, NKINDS };
+#define M_RATIO(mode) (NMODES * NKINDS + (mode)-1)
+#define NDIRS 6
+#define POISON 0xA5A5A5A5A5A5A5A5ull
+/* Written into the send buffers once a mode's sends are complete (the buffer is the
+ * application's again): a receiver that still finds it read the buffer after completion. */
+#define SENT_POISON 0x5E5E5E5E5E5E5E5Eull
+
+typedef struct {
+    int to, from;         /* MPI_PROC_NULL past an open boundary */
+    int npieces;
+    size_t piece_cells;   /* every piece of a face has the same size (tiles divide the block) */
+    uint64_t *send, *recv; /* npieces * piece_cells, piece p at p * piece_cells */
+    int flat;             /* index of piece 0 in the per-(direction, piece) arrays */
+} halo_face;
+
+typedef struct {
+    hmb_topo topo;
+    int n[3];
+    uint64_t *block; /* (nx+2)(ny+2)(nz+2) cells, x fastest, halo included */
+    halo_face face[NDIRS];
+    int npieces_total;
+    int modes[NMODES], nmodes; /* selected modes, canonical order */
+    int mock;
+    int rank, threads;
+    int64_t compute_ns;
+    MPI_Comm comm[NMODES]; /* one per mode: no mode's message can match another's */
+    MPI_Request *piece_rreq, *piece_sreq; /* multiple: per (direction, piece) */
+    MPI_Request psend[NDIRS], precv[NDIRS];
+    atomic_uint *mock_ready; /* mock multiple/partitioned: piece packed in run mock_run */
+    unsigned mock_run;
+    double *compute_end;                    /* per thread, local clock */
+    atomic_llong bytes_sent[NMODES];        /* this rank, this iteration */
+    double bytes_per_rank_iter[NMODES];     /* rank 0: mean over ranks, last iteration */
+    int corrupted;                          /* --corrupt-at applied */
+    char domain[64];
+} halo_state;
+
+static const hmb_option halo_options[] = {
+    {"mode", HMB_OPT_CHOICES, "all", "exchange modes run in one iteration, paired and counterbalanced", 0, 0,
+     "single|multiple|partitioned"},
+    {"domain", HMB_OPT_INTS, NULL, "cells per rank nx,ny,nz (8 bytes each; default: a cube per --sizes face)", 1,
+     1 << 20, NULL},
+    {"comm", HMB_OPT_CHOICE, "on", "off: mock mode, the same pattern without MPI (pack, unpack, compute alone)", 0,
+     0, "on|off"},
+    HMB_TOPO_OPTIONS,
+    HMB_OPTION_END};
+
+static const hmb_default halo_defaults[] = {{"sizes", "4K:1M:x4"}, {"compute", "1ms"}, {NULL, NULL}};
+
+#define MODE_METRICS(m)                                                                                     \
+    {"t_iter_" m "_us", "us", m ": time per iteration (compute and exchange), slowest rank", 0, 0},       \
+        {"t_comm_" m "_us", "us", m ": last thread's compute end to exchange complete, slowest rank", 0, 0}, \
+        {"throughput_" m "_MBps", "MB/s", m ": bytes exchanged per process per second (MB = 1e6 B)", 1, 1}
+
+static const hmb_metric halo_metrics[] = {
+    MODE_METRICS("single"),
+    MODE_METRICS("multiple"),
+    MODE_METRICS("partitioned"),
+    {"ratio_multiple", "ratio", "throughput multiple / throughput single, same iterations", 1, 1},
+    {"ratio_partitioned", "ratio", "throughput partitioned / throughput single, same iterations", 1, 1},
+    HMB_METRIC_END};
+
+/* ------------------------------------------------------------------ block geometry */
+
+static size_t cell_index(const int n[3], int x, int y, int z)
+{
+    return (size_t)(x + 1) + (size_t)(n[0] + 2) * ((size_t)(y + 1) + (size_t)(n[1] + 2) * (size_t)(z + 1));
+}
+
+/* Value of interior cell (x, y, z) of rank's block in iteration iter. */
+static uint64_t cell_value(int rank, long iter, const int n[3], int x, int y, int z)
+{
+    uint64_t cell = (uint64_t)x + (uint64_t)n[0] * ((uint64_t)y + (uint64_t)n[1] * (uint64_t)z);
+    return hmb_mix64(hmb_mix64(hmb_mix64((uint64_t)rank) ^ (uint64_t)iter) ^ cell);
+}
+
+/* Copy a box of the block to buf (pack) or buf into the box (unpack), z, y, x order. */
+static void box_copy(uint64_t *block, const int n[3], const int lo[3], const int cnt[3], uint64_t *buf, int unpack)
+{
+    size_t k = 0, row = (size_t)cnt[0] * sizeof(uint64_t);
+    for (int z = lo[2]; z < lo[2] + cnt[2]; z++)
+        for (int y = lo[1]; y < lo[1] + cnt[1]; y++, k += (size_t)cnt[0]) {
+            uint64_t *cells = block + cell_index(n, lo[0], y, z);
+            memcpy(unpack ? cells : buf + k, unpack ? buf + k : cells, row);
+        }
+}
+
+static void pack_piece(halo_state *st, int d, int p)
+{
+    int lo[3], cnt[3];
+    hmb_topo_send_box(&st->topo, st->n, d, p, lo, cnt);
+    box_copy(st->block, st->n, lo, cnt, st->face[d].send + (size_t)p * st->face[d].piece_cells, 0);
+}
+
+/* Piece p of the message of direction d into the halo; mock: from the rank's own send buffer. */
+static void unpack_piece(halo_state *st, int d, int p)
+{
+    int lo[3], cnt[3];
+    const halo_face *f = &st->face[d];
+    hmb_topo_recv_box(&st->topo, st->n, d, p, lo, cnt);
+    box_copy(st->block, st->n, lo, cnt, (st->mock ? f->send : f->recv) + (size_t)p * f->piece_cells, 1);
+}
+
+/* Mock: a face is packed where its receiver needs it too (an open boundary sends nothing). */
+static int packs(const halo_state *st, int d)
+{
+    return st->face[d].to != MPI_PROC_NULL || (st->mock && st->face[d].from != MPI_PROC_NULL);
+}
+
+static long long piece_bytes(const halo_state *st, int d) { return (long long)(st->face[d].piece_cells * 8); }
+
+/* ------------------------------------------------------------------ options and points */
+
+/* Cells per axis must split evenly into the thread tiles: partitions of a face are equal. */
+static int axis_multiple(const hmb_topo *t)
+{
+    int m = 1;
+    for (int a = 0; a < 3; a++) {
+        int x = m, y = t->tdims[a];
+        while (y) {
+            int r = x % y;
+            x = y;
+            y = r;
+        }
+        m = m / x * t->tdims[a];
+    }
+    return m;
+}
+
+/* The cube side, a multiple of m, whose face (side^2 * 8 bytes) is closest to face_bytes. */
+static int cube_side(size_t face_bytes, int m)
+{
+    int side = m;
+    while ((double)(side + m) * (side + m) * 8.0 <= (double)face_bytes)
+        side += m;
+    double below = (double)face_bytes - (double)side * side * 8.0;
+    double above = (double)(side + m) * (side + m) * 8.0 - (double)face_bytes;
+    return above < below ? side + m : side;
+}
+
+static void halo_check(hmb_ctx *ctx)
+{
+    hmb_topo t;
+    hmb_topo_from_options(ctx, 3, NDIRS, 1, &t);
+    if (hmb_opt_given(ctx, "domain")) {
+        int count;
+        const long long *dom = hmb_opt_ints(ctx, "domain", &count);
+        if (hmb_opt_given(ctx, "sizes"))
+            hmb_usage_error(ctx, "--domain and --sizes both given: give the block or its face size, not both");
+        if (count != 3)
+            hmb_usage_error(ctx, "--domain: %d values, give nx,ny,nz", count);
+        for (int a = 0; a < 3; a++)
+            if (dom[a] % t.tdims[a] != 0)
+                hmb_usage_error(ctx, "--domain: %lld cells on axis %c do not split into %d thread tiles (--tgrid)",
+                                dom[a], "xyz"[a], t.tdims[a]);
+    }
+    int nmodes = __builtin_popcountll(hmb_opt_choices(ctx, "mode"));
+    if (nmodes > 1 && strcmp(hmb_opt_str(ctx, "cache"), "cold") == 0)
+        hmb_usage_error(ctx, "--cache cold evicts only before an iteration's first mode: give one --mode per run");
+}
+
+/* One point per --sizes face (a cube whose face is that size, size_bytes = its real face), or
+ * one for --domain (size_bytes = its mean face). */
+static void halo_points(hmb_ctx *ctx, hmb_point_list *out)
+{
+    hmb_topo t;
+    hmb_topo_from_options(ctx, 3, NDIRS, 0, &t);
+    if (hmb_opt_given(ctx, "domain")) {
+        int count;
+        const long long *dom = hmb_opt_ints(ctx, "domain", &count);
+        hmb_points_add(out, (size_t)(8 * (dom[0] * dom[1] + dom[1] * dom[2] + dom[0] * dom[2]) / 3));
+        return;
+    }
+    int nsizes;
+    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
+    for (int s = 0; s < nsizes; s++) {
+        int side = cube_side(sizes[s], axis_multiple(&t));
+        hmb_points_add(out, (size_t)side * side * 8);
+    }
+}
+
+/* The block of a point: --domain, or the cube of the point's face. */
+static void point_domain(const hmb_ctx *ctx, const hmb_point *pt, int n[3])
+{
+    if (hmb_opt_given(ctx, "domain")) {
+        int count;
+        const long long *dom = hmb_opt_ints(ctx, "domain", &count);
+        for (int a = 0; a < 3; a++)
+            n[a] = (int)dom[a];
+        return;
+    }
+    int side = (int)llround(sqrt((double)pt->size_bytes / 8.0));
+    n[0] = n[1] = n[2] = side;
+}
+
+/* ------------------------------------------------------------------ set-up */
+
+static void halo_free(halo_state *st)
+{
+    for (int d = 0; d < NDIRS; d++) {
+        free(st->face[d].send);
+        free(st->face[d].recv);
+    }
+    free(st->block);
+    free(st->piece_rreq);
+    free(st->piece_sreq);
+    free(st->mock_ready);
+    free(st->compute_end);
+    free(st);
+}
+
+/* A mode this library or thread level cannot run: the reason, or NULL. */
+static const char *mode_unsupported(const hmb_ctx *ctx, int mode)
+{
+    int concurrent = hmb_threads(ctx) > 1 && hmb_thread_level_provided(ctx) < MPI_THREAD_MULTIPLE;
+    if (mode == MODE_MULTIPLE && concurrent)
+        return "mode multiple: threads communicate concurrently, needs MPI_THREAD_MULTIPLE";
+    if (mode == MODE_PARTITIONED && !HALO_HAVE_PARTITIONED)
+        return "mode partitioned: this MPI library has no MPI_Psend_init/MPI_Parrived";
+    if (mode == MODE_PARTITIONED && concurrent)
+        return "mode partitioned: threads call MPI_Pready/MPI_Parrived concurrently, needs MPI_THREAD_MULTIPLE";
+    return NULL;
+}
+
+static int setup_faces(halo_state *st)
+{
+    size_t halo_cells = (size_t)(st->n[0] + 2) * (st->n[1] + 2) * (st->n[2] + 2);
+    st->block = malloc(halo_cells * sizeof(uint64_t));
+    if (!st->block)
+        return -1;
+    memset(st->block, 0xA5, halo_cells * sizeof(uint64_t));
+    for (int d = 0; d < NDIRS; d++) {
+        halo_face *f = &st->face[d];
+        int lo[3], cnt[3];
+        hmb_topo_send_box(&st->topo, st->n, d, 0, lo, cnt);
+        f->to = st->topo.dir[d].to;
+        f->from = st->topo.dir[d].from;
+        f->npieces = hmb_topo_pieces(&st->topo, d);
+        f->piece_cells = (size_t)cnt[0] * cnt[1] * cnt[2];
+        f->flat = st->npieces_total;
+        st->npieces_total += f->npieces;
+        f->send = malloc((size_t)f->npieces * f->piece_cells * sizeof(uint64_t));
+        f->recv = malloc((size_t)f->npieces * f->piece_cells * sizeof(uint64_t));
+        if (!f->send || !f->recv)
+            return -1;
+    }
+    st->piece_rreq = malloc((size_t)st->npieces_total * sizeof(MPI_Request));
+    st->piece_sreq = malloc((size_t)st->npieces_total * sizeof(MPI_Request));
+    st->mock_ready = calloc((size_t)st->npieces_total, sizeof(atomic_uint));
+    st->compute_end = calloc((size_t)st->threads, sizeof(double));
+    return st->piece_rreq && st->piece_sreq && st->mock_ready && st->compute_end ? 0 : -1;
+}
+
+static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
+{
+    halo_state *st = calloc(1, sizeof *st);
+    if (!st) {
+        hmb_unsupported(ctx, "cannot allocate the benchmark state");
+        return NULL;
+    }
+    hmb_topo_from_options(ctx, 3, NDIRS, 0, &st->topo);
+    point_domain(ctx, pt, st->n);
+    snprintf(st->domain, sizeof st->domain, "%d,%d,%d", st->n[0], st->n[1], st->n[2]);
+    st->rank = hmb_rank(ctx);
+    st->threads = hmb_threads(ctx);
+    st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
+    st->mock = strcmp(hmb_opt_str(ctx, "comm"), "off") == 0;
+    for (int d = 0; d < NDIRS; d++)
+        st->psend[d] = st->precv[d] = MPI_REQUEST_NULL;
+    for (int m = 0; m < NMODES; m++)
+        st->comm[m] = MPI_COMM_NULL;
+    unsigned long long chosen = hmb_opt_choices(ctx, "mode");
+    for (int m = 0; m < NMODES; m++) {
+        if (!(chosen & (1ull << m)))
+            continue;
+        const char *why = st->mock ? NULL : mode_unsupported(ctx, m);
+        if (why) {
+            hmb_unsupported(ctx, "%s (the library provides MPI_THREAD_%s); leave it out of --mode", why,
+                            hmb_thread_level_name(hmb_thread_level_provided(ctx)));
+            return st;
+        }
+        st->modes[st->nmodes++] = m;
+        MPI_Comm_dup(hmb_comm(ctx), &st->comm[m]);
+    }
+    if (setup_faces(st) != 0) {
+        hmb_unsupported(ctx, "cannot allocate a block of %s cells with its face buffers", st->domain);
+        return st;
+    }
+#if HALO_HAVE_PARTITIONED
+    if (!st->mock && st->comm[MODE_PARTITIONED] != MPI_COMM_NULL) {
+        for (int d = 0; d < NDIRS; d++) {
+            halo_face *f = &st->face[d];
+            int count = (int)f->piece_cells;
+            if (f->to != MPI_PROC_NULL)
+                MPI_Psend_init(f->send, f->npieces, count, MPI_UINT64_T, f->to, d, st->comm[MODE_PARTITIONED],
+                               MPI_INFO_NULL, &st->psend[d]);
+            if (f->from != MPI_PROC_NULL)
+                MPI_Precv_init(f->recv, f->npieces, count, MPI_UINT64_T, f->from, d, st->comm[MODE_PARTITIONED],
+                               MPI_INFO_NULL, &st->precv[d]);
+        }
+    }
+#endif
+    for (int d = 0; d < NDIRS; d++) {
+        size_t bytes = (size_t)st->face[d].npieces * st->face[d].piece_cells * sizeof(uint64_t);
+        hmb_cache_register(ctx, st->face[d].send, bytes);
+        hmb_cache_register(ctx, st->face[d].recv, bytes);
+    }
+    return st;
+}
+
+/* Outside timing, before any cold-cache flush: iteration iter's values in the block's boundary
+ * layer (everything the faces send). */
+static void halo_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
+{
+    (void)ctx;
+    (void)pt;
+    halo_state *st = state;
+    for (int d = 0; d < NDIRS; d++) {
+        int lo[3], cnt[3];
+        for (int p = 0; p < st->face[d].npieces; p++) {
+            hmb_topo_send_box(&st->topo, st->n, d, p, lo, cnt);
+            for (int z = lo[2]; z < lo[2] + cnt[2]; z++)
+                for (int y = lo[1]; y < lo[1] + cnt[1]; y++)
+                    for (int x = lo[0]; x < lo[0] + cnt[0]; x++)
+                        st->block[cell_index(st->n, x, y, z)] = cell_value(st->rank, iter, st->n, x, y, z);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ the modes */
+
+static void compute(hmb_ctx *ctx, halo_state *st, int tid, long iter)
+{
+    hmb_compute_ns(ctx, hmb_noise_ns(ctx, tid, iter, st->compute_ns));
+    st->compute_end[tid] = hmb_now();
+}
+
+/* single: join, then this one thread exchanges all six faces. Returns bytes it sent. */
+static long long exchange_single(halo_state *st)
+{
+    MPI_Request req[2 * NDIRS];
+    int nreq = 0;
+    long long bytes = 0;
+    MPI_Comm comm = st->comm[MODE_SINGLE];
+    for (int d = 0; d < NDIRS && !st->mock; d++) {
+        halo_face *f = &st->face[d];
+        if (f->from != MPI_PROC_NULL)
+            MPI_Irecv(f->recv, (int)(f->npieces * f->piece_cells), MPI_UINT64_T, f->from, d, comm, &req[nreq++]);
+    }
+    for (int d = 0; d < NDIRS; d++) {
+        halo_face *f = &st->face[d];
+        if (!packs(st, d))
+            continue;
+        for (int p = 0; p < f->npieces; p++)
+            pack_piece(st, d, p);
+        if (f->to != MPI_PROC_NULL) {
+            bytes += f->npieces * piece_bytes(st, d);
+            if (!st->mock)
+                MPI_Isend(f->send, (int)(f->npieces * f->piece_cells), MPI_UINT64_T, f->to, d, comm, &req[nreq++]);
+        }
+    }
+    if (nreq > 0)
+        MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+    for (int d = 0; d < NDIRS; d++)
+        if (st->face[d].from != MPI_PROC_NULL)
+            for (int p = 0; p < st->face[d].npieces; p++)
+                unpack_piece(st, d, p);
+    return bytes;
+}
+
+/* multiple / partitioned, thread tid after its compute: pack and send (Isend or Pready) each
+ * piece it owns. Returns bytes it sent. */
+static long long thread_send(halo_state *st, int mode, int tid)
+{
+    long long bytes = 0;
+    for (int d = 0; d < NDIRS; d++) {
+        halo_face *f = &st->face[d];
+        int p = hmb_topo_thread_piece(&st->topo, d, tid);
+        if (p < 0 || !packs(st, d))
+            continue;
+        pack_piece(st, d, p);
+        if (st->mock)
+            atomic_store(&st->mock_ready[f->flat + p], st->mock_run);
+        if (f->to == MPI_PROC_NULL)
+            continue;
+        bytes += piece_bytes(st, d);
+        if (st->mock)
+            continue;
+        if (mode == MODE_MULTIPLE) {
+            MPI_Isend(f->send + (size_t)p * f->piece_cells, (int)f->piece_cells, MPI_UINT64_T, f->to,
+                      d * HMB_MAX_THREADS + p, st->comm[mode], &st->piece_sreq[f->flat + p]);
+        } else {
+#if HALO_HAVE_PARTITIONED
+            MPI_Pready(p, st->psend[d]);
+#endif
+        }
+    }
+    return bytes;
+}
+
+/* Thread tid: wait for, then unpack, every piece landing in the halo next to its tile (piece p
+ * of direction d lands beside the tile owning piece p of the opposite direction). */
+static void thread_receive(halo_state *st, int mode, int tid)
+{
+    for (int d = 0; d < NDIRS; d++) {
+        halo_face *f = &st->face[d];
+        int p = hmb_topo_thread_piece(&st->topo, d ^ 1, tid);
+        if (p < 0 || f->from == MPI_PROC_NULL)
+            continue;
+        if (st->mock) {
+            while (atomic_load(&st->mock_ready[f->flat + p]) != st->mock_run)
+                ;
+        } else if (mode == MODE_MULTIPLE) {
+            MPI_Wait(&st->piece_rreq[f->flat + p], MPI_STATUS_IGNORE);
+        } else {
+#if HALO_HAVE_PARTITIONED
+            for (int arrived = 0; !arrived;)
+                MPI_Parrived(st->precv[d], p, &arrived);
+#endif
+        }
+        unpack_piece(st, d, p);
+    }
+    if (mode == MODE_MULTIPLE && !st->mock)
+        for (int d = 0; d < NDIRS; d++) {
+            int p = hmb_topo_thread_piece(&st->topo, d, tid);
+            if (p >= 0 && st->face[d].to != MPI_PROC_NULL)
+                MPI_Wait(&st->piece_sreq[st->face[d].flat + p], MPI_STATUS_IGNORE);
+        }
+}
+
+/* Requests a mode starts before its barrier: per-piece receives (multiple), the persistent
+ * partitioned requests (partitioned). Returns how many partitioned requests were started. */
+static int start_requests(halo_state *st, int mode, MPI_Request *preq)
+{
+    int npreq = 0;
+    if (st->mock)
+        return 0;
+    for (int d = 0; d < NDIRS; d++) {
+        halo_face *f = &st->face[d];
+        if (mode == MODE_MULTIPLE && f->from != MPI_PROC_NULL)
+            for (int p = 0; p < f->npieces; p++)
+                MPI_Irecv(f->recv + (size_t)p * f->piece_cells, (int)f->piece_cells, MPI_UINT64_T, f->from,
+                          d * HMB_MAX_THREADS + p, st->comm[mode], &st->piece_rreq[f->flat + p]);
+        if (mode == MODE_PARTITIONED) {
+            if (st->psend[d] != MPI_REQUEST_NULL)
+                preq[npreq++] = st->psend[d];
+            if (st->precv[d] != MPI_REQUEST_NULL)
+                preq[npreq++] = st->precv[d];
+        }
+    }
+    if (npreq > 0)
+        MPI_Startall(npreq, preq);
+    return npreq;
+}
+
+/* One mode: t_iter and t_comm of this rank (local clock differences, seconds). */
+static void run_mode(hmb_ctx *ctx, halo_state *st, int mode, long iter, double *t_iter, double *t_comm)
+{
+    MPI_Request preq[2 * NDIRS];
+    st->mock_run++;
+    int npreq = start_requests(st, mode, preq);
+    hmb_phase(ctx, mode == MODE_SINGLE ? "single barrier" : mode == MODE_MULTIPLE ? "multiple barrier"
+                                                                                   : "partitioned barrier");
+    MPI_Barrier(st->comm[mode]);
+    long long bytes = 0;
+    double t0 = hmb_now();
+    if (mode == MODE_SINGLE) {
+#pragma omp parallel num_threads(st->threads)
+        compute(ctx, st, omp_get_thread_num(), iter);
+        hmb_phase(ctx, "single exchange");
+        bytes = exchange_single(st);
+    } else {
+        hmb_phase(ctx, mode == MODE_MULTIPLE ? "multiple exchange" : "partitioned exchange (Parrived)");
+#pragma omp parallel num_threads(st->threads) reduction(+ : bytes)
+        {
+            int tid = omp_get_thread_num();
+            compute(ctx, st, tid, iter);
+            bytes += thread_send(st, mode, tid);
+            thread_receive(st, mode, tid);
+        }
+        if (npreq > 0)
+            MPI_Waitall(npreq, preq, MPI_STATUSES_IGNORE);
+    }
+    double t_end = hmb_now(), last_compute = st->compute_end[0];
+    for (int t = 1; t < st->threads; t++)
+        last_compute = st->compute_end[t] > last_compute ? st->compute_end[t] : last_compute;
+    *t_iter = t_end - t0;
+    *t_comm = t_end - last_compute;
+    atomic_store(&st->bytes_sent[mode], bytes);
+}
+
+/* ------------------------------------------------------------------ validation */
+
+/* --corrupt-at (test only): flip one halo cell of rank 0 once, in the middle of its first
+ * received face's last piece, so the check below must name that place. */
+static void apply_corrupt_at(hmb_ctx *ctx, halo_state *st, long iter)
+{
+    if (st->corrupted || st->rank != 0 || iter != hmb_opt_int(ctx, "corrupt-at"))
+        return;
+    for (int d = 0; d < NDIRS; d++) {
+        if (st->face[d].from == MPI_PROC_NULL)
+            continue;
+        int lo[3], cnt[3];
+        hmb_topo_recv_box(&st->topo, st->n, d, st->face[d].npieces - 1, lo, cnt);
+        st->block[cell_index(st->n, lo[0] + cnt[0] / 2, lo[1] + cnt[1] / 2, lo[2] + cnt[2] / 2)] ^= 0x5a;
+        st->corrupted = 1;
+        return;
+    }
+}
+
+static void direction_name(const hmb_topo *t, int d, char out[8])
+{
+    int k = 0;
+    for (int a = 0; a < 3; a++)
+        if (t->dir[d].off[a] != 0) {
+            out[k++] = t->dir[d].off[a] > 0 ? '+' : '-';
+            out[k++] = "xyz"[a];
+        }
+    out[k] = '\0';
+}
+
+/* Every halo cell this mode received, then poison for the next mode. */
+static void verify_mode(hmb_ctx *ctx, halo_state *st, const hmb_point *pt, int mode, long iter)
+{
+    if (!hmb_validate_enabled(ctx))
+        return;
+    apply_corrupt_at(ctx, st, iter);
+    for (int d = 0; d < NDIRS; d++) {
+        const halo_face *f = &st->face[d];
+        if (f->from == MPI_PROC_NULL)
+            continue;
+        int src = st->mock ? st->rank : f->from;
+        const int *off = st->topo.dir[d].off;
+        for (int p = 0; p < f->npieces; p++) {
+            int lo[3], cnt[3], c[3];
+            hmb_topo_recv_box(&st->topo, st->n, d, p, lo, cnt);
+            for (c[2] = lo[2]; c[2] < lo[2] + cnt[2]; c[2]++)
+                for (c[1] = lo[1]; c[1] < lo[1] + cnt[1]; c[1]++)
+                    for (c[0] = lo[0]; c[0] < lo[0] + cnt[0]; c[0]++) {
+                        int s[3]; /* the sender's cell: its boundary layer on the +off side */
+                        for (int a = 0; a < 3; a++)
+                            s[a] = off[a] > 0 ? st->n[a] - 1 : off[a] < 0 ? 0 : c[a];
+                        uint64_t *cell = &st->block[cell_index(st->n, c[0], c[1], c[2])];
+                        uint64_t want = cell_value(src, iter, st->n, s[0], s[1], s[2]);
+                        if (*cell != want) {
+                            char dir[8];
+                            direction_name(&st->topo, d, dir);
+                            hmb_validation_failure(ctx, pt, iter, p,
+                                                   "%s mode: rank %d halo cell (%d,%d,%d) of direction %s "
+                                                   "(piece %d, from rank %d) is 0x%016llx, expected 0x%016llx%s",
+                                                   mode_names[mode], st->rank, c[0], c[1], c[2], dir, p, src,
+                                                   (unsigned long long)*cell, (unsigned long long)want,
+                                                   *cell == SENT_POISON ? ": the sender's buffer after its send "
+                                                   "completed (library conformance problem)" : "");
+                        }
+                        *cell = POISON;
+                    }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ iteration */
+
+/* As an application reusing its buffers may, right after its sends completed. Open MPI 5.0.11
+ * completes partitioned sends before the receiver has read them: without this, the receiver
+ * of a point's last exchange read freed memory now and then. */
+static void poison_send_buffers(halo_state *st)
+{
+    for (int d = 0; d < NDIRS; d++)
+        for (size_t k = 0; k < (size_t)st->face[d].npieces * st->face[d].piece_cells; k++)
+            st->face[d].send[k] = SENT_POISON;
+}
+
+static int halo_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
+{
+    halo_state *st = state;
+    int order[NMODES];
+    hmb_phase_order(st->nmodes, iter, order);
+    double times[2 * NMODES] = {0}, bytes[NMODES] = {0}; /* t_iter, t_comm per mode */
+    for (int k = 0; k < st->nmodes; k++) {
+        int mode = st->modes[order[k]];
+        run_mode(ctx, st, mode, iter, &times[2 * mode], &times[2 * mode + 1]);
+        if (!st->mock && hmb_validate_enabled(ctx))
+            poison_send_buffers(st);
+        hmb_phase(ctx, "verify");
+        verify_mode(ctx, st, pt, mode, iter);
+        bytes[mode] = (double)atomic_load(&st->bytes_sent[mode]);
+    }
+    hmb_reduce_max(ctx, times, 2 * NMODES);
+    hmb_reduce_sum(ctx, bytes, NMODES);
+    if (st->rank != 0)
+        return 0;
+    double t_iter[NMODES], throughput[NMODES], ratio[NMODES];
+    for (int m = 0; m < NMODES; m++) {
+        t_iter[m] = NAN;
+        st->bytes_per_rank_iter[m] = bytes[m] / hmb_size(ctx);
+    }
+    for (int k = 0; k < st->nmodes; k++)
+        t_iter[st->modes[k]] = times[2 * st->modes[k]];
+    hmb_pattern_rates(NMODES, st->bytes_per_rank_iter, t_iter, throughput, ratio);
+    for (int k = 0; k < st->nmodes; k++) {
+        int m = st->modes[k];
+        out->value[m * NKINDS + K_T_ITER] = t_iter[m] * 1e6;
+        out->value[m * NKINDS + K_T_COMM] = times[2 * m + 1] * 1e6;
+        out->value[m * NKINDS + K_THROUGHPUT] = throughput[m] * 1e-6;
+        if (m != MODE_SINGLE)
+            out->value[M_RATIO(m)] = ratio[m];
+    }
+    out->valid = 1;
+    return 0;
+}
+
+static void halo_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
+{
+    (void)pt;
+    halo_state *st = state;
+    if (!st)
+        return;
+    for (int d = 0; d < NDIRS; d++) {
+        hmb_cache_unregister(ctx, st->face[d].send);
+        hmb_cache_unregister(ctx, st->face[d].recv);
+        if (st->psend[d] != MPI_REQUEST_NULL)
+            MPI_Request_free(&st->psend[d]);
+        if (st->precv[d] != MPI_REQUEST_NULL)
+            MPI_Request_free(&st->precv[d]);
+    }
+    for (int m = 0; m < NMODES; m++)
+        if (st->comm[m] != MPI_COMM_NULL)
+            MPI_Comm_free(&st->comm[m]);
+    halo_free(st);
+}
+
+static void halo_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
+{
+    (void)pt;
+    halo_state *st = state;
+    char key[64], tgrid[32];
+    hmb_result_add_str(ctx, "domain", st->domain);
+    double faces = 2.0 * ((double)st->n[0] * st->n[1] + (double)st->n[1] * st->n[2] + (double)st->n[0] * st->n[2]);
+    hmb_result_add_num(ctx, "face_bytes", 8.0 * faces / NDIRS); /* the real (mean) face */
+    snprintf(tgrid, sizeof tgrid, "%dx%dx%d", st->topo.tdims[0], st->topo.tdims[1], st->topo.tdims[2]);
+    hmb_result_add_str(ctx, "tgrid", tgrid);
+    hmb_result_add_num(ctx, "threads", st->threads);
+    hmb_result_add_num(ctx, "compute_ns", (double)st->compute_ns);
+    hmb_result_add_str(ctx, "noise", hmb_opt_str(ctx, "noise"));
+    hmb_result_add_num(ctx, "mock", st->mock);
+    for (int k = 0; k < st->nmodes; k++) {
+        snprintf(key, sizeof key, "bytes_per_rank_iter_%s", mode_names[st->modes[k]]);
+        hmb_result_add_num(ctx, key, st->bytes_per_rank_iter[st->modes[k]]);
+    }
+    for (int a = 0; a < 3; a++) {
+        snprintf(key, sizeof key, "partitions_face_%c", "xyz"[a]);
+        hmb_result_add_num(ctx, key, hmb_topo_pieces(&st->topo, 2 * a));
+    }
+}
+
+static const hmb_bench halo_bench = {
+    .name = "halo3d",
+    .group = "patterns",
+    .summary = "7-point 3-D halo exchange, threads: single (fork-join), multiple and partitioned, mock mode",
+    .options = halo_options,
+    .defaults = halo_defaults,
+    .metrics = halo_metrics,
+    .thread_level = MPI_THREAD_MULTIPLE,
+    .min_ranks = 1,
+    .check = halo_check,
+    .points = halo_points,
+    .setup = halo_setup,
+    .prepare = halo_prepare,
+    .iterate = halo_iterate,
+    .verify = NULL, /* iterate() checks every mode's halo right after the mode, outside its timing */
+    .teardown = halo_teardown,
+    .annotate = halo_annotate,
+    .pivot_metrics = "throughput_single_MBps,throughput_multiple_MBps,throughput_partitioned_MBps",
+};
+HMB_REGISTER(halo_bench);

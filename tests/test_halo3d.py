@@ -1,0 +1,142 @@
+"""Integration tests of `halo3d` (7-point halo exchange, SPEC §3.5) under each MPI.
+
+Correctness only: 8 and 27 ranks oversubscribe this machine, so nothing here reads a timing
+as a speed. Expected block sides and byte counts are worked out by hand in the comments.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from conftest import run_bench
+
+TINY = ["--iters", "3", "--warmup", "1", "--ci-target", "0", "--compute", "50us", "--timeout", "120s"]
+MODES = ("single", "multiple", "partitioned")
+# Oversubscribed Open MPI must yield, or 8 and 27 spinning ranks starve each other on 2 cores.
+YIELD = {"OMPI_MCA_mpi_yield_when_idle": "1"}
+
+
+def bytes_per_mode(result: dict) -> dict:
+    return {m: result["extra"][f"bytes_per_rank_iter_{m}"] for m in MODES}
+
+
+def check_metrics(result: dict) -> None:
+    """Every mode's metrics present and finite; per sample a mode's time after its last compute
+    is part of its iteration, so its median cannot exceed the iteration's."""
+    m = result["metrics"]
+    for mode in MODES:
+        for name in (f"t_iter_{mode}_us", f"t_comm_{mode}_us", f"throughput_{mode}_MBps"):
+            assert math.isfinite(m[name]["median"]) and m[name]["min"] > 0, (name, m[name])
+        assert m[f"t_comm_{mode}_us"]["median"] <= m[f"t_iter_{mode}_us"]["median"], mode
+    for mode in MODES[1:]:
+        assert math.isfinite(m[f"ratio_{mode}"]["median"]), mode
+
+
+def one_stderr_line(stderr: str) -> str:
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("hmb-bench")]
+    assert len(lines) == 1, f"expected one hmb-bench line on stderr, got:\n{stderr}"
+    return lines[0]
+
+
+@pytest.mark.parametrize("threads,side", [
+    (1, 23),  # 4 KiB face = 512 cells: 22^2 = 484 and 23^2 = 529 cells, 529 is closer
+    (2, 22),  # thread grid 2x1x1: the side must be even, 22^2 = 484 beats 24^2 = 576
+])
+def test_two_ranks_every_mode_moves_the_same_bytes(mpi_name, tmp_path, threads, side):
+    r = run_bench(mpi_name, ["halo3d", "--sizes", "4K", "--threads", str(threads)] + TINY,
+                  threads=threads, tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    assert r.header()["extra"]["topology_grid"] == "2x1x1"
+    (res,) = r.results()
+    assert res["extra"]["domain"] == f"{side},{side},{side}"
+    assert res["extra"]["face_bytes"] == side * side * 8
+    assert res["extra"]["mock"] == 0
+    # 2 ranks periodic: +-x go to the other rank, +-y and +-z to the rank itself; six faces.
+    assert bytes_per_mode(res) == {m: 6 * side * side * 8 for m in MODES}
+    check_metrics(res)
+
+
+@pytest.mark.parametrize("ranks,grid,boundary,faces", [
+    (8, "2x2x2", "periodic", 6),
+    (8, "2x2x2", "open", 3),   # every rank is a corner of the 2x2x2 grid: 3 neighbours
+    (27, "3x3x3", "periodic", 6),
+])
+def test_oversubscribed_grids(mpi_name, tmp_path, ranks, grid, boundary, faces, request):
+    if mpi_name == "openmpi" and boundary == "open":
+        # Seen 1 launch in ~8: ranks 0 and 1 stop between a mode's verify and the next mode's
+        # barrier (watchdog, exit 4); not yet explained: an open issue, not a pass.
+        request.applymarker(pytest.mark.xfail(reason="Open MPI 8-rank open grid hangs now and then",
+                                              strict=False))
+    threads = 2 if ranks == 8 and boundary == "periodic" else 1
+    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--boundary", boundary, "--threads", str(threads),
+                             "--iters", "2", "--warmup", "0", "--ci-target", "0", "--compute", "10us",
+                             "--timeout", "120s"],
+                  ranks=ranks, threads=threads, env=YIELD, tmp_path=tmp_path, timeout=240)
+    assert r.rc == 0, r.stderr
+    assert r.header()["extra"]["topology_grid"] == grid
+    (res,) = r.results()
+    assert res["extra"]["domain"] == "4,4,4"
+    assert bytes_per_mode(res) == {m: faces * 16 * 8 for m in MODES}
+
+
+def test_mock_mode_validates_without_communication(mpi_name, tmp_path):
+    r = run_bench(mpi_name, ["halo3d", "--domain", "6,4,2", "--tgrid", "2,1,1", "--threads", "2",
+                             "--comm", "off"] + TINY, threads=2, tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    (res,) = r.results()
+    assert res["extra"]["mock"] == 1
+    assert res["extra"]["partitions_face_y"] == 2 and res["extra"]["partitions_face_x"] == 1
+    # faces: x 4*2 = 8 cells, y 6*2 = 12, z 6*4 = 24; two of each: 88 cells
+    assert bytes_per_mode(res) == {m: 88 * 8 for m in MODES}
+    check_metrics(res)
+    bad = run_bench(mpi_name, ["halo3d", "--domain", "6,4,2", "--comm", "off", "--corrupt-at", "1"] + TINY,
+                    tmp_path=tmp_path)
+    assert bad.rc == 3, bad.stderr
+    assert "halo cell" in bad.stderr
+
+
+def test_corrupted_cell_names_its_place(mpi_name, tmp_path):
+    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--mode", "multiple", "--corrupt-at", "2"] + TINY,
+                  tmp_path=tmp_path)
+    assert r.rc == 3, r.stderr
+    line = one_stderr_line(r.stderr)
+    # rank 0's first received face is +x (from rank 1), its only piece, middle cell (-1,2,2)
+    for part in ("iteration=2", "multiple mode", "rank 0 halo cell (-1,2,2)", "direction +x", "from rank 1"):
+        assert part in line, line
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--grid", "3,1,1"], "--grid 3x1x1"),
+    (["--grid", "2,1"], "--grid: 2 values"),
+    (["--tgrid", "2,2,1"], "--tgrid 2x2x1"),
+    (["--domain", "5,4,4", "--tgrid", "2,1,1", "--threads", "2"], "do not split"),
+    (["--domain", "4,4,4", "--sizes", "1K"], "--domain and --sizes"),
+    (["--cache", "cold"], "--cache cold"),
+    (["--mode", "single,pipelined"], "pipelined"),
+])
+def test_bad_input_is_one_line_exit_2(mpi_name, tmp_path, args, words):
+    threads = 2 if "--threads" in args else 1
+    r = run_bench(mpi_name, ["halo3d"] + args + TINY, threads=threads, tmp_path=tmp_path)
+    assert r.rc == 2, r.stderr
+    assert words in one_stderr_line(r.stderr)
+
+
+def test_report_figures_and_mock_share_table(tmp_path):
+    """hmb report on a communicating and a mock run of the same points: throughput and ratio
+    figures per compute, and one mock-share row per point measured both ways."""
+    from hmb import report, results
+    for comm in ("on", "off"):
+        r = run_bench("mpich", ["halo3d", "--sizes", "1K,4K", "--comm", comm] + TINY, tmp_path=tmp_path)
+        assert r.rc == 0, r.stderr
+    rs = results.load([tmp_path])
+    out = tmp_path / "report"
+    report.build(rs, out)
+    for fig in ("halo3d_throughput_50us", "halo3d_ratio_50us"):
+        assert (out / "figures" / f"{fig}.png").exists(), fig
+    assert "halo3d: mock-mode share of an iteration" in (out / "report.md").read_text()
+    from hmb.reports.patterns import mock_share_rows
+    rows = mock_share_rows(rs, "halo3d")
+    assert len(rows) == 2 and rows[0][1] != rows[1][1], rows  # faces of 968 and 4232 bytes
+    for row in rows:
+        assert all(cell.endswith("%") for cell in row[5:8]), row
