@@ -152,6 +152,18 @@ TABLE_PROFILE = {"type": "hmbprof", "schema": 1, "world_size": 2, "ranks": [
     rank(1, {0: (side(), side())})]}
 
 
+def test_probe_without_a_switch_needs_threshold(files):
+    no_switch = {**PROTO_PROBE, "extra": {**PROTO_PROBE["extra"], "switch_bytes": []}}
+    (files / "no-switch.jsonl").write_text(json.dumps(no_switch) + "\n")
+    (files / "table.json").write_text(json.dumps(TABLE_PROFILE))
+    p = hmb("advise", files / "table.json", "--mpi", "mpich", "--probe", files / "no-switch.jsonl")
+    assert p.returncode == 2 and "the probe found no switch: give --threshold" in p.stderr
+    p = hmb("advise", files / "table.json", "--mpi", "mpich", "--probe", files / "no-switch.jsonl",
+            "--threshold", 8112, "--json", files / "adv-no-switch.json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads((files / "adv-no-switch.json").read_text())["job"]["triggered"] == 2   # the probe's bandwidths
+
+
 def test_probe_from_proto_extra_with_bandwidth_per_size(files):
     (files / "proto-probe.jsonl").write_text(json.dumps(PROTO_PROBE) + "\n")
     (files / "table.json").write_text(json.dumps(TABLE_PROFILE))

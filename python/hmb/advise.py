@@ -80,8 +80,9 @@ def _jsonl(path: str, what: str) -> list[dict]:
     return out
 
 
-def load_probe(path: str) -> tuple[int, list | None]:
-    """(switch: the largest size that still progressed, bandwidth table [[size, MB/s], ...] or None)
+def load_probe(path: str) -> tuple[int | None, list | None]:
+    """(switch: the largest size that still progressed, or None when no record found one;
+    bandwidth table [[size, MB/s], ...] or None)
     from `hmb-bench proto --test probe` records (`switch_bytes` and `bandwidth_MBps` at the top or
     in `extra`; a bandwidth is a number, a metric {median}, or per-size [size, MB/s] pairs). With
     several views or switches the smallest switch wins: from there on some view needs MPI calls to
@@ -91,9 +92,9 @@ def load_probe(path: str) -> tuple[int, list | None]:
         if rec.get("bench") != "proto":
             continue
         place = rec if "switch_bytes" in rec else rec.get("extra") or {}
-        if "switch_bytes" not in place:
+        if "switch_bytes" not in place and "bandwidth_MBps" not in place:
             continue
-        for pair in place["switch_bytes"] or []:
+        for pair in place.get("switch_bytes") or []:
             lows.append(int(pair[0]))
         bw = place.get("bandwidth_MBps", rec.get("bandwidth_MBps"))
         if isinstance(bw, dict):
@@ -103,9 +104,10 @@ def load_probe(path: str) -> tuple[int, list | None]:
         for size, mbps in bw if isinstance(bw, list) else []:
             if mbps > 0:
                 bws[int(size)].append(float(mbps))
-    if not lows:
-        raise AdviseError(f"probe {path}: no proto record with a switch_bytes interval")
-    return min(lows), ([[size, statistics.median(v)] for size, v in sorted(bws.items())] or None)
+    table = [[size, statistics.median(v)] for size, v in sorted(bws.items())] or None
+    if not lows and not table:
+        raise AdviseError(f"probe {path}: no proto record with a switch_bytes interval or a bandwidth")
+    return (min(lows) if lows else None), table
 
 
 def bandwidth_at(table: list, size: float) -> float:
@@ -390,8 +392,9 @@ def run(args) -> int:
         if args.bandwidth is not None:
             bw = args.bandwidth
         if switch is None or bw is None:
+            found = " (the probe found no switch: give --threshold)" if args.probe and bw is not None else ""
             raise AdviseError("advise needs the current switch and bandwidth: --probe FILE "
-                              "(proto --test probe results) or --threshold BYTES --bandwidth MBps")
+                              f"(proto --test probe results) or --threshold BYTES --bandwidth MBps{found}")
         if switch < 0 or (not isinstance(bw, list) and not bw > 0):
             raise AdviseError("--threshold must be >= 0 and --bandwidth > 0")
         try:
