@@ -103,7 +103,7 @@ def test_header_probe_and_memory(files):
             "--header", 100, "--tradeoff", files / "tradeoff.jsonl", "--json", files / "adv2.json")
     assert p.returncode == 0, p.stderr
     adv = json.loads((files / "adv2.json").read_text())
-    assert adv["switch_bytes"] == 8000 and adv["bandwidth_MBps"] == 1000.0   # the smaller switch of two views
+    assert adv["switch_bytes"] == 8000 and adv["bandwidth_MBps"] == [[0, 1000.0]]   # the smaller switch of two views
     pairs = {(r["src"], r["dst"]): r["threshold_bytes"] for r in adv["pairs"]}
     assert pairs[(1, 0)] == 17408                                           # 8100 + 100 -> 2^14 + 1024
     # job mean 18382.35 + 100 -> 2^15 + 1024; Open MPI: the eager limit, and max send size above 32K
@@ -117,6 +117,64 @@ def test_nothing_triggers_keeps_threshold(files):
     assert p.returncode == 0 and "job: keep the current threshold" in p.stdout
 
 
+# --trigger outside-mpi: 0 -> 1 sends 12000 B x 10 and 20000 B x 2, all waited 1 ms after their post
+# (all trigger on post-to-wait: mean (120000 + 40000) / 12 = 13333 -> 2^14 + 1024 = 17408); outside
+# MPI only ~1 us of the 12000 B ones' (< 6 us: no) and ~50 us of the 20000 B ones' (>= 10 us: trigger):
+# mean 20000 -> 2^15 + 1024 = 33792.
+def with_outside(size, messages, outside_hist):
+    return {**nb(size, messages, [[1e-3, 1.1e-3, messages]]), "outside_mpi_known": messages,
+            "outside_mpi_hist": outside_hist}
+
+
+OUTSIDE_PROFILE = {"type": "hmbprof", "schema": 1, "world_size": 2, "ranks": [
+    rank(0, {1: (side([with_outside(12000, 10, [[1e-6, 1.1e-6, 10]]),
+                       with_outside(20000, 2, [[5e-5, 5.4e-5, 2]])]), side())}),
+    rank(1, {0: (side(), side())})]}
+
+
+@pytest.mark.parametrize("trigger,triggered,threshold", [("post-to-wait", 12, 17408), ("outside-mpi", 2, 33792)])
+def test_trigger_outside_mpi(files, trigger, triggered, threshold):
+    (files / "outside.json").write_text(json.dumps(OUTSIDE_PROFILE))
+    p = hmb("advise", files / "outside.json", "--mpi", "mpich", "--threshold", 8000, "--bandwidth", 1000,
+            "--trigger", trigger, "--json", files / "adv-outside.json")
+    assert p.returncode == 0, p.stderr
+    adv = json.loads((files / "adv-outside.json").read_text())
+    assert (adv["trigger"], adv["job"]["triggered"], adv["job"]["threshold_bytes"]) == (trigger, triggered, threshold)
+
+
+# A probe record as proto writes it: switch and per-size bandwidth in `extra`. 8192 B lies halfway
+# (in log size) between 4096 B at 500 MB/s and 16384 B at 1500 MB/s: 1000 MB/s, 8.192 us, so a
+# post-to-wait bin counts from 4.096 us: [4.2, 4.4] us yes (2 messages), [3.6, 3.8] us no.
+PROTO_PROBE = {"type": "result", "bench": "proto", "params": {"view": "sender"},
+               "extra": {"switch_bytes": [[8112, 8120]], "bandwidth_MBps": [[4096, 500.0], [16384, 1500.0]]}}
+TABLE_PROFILE = {"type": "hmbprof", "schema": 1, "world_size": 2, "ranks": [
+    rank(0, {1: (side([nb(8192, 3, [[4.2e-6, 4.4e-6, 2], [3.6e-6, 3.8e-6, 1]])]), side())}),
+    rank(1, {0: (side(), side())})]}
+
+
+def test_probe_without_a_switch_needs_threshold(files):
+    no_switch = {**PROTO_PROBE, "extra": {**PROTO_PROBE["extra"], "switch_bytes": []}}
+    (files / "no-switch.jsonl").write_text(json.dumps(no_switch) + "\n")
+    (files / "table.json").write_text(json.dumps(TABLE_PROFILE))
+    p = hmb("advise", files / "table.json", "--mpi", "mpich", "--probe", files / "no-switch.jsonl")
+    assert p.returncode == 2 and "the probe found no switch: give --threshold" in p.stderr
+    p = hmb("advise", files / "table.json", "--mpi", "mpich", "--probe", files / "no-switch.jsonl",
+            "--threshold", 8112, "--json", files / "adv-no-switch.json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads((files / "adv-no-switch.json").read_text())["job"]["triggered"] == 2   # the probe's bandwidths
+
+
+def test_probe_from_proto_extra_with_bandwidth_per_size(files):
+    (files / "proto-probe.jsonl").write_text(json.dumps(PROTO_PROBE) + "\n")
+    (files / "table.json").write_text(json.dumps(TABLE_PROFILE))
+    p = hmb("advise", files / "table.json", "--mpi", "mpich", "--probe", files / "proto-probe.jsonl",
+            "--json", files / "adv-table.json")
+    assert p.returncode == 0, p.stderr
+    adv = json.loads((files / "adv-table.json").read_text())
+    assert adv["switch_bytes"] == 8112
+    assert (adv["job"]["triggered"], adv["job"]["threshold_bytes"]) == (2, 8192 + 1024)
+
+
 @pytest.mark.parametrize("args,message", [
     (["--mpi", "mpich"], "--probe FILE"),
     (["--mpi", "mpich", "--threshold", "8000"], "--probe FILE"),
@@ -124,6 +182,7 @@ def test_nothing_triggers_keeps_threshold(files):
     (["--mpi", "mpich", "--probe", "missing.jsonl"], "missing.jsonl"),
     (["--mpi", "mpich", "--threshold", "8000", "--bandwidth", "1", "--tradeoff", "prof.json"], "trade-off"),
     (["--mpi", "mpich", "--threshold", "8000", "--bandwidth", "1", "--", "true"], "only run with --verify"),
+    (["--mpi", "mpich", "--threshold", "8000", "--bandwidth", "1", "--trigger", "outside-mpi"], "no outside_mpi_hist"),
 ])
 def test_bad_input(files, args, message):
     p = hmb("advise", "prof.json", *args, cwd=files)

@@ -10,20 +10,27 @@ import pytest
 
 from conftest import get_mpi
 
-SRC = Path(__file__).parent / "data" / "prof_pairs.c"
+DATA = Path(__file__).parent / "data"
 
 
-@pytest.fixture
-def profile(mpi_name, tmp_path):
+def profiled_run(mpi_name, tmp_path, program):
+    """Build tests/data/PROGRAM.c, run it on 2 ranks with libhmbprof.so preloaded: (profile, stdout)."""
     impl = get_mpi(mpi_name)   # builds hmb-bench and libhmbprof.so
-    exe = tmp_path / "prof_pairs"
-    subprocess.run([impl.mpicc, "-O1", "-pthread", str(SRC), "-o", str(exe)], check=True, env=impl.env())
+    exe = tmp_path / program
+    subprocess.run([impl.mpicc, "-O1", "-pthread", str(DATA / f"{program}.c"), "-o", str(exe)], check=True,
+                   env=impl.env())
     out = tmp_path / "profile.json"
     env = {**impl.env(), "LD_PRELOAD": str(impl.build_dir / "libhmbprof.so"), "HMB_PROF_OUT": str(out)}
     p = subprocess.run(impl.launch_args(2) + [str(exe)], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert f"hmbprof: wrote {out}" in p.stderr
-    return json.loads(out.read_text()), "provided 3" in p.stdout  # MPI_THREAD_MULTIPLE is 3 in both
+    return json.loads(out.read_text()), p.stdout
+
+
+@pytest.fixture
+def profile(mpi_name, tmp_path):
+    prof, stdout = profiled_run(mpi_name, tmp_path, "prof_pairs")
+    return prof, "provided 3" in stdout  # MPI_THREAD_MULTIPLE is 3 in both
 
 
 def _side(prof, rank, peer, side):
@@ -77,3 +84,16 @@ def test_not_preloaded_into_non_mpi_programs(tmp_path):
            "HMB_PROF_OUT": str(tmp_path / "p.json")}
     p = subprocess.run(["true"], env=env, capture_output=True, text=True)
     assert p.returncode == 0 and p.stderr == "" and not (tmp_path / "p.json").exists()
+
+
+def test_time_outside_mpi(mpi_name, tmp_path):
+    """tests/data/prof_outside.c: a receive waited after 20 ms of computation spent them outside MPI;
+    one completed by an MPI_Test loop that ran 20 ms spent (nearly) all of its post-to-wait inside."""
+    prof, _ = profiled_run(mpi_name, tmp_path, "prof_outside")
+    nb = {e["size"]: e for e in _side(prof, 0, 1, "recv")["nonblocking_sizes"]}
+    computed, polled = nb[100], nb[200]
+    for e in (computed, polled):
+        assert e["waited"] == e["outside_mpi_known"] == 1
+        assert sum(n for _, _, n in e["outside_mpi_hist"]) == 1
+    assert computed["outside_mpi_sum_s"] >= 0.02
+    assert polled["post_to_wait_sum_s"] >= 0.02 and polled["outside_mpi_sum_s"] < 0.5 * polled["post_to_wait_sum_s"]

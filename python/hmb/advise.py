@@ -2,7 +2,9 @@
 
 Trigger (per message): non-blocking, larger than the current switch (it goes by rendezvous), and
 post-to-wait >= 50 % of its estimated transfer time (size / bandwidth): its wait would have been
-hidden had it gone eagerly. Rule: 2^ceil(log2(mean size of the triggered messages + header)) + 1024,
+hidden had it gone eagerly (seed 001, the default). `--trigger outside-mpi` asks instead that the
+part of post-to-wait its thread spent outside MPI calls (computation) reach 50 %: a window of sends
+followed by one Waitall (queueing, no computation) then does not trigger. Rule: 2^ceil(log2(mean size of the triggered messages + header)) + 1024,
 the one definition in src/harness/metrics.c (hmb_eager_threshold_rule), called through ctypes.
 Per directed pair and per job; the job's setting comes from settings.threshold_env.
 docs/toolkit.md, "Profiler and advisor", says how to read the output.
@@ -27,6 +29,9 @@ from . import mpi as hmpi
 from . import settings
 
 TRIGGER_FRACTION = 0.5
+# --trigger -> the profile's histogram that must reach TRIGGER_FRACTION of the transfer time
+TRIGGER_HIST = {"post-to-wait": "post_to_wait_hist", "outside-mpi": "outside_mpi_hist"}
+TRIGGER_TEXT = {"post-to-wait": "post-to-wait", "outside-mpi": "time outside MPI between post and wait"}
 
 
 class AdviseError(Exception):
@@ -75,24 +80,45 @@ def _jsonl(path: str, what: str) -> list[dict]:
     return out
 
 
-def load_probe(path: str) -> tuple[int, float | None]:
-    """(switch: the largest size that still progressed, bandwidth in MB/s or None) from
-    `hmb-bench proto --test probe` records. With several views or switches the smallest
-    switch wins: from there on some view needs MPI calls to progress."""
-    lows, bws = [], []
+def load_probe(path: str) -> tuple[int | None, list | None]:
+    """(switch: the largest size that still progressed, or None when no record found one;
+    bandwidth table [[size, MB/s], ...] or None)
+    from `hmb-bench proto --test probe` records (`switch_bytes` and `bandwidth_MBps` at the top or
+    in `extra`; a bandwidth is a number, a metric {median}, or per-size [size, MB/s] pairs). With
+    several views or switches the smallest switch wins: from there on some view needs MPI calls to
+    progress. Several bandwidths of one size: their median."""
+    lows, bws = [], defaultdict(list)
     for rec in _jsonl(path, "probe"):
-        if rec.get("bench") != "proto" or "switch_bytes" not in rec:
+        if rec.get("bench") != "proto":
             continue
-        for pair in rec["switch_bytes"] or []:
+        place = rec if "switch_bytes" in rec else rec.get("extra") or {}
+        if "switch_bytes" not in place and "bandwidth_MBps" not in place:
+            continue
+        for pair in place.get("switch_bytes") or []:
             lows.append(int(pair[0]))
-        bw = rec.get("bandwidth_MBps")
+        bw = place.get("bandwidth_MBps", rec.get("bandwidth_MBps"))
         if isinstance(bw, dict):
             bw = bw.get("median")
-        if isinstance(bw, (int, float)) and bw > 0:
-            bws.append(float(bw))
-    if not lows:
-        raise AdviseError(f"probe {path}: no proto record with a switch_bytes interval")
-    return min(lows), (statistics.median(bws) if bws else None)
+        if isinstance(bw, (int, float)):
+            bw = [[0, bw]]
+        for size, mbps in bw if isinstance(bw, list) else []:
+            if mbps > 0:
+                bws[int(size)].append(float(mbps))
+    table = [[size, statistics.median(v)] for size, v in sorted(bws.items())] or None
+    if not lows and not table:
+        raise AdviseError(f"probe {path}: no proto record with a switch_bytes interval or a bandwidth")
+    return (min(lows) if lows else None), table
+
+
+def bandwidth_at(table: list, size: float) -> float:
+    """MB/s at this size from [[size, MB/s], ...] sorted by size: linear in log(size) between the
+    measured sizes, the nearest one's outside them."""
+    if size <= table[0][0] or len(table) == 1:
+        return table[0][1] if size <= table[0][0] else table[-1][1]
+    for (s0, b0), (s1, b1) in zip(table, table[1:]):
+        if size <= s1:
+            return b0 + (b1 - b0) * math.log(size / s0) / math.log(s1 / s0)
+    return table[-1][1]
 
 
 def load_tradeoff(path: str) -> dict:
@@ -142,21 +168,23 @@ def eager_threshold_rule(mean_size_bytes: float, header_bytes: int, mpi_name: st
 
 # ------------------------------------------------------------------ the advice
 
-def _triggered(entry: dict, switch_bytes: int, bandwidth_Bps: float) -> tuple[float, int]:
-    """(size, messages that trigger) for one nonblocking_sizes entry. A post-to-wait histogram bin
+def _triggered(entry: dict, switch_bytes: int, bandwidth: list, hist: str) -> tuple[float, int]:
+    """(size, messages that trigger) for one nonblocking_sizes entry. A bin of the histogram `hist`
     counts when its geometric middle reaches 50 % of the transfer time (resolution 1/8 octave)."""
     size = entry["size"] if entry.get("exact", True) else entry["bytes"] / max(1, entry["messages"])
     if size <= switch_bytes:
         return size, 0
-    need_s = TRIGGER_FRACTION * size / bandwidth_Bps
-    return size, sum(int(n) for lo, hi, n in entry.get("post_to_wait_hist", [])
-                     if math.sqrt(max(lo, 0.0) * hi) >= need_s)
+    if hist not in entry:
+        raise AdviseError(f"the profile has no {hist} (written by an older libhmbprof.so); use --trigger post-to-wait")
+    need_s = TRIGGER_FRACTION * size / (1e6 * bandwidth_at(bandwidth, size))
+    return size, sum(int(n) for lo, hi, n in entry[hist] if math.sqrt(max(lo, 0.0) * hi) >= need_s)
 
 
-def analyse(prof: dict, switch_bytes: int, bandwidth_MBps: float, header_bytes: int, mpi_name: str) -> dict:
+def analyse(prof: dict, switch_bytes: int, bandwidth_MBps: float | list, header_bytes: int, mpi_name: str,
+            trigger: str = "post-to-wait") -> dict:
     """Per directed pair (src -> dst): non-blocking rendezvous messages and those that trigger; per
     size the larger of the sender's and the receiver's triggered counts (one message counts once)."""
-    bw = bandwidth_MBps * 1e6
+    bw = bandwidth_MBps if isinstance(bandwidth_MBps, list) else [[0, bandwidth_MBps]]
     # (src, dst) -> size -> {side: [non-blocking rendezvous messages, triggered]}
     flows = defaultdict(lambda: defaultdict(lambda: {"send": [0, 0], "recv": [0, 0]}))
     for rank in prof["ranks"]:
@@ -164,7 +192,7 @@ def analyse(prof: dict, switch_bytes: int, bandwidth_MBps: float, header_bytes: 
         for peer in rank.get("peers", []):
             for side, pair in (("send", (me, peer["peer"])), ("recv", (peer["peer"], me))):
                 for e in peer[side].get("nonblocking_sizes", []):
-                    size, n = _triggered(e, switch_bytes, bw)
+                    size, n = _triggered(e, switch_bytes, bw, TRIGGER_HIST[trigger])
                     cell = flows[pair][size][side]
                     cell[0] += int(e["messages"]) if size > switch_bytes else 0
                     cell[1] += n
@@ -194,7 +222,7 @@ def analyse(prof: dict, switch_bytes: int, bandwidth_MBps: float, header_bytes: 
     job["p2p_fraction_mean"] = statistics.mean(r.get("p2p_fraction", 0.0) for r in ranks)
     job["world_size"] = prof.get("world_size", len(ranks))
     return {"switch_bytes": switch_bytes, "bandwidth_MBps": bandwidth_MBps, "header_bytes": header_bytes,
-            "pairs": pairs, "job": job}
+            "trigger": trigger, "pairs": pairs, "job": job}
 
 
 def memory_cost(tradeoff: dict, threshold: int, peers: int) -> str:
@@ -209,11 +237,19 @@ def memory_cost(tradeoff: dict, threshold: int, peers: int) -> str:
             f"-> {extra_kB:+.0f} kB per rank with {peers} peers")
 
 
+def _bandwidth_text(bw: float | list) -> str:
+    if not isinstance(bw, list):
+        return f"{bw:g} MB/s"
+    if len(bw) == 1:
+        return f"{bw[0][1]:g} MB/s"
+    return "per size " + ", ".join(f"{size} B {mbps:.0f}" for size, mbps in bw) + " MB/s"
+
+
 def render(adv: dict, mpi_name: str, tradeoff: dict | None) -> str:
     job = adv["job"]
     lines = [f"# hmb advise ({mpi_name}): current switch {adv['switch_bytes']} B (larger messages go by "
-             f"rendezvous), bandwidth {adv['bandwidth_MBps']:g} MB/s, header {adv['header_bytes']} B",
-             "# trigger: non-blocking, size > switch, post-to-wait >= 50 % of size/bandwidth",
+             f"rendezvous), bandwidth {_bandwidth_text(adv['bandwidth_MBps'])}, header {adv['header_bytes']} B",
+             f"# trigger: non-blocking, size > switch, {TRIGGER_TEXT[adv['trigger']]} >= 50 % of size/bandwidth",
              f"{'pair':>12} {'rdv non-blocking':>17} {'triggered':>10} {'mean size B':>12} {'threshold B':>12}"]
     for p in adv["pairs"]:
         mean = f"{p['mean_size_bytes']:.0f}" if p["triggered"] else "-"
@@ -221,7 +257,7 @@ def render(adv: dict, mpi_name: str, tradeoff: dict | None) -> str:
         lines.append(f"{p['src']:>5} -> {p['dst']:<4} {p['rendezvous_nonblocking']:>17} {p['triggered']:>10} "
                      f"{mean:>12} {thr:>12}")
     if not job["threshold_bytes"]:
-        lines.append("job: keep the current threshold (no non-blocking rendezvous message waited long enough)")
+        lines.append("job: keep the current threshold (no non-blocking rendezvous message met the trigger)")
         return "\n".join(lines) + "\n"
     lines.append(f"job: threshold {job['threshold_bytes']} B (mean triggered size {job['mean_size_bytes']:.0f} B, "
                  f"{job['triggered']} messages); share of run time in point-to-point {job['p2p_fraction_mean']:.1%}")
@@ -356,12 +392,13 @@ def run(args) -> int:
         if args.bandwidth is not None:
             bw = args.bandwidth
         if switch is None or bw is None:
+            found = " (the probe found no switch: give --threshold)" if args.probe and bw is not None else ""
             raise AdviseError("advise needs the current switch and bandwidth: --probe FILE "
-                              "(proto --test probe results) or --threshold BYTES --bandwidth MBps")
-        if switch < 0 or not bw > 0:
+                              f"(proto --test probe results) or --threshold BYTES --bandwidth MBps{found}")
+        if switch < 0 or (not isinstance(bw, list) and not bw > 0):
             raise AdviseError("--threshold must be >= 0 and --bandwidth > 0")
         try:
-            adv = analyse(prof, switch, bw, args.header, args.mpi)
+            adv = analyse(prof, switch, bw, args.header, args.mpi, args.trigger)
         except (KeyError, TypeError, ValueError, IndexError) as e:
             raise AdviseError(f"profile {args.profile}: malformed ({type(e).__name__}: {e})") from None
         sys.stdout.write(render(adv, args.mpi, tradeoff))

@@ -279,6 +279,7 @@ def make_parser() -> argparse.ArgumentParser:
     av = sub.add_parser(
         "advise", help="eager threshold advice from a libhmbprof profile; --verify re-runs a program",
         usage="hmb advise [PROFILE] --mpi MPI [--probe FILE | --threshold B --bandwidth MBps] [--header B] "
+        "[--trigger post-to-wait|outside-mpi] "
         "[--tradeoff FILE] [--verify [--launches N] [--apply B] [--figure REGEX] -- CMD ...]",
         description="Apply seed 001's trigger (non-blocking rendezvous messages whose post-to-wait time is "
         ">= 50%% of their transfer time) and threshold rule to a profile written by libhmbprof.so, per pair "
@@ -292,6 +293,9 @@ def make_parser() -> argparse.ArgumentParser:
     av.add_argument("--bandwidth", type=float, metavar="MBps", help="bandwidth for the transfer time (1 MB = 1e6 B)")
     av.add_argument("--header", type=int, default=0, metavar="BYTES",
                     help="per-message header added before rounding (default 0)")
+    av.add_argument("--trigger", choices=["post-to-wait", "outside-mpi"], default="post-to-wait",
+                    help="what must reach 50%% of the transfer time: the whole post-to-wait time (seed 001, "
+                    "default) or only its part spent outside MPI calls (computation the message could hide)")
     av.add_argument("--tradeoff", metavar="FILE", help="proto --test tradeoff results (memory per peer)")
     av.add_argument("--json", metavar="FILE", help="also write the advice as JSON")
     av.add_argument("--verify", action="store_true", help="run the program after -- with default and advised setting")

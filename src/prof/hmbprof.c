@@ -6,14 +6,21 @@
  * message size; per rank the time spent inside point-to-point calls and VmHWM. At MPI_Finalize
  * rank 0 gathers everything and writes one JSON profile (docs/toolkit.md, "Profiler and advisor").
  *
- * Thread safety: every update of the tables happens under one mutex; the MPI calls themselves run
- * outside it, so MPI_THREAD_MULTIPLE programs stay correct (and serialise only on bookkeeping).
+ * For each completed non-blocking operation it also records the time its thread spent outside MPI
+ * between the post and the wait (post-to-wait minus the thread's time inside wrapped calls): the
+ * part of the wait that computation could hide.
+ *
+ * Cost per call: two clock reads and a few uncontended atomics (time inside calls, call counts);
+ * the tables are updated under one mutex, taken at most once per call and only when the program
+ * runs MPI_THREAD_MULTIPLE (below it, MPI calls never run concurrently). The MPI calls themselves
+ * run outside the mutex.
  */
 #define _GNU_SOURCE
 #include <mpi.h>
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,9 +48,10 @@ static const char *const call_names[NCALLS] = {
 typedef struct {
     uint64_t size_key;   /* the size, or the bin's lower edge when !exact */
     int exact;
-    uint64_t messages, bytes, waited;
-    double post_to_wait_sum_s;
-    uint64_t *p2w_hist; /* P2W_BINS counters, allocated on the first completion */
+    uint64_t messages, bytes, waited, outside_known;
+    double post_to_wait_sum_s, outside_mpi_sum_s;
+    uint64_t *p2w_hist;     /* P2W_BINS counters, allocated on the first completion */
+    uint64_t *outside_hist; /* the same for the time outside MPI (completions on the posting thread) */
 } nb_size_t;
 
 typedef struct {
@@ -66,7 +74,8 @@ typedef struct {
     int peer;            /* world rank; -1 = MPI_ANY_SOURCE, resolved from the status */
     MPI_Comm comm;       /* for translating the status' source */
     uint64_t bytes;      /* posted size (a receive uses the received size from its status) */
-    double t_post_s;
+    uint64_t t_post_ns;
+    uint64_t in_mpi_at_post_ns; /* the posting thread's time inside wrapped calls before the post */
     pthread_t owner;     /* the posting thread */
 } pending_t;
 
@@ -79,14 +88,18 @@ typedef struct {
 #define COMM_CACHE 64
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int need_lock;              /* MPI_THREAD_MULTIPLE: calls may run concurrently */
 static int active;                 /* between MPI_Init and MPI_Finalize */
 static int world_rank, world_size, thread_provided = -1;
-static double t_init_s;
-static double p2p_s;              /* wall time with at least one thread inside a point-to-point call */
-static double p2p_thread_s;       /* the same summed over threads */
-static int inside;                /* threads inside a wrapped call now */
-static double t_inside_since_s;
-static uint64_t calls[NCALLS];
+static uint64_t t_init_ns;
+/* Threads inside a wrapped call (low BUSY_COUNT_BITS) and, while any is, when the first of them
+ * entered (ns since t_init_ns, the high bits): one word, so entering and leaving need no lock. */
+#define BUSY_COUNT_BITS 16
+static _Atomic uint64_t busy;
+static _Atomic uint64_t p2p_ns;        /* wall time with at least one thread inside a point-to-point call */
+static _Atomic uint64_t p2p_thread_ns; /* the same summed over threads */
+static _Atomic uint64_t calls[NCALLS];
+static _Thread_local uint64_t thread_in_mpi_ns; /* this thread's time inside wrapped calls */
 static peer_stats_t *peers;        /* indexed by world rank */
 static pending_t *pending;
 static size_t pending_cap, pending_live, pending_used;
@@ -94,11 +107,23 @@ static comm_map_t comm_cache[COMM_CACHE];
 static int comm_cached;
 static uint64_t untracked_peer_msgs; /* messages whose peer could not be translated */
 
-static double now_s(void)
+static uint64_t now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void lock_tables(void)
+{
+    if (need_lock)
+        pthread_mutex_lock(&lock);
+}
+
+static void unlock_tables(void)
+{
+    if (need_lock)
+        pthread_mutex_unlock(&lock);
 }
 
 static uint64_t req_key(MPI_Request r)
@@ -118,12 +143,11 @@ static int size_bin(uint64_t bytes)
     return b < SIZE_BINS ? b : SIZE_BINS - 1;
 }
 
-static int p2w_bin(double seconds)
+static int p2w_bin(uint64_t ns)
 {
-    double ns = seconds * 1e9;
-    if (!(ns >= 1.0))
+    if (ns < 1)
         return 0;
-    int b = (int)floor(P2W_PER_OCTAVE * log2(ns));
+    int b = (int)floor(P2W_PER_OCTAVE * log2((double)ns));
     return b < P2W_BINS ? b : P2W_BINS - 1;
 }
 
@@ -192,14 +216,14 @@ static int to_world(MPI_Comm comm, int rank)
 
 static void forget_comm(MPI_Comm comm)
 {
-    pthread_mutex_lock(&lock);
+    lock_tables();
     for (int i = 0; i < comm_cached; i++)
         if (comm_cache[i].comm == comm) {
             free(comm_cache[i].to_world);
             comm_cache[i] = comm_cache[--comm_cached];
             break;
         }
-    pthread_mutex_unlock(&lock);
+    unlock_tables();
 }
 
 /* ------------------------------------------------------------------ statistics (under lock) */
@@ -257,7 +281,16 @@ static nb_size_t *nb_entry(dir_stats_t *d, uint64_t bytes)
     return e;
 }
 
-static void count_nonblocking(int peer, int dir, uint64_t bytes, double post_to_wait_s)
+static void histogram_add(uint64_t **hist, uint64_t ns)
+{
+    if (!*hist)
+        *hist = calloc(P2W_BINS, sizeof(uint64_t));
+    if (*hist)
+        (*hist)[p2w_bin(ns)]++;
+}
+
+/* outside_ns < 0: unknown (completed on another thread than the one that posted it). */
+static void count_nonblocking(int peer, int dir, uint64_t bytes, uint64_t post_to_wait_ns, int64_t outside_ns)
 {
     dir_stats_t *d = dir_of(peer, dir);
     nb_size_t *e = d ? nb_entry(d, bytes) : NULL;
@@ -265,13 +298,13 @@ static void count_nonblocking(int peer, int dir, uint64_t bytes, double post_to_
         return;
     e->messages++;
     e->bytes += bytes;
-    if (post_to_wait_s >= 0.0) {
-        if (!e->p2w_hist)
-            e->p2w_hist = calloc(P2W_BINS, sizeof(uint64_t));
-        if (e->p2w_hist)
-            e->p2w_hist[p2w_bin(post_to_wait_s)]++;
-        e->waited++;
-        e->post_to_wait_sum_s += post_to_wait_s;
+    histogram_add(&e->p2w_hist, post_to_wait_ns);
+    e->waited++;
+    e->post_to_wait_sum_s += 1e-9 * (double)post_to_wait_ns;
+    if (outside_ns >= 0) {
+        histogram_add(&e->outside_hist, (uint64_t)outside_ns);
+        e->outside_known++;
+        e->outside_mpi_sum_s += 1e-9 * (double)outside_ns;
     }
 }
 
@@ -279,12 +312,19 @@ static void count_nonblocking(int peer, int dir, uint64_t bytes, double post_to_
 
 static size_t slot_of(uint64_t key) { return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 20) & (pending_cap - 1); }
 
-static void pending_grow(void)
+/* Rehash: twice the size when at least a quarter of the slots hold live requests, else the same
+ * size (deleted slots are dropped): the table follows the requests in flight, not the run's length. */
+static void pending_rehash(void)
 {
     size_t old_cap = pending_cap;
     pending_t *old = pending;
-    pending_cap = old_cap ? 2 * old_cap : 1024;
+    pending_cap = !old_cap ? 1024 : 4 * pending_live >= old_cap ? 2 * old_cap : old_cap;
     pending = calloc(pending_cap, sizeof *pending);
+    if (!pending) {   /* out of memory: keep the old table */
+        pending = old;
+        pending_cap = old_cap;
+        return;
+    }
     pending_live = pending_used = 0;
     for (size_t i = 0; i < old_cap; i++)
         if (old[i].state == 1) {
@@ -298,13 +338,14 @@ static void pending_grow(void)
     free(old);
 }
 
-static void pending_add(MPI_Request req, int dir, int peer, MPI_Comm comm, uint64_t bytes, double t_post_s)
+static void pending_add(MPI_Request req, int dir, int peer, MPI_Comm comm, uint64_t bytes, uint64_t t_post_ns,
+                        uint64_t in_mpi_at_post_ns)
 {
     if (req == MPI_REQUEST_NULL)
         return;
     if (2 * (pending_used + 1) > pending_cap)
-        pending_grow();
-    if (!pending)
+        pending_rehash();
+    if (!pending || 2 * (pending_used + 1) > pending_cap)
         return;
     uint64_t key = req_key(req);
     size_t s = slot_of(key);
@@ -312,7 +353,7 @@ static void pending_add(MPI_Request req, int dir, int peer, MPI_Comm comm, uint6
         s = (s + 1) & (pending_cap - 1);
     if (pending[s].state == 0)
         pending_used++;
-    pending[s] = (pending_t){key, 1, dir, peer, comm, bytes, t_post_s, pthread_self()};
+    pending[s] = (pending_t){key, 1, dir, peer, comm, bytes, t_post_ns, in_mpi_at_post_ns, pthread_self()};
     pending_live++;
 }
 
@@ -320,7 +361,7 @@ static void pending_add(MPI_Request req, int dir, int peer, MPI_Comm comm, uint6
  * are outstanding in several threads (MPICH hands out one built-in handle for sends that completed
  * at once; a freed handle may be reused before its completion is recorded), so prefer a request
  * posted by the calling thread, then one posted before the completing call was entered, the oldest. */
-static int pending_take(uint64_t key, double t_entry_s, pending_t *out)
+static int pending_take(uint64_t key, uint64_t t_entry_ns, pending_t *out)
 {
     if (!pending_live)
         return 0;
@@ -331,8 +372,8 @@ static int pending_take(uint64_t key, double t_entry_s, pending_t *out)
         const pending_t *p = &pending[s];
         if (p->state != 1 || p->key != key)
             continue;
-        int rank = 2 * (pthread_equal(p->owner, self) != 0) + (p->t_post_s <= t_entry_s);
-        if (rank > best_rank || (rank == best_rank && p->t_post_s < pending[best].t_post_s)) {
+        int rank = 2 * (pthread_equal(p->owner, self) != 0) + (p->t_post_ns <= t_entry_ns);
+        if (rank > best_rank || (rank == best_rank && p->t_post_ns < pending[best].t_post_ns)) {
             best = s;
             best_rank = rank;
         }
@@ -345,11 +386,49 @@ static int pending_take(uint64_t key, double t_entry_s, pending_t *out)
     return 1;
 }
 
-/* A tracked request completed (status valid) in a call entered at t_entry_s. */
-static void completed(uint64_t key, MPI_Status *status, double t_entry_s)
+/* ------------------------------------------------------------------ calls */
+
+/* One wrapped call on one thread: its entry time and the thread's time inside MPI before it. */
+typedef struct {
+    uint64_t t_entry_ns;
+    uint64_t in_mpi_ns;
+    int on;   /* MPI is initialised and the profiler records */
+    int id;
+} call_t;
+
+static call_t enter(int id)
+{
+    call_t c = {now_ns(), thread_in_mpi_ns, active, id};
+    if (!c.on)
+        return c;
+    uint64_t old = atomic_load_explicit(&busy, memory_order_relaxed), new;
+    do
+        new = (old & ((1u << BUSY_COUNT_BITS) - 1)) ? old + 1 : ((c.t_entry_ns - t_init_ns) << BUSY_COUNT_BITS) + 1;
+    while (!atomic_compare_exchange_weak(&busy, &old, new));
+    return c;
+}
+
+static void leave(const call_t *c)
+{
+    if (!c->on)
+        return;
+    uint64_t t_exit_ns = now_ns(), spent_ns = t_exit_ns - c->t_entry_ns;
+    thread_in_mpi_ns += spent_ns;
+    atomic_fetch_add_explicit(&calls[c->id], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p2p_thread_ns, spent_ns, memory_order_relaxed);
+    uint64_t old = atomic_load_explicit(&busy, memory_order_relaxed), new;
+    do
+        new = (old & ((1u << BUSY_COUNT_BITS) - 1)) == 1 ? 0 : old - 1;
+    while (!atomic_compare_exchange_weak(&busy, &old, new));
+    if (!new)   /* the last thread out ends the busy period that began at old's entry time */
+        atomic_fetch_add_explicit(&p2p_ns, t_exit_ns - t_init_ns - (old >> BUSY_COUNT_BITS), memory_order_relaxed);
+}
+
+/* A tracked request completed (status valid) in call c. */
+static void completed(uint64_t key, MPI_Status *status, const call_t *c)
 {
     pending_t p;
-    if (!pending_take(key, t_entry_s, &p))
+    if (!pending_take(key, c->t_entry_ns, &p))
         return;
     if (p.dir == DIR_RECV) {
         int cancelled = 0, count = MPI_UNDEFINED;
@@ -362,7 +441,13 @@ static void completed(uint64_t key, MPI_Status *status, double t_entry_s)
         p.peer = to_world(p.comm, status->MPI_SOURCE);
         count_message(p.peer, DIR_RECV, p.bytes, 0);
     }
-    count_nonblocking(p.peer, p.dir, p.bytes, t_entry_s - p.t_post_s);
+    uint64_t post_to_wait_ns = c->t_entry_ns - p.t_post_ns;
+    int64_t outside_ns = -1;
+    if (pthread_equal(p.owner, pthread_self())) {
+        uint64_t in_mpi_between_ns = c->in_mpi_ns - p.in_mpi_at_post_ns;   /* the post itself included */
+        outside_ns = in_mpi_between_ns < post_to_wait_ns ? (int64_t)(post_to_wait_ns - in_mpi_between_ns) : 0;
+    }
+    count_nonblocking(p.peer, p.dir, p.bytes, post_to_wait_ns, outside_ns);
 }
 
 /* A blocking receive completed. */
@@ -377,55 +462,24 @@ static void received(MPI_Comm comm, MPI_Status *status)
 
 /* ------------------------------------------------------------------ wrappers */
 
-static void enter(double t_entry_s)
-{
-    pthread_mutex_lock(&lock);
-    if (inside++ == 0)
-        t_inside_since_s = t_entry_s;
-    pthread_mutex_unlock(&lock);
-}
-
-static void leave(int call_id, double t_entry_s)
-{
-    double t_exit_s = now_s();
-    pthread_mutex_lock(&lock);
-    calls[call_id]++;
-    p2p_thread_s += t_exit_s - t_entry_s;
-    if (--inside == 0)
-        p2p_s += t_exit_s - t_inside_since_s;
-    pthread_mutex_unlock(&lock);
-}
-
-#define ENTER(call)                       \
-    double t_entry_s = now_s();           \
-    const int prof_on = active;           \
-    const int call_id = call;             \
-    if (prof_on)                          \
-        enter(t_entry_s)
-#define LEAVE()                           \
-    do {                                  \
-        if (prof_on)                      \
-            leave(call_id, t_entry_s);    \
-    } while (0)
-
 static void on_send(MPI_Comm comm, int dest, int count, MPI_Datatype type, int blocking)
 {
     if (dest == MPI_PROC_NULL)
         return;
     uint64_t bytes = type_bytes(count, type);
-    pthread_mutex_lock(&lock);
+    lock_tables();
     count_message(to_world(comm, dest), DIR_SEND, bytes, blocking);
-    pthread_mutex_unlock(&lock);
+    unlock_tables();
 }
 
 static int blocking_send(int (*fn)(const void *, int, MPI_Datatype, int, int, MPI_Comm), int call,
                          const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
 {
-    ENTER(call);
+    call_t c = enter(call);
     int rc = fn(buf, count, type, dest, tag, comm);
-    if (prof_on && rc == MPI_SUCCESS)
+    if (c.on && rc == MPI_SUCCESS)
         on_send(comm, dest, count, type, 1);
-    LEAVE();
+    leave(&c);
     return rc;
 }
 
@@ -451,16 +505,16 @@ int MPI_Bsend(const void *buf, int count, MPI_Datatype type, int dest, int tag, 
 
 int MPI_Recv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
-    ENTER(CALL_RECV);
+    call_t c = enter(CALL_RECV);
     MPI_Status local;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
     int rc = PMPI_Recv(buf, count, type, source, tag, comm, st);
-    if (prof_on && rc == MPI_SUCCESS) {
-        pthread_mutex_lock(&lock);
+    if (c.on && rc == MPI_SUCCESS) {
+        lock_tables();
         received(comm, st);
-        pthread_mutex_unlock(&lock);
+        unlock_tables();
     }
-    LEAVE();
+    leave(&c);
     return rc;
 }
 
@@ -468,18 +522,20 @@ int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int 
                  void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag,
                  MPI_Comm comm, MPI_Status *status)
 {
-    ENTER(CALL_SENDRECV);
+    call_t c = enter(CALL_SENDRECV);
     MPI_Status local;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
     int rc = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
                            source, recvtag, comm, st);
-    if (prof_on && rc == MPI_SUCCESS) {
-        on_send(comm, dest, sendcount, sendtype, 1);
-        pthread_mutex_lock(&lock);
+    if (c.on && rc == MPI_SUCCESS) {
+        uint64_t bytes = type_bytes(sendcount, sendtype);
+        lock_tables();
+        if (dest != MPI_PROC_NULL)
+            count_message(to_world(comm, dest), DIR_SEND, bytes, 1);
         received(comm, st);
-        pthread_mutex_unlock(&lock);
+        unlock_tables();
     }
-    LEAVE();
+    leave(&c);
     return rc;
 }
 
@@ -487,17 +543,17 @@ static int nonblocking_send(int (*fn)(const void *, int, MPI_Datatype, int, int,
                             int call, const void *buf, int count, MPI_Datatype type, int dest, int tag,
                             MPI_Comm comm, MPI_Request *req)
 {
-    ENTER(call);
+    call_t c = enter(call);
     int rc = fn(buf, count, type, dest, tag, comm, req);
-    if (prof_on && rc == MPI_SUCCESS && dest != MPI_PROC_NULL) {
+    if (c.on && rc == MPI_SUCCESS && dest != MPI_PROC_NULL) {
         uint64_t bytes = type_bytes(count, type);
-        pthread_mutex_lock(&lock);
+        lock_tables();
         int peer = to_world(comm, dest);
         count_message(peer, DIR_SEND, bytes, 0);
-        pending_add(*req, DIR_SEND, peer, comm, bytes, t_entry_s);
-        pthread_mutex_unlock(&lock);
+        pending_add(*req, DIR_SEND, peer, comm, bytes, c.t_entry_ns, c.in_mpi_ns);
+        unlock_tables();
     }
-    LEAVE();
+    leave(&c);
     return rc;
 }
 
@@ -513,15 +569,15 @@ int MPI_Issend(const void *buf, int count, MPI_Datatype type, int dest, int tag,
 
 int MPI_Irecv(void *buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm comm, MPI_Request *req)
 {
-    ENTER(CALL_IRECV);
+    call_t c = enter(CALL_IRECV);
     int rc = PMPI_Irecv(buf, count, type, source, tag, comm, req);
-    if (prof_on && rc == MPI_SUCCESS && source != MPI_PROC_NULL) {
+    if (c.on && rc == MPI_SUCCESS && source != MPI_PROC_NULL) {
         uint64_t bytes = type_bytes(count, type);
-        pthread_mutex_lock(&lock);
-        pending_add(*req, DIR_RECV, -1, comm, bytes, t_entry_s);
-        pthread_mutex_unlock(&lock);
+        lock_tables();
+        pending_add(*req, DIR_RECV, -1, comm, bytes, c.t_entry_ns, c.in_mpi_ns);
+        unlock_tables();
     }
-    LEAVE();
+    leave(&c);
     return rc;
 }
 
@@ -561,153 +617,146 @@ static void batch_close(batch_t *b, MPI_Status *user)
         free(b->st);
 }
 
+/* Completions of one call: request keys[indices[i]] (keys[i] without indices) has status st[i]. */
+static void completed_list(const call_t *c, const uint64_t *keys, int n, const int *indices, MPI_Status *st)
+{
+    if (n == MPI_UNDEFINED || (pending_live == 0 && !need_lock))
+        return;
+    lock_tables();
+    for (int i = 0; i < n; i++)
+        completed(keys[indices ? indices[i] : i], &st[i], c);
+    unlock_tables();
+}
+
 int MPI_Wait(MPI_Request *req, MPI_Status *status)
 {
-    ENTER(CALL_WAIT);
+    call_t c = enter(CALL_WAIT);
     MPI_Status local;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
     uint64_t key = req_key(*req);
     int rc = PMPI_Wait(req, st);
-    if (prof_on && rc == MPI_SUCCESS) {
-        pthread_mutex_lock(&lock);
-        completed(key, st, t_entry_s);
-        pthread_mutex_unlock(&lock);
-    }
-    LEAVE();
+    if (c.on && rc == MPI_SUCCESS)
+        completed_list(&c, &key, 1, NULL, st);
+    leave(&c);
     return rc;
 }
 
 int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status)
 {
-    ENTER(CALL_TEST);
+    call_t c = enter(CALL_TEST);
     MPI_Status local;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
     uint64_t key = req_key(*req);
     int rc = PMPI_Test(req, flag, st);
-    if (prof_on && rc == MPI_SUCCESS && *flag) {
-        pthread_mutex_lock(&lock);
-        completed(key, st, t_entry_s);
-        pthread_mutex_unlock(&lock);
-    }
-    LEAVE();
+    if (c.on && rc == MPI_SUCCESS && *flag)
+        completed_list(&c, &key, 1, NULL, st);
+    leave(&c);
     return rc;
-}
-
-static void completed_all(batch_t *b, int n, MPI_Status *st, double t_entry_s)
-{
-    pthread_mutex_lock(&lock);
-    for (int i = 0; i < n; i++)
-        completed(b->keys[i], &st[i], t_entry_s);
-    pthread_mutex_unlock(&lock);
-}
-
-static void completed_some(batch_t *b, int outcount, const int *indices, MPI_Status *st, double t_entry_s)
-{
-    if (outcount == MPI_UNDEFINED)
-        return;
-    pthread_mutex_lock(&lock);
-    for (int i = 0; i < outcount; i++)
-        completed(b->keys[indices[i]], &st[i], t_entry_s);
-    pthread_mutex_unlock(&lock);
 }
 
 int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[])
 {
-    ENTER(CALL_WAITALL);
-    batch_t b = {0};
-    MPI_Status *st = prof_on ? batch_open(&b, n, reqs, statuses) : statuses;
+    call_t c = enter(CALL_WAITALL);
+    batch_t b;   /* no initialiser: zeroing the inline arrays would cost more than the call */
+    b.keys = NULL;
+    MPI_Status *st = c.on ? batch_open(&b, n, reqs, statuses) : statuses;
     int rc = PMPI_Waitall(n, reqs, st);
-    if (prof_on && b.keys && rc == MPI_SUCCESS)
-        completed_all(&b, n, st, t_entry_s);
+    if (c.on && b.keys && rc == MPI_SUCCESS)
+        completed_list(&c, b.keys, n, NULL, st);
     batch_close(&b, statuses);
-    LEAVE();
+    leave(&c);
     return rc;
 }
 
 int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[])
 {
-    ENTER(CALL_TESTALL);
-    batch_t b = {0};
-    MPI_Status *st = prof_on ? batch_open(&b, n, reqs, statuses) : statuses;
+    call_t c = enter(CALL_TESTALL);
+    batch_t b;   /* no initialiser: zeroing the inline arrays would cost more than the call */
+    b.keys = NULL;
+    MPI_Status *st = c.on ? batch_open(&b, n, reqs, statuses) : statuses;
     int rc = PMPI_Testall(n, reqs, flag, st);
-    if (prof_on && b.keys && rc == MPI_SUCCESS && *flag)
-        completed_all(&b, n, st, t_entry_s);
+    if (c.on && b.keys && rc == MPI_SUCCESS && *flag)
+        completed_list(&c, b.keys, n, NULL, st);
     batch_close(&b, statuses);
-    LEAVE();
+    leave(&c);
     return rc;
 }
 
 int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status)
 {
-    ENTER(CALL_WAITANY);
-    batch_t b = {0};
+    call_t c = enter(CALL_WAITANY);
+    batch_t b;   /* no initialiser: zeroing the inline arrays would cost more than the call */
+    b.keys = NULL;
     MPI_Status local;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
-    if (prof_on)
+    if (c.on)
         batch_open(&b, n, reqs, st);
     int rc = PMPI_Waitany(n, reqs, index, st);
-    if (prof_on && b.keys && rc == MPI_SUCCESS && *index != MPI_UNDEFINED)
-        completed_some(&b, 1, index, st, t_entry_s);
+    if (c.on && b.keys && rc == MPI_SUCCESS && *index != MPI_UNDEFINED)
+        completed_list(&c, b.keys, 1, index, st);
     batch_close(&b, st);
-    LEAVE();
+    leave(&c);
     return rc;
 }
 
 int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status)
 {
-    ENTER(CALL_TESTANY);
-    batch_t b = {0};
+    call_t c = enter(CALL_TESTANY);
+    batch_t b;   /* no initialiser: zeroing the inline arrays would cost more than the call */
+    b.keys = NULL;
     MPI_Status local;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
-    if (prof_on)
+    if (c.on)
         batch_open(&b, n, reqs, st);
     int rc = PMPI_Testany(n, reqs, index, flag, st);
-    if (prof_on && b.keys && rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED)
-        completed_some(&b, 1, index, st, t_entry_s);
+    if (c.on && b.keys && rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED)
+        completed_list(&c, b.keys, 1, index, st);
     batch_close(&b, st);
-    LEAVE();
+    leave(&c);
     return rc;
 }
 
 int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
 {
-    ENTER(CALL_WAITSOME);
-    batch_t b = {0};
-    MPI_Status *st = prof_on ? batch_open(&b, n, reqs, statuses) : statuses;
+    call_t c = enter(CALL_WAITSOME);
+    batch_t b;   /* no initialiser: zeroing the inline arrays would cost more than the call */
+    b.keys = NULL;
+    MPI_Status *st = c.on ? batch_open(&b, n, reqs, statuses) : statuses;
     int rc = PMPI_Waitsome(n, reqs, outcount, indices, st);
-    if (prof_on && b.keys && rc == MPI_SUCCESS)
-        completed_some(&b, *outcount, indices, st, t_entry_s);
+    if (c.on && b.keys && rc == MPI_SUCCESS)
+        completed_list(&c, b.keys, *outcount, indices, st);
     batch_close(&b, statuses);
-    LEAVE();
+    leave(&c);
     return rc;
 }
 
 int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[])
 {
-    ENTER(CALL_TESTSOME);
-    batch_t b = {0};
-    MPI_Status *st = prof_on ? batch_open(&b, n, reqs, statuses) : statuses;
+    call_t c = enter(CALL_TESTSOME);
+    batch_t b;   /* no initialiser: zeroing the inline arrays would cost more than the call */
+    b.keys = NULL;
+    MPI_Status *st = c.on ? batch_open(&b, n, reqs, statuses) : statuses;
     int rc = PMPI_Testsome(n, reqs, outcount, indices, st);
-    if (prof_on && b.keys && rc == MPI_SUCCESS)
-        completed_some(&b, *outcount, indices, st, t_entry_s);
+    if (c.on && b.keys && rc == MPI_SUCCESS)
+        completed_list(&c, b.keys, *outcount, indices, st);
     batch_close(&b, statuses);
-    LEAVE();
+    leave(&c);
     return rc;
 }
 
 int MPI_Request_free(MPI_Request *req)
 {
-    ENTER(CALL_REQUEST_FREE);
+    call_t c = enter(CALL_REQUEST_FREE);
     uint64_t key = req_key(*req);
     int rc = PMPI_Request_free(req);
-    if (prof_on && rc == MPI_SUCCESS) {
+    if (c.on && rc == MPI_SUCCESS) {
         /* A freed send still went out (counted at its post); a freed receive is never seen. */
         pending_t p;
-        pthread_mutex_lock(&lock);
-        pending_take(key, t_entry_s, &p);
-        pthread_mutex_unlock(&lock);
+        lock_tables();
+        pending_take(key, c.t_entry_ns, &p);
+        unlock_tables();
     }
-    LEAVE();
+    leave(&c);
     return rc;
 }
 
@@ -725,7 +774,8 @@ static void start(void)
     PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
     peers = calloc((size_t)world_size, sizeof *peers);
-    t_init_s = now_s();
+    need_lock = thread_provided == MPI_THREAD_MULTIPLE;
+    t_init_ns = now_ns();
     active = 1;
 }
 
@@ -810,6 +860,21 @@ static long proc_status_kib(const char *field)
     return kib;
 }
 
+/* [[lo_s, hi_s, count], ...] over the non-empty bins */
+static void out_time_hist(text_t *t, const uint64_t *hist)
+{
+    const char *sep = "";
+    out(t, "[");
+    for (int b = 0; hist && b < P2W_BINS; b++)
+        if (hist[b]) {
+            double lo_s = b ? 1e-9 * exp2((double)b / P2W_PER_OCTAVE) : 0.0;
+            double hi_s = 1e-9 * exp2((double)(b + 1) / P2W_PER_OCTAVE);
+            out(t, "%s[%.6g,%.6g,%llu]", sep, lo_s, hi_s, (unsigned long long)hist[b]);
+            sep = ",";
+        }
+    out(t, "]");
+}
+
 static void out_dir(text_t *t, const dir_stats_t *d)
 {
     out(t, "{\"messages\":%llu,\"bytes\":%llu,\"blocking\":%llu,\"nonblocking\":%llu,\"size_hist\":[",
@@ -826,19 +891,15 @@ static void out_dir(text_t *t, const dir_stats_t *d)
     for (int i = 0; i < d->n_nb; i++) {
         const nb_size_t *e = &d->nb[i];
         out(t, "%s{\"size\":%llu,\"exact\":%s,\"messages\":%llu,\"bytes\":%llu,\"waited\":%llu,"
-               "\"post_to_wait_sum_s\":%.9g,\"post_to_wait_hist\":[",
+               "\"post_to_wait_sum_s\":%.9g,\"post_to_wait_hist\":",
             i ? "," : "", (unsigned long long)e->size_key, e->exact ? "true" : "false",
             (unsigned long long)e->messages, (unsigned long long)e->bytes, (unsigned long long)e->waited,
             e->post_to_wait_sum_s);
-        sep = "";
-        for (int b = 0; e->p2w_hist && b < P2W_BINS; b++)
-            if (e->p2w_hist[b]) {
-                double lo_s = b ? 1e-9 * exp2((double)b / P2W_PER_OCTAVE) : 0.0;
-                double hi_s = 1e-9 * exp2((double)(b + 1) / P2W_PER_OCTAVE);
-                out(t, "%s[%.6g,%.6g,%llu]", sep, lo_s, hi_s, (unsigned long long)e->p2w_hist[b]);
-                sep = ",";
-            }
-        out(t, "]}");
+        out_time_hist(t, e->p2w_hist);
+        out(t, ",\"outside_mpi_known\":%llu,\"outside_mpi_sum_s\":%.9g,\"outside_mpi_hist\":",
+            (unsigned long long)e->outside_known, e->outside_mpi_sum_s);
+        out_time_hist(t, e->outside_hist);
+        out(t, "}");
     }
     out(t, "]}");
 }
@@ -848,6 +909,7 @@ static void out_rank(text_t *t, double wall_s)
 {
     char host[256] = "";
     gethostname(host, sizeof host - 1);
+    double p2p_s = 1e-9 * (double)atomic_load(&p2p_ns), p2p_thread_s = 1e-9 * (double)atomic_load(&p2p_thread_ns);
     out(t, "{\"rank\":%d,\"host\":", world_rank);
     out_json_string(t, host);
     out(t, ",\"pid\":%ld,\"wall_s\":%.9g,\"p2p_s\":%.9g,\"p2p_thread_s\":%.9g,\"p2p_fraction\":%.6g,"
@@ -856,7 +918,7 @@ static void out_rank(text_t *t, double wall_s)
         (long)getpid(), wall_s, p2p_s, p2p_thread_s, wall_s > 0 ? p2p_s / wall_s : 0.0, proc_status_kib("VmHWM"),
         proc_status_kib("VmRSS"), (unsigned long long)untracked_peer_msgs, pending_live);
     for (int c = 0; c < NCALLS; c++)
-        out(t, "%s\"%s\":%llu", c ? "," : "", call_names[c], (unsigned long long)calls[c]);
+        out(t, "%s\"%s\":%llu", c ? "," : "", call_names[c], (unsigned long long)atomic_load(&calls[c]));
     out(t, "},\"peers\":[");
     const char *sep = "";
     for (int p = 0; p < world_size; p++)
@@ -929,12 +991,12 @@ int MPI_Finalize(void)
 {
     if (!active)
         return PMPI_Finalize();
-    pthread_mutex_lock(&lock);
+    lock_tables();
     active = 0;
-    double wall_s = now_s() - t_init_s;
+    double wall_s = 1e-9 * (double)(now_ns() - t_init_ns);
     text_t mine = {0};
     out_rank(&mine, wall_s);
-    pthread_mutex_unlock(&lock);
+    unlock_tables();
     int len = mine.s ? (int)mine.len : 0;
     int *lens = NULL, *displs = NULL;
     char *all = NULL;
