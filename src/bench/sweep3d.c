@@ -90,8 +90,8 @@ static const hmb_metric sweep_metrics[] = {
     {"throughput_single_MBps", "MB/s", "single: bytes sent per process per sweep / t_sweep", 1, 0},
     {"throughput_multiple_MBps", "MB/s", "multiple: bytes sent per process per sweep / t_sweep", 1, 0},
     {"throughput_partitioned_MBps", "MB/s", "partitioned: bytes sent per process per sweep / t_sweep", 1, 0},
-    {"ratio_multiple", "ratio", "t_sweep_single / t_sweep_multiple of the same iteration (>1: faster)", 1, 1},
-    {"ratio_partitioned", "ratio", "t_sweep_single / t_sweep_partitioned of the same iteration (>1: faster)", 1,
+    {"ratio_multiple", "ratio", "throughput_multiple / throughput_single of the same iteration (>1: faster)", 1, 1},
+    {"ratio_partitioned", "ratio", "throughput_partitioned / throughput_single of the same iteration (>1: faster)", 1,
      1},
     {"idle_share_single", "ratio", "single: 1 - computing / sweep time, mean over ranks", 0, 0},
     {"idle_share_multiple", "ratio", "multiple: 1 - computing / sweep time, mean over ranks", 0, 0},
@@ -496,15 +496,18 @@ static int sweep_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
     if (st->rank != 0)
         return 0;
     const int ranks = hmb_size(ctx);
+    double throughput[NMODES], ratio[NMODES];
+    for (int m = 0; m < NMODES; m++)
+        st->bytes_per_rank[m] = bytes[m] / ranks;
+    hmb_pattern_rates(NMODES, st->bytes_per_rank, t_sweep, throughput, ratio); /* as halo3d */
     for (int i = 0; i < st->nmodes; i++) {
         int m = st->modes[i];
-        st->bytes_per_rank[m] = bytes[m] / ranks;
         out->value[M_T_SWEEP + m] = t_sweep[m] * 1e6;
         out->value[M_IDLE + m] = idle[m] / ranks;
         if (st->comm_on)
-            out->value[M_THROUGHPUT + m] = st->bytes_per_rank[m] / t_sweep[m] * 1e-6;
-        if (m != MODE_SINGLE && t_sweep[MODE_SINGLE] > 0.0)
-            out->value[M_RATIO + m - 1] = t_sweep[MODE_SINGLE] / t_sweep[m];
+            out->value[M_THROUGHPUT + m] = throughput[m] * 1e-6;
+        if (m != MODE_SINGLE && st->comm_on && t_sweep[MODE_SINGLE] > 0.0)
+            out->value[M_RATIO + m - 1] = ratio[m];
     }
     if (st->comm_on)
         out->value[M_IDLE_IDEAL] = hmb_kba_ideal_idle_share(st->topo.dims[0], st->topo.dims[1], st->kblocks);
