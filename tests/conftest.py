@@ -30,6 +30,29 @@ def get_mpi(name: str) -> hmpi.MPI:
     return _built[name]
 
 
+# Open MPI 5.0.11 (wheel), partitioned communication with more than one partitioned request
+# between two ranks: receive buffers written while their requests are inactive, sends complete
+# before their data left, runs hang (docs/findings.md; scripts/repro/partitioned_rounds.c shows it
+# without HMB). The pattern benchmarks catch it (exit 3 "library conformance problem", or the
+# watchdog, exit 4), intermittently on 2 cores, every launch on 16. Their tests check the
+# partitioned mode on MPICH; on Open MPI it has one test of its own, an expected failure that may
+# pass, so the finding stays visible in every run instead of making other tests flaky.
+OPENMPI_PARTITIONED = ("Open MPI 5.0.11 partitioned requests between one pair of ranks: data written "
+                       "outside the request's active time (docs/findings.md)")
+
+
+def pattern_modes(mpi_name: str) -> tuple:
+    """The threading modes a pattern benchmark's tests run under this MPI (see above)."""
+    if get_mpi(mpi_name).flavor == "openmpi":
+        return ("single", "multiple")
+    return ("single", "multiple", "partitioned")
+
+
+def mark_partitioned_known_problem(mpi_name: str, request) -> None:
+    if get_mpi(mpi_name).flavor == "openmpi":
+        request.applymarker(pytest.mark.xfail(reason=OPENMPI_PARTITIONED, strict=False))
+
+
 @pytest.fixture(scope="session")
 def core():
     """libhmbcore.so (pure modules: metrics, stats, units, options, noise, compute)."""

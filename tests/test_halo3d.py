@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from conftest import run_bench
+from conftest import mark_partitioned_known_problem, pattern_modes, run_bench
 
 TINY = ["--iters", "3", "--warmup", "1", "--ci-target", "0", "--compute", "50us", "--timeout", "120s"]
 MODES = ("single", "multiple", "partitioned")
@@ -17,19 +17,19 @@ MODES = ("single", "multiple", "partitioned")
 YIELD = {"OMPI_MCA_mpi_yield_when_idle": "1"}
 
 
-def bytes_per_mode(result: dict) -> dict:
-    return {m: result["extra"][f"bytes_per_rank_iter_{m}"] for m in MODES}
+def bytes_per_mode(result: dict, modes=MODES) -> dict:
+    return {m: result["extra"][f"bytes_per_rank_iter_{m}"] for m in modes}
 
 
-def check_metrics(result: dict) -> None:
+def check_metrics(result: dict, modes=MODES) -> None:
     """Every mode's metrics present and finite; per sample a mode's time after its last compute
     is part of its iteration, so its median cannot exceed the iteration's."""
     m = result["metrics"]
-    for mode in MODES:
+    for mode in modes:
         for name in (f"t_iter_{mode}_us", f"t_comm_{mode}_us", f"throughput_{mode}_MBps"):
             assert math.isfinite(m[name]["median"]) and m[name]["min"] > 0, (name, m[name])
         assert m[f"t_comm_{mode}_us"]["median"] <= m[f"t_iter_{mode}_us"]["median"], mode
-    for mode in MODES[1:]:
+    for mode in modes[1:]:
         assert math.isfinite(m[f"ratio_{mode}"]["median"]), mode
 
 
@@ -44,8 +44,9 @@ def one_stderr_line(stderr: str) -> str:
     (2, 22),  # thread grid 2x1x1: the side must be even, 22^2 = 484 beats 24^2 = 576
 ])
 def test_two_ranks_every_mode_moves_the_same_bytes(mpi_name, tmp_path, threads, side):
-    r = run_bench(mpi_name, ["halo3d", "--sizes", "4K", "--threads", str(threads)] + TINY,
-                  threads=threads, tmp_path=tmp_path)
+    modes = pattern_modes(mpi_name)
+    r = run_bench(mpi_name, ["halo3d", "--sizes", "4K", "--threads", str(threads), "--mode", ",".join(modes)]
+                  + TINY, threads=threads, tmp_path=tmp_path)
     assert r.rc == 0, r.stderr
     assert r.header()["extra"]["topology_grid"] == "2x1x1"
     (res,) = r.results()
@@ -53,8 +54,20 @@ def test_two_ranks_every_mode_moves_the_same_bytes(mpi_name, tmp_path, threads, 
     assert res["extra"]["face_bytes"] == side * side * 8
     assert res["extra"]["mock"] == 0
     # 2 ranks periodic: +-x go to the other rank, +-y and +-z to the rank itself; six faces.
-    assert bytes_per_mode(res) == {m: 6 * side * side * 8 for m in MODES}
-    check_metrics(res)
+    assert bytes_per_mode(res, modes) == {m: 6 * side * side * 8 for m in modes}
+    check_metrics(res, modes)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_partitioned_mode_alone(mpi_name, tmp_path, threads, request):
+    mark_partitioned_known_problem(mpi_name, request)
+    r = run_bench(mpi_name, ["halo3d", "--sizes", "4K", "--threads", str(threads), "--mode", "partitioned"] + TINY,
+                  threads=threads, tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    (res,) = r.results()
+    side = 23 if threads == 1 else 22   # as above
+    assert bytes_per_mode(res, ("partitioned",)) == {"partitioned": 6 * side * side * 8}
+    check_metrics(res, ("partitioned",))
 
 
 @pytest.mark.parametrize("ranks,grid,boundary,faces", [
@@ -62,14 +75,13 @@ def test_two_ranks_every_mode_moves_the_same_bytes(mpi_name, tmp_path, threads, 
     (8, "2x2x2", "open", 3),   # every rank is a corner of the 2x2x2 grid: 3 neighbours
     (27, "3x3x3", "periodic", 6),
 ])
-def test_oversubscribed_grids(mpi_name, tmp_path, ranks, grid, boundary, faces, request):
-    if mpi_name == "openmpi" and boundary == "open":
-        # Seen 1 launch in ~8: ranks 0 and 1 stop between a mode's verify and the next mode's
-        # barrier (watchdog, exit 4); not yet explained: an open issue, not a pass.
-        request.applymarker(pytest.mark.xfail(reason="Open MPI 8-rank open grid hangs now and then",
-                                              strict=False))
+def test_oversubscribed_grids(mpi_name, tmp_path, ranks, grid, boundary, faces):
+    # (Open MPI's 8-rank open grid hung in partitioned mode: 8 of 8 launches on 16 cores, 0 of 8
+    # with single,multiple: the library problem above, so partitioned is not run there.)
+    modes = pattern_modes(mpi_name)
     threads = 2 if ranks == 8 and boundary == "periodic" else 1
     r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--boundary", boundary, "--threads", str(threads),
+                             "--mode", ",".join(modes),
                              "--iters", "2", "--warmup", "0", "--ci-target", "0", "--compute", "10us",
                              "--timeout", "120s"],
                   ranks=ranks, threads=threads, env=YIELD, tmp_path=tmp_path, timeout=240)
@@ -77,7 +89,7 @@ def test_oversubscribed_grids(mpi_name, tmp_path, ranks, grid, boundary, faces, 
     assert r.header()["extra"]["topology_grid"] == grid
     (res,) = r.results()
     assert res["extra"]["domain"] == "4,4,4"
-    assert bytes_per_mode(res) == {m: faces * 16 * 8 for m in MODES}
+    assert bytes_per_mode(res, modes) == {m: faces * 16 * 8 for m in modes}
 
 
 def test_mock_mode_validates_without_communication(mpi_name, tmp_path):
@@ -112,7 +124,6 @@ def test_corrupted_cell_names_its_place(mpi_name, tmp_path):
     (["--tgrid", "2,2,1"], "--tgrid 2x2x1"),
     (["--domain", "5,4,4", "--tgrid", "2,1,1", "--threads", "2"], "do not split"),
     (["--domain", "4,4,4", "--sizes", "1K"], "--domain and --sizes"),
-    (["--cache", "cold"], "--cache cold"),
     (["--mode", "single,pipelined"], "pipelined"),
 ])
 def test_bad_input_is_one_line_exit_2(mpi_name, tmp_path, args, words):

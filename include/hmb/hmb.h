@@ -302,6 +302,11 @@ void hmb_cache_unregister_all(hmb_ctx *ctx);
 /* Last-level cache size in bytes (sysfs or --llc-size): e.g. to keep a --cache hot working
  * set cache-resident. */
 size_t hmb_cache_llc_bytes(const hmb_ctx *ctx);
+/* Between the modes (phases) of one paired iteration, outside their timed regions: under --cache
+ * cold, evict the registered buffers again, so every mode starts cold (the harness evicts only
+ * before an iteration); under --cache hot nothing. Collective: every rank calls it at the same
+ * point (it ends with a barrier under cold). */
+void hmb_cache_evict(hmb_ctx *ctx);
 
 /* ------------------------------------------------------------------ validation */
 

@@ -152,11 +152,12 @@ def load_tradeoff(path: str) -> dict:
 _core = None
 
 
-def eager_threshold_rule(mean_size_bytes: float, header_bytes: int, mpi_name: str = "mpich") -> int:
-    """hmb_eager_threshold_rule from libhmbcore.so (built with hmb-bench)."""
+def eager_threshold_rule(mean_size_bytes: float, header_bytes: int) -> int:
+    """hmb_eager_threshold_rule from libhmbcore.so (built with hmb-bench). The pure library does
+    not link MPI: the default MPICH build's copy serves advice for every library."""
     global _core
     if _core is None:
-        impl = hmpi.find(mpi_name, install=False)
+        impl = hmpi.find("mpich", install=False)
         lib = impl.build_dir / "libhmbcore.so"
         if not lib.exists():
             hmpi.build(impl)
@@ -206,14 +207,14 @@ def analyse(prof: dict, switch_bytes: int, bandwidth_MBps: float | list, header_
         row = {"src": src, "dst": dst, "rendezvous_nonblocking": rdv, "triggered": n, "threshold_bytes": None}
         if n:
             row["mean_size_bytes"] = nbytes / n
-            row["threshold_bytes"] = eager_threshold_rule(nbytes / n, header_bytes, mpi_name)
+            row["threshold_bytes"] = eager_threshold_rule(nbytes / n, header_bytes)
             job_n += n
             job_bytes += nbytes
         pairs.append(row)
     job = {"triggered": job_n, "threshold_bytes": None}
     if job_n:
         job["mean_size_bytes"] = job_bytes / job_n
-        job["threshold_bytes"] = eager_threshold_rule(job_bytes / job_n, header_bytes, mpi_name)
+        job["threshold_bytes"] = eager_threshold_rule(job_bytes / job_n, header_bytes)
         try:
             job["env"] = settings.threshold_env(hmpi.flavor(mpi_name), job["threshold_bytes"])
         except ValueError as e:

@@ -170,6 +170,8 @@ static int stencil_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long 
     hmb_phase_order(NPHASES, iter, order);
     double t[NTIMES];
     for (int k = 0; k < NPHASES; k++) {
+        if (k > 0)
+            hmb_cache_evict(ctx); /* --cache cold: every phase starts cold */
         MPI_Barrier(comm);
         double t0 = hmb_now();
         switch (order[k]) {

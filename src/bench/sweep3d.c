@@ -469,6 +469,8 @@ static int sweep_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
     for (int i = 0; i < st->nmodes; i++) {
         int m = st->modes[order[i]];
         memset(st->bytes_sent, 0, (size_t)st->threads * sizeof(double));
+        if (i > 0)
+            hmb_cache_evict(ctx); /* --cache cold: every mode starts cold */
         hmb_phase(ctx, "barrier before a sweep");
         MPI_Barrier(hmb_comm(ctx));
         hmb_phase(ctx, m == MODE_SINGLE ? "single sweep" : m == MODE_MULTIPLE ? "multiple sweep" : "partitioned sweep");

@@ -131,6 +131,15 @@ void hmb_cache_flush(hmb_ctx *ctx)
 #endif
 }
 
+void hmb_cache_evict(hmb_ctx *ctx)
+{
+    if (!ctx->cache.cold)
+        return;
+    hmb_phase(ctx, "cache flush between modes");
+    hmb_cache_flush(ctx);
+    MPI_Barrier(ctx->comm);
+}
+
 void hmb_cache_free(hmb_ctx *ctx)
 {
     free(ctx->cache.flush_buf);
