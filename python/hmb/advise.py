@@ -11,7 +11,6 @@ docs/toolkit.md, "Profiler and advisor", says how to read the output.
 """
 from __future__ import annotations
 
-import ctypes
 import json
 import math
 import os
@@ -25,6 +24,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from . import core
 from . import mpi as hmpi
 from . import settings
 
@@ -149,22 +149,10 @@ def load_tradeoff(path: str) -> dict:
 
 # ------------------------------------------------------------------ the rule (one definition, in C)
 
-_core = None
-
-
 def eager_threshold_rule(mean_size_bytes: float, header_bytes: int) -> int:
     """hmb_eager_threshold_rule from libhmbcore.so (built with hmb-bench). The pure library does
     not link MPI: the default MPICH build's copy serves advice for every library."""
-    global _core
-    if _core is None:
-        impl = hmpi.find("mpich", install=False)
-        lib = impl.build_dir / "libhmbcore.so"
-        if not lib.exists():
-            hmpi.build(impl)
-        _core = ctypes.CDLL(str(lib))
-        _core.hmb_eager_threshold_rule.restype = ctypes.c_size_t
-        _core.hmb_eager_threshold_rule.argtypes = [ctypes.c_double, ctypes.c_size_t]
-    return int(_core.hmb_eager_threshold_rule(float(mean_size_bytes), int(header_bytes)))
+    return int(core.load().hmb_eager_threshold_rule(float(mean_size_bytes), int(header_bytes)))
 
 
 # ------------------------------------------------------------------ the advice

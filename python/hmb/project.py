@@ -15,7 +15,7 @@ import dataclasses
 import re
 from pathlib import Path
 
-from . import mpi
+from . import core
 
 # MPI calls whose time counts as point-to-point: sends, receives, and the completions and probes
 # of their requests (mpiP cannot tell a Wait on a point-to-point request from one on a
@@ -147,25 +147,8 @@ def speedup_from_results(paths: list[str], bench: str, size_bytes: int, mode: st
     return c.median
 
 
-_core = None
-
-
 def _corelib():
-    """libhmbcore.so (the pure harness modules), built on demand like `hmb run` builds hmb-bench."""
-    global _core
-    if _core is None:
-        impl = mpi.find("mpich")
-        path = impl.build_dir / "libhmbcore.so"
-        if not path.exists():
-            mpi.build(impl)
-        lib = ctypes.CDLL(str(path))
-        lib.hmb_projected_speedup.restype = ctypes.c_double
-        lib.hmb_projected_speedup.argtypes = [ctypes.c_double, ctypes.c_double]
-        lib.hmb_parse_size.restype = ctypes.c_int
-        lib.hmb_parse_size.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_size_t), ctypes.c_char_p,
-                                       ctypes.c_size_t]
-        _core = lib
-    return _core
+    return core.load()
 
 
 def projected_speedup(fraction: float, speedup: float) -> float:
