@@ -95,7 +95,11 @@ def mock_share_rows(rs: ResultSet, bench: str) -> list[list[str]]:
         ident = {k: v for k, v in identity(r).items() if k != "comm"}
         groups[(r.mpi, r.noise, tuple(sorted(ident.items())))][_mock(r)].append(r)
     rows = []
-    for (mpi, noise, ident), both in sorted(groups.items()):
+    def order(item):  # by MPI, then numerically by face size and threads
+        (mpi, noise, ident), _ = item
+        d = dict(ident)
+        return (mpi, noise, float(d.get("size_bytes", 0)), str(d.get("threads", "")), str(ident))
+    for (mpi, noise, ident), both in sorted(groups.items(), key=order):
         if not both[False] or not both[True]:
             continue
         d = dict(ident)
@@ -115,7 +119,8 @@ def _tables(bench: str):
         if not rows:
             return []
         tm = TIME_METRIC[bench]
-        note = (f"{tm} with --comm off (pack, unpack and compute, no MPI) over {tm} with communication, "
+        what = "pack, unpack and compute" if bench == "halo3d" else "compute and fork-join"
+        note = (f"{tm} with --comm off ({what}, no MPI) over {tm} with communication, "
                 "medians of separate runs of the same point; the rest of an iteration is communication.")
         return [(f"{bench}: mock-mode share of an iteration", ["MPI", "face", "threads", "compute", "noise"]
                  + list(MODES) + ["oversubscribed"], rows, note)]
