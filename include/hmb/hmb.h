@@ -299,6 +299,10 @@ uint64_t hmb_mix64(uint64_t z);
 void hmb_cache_register(hmb_ctx *ctx, const void *buf, size_t len);
 void hmb_cache_unregister(hmb_ctx *ctx, const void *buf); /* every registration of buf */
 void hmb_cache_unregister_all(hmb_ctx *ctx);
+/* A message buffer: page-aligned, zeroed (its pages faulted in now, not inside a timed region)
+ * and registered for --cache cold. NULL if it cannot be allocated. Teardown frees it with free()
+ * (the harness drops a point's registrations after teardown). */
+void *hmb_buffer_alloc(hmb_ctx *ctx, size_t bytes);
 /* Last-level cache size in bytes (sysfs or --llc-size): e.g. to keep a --cache hot working
  * set cache-resident. */
 size_t hmb_cache_llc_bytes(const hmb_ctx *ctx);

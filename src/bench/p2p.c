@@ -78,16 +78,6 @@ static void p2p_points(hmb_ctx *ctx, hmb_point_list *out)
     }
 }
 
-static unsigned char *alloc_buffer(hmb_ctx *ctx, size_t bytes)
-{
-    void *p = NULL;
-    if (posix_memalign(&p, 4096, bytes ? bytes : 1) != 0)
-        return NULL;
-    memset(p, 0, bytes); /* fault the pages in now, not inside a timed region */
-    hmb_cache_register(ctx, p, bytes);
-    return p;
-}
-
 /* Window slots: --cache cold gives every message its own slot (what a window of distinct
  * application buffers touches). --cache hot keeps the window near osu_bw's one reused buffer:
  * the receive slots take at most 1/SLOTS_LLC_FRACTION of the LLC (128 KB of 32 MB; with the
@@ -176,9 +166,9 @@ static void *p2p_setup(hmb_ctx *ctx, const hmb_point *pt)
     const size_t slots_bytes = st->size * (size_t)st->slots;
     int ok = 1;
     if (sends)
-        ok &= (st->send_sets = alloc_buffer(ctx, 2 * slots_bytes)) != NULL;
+        ok &= (st->send_sets = hmb_buffer_alloc(ctx, 2 * slots_bytes)) != NULL;
     if (recvs)
-        ok &= (st->recv_slots = alloc_buffer(ctx, slots_bytes)) != NULL;
+        ok &= (st->recv_slots = hmb_buffer_alloc(ctx, slots_bytes)) != NULL;
     st->send_msg = calloc((size_t)st->count, sizeof *st->send_msg);
     st->recv_msg = calloc((size_t)st->count, sizeof *st->recv_msg);
     st->reqs = calloc(2 * (size_t)st->count, sizeof *st->reqs);

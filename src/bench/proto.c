@@ -243,16 +243,6 @@ static int probe_size(size_t size, void *arg)
     return hmb_probe_majority(progressed, judged);
 }
 
-static unsigned char *alloc_buffer(hmb_ctx *ctx, size_t bytes)
-{
-    void *p = NULL;
-    if (posix_memalign(&p, 4096, bytes ? bytes : 1) != 0)
-        return NULL;
-    memset(p, 0, bytes ? bytes : 1); /* fault the pages in now */
-    hmb_cache_register(ctx, p, bytes);
-    return p;
-}
-
 static void max_memory(hmb_ctx *ctx, double *rss_kB, double *hwm_kB)
 {
     long rss = -1, hwm = -1;
@@ -305,7 +295,7 @@ static void *proto_setup(hmb_ctx *ctx, const hmb_point *pt)
         touch_every_pair(ctx); /* before the benchmark's own buffers exist */
         max_memory(ctx, &st->rss_pairs_kB, &st->hwm_kB);
     }
-    ok &= (st->send = alloc_buffer(ctx, bytes)) != NULL && (st->recv = alloc_buffer(ctx, bytes)) != NULL;
+    ok &= (st->send = hmb_buffer_alloc(ctx, bytes)) != NULL && (st->recv = hmb_buffer_alloc(ctx, bytes)) != NULL;
     if (!hmb_all_agree(ctx, ok)) {
         hmb_unsupported(ctx, "cannot allocate 2 x %zu bytes of message buffers", bytes);
         return st;

@@ -131,6 +131,16 @@ void hmb_cache_flush(hmb_ctx *ctx)
 #endif
 }
 
+void *hmb_buffer_alloc(hmb_ctx *ctx, size_t bytes)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, bytes ? bytes : 1) != 0)
+        return NULL;
+    memset(p, 0, bytes ? bytes : 1);
+    hmb_cache_register(ctx, p, bytes);
+    return p;
+}
+
 void hmb_cache_evict(hmb_ctx *ctx)
 {
     if (!ctx->cache.cold)
