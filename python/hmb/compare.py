@@ -138,7 +138,7 @@ def _ci_half_width(m: dict) -> float:
     return (hi - lo) / 2
 
 
-def _compare_point(ra: list, rb: list, metric: str, signed: bool, rng) -> tuple | None:
+def compare_point(ra: list, rb: list, metric: str, signed: bool, rng) -> tuple | None:
     ma = [r.metric(metric) for r in ra]
     mb = [r.metric(metric) for r in rb]
     if not all(ma) or not all(mb) or any(m.get("median") is None for m in ma + mb):
@@ -257,7 +257,7 @@ def compare(a: ResultSet, b: ResultSet, metrics: list[str] | None = None, seed: 
             record = (ra[0].record.get("metrics") or {}).get(metric, {})
             desc = ra[0].desc.metric(metric) if ra[0].desc else None
             signed = bool(desc and desc.signed)
-            got = _compare_point(ra, rb, metric, signed, rng)
+            got = compare_point(ra, rb, metric, signed, rng)
             if got is None:
                 continue
             hib = desc.higher_is_better if desc else record.get("higher_is_better")

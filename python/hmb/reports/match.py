@@ -1,7 +1,7 @@
 """Report of the matching benchmark (match, SPEC §3.6, seed 002): the accuracy table — the
 2-rank low-cost emulation next to the real 9/27-rank halo at its centre rank, per MPI, pattern,
 thread count and message size, with the ratio low-cost/real and its 95% CI computed as
-`hmb compare` computes a change (compare._compare_point: bootstrap on raw samples, else from the
+`hmb compare` computes a change (compare.compare_point: bootstrap on raw samples, else from the
 summaries' CIs)."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..compare import _compare_point
+from ..compare import compare_point
 from ..results import ResultSet, fmt_num, fmt_size
 from . import register
 from .common import int_param, ok_results, size_of
@@ -71,7 +71,7 @@ def accuracy_rows(rs: ResultSet, seed: int = 0) -> list[list[str]]:
             if all(c is None for c in cells):
                 continue
             ratio, ci = "–", "–"
-            cmp = _compare_point(real, low, metric, False, rng) if None not in cells else None
+            cmp = compare_point(real, low, metric, False, rng) if None not in cells else None
             if cmp is not None:
                 _, _, scale, change, lo, hi = cmp[:6]
                 sign = "" if scale == "ratio" else "Δ "   # a median of 0: compare reports a difference
