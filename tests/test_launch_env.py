@@ -39,3 +39,22 @@ def test_a_failing_combination_is_dropped_whole(fake):
     env, added = launch.environment(fake, 1, {"X": "1", "Y": "2"}, None)
     assert "X" not in added and "Y" not in added
     assert added["HMB_ENV_REFUSED"] == "X=1 Y=2"
+
+
+def test_threads_are_pinned_only_inside_bound_ranks(monkeypatch):
+    # mpiexec binds ranks only while they fit the cores; beyond that every rank's mask is the
+    # whole machine and OMP_PROC_BIND=close would put each rank's thread 0 on the same core.
+    from hmb import mpi as hmpi
+    impl = hmpi.MPI("mpich", "mpich", None, "mpicc", "mpiexec")
+    target = types.SimpleNamespace(impl=impl, name="mpich")
+    monkeypatch.setattr(launch.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(hmpi.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(launch, "library_accepts", lambda t, s: True)
+    monkeypatch.setattr(impl, "env", lambda: {})
+    _, bound = launch.environment(target, 2, {}, None, ranks=2, launcher="mpiexec")
+    _, unbound = launch.environment(target, 1, {}, None, ranks=9, launcher="mpiexec")
+    _, srun = launch.environment(target, 1, {}, None, ranks=9, launcher="srun")
+    assert (bound["OMP_PROC_BIND"], bound["OMP_PLACES"]) == ("close", "cores")
+    assert unbound["OMP_PROC_BIND"] == "false" and "OMP_PLACES" not in unbound
+    assert srun["OMP_PROC_BIND"] == "close"   # srun --cpu-bind=cores binds every rank
+    assert "-bind-to" in impl.launch_args(2) and impl.launch_args(9)[-1] == "none"

@@ -190,7 +190,7 @@ def make_parser() -> argparse.ArgumentParser:
         usage="hmb run BENCH [--mpi MPI] [-n RANKS] [--threads T] [--json FILE] [--] [BENCH-ARGS ...]",
         description="Launch hmb-bench BENCH under mpiexec (with each library's binding flags) or, "
         "inside a Slurm allocation, srun --cpu-bind=cores. Sets OMP_NUM_THREADS, OMP_PLACES=cores, "
-        "OMP_PROC_BIND=close and the library settings a mode needs; option values with different "
+        "OMP_PROC_BIND=close (false when more ranks than cores leave the ranks unbound) and the library settings a mode needs; option values with different "
         "needs run as separate launches. Arguments hmb does not know (or all after --) go to "
         "hmb-bench; see `hmb run BENCH -- --help`. Exit status is hmb-bench's.",
         epilog="library settings applied per mode:\n  " + explain().replace("\n", "\n  "))

@@ -208,8 +208,14 @@ def library_accepts(target: Target, settings: dict) -> bool:
     return _accepted[key]
 
 
-def environment(target: Target, threads: int, env_added: dict, tag: str | None) -> tuple[dict, dict]:
+def environment(target: Target, threads: int, env_added: dict, tag: str | None, ranks: int | None = None,
+                launcher: str = "auto") -> tuple[dict, dict]:
     """(full environment, the variables HMB added) for one launch.
+
+    Threads are pinned (OMP_PLACES=cores, OMP_PROC_BIND=close) inside a rank bound to its cores.
+    A launch that leaves its ranks unbound (mpiexec with more ranks than cores) gets
+    OMP_PROC_BIND=false instead: pinning there would put every rank's thread 0 on the same
+    first core.
 
     A library setting the library refuses at start-up is left out, said in one line, and
     recorded as HMB_ENV_REFUSED (in the launch record and hmb-bench's run header), so the
@@ -232,7 +238,12 @@ def environment(target: Target, threads: int, env_added: dict, tag: str | None) 
               file=sys.stderr)
         env_added = {k: v for k, v in env_added.items() if k not in refused}
         env_added["HMB_ENV_REFUSED"] = text
-    added = {"OMP_NUM_THREADS": str(threads), **OMP_ENV, **env_added}
+    if launcher == "auto":
+        launcher = "srun" if in_slurm() else "mpiexec"
+    unbound = launcher == "mpiexec" and target.impl is not None and ranks is not None \
+        and not target.impl.binds_ranks(ranks)
+    omp = {"OMP_PROC_BIND": "false"} if unbound else OMP_ENV
+    added = {"OMP_NUM_THREADS": str(threads), **omp, **env_added}
     if tag:
         added["HMB_TAG"] = tag
     env.update(added)
@@ -288,7 +299,7 @@ def run_bench(target: Target, bench: str, bench_args: list[str], ranks: int, thr
         argv = _without(argv, "--threads") + ["--threads", str(launch.threads)]
         if json_path:
             argv = _without(argv, "--json") + ["--json", json_path]
-        env, added = environment(target, launch.threads, launch.env_added, None)
+        env, added = environment(target, launch.threads, launch.env_added, None, launch.ranks, launcher)
         cmd = command(target, bench, argv, launch.ranks, launch.threads, launcher,
                       env_names=sorted(added))
         note = f" ({launch.split})" if launch.split else ""

@@ -63,6 +63,11 @@ class MPI:
             env.setdefault("OMPI_MCA_osc", "^ucx")
         return env
 
+    def binds_ranks(self, ranks: int) -> bool:
+        """Does launch_args bind ranks to cores? Not when there are more ranks than cores (Intel
+        MPI pins through its environment: yes)."""
+        return self.flavor == "impi" or ranks <= (os.cpu_count() or 1)
+
     def launch_args(self, ranks: int, threads: int = 1, bind: bool = True) -> list[str]:
         """mpiexec command prefix with binding chosen for ranks x threads on this host."""
         cores = os.cpu_count() or 1
@@ -71,7 +76,7 @@ class MPI:
         if self.flavor == "openmpi":
             if os.geteuid() == 0:
                 args.append("--allow-run-as-root")
-            if ranks > cores:
+            if not self.binds_ranks(ranks):
                 args += ["--oversubscribe", "--bind-to", "none"]
             elif bind and fits and threads > 1:
                 args += ["--map-by", f"slot:PE={threads}", "--bind-to", "core"]
@@ -80,7 +85,7 @@ class MPI:
             else:
                 args += ["--bind-to", "none"]
         elif self.flavor == "mpich":
-            if bind and ranks <= cores:
+            if bind and self.binds_ranks(ranks):
                 args += ["-bind-to", f"core:{threads}" if fits and threads > 1 else "core"]
             else:
                 args += ["-bind-to", "none"]

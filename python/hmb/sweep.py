@@ -414,7 +414,7 @@ def _run_one(spec: LaunchSpec, target: hlaunch.Target, cfg: Config, output: Path
              log_path: Path, ranks_per_node, bar) -> int:
     argv = hlaunch.bench_argv(spec.args) + ["--threads", str(spec.threads),
                                             "--json", str(output), "--raw"]
-    env, added = hlaunch.environment(target, spec.threads, spec.env_added, spec.tag)
+    env, added = hlaunch.environment(target, spec.threads, spec.env_added, spec.tag, spec.ranks, cfg.launcher)
     cmd = hlaunch.command(target, spec.bench, argv, spec.ranks, spec.threads, cfg.launcher,
                           ranks_per_node, cfg.srun_args, env_names=sorted(added))
     with open(log_path, "a") as log:
