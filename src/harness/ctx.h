@@ -172,6 +172,8 @@ int hmb_env_placement_main(hmb_ctx *ctx, int *argc, char ***argv);
 /* hmb-bench --list-pvars (after MPI_Init): every MPI_T performance variable of the library,
  * one line each, after a line with their count; returns the count. */
 int hmb_pvars_list(FILE *out);
+/* MPI_T_init_thread once per process, never finalised (mpit.c): 1 when the tool interface is up. */
+int hmb_mpit_hold(void);
 /* Calibration and compute check, before MPI_Init. */
 void hmb_env_calibrate(hmb_ctx *ctx);
 

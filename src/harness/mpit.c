@@ -1,13 +1,29 @@
 /* MPI_T control variables, read for the record and for what a mode needs (async's library
- * progress thread, mt's VCIs and streams). */
+ * progress thread, mt's VCIs and streams), and the tool interface's one initialisation.
+ *
+ * MPI_T is initialised once, at the first use, and stays so to the end of the process (no
+ * MPI_T_finalize): MPICH 4.0.2 (ch3, built with recvq pvars) crashed in MPI_T_pvar_get_num when
+ * MPI_T was initialised again after being finalised (match opens its variables in check() and
+ * again in setup()). */
 #include <string.h>
 
 #include "hmb/hmb.h"
+#include "ctx.h"
+
+int hmb_mpit_hold(void)
+{
+    static int held = -1;
+    if (held < 0) {
+        int provided;
+        held = MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS;
+    }
+    return held;
+}
 
 int hmb_mpit_cvar_int(const char *name, long long *value)
 {
-    int provided, index, count, found = 0;
-    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS)
+    int index, count, found = 0;
+    if (!hmb_mpit_hold())
         return 0;
     if (MPI_T_cvar_get_index(name, &index) == MPI_SUCCESS) {
         char cname[256], desc[256];
@@ -40,6 +56,5 @@ int hmb_mpit_cvar_int(const char *name, long long *value)
             MPI_T_cvar_handle_free(&handle);
         }
     }
-    MPI_T_finalize();
     return found;
 }

@@ -21,7 +21,7 @@ typedef struct {
 } hmb_pvar;
 
 struct hmb_pvars {
-    int mpit_ok;  /* MPI_T_init_thread succeeded (MPI_T_finalize owed) */
+    int mpit_ok;  /* the tool interface is up (hmb_mpit_hold) */
     int session_ok;
     MPI_T_pvar_session session;
     MPI_Comm comm; /* the bound object, kept as long as its handles (MPI_T passes its address) */
@@ -180,8 +180,7 @@ hmb_pvars *hmb_pvars_open(hmb_ctx *ctx, const char *const *names, int n, MPI_Com
         abort();
     pv->n = n;
     pv->comm = comm;
-    int provided;
-    pv->mpit_ok = MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) == MPI_SUCCESS;
+    pv->mpit_ok = hmb_mpit_hold();
     pv->session_ok = pv->mpit_ok && MPI_T_pvar_session_create(&pv->session) == MPI_SUCCESS;
     for (int i = 0; i < n; i++) {
         pv->vars[i].name = strdup(names[i]);
@@ -284,16 +283,14 @@ void hmb_pvars_close(hmb_pvars *pv)
     }
     if (pv->session_ok)
         MPI_T_pvar_session_free(&pv->session);
-    if (pv->mpit_ok)
-        MPI_T_finalize();
-    free(pv->vars);
+    free(pv->vars); /* MPI_T itself stays initialised (hmb_mpit_hold) */
     free(pv);
 }
 
 int hmb_pvars_list(FILE *out)
 {
-    int provided, num = 0, usable = 0;
-    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS || MPI_T_pvar_get_num(&num) != MPI_SUCCESS) {
+    int num = 0, usable = 0;
+    if (!hmb_mpit_hold() || MPI_T_pvar_get_num(&num) != MPI_SUCCESS) {
         fprintf(out, "this MPI library's tool interface (MPI_T) did not start: no performance variables\n");
         return 0;
     }
@@ -318,6 +315,5 @@ int hmb_pvars_list(FILE *out)
         fprintf(out, "%-40s %-13s %-18s %-12s %s\n", info.name, class_name(info.var_class), type ? type : "other",
                 binding_name(info.bind), info.desc);
     }
-    MPI_T_finalize();
     return usable;
 }
