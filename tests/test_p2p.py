@@ -40,7 +40,8 @@ def check_result(res: dict, mode: str) -> None:
         assert m["ci_lo"] <= m["median"] <= m["ci_hi"]
         assert m["min"] <= m["median"] <= m["max"]
     if mode == "latency":
-        assert 0.01 < res["metrics"]["latency_us"]["median"] < 10_000
+        # microseconds, not seconds or nanoseconds (80 ms was seen on a heavily loaded machine)
+        assert 0.01 < res["metrics"]["latency_us"]["median"] < 1_000_000
         assert 1 <= res["extra"]["batch"] <= 256 and res["extra"]["slots"] == res["extra"]["batch"]
         return
     assert 0 < res["metrics"]["bandwidth_MBps"]["median"] < 1e6

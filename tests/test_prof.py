@@ -96,4 +96,9 @@ def test_time_outside_mpi(mpi_name, tmp_path):
         assert e["waited"] == e["outside_mpi_known"] == 1
         assert sum(n for _, _, n in e["outside_mpi_hist"]) == 1
     assert computed["outside_mpi_sum_s"] >= 0.02
-    assert polled["post_to_wait_sum_s"] >= 0.02 and polled["outside_mpi_sum_s"] < 0.5 * polled["post_to_wait_sum_s"]
+    assert polled["post_to_wait_sum_s"] >= 0.02 and polled["outside_mpi_sum_s"] < polled["post_to_wait_sum_s"]
+    # How much of a polling loop lands outside MPI depends on the machine (a descheduled thread
+    # between two MPI_Test calls counts as outside: 53 % was seen under heavy load), but the
+    # computing receive spends a larger share of its post-to-wait outside MPI than the polling one.
+    share = {k: e["outside_mpi_sum_s"] / e["post_to_wait_sum_s"] for k, e in (("c", computed), ("p", polled))}
+    assert share["c"] > share["p"], share

@@ -138,10 +138,14 @@ void hmb_usage_error(hmb_ctx *ctx, const char *fmt, ...)
     if (ctx->mpi_initialized) {
         fflush(stdout);
         MPI_Finalize();
-    } else if (ctx->rank != 0) {
-        /* Before MPI_Init nothing synchronises the ranks, and a launcher (Open MPI) kills the
-         * job when the first process exits nonzero: let rank 0 print its line first. */
-        usleep(500 * 1000);
+    } else if (ctx->rank != 0 && getenv("OMPI_COMM_WORLD_RANK")) {
+        /* Before MPI_Init nothing synchronises the ranks, and Open MPI's launcher kills the job
+         * when the first process exits nonzero: let rank 0 print its line first. Rank 0 reaches
+         * the same decision, and its exit makes the launcher end this process; the wait is long
+         * because on a loaded machine rank 0 may start seconds later (half a second lost its
+         * line under load). Hydra and srun wait for every process: no need to wait there. */
+        for (int i = 0; i < 200; i++)
+            usleep(100 * 1000);
     }
     exit(HMB_EXIT_USAGE);
 }
