@@ -20,7 +20,9 @@ FAST = ["--iters", "5", "--warmup", "1", "--ci-target", "0"]
 
 
 def hmb_lines(stderr: str) -> list[str]:
-    return [line.strip() for line in stderr.splitlines() if line.strip().startswith("hmb-bench")]
+    # Open MPI's launcher interleaves NUL bytes into forwarded stderr now and then.
+    lines = (line.replace("\x00", "").strip() for line in stderr.splitlines())
+    return [line for line in lines if line.startswith("hmb-bench")]
 
 
 def direct(mpi_name: str, args: list[str]) -> subprocess.CompletedProcess:

@@ -98,7 +98,8 @@ def test_time_outside_mpi(mpi_name, tmp_path):
     # 20.0 ms in every run seen idle or with one core busy; once, under heavier load, 18.3 ms,
     # which the accounting does not explain yet (an open issue): the bound is half the compute.
     assert computed["outside_mpi_sum_s"] >= 0.01
-    assert polled["post_to_wait_sum_s"] >= 0.02 and polled["outside_mpi_sum_s"] < polled["post_to_wait_sum_s"]
+    # Rank 1's 20 ms start when the token arrives; rank 0 posts after sending it, possibly later.
+    assert polled["post_to_wait_sum_s"] >= 0.01 and polled["outside_mpi_sum_s"] < polled["post_to_wait_sum_s"]
     # How much of a polling loop lands outside MPI depends on the machine (a descheduled thread
     # between two MPI_Test calls counts as outside: 53 % was seen under heavy load), but the
     # computing receive spends a larger share of its post-to-wait outside MPI than the polling one.
