@@ -10,6 +10,7 @@ import ctypes
 import dataclasses
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -80,6 +81,29 @@ class BenchRun:
         return next(r for r in self.records if r.get("type") == "run")
 
 
+# Open MPI's launcher now and then forwards a stray byte (a NUL, or one that is not UTF-8)
+# in front of a rank's stderr line; nothing hmb-bench writes contains control characters.
+_LAUNCHER_NOISE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
+
+
+def clean_stderr(text: str) -> str:
+    """Launcher-forwarded stderr with stray control bytes removed."""
+    return _LAUNCHER_NOISE.sub("", text)
+
+
+def hmb_lines(stderr: str, prefix: str = "hmb-bench") -> list[str]:
+    """hmb-bench's own stderr lines (launchers add their banners around them)."""
+    lines = (line.strip() for line in clean_stderr(stderr).splitlines())
+    return [line for line in lines if line.startswith(prefix)]
+
+
+def one_hmb_line(stderr: str) -> str:
+    """The single line hmb-bench wrote on stderr, asserting there is exactly one."""
+    lines = hmb_lines(stderr)
+    assert len(lines) == 1, f"expected one hmb-bench line on stderr, got:\n{stderr}"
+    return lines[0]
+
+
 def run_bench(mpi_name: str, args: list[str], ranks: int = 2, threads: int = 1,
               timeout: float = 180, env: dict | None = None, tmp_path: Path | None = None,
               bind: bool = True) -> BenchRun:
@@ -96,10 +120,13 @@ def run_bench(mpi_name: str, args: list[str], ranks: int = 2, threads: int = 1,
     if env:
         e.update(env)
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e)
+        p = subprocess.run(cmd, capture_output=True, timeout=timeout, env=e)
     except subprocess.TimeoutExpired as exc:
-        raise AssertionError(f"hmb-bench hung past {timeout}s: {' '.join(cmd)}\n{exc.stdout}\n{exc.stderr}")
+        raise AssertionError(f"hmb-bench hung past {timeout}s: {' '.join(cmd)}\n"
+                             f"{(exc.stdout or b'').decode(errors='replace')}\n"
+                             f"{(exc.stderr or b'').decode(errors='replace')}")
     records = []
     if jpath is not None and jpath.exists():
         records = [json.loads(line) for line in jpath.read_text().splitlines() if line.strip()]
-    return BenchRun(p.returncode, p.stdout, p.stderr, records)
+    return BenchRun(p.returncode, p.stdout.decode(errors="replace"),
+                    clean_stderr(p.stderr.decode(errors="replace")), records)

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from conftest import mark_partitioned_known_problem, pattern_modes, run_bench
+from conftest import mark_partitioned_known_problem, one_hmb_line, pattern_modes, run_bench
 
 TINY = ["--iters", "3", "--warmup", "1", "--ci-target", "0", "--compute", "50us", "--timeout", "120s"]
 MODES = ("single", "multiple", "partitioned")
@@ -31,12 +31,6 @@ def check_metrics(result: dict, modes=MODES) -> None:
         assert m[f"t_comm_{mode}_us"]["median"] <= m[f"t_iter_{mode}_us"]["median"], mode
     for mode in modes[1:]:
         assert math.isfinite(m[f"ratio_{mode}"]["median"]), mode
-
-
-def one_stderr_line(stderr: str) -> str:
-    lines = [ln for ln in stderr.splitlines() if ln.startswith("hmb-bench")]
-    assert len(lines) == 1, f"expected one hmb-bench line on stderr, got:\n{stderr}"
-    return lines[0]
 
 
 @pytest.mark.parametrize("threads,side", [
@@ -112,7 +106,7 @@ def test_corrupted_cell_names_its_place(mpi_name, tmp_path):
     r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--mode", "multiple", "--corrupt-at", "2"] + TINY,
                   tmp_path=tmp_path)
     assert r.rc == 3, r.stderr
-    line = one_stderr_line(r.stderr)
+    line = one_hmb_line(r.stderr)
     # rank 0's first received face is +x (from rank 1), its only piece, middle cell (-1,2,2)
     for part in ("iteration=2", "multiple mode", "rank 0 halo cell (-1,2,2)", "direction +x", "from rank 1"):
         assert part in line, line
@@ -130,7 +124,7 @@ def test_bad_input_is_one_line_exit_2(mpi_name, tmp_path, args, words):
     threads = 2 if "--threads" in args else 1
     r = run_bench(mpi_name, ["halo3d"] + args + TINY, threads=threads, tmp_path=tmp_path)
     assert r.rc == 2, r.stderr
-    assert words in one_stderr_line(r.stderr)
+    assert words in one_hmb_line(r.stderr)
 
 
 def test_report_figures_and_mock_share_table(tmp_path):

@@ -14,15 +14,9 @@ import subprocess
 
 import pytest
 
-from conftest import get_mpi, run_bench
+from conftest import get_mpi, hmb_lines, run_bench
 
 FAST = ["--iters", "5", "--warmup", "1", "--ci-target", "0"]
-
-
-def hmb_lines(stderr: str) -> list[str]:
-    # Open MPI's launcher interleaves NUL bytes into forwarded stderr now and then.
-    lines = (line.replace("\x00", "").strip() for line in stderr.splitlines())
-    return [line for line in lines if line.startswith("hmb-bench")]
 
 
 def direct(mpi_name: str, args: list[str]) -> subprocess.CompletedProcess:

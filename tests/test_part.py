@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import run_bench
+from conftest import one_hmb_line, run_bench
 
 TINY = ["--iters", "5", "--warmup", "1", "--ci-target", "0", "--compute", "100us"]
 METRICS = ("overhead", "overhead_persistent", "t_part_us", "t_pt2pt_us", "t_persist_us", "perceived_bw_MBps",
@@ -28,13 +28,6 @@ def check_physical(result: dict) -> None:
         assert m[name]["count"] >= 1
     for name in ("t_part_us", "t_pt2pt_us", "t_persist_us", "perceived_bw_MBps"):
         assert m[name]["min"] > 0, (name, m[name])
-
-
-def one_stderr_line(stderr: str) -> str:
-    """hmb-bench's own lines (mpiexec may add its boilerplate about the exit status)."""
-    lines = [ln for ln in stderr.splitlines() if ln.startswith("hmb-bench")]
-    assert len(lines) == 1, f"expected one hmb-bench line on stderr, got:\n{stderr}"
-    return lines[0]
 
 
 @pytest.mark.parametrize("pready,observe,complete", [("single", "thread", "test"), ("range", "thread", "wait"),
@@ -99,7 +92,7 @@ def test_noise_models_and_cold_cache_run(mpi_name, tmp_path, extra):
 def test_bad_values_are_usage_errors(mpi_name, tmp_path, args, named):
     r = run_bench(mpi_name, ["part"] + args + TINY, threads=2 if "--threads" in args else 1, tmp_path=tmp_path)
     assert r.rc == 2, (r.rc, r.stderr)
-    line = one_stderr_line(r.stderr)
+    line = one_hmb_line(r.stderr)
     for word in named:
         assert word in line, line
     assert not r.results(status=None)

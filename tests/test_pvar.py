@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from conftest import get_mpi
+from conftest import get_mpi, hmb_lines
 
 N = 7
 # Queue-length variables per library: Open MPI ob1 (per peer, bound to a communicator), MPICH recvq.
@@ -55,7 +55,7 @@ def test_list_pvars_lists_as_many_variables_as_it_counts(mpi_name):
 def test_list_pvars_takes_no_arguments(mpi_name):
     p = launch(mpi_name, "hmb-bench", ["--list-pvars", "--json"], ranks=1)
     assert p.returncode == 2
-    assert [line for line in p.stderr.splitlines() if line.startswith("hmb-bench")] == [
+    assert hmb_lines(p.stderr) == [
         "hmb-bench: --list-pvars takes no arguments (got '--json')"]
 
 
