@@ -270,7 +270,7 @@ def _launch(cmd: list[str], env: dict, regex: re.Pattern | None, profile: Path |
     if profile is not None:
         profile.unlink(missing_ok=True)
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True, errors="replace")
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     res = {"wall_s": time.perf_counter() - t0, "rc": os.waitstatus_to_exitcode(status), "figure": None,

@@ -331,7 +331,7 @@ def build_pingpong(impl: hmpi.MPI) -> Path:
     if exe.exists() and exe.stat().st_mtime >= src.stat().st_mtime:
         return exe
     exe.parent.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run([impl.mpicc, "-O2", "-o", str(exe), str(src)], env=impl.env(), capture_output=True, text=True)
+    r = subprocess.run([impl.mpicc, "-O2", "-o", str(exe), str(src)], env=impl.env(), capture_output=True, text=True, errors="replace")
     if r.returncode != 0:
         raise hmpi.MPIError(f"compiling {src.name} with {impl.mpicc} failed: {r.stderr.strip()[-300:]}")
     return exe
@@ -347,7 +347,7 @@ class Runner:
         e["OMP_NUM_THREADS"] = "1"
         e.update(env or {})
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout, env=e)
+            p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=self.timeout, env=e)
         except subprocess.TimeoutExpired:
             raise hmpi.MPIError(f"check: {what} did not finish in {self.timeout:.0f} s")
         if p.returncode != 0:

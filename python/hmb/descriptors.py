@@ -109,7 +109,7 @@ def load(command: list[str], env: dict | None = None) -> dict:
         key = (tuple(command), None, None)   # a command found on PATH (the testing override)
     if key not in _cache:
         try:
-            p = subprocess.run(list(command) + ["--list", "--json"], capture_output=True, text=True,
+            p = subprocess.run(list(command) + ["--list", "--json"], capture_output=True, text=True, errors="replace",
                                timeout=60, env=env)
         except (OSError, subprocess.TimeoutExpired) as e:
             raise DescriptorError(f"cannot run {command[0]} --list --json: {e}") from None

@@ -129,7 +129,7 @@ def spare_cores(target: Target, bench: str, args: list[str]) -> int:
         return 0
     try:
         p = subprocess.run(target.bench_cmd + [bench] + list(args) + ["--launch-needs"], capture_output=True,
-                           text=True, timeout=60, env=target.impl.env())
+                           text=True, errors="replace", timeout=60, env=target.impl.env())
         return int(json.loads(p.stdout)["spare_cores_per_rank"]) if p.returncode == 0 else 0
     except (OSError, subprocess.TimeoutExpired, ValueError, KeyError, TypeError):
         return 0
@@ -201,7 +201,7 @@ def library_accepts(target: Target, settings: dict) -> bool:
         env.update(settings)
         try:
             r = subprocess.run(target.impl.launch_args(1) + [str(target.impl.bench), "--init-check"],
-                               env=env, capture_output=True, text=True, timeout=120)
+                               env=env, capture_output=True, text=True, errors="replace", timeout=120)
             _accepted[key] = r.returncode == 0
         except (OSError, subprocess.TimeoutExpired):
             _accepted[key] = False

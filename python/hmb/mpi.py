@@ -96,7 +96,7 @@ class MPI:
 
 def _flavor_of(mpiexec: str) -> str:
     try:
-        out = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=30)
+        out = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, errors="replace", timeout=30)
         text = (out.stdout + out.stderr).lower()
     except (OSError, subprocess.TimeoutExpired):
         return "mpich"
@@ -181,7 +181,7 @@ def build(mpi: MPI, quiet: bool = True) -> Path:
     jobs = str(os.cpu_count() or 2)
     out = subprocess.DEVNULL if quiet else None
     for cmd in (cfg, ["cmake", "--build", str(mpi.build_dir), "-j", jobs]):
-        r = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.PIPE if quiet else None, text=True)
+        r = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.PIPE if quiet else None, text=True, errors="replace")
         if r.returncode != 0:
             if quiet and r.stderr:
                 sys.stderr.write(r.stderr)
