@@ -82,18 +82,19 @@ class BenchRun:
 
 
 # Open MPI's launcher now and then forwards a stray byte (a NUL, or one that is not UTF-8)
-# in front of a rank's stderr line; nothing hmb-bench writes contains control characters.
+# in front of a rank's line; nothing hmb-bench writes contains such characters (tabs and
+# newlines are kept).
 _LAUNCHER_NOISE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffd]")
 
 
-def clean_stderr(text: str) -> str:
-    """Launcher-forwarded stderr with stray control bytes removed."""
+def clean_launcher_output(text: str) -> str:
+    """Launcher-forwarded output with stray control bytes removed."""
     return _LAUNCHER_NOISE.sub("", text)
 
 
 def hmb_lines(stderr: str, prefix: str = "hmb-bench") -> list[str]:
     """hmb-bench's own stderr lines (launchers add their banners around them)."""
-    lines = (line.strip() for line in clean_stderr(stderr).splitlines())
+    lines = (line.strip() for line in clean_launcher_output(stderr).splitlines())
     return [line for line in lines if line.startswith(prefix)]
 
 
@@ -128,5 +129,5 @@ def run_bench(mpi_name: str, args: list[str], ranks: int = 2, threads: int = 1,
     records = []
     if jpath is not None and jpath.exists():
         records = [json.loads(line) for line in jpath.read_text().splitlines() if line.strip()]
-    return BenchRun(p.returncode, p.stdout.decode(errors="replace"),
-                    clean_stderr(p.stderr.decode(errors="replace")), records)
+    return BenchRun(p.returncode, clean_launcher_output(p.stdout.decode(errors="replace")),
+                    clean_launcher_output(p.stderr.decode(errors="replace")), records)

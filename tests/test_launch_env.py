@@ -58,3 +58,34 @@ def test_threads_are_pinned_only_inside_bound_ranks(monkeypatch):
     assert unbound["OMP_PROC_BIND"] == "false" and "OMP_PLACES" not in unbound
     assert srun["OMP_PROC_BIND"] == "close"   # srun --cpu-bind=cores binds every rank
     assert "-bind-to" in impl.launch_args(2) and impl.launch_args(9)[-1] == "none"
+
+
+def test_oversubscribed_open_mpi_launches_yield_unless_the_user_chose(monkeypatch, capsys):
+    # 4 cores: 2 x 2 fits, 2 x 4 and 9 x 1 do not. Open MPI then yields when idle (said once);
+    # MPICH gets nothing; a value in the user's environment wins; srun is left alone.
+    from hmb import mpi as hmpi
+    monkeypatch.setattr(launch.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(hmpi.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(launch, "library_accepts", lambda t, s: True)
+    monkeypatch.setattr(launch, "_said_oversub", {})
+    monkeypatch.delenv("OMPI_MCA_mpi_yield_when_idle", raising=False)
+    ompi = hmpi.MPI("openmpi", "openmpi", None, "mpicc", "mpiexec")
+    mpich = hmpi.MPI("mpich", "mpich", None, "mpicc", "mpiexec")
+    for impl in (ompi, mpich):
+        monkeypatch.setattr(impl, "env", lambda: {})
+    t_ompi = types.SimpleNamespace(impl=ompi, name="openmpi")
+    t_mpich = types.SimpleNamespace(impl=mpich, name="mpich")
+    yield_1 = {"OMPI_MCA_mpi_yield_when_idle": "1"}
+
+    def added(target, threads, ranks, launcher="mpiexec", env_added=None):
+        return launch.environment(target, threads, env_added or {}, None, ranks=ranks, launcher=launcher)[1]
+
+    assert "OMPI_MCA_mpi_yield_when_idle" not in added(t_ompi, 2, 2)
+    assert yield_1.items() <= added(t_ompi, 4, 2).items()
+    assert yield_1.items() <= added(t_ompi, 1, 9).items()
+    assert capsys.readouterr().err.count("OMPI_MCA_mpi_yield_when_idle=1") == 1
+    assert "OMPI_MCA_mpi_yield_when_idle" not in added(t_ompi, 1, 9, launcher="srun")
+    assert "OMPI_MCA_mpi_yield_when_idle" not in added(t_mpich, 1, 9)
+    assert added(t_ompi, 1, 9, env_added={"OMPI_MCA_mpi_yield_when_idle": "0"})["OMPI_MCA_mpi_yield_when_idle"] == "0"
+    monkeypatch.setenv("OMPI_MCA_mpi_yield_when_idle", "0")
+    assert "OMPI_MCA_mpi_yield_when_idle" not in added(t_ompi, 1, 9)

@@ -208,6 +208,9 @@ def library_accepts(target: Target, settings: dict) -> bool:
     return _accepted[key]
 
 
+_said_oversub: dict[str, bool] = {}   # the oversubscription line is said once per MPI and process
+
+
 def environment(target: Target, threads: int, env_added: dict, tag: str | None, ranks: int | None = None,
                 launcher: str = "auto") -> tuple[dict, dict]:
     """(full environment, the variables HMB added) for one launch.
@@ -215,7 +218,8 @@ def environment(target: Target, threads: int, env_added: dict, tag: str | None, 
     Threads are pinned (OMP_PLACES=cores, OMP_PROC_BIND=close) inside a rank bound to its cores.
     A launch that leaves its ranks unbound (mpiexec with more ranks than cores) gets
     OMP_PROC_BIND=false instead: pinning there would put every rank's thread 0 on the same
-    first core.
+    first core. A launch with more ranks x threads than cores also gets the library's
+    oversubscription settings (MPI.oversubscribed_env: Open MPI yields when idle), said once.
 
     A library setting the library refuses at start-up is left out, said in one line, and
     recorded as HMB_ENV_REFUSED (in the launch record and hmb-bench's run header), so the
@@ -243,7 +247,15 @@ def environment(target: Target, threads: int, env_added: dict, tag: str | None, 
     unbound = launcher == "mpiexec" and target.impl is not None and ranks is not None \
         and not target.impl.binds_ranks(ranks)
     omp = {"OMP_PROC_BIND": "false"} if unbound else OMP_ENV
-    added = {"OMP_NUM_THREADS": str(threads), **omp, **env_added}
+    oversub = {}
+    if launcher == "mpiexec" and target.impl is not None and ranks is not None:
+        oversub = {k: v for k, v in target.impl.oversubscribed_env(ranks, threads).items() if k not in env_added}
+        if oversub and not _said_oversub.get(target.name):
+            _said_oversub[target.name] = True
+            text = " ".join(f"{k}={v}" for k, v in oversub.items())
+            print(f"hmb: {target.name}: {ranks} ranks x {threads} threads on {os.cpu_count()} cores: launching "
+                  f"with {text} (export it to choose otherwise)", file=sys.stderr)
+    added = {"OMP_NUM_THREADS": str(threads), **omp, **oversub, **env_added}
     if tag:
         added["HMB_TAG"] = tag
     env.update(added)

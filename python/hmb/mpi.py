@@ -68,6 +68,19 @@ class MPI:
         MPI pins through its environment: yes)."""
         return self.flavor == "impi" or ranks <= (os.cpu_count() or 1)
 
+    def oversubscribed_env(self, ranks: int, threads: int) -> dict[str, str]:
+        """Settings for a launch with more ranks x threads than this host has cores.
+
+        Open MPI polls in every blocking call and, by default here, never yields (env()); on too few
+        cores a polling rank then holds the core the rank it waits for needs. Such a launch yields
+        when idle (SPEC §4), unless OMPI_MCA_mpi_yield_when_idle is in the user's environment
+        (their choice wins). Other libraries: nothing."""
+        if self.flavor != "openmpi" or "OMPI_MCA_mpi_yield_when_idle" in os.environ:
+            return {}
+        if ranks * max(threads, 1) <= (os.cpu_count() or 1):
+            return {}
+        return {"OMPI_MCA_mpi_yield_when_idle": "1"}
+
     def launch_args(self, ranks: int, threads: int = 1, bind: bool = True) -> list[str]:
         """mpiexec command prefix with binding chosen for ranks x threads on this host."""
         cores = os.cpu_count() or 1
