@@ -185,3 +185,31 @@ def test_verdict_never_contradicts_the_ci(tmp_path):
     for row in compare.compare(a, b).rows:
         if row.significant:
             assert not (row.ci_lo <= row.no_change <= row.ci_hi)
+
+
+def test_one_setting_per_side_matches_across_settings(tmp_path):
+    # A: the default threshold, B: 16K (a sweep's `settings`): the same point on each side is
+    # matched and compared. With both settings on one side, points match only within a setting.
+    sys.path.insert(0, str(DATA))
+    import make_synthetic as synth
+
+    def write(name, runs):
+        w = synth.Writer()
+        for k, (setting, median) in enumerate(runs):
+            tag = f"{name}-{k}"
+            run_id = w.run("async", "MPICH", "MPICH Version: 5.0.2", 2, 1, tag=tag, thread_level="MULTIPLE")
+            samples = median + np.linspace(-1, 1, 21)
+            w.result(run_id, "async", {"size_bytes": 65536, "op": "pt2pt", "threads": 1},
+                     {"efficiency_pct": (samples, "%", True)})
+            w.lines.append({"type": "launch", "tag": tag, "status": "done", "rc": 0,
+                            "point": {"bench": "async", "mpi": "mpich", "settings": setting}})
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps(x) + "\n" for x in w.lines))
+        return results.load([path])
+
+    c = compare.compare(write("a", [("default", 40.0)]), write("b", [("16K", 80.0)]))
+    assert len(c.rows) == 1 and c.rows[0].ratio == pytest.approx(2.0) and not c.only_a and not c.only_b
+    mixed = compare.compare(write("c", [("default", 40.0), ("16K", 80.0)]),
+                            write("d", [("default", 40.0), ("16K", 40.0)]))
+    ratios = sorted(round(r.ratio, 3) for r in mixed.rows)
+    assert ratios == [0.5, 1.0]

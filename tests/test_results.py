@@ -136,3 +136,42 @@ def test_malformed_records_name_file_and_line(tmp_path, record, what):
     with pytest.raises(results.ResultsError) as e:
         results.load([path])
     assert f"{path}:2: " in str(e.value) and what in str(e.value)
+
+
+def _with_settings(w, median: float, setting: str, tag: str):
+    """A run launched by a sweep with this `settings` entry (its launch record names it)."""
+    async_run(w, 2, median, tag=tag)
+    w.lines.append({"type": "launch", "tag": tag, "status": "done", "rc": 0,
+                    "point": {"bench": "async", "mpi": "mpich", "settings": setting}})
+
+
+def test_library_settings_are_part_of_a_points_identity(tmp_path):
+    # An eager threshold of 16K measures something else than the default: never repeats of one
+    # point. "default" (or no sweep at all) sets no variable, so those two are one point.
+    w = synth.Writer()
+    _with_settings(w, 80.0, "default", "a-r0")
+    _with_settings(w, 40.0, "16K", "b-r0")
+    _with_settings(w, 42.0, "16K", "b-r1")
+    async_run(w, 2, 78.0)                                   # outside a sweep
+    rs = results.load([write(tmp_path / "a.jsonl", w.lines)])
+    by_median = {r.metric("efficiency_pct")["median"]: r for r in rs.results}
+    assert [by_median[m].settings for m in (80.0, 40.0, 78.0)] == ["default", "16K", "default"]
+    assert "settings" not in results.identity(by_median[80.0])
+    assert results.identity(by_median[40.0])["settings"] == "16K"
+    groups = {}
+    for r in rs.results:
+        groups.setdefault(results.point_key(r), []).append(r)
+    combined = sorted((results.combine(g, "efficiency_pct").median, len(g)) for g in groups.values())
+    assert combined == [(pytest.approx(41.0), 2), (pytest.approx(79.0), 2)]
+    assert len({results.point_key(r, with_settings=False) for r in rs.results}) == 1
+
+
+def test_report_lines_are_split_and_labelled_by_settings(tmp_path):
+    from hmb.reports.common import lines_of, size_of
+    w = synth.Writer()
+    _with_settings(w, 80.0, "default", "a-r0")
+    _with_settings(w, 40.0, "16K", "b-r0")
+    rs = results.load([write(tmp_path / "a.jsonl", w.lines)])
+    lines = lines_of(rs.results, "efficiency_pct", lambda r: (r.mpi,), size_of, lambda r: "pt2pt")
+    got = sorted((ln.detail, ln.points[0][1].median) for ln in lines)
+    assert got == [("pt2pt, settings=16K", 40.0), ("pt2pt, settings=default", 80.0)]

@@ -1,6 +1,8 @@
 """`hmb compare A B`: per matched point, the change from A to B with a 95% CI and a test.
 
-Points match on results.point_key (benchmark, params, ranks, thread level, run options).
+Points match on results.point_key (benchmark, params, ranks, thread level, run options, library
+settings). With one library on each side, points match across libraries; with one `settings`
+entry on each side, across settings.
 The change is the ratio of medians B/A, or the difference B − A for metrics that can be
 negative (signed in the benchmark's descriptor) or have a median <= 0, where a ratio means
 nothing.
@@ -88,11 +90,11 @@ class Row:
         return not math.isnan(self.ci_lo) and not (self.ci_lo <= self.no_change <= self.ci_hi)
 
 
-def _groups(rs: ResultSet, with_mpi: bool) -> dict:
+def _groups(rs: ResultSet, with_mpi: bool, with_settings: bool = True) -> dict:
     g = defaultdict(list)
     for r in rs.results:
         if r.status == "ok":
-            g[point_key(r, with_mpi=with_mpi)].append(r)
+            g[point_key(r, with_mpi=with_mpi, with_settings=with_settings)].append(r)
     return g
 
 
@@ -239,9 +241,11 @@ def compare(a: ResultSet, b: ResultSet, metrics: list[str] | None = None, seed: 
             label_a: str = "A", label_b: str = "B") -> Comparison:
     mpis_a = {r.mpi for r in a.results}
     mpis_b = {r.mpi for r in b.results}
-    # One library per side (e.g. MPICH vs Open MPI): match across libraries.
+    # One library per side (e.g. MPICH vs Open MPI): match across libraries. Likewise one
+    # library setting per side (a sweep's `settings`, e.g. default vs 16K): match across settings.
     with_mpi = not (len(mpis_a) == 1 and len(mpis_b) == 1)
-    ga, gb = _groups(a, with_mpi), _groups(b, with_mpi)
+    with_settings = not (len({r.settings for r in a.results}) == 1 and len({r.settings for r in b.results}) == 1)
+    ga, gb = _groups(a, with_mpi, with_settings), _groups(b, with_mpi, with_settings)
     # A point is named by its params and whatever else tells points apart.
     keys = list(ga) + list(gb)
     shown = {k for r in a.results + b.results for k in r.params} | \

@@ -6,7 +6,8 @@ last one counts, so a point is never counted twice. Several files are several da
 tags and run ids are scoped to their file, and a file named twice is read once.
 
 A point's identity (point_key) is its benchmark, its params, the run layout (ranks, thread
-level provided) and every run-level option that changes what is measured.
+level provided), every run-level option that changes what is measured, and the library
+settings a sweep launched it with (`settings`, when not "default").
 """
 from __future__ import annotations
 
@@ -19,6 +20,11 @@ from pathlib import Path
 import numpy as np
 
 from . import descriptors
+
+
+DEFAULT_SETTINGS = "default"   # a sweep's `settings` entry that sets no library variable
+# Identity items left out when they hold their default, and that default (for labels).
+IDENTITY_ABSENT = {"settings": DEFAULT_SETTINGS}
 
 
 class ResultsError(Exception):
@@ -48,6 +54,12 @@ class Result:
     @property
     def mpi(self) -> str:
         return mpi_label(self.run, self.launch)
+
+    @property
+    def settings(self) -> str:
+        """The `settings` entry a sweep launched this run with (library variables; see
+        settings.py); "default" when none was set or outside sweeps."""
+        return str((self.launch.get("point") or {}).get("settings", DEFAULT_SETTINGS))
 
     @property
     def oversubscribed(self) -> bool:
@@ -233,7 +245,8 @@ def identity(r: Result) -> dict:
     level, and every run-level option except run control (role "run-control" in the benchmark's
     descriptor: options that steer the run but not what is measured), the noise
     model (kept apart) and options the benchmark expanded into params (sizes -> size_bytes,
-    partitions -> partitions, ...)."""
+    partitions -> partitions, ...), and the sweep's `settings` entry when it set library
+    variables (an eager threshold measures something else than the default)."""
     params = r.params
     out = {k: str(v) for k, v in params.items()}
     if "threads" not in out and r.run.get("threads") is not None:
@@ -255,6 +268,8 @@ def identity(r: Result) -> dict:
                 continue
             name = "thread-level-requested"
         out.setdefault(name, _text(value))
+    if r.settings != DEFAULT_SETTINGS:
+        out["settings"] = r.settings
     return out
 
 
@@ -264,10 +279,14 @@ def _text(value) -> str:
     return str(value)
 
 
-def point_key(r: Result, with_mpi: bool = True, with_noise: bool = True) -> tuple:
+def point_key(r: Result, with_mpi: bool = True, with_noise: bool = True, with_settings: bool = True) -> tuple:
     """(bench, sorted identity items, noise, mpi): results with equal keys are repeats of one
-    point. Used by the report (lines, tables) and compare (matching)."""
-    return (r.bench, tuple(sorted(identity(r).items())), r.noise if with_noise else "",
+    point. Used by the report (lines, tables) and compare (matching; it leaves the MPI or the
+    settings out to match one library or setting against another)."""
+    items = identity(r)
+    if not with_settings:
+        items.pop("settings", None)
+    return (r.bench, tuple(sorted(items.items())), r.noise if with_noise else "",
             r.mpi if with_mpi else "")
 
 

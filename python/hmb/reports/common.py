@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from ..results import Result, ResultSet, combine, fmt_num, fmt_size, identity, varying  # noqa: E402
+from ..results import IDENTITY_ABSENT, Result, ResultSet, combine, fmt_num, fmt_size, identity, varying  # noqa: E402
 
 COLORS = plt.get_cmap("tab10").colors
 
@@ -81,7 +81,8 @@ def lines_of(results, metric, line_key, x_of, label_of, x_names=("size_bytes",),
                 pts.append((x, c))
         if pts:
             first = next(iter(groups[key].values()))[0]
-            extra = "".join(f", {k}={rest_of[key][k]}" for k in differing if k in rest_of[key])
+            extra = "".join(f", {k}={rest_of[key].get(k, IDENTITY_ABSENT.get(k))}" for k in differing
+                            if k in rest_of[key] or k in IDENTITY_ABSENT)
             color_key = key[0][1:] + ((extra,) if extra else ())
             detail = label_of(first) + extra
             lines.append(Line(f"{first.mpi}, {detail}", color_key, first.mpi, pts, extra, detail))
@@ -103,10 +104,12 @@ def int_param(r: Result, name: str, default=None):
 
 def draw(fig_name: str, panels: list, xlabel: str, ylabel: str, outdir: Path, *,
           xsize=True, ylog=False, yref=None, ylim=None, yfloor=None,
-          color_order=None) -> tuple[str, str, bool]:
+          color_order=None, sharey=True) -> tuple[str, str, bool]:
     """panels: [(title, [Line])]. Writes PNG and SVG; returns their paths relative to outdir
     and whether any point was oversubscribed. color_order: colour keys in a fixed order, so
-    that two figures give the same thing the same colour."""
+    that two figures give the same thing the same colour. sharey=False: panels of different
+    quantities, each on its own scale (the titles name the units); ylog may then be a list,
+    one flag per panel."""
     mpis = sorted({ln.mpi for _, lines in panels for ln in lines})
     color_keys = sorted({ln.color_key for _, lines in panels for ln in lines}, key=str)
     if color_order:
@@ -114,10 +117,10 @@ def draw(fig_name: str, panels: list, xlabel: str, ylabel: str, outdir: Path, *,
     color_of = {k: COLORS[i % len(COLORS)] for i, k in enumerate(color_keys)}
     style_of = {m: STYLES[i % len(STYLES)] for i, m in enumerate(mpis)}
     n = len(panels)
-    fig, axes = plt.subplots(1, n, figsize=(5.2 * n, 4.0), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, n, figsize=(5.2 * n, 4.0), squeeze=False, sharey=sharey)
     any_over = False
     handles = {}
-    for ax, (title, lines) in zip(axes[0], panels):
+    for i, (ax, (title, lines)) in enumerate(zip(axes[0], panels)):
         for ln in lines:
             color = color_of[ln.color_key]
             linestyle, marker = style_of[ln.mpi]
@@ -152,7 +155,7 @@ def draw(fig_name: str, panels: list, xlabel: str, ylabel: str, outdir: Path, *,
                 ax.set_xticks(xs_all)
                 ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
                 ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-        if ylog:
+        if (ylog[i] if isinstance(ylog, (list, tuple)) else ylog):
             ax.set_yscale("log")
             ax.yaxis.set_major_formatter(FuncFormatter(_axis_number))
             ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))

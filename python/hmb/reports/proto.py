@@ -1,22 +1,18 @@
 """Report of the protocol lab (proto, seed 001): where each view of the probe found the
 eager/rendezvous switches per MPI and `settings` entry, and the threshold trade-off (message
 rate, bandwidth, overlap from `async` runs of the same setting, library memory per peer projected
-to 1,000 and 8,000 peers). Tables only; docs/metrics.md ("proto") defines every field."""
+to 1,000 and 8,000 peers) as tables, and the trade-off as a figure with one line per library
+setting (seed 001 Figs 1b and 2). docs/metrics.md ("proto") defines every field."""
 from __future__ import annotations
 
 import math
 from pathlib import Path
 
-from ..results import ResultSet, fmt_size
+from ..results import ResultSet, fmt_num, fmt_size
 from . import register
-from .common import ok_results, size_of
+from .common import OVERSUBSCRIBED_NOTE, Figure, draw, lines_of, ok_results, per_mpi, size_of
 
 VIEW_ORDER = ("sender", "recv-early", "recv-late")
-
-
-def setting_of(r) -> str:
-    """The `settings` entry a sweep launched this record with ("default" outside sweeps)."""
-    return str((r.launch.get("point") or {}).get("settings", "default"))
 
 
 def refused_of(r) -> str:
@@ -41,8 +37,8 @@ def switch_table(rs: ResultSet) -> list[tuple]:
         extra = r.record.get("extra") or {}
         view = str(r.params.get("view", "?"))
         refused = refused_of(r)
-        rows.append(((r.mpi, setting_of(r), VIEW_ORDER.index(view) if view in VIEW_ORDER else 9),
-                     [r.mpi, setting_of(r) + (" (refused: " + refused + ")" if refused else ""), view,
+        rows.append(((r.mpi, r.settings, VIEW_ORDER.index(view) if view in VIEW_ORDER else 9),
+                     [r.mpi, r.settings + (" (refused: " + refused + ")" if refused else ""), view,
                       str(extra.get("switches", "?")), _fmt(extra.get("switch_agreement", math.nan), 1, 2),
                       f"{extra.get('trials_without_verdict', '?')} / {extra.get('trials_run', '?')}"]))
     if not rows:
@@ -61,12 +57,12 @@ def tradeoff_table(rs: ResultSet) -> list[tuple]:
     overlap = {}
     for r in ok_results(rs, "async"):
         if r.params.get("op") == "pt2pt" and r.params.get("progress") == "none":
-            overlap[(r.mpi, setting_of(r), size_of(r))] = _median(r, "efficiency_pct")
+            overlap[(r.mpi, r.settings, size_of(r))] = _median(r, "efficiency_pct")
     rows = []
     for r in ok_results(rs, "proto"):
         if r.params.get("test") != "tradeoff":
             continue
-        size, setting = size_of(r), setting_of(r)
+        size, setting = size_of(r), r.settings
         refused = refused_of(r)
         rows.append(((r.mpi, setting, size or 0),
                      [r.mpi, setting + (" (refused)" if refused else ""), fmt_size(size) if size else "?",
@@ -87,4 +83,63 @@ def tradeoff_table(rs: ResultSet) -> list[tuple]:
 @register("proto", "Protocols: eager/rendezvous switch and threshold trade-off (proto)",
           tables=lambda rs: switch_table(rs) + tradeoff_table(rs))
 def proto_figures(rs: ResultSet, outdir: Path) -> list:
-    return []
+    fig = tradeoff_figure(rs, outdir)
+    return [fig] if fig else []
+
+
+def _overlap_runs(rs: ResultSet) -> list:
+    return [r for r in ok_results(rs, "async") if r.params.get("op") == "pt2pt" and r.params.get("progress") == "none"]
+
+
+def _against_default(title: str, lines: list) -> str:
+    """Each setting against the same MPI's default at each size: a ratio of medians, or for the
+    overlap (a percentage that can be negative) a difference in points."""
+    what = title.split(" (")[0]
+    points = title.startswith("overlap")
+    out = []
+    for mpi, mlines in sorted(per_mpi(lines).items()):
+        base = next((dict(ln.points) for ln in mlines if ln.color_key == ("default",)), None)
+        if base is None:
+            continue
+        for ln in mlines:
+            if ln.color_key == ("default",):
+                continue
+            cells = []
+            for x, c in ln.points:
+                b = base.get(x)
+                if b is None or not (math.isfinite(b.median) and math.isfinite(c.median)):
+                    continue
+                if points:
+                    cells.append(f"{fmt_size(x)} {c.median - b.median:+.1f}")
+                elif b.median > 0:
+                    cells.append(f"{fmt_size(x)} ×{c.median / b.median:.2f}")
+            if cells:
+                out.append(f"{mpi} {ln.detail}: " + ", ".join(cells))
+    if not out:
+        return ""
+    unit = "points against the default" if points else "times the default"
+    return f"{what} ({unit}) — " + "; ".join(out) + "."
+
+
+def tradeoff_figure(rs: ResultSet, outdir: Path) -> Figure | None:
+    """Message rate, overlap and library memory per peer against the message size, one line per
+    MPI and `settings` entry (the colour is the setting, the line style the MPI)."""
+    trade = [r for r in ok_results(rs, "proto") if r.params.get("test") == "tradeoff"]
+    wanted = (("message rate (msg/s)", trade, "msg_rate"),
+              ("overlap E (%): async pt2pt, no progress thread", _overlap_runs(rs), "efficiency_pct"),
+              ("library memory per peer (kB)", trade, "per_peer_kB"))
+    panels = [(title, ls) for title, res, metric in wanted
+              if (ls := lines_of(res, metric, lambda r: (r.mpi, r.settings), size_of,
+                                 lambda r: f"setting {r.settings}", shown=("settings",)))]
+    if not panels:
+        return None
+    png, svg, over = draw("proto_tradeoff", panels, "message size (bytes)", "", outdir, sharey=False,
+                          ylog=[title.startswith("message rate") for title, _ in panels],
+                          color_order=[(s,) for s in ("default", "4K", "16K", "64K", "1M")])
+    out = [_against_default(title, lines) for title, lines in panels]
+    reading = " ".join(s for s in out if s) or "No setting but the default was measured."
+    reading += OVERSUBSCRIBED_NOTE if over else ""
+    return Figure("proto_tradeoff", "What an eager threshold buys and costs",
+                  "Raising the eager threshold lets larger messages move during the compute (overlap), but "
+                  "what does it cost in message rate and library memory, per library? (seed 001 Figs 1b, 2; "
+                  "memory per peer from 2 ranks: one peer)", reading, png, svg, over)

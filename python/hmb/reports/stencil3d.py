@@ -93,7 +93,7 @@ def _by_ranks(res, outdir) -> Figure | None:
                                  x_names=("ranks", "size_bytes")))]
     if not panels:
         return None
-    png, svg, over = draw("stencil3d_ranks", panels, "processes", "", outdir, xsize=False)
+    png, svg, over = draw("stencil3d_ranks", panels, "processes", "", outdir, xsize=False, sharey=False)
     out = []
     for mpi, mlines in sorted(per_mpi(dict(panels).get("overlap (%)", [])).items()):
         out.append(f"{mpi}: " + ", ".join(f"{x} ranks {c.median:.0f}%" for ln in mlines for x, c in ln.points))
