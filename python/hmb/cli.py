@@ -92,7 +92,7 @@ def cmd_report(args) -> int:
     rs = results.load(args.results)
     out = report.build(rs, Path(args.output), embed=args.embed)
     print(f"hmb: wrote {out['html']} and {out['md']} ({len(out['figures'])} figures)")
-    return 0
+    return 1 if rs.bad_lines else 0   # unreadable lines were skipped (named on stderr)
 
 
 def cmd_compare(args) -> int:
@@ -106,7 +106,7 @@ def cmd_compare(args) -> int:
     sys.stdout.write(text)
     if args.output:
         Path(args.output).write_text(text)
-    return 0
+    return 1 if a.bad_lines or b.bad_lines else 0   # unreadable lines were skipped (named on stderr)
 
 
 def cmd_slurm(args) -> int:

@@ -11,10 +11,12 @@ settings a sweep launched it with (`settings`, when not "default").
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import math
 import statistics
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -112,32 +114,66 @@ class ResultSet:
     failures: list      # failure records
     sources: list
     descriptors: dict = dataclasses.field(default_factory=dict)   # name -> descriptors.Bench
+    bad_lines: list = dataclasses.field(default_factory=list)     # "FILE:LINE: why", skipped
+    duplicates: int = 0     # records identical to an earlier one of their file, read once
 
 
-def _read(path: Path) -> list[tuple[int, dict]]:
-    """(line number, record) for every JSON object in the file; a malformed record is a
-    ResultsError naming file:line."""
+MAX_WARNINGS = 5   # bad lines named one by one per file; the rest are counted
+
+
+def read_records(path: Path, bad: list | None = None):
+    """(line number, record) for every well-formed record of a JSON Lines file.
+
+    Each line that is not one (cut short, binary, a NUL byte, not UTF-8, nested too deeply, a
+    JSON value that is not an object, a record whose fields have the wrong types) is appended
+    to `bad` as "FILE:LINE: why" and skipped. A byte-order mark at the start is allowed."""
     if not path.is_file():
-        raise ResultsError(f"results file not found: {path}")
+        raise ResultsError(f"results file not found: {path}" if not path.exists()
+                           else f"{path}: not a regular file")
+    bad = [] if bad is None else bad
     records = []
     try:
-        with open(path, errors="replace") as f:
-            for n, line in enumerate(f, 1):
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a line cut short by a killed run
-                if isinstance(rec, dict):
-                    problem = _malformed(rec)
-                    if problem:
-                        raise ResultsError(f"{path}:{n}: {problem}")
+        with open(path, "rb") as f:
+            for n, raw in enumerate(f, 1):
+                if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+                problem, rec = _parse_line(raw)
+                if problem:
+                    bad.append(f"{path}:{n}: {problem}")
+                elif rec is not None:
                     records.append((n, rec))
     except OSError as e:
         raise ResultsError(f"cannot read {path}: {e.strerror}") from None
     return records
+
+
+def _parse_line(raw: bytes) -> tuple[str | None, dict | None]:
+    """(problem, record) of one line; (None, None) for a blank line."""
+    if b"\0" in raw:
+        return "a NUL byte (binary data?)", None
+    try:
+        line = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return "not UTF-8 text (binary data?)", None
+    if not line:
+        return None, None
+    try:
+        rec = json.loads(line)
+    except RecursionError:
+        return "JSON nested too deeply", None
+    except ValueError as e:
+        return f"not JSON ({e.msg}; a line cut short?)", None
+    if not isinstance(rec, dict):
+        return f"a JSON {type(rec).__name__.replace('dict', 'object')}, not a record (an object)", None
+    try:
+        problem = _malformed(rec)
+    except RecursionError:
+        problem = "JSON nested too deeply"
+    return problem, rec
+
+
+def _read(path: Path, bad: list) -> list[tuple[int, dict]]:
+    return read_records(path, bad)
 
 
 def _is_number(v) -> bool:
@@ -147,7 +183,18 @@ def _is_number(v) -> bool:
 def _malformed(rec: dict) -> str | None:
     """What is wrong with the types of a run or result record (None if nothing)."""
     kind = rec.get("type")
+    if kind is not None and not isinstance(kind, str):
+        return "'type' must be text"
+    for key in ("run_id", "tag", "bench"):
+        if rec.get(key) is not None and not isinstance(rec[key], str):
+            return f"{kind or 'record'} record: '{key}' must be text"
+    if kind == "launch":
+        if rec.get("point") is not None and not isinstance(rec["point"], dict):
+            return "launch record: 'point' must be an object"
     if kind == "run":
+        hosts = rec.get("hosts")
+        if hosts is not None and not (isinstance(hosts, list) and all(isinstance(h, str) for h in hosts)):
+            return "run record: 'hosts' must be a list of host names"
         for key in ("options", "thread_level", "mpi", "noise"):
             if key in rec and not isinstance(rec[key], (dict, type(None))):
                 return f"run record: '{key}' must be an object"
@@ -155,7 +202,9 @@ def _malformed(rec: dict) -> str | None:
             return "run record: 'ranks' must be a number"
     elif kind == "result":
         params = rec.get("params")
-        if params is not None and not isinstance(params, dict):
+        if params is None:
+            return "result record: no 'params'"
+        if not isinstance(params, dict):
             return "result record: 'params' must be an object"
         for k, v in (params or {}).items():
             if isinstance(v, (dict, list)):
@@ -195,48 +244,107 @@ def _files(paths) -> list[Path]:
     return files
 
 
-def load(paths) -> ResultSet:
+def load(paths, warn=True) -> ResultSet:
     """Load one or more JSONL files (a directory means every *.jsonl in it).
 
     Each file is its own data set: "the last run of a tag counts" (a launch redone by
-    --resume) applies within a file, and run ids and launch records are scoped to it."""
+    --resume) applies within a file, and run ids and launch records are scoped to it. A
+    sweep record that does not resume starts a new sweep within the file (two sweeps of one
+    config concatenated keep both), and a record identical to an earlier one of its file
+    (the file concatenated with itself) is read once. Unreadable lines are skipped, named
+    (FILE:LINE: why) on `warn` and counted in ResultSet.bad_lines; duplicates in .duplicates."""
+    warn = sys.stderr if warn is True else warn
     files = _files(paths)
-    runs, launches, results, failures = {}, [], [], []
+    runs, launches, results, failures, bad_lines = {}, [], [], [], []
+    duplicates = 0
     # The descriptors a sweep recorded beside its results, else those of the local build.
     described = dict(descriptors.local())
     for path in files:
-        records = _read(path)
+        file_bad = []
+        records = _read(path, file_bad)
+        bad_lines += file_bad
         if not any(r.get("type") in ("run", "result") for _, r in records):
+            if file_bad:
+                raise ResultsError(f"{file_bad[0]} (and no readable hmb-bench record in the file"
+                                   f"{f'; {len(file_bad)} bad lines' if len(file_bad) > 1 else ''})")
             raise ResultsError(f"{path}: no hmb-bench records (is it a JSON Lines results file?)")
         file_runs, file_launches, last_run_of_tag, items = {}, {}, {}, []
-        for _, rec in records:
+        seen, sweep_no, file_dups = set(), 0, 0
+        for n, rec in records:
             kind = rec.get("type")
+            try:
+                text = json.dumps(rec, sort_keys=True)
+            except RecursionError:
+                text = None
+            if text is not None and text in seen:
+                file_dups += kind in ("run", "result", "launch", "failure")
+                continue
+            seen.add(text)
+            if kind == "sweep" and not rec.get("resume"):
+                sweep_no += 1     # tags repeat across sweeps of one config: scope them
             if kind == "run":
                 file_runs[rec.get("run_id")] = rec
                 if rec.get("tag"):
-                    last_run_of_tag[rec["tag"]] = rec.get("run_id")
+                    last_run_of_tag[(sweep_no, rec["tag"])] = rec.get("run_id")
             elif kind == "launch":
-                file_launches[rec.get("tag")] = rec
+                file_launches[(sweep_no, rec.get("tag"))] = rec
             elif kind == "result":
-                items.append(rec)
+                items.append((n, sweep_no, rec))
             elif kind == "failure":
                 failures.append(rec)
             elif kind == "descriptors":
                 try:
                     described.update(descriptors.parse_obj(rec))
                 except descriptors.DescriptorError as e:
-                    raise ResultsError(f"{path}: descriptors record: {e}") from None
-        for rec in items:
+                    raise ResultsError(f"{path}:{n}: descriptors record: {e}") from None
+        sweep_of_run = {}
+        for n, sweep_at, rec in items:
             run = file_runs.get(rec.get("run_id"), {})
             tag = run.get("tag")
-            if tag and last_run_of_tag.get(tag) != rec.get("run_id"):
+            sweep_no = sweep_of_run.setdefault(rec.get("run_id"), sweep_at)
+            if tag and last_run_of_tag.get((sweep_no, tag)) != rec.get("run_id"):
                 continue  # superseded by a redone launch of the same tag
-            results.append(Result(rec, run, file_launches.get(tag, {}) if tag else {}, str(path)))
+            results.append((n, Result(rec, run, file_launches.get((sweep_no, tag), {}) if tag else {},
+                                      str(path))))
         runs.update({(str(path), run_id): run for run_id, run in file_runs.items()})
         launches += file_launches.values()
+        duplicates += file_dups
+        if file_dups and warn:
+            print(f"hmb: {path}: {file_dups} duplicate records (identical to earlier lines) read once",
+                  file=warn)
+    results = _mixed_types(results, bad_lines)
+    if bad_lines and warn:
+        for line in bad_lines[:MAX_WARNINGS]:
+            print(f"hmb: skipped {line}", file=warn)
+        more = len(bad_lines) - MAX_WARNINGS
+        print(f"hmb: {len(bad_lines)} unreadable lines skipped{f' ({more} more not shown)' if more > 0 else ''};"
+              f" every readable record is used", file=warn)
     for r in results:
         r.desc = described.get(r.bench)
-    return ResultSet(results, runs, launches, failures, [str(f) for f in files], described)
+    return ResultSet(results, runs, launches, failures, [str(f) for f in files], described,
+                     bad_lines, duplicates)
+
+
+def _mixed_types(numbered: list, bad_lines: list) -> list:
+    """Results whose param is text where the benchmark's other results have numbers (or the
+    other way round) cannot be ordered with them: the minority kind is a bad line."""
+    kinds = {}
+    for _, r in numbered:
+        for k, v in r.params.items():
+            kinds.setdefault((r.bench, k), collections.Counter())[_is_number(v)] += 1
+    out = []
+    for n, r in numbered:
+        odd = [k for k, v in r.params.items()
+               if len(kinds[(r.bench, k)]) > 1
+               and kinds[(r.bench, k)][_is_number(v)] <= kinds[(r.bench, k)][not _is_number(v)]]
+        if odd:
+            v = r.params[odd[0]]
+            bad_lines.append(f"{r.source}:{n}: params.{odd[0]} is {'a number' if _is_number(v) else 'text'}"
+                             f" ({v!r}) where other {r.bench} results have "
+                             f"{'text' if _is_number(v) else 'numbers'}")
+            continue
+        out.append(r)
+    return out
 
 
 def identity(r: Result) -> dict:

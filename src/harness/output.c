@@ -1,5 +1,6 @@
 /* Output: a small JSON writer, JSON Lines records (rank 0, appended, flushed and synced per
  * record) and the human-readable stdout table. All stdout printing of the runtime lives here. */
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
@@ -239,6 +240,15 @@ void hmb_header_add_str(hmb_ctx *ctx, const char *key, const char *value)
 
 /* ------------------------------------------------------------------ records */
 
+/* A failed write, flush, sync or close of the results file: one line naming the file and the
+ * cause, then a non-zero exit (records written before stay in the file). */
+static void output_failed(hmb_ctx *ctx, const char *path, int err)
+{
+    fprintf(stderr, "hmb-bench: cannot write results to '%s': %s\n", path, strerror(err ? err : EIO));
+    fflush(stderr);
+    MPI_Abort(ctx->comm, 1);
+}
+
 void hmb_output_open(hmb_ctx *ctx)
 {
     if (ctx->rank != 0 || !ctx->json_path)
@@ -248,10 +258,20 @@ void hmb_output_open(hmb_ctx *ctx)
 
 void hmb_output_close(hmb_ctx *ctx)
 {
-    if (ctx->json)
-        fclose(ctx->json);
-    ctx->json = NULL;
-    fflush(stdout);
+    if (ctx->json) {
+        errno = 0;
+        int failed = fflush(ctx->json) != 0 || ferror(ctx->json);
+        int err = errno;
+        if (fclose(ctx->json) != 0 && !failed) {
+            failed = 1;
+            err = errno;
+        }
+        ctx->json = NULL;
+        if (failed)
+            output_failed(ctx, ctx->json_path, err);
+    }
+    if (fflush(stdout) != 0 && errno != EPIPE)
+        output_failed(ctx, "stdout", errno);
 }
 
 void hmb_output_begin_record(hmb_ctx *ctx, hmb_json *j, const char *type)
@@ -266,10 +286,11 @@ void hmb_output_begin_record(hmb_ctx *ctx, hmb_json *j, const char *type)
 void hmb_output_record(hmb_ctx *ctx, hmb_json *record)
 {
     if (ctx->rank == 0 && ctx->json) {
-        fputs(record->data, ctx->json);
-        fputc('\n', ctx->json);
-        fflush(ctx->json);
-        fsync(fileno(ctx->json)); /* an interrupted run keeps every finished point */
+        errno = 0;
+        if (fputs(record->data, ctx->json) == EOF || fputc('\n', ctx->json) == EOF
+            || fflush(ctx->json) != 0
+            || (fsync(fileno(ctx->json)) != 0 && errno != EINVAL)) /* an interrupted run keeps every finished point; EINVAL: a device or pipe */
+            output_failed(ctx, ctx->json_path, errno);
     }
 }
 
@@ -277,17 +298,23 @@ void hmb_output_record_any_rank(hmb_ctx *ctx, hmb_json *record)
 {
     if (!ctx->json_path)
         return;
-    if (ctx->json) /* rank 0: keep the stdio stream's order */
-        fflush(ctx->json);
+    if (ctx->json && fflush(ctx->json) != 0) /* rank 0: keep the stdio stream's order */
+        output_failed(ctx, ctx->json_path, errno);
     int fd = open(ctx->json_path, O_WRONLY | O_APPEND | O_CREAT, 0644);
     if (fd < 0)
-        return;
+        output_failed(ctx, ctx->json_path, errno);
     json_puts(record, "\n");
     /* One write() with O_APPEND: lines of several ranks never interleave. */
     ssize_t written = write(fd, record->data, record->len);
-    (void)written;
-    fsync(fd);
-    close(fd);
+    int err = written < 0 ? errno : ENOSPC;
+    if (written != (ssize_t)record->len || (fsync(fd) != 0 && errno != EINVAL)) {
+        if (written == (ssize_t)record->len)
+            err = errno;
+        close(fd);
+        output_failed(ctx, ctx->json_path, err);
+    }
+    if (close(fd) != 0)
+        output_failed(ctx, ctx->json_path, errno);
 }
 
 static void write_params(hmb_ctx *ctx, hmb_json *j, const hmb_point *pt)
