@@ -45,8 +45,12 @@ def _read_json(path: str, what: str):
         return json.loads(Path(path).read_text())
     except FileNotFoundError:
         raise AdviseError(f"{what} {path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise AdviseError(f"{what} {path}: {e}") from None
+    except OSError as e:
+        raise AdviseError(f"{what} {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise AdviseError(f"{what} {path}: not UTF-8 text (binary data?)") from None
+    except RecursionError:
+        raise AdviseError(f"{what} {path}: JSON nested too deeply") from None
     except json.JSONDecodeError as e:
         raise AdviseError(f"{what} {path}: not JSON ({e.msg}, line {e.lineno})") from None
 
@@ -63,23 +67,31 @@ def load_profile(path: str) -> dict:
 
 
 def _jsonl(path: str, what: str) -> list[dict]:
+    """The file's records (results.read_records); its first unreadable line is the error."""
+    from . import results
+    bad = []
     try:
-        lines = Path(path).read_text().splitlines()
-    except OSError as e:
-        raise AdviseError(f"{what} {path}: {e.strerror or e}") from None
-    out = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
+        records = results.read_records(Path(path), bad)
+    except results.ResultsError as e:
+        raise AdviseError(f"{what}: {e}") from None
+    if bad:
+        raise AdviseError(f"{what} {bad[0]}" + (f" (and {len(bad) - 1} more bad lines)" if len(bad) > 1 else ""))
+    return [rec for _, rec in records]
+
+
+def _shape_checked(loader):
+    """A record of the right kind but the wrong shape (a list where a number goes) is one
+    line naming the file, not a traceback."""
+    def checked(path: str, *a, **k):
         try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            raise AdviseError(f"{what} {path}: line {n} is not JSON") from None
-        if isinstance(rec, dict):
-            out.append(rec)
-    return out
+            return loader(path, *a, **k)
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
+            raise AdviseError(f"{path}: a record of unexpected shape ({type(e).__name__}: {e})") from None
+    checked.__doc__, checked.__name__ = loader.__doc__, loader.__name__
+    return checked
 
 
+@_shape_checked
 def load_probe(path: str) -> tuple[int | None, list | None]:
     """(switch: the largest size that still progressed, or None when no record found one;
     bandwidth table [[size, MB/s], ...] or None)
@@ -121,6 +133,7 @@ def bandwidth_at(table: list, size: float) -> float:
     return table[-1][1]
 
 
+@_shape_checked
 def load_tradeoff(path: str) -> dict:
     """threshold (bytes, or "default") -> per-peer library memory in kB, from `proto --test
     tradeoff` records: the record's `setting`/`threshold_bytes` (params or extra) and its first

@@ -83,6 +83,7 @@ def cmd_sweep(args) -> int:
                      output_override=args.output)
     if args.launcher:
         cfg.launcher = args.launcher
+    cfg.max_launches = args.max_launches
     return sweep.run(cfg, resume=args.resume, dry_run=args.dry_run, overwrite=args.overwrite,
                      ranks_per_node=args.ranks_per_node, build="always" if args.rebuild else "missing")
 
@@ -213,6 +214,7 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--dry-run", action="store_true", help="print the launch lines, run nothing")
     r.set_defaults(func=cmd_run)
 
+    from . import sweep as sweep_limits
     s = sub.add_parser("sweep", help="run a parameter grid from a TOML config (resumable)",
                        description="Run every launch of a sweep config (docs/toolkit.md) in a shuffled, "
                        "seeded order with a progress bar; results and one launch record per launch are "
@@ -226,6 +228,8 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--launcher", choices=("auto", "mpiexec", "srun"), help="override sweep.launcher")
     s.add_argument("--ranks-per-node", type=int, help="with srun: spread ranks over ceil(ranks/R) nodes")
     s.add_argument("--rebuild", action="store_true", help="run an incremental build of hmb-bench first")
+    s.add_argument("--max-launches", type=int, default=sweep_limits.MAX_LAUNCHES, metavar="N",
+                   help=f"refuse grids of more launches (default {sweep_limits.MAX_LAUNCHES})")
     s.set_defaults(func=cmd_sweep)
 
     rp = sub.add_parser("report", help="figures, report.md and report.html from results",

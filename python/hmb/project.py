@@ -180,6 +180,20 @@ def table(rows: list[tuple]) -> str:
     return "\n".join(lines) + "\n"
 
 
+FIGURE_SUFFIXES = (".png", ".svg", ".pdf")
+
+
+def figure_path(name: str) -> Path:
+    """--figure FILE: a file whose suffix names a format matplotlib writes (PNG, SVG, PDF)."""
+    path = Path(name)
+    if path.is_dir():
+        raise ProjectError(f"--figure {name}: is a directory (give a file name ending in .png or .svg)")
+    if path.suffix.lower() not in FIGURE_SUFFIXES:
+        raise ProjectError(f"--figure {name}: the suffix names the format: use "
+                           f"{', '.join(FIGURE_SUFFIXES)}")
+    return path
+
+
 def figure(rows: list[tuple], path: Path, speedup_label: str) -> None:
     """Projected speed-up by process count (seed 000's Fig. 13), bars labelled with f."""
     import matplotlib
@@ -224,9 +238,11 @@ def run(args) -> int:
         profiles = sorted((parse_mpip(p) for p in args.mpip), key=lambda p: p.processes)
         rows = [(Path(p.source).name, p.processes, p.fraction, s, projected_speedup(p.fraction, s))
                 for p in profiles]
+    if args.figure:
+        figure_path(args.figure)   # before any work: a bad --figure is a usage error
     print(f"# projected speed-up = 1 / ((1 - f) + f / s); {s_label}")
     print(table(rows), end="")
     if args.figure:
-        figure(rows, Path(args.figure), s_label)
+        figure(rows, figure_path(args.figure), s_label)
         print(f"hmb: wrote {args.figure}")
     return 0

@@ -37,6 +37,8 @@ from . import settings as hsettings
 from .units import parse_duration
 
 SCHEMA = 1
+MAX_LAUNCHES = 10000    # a grid beyond this is refused up front (hmb sweep --max-launches raises it)
+LOCAL_PROCS_PER_CORE = 16   # mpiexec on one machine: more processes than this per core are refused
 SWEEP_KEYS = {"mpis", "repeats", "seed", "output", "timeout", "launcher", "args", "srun_args"}
 BENCH_KEYS = {"name", "ranks", "threads", "args", "mpis", "repeats", "settings"}
 
@@ -57,6 +59,7 @@ class Config:
     launcher: str
     srun_args: list
     benches: list       # dicts: name, ranks (list), threads (list), mpis, repeats, args
+    max_launches: int = MAX_LAUNCHES
 
 
 @dataclasses.dataclass
@@ -105,6 +108,10 @@ def _check_args(args, what: str) -> dict:
         for v in (value if isinstance(value, list) else [value]):
             if isinstance(v, (dict, list)) or v is None:
                 raise ConfigError(f"{what}.{key}: expected text, number, boolean or a list of them")
+            if isinstance(v, str) and any(ord(c) < 32 or ord(c) == 127 for c in v):
+                raise ConfigError(f"{what}.{key}: {v!r} holds a control character (NUL, newline, ...)")
+        if not re.fullmatch(r"[a-z][a-z0-9_-]*", str(key)):
+            raise ConfigError(f"{what}: {key!r} is not an option name (lower-case letters, digits, - and _)")
         if key in ("threads", "json", "raw"):
             raise ConfigError(f"{what}.{key}: set by the driver ("
                               f"{'use threads = ... in [[bench]]' if key == 'threads' else 'always passed'})")
@@ -217,6 +224,10 @@ def expand(cfg: Config, probe_mpi: bool = True) -> list[LaunchSpec]:
 
     probe_mpi False: a system MPI that is not on this machine (an sbatch script written for a
     cluster) gets no library settings, only the layouts, which need no MPI."""
+    size = grid_size(cfg)
+    if size > cfg.max_launches:
+        raise ConfigError(f"{cfg.path}: the grid has at least {size:,} launches, more than the limit of "
+                          f"{cfg.max_launches:,} (check repeats and the lists; --max-launches N raises it)")
     specs, seen, flavors = [], set(), {}
     for b in cfg.benches:
         list_keys = [k for k, v in b["args"].items() if isinstance(v, list)]
@@ -239,6 +250,70 @@ def expand(cfg: Config, probe_mpi: bool = True) -> list[LaunchSpec]:
                     specs.append(LaunchSpec(tag, b["name"], mpi, part.ranks, part.threads, part.args,
                                             {**library_env, **part.env_added}, r, part.split, label))
     return specs
+
+
+def grid_size(cfg: Config) -> int:
+    """Launches the grid expands to before the requirement table splits any (a lower bound),
+    counted without expanding it."""
+    total = 0
+    for b in cfg.benches:
+        n = len(b["settings"]) * len(b["mpis"]) * len(b["ranks"]) * len(b["threads"]) * b["repeats"]
+        for v in b["args"].values():
+            n *= len(v) if isinstance(v, list) else 1
+        total += n
+    return total
+
+
+def check_launches(specs: list, described: dict, launcher: str, ranks_per_node) -> None:
+    """Every launch's layout and arguments against its benchmark's descriptor, before the first
+    launch (one ConfigError line naming the launch)."""
+    if ranks_per_node is not None and ranks_per_node < 1:
+        raise ConfigError(f"--ranks-per-node {ranks_per_node}: must be at least 1")
+    cores = os.cpu_count() or 1
+    local = launcher != "srun" and not (launcher == "auto" and os.environ.get("SLURM_JOB_ID"))
+    for spec in specs:
+        where = f"{spec.bench} (ranks={spec.ranks}, threads={spec.threads}, {spec.mpi})"
+        if local and spec.ranks * spec.threads > LOCAL_PROCS_PER_CORE * cores:
+            raise ConfigError(f"{where}: {spec.ranks * spec.threads} ranks x threads on this machine's "
+                              f"{cores} cores (at most {LOCAL_PROCS_PER_CORE} per core; on a cluster use "
+                              f"--launcher srun)")
+        desc = described.get(spec.bench)
+        if desc is None:
+            continue
+        if spec.ranks < desc.min_ranks or spec.ranks % desc.rank_multiple:
+            raise ConfigError(f"{where}: {spec.bench} needs at least {desc.min_ranks} ranks"
+                              + (f", a multiple of {desc.rank_multiple}" if desc.rank_multiple > 1 else ""))
+        for name, value in [*spec.args.items(), ("threads", str(spec.threads))]:
+            problem = _option_problem(desc.option(name.replace("_", "-")), value)
+            if problem:
+                raise ConfigError(f"{where}: --{name} {value if value is not True else ''}: {problem}".replace(" :", ":"))
+
+
+def _option_problem(opt, value) -> str | None:
+    """What is wrong with one option value by its descriptor (None: fine or not checkable here)."""
+    if opt is None:
+        return "not an option of this benchmark (hmb-bench BENCH --help)"
+    if opt.type == "flag":
+        return None if value is True else "a flag (write true)"
+    if value is True:
+        return "needs a value"
+    if opt.type in ("int", "double"):
+        try:
+            v = int(value) if opt.type == "int" else float(value)
+        except ValueError:
+            return f"not {'a whole number' if opt.type == 'int' else 'a number'}"
+        if opt.range and not opt.range[0] <= v <= opt.range[1]:
+            return f"out of range [{opt.range[0]:g}..{opt.range[1]:g}]"
+    elif opt.type in ("choice", "choices") and opt.choices:
+        for v in (str(value).split(",") if opt.type == "choices" else [str(value)]):
+            if v not in opt.choices:
+                return f"{v!r} is not one of {', '.join(opt.choices)}"
+    elif opt.type == "duration":
+        try:
+            parse_duration(value)
+        except ValueError as e:
+            return str(e)
+    return None
 
 
 def _setting_env(flavor: str, setting) -> tuple[str, dict]:
@@ -270,48 +345,47 @@ def order(specs: list[LaunchSpec], seed: int) -> list[LaunchSpec]:
     return shuffled
 
 
+def _records(output: Path) -> list[dict]:
+    """The output's readable records (results.read_records; bad lines are the report's to name)."""
+    from . import results
+    if not output.exists():
+        return []
+    try:
+        return [rec for _, rec in results.read_records(output)]
+    except results.ResultsError as e:
+        raise ConfigError(str(e)) from None
+
+
 def finished_tags(output: Path) -> set[str]:
     """Tags with a done/failed launch record in the output (what --resume skips)."""
-    tags = set()
-    if not output.exists():
-        return tags
-    with open(output, errors="replace") as f:
-        for line in f:
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a line cut by a kill: ignore it
-            if isinstance(rec, dict) and rec.get("type") == "launch" and rec.get("status") in ("done", "failed"):
-                tags.add(rec.get("tag"))
-    return tags
+    return {rec.get("tag") for rec in _records(output)
+            if rec.get("type") == "launch" and rec.get("status") in ("done", "failed")}
 
 
 def recorded_seed(output: Path, default: int) -> int:
     """The seed of the first sweep record in the output (default if there is none)."""
-    if output.exists():
-        with open(output, errors="replace") as f:
-            for line in f:
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(rec, dict) and rec.get("type") == "sweep" and isinstance(rec.get("seed"), int):
-                    return rec["seed"]
+    for rec in _records(output):
+        if rec.get("type") == "sweep" and isinstance(rec.get("seed"), int) and not isinstance(rec["seed"], bool):
+            return rec["seed"]
     return default
 
 
 def append_record(output: Path, record: dict) -> None:
-    """Append one JSON line and make it durable before going on."""
-    with open(output, "a") as f:
-        # A killed hmb-bench may have left a partial line: start on a fresh one.
-        if f.tell() > 0:
-            with open(output, "rb") as r:
-                r.seek(-1, os.SEEK_END)
-                if r.read(1) != b"\n":
-                    f.write("\n")
-        f.write(json.dumps(record) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    """Append one JSON line and make it durable before going on; a failed write, flush or sync
+    (a full disk) is a ConfigError naming the file."""
+    try:
+        with open(output, "a") as f:
+            # A killed hmb-bench may have left a partial line: start on a fresh one.
+            if f.tell() > 0:
+                with open(output, "rb") as r:
+                    r.seek(-1, os.SEEK_END)
+                    if r.read(1) != b"\n":
+                        f.write("\n")
+            f.write(json.dumps(record) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        raise ConfigError(f"cannot write to {output}: {e.strerror or e}") from None
 
 
 def _now() -> str:
@@ -366,11 +440,12 @@ def run(cfg: Config, resume: bool = False, dry_run: bool = False, overwrite: boo
                                       f"(hmb-bench --list shows: {', '.join(have) or 'none'})")
                 print(f"hmb: skipping {bench} on {name}: not in this hmb-bench build yet", file=sys.stderr)
                 todo = [s for s in todo if not (s.mpi == name and s.bench == bench)]
-    output.parent.mkdir(parents=True, exist_ok=True)
-    log_path = output.with_name(output.name + ".log")
     described = {}
     for have in (hlaunch.available_benches(t) for t in targets.values()):
         described.update({n: d for n, d in (have or {}).items() if any(s.bench == n for s in todo)})
+    check_launches(todo, described, cfg.launcher, ranks_per_node)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    log_path = output.with_name(output.name + ".log")
     append_record(output, {"type": "sweep", "schema": SCHEMA, "config": cfg.path, "seed": cfg.seed,
                            "seed_given": cfg.seed_given, "start_time": _now(), "resume": resume,
                            "launches": len(specs), "skipped_finished": len(specs) - len(todo) if resume else 0,

@@ -66,7 +66,14 @@ def main():
         print(json.dumps({"schema_version": 1, "benchmarks": [
             {"name": n, "group": "fake", "summary": "stand-in", "min_ranks": 2,
              "options": [{"name": "iters", "type": "int", "default": "20", "role": "run-control"},
-                         {"name": "json", "type": "string", "default": None, "role": "run-control"}],
+                         {"name": "json", "type": "string", "default": None, "role": "run-control"},
+                         {"name": "raw", "type": "flag", "default": None, "role": "run-control"},
+                         {"name": "threads", "type": "int", "default": "1", "role": "parameter",
+                          "range": [1, 256]}]
+             # what the tests' configs pass (sweep checks every launch's options before the first)
+             + [{"name": k, "type": "string", "default": None, "role": "parameter"}
+                for k in ("sizes", "mode", "op", "progress", "partitions", "compute", "noise", "budget",
+                          "test", "window")],
              "metrics": [{"name": "latency_us", "unit": "us", "higher_is_better": False, "in_table": True}]}
             for n in names]}))
         return 0
