@@ -248,3 +248,98 @@ def test_ranks_per_node_must_be_positive(tmp_path, rpn):
     cfg = config(tmp_path, '[[bench]]\nname = "p2p"\n')
     rc, _, err = hmb("sweep", cfg, "--output", tmp_path / "o.jsonl", "--ranks-per-node", rpn)
     assert_one_line_error(rc, err, "--ranks-per-node")
+
+
+def fake_env(tmp_path: Path, **extra) -> dict:
+    """A stand-in hmb-bench (tests/data/fake_hmb_bench.py) for sweeps that need no MPI."""
+    import os
+    env = dict(os.environ)
+    env.update({"HMB_BENCH_OVERRIDE": f"{sys.executable} {DATA / 'fake_hmb_bench.py'}",
+                "FAKE_LOG": str(tmp_path / "fake.log"), "FAKE_SLEEP_S": "0",
+                "PYTHONPATH": str(DATA.parent.parent / "python")}, **extra)
+    return env
+
+
+def hmb_env(env, *argv):
+    p = subprocess.run([sys.executable, "-m", "hmb.cli", *map(str, argv)], capture_output=True, text=True,
+                       timeout=300, env=env)
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_a_second_sweep_on_the_same_output_is_refused_naming_the_holder(tmp_path):
+    from hmb import sweep
+    cfg = config(tmp_path, '[[bench]]\nname = "p2p"\nargs = { sizes = "8" }\n')
+    out = tmp_path / "o.jsonl"
+    with sweep._output_lock(out):
+        rc, _, err = hmb_env(fake_env(tmp_path), "sweep", cfg, "--output", out)
+        assert_one_line_error(rc, err, f"{out} is in use by another hmb sweep (pid ", "--output")
+        assert not out.exists()
+    rc, _, err = hmb_env(fake_env(tmp_path), "sweep", cfg, "--output", out)   # released: runs
+    assert rc == 0 and out.exists() and not (tmp_path / "o.jsonl.lock").exists(), err
+
+
+# ---- 13-15: messages; shared memory of killed launches
+
+def test_sweep_says_what_it_did_also_when_piped_and_resume_on_finished_says_so(tmp_path):
+    cfg = config(tmp_path, '[[bench]]\nname = "p2p"\nrepeats = 2\nargs = { sizes = ["8,16", "32"] }\n')
+    out = tmp_path / "o.jsonl"
+    env = fake_env(tmp_path)
+    rc, _, err = hmb_env(env, "sweep", cfg, "--output", out)
+    assert rc == 0, err
+    progress = [ln for ln in err.splitlines() if ln.startswith("hmb sweep: ")]
+    assert [ln.split()[2] for ln in progress] == ["1/4", "2/4", "3/4", "4/4"], err
+    assert f"hmb: 4 launches, 6 results, 0 failed -> {out}" in err.splitlines()[-1], err
+    rc, _, err = hmb_env(env, "sweep", cfg, "--output", out, "--resume")
+    assert rc == 0 and "already finished: all 4 launches" in err and err.count("\n") == 1, err
+
+
+OMPI_BANNER = """--------------------------------------------------------------------------
+prterun detected that one or more processes exited with non-zero status,
+   Exit code:    2
+--------------------------------------------------------------------------
+"""
+
+
+@pytest.mark.parametrize("log, rc, reason", [
+    ("hmb-bench p2p: --window 0: out of range\n" + OMPI_BANNER, 2, "hmb-bench p2p: --window 0: out of range"),
+    ("[1,0]<stderr>:hmb-bench: validation failed: bench=p2p\nPlease see the FAQ page for debugging suggestions\n",
+     3, "hmb-bench: validation failed: bench=p2p"),
+    ("hmb-bench: warning: oversubscribed\n===\nPlease see the FAQ page for debugging suggestions\n", -9,
+     "ended by SIGKILL"),
+    ("hmb-bench: warning: oversubscribed\n", 137, "ended by SIGKILL"),
+    ("", 124, "killed after the 5 s timeout"),
+    ("mpiexec: no such host\n", 1, "mpiexec: no such host"),
+])
+def test_a_failed_launch_names_hmb_benchs_own_line_or_the_cause(tmp_path, log, rc, reason):
+    from hmb import sweep
+    path = _write(tmp_path / "x.log", "### the launch line mentions hmb-bench: p2p\n" + log)
+    assert sweep.failure_reason(path, len("### the launch line mentions hmb-bench: p2p\n"), rc, 5.0) \
+        .startswith(reason)
+
+
+def test_config_that_is_a_directory_and_compare_of_an_unknown_metric(tmp_path):
+    rc, _, err = hmb("sweep", tmp_path)
+    assert_one_line_error(rc, err, "is a directory")
+    path = _write(tmp_path / "a.jsonl", text(sweep_lines()))
+    rc, _, err = hmb("compare", path, path, "--metric", "nosuch")
+    assert_one_line_error(rc, err, "--metric nosuch", "latency_us")
+
+
+def test_a_full_disk_in_the_sweep_driver_names_the_file(tmp_path):
+    from hmb import sweep
+    with pytest.raises(sweep.ConfigError, match="cannot write to /dev/full: No space left on device"):
+        sweep.append_record(Path("/dev/full"), {"type": "sweep"})
+
+
+def test_a_timed_out_run_says_so_and_removes_the_segments_it_created(mpi_name):
+    import re
+    p = subprocess.run([sys.executable, "-m", "hmb.cli", "run", "p2p", "--mpi", mpi_name, "--timeout", "2s", "--",
+                        "--sizes", "8", "--iters", "100000", "--max-iters", "100000", "--ci-target", "0",
+                        "--compute", "1ms"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 124 and "hmb: launch killed after the --timeout of 2 s" in p.stderr, p.stderr
+    named = re.search(r"hmb: removed \d+ shared-memory segments? the stopped launch left in /dev/shm \((.*)\)",
+                      p.stderr)
+    if mpi_name == "mpich":   # MPICH maps one per node; a killed job cannot unlink it
+        assert named, p.stderr
+    for name in (named.group(1).split(", ") if named else []):
+        assert name == "..." or not Path("/dev/shm", name).exists()

@@ -239,6 +239,13 @@ class Comparison:
 
 def compare(a: ResultSet, b: ResultSet, metrics: list[str] | None = None, seed: int = 0,
             label_a: str = "A", label_b: str = "B") -> Comparison:
+    if metrics:
+        have = {m for r in a.results + b.results for m in (r.record.get("metrics") or {})}
+        missing = [m for m in metrics if m not in have]
+        if missing:
+            from .results import ResultsError
+            raise ResultsError(f"--metric {missing[0]}: no result of {label_a} or {label_b} has it "
+                               f"(they have: {', '.join(sorted(have)) or 'none'})")
     mpis_a = {r.mpi for r in a.results}
     mpis_b = {r.mpi for r in b.results}
     # One library per side (e.g. MPICH vs Open MPI): match across libraries. Likewise one

@@ -278,11 +278,67 @@ def run_streaming(cmd: list[str], env: dict, timeout: float | None = None,
     try:
         return proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        _stop_group(proc)
+        _stop_launch(proc)
         return 124
     except KeyboardInterrupt:
-        _stop_group(proc)
+        _stop_launch(proc)
         raise
+
+
+SHM_DIR = "/dev/shm/"
+
+
+def _stop_launch(proc: subprocess.Popen) -> None:
+    """Stop the launch's process group, then remove the shared-memory segments its processes
+    had mapped (MPICH's mpich_shm_*, Open MPI's sm_segment.*: a killed job cannot unlink them)
+    and no live process maps any more; say so."""
+    mine = _shm_in_tree(proc.pid)
+    _stop_group(proc)
+    removed = []
+    for name in sorted(mine - _shm_in_tree(None)):
+        try:
+            os.unlink(SHM_DIR + name)
+            removed.append(name)
+        except OSError:
+            continue
+    if removed:
+        print(f"hmb: removed {len(removed)} shared-memory segment{'s' if len(removed) > 1 else ''} the "
+              f"stopped launch left in {SHM_DIR.rstrip('/')} ({', '.join(removed[:3])}{', ...' if len(removed) > 3 else ''})",
+              file=sys.stderr)
+
+
+def _shm_in_tree(root: int | None) -> set:
+    """Names of /dev/shm files mapped or open by `root` and its descendants (launchers such as
+    hydra start their ranks in new sessions, so the tree is followed by parent id); None: by
+    any live process."""
+    pids = [d for d in os.listdir("/proc") if d.isdigit()]
+    if root is not None:
+        children = {}
+        for d in pids:
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    children.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(d))
+            except (OSError, ValueError, IndexError):
+                continue
+        tree, todo = set(), [root]
+        while todo:
+            pid = todo.pop()
+            if pid not in tree:
+                tree.add(pid)
+                todo += children.get(pid, [])
+        pids = [str(p) for p in tree]
+    names = set()
+    for d in pids:
+        try:
+            with open(f"/proc/{d}/maps") as f:
+                names.update(ln.rstrip("\n").split(SHM_DIR, 1)[1].split(" ")[0] for ln in f if SHM_DIR in ln)
+            for fd in os.listdir(f"/proc/{d}/fd"):
+                target = os.readlink(f"/proc/{d}/fd/{fd}")
+                if target.startswith(SHM_DIR):
+                    names.add(target[len(SHM_DIR):])
+        except OSError:
+            continue
+    return {n for n in names if n and "/" not in n and not n.endswith("(deleted)")}
 
 
 def _stop_group(proc: subprocess.Popen) -> None:
@@ -320,6 +376,8 @@ def run_bench(target: Target, bench: str, bench_args: list[str], ranks: int, thr
         if dry_run:
             continue
         rc = run_streaming(cmd, env, timeout)
+        if rc == 124 and timeout:
+            print(f"hmb: launch killed after the --timeout of {timeout:g} s", file=sys.stderr)
         if rc != 0 and worst == 0:
             worst = rc
     return worst

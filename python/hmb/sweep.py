@@ -10,9 +10,11 @@ interrupted sweep loses nothing finished and `--resume` redoes nothing finished.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import datetime
+import fcntl
 import hashlib
 import itertools
 import json
@@ -20,6 +22,7 @@ import os
 import random
 import re
 import signal
+import socket
 import sys
 import time
 from pathlib import Path
@@ -121,6 +124,8 @@ def _check_args(args, what: str) -> dict:
 def load(path: str, mpis_override: list | None = None, output_override: str | None = None) -> Config:
     """Read and validate a sweep config; every problem is one ConfigError line."""
     p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"config {path}: is a directory, not a TOML file")
     if not p.is_file():
         raise ConfigError(f"config file not found: {path}")
     try:
@@ -404,8 +409,6 @@ def run(cfg: Config, resume: bool = False, dry_run: bool = False, overwrite: boo
         skip_missing: bool = False, ranks_per_node: int | None = None,
         build: str = "missing", quiet: bool = False) -> int:
     """Run the sweep; returns 0 if every launch succeeded, 1 if some failed, 130 on Ctrl-C."""
-    from tqdm import tqdm
-
     output = Path(cfg.output)
     if resume and not cfg.seed_given:
         # The order continues the interrupted sweep's shuffle, not a new one.
@@ -418,6 +421,39 @@ def run(cfg: Config, resume: bool = False, dry_run: bool = False, overwrite: boo
             print(f"{s.tag}  -n {s.ranks}  {env + '  ' if env else ''}hmb-bench {s.bench} {' '.join(argv)}")
         print(f"# {len(specs)} launches, seed {cfg.seed}, output {output}", file=sys.stderr)
         return 0
+    with _output_lock(output):
+        return _run_locked(cfg, specs, output, resume, overwrite, skip_missing, ranks_per_node, build, quiet)
+
+
+@contextlib.contextmanager
+def _output_lock(output: Path):
+    """Hold OUTPUT.lock for the sweep: a second sweep on the same output is refused, naming the
+    one that holds it (two sweeps would run every launch under each other's load)."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    path = output.with_name(output.name + ".lock")
+    f = open(path, "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        holder = f.read().strip() or "another process"
+        f.close()
+        raise ConfigError(f"{output} is in use by another hmb sweep ({holder}): wait for it to end, "
+                          f"or give this one another --output") from None
+    try:
+        f.seek(0)
+        f.truncate()
+        f.write(f"pid {os.getpid()} on {socket.gethostname()} since {_now()}\n")
+        f.flush()
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+        f.close()
+
+
+def _run_locked(cfg, specs, output, resume, overwrite, skip_missing, ranks_per_node, build, quiet) -> int:
+    from tqdm import tqdm
+
     if output.exists() and output.stat().st_size > 0 and not resume:
         if not overwrite:
             raise ConfigError(f"{output} already has results: pass --resume to continue that sweep "
@@ -426,6 +462,10 @@ def run(cfg: Config, resume: bool = False, dry_run: bool = False, overwrite: boo
         output.with_name(output.name + ".log").unlink(missing_ok=True)
     done = finished_tags(output) if resume else set()
     todo = [s for s in specs if s.tag not in done]
+    if resume and not todo:
+        print(f"hmb: the sweep is already finished: all {len(specs)} launches are recorded in {output} "
+              f"(nothing to resume; --overwrite starts over)", file=sys.stderr)
+        return 0
     targets = {}
     for name in sorted({s.mpi for s in todo}):
         try:
@@ -458,12 +498,18 @@ def run(cfg: Config, resume: bool = False, dry_run: bool = False, overwrite: boo
     tqdm.monitor_interval = 0  # no helper thread: children are started with preexec_fn
     bar = tqdm(total=len(todo), unit="launch", desc="hmb sweep", file=sys.stderr,
                disable=quiet or None, dynamic_ncols=True)
+    lines = not quiet and bar.disable   # not a terminal (a pipe, a log): one line per launch
+    start_size = output.stat().st_size
     try:
-        for spec in todo:
+        for i, spec in enumerate(todo, 1):
             bar.set_postfix_str(f"{spec.bench} {spec.mpi} {spec.split or ''}".strip(), refresh=False)
+            t0 = time.monotonic()
             rc = _run_one(spec, targets[spec.mpi], cfg, output, log_path, ranks_per_node, bar)
             failed += rc != 0
             bar.update(1)
+            if lines:
+                print(f"hmb sweep: {i}/{len(todo)} {spec.tag} {'done' if rc == 0 else 'failed'} "
+                      f"({time.monotonic() - t0:.1f} s)", file=sys.stderr, flush=True)
     except KeyboardInterrupt:
         bar.close()
         print(f"hmb: sweep interrupted; finished launches are kept in {output} "
@@ -474,7 +520,18 @@ def run(cfg: Config, resume: bool = False, dry_run: bool = False, overwrite: boo
         bar.close()
     if failed:
         print(f"hmb: {failed} of {len(todo)} launches failed (details in {log_path})", file=sys.stderr)
+    if not quiet:
+        print(f"hmb: {len(todo)} launches, {_results_since(output, start_size)} results, {failed} failed "
+              f"-> {output}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def _results_since(output: Path, offset: int) -> int:
+    """Result records appended to the output after this byte offset."""
+    from . import results
+    with open(output, "rb") as f:
+        f.seek(offset)
+        return sum(1 for raw in f if (results._parse_line(raw)[1] or {}).get("type") == "result")
 
 
 def _output_flag(cfg: Config) -> str:
@@ -511,13 +568,28 @@ def _run_one(spec: LaunchSpec, target: hlaunch.Target, cfg: Config, output: Path
                            "mpi": spec.mpi, "rc": rc, "status": status, "env_added": added,
                            "command": cmd, "elapsed_s": round(elapsed, 3), "end_time": _now()})
     if rc != 0:
-        bar.write(f"hmb: {spec.tag} failed (exit {rc}): {_last_line(log_path, start_offset)}",
+        bar.write(f"hmb: {spec.tag} failed (exit {rc}): {failure_reason(log_path, start_offset, rc, cfg.timeout)}",
                   file=sys.stderr)
     return rc
 
 
-def _last_line(path: Path, offset: int) -> str:
+def failure_reason(path: Path, offset: int, rc: int, timeout: float = 0) -> str:
+    """Why a launch failed, from its log (from `offset`): hmb-bench's own last error line when
+    there is one (not the launcher's banner after it), else the timeout or the signal, else the
+    last line."""
     with open(path, errors="replace") as f:
         f.seek(offset)
         lines = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
+    own = [ln[ln.index("hmb-bench"):] for ln in lines
+           if re.search(r"(^|\W)hmb-bench( [a-z0-9_]+)?: (?!warning:)", ln)]
+    if own:
+        return own[-1][:200]
+    if rc == 124:
+        return f"killed after the {timeout:g} s timeout"
+    sig = -rc if rc < 0 else rc - 128 if 128 < rc < 160 else 0
+    if sig:
+        try:
+            return f"ended by {signal.Signals(sig).name}" + (f" ({lines[-1][:120]})" if lines else "")
+        except ValueError:
+            pass
     return lines[-1][:200] if lines else "no output"
