@@ -343,3 +343,72 @@ def test_a_timed_out_run_says_so_and_removes_the_segments_it_created(mpi_name):
         assert named, p.stderr
     for name in (named.group(1).split(", ") if named else []):
         assert name == "..." or not Path("/dev/shm", name).exists()
+
+
+@pytest.mark.parametrize("existing", [b"", b'{"type": "sweep"}\n'], ids=["new-file", "existing-file"])
+def test_a_file_size_limit_leaves_no_empty_file_and_no_half_line(tmp_path, existing):
+    # RLIMIT_FSIZE stands in for a full disk (EFBIG once the file would grow past it). A singleton
+    # Open MPI process: MPICH's MPI_Init (UCX) itself needs larger files than the limit, and
+    # under a launcher the limit would hit the launcher's files first.
+    import resource
+    import signal
+
+    out = tmp_path / "x.jsonl"
+    if existing:
+        out.write_bytes(existing)
+
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (len(existing) + 16,) * 2)
+
+    impl = get_mpi("openmpi")
+    p = subprocess.run([str(impl.bench), "halo3d", "--sizes", "8", "--iters", "3", "--ci-target", "0",
+                        "--json", str(out)], capture_output=True, text=True, errors="replace", timeout=180,
+                       env=impl.env(), preexec_fn=limit, cwd=tmp_path)
+    assert p.returncode != 0, (p.stdout, p.stderr)
+    assert f"hmb-bench: cannot write results to '{out}': File too large" in p.stderr, p.stderr
+    if existing:
+        assert out.read_bytes() == existing       # the half-written record is cut off again
+    else:
+        assert "(removed the empty file this run created)" in p.stderr and not out.exists()
+
+
+FUZZ_VALUES = [None, "x", 1, [], {}, [1, "a"]]
+
+
+def _mutations(lines: list[dict]):
+    """Every field (nested objects too) of every record replaced by each value of another type."""
+    def paths(rec, prefix=()):
+        for k, v in rec.items():
+            yield prefix + (k,)
+            if isinstance(v, dict):
+                yield from paths(v, prefix + (k,))
+    for i, rec in enumerate(lines):
+        for path in list(paths(rec)):
+            for v in FUZZ_VALUES:
+                out = json.loads(json.dumps(lines))
+                tgt = out[i]
+                for k in path[:-1]:
+                    tgt = tgt[k]
+                tgt[path[-1]] = v
+                yield f"line {i + 1} {'.'.join(path)} = {v!r}", out
+
+
+def test_no_field_of_the_wrong_type_gets_past_the_reader(tmp_path):
+    # The readers (results.load) and compare on every mutation: a ResultsError line or a result,
+    # never another exception. (The CLI turns ResultsError into one line, exit 2.)
+    from hmb import compare
+    base = sweep_lines(1)
+    good = results.load([_write(tmp_path / "good.jsonl", text(base))], warn=None)
+    tried = 0
+    for what, lines in _mutations(base):
+        path = _write(tmp_path / "m.jsonl", text(lines))
+        tried += 1
+        try:
+            rs = results.load([path], warn=None)
+            compare.render(compare.compare(good, rs))
+        except results.ResultsError:
+            pass
+        except Exception as e:   # noqa: BLE001 - the point of the test
+            pytest.fail(f"{what}: {type(e).__name__}: {e}")
+    assert tried > 500

@@ -25,7 +25,7 @@ def environment_rows(rs: ResultSet) -> list[list[str]]:
         mpi = run.get("mpi") or {}
         binding = _binding(run, launches.get(run.get("tag")))
         library = " ".join(str(mpi.get("library", "?")).split(",")[0].split())
-        key = (run.get("bench", "?"), library, str(run.get("ranks", "?")),
+        key = (str(run.get("bench") or "?"), library, str(run.get("ranks", "?")),
                str(run.get("threads", "?")), binding, "yes" if run.get("oversubscribed") else "no",
                ", ".join(run.get("hosts") or []) or "?", str(run.get("git_revision", "?"))[:12])
         groups[key] += 1

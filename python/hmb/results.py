@@ -198,8 +198,18 @@ def _malformed(rec: dict) -> str | None:
         for key in ("options", "thread_level", "mpi", "noise"):
             if key in rec and not isinstance(rec[key], (dict, type(None))):
                 return f"run record: '{key}' must be an object"
-        if "ranks" in rec and rec["ranks"] is not None and not _is_number(rec["ranks"]):
-            return "run record: 'ranks' must be a number"
+        for key, fields in (("mpi", ("impl", "library")), ("thread_level", ("provided", "requested")),
+                            ("noise", ("model",))):
+            for field in fields:
+                v = (rec.get(key) or {}).get(field)
+                if v is not None and not isinstance(v, str):
+                    return f"run record: {key}.{field} must be text"
+        for key in ("ranks", "threads", "ranks_per_node", "cpus_available"):
+            if rec.get(key) is not None and not _is_number(rec[key]):
+                return f"run record: '{key}' must be a number"
+        placement = rec.get("placement")
+        if placement is not None and not (isinstance(placement, list) and all(isinstance(p, dict) for p in placement)):
+            return "run record: 'placement' must be a list of objects"
     elif kind == "result":
         params = rec.get("params")
         if params is None:

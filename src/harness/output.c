@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ctx.h"
@@ -242,9 +243,21 @@ void hmb_header_add_str(hmb_ctx *ctx, const char *key, const char *value)
 
 /* A failed write, flush, sync or close of the results file: one line naming the file and the
  * cause, then a non-zero exit (records written before stay in the file). */
+static int json_created;  /* --json named a file that did not exist before this run */
+static off_t json_good;   /* its size after the last record rank 0 wrote completely */
+
 static void output_failed(hmb_ctx *ctx, const char *path, int err)
 {
-    fprintf(stderr, "hmb-bench: cannot write results to '%s': %s\n", path, strerror(err ? err : EIO));
+    struct stat st;
+    int removed = 0;
+    if (path == ctx->json_path && ctx->rank == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+        /* no half-written line, and no empty file this run created */
+        if (st.st_size > json_good && truncate(path, json_good) != 0)
+            json_good = -1;
+        removed = json_created && json_good == 0 && unlink(path) == 0;
+    }
+    fprintf(stderr, "hmb-bench: cannot write results to '%s': %s%s\n", path, strerror(err ? err : EIO),
+            removed ? " (removed the empty file this run created)" : "");
     fflush(stderr);
     MPI_Abort(ctx->comm, 1);
 }
@@ -253,6 +266,9 @@ void hmb_output_open(hmb_ctx *ctx)
 {
     if (ctx->rank != 0 || !ctx->json_path)
         return;
+    struct stat st;
+    json_created = stat(ctx->json_path, &st) != 0;
+    json_good = json_created ? 0 : st.st_size;
     ctx->json = fopen(ctx->json_path, "a");
 }
 
@@ -291,6 +307,7 @@ void hmb_output_record(hmb_ctx *ctx, hmb_json *record)
             || fflush(ctx->json) != 0
             || (fsync(fileno(ctx->json)) != 0 && errno != EINVAL)) /* an interrupted run keeps every finished point; EINVAL: a device or pipe */
             output_failed(ctx, ctx->json_path, errno);
+        json_good = ftello(ctx->json);
     }
 }
 
@@ -313,6 +330,9 @@ void hmb_output_record_any_rank(hmb_ctx *ctx, hmb_json *record)
         close(fd);
         output_failed(ctx, ctx->json_path, err);
     }
+    struct stat st;
+    if (ctx->rank == 0 && fstat(fd, &st) == 0)
+        json_good = st.st_size;
     if (close(fd) != 0)
         output_failed(ctx, ctx->json_path, errno);
 }
