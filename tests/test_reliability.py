@@ -412,3 +412,21 @@ def test_no_field_of_the_wrong_type_gets_past_the_reader(tmp_path):
         except Exception as e:   # noqa: BLE001 - the point of the test
             pytest.fail(f"{what}: {type(e).__name__}: {e}")
     assert tried > 500
+
+
+def test_a_deeply_nested_sweep_config_is_one_line(tmp_path):
+    cfg = _write(tmp_path / "deep.toml", "[sweep]\nseed = " + "[" * 5000 + "]" * 5000 + "\n")
+    rc, _, err = hmb("sweep", cfg)
+    assert_one_line_error(rc, err, "nested too deeply")
+
+
+@pytest.mark.parametrize("field, value", [("status", {}), ("reason", [1]), ("threads", "x"),
+                                          ("placement", "x")])
+def test_fields_the_report_would_trip_on_are_bad_lines(tmp_path, field, value):
+    # found by mutating every top-level field of planted records through report.build
+    lines = sweep_lines()
+    i = 1 if field in ("threads", "placement") else 2
+    lines[i] = dict(lines[i], **{field: value})
+    path = _write(tmp_path / "f.jsonl", text(lines))
+    rc, _, err = hmb("report", path, "-o", tmp_path / "rep")
+    assert rc == 1 and f"{path}:{i + 1}: " in err and f"'{field}' must be" in err and "Traceback" not in err, err

@@ -214,6 +214,9 @@ def _malformed(rec: dict) -> str | None:
         params = rec.get("params")
         if params is None:
             return "result record: no 'params'"
+        for key in ("status", "reason"):
+            if rec.get(key) is not None and not isinstance(rec[key], str):
+                return f"result record: '{key}' must be text"
         if not isinstance(params, dict):
             return "result record: 'params' must be an object"
         for k, v in (params or {}).items():

@@ -134,6 +134,8 @@ def load(path: str, mpis_override: list | None = None, output_override: str | No
         raise ConfigError(f"{path}: bad TOML: {e}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not a text file") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: bad TOML: nested too deeply") from None
     unknown_top = set(data) - {"sweep", "bench"}
     if unknown_top:
         raise ConfigError(f"{path}: unknown section [{sorted(unknown_top)[0]}] (expected [sweep] and [[bench]])")
