@@ -22,15 +22,18 @@ def bytes_per_mode(result: dict, modes=MODES) -> dict:
 
 
 def check_metrics(result: dict, modes=MODES) -> None:
-    """Every mode's metrics present and finite; per sample a mode's time after its last compute
-    is part of its iteration, so its median cannot exceed the iteration's."""
+    """Every mode's times present and finite; a throughput and a ratio only when something was
+    exchanged (not in mock mode, --comm off)."""
     m = result["metrics"]
+    mock = result["extra"]["mock"] == 1
     for mode in modes:
-        for name in (f"t_iter_{mode}_us", f"t_comm_{mode}_us", f"throughput_{mode}_MBps"):
+        for name in (f"t_iter_{mode}_us", f"t_comm_{mode}_us"):
             assert math.isfinite(m[name]["median"]) and m[name]["min"] > 0, (name, m[name])
-        assert m[f"t_comm_{mode}_us"]["median"] <= m[f"t_iter_{mode}_us"]["median"], mode
+        rate = m[f"throughput_{mode}_MBps"]["median"]
+        assert (rate is None or math.isnan(rate)) if mock else (rate is not None and rate > 0), (mode, rate)
     for mode in modes[1:]:
-        assert math.isfinite(m[f"ratio_{mode}"]["median"]), mode
+        if not mock:
+            assert math.isfinite(m[f"ratio_{mode}"]["median"]), mode
 
 
 @pytest.mark.parametrize("threads,side", [

@@ -30,17 +30,8 @@
 #include "hmb/hmb.h"
 #include "hmb/metrics.h"
 
-#if defined(HMB_HAVE_MPI_PSEND_INIT) && defined(HMB_HAVE_MPI_PARRIVED)
-#define HALO_HAVE_PARTITIONED 1
-#else
-#define HALO_HAVE_PARTITIONED 0
-#endif
-
 enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, NMODES };
 static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned"};
-/* Metrics: per mode t_iter, t_comm, throughput; then the ratios of the non-single modes. */
-enum { K_T_ITER, K_T_COMM, K_THROUGHPUT, NKINDS };
-#define M_RATIO(mode) (NMODES * NKINDS + (mode)-1)
 #define NDIRS 6
 #define POISON 0xA5A5A5A5A5A5A5A5ull
 /* Written into the send buffers once a mode's sends are complete (the buffer is the
@@ -74,6 +65,9 @@ typedef struct {
     atomic_llong bytes_sent[NMODES];        /* this rank, this iteration */
     double bytes_per_rank_iter[NMODES];     /* rank 0: mean over ranks, last iteration */
     int corrupted;                          /* --corrupt-at applied */
+    MPI_Request preq[2 * NDIRS];            /* the partitioned requests started for this mode */
+    int npreq;
+    const hmb_point *pt;                    /* the point being run (validation messages) */
     char domain[64];
 } halo_state;
 
@@ -248,19 +242,6 @@ static void halo_free(halo_state *st)
     free(st);
 }
 
-/* A mode this library or thread level cannot run: the reason, or NULL. */
-static const char *mode_unsupported(const hmb_ctx *ctx, int mode)
-{
-    int concurrent = hmb_threads(ctx) > 1 && hmb_thread_level_provided(ctx) < MPI_THREAD_MULTIPLE;
-    if (mode == MODE_MULTIPLE && concurrent)
-        return "mode multiple: threads communicate concurrently, needs MPI_THREAD_MULTIPLE";
-    if (mode == MODE_PARTITIONED && !HALO_HAVE_PARTITIONED)
-        return "mode partitioned: this MPI library has no MPI_Psend_init/MPI_Parrived";
-    if (mode == MODE_PARTITIONED && concurrent)
-        return "mode partitioned: threads call MPI_Pready/MPI_Parrived concurrently, needs MPI_THREAD_MULTIPLE";
-    return NULL;
-}
-
 static int setup_faces(halo_state *st)
 {
     size_t halo_cells = (size_t)(st->n[0] + 2) * (st->n[1] + 2) * (st->n[2] + 2);
@@ -312,12 +293,8 @@ static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
     for (int m = 0; m < NMODES; m++) {
         if (!(chosen & (1ull << m)))
             continue;
-        const char *why = st->mock ? NULL : mode_unsupported(ctx, m);
-        if (why) {
-            hmb_unsupported(ctx, "%s (the library provides MPI_THREAD_%s); leave it out of --mode", why,
-                            hmb_thread_level_name(hmb_thread_level_provided(ctx)));
+        if (!st->mock && hmb_mode_refused(ctx, mode_names[m], 1, m == MODE_PARTITIONED))
             return st;
-        }
         st->modes[st->nmodes++] = m;
         MPI_Comm_dup(hmb_comm(ctx), &st->comm[m]);
     }
@@ -325,7 +302,7 @@ static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
         hmb_unsupported(ctx, "cannot allocate a block of %s cells with its face buffers", st->domain);
         return st;
     }
-#if HALO_HAVE_PARTITIONED
+#if HMB_HAVE_PARTITIONED
     if (!st->mock && st->comm[MODE_PARTITIONED] != MPI_COMM_NULL) {
         for (int d = 0; d < NDIRS; d++) {
             halo_face *f = &st->face[d];
@@ -429,7 +406,7 @@ static long long thread_send(halo_state *st, int mode, int tid)
             MPI_Isend(f->send + (size_t)p * f->piece_cells, (int)f->piece_cells, MPI_UINT64_T, f->to,
                       d * HMB_MAX_THREADS + p, st->comm[mode], &st->piece_sreq[f->flat + p]);
         } else {
-#if HALO_HAVE_PARTITIONED
+#if HMB_HAVE_PARTITIONED
             MPI_Pready(p, st->psend[d]);
 #endif
         }
@@ -452,7 +429,7 @@ static void thread_receive(halo_state *st, int mode, int tid)
         } else if (mode == MODE_MULTIPLE) {
             MPI_Wait(&st->piece_rreq[f->flat + p], MPI_STATUS_IGNORE);
         } else {
-#if HALO_HAVE_PARTITIONED
+#if HMB_HAVE_PARTITIONED
             for (int arrived = 0; !arrived;)
                 MPI_Parrived(st->precv[d], p, &arrived);
 #endif
@@ -492,17 +469,21 @@ static int start_requests(halo_state *st, int mode, MPI_Request *preq)
     return npreq;
 }
 
-/* One mode: t_iter and t_comm of this rank (local clock differences, seconds). */
-static void run_mode(hmb_ctx *ctx, halo_state *st, int mode, long iter, double *t_iter, double *t_comm)
+/* Untimed, before the mode's barrier. */
+static void mode_setup(hmb_ctx *ctx, void *state, int mode, long iter)
 {
-    MPI_Request preq[2 * NDIRS];
+    (void)ctx, (void)iter;
+    halo_state *st = state;
     st->mock_run++;
-    int npreq = start_requests(st, mode, preq);
-    hmb_phase(ctx, mode == MODE_SINGLE ? "single barrier" : mode == MODE_MULTIPLE ? "multiple barrier"
-                                                                                   : "partitioned barrier");
-    MPI_Barrier(st->comm[mode]);
+    st->npreq = start_requests(st, mode, st->preq);
+}
+
+/* One mode, timed by the harness from its barrier; times[1] = t_comm: last thread's compute
+ * end to exchange complete (this rank's clock). */
+static void mode_iterate(hmb_ctx *ctx, void *state, int mode, long iter, double *times)
+{
+    halo_state *st = state;
     long long bytes = 0;
-    double t0 = hmb_now();
     if (mode == MODE_SINGLE) {
 #pragma omp parallel num_threads(st->threads)
         compute(ctx, st, omp_get_thread_num(), iter);
@@ -517,14 +498,13 @@ static void run_mode(hmb_ctx *ctx, halo_state *st, int mode, long iter, double *
             bytes += thread_send(st, mode, tid);
             thread_receive(st, mode, tid);
         }
-        if (npreq > 0)
-            MPI_Waitall(npreq, preq, MPI_STATUSES_IGNORE);
+        if (st->npreq > 0)
+            MPI_Waitall(st->npreq, st->preq, MPI_STATUSES_IGNORE);
     }
     double t_end = hmb_now(), last_compute = st->compute_end[0];
     for (int t = 1; t < st->threads; t++)
         last_compute = st->compute_end[t] > last_compute ? st->compute_end[t] : last_compute;
-    *t_iter = t_end - t0;
-    *t_comm = t_end - last_compute;
+    times[1] = t_end - last_compute;
     atomic_store(&st->bytes_sent[mode], bytes);
 }
 
@@ -610,42 +590,47 @@ static void poison_send_buffers(halo_state *st)
             st->face[d].send[k] = SENT_POISON;
 }
 
+/* Untimed, right after the mode: poison its sends, check its halo, count its bytes. */
+static void mode_verify(hmb_ctx *ctx, void *state, int mode, long iter, double *sums)
+{
+    halo_state *st = state;
+    if (!st->mock && hmb_validate_enabled(ctx))
+        poison_send_buffers(st);
+    verify_mode(ctx, st, st->pt, mode, iter);
+    sums[0] = (double)atomic_load(&st->bytes_sent[mode]);
+}
+
+static const hmb_mode halo_modes[NMODES] = {
+    {.name = "single", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
+    {.name = "multiple", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
+    {.name = "partitioned", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
+};
+
 static int halo_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
 {
     halo_state *st = state;
-    int order[NMODES];
-    hmb_phase_order(st->nmodes, iter, order);
-    double times[2 * NMODES] = {0}, bytes[NMODES] = {0}; /* t_iter, t_comm per mode */
-    for (int k = 0; k < st->nmodes; k++) {
-        int mode = st->modes[order[k]];
-        if (k > 0)
-            hmb_cache_evict(ctx); /* --cache cold: every mode starts cold */
-        run_mode(ctx, st, mode, iter, &times[2 * mode], &times[2 * mode + 1]);
-        if (!st->mock && hmb_validate_enabled(ctx))
-            poison_send_buffers(st);
-        hmb_phase(ctx, "verify");
-        verify_mode(ctx, st, pt, mode, iter);
-        bytes[mode] = (double)atomic_load(&st->bytes_sent[mode]);
-    }
-    hmb_reduce_max(ctx, times, 2 * NMODES);
-    hmb_reduce_sum(ctx, bytes, NMODES);
-    if (st->rank != 0)
+    st->pt = pt;
+    hmb_mode_results r;
+    if (!hmb_modes_run(ctx, st, halo_modes, st->modes, st->nmodes, iter, &r))
         return 0;
     double t_iter[NMODES], throughput[NMODES], ratio[NMODES];
     for (int m = 0; m < NMODES; m++) {
         t_iter[m] = NAN;
-        st->bytes_per_rank_iter[m] = bytes[m] / hmb_size(ctx);
+        st->bytes_per_rank_iter[m] = r.sums[m][0] / hmb_size(ctx);
     }
     for (int k = 0; k < st->nmodes; k++)
-        t_iter[st->modes[k]] = times[2 * st->modes[k]];
+        t_iter[st->modes[k]] = r.times[st->modes[k]][0];
     hmb_pattern_rates(NMODES, st->bytes_per_rank_iter, t_iter, throughput, ratio);
     for (int k = 0; k < st->nmodes; k++) {
         int m = st->modes[k];
-        out->value[m * NKINDS + K_T_ITER] = t_iter[m] * 1e6;
-        out->value[m * NKINDS + K_T_COMM] = times[2 * m + 1] * 1e6;
-        out->value[m * NKINDS + K_THROUGHPUT] = throughput[m] * 1e-6;
+        const char *name = mode_names[m];
+        hmb_recordf(ctx, out, t_iter[m] * 1e6, "t_iter_%s_us", name);
+        hmb_recordf(ctx, out, r.times[m][1] * 1e6, "t_comm_%s_us", name);
+        if (st->mock) /* nothing was exchanged: no throughput */
+            continue;
+        hmb_recordf(ctx, out, throughput[m] * 1e-6, "throughput_%s_MBps", name);
         if (m != MODE_SINGLE)
-            out->value[M_RATIO(m)] = ratio[m];
+            hmb_recordf(ctx, out, ratio[m], "ratio_%s", name);
     }
     out->valid = 1;
     return 0;
