@@ -298,6 +298,7 @@ typedef struct {
 typedef struct {
     double times[HMB_MAX_MODES][HMB_MODE_MAX_TIMES];
     double sums[HMB_MAX_MODES][HMB_MODE_MAX_SUMS];
+    double local_s[HMB_MAX_MODES]; /* this rank's times[m][0], before the reduction */
 } hmb_mode_results;
 
 /* Run one iteration of a paired design: the nrun modes run[] (ids into modes[]) in the

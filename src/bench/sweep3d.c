@@ -32,18 +32,11 @@
 #include "hmb/hmb.h"
 #include "hmb/metrics.h"
 
-#if defined(HMB_HAVE_MPI_PSEND_INIT) && defined(HMB_HAVE_MPI_PARRIVED)
-#define SWEEP_HAVE_PARTITIONED 1
-#else
-#define SWEEP_HAVE_PARTITIONED 0
-#endif
-
 enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, NMODES };
 static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned"};
 enum { FACE_X, FACE_Y, NFACES };
 enum { NOCTANTS = 8 };
 /* Metrics: per mode, indexed M_xxx + mode. */
-enum { M_T_SWEEP = 0, M_THROUGHPUT = 3, M_RATIO = 6 /* multiple, partitioned */, M_IDLE = 8, M_IDLE_IDEAL = 11 };
 
 typedef struct {
     hmb_topo topo;
@@ -63,6 +56,7 @@ typedef struct {
     MPI_Request *piece_req;                       /* multiple: per slot and piece (sends) */
     MPI_Request *part_req;                        /* partitioned: [2 slot] send, [2 slot + 1] receive */
     double *busy_ns;                              /* [stage * threads + tid] */
+    double busy_s[NMODES];                        /* this rank's computing time in the last sweep */
     double *bytes_sent;                           /* [tid]: bytes this thread sent in the mode */
     double bytes_per_rank[NMODES];                /* rank 0: mean over ranks of bytes sent per sweep */
 } sweep_state;
@@ -96,7 +90,6 @@ static const hmb_metric sweep_metrics[] = {
     {"idle_share_single", "ratio", "single: 1 - computing / sweep time, mean over ranks", 0, 0},
     {"idle_share_multiple", "ratio", "multiple: 1 - computing / sweep time, mean over ranks", 0, 0},
     {"idle_share_partitioned", "ratio", "partitioned: 1 - computing / sweep time, mean over ranks", 0, 0},
-    {"idle_share_ideal", "ratio", "KBA fill/drain share from the grid: 1 - K / (K + px - 1 + py - 1)", 0, 0},
     HMB_METRIC_END};
 
 /* ------------------------------------------------------------------ geometry */
@@ -210,28 +203,13 @@ static void sweep_free(sweep_state *st)
     free(st);
 }
 
-/* Why mode m cannot run here, or NULL. */
-static const char *mode_unsupported(hmb_ctx *ctx, int m)
-{
-    int concurrent = hmb_threads(ctx) > 1 && hmb_thread_level_provided(ctx) < MPI_THREAD_MULTIPLE;
-    if (m == MODE_PARTITIONED && !SWEEP_HAVE_PARTITIONED)
-        return "this MPI library has no partitioned communication (MPI_Psend_init/MPI_Parrived)";
-    if (m != MODE_SINGLE && concurrent)
-        return "threads call MPI concurrently: needs MPI_THREAD_MULTIPLE";
-    return NULL;
-}
-
 static void *sweep_setup(hmb_ctx *ctx, const hmb_point *pt)
 {
     unsigned long long selected = hmb_opt_choices(ctx, "mode");
     int comm_on = strcmp(hmb_opt_str(ctx, "comm"), "on") == 0;
     for (int m = 0; m < NMODES; m++) {
-        const char *why = comm_on && (selected >> m & 1) ? mode_unsupported(ctx, m) : NULL;
-        if (why) {
-            hmb_unsupported(ctx, "--mode %s: %s (provided MPI_THREAD_%s); leave it out of --mode to run the others", mode_names[m],
-                            why, hmb_thread_level_name(hmb_thread_level_provided(ctx)));
+        if (comm_on && (selected >> m & 1) && hmb_mode_refused(ctx, mode_names[m], m != MODE_SINGLE, m == MODE_PARTITIONED))
             return NULL;
-        }
     }
     sweep_state *st = calloc(1, sizeof *st);
     if (!st) {
@@ -292,7 +270,7 @@ static void *sweep_setup(hmb_ctx *ctx, const hmb_point *pt)
         hmb_cache_register(ctx, st->recv[m], bytes);
         MPI_Comm_dup(hmb_comm(ctx), &st->comm[m]);
     }
-#if SWEEP_HAVE_PARTITIONED
+#if HMB_HAVE_PARTITIONED
     if (selected >> MODE_PARTITIONED & 1) {
         /* Created in slot order on every rank: each (sender, receiver, tag) pair inits its
          * requests in the same order on both sides, so they match one to one. */
@@ -377,7 +355,7 @@ static void receive_piece(sweep_state *st, int mode, int o, int k, int f, int p)
                  MPI_STATUS_IGNORE);
         return;
     }
-#if SWEEP_HAVE_PARTITIONED
+#if HMB_HAVE_PARTITIONED
     for (int arrived = 0; !arrived;)
         MPI_Parrived(st->part_req[2 * slot + 1], p, &arrived);
 #endif
@@ -392,7 +370,7 @@ static void send_piece(sweep_state *st, int mode, int o, int k, int f, int p)
                   &st->piece_req[slot * st->max_pieces + p]);
         return;
     }
-#if SWEEP_HAVE_PARTITIONED
+#if HMB_HAVE_PARTITIONED
     MPI_Pready(p, st->part_req[2 * slot]);
 #endif
 }
@@ -457,62 +435,78 @@ static void sweep_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long i
             }
 }
 
+static void mode_setup(hmb_ctx *ctx, void *state, int mode, long iter)
+{
+    (void)ctx, (void)mode, (void)iter;
+    sweep_state *st = state;
+    memset(st->bytes_sent, 0, (size_t)st->threads * sizeof(double));
+}
+
+static void mode_iterate(hmb_ctx *ctx, void *state, int mode, long iter, double *times)
+{
+    (void)times;
+    sweep_state *st = state;
+    if (mode == MODE_SINGLE)
+        sweep_single(ctx, st, iter);
+    else
+        sweep_threads(ctx, st, mode, iter);
+}
+
+/* Untimed: this rank's computing time of the sweep (its stages' slowest threads), and in
+ * sums[0] the bytes it sent. */
+static void mode_verify(hmb_ctx *ctx, void *state, int mode, long iter, double *sums)
+{
+    (void)ctx, (void)iter;
+    sweep_state *st = state;
+    const int stages = NOCTANTS * st->kblocks;
+    double busy_ns = 0.0;
+    for (int s = 0; s < stages; s++) {
+        double stage_ns = 0.0; /* the stage's slowest thread: a fork-join code waits for it */
+        for (int tid = 0; tid < st->threads; tid++)
+            stage_ns = fmax(stage_ns, st->busy_ns[s * st->threads + tid]);
+        busy_ns += stage_ns;
+    }
+    st->busy_s[mode] = busy_ns * 1e-9;
+    for (int tid = 0; tid < st->threads; tid++)
+        sums[0] += st->bytes_sent[tid];
+}
+
+static const hmb_mode sweep_modes[NMODES] = {
+    {.name = "single sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
+    {.name = "multiple sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
+    {.name = "partitioned sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
+};
+
 static int sweep_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
 {
     (void)pt;
     sweep_state *st = state;
-    int order[NMODES];
-    hmb_phase_order(st->nmodes, iter, order);
-    /* per mode: this rank's sweep time; its idle share; bytes it sent (0 for modes not run) */
-    double t_sweep[NMODES] = {0}, idle[NMODES] = {0}, bytes[NMODES] = {0};
-    const int stages = NOCTANTS * st->kblocks;
-    for (int i = 0; i < st->nmodes; i++) {
-        int m = st->modes[order[i]];
-        memset(st->bytes_sent, 0, (size_t)st->threads * sizeof(double));
-        if (i > 0)
-            hmb_cache_evict(ctx); /* --cache cold: every mode starts cold */
-        hmb_phase(ctx, "barrier before a sweep");
-        MPI_Barrier(hmb_comm(ctx));
-        hmb_phase(ctx, m == MODE_SINGLE ? "single sweep" : m == MODE_MULTIPLE ? "multiple sweep" : "partitioned sweep");
-        double t0 = hmb_now();
-        if (m == MODE_SINGLE)
-            sweep_single(ctx, st, iter);
-        else
-            sweep_threads(ctx, st, m, iter);
-        t_sweep[m] = hmb_now() - t0;
-        double busy_ns = 0.0;
-        for (int s = 0; s < stages; s++) {
-            double stage_ns = 0.0; /* the stage's slowest thread: a fork-join code waits for it */
-            for (int tid = 0; tid < st->threads; tid++)
-                stage_ns = fmax(stage_ns, st->busy_ns[s * st->threads + tid]);
-            busy_ns += stage_ns;
-        }
-        idle[m] = hmb_idle_share(busy_ns * 1e-9, t_sweep[m]);
-        for (int tid = 0; tid < st->threads; tid++)
-            bytes[m] += st->bytes_sent[tid];
-    }
-    hmb_phase(ctx, "reduce");
-    hmb_reduce_max(ctx, t_sweep, NMODES);
+    hmb_mode_results r;
+    int rank0 = hmb_modes_run(ctx, st, sweep_modes, st->modes, st->nmodes, iter, &r);
+    /* idle share: each rank's from its own sweep time (the slowest rank's is in r), mean over ranks */
+    double idle[NMODES] = {0};
+    for (int i = 0; i < st->nmodes; i++)
+        idle[st->modes[i]] = hmb_idle_share(st->busy_s[st->modes[i]], r.local_s[st->modes[i]]);
     hmb_reduce_sum(ctx, idle, NMODES);
-    hmb_reduce_sum(ctx, bytes, NMODES);
-    if (st->rank != 0)
+    if (!rank0)
         return 0;
     const int ranks = hmb_size(ctx);
-    double throughput[NMODES], ratio[NMODES];
-    for (int m = 0; m < NMODES; m++)
-        st->bytes_per_rank[m] = bytes[m] / ranks;
+    double t_sweep[NMODES], throughput[NMODES], ratio[NMODES];
+    for (int m = 0; m < NMODES; m++) {
+        st->bytes_per_rank[m] = r.sums[m][0] / ranks;
+        t_sweep[m] = r.times[m][0];
+    }
     hmb_pattern_rates(NMODES, st->bytes_per_rank, t_sweep, throughput, ratio); /* as halo3d */
     for (int i = 0; i < st->nmodes; i++) {
         int m = st->modes[i];
-        out->value[M_T_SWEEP + m] = t_sweep[m] * 1e6;
-        out->value[M_IDLE + m] = idle[m] / ranks;
+        const char *name = mode_names[m];
+        hmb_recordf(ctx, out, t_sweep[m] * 1e6, "t_sweep_%s_us", name);
+        hmb_recordf(ctx, out, idle[m] / ranks, "idle_share_%s", name);
         if (st->comm_on)
-            out->value[M_THROUGHPUT + m] = throughput[m] * 1e-6;
+            hmb_recordf(ctx, out, throughput[m] * 1e-6, "throughput_%s_MBps", name);
         if (m != MODE_SINGLE && st->comm_on && t_sweep[MODE_SINGLE] > 0.0)
-            out->value[M_RATIO + m - 1] = ratio[m];
+            hmb_recordf(ctx, out, ratio[m], "ratio_%s", name);
     }
-    if (st->comm_on)
-        out->value[M_IDLE_IDEAL] = hmb_kba_ideal_idle_share(st->topo.dims[0], st->topo.dims[1], st->kblocks);
     return 0;
 }
 
@@ -586,6 +580,9 @@ static void sweep_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
         hmb_result_add_num(ctx, key, st->bytes_per_rank[st->modes[i]]);
     }
     hmb_result_add_str(ctx, "comm", st->comm_on ? "on" : "off");
+    if (st->comm_on) /* a model of the grid, not a measurement: recorded once, no statistics */
+        hmb_result_add_num(ctx, "idle_share_ideal",
+                           hmb_kba_ideal_idle_share(st->topo.dims[0], st->topo.dims[1], st->kblocks));
     hmb_result_add_num(ctx, "nx", st->n[0]);
     hmb_result_add_num(ctx, "ny", st->n[1]);
     hmb_result_add_num(ctx, "nz", (double)st->n[2] * st->kblocks);

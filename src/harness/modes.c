@@ -34,6 +34,7 @@ int hmb_modes_run(hmb_ctx *ctx, void *state, const hmb_mode *modes, const int *r
             out->times[m][j] = 0.0;
         for (int j = 0; j < HMB_MODE_MAX_SUMS; j++)
             out->sums[m][j] = 0.0;
+        out->local_s[m] = 0.0;
     }
     char label[96];
     for (int k = 0; k < nrun; k++) {
@@ -49,7 +50,7 @@ int hmb_modes_run(hmb_ctx *ctx, void *state, const hmb_mode *modes, const int *r
         hmb_phase(ctx, mode->name);
         double t0 = hmb_now();
         mode->iterate(ctx, state, m, iter, out->times[m]);
-        out->times[m][0] = hmb_now() - t0;
+        out->times[m][0] = out->local_s[m] = hmb_now() - t0;
         if (mode->verify) {
             snprintf(label, sizeof label, "%s: verify", mode->name);
             hmb_phase(ctx, label);
