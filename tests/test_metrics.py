@@ -249,6 +249,16 @@ def pattern_rates(lib, nbytes, t_s):
     return list(thr), list(ratio)
 
 
+def test_throughput_divides_bytes_per_process_by_the_region(lib):
+    fn = lib.hmb_throughput_Bps
+    fn.restype, fn.argtypes = C.c_double, [C.c_double, C.c_double]
+    # 6 faces of 1 KiB per process per exchange in a 1.024 ms T_comm: 6144 B / 1.024e-3 s = 6e6 B/s
+    assert fn(6144.0, 1.024e-3) == pytest.approx(6e6)
+    # nothing exchanged (--comm off): no throughput, not 0 B/s; nor without a positive time
+    for nbytes, t in ((0.0, 1e-3), (6144.0, 0.0), (6144.0, -1e-3)):
+        assert math.isnan(fn(nbytes, t)), (nbytes, t)
+
+
 def test_pattern_rates_three_modes(lib):
     # 6 MB per rank per iteration in every mode; single 2 ms, multiple 1 ms, partitioned 4 ms:
     #   throughput = 6e6 / 2e-3 = 3e9, 6e6 / 1e-3 = 6e9, 6e6 / 4e-3 = 1.5e9 B/s;  ratio = 1, 2, 0.5

@@ -112,6 +112,10 @@ void hmb_match_queue_depth(int n, const double *values, double *total, double *p
  * throughput[0], mode 0 (single, fork-join) being the reference measured in the same iterations.
  * A mode with t <= 0 or NaN (not run) gets NaN throughput and ratio; every ratio is NaN when mode 0
  * has none. */
+/* The one throughput of the patterns (SPEC §3.5): bytes exchanged per process (mean over ranks)
+ * divided by the timed region's time (t_iter, t_sweep, T_comm: the slowest rank's), in B/s.
+ * NaN when nothing was exchanged (bytes <= 0: --comm off) or the time is not positive. */
+double hmb_throughput_Bps(double bytes_per_process, double t_region_s);
 void hmb_pattern_rates(int nmodes, const double *bytes, const double *t_s, double *throughput_Bps, double *ratio);
 
 #ifdef __cplusplus

@@ -22,8 +22,7 @@
 enum { NDIRS = 6 };
 enum { EX_COMM, EX_OVERALL, NEXCHANGES }; /* the two phases that exchange: separate buffers */
 enum { PHASE_COMM, PHASE_COMP, PHASE_OVERALL, NPHASES };
-enum { T_COMM, T_COMP, T_OVERALL, T_POST, T_WAIT, NTIMES }; /* per-rank times, then reduced */
-enum { M_OVERLAP, M_T_COMM, M_T_COMP, M_T_OVERALL, M_T_POST, M_T_WAIT, M_THROUGHPUT };
+enum { T_POST = 1, T_WAIT = 2 }; /* the overall phase's sub-times (hmb_mode_results) */
 static const char *const exchange_names[NEXCHANGES] = {"communication-only exchange", "overlapped exchange"};
 
 #define POISON_BYTE 0xA5
@@ -41,6 +40,7 @@ typedef struct {
     unsigned char *send[NEXCHANGES][NDIRS], *recv[NEXCHANGES][NDIRS];
     MPI_Request reqs[2 * NDIRS];
     double reduced[NEXCHANGES]; /* each exchange's Allreduce result */
+    double bytes_per_rank;      /* bytes sent per exchange, mean over ranks */
 } stencil_state;
 
 /* Each rank's Allreduce contribution: exact in a double, differs by exchange and iteration. */
@@ -139,6 +139,11 @@ static void *stencil_setup(hmb_ctx *ctx, const hmb_point *pt)
             st->send[ex][d] = st->buffers + ((size_t)ex * NDIRS + d) * st->size;
             st->recv[ex][d] = st->buffers + ((size_t)(NEXCHANGES + ex) * NDIRS + d) * st->size;
         }
+    double sent = 0.0; /* bytes this rank sends per exchange; the mean over ranks */
+    for (int d = 0; d < NDIRS; d++)
+        sent += st->topo.dir[d].to != MPI_PROC_NULL ? (double)st->size : 0.0;
+    hmb_reduce_sum(ctx, &sent, 1);
+    st->bytes_per_rank = sent / hmb_size(ctx);
     st->calib_t_comm_s = NAN;
     if (hmb_opt_given(ctx, "compute")) {
         st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
@@ -162,61 +167,57 @@ static void stencil_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long
         }
 }
 
-static int stencil_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
+static void phase_iterate(hmb_ctx *ctx, void *state, int phase, long iter, double *times)
 {
     stencil_state *st = state;
-    MPI_Comm comm = hmb_comm(ctx);
-    int order[NPHASES];
-    hmb_phase_order(NPHASES, iter, order);
-    double t[NTIMES];
-    for (int k = 0; k < NPHASES; k++) {
-        if (k > 0)
-            hmb_cache_evict(ctx); /* --cache cold: every phase starts cold */
-        MPI_Barrier(comm);
-        double t0 = hmb_now();
-        switch (order[k]) {
-        case PHASE_COMM:
-            hmb_phase(ctx, "comm: Irecv/Isend, Waitall, Allreduce");
-            post_exchange(ctx, st, EX_COMM);
-            wait_exchange(st);
-            allreduce(ctx, st, EX_COMM, iter);
-            t[T_COMM] = hmb_now() - t0;
-            break;
-        case PHASE_COMP:
-            hmb_phase(ctx, "comp: compute");
-            compute(ctx, st, iter);
-            t[T_COMP] = hmb_now() - t0;
-            break;
-        case PHASE_OVERALL: {
-            hmb_phase(ctx, "overall: post, compute, Waitall, Allreduce");
-            post_exchange(ctx, st, EX_OVERALL);
-            double t_posted = hmb_now();
-            compute(ctx, st, iter);
-            double t_computed = hmb_now();
-            wait_exchange(st);
-            double t_waited = hmb_now();
-            allreduce(ctx, st, EX_OVERALL, iter);
-            t[T_OVERALL] = hmb_now() - t0;
-            t[T_POST] = t_posted - t0;
-            t[T_WAIT] = t_waited - t_computed;
-            break;
-        }
-        }
+    double t0 = hmb_now();
+    switch (phase) {
+    case PHASE_COMM:
+        post_exchange(ctx, st, EX_COMM);
+        wait_exchange(st);
+        allreduce(ctx, st, EX_COMM, iter);
+        break;
+    case PHASE_COMP:
+        compute(ctx, st, iter);
+        break;
+    case PHASE_OVERALL: {
+        post_exchange(ctx, st, EX_OVERALL);
+        double t_posted = hmb_now();
+        compute(ctx, st, iter);
+        double t_computed = hmb_now();
+        wait_exchange(st);
+        times[T_WAIT] = hmb_now() - t_computed;
+        allreduce(ctx, st, EX_OVERALL, iter);
+        times[T_POST] = t_posted - t0;
+        break;
     }
-    hmb_reduce_max(ctx, t, NTIMES);
-    if (hmb_rank(ctx) != 0)
+    }
+}
+
+static const hmb_mode stencil_phases[NPHASES] = {
+    {.name = "comm: Irecv/Isend, Waitall, Allreduce", .iterate = phase_iterate},
+    {.name = "comp: compute", .iterate = phase_iterate},
+    {.name = "overall: post, compute, Waitall, Allreduce", .iterate = phase_iterate},
+};
+static const int all_phases[NPHASES] = {PHASE_COMM, PHASE_COMP, PHASE_OVERALL};
+
+static int stencil_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
+{
+    (void)pt;
+    stencil_state *st = state;
+    hmb_mode_results r;
+    if (!hmb_modes_run(ctx, st, stencil_phases, all_phases, NPHASES, iter, &r))
         return 0;
-    out->value[M_OVERLAP] = hmb_overlap_pct(t[T_COMM], t[T_COMP], t[T_OVERALL]);
-    out->value[M_T_COMM] = t[T_COMM] * 1e6;
-    out->value[M_T_COMP] = t[T_COMP] * 1e6;
-    out->value[M_T_OVERALL] = t[T_OVERALL] * 1e6;
-    out->value[M_T_POST] = t[T_POST] * 1e6;
-    out->value[M_T_WAIT] = t[T_WAIT] * 1e6;
-    int sends = 0;
-    for (int d = 0; d < NDIRS; d++)
-        sends += st->topo.dir[d].to != MPI_PROC_NULL;
-    out->value[M_THROUGHPUT] = (double)sends * (double)st->size / t[T_COMM] / 1e6;
-    out->valid = t[T_COMM] > 0;
+    const double t_comm = r.times[PHASE_COMM][0], t_comp = r.times[PHASE_COMP][0];
+    const double t_overall = r.times[PHASE_OVERALL][0];
+    hmb_record(ctx, out, "overlap_pct", hmb_overlap_pct(t_comm, t_comp, t_overall));
+    hmb_record(ctx, out, "t_comm_us", t_comm * 1e6);
+    hmb_record(ctx, out, "t_comp_us", t_comp * 1e6);
+    hmb_record(ctx, out, "t_overall_us", t_overall * 1e6);
+    hmb_record(ctx, out, "t_post_us", r.times[PHASE_OVERALL][T_POST] * 1e6);
+    hmb_record(ctx, out, "t_wait_us", r.times[PHASE_OVERALL][T_WAIT] * 1e6);
+    hmb_record(ctx, out, "throughput_MBps", hmb_throughput_Bps(st->bytes_per_rank, t_comm) * 1e-6);
+    out->valid = t_comm > 0;
     return 0;
 }
 
@@ -283,7 +284,7 @@ static const hmb_metric stencil_metrics[] = {
     {"t_overall_us", "us", "post, compute, Waitall, Allreduce: communication overlapped (slowest rank)", 0, 1, 0},
     {"t_post_us", "us", "overall phase: posting the 12 requests (initiation; slowest rank)", 0, 1, 0},
     {"t_wait_us", "us", "overall phase: the Waitall after the compute (slowest rank)", 0, 1, 0},
-    {"throughput_MBps", "MB/s", "bytes one rank sends per exchange / T_comm (1 MB = 1e6 B)", 1, 0, 0},
+    {"throughput_MBps", "MB/s", "bytes sent per process per exchange (mean over ranks) / T_comm (1 MB = 1e6 B)", 1, 0, 0},
     HMB_METRIC_END};
 
 static const hmb_bench stencil_bench = {

@@ -126,10 +126,15 @@ void hmb_match_queue_depth(int n, const double *values, double *total, double *p
     }
 }
 
+double hmb_throughput_Bps(double bytes_per_process, double t_region_s)
+{
+    return bytes_per_process > 0.0 && t_region_s > 0.0 ? bytes_per_process / t_region_s : NAN;
+}
+
 void hmb_pattern_rates(int nmodes, const double *bytes, const double *t_s, double *throughput_Bps, double *ratio)
 {
     for (int m = 0; m < nmodes; m++)
-        throughput_Bps[m] = t_s[m] > 0.0 ? bytes[m] / t_s[m] : NAN;
+        throughput_Bps[m] = hmb_throughput_Bps(bytes[m], t_s[m]);
     for (int m = 0; m < nmodes; m++)
         ratio[m] = throughput_Bps[m] / throughput_Bps[0]; /* NaN propagates */
 }
