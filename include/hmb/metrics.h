@@ -38,6 +38,12 @@ int hmb_part_metrics_compute(int n, const double *s, const double *a, double t_j
 /* Asynchronous progress (SPEC §3.3): T_over = T_total - C; E = 100 (1 - T_over / T_sync). */
 double hmb_async_overhead(double t_total_s, double c_s);
 double hmb_async_efficiency_pct(double t_total_s, double c_s, double t_sync_s);
+/* E of each of n ranks from its own times (c_s[r]: the compute it is charged with, C or
+ * C_loaded), then aggregated: *worst the lowest rank's E, *mean the mean over ranks (seed 004
+ * averages over all pairs; every rank of a pair counts once). Never E from times of different
+ * ranks. Returns 0, or -1 for n < 1 or a rank with t_sync <= 0 (both outputs NaN). */
+int hmb_async_efficiency_ranks(int n, const double *t_total_s, const double *c_s, const double *t_sync_s,
+                               double *worst_pct, double *mean_pct);
 
 /* Stencil overlap (SPEC §3.5): 100 (T_comm + T_comp - T_overall) / T_comm, clamped [0,100]. */
 double hmb_overlap_pct(double t_comm_s, double t_comp_s, double t_overall_s);

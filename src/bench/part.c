@@ -598,15 +598,9 @@ static void pair_pieces(hmb_ctx *ctx, part_state *st)
     }
 }
 
-/* Counterbalanced paired design: iteration i runs the three phases in order i mod 6, so over
- * six iterations each phase runs first, second and third twice and directly follows each other
- * phase twice: none systematically inherits another's cache or progress-engine state. Order 0
- * runs the single send first: the never-reported grace comes from the latest single-send time. */
-static const int phase_orders[6][NPHASES] = {
-    {PHASE_SINGLE, PHASE_PERSISTENT, PHASE_PARTITIONED}, {PHASE_PARTITIONED, PHASE_SINGLE, PHASE_PERSISTENT},
-    {PHASE_PERSISTENT, PHASE_PARTITIONED, PHASE_SINGLE}, {PHASE_SINGLE, PHASE_PARTITIONED, PHASE_PERSISTENT},
-    {PHASE_PERSISTENT, PHASE_SINGLE, PHASE_PARTITIONED}, {PHASE_PARTITIONED, PHASE_PERSISTENT, PHASE_SINGLE}};
-
+/* Counterbalanced paired design (hmb_phase_order): over six iterations each phase runs first,
+ * second and third twice and directly follows each other phase equally often. Order 0 runs the
+ * single send first: the never-reported grace comes from the latest single-send time. */
 static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
 {
     part_state *st = state;
@@ -614,8 +608,10 @@ static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
 
     double t_baseline[NPHASES] = {0.0}; /* sender: the phase's join; receiver: its t_recv (local) */
     const double timeout_s = (double)hmb_opt_duration_ns(ctx, "timeout") * 1e-9;
+    int order[NPHASES];
+    hmb_phase_order(NPHASES, iter, order);
     for (int k = 0; k < NPHASES; k++) {
-        const int phase = phase_orders[iter % 6][k];
+        const int phase = order[k];
         if (phase == PHASE_PARTITIONED) {
             st->deadline_s = hmb_now() + POLL_DEADLINE_TIMEOUT_FRACTION * timeout_s;
             phase_partitioned(ctx, st, pt, iter);

@@ -43,6 +43,25 @@ double hmb_async_efficiency_pct(double t_total_s, double c_s, double t_sync_s)
     return 100.0 * (1.0 - hmb_async_overhead(t_total_s, c_s) / t_sync_s);
 }
 
+int hmb_async_efficiency_ranks(int n, const double *t_total_s, const double *c_s, const double *t_sync_s,
+                               double *worst_pct, double *mean_pct)
+{
+    *worst_pct = *mean_pct = NAN;
+    if (n < 1)
+        return -1;
+    double worst = INFINITY, sum = 0.0;
+    for (int r = 0; r < n; r++) {
+        if (!(t_sync_s[r] > 0.0))
+            return -1;
+        double e = hmb_async_efficiency_pct(t_total_s[r], c_s[r], t_sync_s[r]);
+        worst = e < worst ? e : worst;
+        sum += e;
+    }
+    *worst_pct = worst;
+    *mean_pct = sum / n;
+    return 0;
+}
+
 double hmb_overlap_pct(double t_comm_s, double t_comp_s, double t_overall_s)
 {
     if (!(t_comm_s > 0.0))
