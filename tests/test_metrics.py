@@ -148,9 +148,13 @@ def test_part_bad_inputs(lib):
         assert rc == 0 and math.isnan(m.overhead_persistent) and m.overhead == 1.0 and m.t_part_s == 1.0
     # An arrival before its ready time is reported as is (a clock problem the user must see):
     # t_part = 0.5 - 1 < 0, and the arrival (0.5) precedes the join (1) -> early_bird 1.
+    # a_L - s_L = -0.5 <= 0: no bandwidth is defined; NaN and rc 1 (the sample is invalid), not +inf.
     rc, m = part(lib, [1.0], [0.5], 1.0, 1.0, 1.0, 8)
-    assert rc == 0 and m.t_part_s == -0.5 and m.early_bird == 1.0
-    assert math.isinf(m.perceived_bw_Bps)  # a_L - s_L <= 0: no finite bandwidth
+    assert rc == 1 and m.t_part_s == -0.5 and m.early_bird == 1.0
+    assert math.isnan(m.perceived_bw_Bps)
+    # a_L - s_L = 0 exactly: the same
+    rc, m = part(lib, [1.0], [1.0], 1.0, 1.0, 1.0, 8)
+    assert rc == 1 and math.isnan(m.perceived_bw_Bps)
 
 
 # ------------------------------------------------------------------ async, overlap, projection, eager

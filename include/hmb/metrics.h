@@ -31,7 +31,9 @@ typedef struct {
  * before the join scores 0, and so does P = 1 (its only s is at or after the join).
  * Returns 0, or -1 if inputs are unusable (n < 1, t_pt2pt <= 0); t_persist <= 0 (or NaN) leaves
  * only overhead_persistent NaN, the other metrics do not depend on it. An arrival
- * before its ready time is allowed and reported as is (a clock problem the user must see). */
+ * before its ready time is reported as is (a clock problem the user must see), except where it
+ * leaves the piece made ready last with a_L - s_L <= 0: no bandwidth is defined, perceived_bw
+ * is NaN and the function returns 1 (the caller marks the sample invalid, saying why). */
 int hmb_part_metrics_compute(int n, const double *s, const double *a, double t_join_s, double t_pt2pt_s,
                              double t_persist_s, size_t m_bytes, hmb_part_metrics *out);
 
@@ -99,10 +101,10 @@ double hmb_idle_share(double busy_s, double elapsed_s);
 /* match (SPEC §3.6): one halo iteration seen by the centre rank's nthreads threads. Thread k
  * posted its first operation at begin[k], returned from its last post at posted[k] and from its
  * wait at done[k]; paused[k] is time inside [begin, posted] spent on something other than posting
- * (reading MPI_T variables; 0 otherwise). ops: operations posted by all threads (receives +
- * sends). t_iter = max done - min begin (wall time of the exchange); post_per_msg =
- * sum (posted - begin - paused) / ops; wait_per_msg = sum (done - posted) / ops (thread time per
- * operation in posting and in completion). Returns 0, or -1 for nthreads < 1 or ops < 1. */
+ * (reading MPI_T variables; 0 otherwise). ops: the messages the figures are per (match passes
+ * the messages received by all threads, SPEC §3.6). t_iter = max done - min begin (wall time of
+ * the exchange); post_per_msg = sum (posted - begin - paused) / ops; wait_per_msg =
+ * sum (done - posted) / ops. Returns 0, or -1 for nthreads < 1 or ops < 1. */
 typedef struct {
     double t_iter_s, post_per_msg_s, wait_per_msg_s;
 } hmb_match_times;

@@ -100,6 +100,11 @@ static void mt_check(hmb_ctx *ctx)
         hmb_header_add_num(ctx, "MPIR_CVAR_CH4_RESERVE_VCIS", (double)reserve);
     else
         hmb_header_add_str(ctx, "MPIR_CVAR_CH4_RESERVE_VCIS", "not exposed by this library");
+    /* The one-sided component the rma test measures: `hmb run` excludes Open MPI's UCX one
+     * (docs/metrics.md, mt): shown where the user reads the table. */
+    const char *osc = getenv("OMPI_MCA_osc");
+    if (osc)
+        hmb_header_add_str(ctx, "OMPI_MCA_osc", osc);
 }
 
 static void mt_points(hmb_ctx *ctx, hmb_point_list *out)

@@ -80,6 +80,7 @@ typedef struct {
     int done_flag, done_payload;
     double done_at_s;
     double grace_s, deadline_s;
+    long no_perceived_bw; /* samples whose last-ready piece arrived at or before its ready time */
 } part_state;
 
 static const hmb_option part_options[] = {
@@ -646,8 +647,11 @@ static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
         t_join = fmax(t_join, hmb_to_global(ctx, st->compute_end[t]));
     pair_pieces(ctx, st);
     hmb_part_metrics m;
-    out->valid = hmb_part_metrics_compute(st->npieces, st->piece_ready, st->piece_arrived, t_join, t_pt2pt,
-                                          t_persist, st->size_bytes, &m) == 0;
+    int rc = hmb_part_metrics_compute(st->npieces, st->piece_ready, st->piece_arrived, t_join, t_pt2pt, t_persist,
+                                      st->size_bytes, &m);
+    out->valid = rc == 0;
+    if (rc == 1 && iter >= hmb_opt_int(ctx, "warmup")) /* counted where the harness counts invalid samples */
+        st->no_perceived_bw++;
     out->value[M_OVERHEAD] = m.overhead;
     out->value[M_OVERHEAD_PERSISTENT] = m.overhead_persistent;
     out->value[M_T_PART] = m.t_part_s * 1e6;
@@ -704,7 +708,12 @@ static void part_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
 
 static void part_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
 {
-    (void)state;
+    const part_state *st = state;
+    if (st->no_perceived_bw > 0) {
+        hmb_result_add_num(ctx, "invalid_no_perceived_bw", (double)st->no_perceived_bw);
+        hmb_result_add_str(ctx, "invalid_reason", "the piece made ready last was reported arrived at or before its "
+                                                  "ready time (a_L - s_L <= 0): no perceived bandwidth; a clock problem");
+    }
     hmb_result_add_num(ctx, "partitions_send", (double)hmb_point_int(pt, "partitions"));
     hmb_result_add_num(ctx, "partitions_recv", (double)hmb_point_int(pt, "recv_partitions"));
     hmb_result_add_str(ctx, "pready", hmb_opt_str(ctx, "pready"));

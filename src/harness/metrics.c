@@ -27,13 +27,13 @@ int hmb_part_metrics_compute(int n, const double *s, const double *a, double t_j
     /* an unusable persistent baseline costs only the metric that divides by it */
     out->overhead_persistent = t_persist_s > 0.0 ? out->t_part_s / t_persist_s : NAN;
     double last_span = a[last_ready] - s[last_ready];
-    out->perceived_bw_Bps = last_span > 0.0 ? (double)m_bytes / last_span : INFINITY;
+    out->perceived_bw_Bps = last_span > 0.0 ? (double)m_bytes / last_span : NAN;
     double after = a_max - t_join_s;
     out->t_after_join_s = after > 0.0 ? after : 0.0;
     out->availability = 1.0 - out->t_after_join_s / t_pt2pt_s;
     /* Equal pieces: the share of pieces is the share of bytes, sum_k bytes_k / m. */
     out->early_bird = (double)arrived_by_join / n;
-    return 0;
+    return last_span > 0.0 ? 0 : 1;
 }
 
 double hmb_async_overhead(double t_total_s, double c_s) { return t_total_s - c_s; }
