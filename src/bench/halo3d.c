@@ -293,7 +293,7 @@ static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
     for (int m = 0; m < NMODES; m++) {
         if (!(chosen & (1ull << m)))
             continue;
-        if (!st->mock && hmb_mode_refused(ctx, mode_names[m], 1, m == MODE_PARTITIONED))
+        if (!st->mock && hmb_mode_refused(ctx, mode_names[m], m == MODE_MULTIPLE, m == MODE_PARTITIONED))
             return st;
         st->modes[st->nmodes++] = m;
         MPI_Comm_dup(hmb_comm(ctx), &st->comm[m]);

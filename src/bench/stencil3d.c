@@ -9,7 +9,9 @@
  *   overall: post, compute (the same draws), Waitall, Allreduce      -> T_overall, T_post, T_wait
  * overlap % = hmb_overlap_pct(T_comm, T_comp, T_overall); every time is the slowest rank's.
  * The compute is --compute, or --calc-factor x T_comm measured before the point's iterations.
- * Communication runs on the main thread outside the OpenMP region (MPI_THREAD_FUNNELED). */
+ * Communication runs on the main thread outside the OpenMP region (MPI_THREAD_FUNNELED).
+ * --comm off (mock, as halo3d's): each face is copied into this rank's own receive buffer and the
+ * Allreduce is left out; the same phases, compute and validation (against this rank), no MPI. */
 #include <limits.h>
 #include <math.h>
 #include <omp.h>
@@ -40,7 +42,8 @@ typedef struct {
     unsigned char *send[NEXCHANGES][NDIRS], *recv[NEXCHANGES][NDIRS];
     MPI_Request reqs[2 * NDIRS];
     double reduced[NEXCHANGES]; /* each exchange's Allreduce result */
-    double bytes_per_rank;      /* bytes sent per exchange, mean over ranks */
+    double bytes_per_rank;      /* bytes sent per exchange, mean over ranks (0 in mock mode) */
+    int mock;                   /* --comm off */
 } stencil_state;
 
 /* Each rank's Allreduce contribution: exact in a double, differs by exchange and iteration. */
@@ -75,17 +78,29 @@ static void stencil_points(hmb_ctx *ctx, hmb_point_list *out)
 static void post_exchange(hmb_ctx *ctx, stencil_state *st, int ex)
 {
     MPI_Comm comm = hmb_comm(ctx);
+    if (st->mock) { /* the data movement alone: each face into this rank's own halo */
+        for (int d = 0; d < NDIRS; d++)
+            if (st->topo.dir[d].from != MPI_PROC_NULL)
+                memcpy(st->recv[ex][d], st->send[ex][d], st->size);
+        return;
+    }
     for (int d = 0; d < NDIRS; d++)
         MPI_Irecv(st->recv[ex][d], (int)st->size, MPI_BYTE, st->topo.dir[d].from, d, comm, &st->reqs[d]);
     for (int d = 0; d < NDIRS; d++)
         MPI_Isend(st->send[ex][d], (int)st->size, MPI_BYTE, st->topo.dir[d].to, d, comm, &st->reqs[NDIRS + d]);
 }
 
-static void wait_exchange(stencil_state *st) { MPI_Waitall(2 * NDIRS, st->reqs, MPI_STATUSES_IGNORE); }
+static void wait_exchange(stencil_state *st)
+{
+    if (!st->mock)
+        MPI_Waitall(2 * NDIRS, st->reqs, MPI_STATUSES_IGNORE);
+}
 
 static void allreduce(hmb_ctx *ctx, stencil_state *st, int ex, long iter)
 {
     double term = allreduce_term(hmb_rank(ctx), ex, iter);
+    if (st->mock)
+        return;
     MPI_Allreduce(&term, &st->reduced[ex], 1, MPI_DOUBLE, MPI_SUM, hmb_comm(ctx));
 }
 
@@ -139,9 +154,10 @@ static void *stencil_setup(hmb_ctx *ctx, const hmb_point *pt)
             st->send[ex][d] = st->buffers + ((size_t)ex * NDIRS + d) * st->size;
             st->recv[ex][d] = st->buffers + ((size_t)(NEXCHANGES + ex) * NDIRS + d) * st->size;
         }
-    double sent = 0.0; /* bytes this rank sends per exchange; the mean over ranks */
+    st->mock = strcmp(hmb_opt_str(ctx, "comm"), "off") == 0;
+    double sent = 0.0; /* bytes this rank sends per exchange; the mean over ranks (none in mock mode) */
     for (int d = 0; d < NDIRS; d++)
-        sent += st->topo.dir[d].to != MPI_PROC_NULL ? (double)st->size : 0.0;
+        sent += st->topo.dir[d].to != MPI_PROC_NULL && !st->mock ? (double)st->size : 0.0;
     hmb_reduce_sum(ctx, &sent, 1);
     st->bytes_per_rank = sent / hmb_size(ctx);
     st->calib_t_comm_s = NAN;
@@ -229,14 +245,16 @@ static void stencil_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long 
         for (int d = 0; d < NDIRS; d++) {
             const hmb_topo_dir *dir = &st->topo.dir[d];
             size_t bad = 0;
-            if (dir->from == MPI_PROC_NULL || hmb_check(ctx, st->recv[ex][d], st->size, dir->from,
-                                                        ex * NDIRS + d, iter, &bad))
+            const int from = st->mock ? hmb_rank(ctx) : dir->from;
+            if (dir->from == MPI_PROC_NULL || hmb_check(ctx, st->recv[ex][d], st->size, from, ex * NDIRS + d, iter, &bad))
                 continue;
             hmb_validation_failure(ctx, pt, iter, d,
                                    "%s, direction %d (offset %+d,%+d,%+d) from rank %d: byte %zu of %zu is 0x%02x",
-                                   exchange_names[ex], d, dir->off[0], dir->off[1], dir->off[2], dir->from, bad,
+                                   exchange_names[ex], d, dir->off[0], dir->off[1], dir->off[2], from, bad,
                                    st->size, st->recv[ex][d][bad]);
         }
+        if (st->mock)
+            continue;
         double want = 0;
         for (int r = 0; r < n; r++)
             want += allreduce_term(r, ex, iter);
@@ -251,6 +269,7 @@ static void stencil_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
     const stencil_state *st = state;
     int calc = !isnan(st->calib_t_comm_s);
     hmb_result_add_str(ctx, "compute_source", calc ? "calc-factor" : "compute");
+    hmb_result_add_num(ctx, "mock", st->mock);
     hmb_result_add_num(ctx, "compute_us", (double)st->compute_ns * 1e-3);
     if (calc) {
         hmb_result_add_num(ctx, "calc_factor", hmb_opt_double(ctx, "calc-factor"));
@@ -271,6 +290,8 @@ static void stencil_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
 static const hmb_default stencil_defaults[] = {{"sizes", "1K:1M"}, {NULL, NULL}};
 
 static const hmb_option stencil_options[] = {
+    {"comm", HMB_OPT_CHOICE, "on", "off: mock mode, the same phases without MPI (faces copied locally, no Allreduce)", 0,
+     0, "on|off"},
     HMB_TOPO_OPTIONS,
     {"calc-factor", HMB_OPT_DOUBLE, "2.0",
      "without --compute: compute = this factor x T_comm, the fastest of 5 exchanges measured before the point",
