@@ -41,7 +41,7 @@ def check_metrics(result: dict, modes=MODES) -> None:
     (2, 22),  # thread grid 2x1x1: the side must be even, 22^2 = 484 beats 24^2 = 576
 ])
 def test_two_ranks_every_mode_moves_the_same_bytes(mpi_name, tmp_path, threads, side):
-    modes = pattern_modes(mpi_name)
+    modes = pattern_modes(mpi_name) + ("persistent",)  # persistent: validated every iteration too
     r = run_bench(mpi_name, ["halo3d", "--sizes", "4K", "--threads", str(threads), "--mode", ",".join(modes)]
                   + TINY, threads=threads, tmp_path=tmp_path)
     assert r.rc == 0, r.stderr
@@ -105,13 +105,14 @@ def test_mock_mode_validates_without_communication(mpi_name, tmp_path):
     assert "halo cell" in bad.stderr
 
 
-def test_corrupted_cell_names_its_place(mpi_name, tmp_path):
-    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--mode", "multiple", "--corrupt-at", "2"] + TINY,
+@pytest.mark.parametrize("mode", ["multiple", "persistent"])
+def test_corrupted_cell_names_its_place(mpi_name, tmp_path, mode):
+    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--mode", mode, "--corrupt-at", "2"] + TINY,
                   tmp_path=tmp_path)
     assert r.rc == 3, r.stderr
     line = one_hmb_line(r.stderr)
     # rank 0's first received face is +x (from rank 1), its only piece, middle cell (-1,2,2)
-    for part in ("iteration=2", "multiple mode", "rank 0 halo cell (-1,2,2)", "direction +x", "from rank 1"):
+    for part in ("iteration=2", f"{mode} mode", "rank 0 halo cell (-1,2,2)", "direction +x", "from rank 1"):
         assert part in line, line
 
 

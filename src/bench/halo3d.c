@@ -13,7 +13,9 @@
  *                unpacks the pieces landing next to its tile;
  *   partitioned  one MPI_Psend_init / MPI_Precv_init per face, partitions = its pieces; a thread
  *                packs and MPI_Preadys its pieces after its compute, then polls MPI_Parrived for
- *                the pieces landing next to its tile and unpacks them.
+ *                the pieces landing next to its tile and unpacks them;
+ *   persistent   fork-join as single, on one MPI_Send_init / MPI_Recv_init per face created once
+ *                per point: MPI_Start of the receives, pack, MPI_Start of each send, Waitall.
  * --comm off (mock, after LLNL Comb) runs the same modes without any MPI call in the pattern:
  * the pieces are unpacked from the rank's own send buffers, so packing, unpacking and compute
  * are measured alone and validation still runs.
@@ -30,8 +32,8 @@
 #include "hmb/hmb.h"
 #include "hmb/metrics.h"
 
-enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, NMODES };
-static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned"};
+enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, MODE_PERSISTENT, NMODES };
+static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned", "persistent"};
 #define NDIRS 6
 #define POISON 0xA5A5A5A5A5A5A5A5ull
 /* Written into the send buffers once a mode's sends are complete (the buffer is the
@@ -59,6 +61,7 @@ typedef struct {
     MPI_Comm comm[NMODES]; /* one per mode: no mode's message can match another's */
     MPI_Request *piece_rreq, *piece_sreq; /* multiple: per (direction, piece) */
     MPI_Request psend[NDIRS], precv[NDIRS];
+    MPI_Request persist_send[NDIRS], persist_recv[NDIRS]; /* persistent: per face */
     atomic_uint *mock_ready; /* mock multiple/partitioned: piece packed in run mock_run */
     unsigned mock_run;
     double *compute_end;                    /* per thread, local clock */
@@ -73,7 +76,7 @@ typedef struct {
 
 static const hmb_option halo_options[] = {
     {"mode", HMB_OPT_CHOICES, "all", "exchange modes run in one iteration, paired and counterbalanced", 0, 0,
-     "single|multiple|partitioned"},
+     "single|multiple|partitioned|persistent"},
     {"domain", HMB_OPT_INTS, NULL, "cells per rank nx,ny,nz (8 bytes each; default: a cube per --sizes face)", 1,
      1 << 20, NULL},
     {"comm", HMB_OPT_CHOICE, "on", "off: mock mode, the same pattern without MPI (pack, unpack, compute alone)", 0,
@@ -92,8 +95,10 @@ static const hmb_metric halo_metrics[] = {
     MODE_METRICS("single"),
     MODE_METRICS("multiple"),
     MODE_METRICS("partitioned"),
+    MODE_METRICS("persistent"),
     {"ratio_multiple", "ratio", "throughput multiple / throughput single, same iterations", 1, 1},
     {"ratio_partitioned", "ratio", "throughput partitioned / throughput single, same iterations", 1, 1},
+    {"ratio_persistent", "ratio", "throughput persistent / throughput single, same iterations", 1, 1},
     HMB_METRIC_END};
 
 /* ------------------------------------------------------------------ block geometry */
@@ -286,7 +291,7 @@ static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
     st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
     st->mock = strcmp(hmb_opt_str(ctx, "comm"), "off") == 0;
     for (int d = 0; d < NDIRS; d++)
-        st->psend[d] = st->precv[d] = MPI_REQUEST_NULL;
+        st->psend[d] = st->precv[d] = st->persist_send[d] = st->persist_recv[d] = MPI_REQUEST_NULL;
     for (int m = 0; m < NMODES; m++)
         st->comm[m] = MPI_COMM_NULL;
     unsigned long long chosen = hmb_opt_choices(ctx, "mode");
@@ -302,6 +307,16 @@ static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
         hmb_unsupported(ctx, "cannot allocate a block of %s cells with its face buffers", st->domain);
         return st;
     }
+    if (!st->mock && st->comm[MODE_PERSISTENT] != MPI_COMM_NULL)
+        for (int d = 0; d < NDIRS; d++) {
+            halo_face *f = &st->face[d];
+            int count = (int)(f->npieces * f->piece_cells);
+            if (f->to != MPI_PROC_NULL)
+                MPI_Send_init(f->send, count, MPI_UINT64_T, f->to, d, st->comm[MODE_PERSISTENT], &st->persist_send[d]);
+            if (f->from != MPI_PROC_NULL)
+                MPI_Recv_init(f->recv, count, MPI_UINT64_T, f->from, d, st->comm[MODE_PERSISTENT],
+                              &st->persist_recv[d]);
+        }
 #if HMB_HAVE_PARTITIONED
     if (!st->mock && st->comm[MODE_PARTITIONED] != MPI_COMM_NULL) {
         for (int d = 0; d < NDIRS; d++) {
@@ -351,17 +366,25 @@ static void compute(hmb_ctx *ctx, halo_state *st, int tid, long iter)
     st->compute_end[tid] = hmb_now();
 }
 
-/* single: join, then this one thread exchanges all six faces. Returns bytes it sent. */
-static long long exchange_single(halo_state *st)
+/* single and persistent: join, then this one thread exchanges all six faces (Irecv/Isend, or
+ * MPI_Start of the face's persistent requests). Returns bytes it sent. */
+static long long exchange_joined(halo_state *st, int mode)
 {
     MPI_Request req[2 * NDIRS];
     int nreq = 0;
     long long bytes = 0;
-    MPI_Comm comm = st->comm[MODE_SINGLE];
+    MPI_Comm comm = st->comm[mode];
+    const int persistent = mode == MODE_PERSISTENT;
     for (int d = 0; d < NDIRS && !st->mock; d++) {
         halo_face *f = &st->face[d];
-        if (f->from != MPI_PROC_NULL)
+        if (f->from == MPI_PROC_NULL)
+            continue;
+        if (persistent) {
+            MPI_Start(&st->persist_recv[d]);
+            req[nreq++] = st->persist_recv[d];
+        } else {
             MPI_Irecv(f->recv, (int)(f->npieces * f->piece_cells), MPI_UINT64_T, f->from, d, comm, &req[nreq++]);
+        }
     }
     for (int d = 0; d < NDIRS; d++) {
         halo_face *f = &st->face[d];
@@ -371,8 +394,14 @@ static long long exchange_single(halo_state *st)
             pack_piece(st, d, p);
         if (f->to != MPI_PROC_NULL) {
             bytes += f->npieces * piece_bytes(st, d);
-            if (!st->mock)
+            if (st->mock)
+                continue;
+            if (persistent) {
+                MPI_Start(&st->persist_send[d]);
+                req[nreq++] = st->persist_send[d];
+            } else {
                 MPI_Isend(f->send, (int)(f->npieces * f->piece_cells), MPI_UINT64_T, f->to, d, comm, &req[nreq++]);
+            }
         }
     }
     if (nreq > 0)
@@ -484,11 +513,11 @@ static void mode_iterate(hmb_ctx *ctx, void *state, int mode, long iter, double 
 {
     halo_state *st = state;
     long long bytes = 0;
-    if (mode == MODE_SINGLE) {
+    if (mode == MODE_SINGLE || mode == MODE_PERSISTENT) {
 #pragma omp parallel num_threads(st->threads)
         compute(ctx, st, omp_get_thread_num(), iter);
-        hmb_phase(ctx, "single exchange");
-        bytes = exchange_single(st);
+        hmb_phase(ctx, mode == MODE_SINGLE ? "single exchange" : "persistent exchange");
+        bytes = exchange_joined(st, mode);
     } else {
         hmb_phase(ctx, mode == MODE_MULTIPLE ? "multiple exchange" : "partitioned exchange (Parrived)");
 #pragma omp parallel num_threads(st->threads) reduction(+ : bytes)
@@ -604,6 +633,7 @@ static const hmb_mode halo_modes[NMODES] = {
     {.name = "single", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
     {.name = "multiple", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
     {.name = "partitioned", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
+    {.name = "persistent", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
 };
 
 static int halo_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
@@ -649,6 +679,10 @@ static void halo_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
             MPI_Request_free(&st->psend[d]);
         if (st->precv[d] != MPI_REQUEST_NULL)
             MPI_Request_free(&st->precv[d]);
+        if (st->persist_send[d] != MPI_REQUEST_NULL)
+            MPI_Request_free(&st->persist_send[d]);
+        if (st->persist_recv[d] != MPI_REQUEST_NULL)
+            MPI_Request_free(&st->persist_recv[d]);
     }
     for (int m = 0; m < NMODES; m++)
         if (st->comm[m] != MPI_COMM_NULL)
@@ -683,7 +717,7 @@ static void halo_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
 static const hmb_bench halo_bench = {
     .name = "halo3d",
     .group = "patterns",
-    .summary = "7-point 3-D halo exchange, threads: single (fork-join), multiple and partitioned, mock mode",
+    .summary = "7-point 3-D halo exchange, threads: single (fork-join), multiple, partitioned, persistent, mock mode",
     .options = halo_options,
     .defaults = halo_defaults,
     .metrics = halo_metrics,
@@ -697,6 +731,7 @@ static const hmb_bench halo_bench = {
     .verify = NULL, /* iterate() checks every mode's halo right after the mode, outside its timing */
     .teardown = halo_teardown,
     .annotate = halo_annotate,
-    .pivot_metrics = "throughput_single_MBps,throughput_multiple_MBps,throughput_partitioned_MBps",
+    .pivot_metrics = "throughput_single_MBps,throughput_multiple_MBps,throughput_partitioned_MBps,"
+                     "throughput_persistent_MBps",
 };
 HMB_REGISTER(halo_bench);
