@@ -277,6 +277,16 @@ int hmb_phase_order(int k, long iter, int *order);
  * (hmb_unsupported) and returns 1, or returns 0. */
 int hmb_mode_refused(hmb_ctx *ctx, const char *mode, int threads_call_mpi, int partitioned);
 
+/* Bounded MPI_Parrived polling for the patterns: poll partition `partition` of the started
+ * partitioned receive req until the library reports it arrived. A library that never reports
+ * it does not hang the run until the watchdog: after HMB_ARRIVAL_BOUND_S seconds past
+ * `since` (the mode's start, hmb_now()) the point fails with exit 3 (hmb_validation_failure)
+ * naming the request (fmt: formatted only then, never in the timed path) and the partition
+ * as a library conformance problem. */
+#define HMB_ARRIVAL_BOUND_S 10.0
+void hmb_parrived_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, MPI_Request req, int partition,
+                          double since, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+
 #define HMB_MAX_MODES 8
 #define HMB_MODE_MAX_TIMES 4
 #define HMB_MODE_MAX_SUMS 2

@@ -71,6 +71,9 @@ typedef struct {
     MPI_Request preq[2 * NDIRS];            /* the partitioned requests started for this mode */
     int npreq;
     const hmb_point *pt;                    /* the point being run (validation messages) */
+    hmb_ctx *ctx;                           /* ... and its context and iteration */
+    long iter;
+    double mode_start;                      /* the running mode's start: bounds MPI_Parrived polling */
     char domain[64];
 } halo_state;
 
@@ -458,10 +461,8 @@ static void thread_receive(halo_state *st, int mode, int tid)
         } else if (mode == MODE_MULTIPLE) {
             MPI_Wait(&st->piece_rreq[f->flat + p], MPI_STATUS_IGNORE);
         } else {
-#if HMB_HAVE_PARTITIONED
-            for (int arrived = 0; !arrived;)
-                MPI_Parrived(st->precv[d], p, &arrived);
-#endif
+            hmb_parrived_bounded(st->ctx, st->pt, st->iter, st->precv[d], p, st->mode_start,
+                                 "the face from direction %d (partitioned mode)", d);
         }
         unpack_piece(st, d, p);
     }
@@ -513,6 +514,7 @@ static void mode_iterate(hmb_ctx *ctx, void *state, int mode, long iter, double 
 {
     halo_state *st = state;
     long long bytes = 0;
+    st->ctx = ctx, st->iter = iter, st->mode_start = hmb_now();
     if (mode == MODE_SINGLE || mode == MODE_PERSISTENT) {
 #pragma omp parallel num_threads(st->threads)
         compute(ctx, st, omp_get_thread_num(), iter);

@@ -57,6 +57,10 @@ typedef struct {
     MPI_Request *part_req;                        /* partitioned: [2 slot] send, [2 slot + 1] receive */
     double *busy_ns;                              /* [stage * threads + tid] */
     double busy_s[NMODES];                        /* this rank's computing time in the last sweep */
+    hmb_ctx *ctx;                                 /* the running sweep: point, iteration, start */
+    const hmb_point *pt;
+    long iter;
+    double mode_start;
     double *bytes_sent;                           /* [tid]: bytes this thread sent in the mode */
     double bytes_per_rank[NMODES];                /* rank 0: mean over ranks of bytes sent per sweep */
 } sweep_state;
@@ -355,10 +359,8 @@ static void receive_piece(sweep_state *st, int mode, int o, int k, int f, int p)
                  MPI_STATUS_IGNORE);
         return;
     }
-#if HMB_HAVE_PARTITIONED
-    for (int arrived = 0; !arrived;)
-        MPI_Parrived(st->part_req[2 * slot + 1], p, &arrived);
-#endif
+    hmb_parrived_bounded(st->ctx, st->pt, st->iter, st->part_req[2 * slot + 1], p, st->mode_start,
+                         "octant %d, k-block %d, face %c (partitioned sweep)", o, k, f == FACE_X ? 'x' : 'y');
 }
 
 static void send_piece(sweep_state *st, int mode, int o, int k, int f, int p)
@@ -446,6 +448,7 @@ static void mode_iterate(hmb_ctx *ctx, void *state, int mode, long iter, double 
 {
     (void)times;
     sweep_state *st = state;
+    st->ctx = ctx, st->iter = iter, st->mode_start = hmb_now();
     if (mode == MODE_SINGLE)
         sweep_single(ctx, st, iter);
     else
@@ -479,8 +482,8 @@ static const hmb_mode sweep_modes[NMODES] = {
 
 static int sweep_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
 {
-    (void)pt;
     sweep_state *st = state;
+    st->pt = pt;
     hmb_mode_results r;
     int rank0 = hmb_modes_run(ctx, st, sweep_modes, st->modes, st->nmodes, iter, &r);
     /* idle share: each rank's from its own sweep time (the slowest rank's is in r), mean over ranks */

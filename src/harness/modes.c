@@ -84,3 +84,29 @@ void hmb_recordf(hmb_ctx *ctx, hmb_sample *out, double value, const char *fmt, .
     va_end(ap);
     hmb_record(ctx, out, name, value);
 }
+
+void hmb_parrived_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, MPI_Request req, int partition,
+                          double since, const char *fmt, ...)
+{
+#if HMB_HAVE_PARTITIONED
+    for (unsigned polls = 1;; polls++) {
+        int arrived = 0;
+        MPI_Parrived(req, partition, &arrived);
+        if (arrived)
+            return;
+        if (polls % 256 != 0 || hmb_now() - since <= HMB_ARRIVAL_BOUND_S)
+            continue;
+        char what[160];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(what, sizeof what, fmt, ap);
+        va_end(ap);
+        hmb_validation_failure(ctx, pt, iter, partition,
+                                   "MPI_Parrived never reported partition %d of %s within %.0f s of the mode's "
+                                   "start: library conformance problem",
+                                   partition, what, HMB_ARRIVAL_BOUND_S);
+    }
+#else
+    (void)ctx, (void)pt, (void)iter, (void)req, (void)partition, (void)since, (void)fmt;
+#endif
+}
