@@ -61,17 +61,25 @@ static const hmb_option match_options[] = {
 static const hmb_default match_defaults[] = {{"sizes", "1K"}, {NULL, NULL}};
 
 static const hmb_metric match_metrics[] = {
-    {"t_iter_us", "us", "centre: first post to last completion of one halo iteration", 0, 1, 0},
-    {"post_us_per_msg", "us/recv msg", "centre: thread time in Irecv/Isend per received message (SPEC §3.6)", 0, 1, 0},
-    {"wait_us_per_msg", "us/recv msg", "centre: thread time in Waitall per received message", 0, 1, 0},
-    {"posted_q", "items", "centre: posted-receive queue length summed over peers (MPI_T), after its main thread "
-     "posted its receives", 0, 1, 0},
-    {"posted_q_peer_max", "items", "centre: longest per-peer posted-receive queue at that moment", 0, 0, 0},
-    {"unexpected_q", "items", "centre: unexpected-message queue length summed over peers at that moment", 0, 1, 0},
-    {"unexpected_q_peer_max", "items", "centre: longest per-peer unexpected queue at that moment", 0, 0, 0},
-    {"searched_per_msg", "items/recv msg", "centre: queue items searched (match attempts, MPI_T counters) per received "
-     "message", 0, 1, 0},
-    {"match_time_us_per_msg", "us/recv msg", "centre: time spent matching (MPI_T timers) per received message", 0, 0, 0},
+    {.name = "t_iter_us", .unit = "us", .higher_is_better = 0, .in_table = 1, .is_signed = 0,
+     .description = "centre: first post to last completion of one halo iteration"},
+    {.name = "post_us_per_msg", .unit = "us/recv msg", .higher_is_better = 0, .in_table = 1, .is_signed = 0,
+     .description = "centre: thread time in Irecv/Isend per received message (SPEC §3.6)"},
+    {.name = "wait_us_per_msg", .unit = "us/recv msg", .higher_is_better = 0, .in_table = 1, .is_signed = 0,
+     .description = "centre: thread time in Waitall per received message"},
+    {.name = "posted_q", .unit = "items", .higher_is_better = 0, .in_table = 1, .is_signed = 0,
+     .description = "centre: posted-receive queue length summed over peers (MPI_T), after its main thread posted "
+                     "its receives"},
+    {.name = "posted_q_peer_max", .unit = "items", .higher_is_better = 0, .in_table = 0, .is_signed = 0,
+     .description = "centre: longest per-peer posted-receive queue at that moment"},
+    {.name = "unexpected_q", .unit = "items", .higher_is_better = 0, .in_table = 1, .is_signed = 0,
+     .description = "centre: unexpected-message queue length summed over peers at that moment"},
+    {.name = "unexpected_q_peer_max", .unit = "items", .higher_is_better = 0, .in_table = 0, .is_signed = 0,
+     .description = "centre: longest per-peer unexpected queue at that moment"},
+    {.name = "searched_per_msg", .unit = "items/recv msg", .higher_is_better = 0, .in_table = 1, .is_signed = 0,
+     .description = "centre: queue items searched (match attempts, MPI_T counters) per received message"},
+    {.name = "match_time_us_per_msg", .unit = "us/recv msg", .higher_is_better = 0, .in_table = 0, .is_signed = 0,
+     .description = "centre: time spent matching (MPI_T timers) per received message"},
     HMB_METRIC_END};
 
 typedef struct {

@@ -100,16 +100,24 @@ static const hmb_option part_options[] = {
 static const hmb_default part_defaults[] = {{"sizes", "4K:4M:x4"}, {"compute", "1ms"}, {NULL, NULL}};
 
 static const hmb_metric part_metrics[] = {
-    {"overhead", "ratio", "t_part / t_pt2pt (partitioned vs a fresh single send; ~1 for one partition)", 0, 1},
-    {"overhead_persistent", "ratio", "t_part / t_persist (partitioned vs a pre-started persistent send/receive)", 0,
-     1},
-    {"t_part_us", "us", "first Pready to last Parrived", 0, 1},
-    {"t_pt2pt_us", "us", "single send: join to receive completion (one-way)", 0, 1},
-    {"t_persist_us", "us", "persistent send/receive: join to receive completion (one-way)", 0, 1},
-    {"perceived_bw_MBps", "MB/s", "m / (a_L - s_L), L = partition made ready last (MB = 1e6 B)", 1, 1},
-    {"availability", "ratio", "1 - t_after_join / t_pt2pt", 1, 1, 1},
-    {"early_bird", "ratio", "share of the message's bytes reported arrived at or before the join", 1, 1},
-    {"t_after_join_us", "us", "max(0, last arrival - join)", 0, 0},
+    {.name = "overhead", .unit = "ratio", .higher_is_better = 0, .in_table = 1,
+     .description = "t_part / t_pt2pt (partitioned vs a fresh single send; ~1 for one partition)"},
+    {.name = "overhead_persistent", .unit = "ratio", .higher_is_better = 0, .in_table = 1,
+     .description = "t_part / t_persist (partitioned vs a pre-started persistent send/receive)"},
+    {.name = "t_part_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+     .description = "first Pready to last Parrived"},
+    {.name = "t_pt2pt_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+     .description = "single send: join to receive completion (one-way)"},
+    {.name = "t_persist_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+     .description = "persistent send/receive: join to receive completion (one-way)"},
+    {.name = "perceived_bw_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 1,
+     .description = "m / (a_L - s_L), L = partition made ready last (MB = 1e6 B)"},
+    {.name = "availability", .unit = "ratio", .higher_is_better = 1, .in_table = 1, .is_signed = 1,
+     .description = "1 - t_after_join / t_pt2pt"},
+    {.name = "early_bird", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+     .description = "share of the message's bytes reported arrived at or before the join"},
+    {.name = "t_after_join_us", .unit = "us", .higher_is_better = 0, .in_table = 0,
+     .description = "max(0, last arrival - join)"},
     HMB_METRIC_END};
 
 static int recv_partitions_of(const hmb_ctx *ctx, int nparts_send)

@@ -299,13 +299,20 @@ static const hmb_option stencil_options[] = {
     HMB_OPTION_END};
 
 static const hmb_metric stencil_metrics[] = {
-    {"overlap_pct", "%", "100 (T_comm + T_comp - T_overall) / T_comm, clamped to [0, 100]", 1, 1, 0},
-    {"t_comm_us", "us", "communication alone: 6 Irecv + 6 Isend, Waitall, Allreduce (slowest rank)", 0, 1, 0},
-    {"t_comp_us", "us", "compute alone (slowest rank)", 0, 1, 0},
-    {"t_overall_us", "us", "post, compute, Waitall, Allreduce: communication overlapped (slowest rank)", 0, 1, 0},
-    {"t_post_us", "us", "overall phase: posting the 12 requests (initiation; slowest rank)", 0, 1, 0},
-    {"t_wait_us", "us", "overall phase: the Waitall after the compute (slowest rank)", 0, 1, 0},
-    {"throughput_MBps", "MB/s", "bytes sent per process per exchange (mean over ranks) / T_comm (1 MB = 1e6 B)", 1, 0, 0},
+    {.name = "overlap_pct", .unit = "%", .higher_is_better = 1, .in_table = 1, .is_signed = 0,
+     .description = "100 (T_comm + T_comp - T_overall) / T_comm, clamped to [0, 100]"},
+    {.name = "t_comm_us", .unit = "us", .higher_is_better = 0, .in_table = 1, .is_signed = 0,
+     .description = "communication alone: 6 Irecv + 6 Isend, Waitall, Allreduce (slowest rank)"},
+    {.name = "t_comp_us", .unit = "us", .higher_is_better = 0, .in_table = 1, .is_signed = 0,
+     .description = "compute alone (slowest rank)"},
+    {.name = "t_overall_us", .unit = "us", .higher_is_better = 0, .in_table = 1, .is_signed = 0,
+     .description = "post, compute, Waitall, Allreduce: communication overlapped (slowest rank)"},
+    {.name = "t_post_us", .unit = "us", .higher_is_better = 0, .in_table = 1, .is_signed = 0,
+     .description = "overall phase: posting the 12 requests (initiation; slowest rank)"},
+    {.name = "t_wait_us", .unit = "us", .higher_is_better = 0, .in_table = 1, .is_signed = 0,
+     .description = "overall phase: the Waitall after the compute (slowest rank)"},
+    {.name = "throughput_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 0, .is_signed = 0,
+     .description = "bytes sent per process per exchange (mean over ranks) / T_comm (1 MB = 1e6 B)"},
     HMB_METRIC_END};
 
 static const hmb_bench stencil_bench = {
