@@ -90,18 +90,24 @@ static const hmb_option halo_options[] = {
 static const hmb_default halo_defaults[] = {{"sizes", "4K:1M:x4"}, {"compute", "1ms"}, {NULL, NULL}};
 
 #define MODE_METRICS(m)                                                                                     \
-    {"t_iter_" m "_us", "us", m ": time per iteration (compute and exchange), slowest rank", 0, 0},       \
-        {"t_comm_" m "_us", "us", m ": last thread's compute end to exchange complete, slowest rank", 0, 0}, \
-        {"throughput_" m "_MBps", "MB/s", m ": bytes exchanged per process per second (MB = 1e6 B)", 1, 1}
+    {.name = "t_iter_" m "_us", .unit = "us", .higher_is_better = 0, .in_table = 0,                        \
+     .description = m ": time per iteration (compute and exchange), slowest rank"},                         \
+        {.name = "t_comm_" m "_us", .unit = "us", .higher_is_better = 0, .in_table = 0,                     \
+         .description = m ": last thread's compute end to exchange complete, slowest rank"},                \
+        {.name = "throughput_" m "_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 1,             \
+         .description = m ": bytes exchanged per process per second (MB = 1e6 B)"}
 
 static const hmb_metric halo_metrics[] = {
     MODE_METRICS("single"),
     MODE_METRICS("multiple"),
     MODE_METRICS("partitioned"),
     MODE_METRICS("persistent"),
-    {"ratio_multiple", "ratio", "throughput multiple / throughput single, same iterations", 1, 1},
-    {"ratio_partitioned", "ratio", "throughput partitioned / throughput single, same iterations", 1, 1},
-    {"ratio_persistent", "ratio", "throughput persistent / throughput single, same iterations", 1, 1},
+    {.name = "ratio_multiple", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+     .description = "throughput multiple / throughput single, same iterations"},
+    {.name = "ratio_partitioned", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+     .description = "throughput partitioned / throughput single, same iterations"},
+    {.name = "ratio_persistent", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+     .description = "throughput persistent / throughput single, same iterations"},
     HMB_METRIC_END};
 
 /* ------------------------------------------------------------------ block geometry */
