@@ -19,7 +19,9 @@
  *               pieces as soon as its own compute ends (MPI_THREAD_MULTIPLE);
  *   partitioned one MPI_Psend_init / MPI_Precv_init per face and k-block stage (partitions =
  *               pieces), all started at the sweep's start; owners poll MPI_Parrived for their
- *               pieces, barrier, compute, MPI_Pready their pieces.
+ *               pieces, barrier, compute, MPI_Pready their pieces;
+ *   persistent  as single, on one MPI_Recv_init / MPI_Send_init per (octant, k-block, face)
+ *               created once per point: MPI_Start in place of MPI_Irecv / MPI_Isend.
  * --comm off (mock, after LLNL Comb): the same stages, threads and compute, no communication.
  * Send data of every (octant, k-block, face) is written before the iteration (prepare), as the
  * values an application would have packed; received faces are checked in verify(). */
@@ -32,8 +34,8 @@
 #include "hmb/hmb.h"
 #include "hmb/metrics.h"
 
-enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, NMODES };
-static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned"};
+enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, MODE_PERSISTENT, NMODES };
+static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned", "persistent"};
 enum { FACE_X, FACE_Y, NFACES };
 enum { NOCTANTS = 8 };
 /* Metrics: per mode, indexed M_xxx + mode. */
@@ -55,6 +57,7 @@ typedef struct {
     MPI_Request *face_req;                        /* single: per slot (sends) */
     MPI_Request *piece_req;                       /* multiple: per slot and piece (sends) */
     MPI_Request *part_req;                        /* partitioned: [2 slot] send, [2 slot + 1] receive */
+    MPI_Request *pers_req;                        /* persistent: [2 slot] send, [2 slot + 1] receive */
     double *busy_ns;                              /* [stage * threads + tid] */
     double busy_s[NMODES];                        /* this rank's computing time in the last sweep */
     hmb_ctx *ctx;                                 /* the running sweep: point, iteration, start */
@@ -67,7 +70,7 @@ typedef struct {
 
 static const hmb_option sweep_options[] = {
     {"mode", HMB_OPT_CHOICES, "all", "threading modes, run paired in one iteration", 0, 0,
-     "single|multiple|partitioned"},
+     "single|multiple|partitioned|persistent"},
     {"kblock", HMB_OPT_INT, "2", "cells per k-block along z (one pipeline stage)", 1, 1 << 20, NULL},
     {"kblocks", HMB_OPT_INT, "4", "k-blocks per octant with --sizes (nz = kblocks x kblock)", 1, 4096, NULL},
     {"domain", HMB_OPT_INTS, NULL, "local block nx,ny,nz instead of --sizes (nz a multiple of --kblock)", 1,
@@ -88,22 +91,30 @@ static const hmb_metric sweep_metrics[] = {
      .description = "multiple: one sweep (8 octants), slowest rank"},
     {.name = "t_sweep_partitioned_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
      .description = "partitioned: one sweep (8 octants), slowest rank"},
+    {.name = "t_sweep_persistent_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+     .description = "persistent: one sweep (8 octants), slowest rank"},
     {.name = "throughput_single_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 0,
      .description = "single: bytes sent per process per sweep / t_sweep"},
     {.name = "throughput_multiple_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 0,
      .description = "multiple: bytes sent per process per sweep / t_sweep"},
     {.name = "throughput_partitioned_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 0,
      .description = "partitioned: bytes sent per process per sweep / t_sweep"},
+    {.name = "throughput_persistent_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 0,
+     .description = "persistent: bytes sent per process per sweep / t_sweep"},
     {.name = "ratio_multiple", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
      .description = "throughput_multiple / throughput_single of the same iteration (>1: faster)"},
     {.name = "ratio_partitioned", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
      .description = "throughput_partitioned / throughput_single of the same iteration (>1: faster)"},
+    {.name = "ratio_persistent", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+     .description = "throughput_persistent / throughput_single of the same iteration (>1: faster)"},
     {.name = "idle_share_single", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
      .description = "single: 1 - computing / sweep time, mean over ranks"},
     {.name = "idle_share_multiple", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
      .description = "multiple: 1 - computing / sweep time, mean over ranks"},
     {.name = "idle_share_partitioned", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
      .description = "partitioned: 1 - computing / sweep time, mean over ranks"},
+    {.name = "idle_share_persistent", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
+     .description = "persistent: 1 - computing / sweep time, mean over ranks"},
     HMB_METRIC_END};
 
 /* ------------------------------------------------------------------ geometry */
@@ -212,6 +223,7 @@ static void sweep_free(sweep_state *st)
     free(st->face_req);
     free(st->piece_req);
     free(st->part_req);
+    free(st->pers_req);
     free(st->busy_ns);
     free(st->bytes_sent);
     free(st);
@@ -222,7 +234,8 @@ static void *sweep_setup(hmb_ctx *ctx, const hmb_point *pt)
     unsigned long long selected = hmb_opt_choices(ctx, "mode");
     int comm_on = strcmp(hmb_opt_str(ctx, "comm"), "on") == 0;
     for (int m = 0; m < NMODES; m++) {
-        if (comm_on && (selected >> m & 1) && hmb_mode_refused(ctx, mode_names[m], m != MODE_SINGLE, m == MODE_PARTITIONED))
+        if (comm_on && (selected >> m & 1) &&
+            hmb_mode_refused(ctx, mode_names[m], m == MODE_MULTIPLE, m == MODE_PARTITIONED))
             return NULL;
     }
     sweep_state *st = calloc(1, sizeof *st);
@@ -255,15 +268,20 @@ static void *sweep_setup(hmb_ctx *ctx, const hmb_point *pt)
     st->face_req = malloc((size_t)st->nslots * sizeof(MPI_Request));
     st->piece_req = malloc((size_t)st->nslots * (size_t)st->max_pieces * sizeof(MPI_Request));
     st->part_req = malloc(2 * (size_t)st->nslots * sizeof(MPI_Request));
-    if (!st->slot_offset || !st->busy_ns || !st->bytes_sent || !st->face_req || !st->piece_req || !st->part_req) {
+    st->pers_req = malloc(2 * (size_t)st->nslots * sizeof(MPI_Request));
+    if (!st->slot_offset || !st->busy_ns || !st->bytes_sent || !st->face_req || !st->piece_req || !st->part_req ||
+        !st->pers_req) {
         hmb_unsupported(ctx, "cannot allocate the request tables of %d stages", stages);
         free(st->part_req); /* not initialised: teardown must not free its requests */
         st->part_req = NULL;
+        free(st->pers_req);
+        st->pers_req = NULL;
         return st;
     }
     for (int s = 0; s < st->nslots; s++) {
         st->slot_offset[s + 1] = st->slot_offset[s] + st->face_cells[s % NFACES];
         st->face_req[s] = st->part_req[2 * s] = st->part_req[2 * s + 1] = MPI_REQUEST_NULL;
+        st->pers_req[2 * s] = st->pers_req[2 * s + 1] = MPI_REQUEST_NULL;
     }
     for (int i = 0; i < st->nslots * st->max_pieces; i++)
         st->piece_req[i] = MPI_REQUEST_NULL;
@@ -284,6 +302,17 @@ static void *sweep_setup(hmb_ctx *ctx, const hmb_point *pt)
         hmb_cache_register(ctx, st->recv[m], bytes);
         MPI_Comm_dup(hmb_comm(ctx), &st->comm[m]);
     }
+    if (selected >> MODE_PERSISTENT & 1)
+        for (int s = 0; s < st->nslots; s++) { /* slot order on every rank, as below */
+            int f = s % NFACES, d = face_dir(s / (NFACES * st->kblocks), f);
+            MPI_Comm c = st->comm[MODE_PERSISTENT];
+            if (st->topo.dir[d].to != MPI_PROC_NULL)
+                MPI_Send_init(st->send + st->slot_offset[s], (int)st->face_cells[f], MPI_UINT64_T,
+                              st->topo.dir[d].to, d, c, &st->pers_req[2 * s]);
+            if (st->topo.dir[d].from != MPI_PROC_NULL)
+                MPI_Recv_init(st->recv[MODE_PERSISTENT] + st->slot_offset[s], (int)st->face_cells[f], MPI_UINT64_T,
+                              st->topo.dir[d].from, d, c, &st->pers_req[2 * s + 1]);
+        }
 #if HMB_HAVE_PARTITIONED
     if (selected >> MODE_PARTITIONED & 1) {
         /* Created in slot order on every rank: each (sender, receiver, tag) pair inits its
@@ -317,11 +346,13 @@ static void compute_stage(hmb_ctx *ctx, sweep_state *st, long iter, int stage, i
     st->busy_ns[stage * st->threads + tid] = (double)hmb_compute_ns(ctx, hmb_noise_ns(ctx, tid, draw, st->compute_ns));
 }
 
-/* Fork-join: the main thread receives the stage's upstream faces, all threads compute, the
- * main thread sends the downstream faces (completed at the end of the sweep). */
-static void sweep_single(hmb_ctx *ctx, sweep_state *st, long iter)
+/* Fork-join (single, persistent): the main thread receives the stage's upstream faces, all
+ * threads compute, the main thread sends the downstream faces (completed at the end of the
+ * sweep); persistent starts the slot's persistent requests in place of MPI_Irecv / MPI_Isend. */
+static void sweep_joined(hmb_ctx *ctx, sweep_state *st, int mode, long iter)
 {
-    MPI_Comm c = st->comm[MODE_SINGLE];
+    MPI_Comm c = st->comm[mode];
+    const int persistent = mode == MODE_PERSISTENT;
     const hmb_topo *t = &st->topo;
     double sent = 0.0;
     for (int o = 0; o < NOCTANTS; o++) {
@@ -332,9 +363,15 @@ static void sweep_single(hmb_ctx *ctx, sweep_state *st, long iter)
                 int nr = 0;
                 for (int f = 0; f < NFACES; f++) {
                     int d = face_dir(o, f), slot = slot_of(st, o, k, f);
-                    if (t->dir[d].from != MPI_PROC_NULL)
-                        MPI_Irecv(st->recv[MODE_SINGLE] + st->slot_offset[slot], (int)st->face_cells[f],
-                                  MPI_UINT64_T, t->dir[d].from, d, c, &rr[nr++]);
+                    if (t->dir[d].from == MPI_PROC_NULL)
+                        continue;
+                    if (persistent) {
+                        MPI_Start(&st->pers_req[2 * slot + 1]);
+                        rr[nr++] = st->pers_req[2 * slot + 1];
+                    } else {
+                        MPI_Irecv(st->recv[mode] + st->slot_offset[slot], (int)st->face_cells[f], MPI_UINT64_T,
+                                  t->dir[d].from, d, c, &rr[nr++]);
+                    }
                 }
                 MPI_Waitall(nr, rr, MPI_STATUSES_IGNORE);
             }
@@ -346,8 +383,13 @@ static void sweep_single(hmb_ctx *ctx, sweep_state *st, long iter)
                 int d = face_dir(o, f), slot = slot_of(st, o, k, f);
                 if (t->dir[d].to == MPI_PROC_NULL)
                     continue;
-                MPI_Isend(st->send + st->slot_offset[slot], (int)st->face_cells[f], MPI_UINT64_T, t->dir[d].to, d, c,
-                          &st->face_req[slot]);
+                if (persistent) {
+                    MPI_Start(&st->pers_req[2 * slot]);
+                    st->face_req[slot] = st->pers_req[2 * slot];
+                } else {
+                    MPI_Isend(st->send + st->slot_offset[slot], (int)st->face_cells[f], MPI_UINT64_T, t->dir[d].to,
+                              d, c, &st->face_req[slot]);
+                }
                 sent += 8.0 * (double)st->face_cells[f];
             }
         }
@@ -459,8 +501,8 @@ static void mode_iterate(hmb_ctx *ctx, void *state, int mode, long iter, double 
     (void)times;
     sweep_state *st = state;
     st->ctx = ctx, st->iter = iter, st->mode_start = hmb_now();
-    if (mode == MODE_SINGLE)
-        sweep_single(ctx, st, iter);
+    if (mode == MODE_SINGLE || mode == MODE_PERSISTENT)
+        sweep_joined(ctx, st, mode, iter);
     else
         sweep_threads(ctx, st, mode, iter);
 }
@@ -488,6 +530,7 @@ static const hmb_mode sweep_modes[NMODES] = {
     {.name = "single sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
     {.name = "multiple sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
     {.name = "partitioned sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
+    {.name = "persistent sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
 };
 
 static int sweep_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
@@ -574,10 +617,12 @@ static void sweep_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
     sweep_state *st = state;
     if (!st)
         return;
-    if (st->part_req)
-        for (int i = 0; i < 2 * st->nslots; i++)
-            if (st->part_req[i] != MPI_REQUEST_NULL)
-                MPI_Request_free(&st->part_req[i]);
+    for (int i = 0; st->part_req && i < 2 * st->nslots; i++) {
+        if (st->part_req[i] != MPI_REQUEST_NULL)
+            MPI_Request_free(&st->part_req[i]);
+        if (st->pers_req[i] != MPI_REQUEST_NULL)
+            MPI_Request_free(&st->pers_req[i]);
+    }
     for (int m = 0; m < NMODES; m++)
         if (st->comm[m] != MPI_COMM_NULL)
             MPI_Comm_free(&st->comm[m]);
@@ -612,7 +657,7 @@ static void sweep_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
 static const hmb_bench sweep_bench = {
     .name = "sweep3d",
     .group = "patterns",
-    .summary = "KBA wavefront (Ember Sweep3D) on a px x py grid: single, multiple, partitioned threading",
+    .summary = "KBA wavefront (Ember Sweep3D) on a px x py grid: single, multiple, partitioned, persistent",
     .options = sweep_options,
     .defaults = sweep_defaults,
     .metrics = sweep_metrics,
@@ -626,6 +671,7 @@ static const hmb_bench sweep_bench = {
     .verify = sweep_verify,
     .teardown = sweep_teardown,
     .annotate = sweep_annotate,
-    .pivot_metrics = "throughput_single_MBps,throughput_multiple_MBps,throughput_partitioned_MBps",
+    .pivot_metrics = "throughput_single_MBps,throughput_multiple_MBps,throughput_partitioned_MBps,"
+                     "throughput_persistent_MBps",
 };
 HMB_REGISTER(sweep_bench);
