@@ -26,12 +26,6 @@
 #include "hmb/hmb.h"
 #include "hmb/metrics.h"
 
-#if defined(HMB_HAVE_MPI_PSEND_INIT) && defined(HMB_HAVE_MPI_PARRIVED)
-#define PART_HAVE_PARTITIONED 1
-#else
-#define PART_HAVE_PARTITIONED 0
-#endif
-
 enum { SENDER = 0, RECEIVER = 1 };
 enum { TAG_SINGLE = 1, TAG_PART = 2, TAG_SENDER_DONE = 3, TAG_TIMES = 4, TAG_PERSIST = 5 };
 enum { PREADY_SINGLE, PREADY_RANGE, PREADY_LIST };
@@ -219,7 +213,7 @@ static void part_free(part_state *st)
     free(st);
 }
 
-#if PART_HAVE_PARTITIONED
+#if HMB_HAVE_PARTITIONED
 static void *alloc_aligned(size_t bytes)
 {
     void *p = NULL;
@@ -229,7 +223,7 @@ static void *alloc_aligned(size_t bytes)
 
 static void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
 {
-#if !PART_HAVE_PARTITIONED
+#if !HMB_HAVE_PARTITIONED
     (void)pt;
     hmb_unsupported(ctx, "this MPI library has no partitioned communication (MPI_Psend_init/MPI_Parrived)");
     return NULL;
@@ -322,7 +316,7 @@ static void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
 #endif
 }
 
-#if PART_HAVE_PARTITIONED
+#if HMB_HAVE_PARTITIONED
 /* Receiver: true once the sender-done message has been seen; tested at a low rate, by one
  * thread at a time (a request must not be tested concurrently). */
 static double sender_done_at(part_state *st)
@@ -697,7 +691,7 @@ static void part_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
     /* Poison for the next iteration now (outside timing, before any cold-cache flush). */
     poison_recv_buffers(ctx, st);
 }
-#endif /* PART_HAVE_PARTITIONED */
+#endif /* HMB_HAVE_PARTITIONED */
 
 static void part_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
 {
@@ -737,7 +731,7 @@ static void part_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
                                                  "barrier");
 }
 
-#if PART_HAVE_PARTITIONED
+#if HMB_HAVE_PARTITIONED
 #define PART_ITERATE part_iterate
 #define PART_VERIFY part_verify
 #else
