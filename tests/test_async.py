@@ -18,8 +18,8 @@ mpich_only = pytest.mark.skipif("mpich" not in TEST_MPIS, reason="MPICH not sele
 
 ALL_OPS = ["pt2pt", "exch", "allreduce", "ialltoall", "ibcast", "neighbor_alltoall", "allreduce_init"]
 # T_total first: the primary metric, whose relative CI the stopping rule watches (E can be ~0).
-METRICS = ["t_total_us", "efficiency_pct", "efficiency_loaded_pct", "t_sync_us", "c_us", "c_actual_us",
-           "c_loaded_us", "t_over_us", "t_over_loaded_us", "slowdown", "load_slowdown", "t_wait_us"]
+METRICS = ["t_total_us", "efficiency_pct", "efficiency_loaded_pct", "efficiency_mean_pct",
+           "efficiency_loaded_mean_pct", "t_sync_us", "c_actual_us", "c_loaded_us", "t_over_us", "t_over_loaded_us", "slowdown", "load_slowdown", "t_wait_us"]
 FAST = ["--iters", "5", "--warmup", "1", "--ci-target", "0"]
 
 
@@ -53,22 +53,16 @@ def _check_physical(result):
     m = {k: result["metrics"][k]["median"] for k in METRICS}
     for k, v in m.items():
         assert math.isfinite(v), (k, result["params"])
-    # C is the calibrated request: constant, at least the 10 µs floor, recorded in extra.
-    assert result["metrics"]["c_us"]["min"] == pytest.approx(result["metrics"]["c_us"]["max"])
-    assert m["c_us"] >= 10.0 - 1e-9
-    assert m["c_us"] == pytest.approx(extra["c_request_ns"] / 1e3)
+    # C is the calibrated request, not a measurement: in extra only, at least the 10 µs floor.
+    assert "c_us" not in result["metrics"]
+    assert extra["c_request_ns"] >= 10e3 - 1e-6
+    # E per rank, aggregated: the worst rank's cannot exceed the mean over ranks, per sample.
+    for e in ("efficiency", "efficiency_loaded"):
+        assert result["metrics"][f"{e}_pct"]["median"] <= result["metrics"][f"{e}_mean_pct"]["median"] + 1e-9
     # Per iteration T_total >= C_actual (the compute is inside the timed region), so the
     # medians keep that order.
     assert m["t_total_us"] >= m["c_actual_us"] * (1 - 1e-9)
     assert m["t_sync_us"] > 0
-    # The validity rule: no kept sample's kernel ran faster than the calibration allows, in
-    # the non-blocking run or in the compute-only phase ...
-    floor = 1.0 - extra["compute_tolerance"]
-    assert result["metrics"]["slowdown"]["min"] >= floor - 1e-9
-    assert result["metrics"]["load_slowdown"]["min"] >= floor - 1e-9
-    # ... so E stays physically possible: T_over >= -tolerance C, i.e. E <= 100 (1 + tol C / T_sync).
-    bound = 100.0 * (1.0 + extra["compute_tolerance"] * m["c_us"] / result["metrics"]["t_sync_us"]["min"])
-    assert result["metrics"]["efficiency_pct"]["max"] <= bound + 1e-6
 
 
 @pytest.mark.mpi

@@ -59,3 +59,28 @@ def test_efficiency_against_loaded_compute(lib):
     assert lib.hmb_async_efficiency_pct(1130e-6, 1000e-6, 100e-6) == pytest.approx(-30.0)
     assert lib.hmb_async_efficiency_pct(1130e-6, 1100e-6, 100e-6) == pytest.approx(70.0)
     assert lib.hmb_async_overhead(1130e-6, 1100e-6) == pytest.approx(30e-6)
+
+
+def ranks_e(lib, t_total, c, t_sync):
+    fn = lib.hmb_async_efficiency_ranks
+    fn.restype = C.c_int
+    fn.argtypes = [C.c_int] + [C.POINTER(C.c_double)] * 3 + [C.POINTER(C.c_double)] * 2
+    worst, mean = C.c_double(), C.c_double()
+    rc = fn(len(t_total), cl.doubles(t_total), cl.doubles(c), cl.doubles(t_sync), C.byref(worst), C.byref(mean))
+    return rc, worst.value, mean.value
+
+
+def test_efficiency_per_rank_then_aggregated(lib):
+    """Rank 0: T_total 1050 µs, C 1000, T_sync 100 -> E = 100 (1 - 50/100) = 50 %.
+    Rank 1: T_total 1010 µs, C 1000, T_sync 200 -> E = 100 (1 - 10/200) = 95 %.
+    Worst 50 %, mean 72.5 %. The max of each quantity separately (T_total 1050, T_sync 200)
+    would have combined rank 0's T_total with rank 1's T_sync: E = 75 %, no rank's E."""
+    rc, worst, mean = ranks_e(lib, [1050e-6, 1010e-6], [1000e-6, 1000e-6], [100e-6, 200e-6])
+    assert rc == 0
+    assert worst == pytest.approx(50.0) and mean == pytest.approx(72.5)
+
+
+def test_efficiency_ranks_unusable_inputs(lib):
+    import math
+    rc, worst, mean = ranks_e(lib, [1e-3, 1e-3], [1e-3, 1e-3], [1e-4, 0.0])  # a rank without T_sync
+    assert rc == -1 and math.isnan(worst) and math.isnan(mean)

@@ -108,18 +108,18 @@ def test_latency_ratio_is_median_of_rounds():
 
 def _async_result(progress, size, **medians):
     return {"status": "ok", "params": {"progress": progress, "size_bytes": size},
-            "metrics": {k: {"median": v} for k, v in medians.items()}}
+            "metrics": {k: {"median": v} for k, v in medians.items()}, "extra": {"c_request_ns": 100e3}}
 
 
 def test_async_expectations():
-    base = dict(c_us=100.0, t_sync_us=50.0, slowdown=1.0)
+    base = dict(t_sync_us=50.0, slowdown=1.0)
     results = [_async_result("none", ck.SMALL, efficiency_pct=40.0, t_wait_us=5.0, **base),
                _async_result("none", ck.LARGE, efficiency_pct=0.0, t_wait_us=400.0, **base),
                _async_result("test:2", ck.SMALL, efficiency_pct=40.0, t_wait_us=1.0, **base),
                _async_result("test:2", ck.LARGE, efficiency_pct=-10.0, t_wait_us=100.0,
                              **dict(base, slowdown=1.7))]
-    results[0]["extra"] = {"compute_tolerance": 0.05}
-    results[2]["extra"] = {"compute_tolerance": 0.03}
+    results[0]["extra"]["compute_tolerance"] = 0.05
+    results[2]["extra"]["compute_tolerance"] = 0.03
     thread = [{"status": "ok", "extra": {"progress_shares_compute_core": 1, "progress_cpus_allowed": "0"}}]
     c = by_name(ck.check_async(results, thread))
     assert c["async_poll_wait_ratio"].figure == 0.25 and c["async_poll_wait_ratio"].status == "PASS"

@@ -22,15 +22,18 @@ def bytes_per_mode(result: dict, modes=MODES) -> dict:
 
 
 def check_metrics(result: dict, modes=MODES) -> None:
-    """Every mode's metrics present and finite; per sample a mode's time after its last compute
-    is part of its iteration, so its median cannot exceed the iteration's."""
+    """Every mode's times present and finite; a throughput and a ratio only when something was
+    exchanged (not in mock mode, --comm off)."""
     m = result["metrics"]
+    mock = result["extra"]["mock"] == 1
     for mode in modes:
-        for name in (f"t_iter_{mode}_us", f"t_comm_{mode}_us", f"throughput_{mode}_MBps"):
+        for name in (f"t_iter_{mode}_us", f"t_comm_{mode}_us"):
             assert math.isfinite(m[name]["median"]) and m[name]["min"] > 0, (name, m[name])
-        assert m[f"t_comm_{mode}_us"]["median"] <= m[f"t_iter_{mode}_us"]["median"], mode
+        rate = m[f"throughput_{mode}_MBps"]["median"]
+        assert (rate is None or math.isnan(rate)) if mock else (rate is not None and rate > 0), (mode, rate)
     for mode in modes[1:]:
-        assert math.isfinite(m[f"ratio_{mode}"]["median"]), mode
+        if not mock:
+            assert math.isfinite(m[f"ratio_{mode}"]["median"]), mode
 
 
 @pytest.mark.parametrize("threads,side", [
@@ -38,7 +41,7 @@ def check_metrics(result: dict, modes=MODES) -> None:
     (2, 22),  # thread grid 2x1x1: the side must be even, 22^2 = 484 beats 24^2 = 576
 ])
 def test_two_ranks_every_mode_moves_the_same_bytes(mpi_name, tmp_path, threads, side):
-    modes = pattern_modes(mpi_name)
+    modes = pattern_modes(mpi_name) + ("persistent",)  # persistent: validated every iteration too
     r = run_bench(mpi_name, ["halo3d", "--sizes", "4K", "--threads", str(threads), "--mode", ",".join(modes)]
                   + TINY, threads=threads, tmp_path=tmp_path)
     assert r.rc == 0, r.stderr
@@ -102,13 +105,14 @@ def test_mock_mode_validates_without_communication(mpi_name, tmp_path):
     assert "halo cell" in bad.stderr
 
 
-def test_corrupted_cell_names_its_place(mpi_name, tmp_path):
-    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--mode", "multiple", "--corrupt-at", "2"] + TINY,
+@pytest.mark.parametrize("mode", ["multiple", "persistent"])
+def test_corrupted_cell_names_its_place(mpi_name, tmp_path, mode):
+    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--mode", mode, "--corrupt-at", "2"] + TINY,
                   tmp_path=tmp_path)
     assert r.rc == 3, r.stderr
     line = one_hmb_line(r.stderr)
     # rank 0's first received face is +x (from rank 1), its only piece, middle cell (-1,2,2)
-    for part in ("iteration=2", "multiple mode", "rank 0 halo cell (-1,2,2)", "direction +x", "from rank 1"):
+    for part in ("iteration=2", f"{mode} mode", "rank 0 halo cell (-1,2,2)", "direction +x", "from rank 1"):
         assert part in line, line
 
 

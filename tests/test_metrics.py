@@ -148,9 +148,13 @@ def test_part_bad_inputs(lib):
         assert rc == 0 and math.isnan(m.overhead_persistent) and m.overhead == 1.0 and m.t_part_s == 1.0
     # An arrival before its ready time is reported as is (a clock problem the user must see):
     # t_part = 0.5 - 1 < 0, and the arrival (0.5) precedes the join (1) -> early_bird 1.
+    # a_L - s_L = -0.5 <= 0: no bandwidth is defined; NaN and rc 1 (the sample is invalid), not +inf.
     rc, m = part(lib, [1.0], [0.5], 1.0, 1.0, 1.0, 8)
-    assert rc == 0 and m.t_part_s == -0.5 and m.early_bird == 1.0
-    assert math.isinf(m.perceived_bw_Bps)  # a_L - s_L <= 0: no finite bandwidth
+    assert rc == 1 and m.t_part_s == -0.5 and m.early_bird == 1.0
+    assert math.isnan(m.perceived_bw_Bps)
+    # a_L - s_L = 0 exactly: the same
+    rc, m = part(lib, [1.0], [1.0], 1.0, 1.0, 1.0, 8)
+    assert rc == 1 and math.isnan(m.perceived_bw_Bps)
 
 
 # ------------------------------------------------------------------ async, overlap, projection, eager
@@ -247,6 +251,16 @@ def pattern_rates(lib, nbytes, t_s):
     thr, ratio = (C.c_double * n)(), (C.c_double * n)()
     fn(n, cl.doubles(nbytes), cl.doubles(t_s), thr, ratio)
     return list(thr), list(ratio)
+
+
+def test_throughput_divides_bytes_per_process_by_the_region(lib):
+    fn = lib.hmb_throughput_Bps
+    fn.restype, fn.argtypes = C.c_double, [C.c_double, C.c_double]
+    # 6 faces of 1 KiB per process per exchange in a 1.024 ms T_comm: 6144 B / 1.024e-3 s = 6e6 B/s
+    assert fn(6144.0, 1.024e-3) == pytest.approx(6e6)
+    # nothing exchanged (--comm off): no throughput, not 0 B/s; nor without a positive time
+    for nbytes, t in ((0.0, 1e-3), (6144.0, 0.0), (6144.0, -1e-3)):
+        assert math.isnan(fn(nbytes, t)), (nbytes, t)
 
 
 def test_pattern_rates_three_modes(lib):

@@ -42,10 +42,6 @@ def test_two_ranks_measure_what_they_promise(mpi_name, boundary, lib, tmp_path):
         assert all(len(s[m]) == r["iterations"] == 6 for m in METRICS)
         # Every compute-alone phase ran the requested compute.
         assert min(s["t_comp_us"]) >= COMPUTE_FLOOR * 30
-        # Each iteration's overlap comes from that iteration's slowest-rank times, through the
-        # formula of metrics.c (a sample built from other times, e.g. one rank's, would differ).
-        for comm, comp, overall, pct in zip(s["t_comm_us"], s["t_comp_us"], s["t_overall_us"], s["overlap_pct"]):
-            assert pct == pytest.approx(lib.hmb_overlap_pct(comm * 1e-6, comp * 1e-6, overall * 1e-6), abs=1e-6)
         # On every rank the post and the wait are parts of the overlapped phase, beside >= 27 us of
         # compute: the slowest post and the slowest wait are each shorter than the slowest phase.
         for post, wait, overall in zip(s["t_post_us"], s["t_wait_us"], s["t_overall_us"]):
@@ -76,6 +72,25 @@ def test_eight_ranks_on_a_2x2x2_grid(mpi_name, tmp_path):
     assert hdr["extra"]["topology_grid"] == "2x2x2" and hdr["oversubscribed"] is True
     (r,) = run.results()
     assert r["iterations"] == 2
+
+
+@pytest.mark.mpi
+def test_mock_mode_validates_without_communication(mpi_name, tmp_path):
+    """--comm off: faces copied into the rank's own halo, validated against the rank itself; no
+    throughput (nothing was exchanged); a corrupted copy still exits 3."""
+    run = run_bench(mpi_name, ["stencil3d", "--sizes", "4K", "--compute", "10us", "--comm", "off", *FAST],
+                    tmp_path=tmp_path)
+    assert run.rc == 0, run.stderr
+    (r,) = run.results()
+    assert r["extra"]["mock"] == 1 and r["iterations"] == 6 and r["invalid"] == 0
+    rate = r["metrics"]["throughput_MBps"]["median"]
+    assert rate is None or rate != rate  # NaN or absent: no bytes exchanged
+    assert r["metrics"]["t_comm_us"]["median"] > 0
+    bad = run_bench(mpi_name, ["stencil3d", "--sizes", "1K", "--compute", "10us", "--comm", "off", "--corrupt-at",
+                               "2", *FAST], tmp_path=tmp_path)
+    assert bad.rc == 3, (bad.rc, bad.stderr)
+    line = next(ln for ln in bad.stderr.splitlines() if "validation failed" in ln)
+    assert "direction 0 (offset +1,+0,+0) from rank" in line
 
 
 @pytest.mark.mpi

@@ -262,6 +262,68 @@ double hmb_timer_overhead_ns(const hmb_ctx *ctx);
 int hmb_phase_orders(int k);
 int hmb_phase_order(int k, long iter, int *order);
 
+/* ------------------------------------------------------------------ paired modes */
+
+/* A library with partitioned point-to-point communication (MPI 4.0). */
+#if defined(HMB_HAVE_MPI_PSEND_INIT) && defined(HMB_HAVE_MPI_PARRIVED)
+#define HMB_HAVE_PARTITIONED 1
+#else
+#define HMB_HAVE_PARTITIONED 0
+#endif
+
+/* A mode this library or thread level cannot run: threads_call_mpi (several threads call MPI at
+ * once) needs MPI_THREAD_MULTIPLE when there is more than one thread, partitioned also needs a
+ * library with MPI_Psend_init/MPI_Parrived. Says "unsupported" naming the mode and why
+ * (hmb_unsupported) and returns 1, or returns 0. */
+int hmb_mode_refused(hmb_ctx *ctx, const char *mode, int threads_call_mpi, int partitioned);
+
+/* Bounded MPI_Parrived polling for the patterns: poll partition `partition` of the started
+ * partitioned receive req until the library reports it arrived. A library that never reports
+ * it does not hang the run until the watchdog: after HMB_ARRIVAL_BOUND_S seconds past
+ * `since` (the mode's start, hmb_now()) the point fails with exit 3 (hmb_validation_failure)
+ * naming the request (fmt: formatted only then, never in the timed path) and the partition
+ * as a library conformance problem. */
+#define HMB_ARRIVAL_BOUND_S 10.0
+void hmb_parrived_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, MPI_Request req, int partition,
+                          double since, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+
+#define HMB_MAX_MODES 8
+#define HMB_MODE_MAX_TIMES 4
+#define HMB_MODE_MAX_SUMS 2
+
+/* One mode (phase, variant) of a paired design, as a benchmark declares it. */
+typedef struct {
+    const char *name; /* the phase label: "single", "comm", ... */
+    /* untimed, before the mode's barrier (start persistent requests, zero counters); may be NULL */
+    void (*setup)(hmb_ctx *ctx, void *state, int mode, long iter);
+    /* one timed iteration of the mode; it may store sub-times (s) in times[1..] */
+    void (*iterate)(hmb_ctx *ctx, void *state, int mode, long iter, double *times);
+    /* untimed, right after the mode: check it, and store per-rank values summed over ranks
+     * (bytes sent, ...) in sums[]; may be NULL */
+    void (*verify)(hmb_ctx *ctx, void *state, int mode, long iter, double *sums);
+} hmb_mode;
+
+/* The slowest rank's times of each mode run (times[m][0]: barrier to end of iterate, seconds;
+ * [1..]: the mode's own sub-times) and the per-mode sums over ranks; 0 for modes not run. */
+typedef struct {
+    double times[HMB_MAX_MODES][HMB_MODE_MAX_TIMES];
+    double sums[HMB_MAX_MODES][HMB_MODE_MAX_SUMS];
+    double local_s[HMB_MAX_MODES]; /* this rank's times[m][0], before the reduction */
+} hmb_mode_results;
+
+/* Run one iteration of a paired design: the nrun modes run[] (ids into modes[]) in the
+ * counterbalanced order of iteration iter (hmb_phase_order); before each but the first the
+ * cache is evicted (--cache cold), then setup, a barrier, the timed iterate, verify. Times are
+ * reduced by maximum, sums by sum. Returns 1 on rank 0 (which records the sample), 0 elsewhere. */
+int hmb_modes_run(hmb_ctx *ctx, void *state, const hmb_mode *modes, const int *run, int nrun, long iter,
+                  hmb_mode_results *out);
+
+/* Record a metric of this iteration's sample by its name (bench->metrics); an unknown name is
+ * a programming error and aborts. */
+void hmb_record(hmb_ctx *ctx, hmb_sample *out, const char *metric, double value);
+/* The same, for a metric named printf-style ("t_iter_%s_us", mode name). */
+void hmb_recordf(hmb_ctx *ctx, hmb_sample *out, double value, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* ------------------------------------------------------------------ compute & noise */
 
 /* Busy floating-point work for the given number of nanoseconds, using the calibration of

@@ -31,13 +31,21 @@ typedef struct {
  * before the join scores 0, and so does P = 1 (its only s is at or after the join).
  * Returns 0, or -1 if inputs are unusable (n < 1, t_pt2pt <= 0); t_persist <= 0 (or NaN) leaves
  * only overhead_persistent NaN, the other metrics do not depend on it. An arrival
- * before its ready time is allowed and reported as is (a clock problem the user must see). */
+ * before its ready time is reported as is (a clock problem the user must see), except where it
+ * leaves the piece made ready last with a_L - s_L <= 0: no bandwidth is defined, perceived_bw
+ * is NaN and the function returns 1 (the caller marks the sample invalid, saying why). */
 int hmb_part_metrics_compute(int n, const double *s, const double *a, double t_join_s, double t_pt2pt_s,
                              double t_persist_s, size_t m_bytes, hmb_part_metrics *out);
 
 /* Asynchronous progress (SPEC §3.3): T_over = T_total - C; E = 100 (1 - T_over / T_sync). */
 double hmb_async_overhead(double t_total_s, double c_s);
 double hmb_async_efficiency_pct(double t_total_s, double c_s, double t_sync_s);
+/* E of each of n ranks from its own times (c_s[r]: the compute it is charged with, C or
+ * C_loaded), then aggregated: *worst the lowest rank's E, *mean the mean over ranks (seed 004
+ * averages over all pairs; every rank of a pair counts once). Never E from times of different
+ * ranks. Returns 0, or -1 for n < 1 or a rank with t_sync <= 0 (both outputs NaN). */
+int hmb_async_efficiency_ranks(int n, const double *t_total_s, const double *c_s, const double *t_sync_s,
+                               double *worst_pct, double *mean_pct);
 
 /* Stencil overlap (SPEC §3.5): 100 (T_comm + T_comp - T_overall) / T_comm, clamped [0,100]. */
 double hmb_overlap_pct(double t_comm_s, double t_comp_s, double t_overall_s);
@@ -93,10 +101,10 @@ double hmb_idle_share(double busy_s, double elapsed_s);
 /* match (SPEC §3.6): one halo iteration seen by the centre rank's nthreads threads. Thread k
  * posted its first operation at begin[k], returned from its last post at posted[k] and from its
  * wait at done[k]; paused[k] is time inside [begin, posted] spent on something other than posting
- * (reading MPI_T variables; 0 otherwise). ops: operations posted by all threads (receives +
- * sends). t_iter = max done - min begin (wall time of the exchange); post_per_msg =
- * sum (posted - begin - paused) / ops; wait_per_msg = sum (done - posted) / ops (thread time per
- * operation in posting and in completion). Returns 0, or -1 for nthreads < 1 or ops < 1. */
+ * (reading MPI_T variables; 0 otherwise). ops: the messages the figures are per (match passes
+ * the messages received by all threads, SPEC §3.6). t_iter = max done - min begin (wall time of
+ * the exchange); post_per_msg = sum (posted - begin - paused) / ops; wait_per_msg =
+ * sum (done - posted) / ops. Returns 0, or -1 for nthreads < 1 or ops < 1. */
 typedef struct {
     double t_iter_s, post_per_msg_s, wait_per_msg_s;
 } hmb_match_times;
@@ -112,6 +120,10 @@ void hmb_match_queue_depth(int n, const double *values, double *total, double *p
  * throughput[0], mode 0 (single, fork-join) being the reference measured in the same iterations.
  * A mode with t <= 0 or NaN (not run) gets NaN throughput and ratio; every ratio is NaN when mode 0
  * has none. */
+/* The one throughput of the patterns (SPEC §3.5): bytes exchanged per process (mean over ranks)
+ * divided by the timed region's time (t_iter, t_sweep, T_comm: the slowest rank's), in B/s.
+ * NaN when nothing was exchanged (bytes <= 0: --comm off) or the time is not positive. */
+double hmb_throughput_Bps(double bytes_per_process, double t_region_s);
 void hmb_pattern_rates(int nmodes, const double *bytes, const double *t_s, double *throughput_Bps, double *ratio);
 
 #ifdef __cplusplus

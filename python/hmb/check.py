@@ -263,7 +263,9 @@ def check_async(results: list[dict], thread_results: list[dict]) -> list[Check]:
         if r.get("status") != "ok":
             continue
         m = r["metrics"]
-        e, c, ts = (m.get(k, {}).get("median") for k in ("efficiency_pct", "c_us", "t_sync_us"))
+        e, ts = (m.get(k, {}).get("median") for k in ("efficiency_pct", "t_sync_us"))
+        c_ns = r.get("extra", {}).get("c_request_ns")  # the requested compute: not a per-sample metric
+        c = None if c_ns is None else c_ns / 1e3
         # the compute tolerance hmb-bench itself applied to this point (1 % if not recorded)
         tol = r.get("extra", {}).get("compute_tolerance", r.get("compute_tolerance", 0.01))
         if None not in (e, c, ts) and ts > 0:

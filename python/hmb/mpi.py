@@ -59,7 +59,9 @@ class MPI:
             # Never yield by default: --oversubscribe would silently turn it on (SPEC §4).
             env.setdefault("OMPI_MCA_mpi_yield_when_idle", "0")
             # The wheel's UCX one-sided component fails its own query on shared memory and
-            # prints an error line per rank for every MPI_Win; the fallback is used either way.
+            # prints an error line per rank for every MPI_Win; the next component is used either
+            # way, so excluding it changes no measurement (docs/metrics.md, mt rma; the mt
+            # header line shows it).
             env.setdefault("OMPI_MCA_osc", "^ucx")
         return env
 

@@ -313,31 +313,46 @@ static const hmb_option async_options[] = {
 static const hmb_default async_defaults[] = {{"sizes", "32,1K,16K,256K,4M"}, {NULL, NULL}};
 
 enum {
-    M_T_TOTAL, M_EFFICIENCY, M_EFFICIENCY_LOADED, M_T_SYNC, M_C, M_C_ACTUAL, M_C_LOADED, M_T_OVER,
+    M_T_TOTAL, M_EFFICIENCY, M_EFFICIENCY_LOADED, M_EFFICIENCY_MEAN, M_EFFICIENCY_LOADED_MEAN, M_T_SYNC, M_C_ACTUAL,
+    M_C_LOADED, M_T_OVER,
     M_T_OVER_LOADED, M_SLOWDOWN, M_LOAD_SLOWDOWN, M_T_WAIT, M_COUNT
 };
 
 /* T_total first: the adaptive stopping rule watches the first metric's relative CI, which
  * is meaningless for E (near 0 or negative without progress). */
 static const hmb_metric async_metrics[M_COUNT + 1] = {
-    [M_T_TOTAL] = {"t_total_us", "us", "post + compute + completion time of the non-blocking run", 0, 1},
-    [M_EFFICIENCY] = {"efficiency_pct", "%", "E = 100 (1 - T_over / T_sync): share of the blocking time hidden",
-                      1, 1, 1},
-    [M_EFFICIENCY_LOADED] = {"efficiency_loaded_pct", "%",
-                             "E_loaded = 100 (1 - (T_total - C_loaded) / T_sync): E against the compute time "
-                             "measured with every rank computing at once",
-                             1, 1, 1},
-    [M_T_SYNC] = {"t_sync_us", "us", "blocking operation time (baseline)", 0, 1},
-    [M_C] = {"c_us", "us", "calibrated compute time requested (undisturbed)", 0, 0},
-    [M_C_ACTUAL] = {"c_actual_us", "us", "time inside the compute kernel (excluding progress calls)", 0, 1},
-    [M_C_LOADED] = {"c_loaded_us", "us", "compute-only phase: C computed by every rank at once, no MPI call", 0, 1},
-    [M_T_OVER] = {"t_over_us", "us", "T_over = T_total - C", 0, 1, 1},
-    [M_T_OVER_LOADED] = {"t_over_loaded_us", "us", "T_over_loaded = T_total - C_loaded", 0, 0, 1},
-    [M_SLOWDOWN] = {"slowdown", "ratio", "compute slow-down C_actual / C caused by the progress method", 0, 1},
-    [M_LOAD_SLOWDOWN] = {"load_slowdown", "ratio", "C_loaded / C: slow-down of the kernel when every rank computes",
-                         0, 0},
-    [M_T_WAIT] = {"t_wait_us", "us", "time in the final MPI_Waitall: the communication progress during compute left",
-                  0, 1},
+    [M_T_TOTAL] = {.name = "t_total_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+                   .description = "post + compute + completion time of the non-blocking run"},
+    [M_EFFICIENCY] = {.name = "efficiency_pct", .unit = "%", .higher_is_better = 1, .in_table = 1, .is_signed = 1,
+                      .description = "E = 100 (1 - T_over / T_sync) of each rank from its own times: the worst "
+                                      "rank's"},
+    [M_EFFICIENCY_LOADED] = {.name = "efficiency_loaded_pct", .unit = "%",
+                             .higher_is_better = 1, .in_table = 1, .is_signed = 1,
+                             .description = "E_loaded = 100 (1 - (T_total - C_loaded) / T_sync) of each rank: the "
+                                             "worst rank's (E against the compute time measured with every rank "
+                                             "computing at once)"},
+    [M_EFFICIENCY_MEAN] = {.name = "efficiency_mean_pct", .unit = "%",
+                           .higher_is_better = 1, .in_table = 0, .is_signed = 1,
+                           .description = "E of each rank, mean over ranks (seed 004: over all pairs)"},
+    [M_EFFICIENCY_LOADED_MEAN] = {.name = "efficiency_loaded_mean_pct", .unit = "%",
+                                  .higher_is_better = 1, .in_table = 0, .is_signed = 1,
+                                  .description = "E_loaded of each rank, mean over ranks"},
+    [M_T_SYNC] = {.name = "t_sync_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+                  .description = "blocking operation time (baseline)"},
+    [M_C_ACTUAL] = {.name = "c_actual_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+                    .description = "time inside the compute kernel (excluding progress calls)"},
+    [M_C_LOADED] = {.name = "c_loaded_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+                    .description = "compute-only phase: C computed by every rank at once, no MPI call"},
+    [M_T_OVER] = {.name = "t_over_us", .unit = "us", .higher_is_better = 0, .in_table = 1, .is_signed = 1,
+                  .description = "T_over = T_total - C"},
+    [M_T_OVER_LOADED] = {.name = "t_over_loaded_us", .unit = "us", .higher_is_better = 0, .in_table = 0, .is_signed = 1,
+                         .description = "T_over_loaded = T_total - C_loaded"},
+    [M_SLOWDOWN] = {.name = "slowdown", .unit = "ratio", .higher_is_better = 0, .in_table = 1,
+                    .description = "compute slow-down C_actual / C caused by the progress method"},
+    [M_LOAD_SLOWDOWN] = {.name = "load_slowdown", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
+                         .description = "C_loaded / C: slow-down of the kernel when every rank computes"},
+    [M_T_WAIT] = {.name = "t_wait_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+                  .description = "time in the final MPI_Waitall: the communication progress during compute left"},
     [M_COUNT] = HMB_METRIC_END,
 };
 
@@ -566,18 +581,11 @@ static int64_t compute_with_progress(hmb_ctx *ctx, async_state *s)
     }
 }
 
-/* The three phases of an iteration and their six orders: iteration i runs orders[i mod 6], so
- * each phase runs first, second and last equally often, and before each other phase in half
- * the iterations: none systematically inherits another's cache or progress-engine state. */
+/* The three phases of an iteration, run in the counterbalanced orders of hmb_phase_order: each
+ * runs first, second and last equally often, and directly after each other phase equally often:
+ * none systematically inherits another's cache or progress-engine state. */
 typedef enum { PHASE_BLOCKING, PHASE_NONBLOCKING, PHASE_COMPUTE_ONLY, NPHASES } phase_id;
-#define NORDERS 6
-static const phase_id phase_orders[NORDERS][NPHASES] = {
-    {PHASE_BLOCKING, PHASE_NONBLOCKING, PHASE_COMPUTE_ONLY}, {PHASE_BLOCKING, PHASE_COMPUTE_ONLY, PHASE_NONBLOCKING},
-    {PHASE_NONBLOCKING, PHASE_BLOCKING, PHASE_COMPUTE_ONLY}, {PHASE_NONBLOCKING, PHASE_COMPUTE_ONLY, PHASE_BLOCKING},
-    {PHASE_COMPUTE_ONLY, PHASE_BLOCKING, PHASE_NONBLOCKING}, {PHASE_COMPUTE_ONLY, PHASE_NONBLOCKING, PHASE_BLOCKING},
-};
-/* The same orders for the result record: b blocking, n non-blocking, c compute only. */
-#define PHASE_ORDERS_TEXT "bnc,bcn,nbc,ncb,cbn,cnb"
+static const char phase_letters[NPHASES] = {'b', 'n', 'c'}; /* the orders in the result record */
 
 /* This rank's times of one iteration, seconds. */
 typedef struct {
@@ -627,7 +635,8 @@ static int async_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
     (void)pt;
     async_state *s = state;
     phase_times t = {0};
-    const phase_id *order = phase_orders[iter % NORDERS];
+    int order[NPHASES];
+    hmb_phase_order(NPHASES, iter, order);
     for (int i = 0; i < NPHASES; i++) {
         if (order[i] == PHASE_BLOCKING)
             run_blocking(ctx, s, &t);
@@ -652,15 +661,31 @@ static int async_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
         [R_MINUS_FASTEST_RATIO] = -fastest_kernel_s / c_s,
     };
     hmb_reduce_max(ctx, slowest, R_COUNT);
+    /* E per rank from its own times, aggregated on rank 0: never one rank's T_total with another's T_sync */
+    double mine[3] = {t.t_total, t.c_loaded, t.t_sync}, *all = NULL;
+    const int n = hmb_size(ctx);
+    if (hmb_rank(ctx) == 0 && !(all = malloc(7 * sizeof(double) * (size_t)n))) /* gathered, then by quantity */
+        abort();
+    MPI_Gather(mine, 3, MPI_DOUBLE, all, 3, MPI_DOUBLE, 0, hmb_comm(ctx));
     if (hmb_rank(ctx) != 0)
         return 0;
+    double *t_total = all + 3 * n, *c_loaded = t_total + n, *t_sync = c_loaded + n, *c = t_sync + n;
+    for (int r = 0; r < n; r++) {
+        t_total[r] = all[3 * r], c_loaded[r] = all[3 * r + 1], t_sync[r] = all[3 * r + 2];
+        c[r] = c_s;
+    }
+    double e_worst, e_mean, el_worst, el_mean;
+    hmb_async_efficiency_ranks(n, t_total, c, t_sync, &e_worst, &e_mean);
+    hmb_async_efficiency_ranks(n, t_total, c_loaded, t_sync, &el_worst, &el_mean);
+    free(all);
     double t_sync_s = slowest[R_T_SYNC], t_total_s = slowest[R_T_TOTAL];
     double c_actual_s = slowest[R_C_ACTUAL], c_loaded_s = slowest[R_C_LOADED];
     out->value[M_T_TOTAL] = t_total_s * 1e6;
-    out->value[M_EFFICIENCY] = hmb_async_efficiency_pct(t_total_s, c_s, t_sync_s);
-    out->value[M_EFFICIENCY_LOADED] = hmb_async_efficiency_pct(t_total_s, c_loaded_s, t_sync_s);
+    out->value[M_EFFICIENCY] = e_worst;
+    out->value[M_EFFICIENCY_LOADED] = el_worst;
+    out->value[M_EFFICIENCY_MEAN] = e_mean;
+    out->value[M_EFFICIENCY_LOADED_MEAN] = el_mean;
     out->value[M_T_SYNC] = t_sync_s * 1e6;
-    out->value[M_C] = c_s * 1e6;
     out->value[M_C_ACTUAL] = c_actual_s * 1e6;
     out->value[M_C_LOADED] = c_loaded_s * 1e6;
     out->value[M_T_OVER] = hmb_async_overhead(t_total_s, c_s) * 1e6;
@@ -701,7 +726,15 @@ static void async_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
      * from which a report derives it (metrics.h: hmb_async_efficiency_pct). */
     hmb_result_add_num(ctx, "library_progress_thread", s->library_thread);
     hmb_result_add_str(ctx, "phase_order", "counterbalanced");
-    hmb_result_add_str(ctx, "phase_orders", PHASE_ORDERS_TEXT);
+    char orders[64] = "";
+    for (int row = 0, n = hmb_phase_orders(NPHASES); row < n; row++) {
+        int order[NPHASES];
+        hmb_phase_order(NPHASES, row, order);
+        size_t len = strlen(orders);
+        snprintf(orders + len, sizeof orders - len, "%s%c%c%c", row ? "," : "", phase_letters[order[0]],
+                 phase_letters[order[1]], phase_letters[order[2]]);
+    }
+    hmb_result_add_str(ctx, "phase_orders", orders);
     double c_s = (double)s->c_ns * 1e-9;
     hmb_result_add_num(ctx, "calibration_error", s->calibration_error);
     hmb_result_add_num(ctx, "compute_tolerance", hmb_async_compute_tolerance(c_s, s->calibration_error));

@@ -13,7 +13,9 @@
  *                unpacks the pieces landing next to its tile;
  *   partitioned  one MPI_Psend_init / MPI_Precv_init per face, partitions = its pieces; a thread
  *                packs and MPI_Preadys its pieces after its compute, then polls MPI_Parrived for
- *                the pieces landing next to its tile and unpacks them.
+ *                the pieces landing next to its tile and unpacks them;
+ *   persistent   fork-join as single, on one MPI_Send_init / MPI_Recv_init per face created once
+ *                per point: MPI_Start of the receives, pack, MPI_Start of each send, Waitall.
  * --comm off (mock, after LLNL Comb) runs the same modes without any MPI call in the pattern:
  * the pieces are unpacked from the rank's own send buffers, so packing, unpacking and compute
  * are measured alone and validation still runs.
@@ -30,17 +32,8 @@
 #include "hmb/hmb.h"
 #include "hmb/metrics.h"
 
-#if defined(HMB_HAVE_MPI_PSEND_INIT) && defined(HMB_HAVE_MPI_PARRIVED)
-#define HALO_HAVE_PARTITIONED 1
-#else
-#define HALO_HAVE_PARTITIONED 0
-#endif
-
-enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, NMODES };
-static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned"};
-/* Metrics: per mode t_iter, t_comm, throughput; then the ratios of the non-single modes. */
-enum { K_T_ITER, K_T_COMM, K_THROUGHPUT, NKINDS };
-#define M_RATIO(mode) (NMODES * NKINDS + (mode)-1)
+enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, MODE_PERSISTENT, NMODES };
+static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned", "persistent"};
 #define NDIRS 6
 #define POISON 0xA5A5A5A5A5A5A5A5ull
 /* Written into the send buffers once a mode's sends are complete (the buffer is the
@@ -68,18 +61,25 @@ typedef struct {
     MPI_Comm comm[NMODES]; /* one per mode: no mode's message can match another's */
     MPI_Request *piece_rreq, *piece_sreq; /* multiple: per (direction, piece) */
     MPI_Request psend[NDIRS], precv[NDIRS];
+    MPI_Request persist_send[NDIRS], persist_recv[NDIRS]; /* persistent: per face */
     atomic_uint *mock_ready; /* mock multiple/partitioned: piece packed in run mock_run */
     unsigned mock_run;
     double *compute_end;                    /* per thread, local clock */
     atomic_llong bytes_sent[NMODES];        /* this rank, this iteration */
     double bytes_per_rank_iter[NMODES];     /* rank 0: mean over ranks, last iteration */
     int corrupted;                          /* --corrupt-at applied */
+    MPI_Request preq[2 * NDIRS];            /* the partitioned requests started for this mode */
+    int npreq;
+    const hmb_point *pt;                    /* the point being run (validation messages) */
+    hmb_ctx *ctx;                           /* ... and its context and iteration */
+    long iter;
+    double mode_start;                      /* the running mode's start: bounds MPI_Parrived polling */
     char domain[64];
 } halo_state;
 
 static const hmb_option halo_options[] = {
     {"mode", HMB_OPT_CHOICES, "all", "exchange modes run in one iteration, paired and counterbalanced", 0, 0,
-     "single|multiple|partitioned"},
+     "single|multiple|partitioned|persistent"},
     {"domain", HMB_OPT_INTS, NULL, "cells per rank nx,ny,nz (8 bytes each; default: a cube per --sizes face)", 1,
      1 << 20, NULL},
     {"comm", HMB_OPT_CHOICE, "on", "off: mock mode, the same pattern without MPI (pack, unpack, compute alone)", 0,
@@ -90,16 +90,24 @@ static const hmb_option halo_options[] = {
 static const hmb_default halo_defaults[] = {{"sizes", "4K:1M:x4"}, {"compute", "1ms"}, {NULL, NULL}};
 
 #define MODE_METRICS(m)                                                                                     \
-    {"t_iter_" m "_us", "us", m ": time per iteration (compute and exchange), slowest rank", 0, 0},       \
-        {"t_comm_" m "_us", "us", m ": last thread's compute end to exchange complete, slowest rank", 0, 0}, \
-        {"throughput_" m "_MBps", "MB/s", m ": bytes exchanged per process per second (MB = 1e6 B)", 1, 1}
+    {.name = "t_iter_" m "_us", .unit = "us", .higher_is_better = 0, .in_table = 0,                        \
+     .description = m ": time per iteration (compute and exchange), slowest rank"},                         \
+        {.name = "t_comm_" m "_us", .unit = "us", .higher_is_better = 0, .in_table = 0,                     \
+         .description = m ": last thread's compute end to exchange complete, slowest rank"},                \
+        {.name = "throughput_" m "_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 1,             \
+         .description = m ": bytes exchanged per process per second (MB = 1e6 B)"}
 
 static const hmb_metric halo_metrics[] = {
     MODE_METRICS("single"),
     MODE_METRICS("multiple"),
     MODE_METRICS("partitioned"),
-    {"ratio_multiple", "ratio", "throughput multiple / throughput single, same iterations", 1, 1},
-    {"ratio_partitioned", "ratio", "throughput partitioned / throughput single, same iterations", 1, 1},
+    MODE_METRICS("persistent"),
+    {.name = "ratio_multiple", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+     .description = "throughput multiple / throughput single, same iterations"},
+    {.name = "ratio_partitioned", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+     .description = "throughput partitioned / throughput single, same iterations"},
+    {.name = "ratio_persistent", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+     .description = "throughput persistent / throughput single, same iterations"},
     HMB_METRIC_END};
 
 /* ------------------------------------------------------------------ block geometry */
@@ -248,19 +256,6 @@ static void halo_free(halo_state *st)
     free(st);
 }
 
-/* A mode this library or thread level cannot run: the reason, or NULL. */
-static const char *mode_unsupported(const hmb_ctx *ctx, int mode)
-{
-    int concurrent = hmb_threads(ctx) > 1 && hmb_thread_level_provided(ctx) < MPI_THREAD_MULTIPLE;
-    if (mode == MODE_MULTIPLE && concurrent)
-        return "mode multiple: threads communicate concurrently, needs MPI_THREAD_MULTIPLE";
-    if (mode == MODE_PARTITIONED && !HALO_HAVE_PARTITIONED)
-        return "mode partitioned: this MPI library has no MPI_Psend_init/MPI_Parrived";
-    if (mode == MODE_PARTITIONED && concurrent)
-        return "mode partitioned: threads call MPI_Pready/MPI_Parrived concurrently, needs MPI_THREAD_MULTIPLE";
-    return NULL;
-}
-
 static int setup_faces(halo_state *st)
 {
     size_t halo_cells = (size_t)(st->n[0] + 2) * (st->n[1] + 2) * (st->n[2] + 2);
@@ -305,19 +300,15 @@ static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
     st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
     st->mock = strcmp(hmb_opt_str(ctx, "comm"), "off") == 0;
     for (int d = 0; d < NDIRS; d++)
-        st->psend[d] = st->precv[d] = MPI_REQUEST_NULL;
+        st->psend[d] = st->precv[d] = st->persist_send[d] = st->persist_recv[d] = MPI_REQUEST_NULL;
     for (int m = 0; m < NMODES; m++)
         st->comm[m] = MPI_COMM_NULL;
     unsigned long long chosen = hmb_opt_choices(ctx, "mode");
     for (int m = 0; m < NMODES; m++) {
         if (!(chosen & (1ull << m)))
             continue;
-        const char *why = st->mock ? NULL : mode_unsupported(ctx, m);
-        if (why) {
-            hmb_unsupported(ctx, "%s (the library provides MPI_THREAD_%s); leave it out of --mode", why,
-                            hmb_thread_level_name(hmb_thread_level_provided(ctx)));
+        if (!st->mock && hmb_mode_refused(ctx, mode_names[m], m == MODE_MULTIPLE, m == MODE_PARTITIONED))
             return st;
-        }
         st->modes[st->nmodes++] = m;
         MPI_Comm_dup(hmb_comm(ctx), &st->comm[m]);
     }
@@ -325,7 +316,17 @@ static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
         hmb_unsupported(ctx, "cannot allocate a block of %s cells with its face buffers", st->domain);
         return st;
     }
-#if HALO_HAVE_PARTITIONED
+    if (!st->mock && st->comm[MODE_PERSISTENT] != MPI_COMM_NULL)
+        for (int d = 0; d < NDIRS; d++) {
+            halo_face *f = &st->face[d];
+            int count = (int)(f->npieces * f->piece_cells);
+            if (f->to != MPI_PROC_NULL)
+                MPI_Send_init(f->send, count, MPI_UINT64_T, f->to, d, st->comm[MODE_PERSISTENT], &st->persist_send[d]);
+            if (f->from != MPI_PROC_NULL)
+                MPI_Recv_init(f->recv, count, MPI_UINT64_T, f->from, d, st->comm[MODE_PERSISTENT],
+                              &st->persist_recv[d]);
+        }
+#if HMB_HAVE_PARTITIONED
     if (!st->mock && st->comm[MODE_PARTITIONED] != MPI_COMM_NULL) {
         for (int d = 0; d < NDIRS; d++) {
             halo_face *f = &st->face[d];
@@ -374,17 +375,25 @@ static void compute(hmb_ctx *ctx, halo_state *st, int tid, long iter)
     st->compute_end[tid] = hmb_now();
 }
 
-/* single: join, then this one thread exchanges all six faces. Returns bytes it sent. */
-static long long exchange_single(halo_state *st)
+/* single and persistent: join, then this one thread exchanges all six faces (Irecv/Isend, or
+ * MPI_Start of the face's persistent requests). Returns bytes it sent. */
+static long long exchange_joined(halo_state *st, int mode)
 {
     MPI_Request req[2 * NDIRS];
     int nreq = 0;
     long long bytes = 0;
-    MPI_Comm comm = st->comm[MODE_SINGLE];
+    MPI_Comm comm = st->comm[mode];
+    const int persistent = mode == MODE_PERSISTENT;
     for (int d = 0; d < NDIRS && !st->mock; d++) {
         halo_face *f = &st->face[d];
-        if (f->from != MPI_PROC_NULL)
+        if (f->from == MPI_PROC_NULL)
+            continue;
+        if (persistent) {
+            MPI_Start(&st->persist_recv[d]);
+            req[nreq++] = st->persist_recv[d];
+        } else {
             MPI_Irecv(f->recv, (int)(f->npieces * f->piece_cells), MPI_UINT64_T, f->from, d, comm, &req[nreq++]);
+        }
     }
     for (int d = 0; d < NDIRS; d++) {
         halo_face *f = &st->face[d];
@@ -394,8 +403,14 @@ static long long exchange_single(halo_state *st)
             pack_piece(st, d, p);
         if (f->to != MPI_PROC_NULL) {
             bytes += f->npieces * piece_bytes(st, d);
-            if (!st->mock)
+            if (st->mock)
+                continue;
+            if (persistent) {
+                MPI_Start(&st->persist_send[d]);
+                req[nreq++] = st->persist_send[d];
+            } else {
                 MPI_Isend(f->send, (int)(f->npieces * f->piece_cells), MPI_UINT64_T, f->to, d, comm, &req[nreq++]);
+            }
         }
     }
     if (nreq > 0)
@@ -429,7 +444,7 @@ static long long thread_send(halo_state *st, int mode, int tid)
             MPI_Isend(f->send + (size_t)p * f->piece_cells, (int)f->piece_cells, MPI_UINT64_T, f->to,
                       d * HMB_MAX_THREADS + p, st->comm[mode], &st->piece_sreq[f->flat + p]);
         } else {
-#if HALO_HAVE_PARTITIONED
+#if HMB_HAVE_PARTITIONED
             MPI_Pready(p, st->psend[d]);
 #endif
         }
@@ -452,10 +467,8 @@ static void thread_receive(halo_state *st, int mode, int tid)
         } else if (mode == MODE_MULTIPLE) {
             MPI_Wait(&st->piece_rreq[f->flat + p], MPI_STATUS_IGNORE);
         } else {
-#if HALO_HAVE_PARTITIONED
-            for (int arrived = 0; !arrived;)
-                MPI_Parrived(st->precv[d], p, &arrived);
-#endif
+            hmb_parrived_bounded(st->ctx, st->pt, st->iter, st->precv[d], p, st->mode_start,
+                                 "the face from direction %d (partitioned mode)", d);
         }
         unpack_piece(st, d, p);
     }
@@ -492,22 +505,27 @@ static int start_requests(halo_state *st, int mode, MPI_Request *preq)
     return npreq;
 }
 
-/* One mode: t_iter and t_comm of this rank (local clock differences, seconds). */
-static void run_mode(hmb_ctx *ctx, halo_state *st, int mode, long iter, double *t_iter, double *t_comm)
+/* Untimed, before the mode's barrier. */
+static void mode_setup(hmb_ctx *ctx, void *state, int mode, long iter)
 {
-    MPI_Request preq[2 * NDIRS];
+    (void)ctx, (void)iter;
+    halo_state *st = state;
     st->mock_run++;
-    int npreq = start_requests(st, mode, preq);
-    hmb_phase(ctx, mode == MODE_SINGLE ? "single barrier" : mode == MODE_MULTIPLE ? "multiple barrier"
-                                                                                   : "partitioned barrier");
-    MPI_Barrier(st->comm[mode]);
+    st->npreq = start_requests(st, mode, st->preq);
+}
+
+/* One mode, timed by the harness from its barrier; times[1] = t_comm: last thread's compute
+ * end to exchange complete (this rank's clock). */
+static void mode_iterate(hmb_ctx *ctx, void *state, int mode, long iter, double *times)
+{
+    halo_state *st = state;
     long long bytes = 0;
-    double t0 = hmb_now();
-    if (mode == MODE_SINGLE) {
+    st->ctx = ctx, st->iter = iter, st->mode_start = hmb_now();
+    if (mode == MODE_SINGLE || mode == MODE_PERSISTENT) {
 #pragma omp parallel num_threads(st->threads)
         compute(ctx, st, omp_get_thread_num(), iter);
-        hmb_phase(ctx, "single exchange");
-        bytes = exchange_single(st);
+        hmb_phase(ctx, mode == MODE_SINGLE ? "single exchange" : "persistent exchange");
+        bytes = exchange_joined(st, mode);
     } else {
         hmb_phase(ctx, mode == MODE_MULTIPLE ? "multiple exchange" : "partitioned exchange (Parrived)");
 #pragma omp parallel num_threads(st->threads) reduction(+ : bytes)
@@ -517,14 +535,13 @@ static void run_mode(hmb_ctx *ctx, halo_state *st, int mode, long iter, double *
             bytes += thread_send(st, mode, tid);
             thread_receive(st, mode, tid);
         }
-        if (npreq > 0)
-            MPI_Waitall(npreq, preq, MPI_STATUSES_IGNORE);
+        if (st->npreq > 0)
+            MPI_Waitall(st->npreq, st->preq, MPI_STATUSES_IGNORE);
     }
     double t_end = hmb_now(), last_compute = st->compute_end[0];
     for (int t = 1; t < st->threads; t++)
         last_compute = st->compute_end[t] > last_compute ? st->compute_end[t] : last_compute;
-    *t_iter = t_end - t0;
-    *t_comm = t_end - last_compute;
+    times[1] = t_end - last_compute;
     atomic_store(&st->bytes_sent[mode], bytes);
 }
 
@@ -610,42 +627,48 @@ static void poison_send_buffers(halo_state *st)
             st->face[d].send[k] = SENT_POISON;
 }
 
+/* Untimed, right after the mode: poison its sends, check its halo, count its bytes. */
+static void mode_verify(hmb_ctx *ctx, void *state, int mode, long iter, double *sums)
+{
+    halo_state *st = state;
+    if (!st->mock && hmb_validate_enabled(ctx))
+        poison_send_buffers(st);
+    verify_mode(ctx, st, st->pt, mode, iter);
+    sums[0] = (double)atomic_load(&st->bytes_sent[mode]);
+}
+
+static const hmb_mode halo_modes[NMODES] = {
+    {.name = "single", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
+    {.name = "multiple", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
+    {.name = "partitioned", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
+    {.name = "persistent", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
+};
+
 static int halo_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
 {
     halo_state *st = state;
-    int order[NMODES];
-    hmb_phase_order(st->nmodes, iter, order);
-    double times[2 * NMODES] = {0}, bytes[NMODES] = {0}; /* t_iter, t_comm per mode */
-    for (int k = 0; k < st->nmodes; k++) {
-        int mode = st->modes[order[k]];
-        if (k > 0)
-            hmb_cache_evict(ctx); /* --cache cold: every mode starts cold */
-        run_mode(ctx, st, mode, iter, &times[2 * mode], &times[2 * mode + 1]);
-        if (!st->mock && hmb_validate_enabled(ctx))
-            poison_send_buffers(st);
-        hmb_phase(ctx, "verify");
-        verify_mode(ctx, st, pt, mode, iter);
-        bytes[mode] = (double)atomic_load(&st->bytes_sent[mode]);
-    }
-    hmb_reduce_max(ctx, times, 2 * NMODES);
-    hmb_reduce_sum(ctx, bytes, NMODES);
-    if (st->rank != 0)
+    st->pt = pt;
+    hmb_mode_results r;
+    if (!hmb_modes_run(ctx, st, halo_modes, st->modes, st->nmodes, iter, &r))
         return 0;
     double t_iter[NMODES], throughput[NMODES], ratio[NMODES];
     for (int m = 0; m < NMODES; m++) {
         t_iter[m] = NAN;
-        st->bytes_per_rank_iter[m] = bytes[m] / hmb_size(ctx);
+        st->bytes_per_rank_iter[m] = r.sums[m][0] / hmb_size(ctx);
     }
     for (int k = 0; k < st->nmodes; k++)
-        t_iter[st->modes[k]] = times[2 * st->modes[k]];
+        t_iter[st->modes[k]] = r.times[st->modes[k]][0];
     hmb_pattern_rates(NMODES, st->bytes_per_rank_iter, t_iter, throughput, ratio);
     for (int k = 0; k < st->nmodes; k++) {
         int m = st->modes[k];
-        out->value[m * NKINDS + K_T_ITER] = t_iter[m] * 1e6;
-        out->value[m * NKINDS + K_T_COMM] = times[2 * m + 1] * 1e6;
-        out->value[m * NKINDS + K_THROUGHPUT] = throughput[m] * 1e-6;
+        const char *name = mode_names[m];
+        hmb_recordf(ctx, out, t_iter[m] * 1e6, "t_iter_%s_us", name);
+        hmb_recordf(ctx, out, r.times[m][1] * 1e6, "t_comm_%s_us", name);
+        if (st->mock) /* nothing was exchanged: no throughput */
+            continue;
+        hmb_recordf(ctx, out, throughput[m] * 1e-6, "throughput_%s_MBps", name);
         if (m != MODE_SINGLE)
-            out->value[M_RATIO(m)] = ratio[m];
+            hmb_recordf(ctx, out, ratio[m], "ratio_%s", name);
     }
     out->valid = 1;
     return 0;
@@ -664,6 +687,10 @@ static void halo_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
             MPI_Request_free(&st->psend[d]);
         if (st->precv[d] != MPI_REQUEST_NULL)
             MPI_Request_free(&st->precv[d]);
+        if (st->persist_send[d] != MPI_REQUEST_NULL)
+            MPI_Request_free(&st->persist_send[d]);
+        if (st->persist_recv[d] != MPI_REQUEST_NULL)
+            MPI_Request_free(&st->persist_recv[d]);
     }
     for (int m = 0; m < NMODES; m++)
         if (st->comm[m] != MPI_COMM_NULL)
@@ -698,7 +725,7 @@ static void halo_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
 static const hmb_bench halo_bench = {
     .name = "halo3d",
     .group = "patterns",
-    .summary = "7-point 3-D halo exchange, threads: single (fork-join), multiple and partitioned, mock mode",
+    .summary = "7-point 3-D halo exchange, threads: single (fork-join), multiple, partitioned, persistent, mock mode",
     .options = halo_options,
     .defaults = halo_defaults,
     .metrics = halo_metrics,
@@ -712,6 +739,7 @@ static const hmb_bench halo_bench = {
     .verify = NULL, /* iterate() checks every mode's halo right after the mode, outside its timing */
     .teardown = halo_teardown,
     .annotate = halo_annotate,
-    .pivot_metrics = "throughput_single_MBps,throughput_multiple_MBps,throughput_partitioned_MBps",
+    .pivot_metrics = "throughput_single_MBps,throughput_multiple_MBps,throughput_partitioned_MBps,"
+                     "throughput_persistent_MBps",
 };
 HMB_REGISTER(halo_bench);

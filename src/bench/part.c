@@ -26,12 +26,6 @@
 #include "hmb/hmb.h"
 #include "hmb/metrics.h"
 
-#if defined(HMB_HAVE_MPI_PSEND_INIT) && defined(HMB_HAVE_MPI_PARRIVED)
-#define PART_HAVE_PARTITIONED 1
-#else
-#define PART_HAVE_PARTITIONED 0
-#endif
-
 enum { SENDER = 0, RECEIVER = 1 };
 enum { TAG_SINGLE = 1, TAG_PART = 2, TAG_SENDER_DONE = 3, TAG_TIMES = 4, TAG_PERSIST = 5 };
 enum { PREADY_SINGLE, PREADY_RANGE, PREADY_LIST };
@@ -80,6 +74,7 @@ typedef struct {
     int done_flag, done_payload;
     double done_at_s;
     double grace_s, deadline_s;
+    long no_perceived_bw; /* samples whose last-ready piece arrived at or before its ready time */
 } part_state;
 
 static const hmb_option part_options[] = {
@@ -99,16 +94,24 @@ static const hmb_option part_options[] = {
 static const hmb_default part_defaults[] = {{"sizes", "4K:4M:x4"}, {"compute", "1ms"}, {NULL, NULL}};
 
 static const hmb_metric part_metrics[] = {
-    {"overhead", "ratio", "t_part / t_pt2pt (partitioned vs a fresh single send; ~1 for one partition)", 0, 1},
-    {"overhead_persistent", "ratio", "t_part / t_persist (partitioned vs a pre-started persistent send/receive)", 0,
-     1},
-    {"t_part_us", "us", "first Pready to last Parrived", 0, 1},
-    {"t_pt2pt_us", "us", "single send: join to receive completion (one-way)", 0, 1},
-    {"t_persist_us", "us", "persistent send/receive: join to receive completion (one-way)", 0, 1},
-    {"perceived_bw_MBps", "MB/s", "m / (a_L - s_L), L = partition made ready last (MB = 1e6 B)", 1, 1},
-    {"availability", "ratio", "1 - t_after_join / t_pt2pt", 1, 1, 1},
-    {"early_bird", "ratio", "share of the message's bytes reported arrived at or before the join", 1, 1},
-    {"t_after_join_us", "us", "max(0, last arrival - join)", 0, 0},
+    {.name = "overhead", .unit = "ratio", .higher_is_better = 0, .in_table = 1,
+     .description = "t_part / t_pt2pt (partitioned vs a fresh single send; ~1 for one partition)"},
+    {.name = "overhead_persistent", .unit = "ratio", .higher_is_better = 0, .in_table = 1,
+     .description = "t_part / t_persist (partitioned vs a pre-started persistent send/receive)"},
+    {.name = "t_part_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+     .description = "first Pready to last Parrived"},
+    {.name = "t_pt2pt_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+     .description = "single send: join to receive completion (one-way)"},
+    {.name = "t_persist_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+     .description = "persistent send/receive: join to receive completion (one-way)"},
+    {.name = "perceived_bw_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 1,
+     .description = "m / (a_L - s_L), L = partition made ready last (MB = 1e6 B)"},
+    {.name = "availability", .unit = "ratio", .higher_is_better = 1, .in_table = 1, .is_signed = 1,
+     .description = "1 - t_after_join / t_pt2pt"},
+    {.name = "early_bird", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+     .description = "share of the message's bytes reported arrived at or before the join"},
+    {.name = "t_after_join_us", .unit = "us", .higher_is_better = 0, .in_table = 0,
+     .description = "max(0, last arrival - join)"},
     HMB_METRIC_END};
 
 static int recv_partitions_of(const hmb_ctx *ctx, int nparts_send)
@@ -210,7 +213,7 @@ static void part_free(part_state *st)
     free(st);
 }
 
-#if PART_HAVE_PARTITIONED
+#if HMB_HAVE_PARTITIONED
 static void *alloc_aligned(size_t bytes)
 {
     void *p = NULL;
@@ -220,7 +223,7 @@ static void *alloc_aligned(size_t bytes)
 
 static void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
 {
-#if !PART_HAVE_PARTITIONED
+#if !HMB_HAVE_PARTITIONED
     (void)pt;
     hmb_unsupported(ctx, "this MPI library has no partitioned communication (MPI_Psend_init/MPI_Parrived)");
     return NULL;
@@ -313,7 +316,7 @@ static void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
 #endif
 }
 
-#if PART_HAVE_PARTITIONED
+#if HMB_HAVE_PARTITIONED
 /* Receiver: true once the sender-done message has been seen; tested at a low rate, by one
  * thread at a time (a request must not be tested concurrently). */
 static double sender_done_at(part_state *st)
@@ -598,15 +601,9 @@ static void pair_pieces(hmb_ctx *ctx, part_state *st)
     }
 }
 
-/* Counterbalanced paired design: iteration i runs the three phases in order i mod 6, so over
- * six iterations each phase runs first, second and third twice and directly follows each other
- * phase twice: none systematically inherits another's cache or progress-engine state. Order 0
- * runs the single send first: the never-reported grace comes from the latest single-send time. */
-static const int phase_orders[6][NPHASES] = {
-    {PHASE_SINGLE, PHASE_PERSISTENT, PHASE_PARTITIONED}, {PHASE_PARTITIONED, PHASE_SINGLE, PHASE_PERSISTENT},
-    {PHASE_PERSISTENT, PHASE_PARTITIONED, PHASE_SINGLE}, {PHASE_SINGLE, PHASE_PARTITIONED, PHASE_PERSISTENT},
-    {PHASE_PERSISTENT, PHASE_SINGLE, PHASE_PARTITIONED}, {PHASE_PARTITIONED, PHASE_PERSISTENT, PHASE_SINGLE}};
-
+/* Counterbalanced paired design (hmb_phase_order): over six iterations each phase runs first,
+ * second and third twice and directly follows each other phase equally often. Order 0 runs the
+ * single send first: the never-reported grace comes from the latest single-send time. */
 static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
 {
     part_state *st = state;
@@ -614,8 +611,10 @@ static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
 
     double t_baseline[NPHASES] = {0.0}; /* sender: the phase's join; receiver: its t_recv (local) */
     const double timeout_s = (double)hmb_opt_duration_ns(ctx, "timeout") * 1e-9;
+    int order[NPHASES];
+    hmb_phase_order(NPHASES, iter, order);
     for (int k = 0; k < NPHASES; k++) {
-        const int phase = phase_orders[iter % 6][k];
+        const int phase = order[k];
         if (phase == PHASE_PARTITIONED) {
             st->deadline_s = hmb_now() + POLL_DEADLINE_TIMEOUT_FRACTION * timeout_s;
             phase_partitioned(ctx, st, pt, iter);
@@ -650,8 +649,11 @@ static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
         t_join = fmax(t_join, hmb_to_global(ctx, st->compute_end[t]));
     pair_pieces(ctx, st);
     hmb_part_metrics m;
-    out->valid = hmb_part_metrics_compute(st->npieces, st->piece_ready, st->piece_arrived, t_join, t_pt2pt,
-                                          t_persist, st->size_bytes, &m) == 0;
+    int rc = hmb_part_metrics_compute(st->npieces, st->piece_ready, st->piece_arrived, t_join, t_pt2pt, t_persist,
+                                      st->size_bytes, &m);
+    out->valid = rc == 0;
+    if (rc == 1 && iter >= hmb_opt_int(ctx, "warmup")) /* counted where the harness counts invalid samples */
+        st->no_perceived_bw++;
     out->value[M_OVERHEAD] = m.overhead;
     out->value[M_OVERHEAD_PERSISTENT] = m.overhead_persistent;
     out->value[M_T_PART] = m.t_part_s * 1e6;
@@ -689,7 +691,7 @@ static void part_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
     /* Poison for the next iteration now (outside timing, before any cold-cache flush). */
     poison_recv_buffers(ctx, st);
 }
-#endif /* PART_HAVE_PARTITIONED */
+#endif /* HMB_HAVE_PARTITIONED */
 
 static void part_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
 {
@@ -708,7 +710,12 @@ static void part_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
 
 static void part_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
 {
-    (void)state;
+    const part_state *st = state;
+    if (st->no_perceived_bw > 0) {
+        hmb_result_add_num(ctx, "invalid_no_perceived_bw", (double)st->no_perceived_bw);
+        hmb_result_add_str(ctx, "invalid_reason", "the piece made ready last was reported arrived at or before its "
+                                                  "ready time (a_L - s_L <= 0): no perceived bandwidth; a clock problem");
+    }
     hmb_result_add_num(ctx, "partitions_send", (double)hmb_point_int(pt, "partitions"));
     hmb_result_add_num(ctx, "partitions_recv", (double)hmb_point_int(pt, "recv_partitions"));
     hmb_result_add_str(ctx, "pready", hmb_opt_str(ctx, "pready"));
@@ -724,7 +731,7 @@ static void part_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
                                                  "barrier");
 }
 
-#if PART_HAVE_PARTITIONED
+#if HMB_HAVE_PARTITIONED
 #define PART_ITERATE part_iterate
 #define PART_VERIFY part_verify
 #else

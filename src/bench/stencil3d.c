@@ -9,7 +9,9 @@
  *   overall: post, compute (the same draws), Waitall, Allreduce      -> T_overall, T_post, T_wait
  * overlap % = hmb_overlap_pct(T_comm, T_comp, T_overall); every time is the slowest rank's.
  * The compute is --compute, or --calc-factor x T_comm measured before the point's iterations.
- * Communication runs on the main thread outside the OpenMP region (MPI_THREAD_FUNNELED). */
+ * Communication runs on the main thread outside the OpenMP region (MPI_THREAD_FUNNELED).
+ * --comm off (mock, as halo3d's): each face is copied into this rank's own receive buffer and the
+ * Allreduce is left out; the same phases, compute and validation (against this rank), no MPI. */
 #include <limits.h>
 #include <math.h>
 #include <omp.h>
@@ -22,8 +24,7 @@
 enum { NDIRS = 6 };
 enum { EX_COMM, EX_OVERALL, NEXCHANGES }; /* the two phases that exchange: separate buffers */
 enum { PHASE_COMM, PHASE_COMP, PHASE_OVERALL, NPHASES };
-enum { T_COMM, T_COMP, T_OVERALL, T_POST, T_WAIT, NTIMES }; /* per-rank times, then reduced */
-enum { M_OVERLAP, M_T_COMM, M_T_COMP, M_T_OVERALL, M_T_POST, M_T_WAIT, M_THROUGHPUT };
+enum { T_POST = 1, T_WAIT = 2 }; /* the overall phase's sub-times (hmb_mode_results) */
 static const char *const exchange_names[NEXCHANGES] = {"communication-only exchange", "overlapped exchange"};
 
 #define POISON_BYTE 0xA5
@@ -41,6 +42,8 @@ typedef struct {
     unsigned char *send[NEXCHANGES][NDIRS], *recv[NEXCHANGES][NDIRS];
     MPI_Request reqs[2 * NDIRS];
     double reduced[NEXCHANGES]; /* each exchange's Allreduce result */
+    double bytes_per_rank;      /* bytes sent per exchange, mean over ranks (0 in mock mode) */
+    int mock;                   /* --comm off */
 } stencil_state;
 
 /* Each rank's Allreduce contribution: exact in a double, differs by exchange and iteration. */
@@ -75,17 +78,29 @@ static void stencil_points(hmb_ctx *ctx, hmb_point_list *out)
 static void post_exchange(hmb_ctx *ctx, stencil_state *st, int ex)
 {
     MPI_Comm comm = hmb_comm(ctx);
+    if (st->mock) { /* the data movement alone: each face into this rank's own halo */
+        for (int d = 0; d < NDIRS; d++)
+            if (st->topo.dir[d].from != MPI_PROC_NULL)
+                memcpy(st->recv[ex][d], st->send[ex][d], st->size);
+        return;
+    }
     for (int d = 0; d < NDIRS; d++)
         MPI_Irecv(st->recv[ex][d], (int)st->size, MPI_BYTE, st->topo.dir[d].from, d, comm, &st->reqs[d]);
     for (int d = 0; d < NDIRS; d++)
         MPI_Isend(st->send[ex][d], (int)st->size, MPI_BYTE, st->topo.dir[d].to, d, comm, &st->reqs[NDIRS + d]);
 }
 
-static void wait_exchange(stencil_state *st) { MPI_Waitall(2 * NDIRS, st->reqs, MPI_STATUSES_IGNORE); }
+static void wait_exchange(stencil_state *st)
+{
+    if (!st->mock)
+        MPI_Waitall(2 * NDIRS, st->reqs, MPI_STATUSES_IGNORE);
+}
 
 static void allreduce(hmb_ctx *ctx, stencil_state *st, int ex, long iter)
 {
     double term = allreduce_term(hmb_rank(ctx), ex, iter);
+    if (st->mock)
+        return;
     MPI_Allreduce(&term, &st->reduced[ex], 1, MPI_DOUBLE, MPI_SUM, hmb_comm(ctx));
 }
 
@@ -139,6 +154,12 @@ static void *stencil_setup(hmb_ctx *ctx, const hmb_point *pt)
             st->send[ex][d] = st->buffers + ((size_t)ex * NDIRS + d) * st->size;
             st->recv[ex][d] = st->buffers + ((size_t)(NEXCHANGES + ex) * NDIRS + d) * st->size;
         }
+    st->mock = strcmp(hmb_opt_str(ctx, "comm"), "off") == 0;
+    double sent = 0.0; /* bytes this rank sends per exchange; the mean over ranks (none in mock mode) */
+    for (int d = 0; d < NDIRS; d++)
+        sent += st->topo.dir[d].to != MPI_PROC_NULL && !st->mock ? (double)st->size : 0.0;
+    hmb_reduce_sum(ctx, &sent, 1);
+    st->bytes_per_rank = sent / hmb_size(ctx);
     st->calib_t_comm_s = NAN;
     if (hmb_opt_given(ctx, "compute")) {
         st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
@@ -162,61 +183,57 @@ static void stencil_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long
         }
 }
 
-static int stencil_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
+static void phase_iterate(hmb_ctx *ctx, void *state, int phase, long iter, double *times)
 {
     stencil_state *st = state;
-    MPI_Comm comm = hmb_comm(ctx);
-    int order[NPHASES];
-    hmb_phase_order(NPHASES, iter, order);
-    double t[NTIMES];
-    for (int k = 0; k < NPHASES; k++) {
-        if (k > 0)
-            hmb_cache_evict(ctx); /* --cache cold: every phase starts cold */
-        MPI_Barrier(comm);
-        double t0 = hmb_now();
-        switch (order[k]) {
-        case PHASE_COMM:
-            hmb_phase(ctx, "comm: Irecv/Isend, Waitall, Allreduce");
-            post_exchange(ctx, st, EX_COMM);
-            wait_exchange(st);
-            allreduce(ctx, st, EX_COMM, iter);
-            t[T_COMM] = hmb_now() - t0;
-            break;
-        case PHASE_COMP:
-            hmb_phase(ctx, "comp: compute");
-            compute(ctx, st, iter);
-            t[T_COMP] = hmb_now() - t0;
-            break;
-        case PHASE_OVERALL: {
-            hmb_phase(ctx, "overall: post, compute, Waitall, Allreduce");
-            post_exchange(ctx, st, EX_OVERALL);
-            double t_posted = hmb_now();
-            compute(ctx, st, iter);
-            double t_computed = hmb_now();
-            wait_exchange(st);
-            double t_waited = hmb_now();
-            allreduce(ctx, st, EX_OVERALL, iter);
-            t[T_OVERALL] = hmb_now() - t0;
-            t[T_POST] = t_posted - t0;
-            t[T_WAIT] = t_waited - t_computed;
-            break;
-        }
-        }
+    double t0 = hmb_now();
+    switch (phase) {
+    case PHASE_COMM:
+        post_exchange(ctx, st, EX_COMM);
+        wait_exchange(st);
+        allreduce(ctx, st, EX_COMM, iter);
+        break;
+    case PHASE_COMP:
+        compute(ctx, st, iter);
+        break;
+    case PHASE_OVERALL: {
+        post_exchange(ctx, st, EX_OVERALL);
+        double t_posted = hmb_now();
+        compute(ctx, st, iter);
+        double t_computed = hmb_now();
+        wait_exchange(st);
+        times[T_WAIT] = hmb_now() - t_computed;
+        allreduce(ctx, st, EX_OVERALL, iter);
+        times[T_POST] = t_posted - t0;
+        break;
     }
-    hmb_reduce_max(ctx, t, NTIMES);
-    if (hmb_rank(ctx) != 0)
+    }
+}
+
+static const hmb_mode stencil_phases[NPHASES] = {
+    {.name = "comm: Irecv/Isend, Waitall, Allreduce", .iterate = phase_iterate},
+    {.name = "comp: compute", .iterate = phase_iterate},
+    {.name = "overall: post, compute, Waitall, Allreduce", .iterate = phase_iterate},
+};
+static const int all_phases[NPHASES] = {PHASE_COMM, PHASE_COMP, PHASE_OVERALL};
+
+static int stencil_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
+{
+    (void)pt;
+    stencil_state *st = state;
+    hmb_mode_results r;
+    if (!hmb_modes_run(ctx, st, stencil_phases, all_phases, NPHASES, iter, &r))
         return 0;
-    out->value[M_OVERLAP] = hmb_overlap_pct(t[T_COMM], t[T_COMP], t[T_OVERALL]);
-    out->value[M_T_COMM] = t[T_COMM] * 1e6;
-    out->value[M_T_COMP] = t[T_COMP] * 1e6;
-    out->value[M_T_OVERALL] = t[T_OVERALL] * 1e6;
-    out->value[M_T_POST] = t[T_POST] * 1e6;
-    out->value[M_T_WAIT] = t[T_WAIT] * 1e6;
-    int sends = 0;
-    for (int d = 0; d < NDIRS; d++)
-        sends += st->topo.dir[d].to != MPI_PROC_NULL;
-    out->value[M_THROUGHPUT] = (double)sends * (double)st->size / t[T_COMM] / 1e6;
-    out->valid = t[T_COMM] > 0;
+    const double t_comm = r.times[PHASE_COMM][0], t_comp = r.times[PHASE_COMP][0];
+    const double t_overall = r.times[PHASE_OVERALL][0];
+    hmb_record(ctx, out, "overlap_pct", hmb_overlap_pct(t_comm, t_comp, t_overall));
+    hmb_record(ctx, out, "t_comm_us", t_comm * 1e6);
+    hmb_record(ctx, out, "t_comp_us", t_comp * 1e6);
+    hmb_record(ctx, out, "t_overall_us", t_overall * 1e6);
+    hmb_record(ctx, out, "t_post_us", r.times[PHASE_OVERALL][T_POST] * 1e6);
+    hmb_record(ctx, out, "t_wait_us", r.times[PHASE_OVERALL][T_WAIT] * 1e6);
+    hmb_record(ctx, out, "throughput_MBps", hmb_throughput_Bps(st->bytes_per_rank, t_comm) * 1e-6);
+    out->valid = t_comm > 0;
     return 0;
 }
 
@@ -228,14 +245,16 @@ static void stencil_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long 
         for (int d = 0; d < NDIRS; d++) {
             const hmb_topo_dir *dir = &st->topo.dir[d];
             size_t bad = 0;
-            if (dir->from == MPI_PROC_NULL || hmb_check(ctx, st->recv[ex][d], st->size, dir->from,
-                                                        ex * NDIRS + d, iter, &bad))
+            const int from = st->mock ? hmb_rank(ctx) : dir->from;
+            if (dir->from == MPI_PROC_NULL || hmb_check(ctx, st->recv[ex][d], st->size, from, ex * NDIRS + d, iter, &bad))
                 continue;
             hmb_validation_failure(ctx, pt, iter, d,
                                    "%s, direction %d (offset %+d,%+d,%+d) from rank %d: byte %zu of %zu is 0x%02x",
-                                   exchange_names[ex], d, dir->off[0], dir->off[1], dir->off[2], dir->from, bad,
+                                   exchange_names[ex], d, dir->off[0], dir->off[1], dir->off[2], from, bad,
                                    st->size, st->recv[ex][d][bad]);
         }
+        if (st->mock)
+            continue;
         double want = 0;
         for (int r = 0; r < n; r++)
             want += allreduce_term(r, ex, iter);
@@ -250,6 +269,7 @@ static void stencil_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
     const stencil_state *st = state;
     int calc = !isnan(st->calib_t_comm_s);
     hmb_result_add_str(ctx, "compute_source", calc ? "calc-factor" : "compute");
+    hmb_result_add_num(ctx, "mock", st->mock);
     hmb_result_add_num(ctx, "compute_us", (double)st->compute_ns * 1e-3);
     if (calc) {
         hmb_result_add_num(ctx, "calc_factor", hmb_opt_double(ctx, "calc-factor"));
@@ -270,6 +290,8 @@ static void stencil_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
 static const hmb_default stencil_defaults[] = {{"sizes", "1K:1M"}, {NULL, NULL}};
 
 static const hmb_option stencil_options[] = {
+    {"comm", HMB_OPT_CHOICE, "on", "off: mock mode, the same phases without MPI (faces copied locally, no Allreduce)", 0,
+     0, "on|off"},
     HMB_TOPO_OPTIONS,
     {"calc-factor", HMB_OPT_DOUBLE, "2.0",
      "without --compute: compute = this factor x T_comm, the fastest of 5 exchanges measured before the point",
@@ -277,13 +299,20 @@ static const hmb_option stencil_options[] = {
     HMB_OPTION_END};
 
 static const hmb_metric stencil_metrics[] = {
-    {"overlap_pct", "%", "100 (T_comm + T_comp - T_overall) / T_comm, clamped to [0, 100]", 1, 1, 0},
-    {"t_comm_us", "us", "communication alone: 6 Irecv + 6 Isend, Waitall, Allreduce (slowest rank)", 0, 1, 0},
-    {"t_comp_us", "us", "compute alone (slowest rank)", 0, 1, 0},
-    {"t_overall_us", "us", "post, compute, Waitall, Allreduce: communication overlapped (slowest rank)", 0, 1, 0},
-    {"t_post_us", "us", "overall phase: posting the 12 requests (initiation; slowest rank)", 0, 1, 0},
-    {"t_wait_us", "us", "overall phase: the Waitall after the compute (slowest rank)", 0, 1, 0},
-    {"throughput_MBps", "MB/s", "bytes one rank sends per exchange / T_comm (1 MB = 1e6 B)", 1, 0, 0},
+    {.name = "overlap_pct", .unit = "%", .higher_is_better = 1, .in_table = 1, .is_signed = 0,
+     .description = "100 (T_comm + T_comp - T_overall) / T_comm, clamped to [0, 100]"},
+    {.name = "t_comm_us", .unit = "us", .higher_is_better = 0, .in_table = 1, .is_signed = 0,
+     .description = "communication alone: 6 Irecv + 6 Isend, Waitall, Allreduce (slowest rank)"},
+    {.name = "t_comp_us", .unit = "us", .higher_is_better = 0, .in_table = 1, .is_signed = 0,
+     .description = "compute alone (slowest rank)"},
+    {.name = "t_overall_us", .unit = "us", .higher_is_better = 0, .in_table = 1, .is_signed = 0,
+     .description = "post, compute, Waitall, Allreduce: communication overlapped (slowest rank)"},
+    {.name = "t_post_us", .unit = "us", .higher_is_better = 0, .in_table = 1, .is_signed = 0,
+     .description = "overall phase: posting the 12 requests (initiation; slowest rank)"},
+    {.name = "t_wait_us", .unit = "us", .higher_is_better = 0, .in_table = 1, .is_signed = 0,
+     .description = "overall phase: the Waitall after the compute (slowest rank)"},
+    {.name = "throughput_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 0, .is_signed = 0,
+     .description = "bytes sent per process per exchange (mean over ranks) / T_comm (1 MB = 1e6 B)"},
     HMB_METRIC_END};
 
 static const hmb_bench stencil_bench = {

@@ -19,7 +19,9 @@
  *               pieces as soon as its own compute ends (MPI_THREAD_MULTIPLE);
  *   partitioned one MPI_Psend_init / MPI_Precv_init per face and k-block stage (partitions =
  *               pieces), all started at the sweep's start; owners poll MPI_Parrived for their
- *               pieces, barrier, compute, MPI_Pready their pieces.
+ *               pieces, barrier, compute, MPI_Pready their pieces;
+ *   persistent  as single, on one MPI_Recv_init / MPI_Send_init per (octant, k-block, face)
+ *               created once per point: MPI_Start in place of MPI_Irecv / MPI_Isend.
  * --comm off (mock, after LLNL Comb): the same stages, threads and compute, no communication.
  * Send data of every (octant, k-block, face) is written before the iteration (prepare), as the
  * values an application would have packed; received faces are checked in verify(). */
@@ -32,18 +34,11 @@
 #include "hmb/hmb.h"
 #include "hmb/metrics.h"
 
-#if defined(HMB_HAVE_MPI_PSEND_INIT) && defined(HMB_HAVE_MPI_PARRIVED)
-#define SWEEP_HAVE_PARTITIONED 1
-#else
-#define SWEEP_HAVE_PARTITIONED 0
-#endif
-
-enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, NMODES };
-static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned"};
+enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, MODE_PERSISTENT, NMODES };
+static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned", "persistent"};
 enum { FACE_X, FACE_Y, NFACES };
 enum { NOCTANTS = 8 };
 /* Metrics: per mode, indexed M_xxx + mode. */
-enum { M_T_SWEEP = 0, M_THROUGHPUT = 3, M_RATIO = 6 /* multiple, partitioned */, M_IDLE = 8, M_IDLE_IDEAL = 11 };
 
 typedef struct {
     hmb_topo topo;
@@ -62,14 +57,20 @@ typedef struct {
     MPI_Request *face_req;                        /* single: per slot (sends) */
     MPI_Request *piece_req;                       /* multiple: per slot and piece (sends) */
     MPI_Request *part_req;                        /* partitioned: [2 slot] send, [2 slot + 1] receive */
+    MPI_Request *pers_req;                        /* persistent: [2 slot] send, [2 slot + 1] receive */
     double *busy_ns;                              /* [stage * threads + tid] */
+    double busy_s[NMODES];                        /* this rank's computing time in the last sweep */
+    hmb_ctx *ctx;                                 /* the running sweep: point, iteration, start */
+    const hmb_point *pt;
+    long iter;
+    double mode_start;
     double *bytes_sent;                           /* [tid]: bytes this thread sent in the mode */
     double bytes_per_rank[NMODES];                /* rank 0: mean over ranks of bytes sent per sweep */
 } sweep_state;
 
 static const hmb_option sweep_options[] = {
     {"mode", HMB_OPT_CHOICES, "all", "threading modes, run paired in one iteration", 0, 0,
-     "single|multiple|partitioned"},
+     "single|multiple|partitioned|persistent"},
     {"kblock", HMB_OPT_INT, "2", "cells per k-block along z (one pipeline stage)", 1, 1 << 20, NULL},
     {"kblocks", HMB_OPT_INT, "4", "k-blocks per octant with --sizes (nz = kblocks x kblock)", 1, 4096, NULL},
     {"domain", HMB_OPT_INTS, NULL, "local block nx,ny,nz instead of --sizes (nz a multiple of --kblock)", 1,
@@ -84,19 +85,36 @@ static const hmb_default sweep_defaults[] = {
     {"sizes", "4K:1M:x4"}, {"compute", "1ms"}, {"boundary", "open"}, {NULL, NULL}};
 
 static const hmb_metric sweep_metrics[] = {
-    {"t_sweep_single_us", "us", "single: one sweep (8 octants), slowest rank", 0, 1},
-    {"t_sweep_multiple_us", "us", "multiple: one sweep (8 octants), slowest rank", 0, 1},
-    {"t_sweep_partitioned_us", "us", "partitioned: one sweep (8 octants), slowest rank", 0, 1},
-    {"throughput_single_MBps", "MB/s", "single: bytes sent per process per sweep / t_sweep", 1, 0},
-    {"throughput_multiple_MBps", "MB/s", "multiple: bytes sent per process per sweep / t_sweep", 1, 0},
-    {"throughput_partitioned_MBps", "MB/s", "partitioned: bytes sent per process per sweep / t_sweep", 1, 0},
-    {"ratio_multiple", "ratio", "throughput_multiple / throughput_single of the same iteration (>1: faster)", 1, 1},
-    {"ratio_partitioned", "ratio", "throughput_partitioned / throughput_single of the same iteration (>1: faster)", 1,
-     1},
-    {"idle_share_single", "ratio", "single: 1 - computing / sweep time, mean over ranks", 0, 0},
-    {"idle_share_multiple", "ratio", "multiple: 1 - computing / sweep time, mean over ranks", 0, 0},
-    {"idle_share_partitioned", "ratio", "partitioned: 1 - computing / sweep time, mean over ranks", 0, 0},
-    {"idle_share_ideal", "ratio", "KBA fill/drain share from the grid: 1 - K / (K + px - 1 + py - 1)", 0, 0},
+    {.name = "t_sweep_single_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+     .description = "single: one sweep (8 octants), slowest rank"},
+    {.name = "t_sweep_multiple_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+     .description = "multiple: one sweep (8 octants), slowest rank"},
+    {.name = "t_sweep_partitioned_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+     .description = "partitioned: one sweep (8 octants), slowest rank"},
+    {.name = "t_sweep_persistent_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+     .description = "persistent: one sweep (8 octants), slowest rank"},
+    {.name = "throughput_single_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 0,
+     .description = "single: bytes sent per process per sweep / t_sweep"},
+    {.name = "throughput_multiple_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 0,
+     .description = "multiple: bytes sent per process per sweep / t_sweep"},
+    {.name = "throughput_partitioned_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 0,
+     .description = "partitioned: bytes sent per process per sweep / t_sweep"},
+    {.name = "throughput_persistent_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 0,
+     .description = "persistent: bytes sent per process per sweep / t_sweep"},
+    {.name = "ratio_multiple", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+     .description = "throughput_multiple / throughput_single of the same iteration (>1: faster)"},
+    {.name = "ratio_partitioned", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+     .description = "throughput_partitioned / throughput_single of the same iteration (>1: faster)"},
+    {.name = "ratio_persistent", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+     .description = "throughput_persistent / throughput_single of the same iteration (>1: faster)"},
+    {.name = "idle_share_single", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
+     .description = "single: 1 - computing / sweep time, mean over ranks"},
+    {.name = "idle_share_multiple", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
+     .description = "multiple: 1 - computing / sweep time, mean over ranks"},
+    {.name = "idle_share_partitioned", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
+     .description = "partitioned: 1 - computing / sweep time, mean over ranks"},
+    {.name = "idle_share_persistent", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
+     .description = "persistent: 1 - computing / sweep time, mean over ranks"},
     HMB_METRIC_END};
 
 /* ------------------------------------------------------------------ geometry */
@@ -205,20 +223,10 @@ static void sweep_free(sweep_state *st)
     free(st->face_req);
     free(st->piece_req);
     free(st->part_req);
+    free(st->pers_req);
     free(st->busy_ns);
     free(st->bytes_sent);
     free(st);
-}
-
-/* Why mode m cannot run here, or NULL. */
-static const char *mode_unsupported(hmb_ctx *ctx, int m)
-{
-    int concurrent = hmb_threads(ctx) > 1 && hmb_thread_level_provided(ctx) < MPI_THREAD_MULTIPLE;
-    if (m == MODE_PARTITIONED && !SWEEP_HAVE_PARTITIONED)
-        return "this MPI library has no partitioned communication (MPI_Psend_init/MPI_Parrived)";
-    if (m != MODE_SINGLE && concurrent)
-        return "threads call MPI concurrently: needs MPI_THREAD_MULTIPLE";
-    return NULL;
 }
 
 static void *sweep_setup(hmb_ctx *ctx, const hmb_point *pt)
@@ -226,12 +234,9 @@ static void *sweep_setup(hmb_ctx *ctx, const hmb_point *pt)
     unsigned long long selected = hmb_opt_choices(ctx, "mode");
     int comm_on = strcmp(hmb_opt_str(ctx, "comm"), "on") == 0;
     for (int m = 0; m < NMODES; m++) {
-        const char *why = comm_on && (selected >> m & 1) ? mode_unsupported(ctx, m) : NULL;
-        if (why) {
-            hmb_unsupported(ctx, "--mode %s: %s (provided MPI_THREAD_%s); leave it out of --mode to run the others", mode_names[m],
-                            why, hmb_thread_level_name(hmb_thread_level_provided(ctx)));
+        if (comm_on && (selected >> m & 1) &&
+            hmb_mode_refused(ctx, mode_names[m], m == MODE_MULTIPLE, m == MODE_PARTITIONED))
             return NULL;
-        }
     }
     sweep_state *st = calloc(1, sizeof *st);
     if (!st) {
@@ -263,15 +268,20 @@ static void *sweep_setup(hmb_ctx *ctx, const hmb_point *pt)
     st->face_req = malloc((size_t)st->nslots * sizeof(MPI_Request));
     st->piece_req = malloc((size_t)st->nslots * (size_t)st->max_pieces * sizeof(MPI_Request));
     st->part_req = malloc(2 * (size_t)st->nslots * sizeof(MPI_Request));
-    if (!st->slot_offset || !st->busy_ns || !st->bytes_sent || !st->face_req || !st->piece_req || !st->part_req) {
+    st->pers_req = malloc(2 * (size_t)st->nslots * sizeof(MPI_Request));
+    if (!st->slot_offset || !st->busy_ns || !st->bytes_sent || !st->face_req || !st->piece_req || !st->part_req ||
+        !st->pers_req) {
         hmb_unsupported(ctx, "cannot allocate the request tables of %d stages", stages);
         free(st->part_req); /* not initialised: teardown must not free its requests */
         st->part_req = NULL;
+        free(st->pers_req);
+        st->pers_req = NULL;
         return st;
     }
     for (int s = 0; s < st->nslots; s++) {
         st->slot_offset[s + 1] = st->slot_offset[s] + st->face_cells[s % NFACES];
         st->face_req[s] = st->part_req[2 * s] = st->part_req[2 * s + 1] = MPI_REQUEST_NULL;
+        st->pers_req[2 * s] = st->pers_req[2 * s + 1] = MPI_REQUEST_NULL;
     }
     for (int i = 0; i < st->nslots * st->max_pieces; i++)
         st->piece_req[i] = MPI_REQUEST_NULL;
@@ -292,7 +302,18 @@ static void *sweep_setup(hmb_ctx *ctx, const hmb_point *pt)
         hmb_cache_register(ctx, st->recv[m], bytes);
         MPI_Comm_dup(hmb_comm(ctx), &st->comm[m]);
     }
-#if SWEEP_HAVE_PARTITIONED
+    if (selected >> MODE_PERSISTENT & 1)
+        for (int s = 0; s < st->nslots; s++) { /* slot order on every rank, as below */
+            int f = s % NFACES, d = face_dir(s / (NFACES * st->kblocks), f);
+            MPI_Comm c = st->comm[MODE_PERSISTENT];
+            if (st->topo.dir[d].to != MPI_PROC_NULL)
+                MPI_Send_init(st->send + st->slot_offset[s], (int)st->face_cells[f], MPI_UINT64_T,
+                              st->topo.dir[d].to, d, c, &st->pers_req[2 * s]);
+            if (st->topo.dir[d].from != MPI_PROC_NULL)
+                MPI_Recv_init(st->recv[MODE_PERSISTENT] + st->slot_offset[s], (int)st->face_cells[f], MPI_UINT64_T,
+                              st->topo.dir[d].from, d, c, &st->pers_req[2 * s + 1]);
+        }
+#if HMB_HAVE_PARTITIONED
     if (selected >> MODE_PARTITIONED & 1) {
         /* Created in slot order on every rank: each (sender, receiver, tag) pair inits its
          * requests in the same order on both sides, so they match one to one. */
@@ -325,11 +346,13 @@ static void compute_stage(hmb_ctx *ctx, sweep_state *st, long iter, int stage, i
     st->busy_ns[stage * st->threads + tid] = (double)hmb_compute_ns(ctx, hmb_noise_ns(ctx, tid, draw, st->compute_ns));
 }
 
-/* Fork-join: the main thread receives the stage's upstream faces, all threads compute, the
- * main thread sends the downstream faces (completed at the end of the sweep). */
-static void sweep_single(hmb_ctx *ctx, sweep_state *st, long iter)
+/* Fork-join (single, persistent): the main thread receives the stage's upstream faces, all
+ * threads compute, the main thread sends the downstream faces (completed at the end of the
+ * sweep); persistent starts the slot's persistent requests in place of MPI_Irecv / MPI_Isend. */
+static void sweep_joined(hmb_ctx *ctx, sweep_state *st, int mode, long iter)
 {
-    MPI_Comm c = st->comm[MODE_SINGLE];
+    MPI_Comm c = st->comm[mode];
+    const int persistent = mode == MODE_PERSISTENT;
     const hmb_topo *t = &st->topo;
     double sent = 0.0;
     for (int o = 0; o < NOCTANTS; o++) {
@@ -340,9 +363,15 @@ static void sweep_single(hmb_ctx *ctx, sweep_state *st, long iter)
                 int nr = 0;
                 for (int f = 0; f < NFACES; f++) {
                     int d = face_dir(o, f), slot = slot_of(st, o, k, f);
-                    if (t->dir[d].from != MPI_PROC_NULL)
-                        MPI_Irecv(st->recv[MODE_SINGLE] + st->slot_offset[slot], (int)st->face_cells[f],
-                                  MPI_UINT64_T, t->dir[d].from, d, c, &rr[nr++]);
+                    if (t->dir[d].from == MPI_PROC_NULL)
+                        continue;
+                    if (persistent) {
+                        MPI_Start(&st->pers_req[2 * slot + 1]);
+                        rr[nr++] = st->pers_req[2 * slot + 1];
+                    } else {
+                        MPI_Irecv(st->recv[mode] + st->slot_offset[slot], (int)st->face_cells[f], MPI_UINT64_T,
+                                  t->dir[d].from, d, c, &rr[nr++]);
+                    }
                 }
                 MPI_Waitall(nr, rr, MPI_STATUSES_IGNORE);
             }
@@ -354,8 +383,13 @@ static void sweep_single(hmb_ctx *ctx, sweep_state *st, long iter)
                 int d = face_dir(o, f), slot = slot_of(st, o, k, f);
                 if (t->dir[d].to == MPI_PROC_NULL)
                     continue;
-                MPI_Isend(st->send + st->slot_offset[slot], (int)st->face_cells[f], MPI_UINT64_T, t->dir[d].to, d, c,
-                          &st->face_req[slot]);
+                if (persistent) {
+                    MPI_Start(&st->pers_req[2 * slot]);
+                    st->face_req[slot] = st->pers_req[2 * slot];
+                } else {
+                    MPI_Isend(st->send + st->slot_offset[slot], (int)st->face_cells[f], MPI_UINT64_T, t->dir[d].to,
+                              d, c, &st->face_req[slot]);
+                }
                 sent += 8.0 * (double)st->face_cells[f];
             }
         }
@@ -377,10 +411,8 @@ static void receive_piece(sweep_state *st, int mode, int o, int k, int f, int p)
                  MPI_STATUS_IGNORE);
         return;
     }
-#if SWEEP_HAVE_PARTITIONED
-    for (int arrived = 0; !arrived;)
-        MPI_Parrived(st->part_req[2 * slot + 1], p, &arrived);
-#endif
+    hmb_parrived_bounded(st->ctx, st->pt, st->iter, st->part_req[2 * slot + 1], p, st->mode_start,
+                         "octant %d, k-block %d, face %c (partitioned sweep)", o, k, f == FACE_X ? 'x' : 'y');
 }
 
 static void send_piece(sweep_state *st, int mode, int o, int k, int f, int p)
@@ -392,7 +424,7 @@ static void send_piece(sweep_state *st, int mode, int o, int k, int f, int p)
                   &st->piece_req[slot * st->max_pieces + p]);
         return;
     }
-#if SWEEP_HAVE_PARTITIONED
+#if HMB_HAVE_PARTITIONED
     MPI_Pready(p, st->part_req[2 * slot]);
 #endif
 }
@@ -457,62 +489,80 @@ static void sweep_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long i
             }
 }
 
+static void mode_setup(hmb_ctx *ctx, void *state, int mode, long iter)
+{
+    (void)ctx, (void)mode, (void)iter;
+    sweep_state *st = state;
+    memset(st->bytes_sent, 0, (size_t)st->threads * sizeof(double));
+}
+
+static void mode_iterate(hmb_ctx *ctx, void *state, int mode, long iter, double *times)
+{
+    (void)times;
+    sweep_state *st = state;
+    st->ctx = ctx, st->iter = iter, st->mode_start = hmb_now();
+    if (mode == MODE_SINGLE || mode == MODE_PERSISTENT)
+        sweep_joined(ctx, st, mode, iter);
+    else
+        sweep_threads(ctx, st, mode, iter);
+}
+
+/* Untimed: this rank's computing time of the sweep (its stages' slowest threads), and in
+ * sums[0] the bytes it sent. */
+static void mode_verify(hmb_ctx *ctx, void *state, int mode, long iter, double *sums)
+{
+    (void)ctx, (void)iter;
+    sweep_state *st = state;
+    const int stages = NOCTANTS * st->kblocks;
+    double busy_ns = 0.0;
+    for (int s = 0; s < stages; s++) {
+        double stage_ns = 0.0; /* the stage's slowest thread: a fork-join code waits for it */
+        for (int tid = 0; tid < st->threads; tid++)
+            stage_ns = fmax(stage_ns, st->busy_ns[s * st->threads + tid]);
+        busy_ns += stage_ns;
+    }
+    st->busy_s[mode] = busy_ns * 1e-9;
+    for (int tid = 0; tid < st->threads; tid++)
+        sums[0] += st->bytes_sent[tid];
+}
+
+static const hmb_mode sweep_modes[NMODES] = {
+    {.name = "single sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
+    {.name = "multiple sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
+    {.name = "partitioned sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
+    {.name = "persistent sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
+};
+
 static int sweep_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
 {
-    (void)pt;
     sweep_state *st = state;
-    int order[NMODES];
-    hmb_phase_order(st->nmodes, iter, order);
-    /* per mode: this rank's sweep time; its idle share; bytes it sent (0 for modes not run) */
-    double t_sweep[NMODES] = {0}, idle[NMODES] = {0}, bytes[NMODES] = {0};
-    const int stages = NOCTANTS * st->kblocks;
-    for (int i = 0; i < st->nmodes; i++) {
-        int m = st->modes[order[i]];
-        memset(st->bytes_sent, 0, (size_t)st->threads * sizeof(double));
-        if (i > 0)
-            hmb_cache_evict(ctx); /* --cache cold: every mode starts cold */
-        hmb_phase(ctx, "barrier before a sweep");
-        MPI_Barrier(hmb_comm(ctx));
-        hmb_phase(ctx, m == MODE_SINGLE ? "single sweep" : m == MODE_MULTIPLE ? "multiple sweep" : "partitioned sweep");
-        double t0 = hmb_now();
-        if (m == MODE_SINGLE)
-            sweep_single(ctx, st, iter);
-        else
-            sweep_threads(ctx, st, m, iter);
-        t_sweep[m] = hmb_now() - t0;
-        double busy_ns = 0.0;
-        for (int s = 0; s < stages; s++) {
-            double stage_ns = 0.0; /* the stage's slowest thread: a fork-join code waits for it */
-            for (int tid = 0; tid < st->threads; tid++)
-                stage_ns = fmax(stage_ns, st->busy_ns[s * st->threads + tid]);
-            busy_ns += stage_ns;
-        }
-        idle[m] = hmb_idle_share(busy_ns * 1e-9, t_sweep[m]);
-        for (int tid = 0; tid < st->threads; tid++)
-            bytes[m] += st->bytes_sent[tid];
-    }
-    hmb_phase(ctx, "reduce");
-    hmb_reduce_max(ctx, t_sweep, NMODES);
+    st->pt = pt;
+    hmb_mode_results r;
+    int rank0 = hmb_modes_run(ctx, st, sweep_modes, st->modes, st->nmodes, iter, &r);
+    /* idle share: each rank's from its own sweep time (the slowest rank's is in r), mean over ranks */
+    double idle[NMODES] = {0};
+    for (int i = 0; i < st->nmodes; i++)
+        idle[st->modes[i]] = hmb_idle_share(st->busy_s[st->modes[i]], r.local_s[st->modes[i]]);
     hmb_reduce_sum(ctx, idle, NMODES);
-    hmb_reduce_sum(ctx, bytes, NMODES);
-    if (st->rank != 0)
+    if (!rank0)
         return 0;
     const int ranks = hmb_size(ctx);
-    double throughput[NMODES], ratio[NMODES];
-    for (int m = 0; m < NMODES; m++)
-        st->bytes_per_rank[m] = bytes[m] / ranks;
+    double t_sweep[NMODES], throughput[NMODES], ratio[NMODES];
+    for (int m = 0; m < NMODES; m++) {
+        st->bytes_per_rank[m] = r.sums[m][0] / ranks;
+        t_sweep[m] = r.times[m][0];
+    }
     hmb_pattern_rates(NMODES, st->bytes_per_rank, t_sweep, throughput, ratio); /* as halo3d */
     for (int i = 0; i < st->nmodes; i++) {
         int m = st->modes[i];
-        out->value[M_T_SWEEP + m] = t_sweep[m] * 1e6;
-        out->value[M_IDLE + m] = idle[m] / ranks;
+        const char *name = mode_names[m];
+        hmb_recordf(ctx, out, t_sweep[m] * 1e6, "t_sweep_%s_us", name);
+        hmb_recordf(ctx, out, idle[m] / ranks, "idle_share_%s", name);
         if (st->comm_on)
-            out->value[M_THROUGHPUT + m] = throughput[m] * 1e-6;
+            hmb_recordf(ctx, out, throughput[m] * 1e-6, "throughput_%s_MBps", name);
         if (m != MODE_SINGLE && st->comm_on && t_sweep[MODE_SINGLE] > 0.0)
-            out->value[M_RATIO + m - 1] = ratio[m];
+            hmb_recordf(ctx, out, ratio[m], "ratio_%s", name);
     }
-    if (st->comm_on)
-        out->value[M_IDLE_IDEAL] = hmb_kba_ideal_idle_share(st->topo.dims[0], st->topo.dims[1], st->kblocks);
     return 0;
 }
 
@@ -567,10 +617,12 @@ static void sweep_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
     sweep_state *st = state;
     if (!st)
         return;
-    if (st->part_req)
-        for (int i = 0; i < 2 * st->nslots; i++)
-            if (st->part_req[i] != MPI_REQUEST_NULL)
-                MPI_Request_free(&st->part_req[i]);
+    for (int i = 0; st->part_req && i < 2 * st->nslots; i++) {
+        if (st->part_req[i] != MPI_REQUEST_NULL)
+            MPI_Request_free(&st->part_req[i]);
+        if (st->pers_req[i] != MPI_REQUEST_NULL)
+            MPI_Request_free(&st->pers_req[i]);
+    }
     for (int m = 0; m < NMODES; m++)
         if (st->comm[m] != MPI_COMM_NULL)
             MPI_Comm_free(&st->comm[m]);
@@ -586,6 +638,9 @@ static void sweep_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
         hmb_result_add_num(ctx, key, st->bytes_per_rank[st->modes[i]]);
     }
     hmb_result_add_str(ctx, "comm", st->comm_on ? "on" : "off");
+    if (st->comm_on) /* a model of the grid, not a measurement: recorded once, no statistics */
+        hmb_result_add_num(ctx, "idle_share_ideal",
+                           hmb_kba_ideal_idle_share(st->topo.dims[0], st->topo.dims[1], st->kblocks));
     hmb_result_add_num(ctx, "nx", st->n[0]);
     hmb_result_add_num(ctx, "ny", st->n[1]);
     hmb_result_add_num(ctx, "nz", (double)st->n[2] * st->kblocks);
@@ -602,7 +657,7 @@ static void sweep_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
 static const hmb_bench sweep_bench = {
     .name = "sweep3d",
     .group = "patterns",
-    .summary = "KBA wavefront (Ember Sweep3D) on a px x py grid: single, multiple, partitioned threading",
+    .summary = "KBA wavefront (Ember Sweep3D) on a px x py grid: single, multiple, partitioned, persistent",
     .options = sweep_options,
     .defaults = sweep_defaults,
     .metrics = sweep_metrics,
@@ -616,6 +671,7 @@ static const hmb_bench sweep_bench = {
     .verify = sweep_verify,
     .teardown = sweep_teardown,
     .annotate = sweep_annotate,
-    .pivot_metrics = "throughput_single_MBps,throughput_multiple_MBps,throughput_partitioned_MBps",
+    .pivot_metrics = "throughput_single_MBps,throughput_multiple_MBps,throughput_partitioned_MBps,"
+                     "throughput_persistent_MBps",
 };
 HMB_REGISTER(sweep_bench);

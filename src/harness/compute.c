@@ -47,12 +47,6 @@ static void keep(double x)
     (void)sink;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double time_kernel_ns(uint64_t iters)
 {
     int64_t t_begin_ns = hmb_now_ns();
@@ -98,8 +92,8 @@ static void probe_interruptions(hmb_calib *out, double chunk_ns, int chunks)
         lost_frac[c] = on_core_ns > 0.0 ? lost_ns / on_core_ns : 0.0;
         gap_rate[c] = (double)gaps / wall_ns;
     }
-    qsort(lost_frac, (size_t)chunks, sizeof lost_frac[0], cmp_double);
-    qsort(gap_rate, (size_t)chunks, sizeof gap_rate[0], cmp_double);
+    qsort(lost_frac, (size_t)chunks, sizeof lost_frac[0], hmb_cmp_double);
+    qsort(gap_rate, (size_t)chunks, sizeof gap_rate[0], hmb_cmp_double);
     out->interrupt_lost_frac = hmb_quantile_sorted(lost_frac, chunks, 0.5);
     out->interrupts_per_ns = hmb_quantile_sorted(gap_rate, chunks, 0.5);
 }
@@ -134,7 +128,7 @@ int hmb_compute_calibrate(hmb_calib *out, double target_s)
         rates[ntrials++] = (double)iters / time_kernel_ns(iters);
         spent_s = (double)(hmb_now_ns() - t_start_ns) * 1e-9;
     }
-    qsort(rates, (size_t)ntrials, sizeof rates[0], cmp_double);
+    qsort(rates, (size_t)ntrials, sizeof rates[0], hmb_cmp_double);
     double best_rate = hmb_quantile_sorted(rates, ntrials, 0.9);
     out->iters_per_ns = best_rate;
     probe_interruptions(out, 10e6, 5);

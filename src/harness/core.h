@@ -67,6 +67,9 @@ void hmb_options_free(hmb_optset *set);
 void hmb_options_help(FILE *out, const hmb_option *bench_options, const hmb_default *defaults);
 
 /* ------------------------------------------------------------------ stats.c */
+
+/* qsort comparator of doubles, ascending (NaN: unordered, as qsort leaves it). */
+int hmb_cmp_double(const void *a, const void *b);
 typedef struct {
     long count;        /* valid samples summarised */
     double median, ci_lo, ci_hi; /* rank-based (binomial order statistics) CI of the median */

@@ -32,17 +32,31 @@ double hmb_to_global(const hmb_ctx *ctx, double t_local) { return t_local - ctx-
 double hmb_clock_offset(const hmb_ctx *ctx) { return ctx->clock_offset_s; }
 double hmb_timer_overhead_ns(const hmb_ctx *ctx) { return ctx->timer_overhead_ns; }
 
+/* The thread levels, once: their names for the table and the JSON, and --thread-level's. */
+static const struct {
+    int level;
+    const char *name, *option;
+} thread_levels[] = {
+    {MPI_THREAD_SINGLE, "SINGLE", "single"},
+    {MPI_THREAD_FUNNELED, "FUNNELED", "funneled"},
+    {MPI_THREAD_SERIALIZED, "SERIALIZED", "serialized"},
+    {MPI_THREAD_MULTIPLE, "MULTIPLE", "multiple"},
+};
+
 const char *hmb_thread_level_name(int level)
 {
-    if (level == MPI_THREAD_SINGLE)
-        return "SINGLE";
-    if (level == MPI_THREAD_FUNNELED)
-        return "FUNNELED";
-    if (level == MPI_THREAD_SERIALIZED)
-        return "SERIALIZED";
-    if (level == MPI_THREAD_MULTIPLE)
-        return "MULTIPLE";
+    for (size_t i = 0; i < sizeof thread_levels / sizeof thread_levels[0]; i++)
+        if (thread_levels[i].level == level)
+            return thread_levels[i].name;
     return "UNKNOWN";
+}
+
+int hmb_thread_level_of(const char *option)
+{
+    for (size_t i = 0; i < sizeof thread_levels / sizeof thread_levels[0]; i++)
+        if (strcmp(thread_levels[i].option, option) == 0)
+            return thread_levels[i].level;
+    return -1;
 }
 
 /* ------------------------------------------------------------------ options */

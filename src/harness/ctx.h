@@ -136,6 +136,8 @@ void hmb_pivot_print(hmb_ctx *ctx);
 void hmb_pivot_free(hmb_ctx *ctx);
 
 /* registry.c */
+/* --thread-level's value ("single" ... "multiple") as an MPI_THREAD_* level, or -1. */
+int hmb_thread_level_of(const char *option);
 const hmb_bench *hmb_registry_find(const char *name);
 /* Sorted by group then name; returns the count, *out owned by the caller (free). */
 int hmb_registry_list(const hmb_bench ***out);

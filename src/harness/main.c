@@ -108,14 +108,8 @@ static void init_mpi(hmb_ctx *ctx, int *argc, char ***argv)
     /* --thread-level overrides the benchmark's request (e.g. mt's thread-safety cost: the same
      * one-thread test at SINGLE and at MULTIPLE); the benchmark checks what was provided. */
     ctx->thread_level_requested = ctx->bench->thread_level;
-    if (hmb_options_find(&ctx->opts, "thread-level")->present) {
-        static const char *const names[] = {"single", "funneled", "serialized", "multiple"};
-        static const int levels[] = {MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED, MPI_THREAD_SERIALIZED,
-                                     MPI_THREAD_MULTIPLE};
-        for (int i = 0; i < 4; i++)
-            if (strcmp(hmb_opt_str(ctx, "thread-level"), names[i]) == 0)
-                ctx->thread_level_requested = levels[i];
-    }
+    if (hmb_options_find(&ctx->opts, "thread-level")->present)
+        ctx->thread_level_requested = hmb_thread_level_of(hmb_opt_str(ctx, "thread-level"));
     hmb_env_before_init(ctx);
     MPI_Init_thread(argc, argv, ctx->thread_level_requested, &ctx->thread_level_provided);
     hmb_env_after_init(ctx);

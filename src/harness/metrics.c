@@ -27,13 +27,13 @@ int hmb_part_metrics_compute(int n, const double *s, const double *a, double t_j
     /* an unusable persistent baseline costs only the metric that divides by it */
     out->overhead_persistent = t_persist_s > 0.0 ? out->t_part_s / t_persist_s : NAN;
     double last_span = a[last_ready] - s[last_ready];
-    out->perceived_bw_Bps = last_span > 0.0 ? (double)m_bytes / last_span : INFINITY;
+    out->perceived_bw_Bps = last_span > 0.0 ? (double)m_bytes / last_span : NAN;
     double after = a_max - t_join_s;
     out->t_after_join_s = after > 0.0 ? after : 0.0;
     out->availability = 1.0 - out->t_after_join_s / t_pt2pt_s;
     /* Equal pieces: the share of pieces is the share of bytes, sum_k bytes_k / m. */
     out->early_bird = (double)arrived_by_join / n;
-    return 0;
+    return last_span > 0.0 ? 0 : 1;
 }
 
 double hmb_async_overhead(double t_total_s, double c_s) { return t_total_s - c_s; }
@@ -41,6 +41,25 @@ double hmb_async_overhead(double t_total_s, double c_s) { return t_total_s - c_s
 double hmb_async_efficiency_pct(double t_total_s, double c_s, double t_sync_s)
 {
     return 100.0 * (1.0 - hmb_async_overhead(t_total_s, c_s) / t_sync_s);
+}
+
+int hmb_async_efficiency_ranks(int n, const double *t_total_s, const double *c_s, const double *t_sync_s,
+                               double *worst_pct, double *mean_pct)
+{
+    *worst_pct = *mean_pct = NAN;
+    if (n < 1)
+        return -1;
+    double worst = INFINITY, sum = 0.0;
+    for (int r = 0; r < n; r++) {
+        if (!(t_sync_s[r] > 0.0))
+            return -1;
+        double e = hmb_async_efficiency_pct(t_total_s[r], c_s[r], t_sync_s[r]);
+        worst = e < worst ? e : worst;
+        sum += e;
+    }
+    *worst_pct = worst;
+    *mean_pct = sum / n;
+    return 0;
 }
 
 double hmb_overlap_pct(double t_comm_s, double t_comp_s, double t_overall_s)
@@ -126,10 +145,15 @@ void hmb_match_queue_depth(int n, const double *values, double *total, double *p
     }
 }
 
+double hmb_throughput_Bps(double bytes_per_process, double t_region_s)
+{
+    return bytes_per_process > 0.0 && t_region_s > 0.0 ? bytes_per_process / t_region_s : NAN;
+}
+
 void hmb_pattern_rates(int nmodes, const double *bytes, const double *t_s, double *throughput_Bps, double *ratio)
 {
     for (int m = 0; m < nmodes; m++)
-        throughput_Bps[m] = t_s[m] > 0.0 ? bytes[m] / t_s[m] : NAN;
+        throughput_Bps[m] = hmb_throughput_Bps(bytes[m], t_s[m]);
     for (int m = 0; m < nmodes; m++)
         ratio[m] = throughput_Bps[m] / throughput_Bps[0]; /* NaN propagates */
 }

@@ -61,7 +61,7 @@ double hmb_quantile_sorted(const double *sorted, long n, double q)
     return sorted[below] + frac * (sorted[below + 1] - sorted[below]);
 }
 
-static int cmp_double(const void *x, const void *y)
+int hmb_cmp_double(const void *x, const void *y)
 {
     double a = *(const double *)x, b = *(const double *)y;
     return (a > b) - (a < b);
@@ -82,7 +82,7 @@ void hmb_summarize(const double *x, long n, double conf, hmb_summary *out)
         free(v);
         return;
     }
-    qsort(v, (size_t)m, sizeof *v, cmp_double);
+    qsort(v, (size_t)m, sizeof *v, hmb_cmp_double);
     out->min = v[0];
     out->max = v[m - 1];
     out->median = hmb_quantile_sorted(v, m, 0.5);

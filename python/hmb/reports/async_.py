@@ -12,10 +12,11 @@ from .common import Figure, draw, lines_of, ok_results, reading_modes, size_of
 SPECS = (
     ("async_efficiency", "efficiency_pct", "Overlap efficiency by progress mode",
      "How much of the communication does each progress mode hide behind computation? "
-     "(E = 1 − T_over / T_sync; 100% = fully hidden, negative = worse than blocking)", "efficiency E (%)"),
+     "(E = 1 − T_over / T_sync per rank, the worst rank's; 100% = fully hidden, negative = worse than blocking)", "efficiency E (%)"),
     ("async_e_loaded", "efficiency_loaded_pct", "Overlap efficiency under load by progress mode",
-     "How much of the communication does each progress mode hide when the compute it slows down is "
-     "counted as well (E_loaded)?", "efficiency E_loaded (%)"),
+     "How much of the communication does each progress mode hide when the compute is charged only "
+     "what it takes with every rank computing at once (E_loaded, the more lenient measure: the load's "
+     "slow-down is forgiven)?", "efficiency E_loaded (%)"),
 )
 
 

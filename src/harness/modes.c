@@ -1,0 +1,112 @@
+/* The paired-mode driver (hmb.h, hmb_modes_run): a benchmark declares its modes, the harness
+ * orders them, evicts, barriers, times, reduces across ranks; metrics are recorded by name. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+#include "ctx.h"
+
+int hmb_mode_refused(hmb_ctx *ctx, const char *mode, int threads_call_mpi, int partitioned)
+{
+    const char *why = NULL;
+    if (partitioned && !HMB_HAVE_PARTITIONED)
+        why = "this MPI library has no partitioned communication (MPI_Psend_init/MPI_Parrived)";
+    else if ((threads_call_mpi || partitioned) && hmb_threads(ctx) > 1 &&
+             hmb_thread_level_provided(ctx) < MPI_THREAD_MULTIPLE)
+        why = "threads call MPI concurrently: needs MPI_THREAD_MULTIPLE";
+    if (why)
+        hmb_unsupported(ctx, "--mode %s: %s (the library provides MPI_THREAD_%s); leave it out of --mode to run the others",
+                        mode, why, hmb_thread_level_name(hmb_thread_level_provided(ctx)));
+    return why != NULL;
+}
+
+int hmb_modes_run(hmb_ctx *ctx, void *state, const hmb_mode *modes, const int *run, int nrun, long iter,
+                  hmb_mode_results *out)
+{
+    if (nrun < 1 || nrun > HMB_MAX_MODES)
+        abort();
+    int order[HMB_MAX_MODES];
+    hmb_phase_order(nrun, iter, order);
+    for (int m = 0; m < HMB_MAX_MODES; m++) {
+        for (int j = 0; j < HMB_MODE_MAX_TIMES; j++)
+            out->times[m][j] = 0.0;
+        for (int j = 0; j < HMB_MODE_MAX_SUMS; j++)
+            out->sums[m][j] = 0.0;
+        out->local_s[m] = 0.0;
+    }
+    char label[96];
+    for (int k = 0; k < nrun; k++) {
+        int m = run[order[k]];
+        const hmb_mode *mode = &modes[m];
+        if (k > 0)
+            hmb_cache_evict(ctx); /* --cache cold: every mode starts cold */
+        if (mode->setup)
+            mode->setup(ctx, state, m, iter);
+        snprintf(label, sizeof label, "barrier before %s", mode->name);
+        hmb_phase(ctx, label);
+        MPI_Barrier(hmb_comm(ctx));
+        hmb_phase(ctx, mode->name);
+        double t0 = hmb_now();
+        mode->iterate(ctx, state, m, iter, out->times[m]);
+        out->times[m][0] = out->local_s[m] = hmb_now() - t0;
+        if (mode->verify) {
+            snprintf(label, sizeof label, "%s: verify", mode->name);
+            hmb_phase(ctx, label);
+            mode->verify(ctx, state, m, iter, out->sums[m]);
+        }
+    }
+    hmb_phase(ctx, "reduce");
+    hmb_reduce_max(ctx, &out->times[0][0], HMB_MAX_MODES * HMB_MODE_MAX_TIMES);
+    hmb_reduce_sum(ctx, &out->sums[0][0], HMB_MAX_MODES * HMB_MODE_MAX_SUMS);
+    return hmb_rank(ctx) == 0;
+}
+
+void hmb_record(hmb_ctx *ctx, hmb_sample *out, const char *metric, double value)
+{
+    const hmb_metric *metrics = ctx->bench->metrics;
+    for (int i = 0; metrics[i].name; i++)
+        if (strcmp(metrics[i].name, metric) == 0) {
+            out->value[i] = value;
+            return;
+        }
+    fprintf(stderr, "hmb: internal error: %s has no metric %s\n", ctx->bench->name, metric);
+    abort();
+}
+
+void hmb_recordf(hmb_ctx *ctx, hmb_sample *out, double value, const char *fmt, ...)
+{
+    char name[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    hmb_record(ctx, out, name, value);
+}
+
+void hmb_parrived_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, MPI_Request req, int partition,
+                          double since, const char *fmt, ...)
+{
+#if HMB_HAVE_PARTITIONED
+    for (unsigned polls = 1;; polls++) {
+        int arrived = 0;
+        MPI_Parrived(req, partition, &arrived);
+        if (arrived)
+            return;
+        if (polls % 256 != 0 || hmb_now() - since <= HMB_ARRIVAL_BOUND_S)
+            continue;
+        char what[160];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(what, sizeof what, fmt, ap);
+        va_end(ap);
+        hmb_validation_failure(ctx, pt, iter, partition,
+                                   "MPI_Parrived never reported partition %d of %s within %.0f s of the mode's "
+                                   "start: library conformance problem",
+                                   partition, what, HMB_ARRIVAL_BOUND_S);
+    }
+#else
+    (void)ctx, (void)pt, (void)iter, (void)req, (void)partition, (void)since, (void)fmt;
+#endif
+}
