@@ -2,6 +2,7 @@
 (docs/toolkit.md, "Installing"). Built with the MPICH wheel's compiler, as `hmb build` does."""
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -37,3 +38,30 @@ def test_cmake_install_into_a_prefix_and_run_the_installed_binary(tmp_path):
     results = [r for r in map(json.loads, out.read_text().splitlines()) if r["type"] == "result"]
     assert {r["params"]["size_bytes"] for r in results} == {8, 1024}
     assert all(r["status"] == "ok" and r["iterations"] > 0 for r in results)
+
+
+def _assigned(tree: ast.Module) -> dict:
+    return {t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+
+
+def test_spack_recipe_follows_the_osu_and_imb_conventions():
+    """Spack cannot run here: check the recipe's shape (parses; CMakePackage; depends on the
+    virtual mpi; an openmp variant; stand-alone test_* methods, one launching 2 ranks)."""
+    tree = ast.parse((ROOT / "packaging/spack/package.py").read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef))
+    assert cls.name == "Hmb" and [b.id for b in cls.bases] == ["CMakePackage"]
+    calls = {(c.func.id, c.args[0].value) for c in ast.walk(cls) if isinstance(c, ast.Call)
+             and isinstance(c.func, ast.Name) and c.args and isinstance(c.args[0], ast.Constant)}
+    assert ("depends_on", "mpi") in calls and ("variant", "openmp") in calls
+    tests = {f.name: ast.unparse(f) for f in cls.body if isinstance(f, ast.FunctionDef) and f.name.startswith("test_")}
+    assert "test_list" in tests and any("'-n', '2'" in body for body in tests.values()), tests
+
+
+def test_easyconfig_parses_and_names_what_it_installs():
+    tree = ast.parse((ROOT / "packaging/easybuild/HMB-0.1.0-foss-2023a.eb").read_text())
+    v = _assigned(tree)
+    assert ast.literal_eval(v["name"]) == "HMB" and ast.literal_eval(v["version"]) == "0.1.0"
+    assert ast.literal_eval(v["toolchain"]) == {"name": "foss", "version": "2023a"}
+    assert ast.literal_eval(v["easyblock"]) == "CMakeMake"
+    assert ast.literal_eval(v["toolchainopts"])["openmp"] is True
+    assert "bin/hmb-bench" in ast.unparse(v["sanity_check_paths"]) and "libhmbprof" in ast.unparse(v["sanity_check_paths"])
