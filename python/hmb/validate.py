@@ -64,16 +64,14 @@ def records(path: Path):
 
 
 def validate_file(path: Path) -> tuple[int, list[str]]:
-    """(records seen, one 'FILE:LINE: why' per bad record). An empty file is bad: nothing HMB
-    writes is empty, and an empty file usually means a run that never started."""
+    """(records seen, one 'FILE:LINE: why' per bad record). An empty file has no bad record
+    (hmb-bench opens its --json file before a usage error can stop it)."""
     count, bad = 0, []
     for line, rec, err in records(path):
         count += 1
         why = err or _why(rec)
         if why:
             bad.append(f"{path}:{line}: {why}")
-    if count == 0:
-        bad.append(f"{path}:1: no records")
     return count, bad
 
 
