@@ -80,7 +80,7 @@ def main(paths: list[str], out=print) -> int:
     for p in paths:
         path = Path(p)
         if not path.is_file():
-            bad.append(f"{p}:0: no such file")
+            bad.append(f"{p}:0: {'not a file' if path.exists() else 'no such file'}")
             continue
         n, b = validate_file(path)
         total += n
