@@ -131,3 +131,43 @@ def run_bench(mpi_name: str, args: list[str], ranks: int = 2, threads: int = 1,
         records = [json.loads(line) for line in jpath.read_text().splitlines() if line.strip()]
     return BenchRun(p.returncode, clean_launcher_output(p.stdout.decode(errors="replace")),
                     clean_launcher_output(p.stderr.decode(errors="replace")), records)
+
+
+# Every JSON / JSON Lines file a test leaves in its tmp_path is validated against the shipped
+# schema (hmb validate) when the test ends; files in tmp_path_factory directories at the end of
+# the session. A test that plants bad records names those files: @pytest.mark.planted_json("a.jsonl").
+# docs/output-schema.md.
+from hmb import validate as _hvalidate  # noqa: E402  (jsonschema missing = an error, not a skip)
+
+_json_checked: set = set()
+_json_planted_names: set = set()   # planted by tests whose files live in tmp_path_factory dirs
+
+
+def _bad_json_under(root: Path, planted: frozenset = frozenset()) -> list:
+    bad = []
+    for f in sorted(root.rglob("*")):
+        if f.suffix in (".json", ".jsonl") and f.is_file() and f not in _json_checked:
+            _json_checked.add(f)
+            if f.name not in planted:
+                bad += _hvalidate.validate_file(f)[1]
+    return bad
+
+
+@pytest.fixture(autouse=True)
+def _validate_json_outputs(request):
+    marker = request.node.get_closest_marker("planted_json")
+    planted = frozenset(marker.args if marker else ())
+    yield
+    tmp_path = request.node.funcargs.get("tmp_path")   # set when the test or a fixture used it
+    if tmp_path is None:
+        _json_planted_names.update(planted)
+        return
+    bad = _bad_json_under(tmp_path, planted)
+    assert not bad, "output not valid against python/hmb/schema:\n" + "\n".join(bad)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _validate_json_outputs_session(tmp_path_factory):
+    yield
+    bad = _bad_json_under(tmp_path_factory.getbasetemp(), frozenset(_json_planted_names))
+    assert not bad, "output not valid against python/hmb/schema:\n" + "\n".join(bad)

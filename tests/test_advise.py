@@ -189,6 +189,7 @@ def test_bad_input(files, args, message):
     assert p.returncode == 2 and message in p.stderr and p.stderr.count("\n") == 1, p.stderr
 
 
+@pytest.mark.planted_json("notprof.json", "text.json")
 def test_bad_profiles(files):
     (files / "notprof.json").write_text(json.dumps({"type": "result"}))
     (files / "broken.json").write_text(json.dumps({"type": "hmbprof", "schema": 1, "ranks": [{"rank": 0}, {"x": 1}]}))

@@ -54,6 +54,7 @@ BAD_TOML = "[sweep\nmpis = 1"
     ("compare", "missing.jsonl"), ("slurm", "missing.toml"), ("run", "--mpi=nompi"),
     ("bogus", ""), ("sweep", "--no-such-flag"),
 ], ids=lambda c: f"{c[0]}-{c[1] or 'none'}")
+@pytest.mark.planted_json("x.jsonl")
 def test_errors_are_one_line_exit_2(tmp_path, case):
     sub, what = case
     files = {"BAD": BAD_TOML,
@@ -193,6 +194,7 @@ def test_smoke_real_hmb_bench(tmp_path):
     assert head["env"].get("OMP_PLACES") == "cores"
 
 
+@pytest.mark.planted_json("bad.jsonl")
 def test_unwritable_outputs_and_malformed_results_are_one_line(tmp_path):
     data = HERE / "data"
     existing = tmp_path / "file"

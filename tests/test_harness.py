@@ -160,6 +160,7 @@ def test_stop_reasons(mpi_name, tmp_path):
     assert res["stop_reason"] == "ci" and res["ci_target_met"] is True and res["ci_target"] == 1.0
 
 
+@pytest.mark.planted_json("runs.jsonl")
 def test_json_append_keeps_previous_runs(mpi_name, tmp_path):
     path = tmp_path / "runs.jsonl"
     path.write_text('{"type": "note", "keep": true}\n')

@@ -108,6 +108,7 @@ def test_combine_repeats_median_of_medians():
     assert (c.spread_lo, c.spread_hi) == (meds[0], meds[1])
 
 
+@pytest.mark.planted_json("r.jsonl")   # ends with a line cut short by a kill
 def test_redone_launch_counts_once(tmp_path):
     # Same tag twice (a launch interrupted, then redone by --resume): only the last run counts.
     lines = (DATA / "compare_a.jsonl").read_text().splitlines()

@@ -131,6 +131,7 @@ def test_redone_launch_within_a_file_counts_once(tmp_path):
     ({"type": "result", "bench": "part", "params": {}, "samples": {"overhead": 3}}, "samples.overhead"),
     ({"type": "run", "bench": "part", "options": ["a"]}, "'options' must be an object"),
 ])
+@pytest.mark.planted_json("bad.jsonl")
 def test_malformed_records_name_file_and_line(tmp_path, record, what):
     path = write(tmp_path / "bad.jsonl", [{"type": "sweep"}, record])
     with pytest.raises(results.ResultsError) as e:

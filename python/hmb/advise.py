@@ -223,7 +223,7 @@ def analyse(prof: dict, switch_bytes: int, bandwidth_MBps: float | list, header_
     ranks = prof["ranks"]
     job["p2p_fraction_mean"] = statistics.mean(r.get("p2p_fraction", 0.0) for r in ranks)
     job["world_size"] = prof.get("world_size", len(ranks))
-    return {"switch_bytes": switch_bytes, "bandwidth_MBps": bandwidth_MBps, "header_bytes": header_bytes,
+    return {"type": "advise", "schema": 1, "switch_bytes": switch_bytes, "bandwidth_MBps": bandwidth_MBps, "header_bytes": header_bytes,
             "trigger": trigger, "pairs": pairs, "job": job}
 
 

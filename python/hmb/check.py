@@ -430,7 +430,7 @@ def run(mpi_name: str, ranks: int, quick: bool, json_path: str | None, out=print
         out(format_line(c))
     counts = {s: sum(c.status == s for c in checks) for s in (PASS, WARN, FAIL)}
     out(f"# {counts[PASS]} PASS, {counts[WARN]} WARN, {counts[FAIL]} FAIL")
-    record = {"type": "check", "mpi": impl.name, "ranks": ranks, "quick": quick, "host": platform.node(),
+    record = {"type": "check", "schema": 1, "mpi": impl.name, "ranks": ranks, "quick": quick, "host": platform.node(),
               "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "run_header": h, "rounds": [
                   {k: {str(s): v for s, v in r.items()} for k, r in rnd.items()} for rnd in rounds],
               "checks": [dataclasses.asdict(c) | {"unit": EXPECTATIONS[c.name].unit,

@@ -335,6 +335,17 @@ def make_parser() -> argparse.ArgumentParser:
     d.add_argument("--config", help="another sweep config instead of configs/demo.toml")
     d.add_argument("--output-dir", default="results", metavar="DIR", help="default results/")
     d.set_defaults(func=cmd_demo)
+
+    # hmb validate: check output files against the shipped JSON Schema (hmb/validate.py)
+    va = sub.add_parser("validate", help="check HMB output files against the JSON Schema",
+                        description="One line FILE:LINE: why per bad record; exit 2 if any, else 0 "
+                        "and a count. The schema: python/hmb/schema/, documented in docs/output-schema.md.")
+    va.add_argument("files", nargs="+", metavar="FILE")
+
+    def cmd_validate(a) -> int:
+        from . import validate
+        return validate.main(a.files)
+    va.set_defaults(func=cmd_validate)
     return p
 
 

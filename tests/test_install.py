@@ -1,0 +1,67 @@
+"""`cmake --install` into a temporary prefix, then the installed hmb-bench runs from there
+(docs/toolkit.md, "Installing"). Built with the MPICH wheel's compiler, as `hmb build` does."""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from conftest import get_mpi
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_cmake_install_into_a_prefix_and_run_the_installed_binary(tmp_path):
+    impl = get_mpi("mpich")
+    env = impl.env()
+    build, prefix = tmp_path / "build", tmp_path / "prefix"
+    for cmd in (["cmake", "-S", str(ROOT), "-B", str(build), f"-DMPI_C_COMPILER={impl.mpicc}",
+                 "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_INSTALL_PREFIX={prefix}"],
+                ["cmake", "--build", str(build), "-j", "2", "--target", "hmb-bench", "hmbprof"],
+                ["cmake", "--install", str(build)]):
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, errors="replace")
+        assert r.returncode == 0, (cmd, r.stderr[-2000:])
+    exe = prefix / "bin" / "hmb-bench"
+    assert exe.is_file() and os.access(exe, os.X_OK)
+    assert [p.name for p in prefix.glob("lib*/libhmbprof.so")] == ["libhmbprof.so"]
+    # run from outside the source and build trees, with no LD_LIBRARY_PATH
+    run_env = {k: v for k, v in env.items() if k != "LD_LIBRARY_PATH"}
+    listed = subprocess.run([str(exe), "--list"], capture_output=True, text=True, cwd=tmp_path, env=run_env)
+    assert listed.returncode == 0 and any(line.split()[:1] == ["p2p"] for line in listed.stdout.splitlines()), listed
+    out = tmp_path / "p2p.jsonl"
+    p = subprocess.run(impl.launch_args(2) + [str(exe), "p2p", "--mode", "latency", "--sizes", "8,1K", "--iters", "20", "--ci-target", "0",
+                                             "--json", str(out)],
+                       capture_output=True, text=True, cwd=tmp_path, env=run_env, timeout=240)
+    assert p.returncode == 0, p.stderr[-2000:]
+    results = [r for r in map(json.loads, out.read_text().splitlines()) if r["type"] == "result"]
+    assert {r["params"]["size_bytes"] for r in results} == {8, 1024}
+    assert all(r["status"] == "ok" and r["iterations"] > 0 for r in results)
+
+
+def _assigned(tree: ast.Module) -> dict:
+    return {t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+
+
+def test_spack_recipe_follows_the_osu_and_imb_conventions():
+    """Spack cannot run here: check the recipe's shape (parses; CMakePackage; depends on the
+    virtual mpi; an openmp variant; stand-alone test_* methods, one launching 2 ranks)."""
+    tree = ast.parse((ROOT / "packaging/spack/package.py").read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef))
+    assert cls.name == "Hmb" and [b.id for b in cls.bases] == ["CMakePackage"]
+    calls = {(c.func.id, c.args[0].value) for c in ast.walk(cls) if isinstance(c, ast.Call)
+             and isinstance(c.func, ast.Name) and c.args and isinstance(c.args[0], ast.Constant)}
+    assert ("depends_on", "mpi") in calls and ("variant", "openmp") in calls
+    tests = {f.name: ast.unparse(f) for f in cls.body if isinstance(f, ast.FunctionDef) and f.name.startswith("test_")}
+    assert "test_list" in tests and any("'-n', '2'" in body for body in tests.values()), tests
+
+
+def test_easyconfig_parses_and_names_what_it_installs():
+    tree = ast.parse((ROOT / "packaging/easybuild/HMB-0.1.0-foss-2023a.eb").read_text())
+    v = _assigned(tree)
+    assert ast.literal_eval(v["name"]) == "HMB" and ast.literal_eval(v["version"]) == "0.1.0"
+    assert ast.literal_eval(v["toolchain"]) == {"name": "foss", "version": "2023a"}
+    assert ast.literal_eval(v["easyblock"]) == "CMakeMake"
+    assert ast.literal_eval(v["toolchainopts"])["openmp"] is True
+    assert "bin/hmb-bench" in ast.unparse(v["sanity_check_paths"]) and "libhmbprof" in ast.unparse(v["sanity_check_paths"])
