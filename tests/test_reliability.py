@@ -102,6 +102,7 @@ BAD_LINES = [   # (bytes of one line, what the warning says)
 ]
 
 
+@pytest.mark.planted_json("bad.jsonl")
 @pytest.mark.parametrize("line, why", BAD_LINES, ids=[w for _, w in BAD_LINES])
 def test_unreadable_lines_are_named_counted_and_the_rest_used(tmp_path, line, why):
     good = text(sweep_lines()).encode()
@@ -123,6 +124,7 @@ def test_a_byte_order_mark_is_not_a_bad_line(tmp_path):
     assert not rs.bad_lines and len(rs.results) == 8
 
 
+@pytest.mark.planted_json("junk.jsonl")
 def test_a_file_of_nothing_but_bad_lines_is_one_line_error(tmp_path):
     path = _write(tmp_path / "junk.jsonl", b"\x00\x01\n[1]\n")
     rc, _, err = hmb("report", path, "-o", tmp_path / "rep")
@@ -150,6 +152,7 @@ def test_a_full_disk_is_an_error_naming_the_file(mpi):
 
 # ---- 5-8: tracebacks become one line naming the file and the problem
 
+@pytest.mark.planted_json("o.jsonl")
 def test_resume_on_a_deeply_nested_output_is_not_a_recursion_error(tmp_path):
     from hmb import sweep
     out = _write(tmp_path / "o.jsonl", text(sweep_lines(1)).encode() + b"[" * 100000 + b"\n")
@@ -167,6 +170,7 @@ def test_a_nul_byte_in_a_sweeps_args_is_refused_before_anything_is_written(tmp_p
     assert not (tmp_path / "o.jsonl").exists()
 
 
+@pytest.mark.planted_json("bin.jsonl")
 @pytest.mark.parametrize("flag", ["--probe", "--tradeoff"])
 def test_advise_on_a_non_utf8_file_names_it(tmp_path, flag):
     prof = _write(tmp_path / "prof.json", json.dumps({"type": "hmbprof", "schema": 1, "ranks": [{"rank": 0}]}))
@@ -420,6 +424,7 @@ def test_a_deeply_nested_sweep_config_is_one_line(tmp_path):
     assert_one_line_error(rc, err, "nested too deeply")
 
 
+@pytest.mark.planted_json("f.jsonl")
 @pytest.mark.parametrize("field, value", [("status", {}), ("reason", [1]), ("threads", "x"),
                                           ("placement", "x")])
 def test_fields_the_report_would_trip_on_are_bad_lines(tmp_path, field, value):

@@ -42,7 +42,7 @@ def _why(record) -> str | None:
 
 def records(path: Path):
     """(line number, parsed value or None, parse error or None) for each record of a file."""
-    text = path.read_text(encoding="utf-8", errors="replace")
+    text = path.read_text(encoding="utf-8-sig", errors="replace")   # a leading byte-order mark is not a bad record (as results.py reads it)
     lines = text.splitlines()
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is not None:
