@@ -12,7 +12,7 @@ from ..results import ResultSet, fmt_num, fmt_size
 from . import register
 from .common import OVERSUBSCRIBED_NOTE, Figure, draw, lines_of, ok_results, per_mpi, size_of
 
-VIEW_ORDER = ("sender", "recv-early", "recv-late")
+VIEW_ORDER = ("both", "sender", "recv-early", "recv-late")
 
 
 def refused_of(r) -> str:
@@ -68,8 +68,8 @@ def tradeoff_table(rs: ResultSet) -> list[tuple]:
                      [r.mpi, setting + (" (refused)" if refused else ""), fmt_size(size) if size else "?",
                       _fmt(_median(r, "msg_rate")), _fmt(_median(r, "bandwidth_MBps"), 1, 1),
                       _fmt(overlap.get((r.mpi, setting, size), math.nan), 1, 1),
-                      _fmt(_median(r, "per_peer_kB"), 1, 1), _fmt(_median(r, "rss_1000_peers_kB"), 1024, 1),
-                      _fmt(_median(r, "rss_8000_peers_kB"), 1024, 1)]))
+                      _fmt(_median(r, "per_peer_kB"), 1, 1), _fmt(_median(r, "rss_1000_peers_projected_kB"), 1024, 1),
+                      _fmt(_median(r, "rss_8000_peers_projected_kB"), 1024, 1)]))
     if not rows:
         return []
     rows.sort(key=lambda kv: kv[0])
