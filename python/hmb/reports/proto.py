@@ -47,7 +47,9 @@ def switch_table(rs: ResultSet) -> list[tuple]:
     return [("Eager/rendezvous switches per MPI, setting and view (proto probe)",
              ["MPI", "setting", "view", "switches (B: last like smaller – first like larger)", "agreement",
               "trials without verdict / run"], [row for _, row in rows],
-             "A switch is where the observed side stops completing before its peer's first MPI call: the "
+             "View both (default): a switch is where a quarter or more of the transfer is still to do after "
+             "both sides computed (MPICH's eager limit; Open MPI's is not found, docs/findings.md). Other views: "
+             "a switch is where the observed side stops completing before its peer's first MPI call: the "
              "sender view shows MPICH's eager limit but Open MPI's max inline send; the receiver views show "
              "the eager limit only with single copy off ('+nocma'). (+) marks a switch back to progress. "
              "A refused setting ran with the library's default for the refused variables.")]
