@@ -27,6 +27,13 @@ static double now(void)
     return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
+static void spin(double seconds) /* compute with no MPI call */
+{
+    double end = now() + seconds;
+    while (now() < end)
+        ;
+}
+
 static int cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -68,9 +75,7 @@ int main(int argc, char **argv)
         /* single */
         MPI_Barrier(MPI_COMM_WORLD);
         if (rank == 0) {
-            double e = now() + c;
-            while (now() < e)
-                ;
+            spin(c);
             join[0] = now();
             MPI_Send(sbuf, n, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
         } else {
@@ -90,9 +95,7 @@ int main(int argc, char **argv)
             MPI_Start(&pers);
         MPI_Barrier(MPI_COMM_WORLD);
         if (rank == 0) {
-            double e = now() + c;
-            while (now() < e)
-                ;
+            spin(c);
             join[1] = now();
             MPI_Start(&pers);
             MPI_Wait(&pers, MPI_STATUS_IGNORE);
@@ -104,9 +107,7 @@ int main(int argc, char **argv)
         MPI_Start(&part);
         MPI_Barrier(MPI_COMM_WORLD);
         if (rank == 0) {
-            double e = now() + c;
-            while (now() < e)
-                ;
+            spin(c);
             join[2] = now();
             MPI_Pready(0, part);
             int done = 0;
