@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Cross-check hmb-bench p2p against the OSU micro-benchmarks on the same MPI, in alternating rounds.
 
-    .venv/bin/python scripts/crosscheck_osu.py --mpi mpich --rounds 7
-    .venv/bin/python scripts/crosscheck_osu.py --mpi openmpi --rounds 7
+    .venv/bin/python scripts/crosscheck_osu.py --mpi mpich --rounds 7 /tmp/osu-mpich/c/mpi/pt2pt/standard
+    .venv/bin/python scripts/crosscheck_osu.py --mpi openmpi --rounds 7 /tmp/osu-openmpi/c/mpi/pt2pt/standard
 
-OSU (osu_latency, osu_bw, osu_mbw_mr) is built OUTSIDE the repository, under /tmp, with the chosen
-MPI's mpicc, from a git checkout of its source (default: the mirror of OSU 5.3; --osu-src takes
-another git directory or an unpacked source tree). OSU code is never copied into the repository.
+The positional argument is a directory holding OSU's osu_latency, osu_bw and osu_mbw_mr (OSU 7.x,
+built OUTSIDE the repository with the same MPI's mpicc: configure CC=<mpicc> CXX=<mpicxx>, then
+`make -C c/mpi/pt2pt/standard`). Without it, --osu-src (a git directory or an unpacked source tree)
+is built under --workdir. OSU code is never copied into the repository.
 
 Each round runs every OSU program and the matching hmb-bench p2p launches, in an order that flips
 between rounds so neither tool always runs first; both are bound to cores the same way
@@ -33,7 +34,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 from hmb import mpi as hmpi  # noqa: E402
 
-OSU_MIRROR = Path("/work/.mirror/forresti+osu-micro-benchmarks/repo")
 # metric -> (OSU program, its output column after the size, hmb-bench mode, hmb metric)
 METRICS = {
     "latency_us": ("osu_latency", 0, "latency", "latency_us"),
@@ -55,10 +55,10 @@ def parse_sizes(text: str) -> list[int]:
 
 def build_osu(impl: hmpi.MPI, src: Path, workdir: Path) -> Path:
     """Configure and build OSU's point-to-point programs under workdir; returns their directory."""
-    pt2pt = workdir / "mpi" / "pt2pt"
     stamp = workdir / ".built-with"
-    if stamp.exists() and stamp.read_text() == impl.mpicc and all((pt2pt / p).exists() for p, *_ in METRICS.values()):
-        return pt2pt
+    for pt2pt in (workdir / "c" / "mpi" / "pt2pt" / "standard", workdir / "mpi" / "pt2pt"):  # OSU 7.x, 5.x
+        if stamp.exists() and stamp.read_text() == impl.mpicc and all((pt2pt / p).exists() for p, *_ in METRICS.values()):
+            return pt2pt
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
@@ -72,7 +72,9 @@ def build_osu(impl: hmpi.MPI, src: Path, workdir: Path) -> Path:
     mpicxx = str(Path(impl.mpicc).with_name("mpicxx"))
     log = workdir / "build.log"
     with log.open("w") as out:
-        for cmd in (["./configure", f"CC={impl.mpicc}", f"CXX={mpicxx}"], ["make", "-C", "mpi/pt2pt"]):
+        sub = "c/mpi/pt2pt/standard" if (workdir / "c").is_dir() else "mpi/pt2pt"  # OSU 7.x or 5.x layout
+        pt2pt = workdir / sub
+        for cmd in (["./configure", f"CC={impl.mpicc}", f"CXX={mpicxx}"], ["make", "-C", sub]):
             if subprocess.run(cmd, cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT).returncode != 0:
                 raise hmpi.MPIError(f"building OSU failed ({' '.join(cmd[:1])}); see {log}")
     stamp.write_text(impl.mpicc)
@@ -115,10 +117,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mpi", default="mpich", help="mpich | openmpi | impi | system (default mpich)")
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--lat-sizes", default="8,1K,64K,1M", help="latency sizes (default 8,1K,64K,1M)")
-    ap.add_argument("--bw-sizes", default="64K,1M,4M", help="bandwidth sizes (default 64K,1M,4M)")
+    ap.add_argument("osu_dir", nargs="?", type=Path, default=None,
+                    help="directory of built OSU pt2pt programs (osu_latency, osu_bw, osu_mbw_mr)")
+    ap.add_argument("--lat-sizes", default="8,64,512,4K,8K,16K,64K,256K,1M,4M",
+                    help="latency sizes (default 8 B-4 MB)")
+    ap.add_argument("--bw-sizes", default="8,512,4K,64K,256K,1M,4M", help="bandwidth sizes (default 8 B-4 MB)")
     ap.add_argument("--rate-sizes", default="8", help="message-rate sizes (default 8)")
-    ap.add_argument("--osu-src", type=Path, default=OSU_MIRROR, help="OSU source: git directory or source tree")
+    ap.add_argument("--osu-src", type=Path, default=None,
+                    help="OSU source to build when no OSU directory is given: git directory or source tree")
     ap.add_argument("--workdir", type=Path, default=None, help="OSU build directory (default /tmp/hmb-osu-<mpi>)")
     ap.add_argument("--hmb-args", default="", help="extra hmb-bench options, e.g. \"--data fresh\"")
     args = ap.parse_args()
@@ -133,7 +139,15 @@ def main() -> int:
             raise hmpi.MPIError(f"--workdir {workdir} is inside the repository; OSU is built outside it")
         impl = hmpi.find(args.mpi)
         hmpi.build(impl)
-        osu_dir = build_osu(impl, args.osu_src, workdir)
+        if args.osu_dir is not None:
+            missing = [p for p, *_ in METRICS.values() if not (args.osu_dir / p).is_file()]
+            if missing:
+                raise hmpi.MPIError(f"{args.osu_dir} has no {', '.join(missing)} (build OSU's c/mpi/pt2pt/standard)")
+            osu_dir = args.osu_dir
+        elif args.osu_src is not None:
+            osu_dir = build_osu(impl, args.osu_src, workdir)
+        else:
+            raise hmpi.MPIError("give the directory of built OSU pt2pt programs (or --osu-src to build one)")
     except (hmpi.MPIError, subprocess.CalledProcessError, OSError) as e:
         print(f"crosscheck: {e}", file=sys.stderr)
         return 2
@@ -155,7 +169,7 @@ def main() -> int:
         print(f"# round {rnd + 1}/{args.rounds} done", file=sys.stderr, flush=True)
 
     library = " ".join(hmb_runs["latency_us"][0]["library"].split())
-    print(f"# OSU ({args.osu_src}) vs hmb-bench p2p on {impl.name} ({library})")
+    print(f"# OSU ({args.osu_dir or args.osu_src}) vs hmb-bench p2p on {impl.name} ({library})")
     print(f"# {args.rounds} alternating rounds; figures are medians over rounds; spread = min-max of "
           f"per-round HMB/OSU; hmb options: {args.hmb_args or '(defaults)'}")
     print(f"{'metric':<15} {'size':>8} {'OSU':>11} {'HMB':>11} {'HMB/OSU':>8} {'spread':>13} {'batch/slots':>11}")

@@ -277,3 +277,36 @@ def test_pattern_rates_modes_not_run(lib):
     thr, ratio = pattern_rates(lib, [1e3, 1e3, 1e3], [math.nan, 5e-4, 0.0])
     assert math.isnan(thr[0]) and thr[1] == 2e6 and math.isnan(thr[2])
     assert all(math.isnan(r) for r in ratio)
+
+
+# ---- proto probe, view both: share of the transfer outstanding after the compute ----
+@pytest.fixture
+def probe(lib):
+    lib.hmb_probe_outstanding_share.restype = C.c_double
+    lib.hmb_probe_outstanding_share.argtypes = [C.c_double, C.c_double]
+    lib.hmb_probe_share_verdict.restype = C.c_int
+    lib.hmb_probe_share_verdict.argtypes = [C.c_double]
+    return lib
+
+
+@pytest.mark.parametrize("wait, transfer, share", [
+    (0.03e-6, 2.07e-6, 0.03 / 2.07),   # MPICH 8112 B eager: local completion, 0.01 of the transfer
+    (1.62e-6, 2.69e-6, 1.62 / 2.69),   # MPICH 8128 B rendezvous: the receiver's copy still to do
+    (0.0, 1e-6, 0.0),
+    (3e-6, 1e-6, 3.0),                 # more than the whole transfer (the peer was late): kept as is
+])
+def test_probe_outstanding_share(probe, wait, transfer, share):
+    assert probe.hmb_probe_outstanding_share(wait, transfer) == pytest.approx(share)
+
+
+@pytest.mark.parametrize("wait, transfer", [(1e-6, 0.0), (1e-6, -1e-6), (-1e-9, 1e-6), (math.nan, 1e-6),
+                                            (1e-6, math.nan)])
+def test_probe_outstanding_share_unusable(probe, wait, transfer):
+    assert math.isnan(probe.hmb_probe_outstanding_share(wait, transfer))
+
+
+@pytest.mark.parametrize("share, verdict", [(0.0, 1), (0.01, 1), (0.2499, 1), (0.25, 0), (0.6, 0), (3.0, 0),
+                                            (math.nan, -1)])
+def test_probe_share_verdict(probe, share, verdict):
+    # a sub-µs completion (0.01 of the transfer) progressed; a quarter or more left is a handshake
+    assert probe.hmb_probe_share_verdict(share) == verdict

@@ -105,9 +105,21 @@ def test_probe_and_tradeoff_records(mpi_name, tmp_path):
     assert [x["params"]["size_bytes"] for x in trade] == [1024, 65536]
     for x in trade:
         for key in ("rss_init_kB", "rss_pairs_kB", "rss_traffic_kB", "hwm_kB", "per_peer_kB",
-                    "rss_1000_peers_kB", "rss_8000_peers_kB"):
+                    "rss_1000_peers_projected_kB", "rss_8000_peers_projected_kB"):
             assert key in x["extra"]
         assert x["extra"]["hwm_kB"] >= x["extra"]["rss_traffic_kB"] > 0
+
+
+def test_probe_default_view_both_records_shares(mpi_name, tmp_path):
+    r = run_bench(mpi_name, ["proto", "--range", "1K:4K"] + FAST, tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    probe = r.results()
+    assert [x["params"]["view"] for x in probe] == ["both"]          # the default view
+    extra = probe[0]["extra"]
+    assert [row[0] for row in extra["outstanding_share"]] == [1024, 2048, 4096]
+    assert all(row[1] is None or row[1] >= 0 for row in extra["outstanding_share"])
+    assert extra["outstanding_share_max"] == 0.25
+    assert "# probe view both: switches" in r.stdout
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -124,9 +136,9 @@ def test_bad_input_exit_2(mpi_name, args, needle):
     assert len(lines) == 1 and needle in lines[0], r.stderr
 
 
-@pytest.mark.parametrize("test", ["probe", "tradeoff"])
-def test_validation_failure_exit_3(mpi_name, test, tmp_path):
-    r = run_bench(mpi_name, ["proto", "--test", test, "--view", "recv-early", "--range", "1K,2K",
+@pytest.mark.parametrize("test,view", [("probe", "recv-early"), ("probe", "both"), ("tradeoff", "both")])
+def test_validation_failure_exit_3(mpi_name, test, view, tmp_path):
+    r = run_bench(mpi_name, ["proto", "--test", test, "--view", view, "--range", "1K,2K",
                              "--sizes", "1K", "--window", "2", "--corrupt-at", "1", "--iters", "3",
                              "--warmup", "0", "--trials", "1", "--min-compute", "20us"], tmp_path=tmp_path)
     assert r.rc == 3, r.stderr

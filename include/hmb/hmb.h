@@ -401,6 +401,10 @@ int hmb_check_buffer(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len,
 long hmb_data_gen(const hmb_ctx *ctx, long iter);
 int hmb_data_refill(const hmb_ctx *ctx, long iter);
 int hmb_check_data(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len, int src_rank, int part, long iter);
+/* hmb_check_buffer expecting generation gen (a benchmark that keeps one send set, e.g. p2p's
+ * hot-cache latency); --corrupt-at and a failure name the iteration iter. */
+int hmb_check_gen(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len, int src_rank, int part, long iter,
+                  long gen);
 /* Fatal data/conformance problem: prints benchmark, point params, iteration, rank,
  * partition and the message on one line to stderr, writes it to JSON, aborts (exit 3). */
 void hmb_validation_failure(hmb_ctx *ctx, const hmb_point *pt, long iter, int part,

@@ -56,6 +56,8 @@ double hmb_projected_speedup(double fraction_p2p, double speedup_p2p);
 /* Adaptive eager threshold rule (seed 001): 2^ceil(log2(mean_size + header)) + 1024. */
 size_t hmb_eager_threshold_rule(double mean_size_bytes, size_t header_bytes);
 
+/* ---- proto probe (SPEC §3.7), src/harness/metrics.c ---- */
+
 /* proto probe (SPEC §3.7): a size progressed when more than half of its trials completed
  * during the compute (a tie counts as not progressed). */
 int hmb_probe_majority(int progressed, int trials);
@@ -65,6 +67,19 @@ int hmb_probe_majority(int progressed, int trials);
  * the transfer finished before the peer made any MPI call), 0 (it needed the peer), or -1 (no
  * verdict: the observed side began waiting only after the peer's call, its lead was lost). */
 int hmb_probe_verdict(double wait_start, double wait_end, double peer_call);
+
+/* proto probe, view `both` (both sides compute C after posting, then wait): the share of the
+ * transfer still outstanding after the compute, wait_after_compute / transfer, where transfer is
+ * the one-way time of a blocking transfer of that size with no compute. NaN when transfer <= 0
+ * or the wait is negative/NaN. */
+double hmb_probe_outstanding_share(double wait_after_compute_s, double transfer_s);
+
+/* The verdict on that share: 1 (progressed during the compute: less than
+ * HMB_PROBE_OUTSTANDING_MAX of the transfer was left, e.g. a sub-µs local completion of an
+ * eager send), 0 (a quarter or more was still to do: a handshake; measured here MPICH's
+ * rendezvous leaves 0.5-0.6 of the blocking transfer time after the compute, its eager 0.02), -1 (NaN). */
+#define HMB_PROBE_OUTSTANDING_MAX 0.25
+int hmb_probe_share_verdict(double outstanding_share);
 
 /* proto probe: evaluate progressed(size) at every grid size (strictly increasing, multiples of
  * element); where two neighbours differ, bisect in steps of element until the interval is one

@@ -1,11 +1,14 @@
 /* proto — eager/rendezvous protocols (SPEC §3.7, seed 001).
- * probe: for a size, both ranks post Isend/Irecv and compute with no MPI call (the observed side
- *   about twice the transfer time, its peer longer), then wait: a transfer that finished before
- *   the peer's next MPI call progressed on its own (eager); one that did not needed a handshake. One iteration scans the --range grid with --trials
- *   trials per size and bisects every change down to --element bytes (src/harness/protocol.c);
- *   the result record carries the switch intervals most iterations found. Views: `sender` (the
- *   sender is observed; the receive was posted first), `recv-early` (the receiver, receive posted
- *   first), `recv-late` (the receiver, receive posted after the send).
+ * probe: one iteration scans the --range grid with --trials trials per size and bisects every
+ *   change down to --element bytes (src/harness/protocol.c); the result record carries the switch
+ *   intervals most iterations found. Views:
+ *   `both` (default; seed 001's overlap question): the receiver posts Irecv, barrier, the sender
+ *   Isends, both compute C with no MPI call, then wait; the sender's wait after the compute
+ *   against the no-compute transfer time of that size (hmb_probe_outstanding_share) says whether
+ *   the transfer progressed during the compute (eager) or was still to do (handshake).
+ *   `sender`, `recv-early`, `recv-late`: the observed side (the sender; the receiver with the
+ *   receive posted first; after the send) computes C, its peer longer; a transfer that finished
+ *   before the peer's next MPI call progressed without the peer.
  * tradeoff: multi-pair message rate and bandwidth (windows of non-blocking messages, all pairs
  *   at once), with the ranks' resident memory after MPI_Init, after every pair communicated and
  *   after the traffic, so the memory per peer can be projected (docs/metrics.md, "proto"). */
@@ -20,8 +23,8 @@
 
 enum { TEST_PROBE, TEST_TRADEOFF, TEST_COUNT };
 static const char *const test_names[TEST_COUNT] = {"probe", "tradeoff"};
-enum { VIEW_SENDER, VIEW_RECV_EARLY, VIEW_RECV_LATE, VIEW_COUNT };
-static const char *const view_names[VIEW_COUNT] = {"sender", "recv-early", "recv-late"};
+enum { VIEW_BOTH, VIEW_SENDER, VIEW_RECV_EARLY, VIEW_RECV_LATE, VIEW_COUNT };
+static const char *const view_names[VIEW_COUNT] = {"both", "sender", "recv-early", "recv-late"};
 enum { M_SWITCHES, M_FIRST_SWITCH, M_RATE, M_BANDWIDTH, M_ITER_TIME };
 enum { TAG_DATA = 1, TAG_TOKEN = 2 };
 
@@ -51,6 +54,8 @@ typedef struct {
     int ngrid;
     const size_t *grid;
     double *transfer_s;        /* per grid size: one-way blocking transfer time (rank 0) */
+    double *share_at;          /* view both, per grid size: median outstanding share (rank 0) */
+    double *shares;            /* view both: this size's trials' shares */
     double min_compute_s;
     size_t size;               /* tradeoff: message size */
     int window;
@@ -126,28 +131,33 @@ static int index_of(const char *name, const char *const *names, int count)
 
 /* One-way time of a blocking transfer of each grid size (the fastest of a few round trips),
  * broadcast from rank 0: the probe computes about twice as long. */
-static void calibrate_transfers(proto_state *st)
+static double transfer_time(proto_state *st, size_t size)
 {
     MPI_Comm comm = hmb_comm(st->ctx);
-    hmb_phase(st->ctx, "probe: transfer calibration");
-    for (int g = 0; g < st->ngrid; g++) {
-        int n = (int)st->grid[g];
-        double best = HUGE_VAL;
-        for (int k = 0; k < CALIBRATION_ROUND_TRIPS && st->peer >= 0; k++) {
-            double t0 = hmb_now();
-            if (st->is_sender) {
-                MPI_Send(st->send, n, MPI_BYTE, st->peer, TAG_DATA, comm);
-                MPI_Recv(st->recv, n, MPI_BYTE, st->peer, TAG_DATA, comm, MPI_STATUS_IGNORE);
-            } else {
-                MPI_Recv(st->recv, n, MPI_BYTE, st->peer, TAG_DATA, comm, MPI_STATUS_IGNORE);
-                MPI_Send(st->send, n, MPI_BYTE, st->peer, TAG_DATA, comm);
-            }
-            double rtt = hmb_now() - t0;
-            best = rtt < best ? rtt : best;
+    const int n = (int)size;
+    double best = HUGE_VAL;
+    for (int k = 0; k < CALIBRATION_ROUND_TRIPS && st->peer >= 0; k++) {
+        double t0 = hmb_now();
+        if (st->is_sender) {
+            MPI_Send(st->send, n, MPI_BYTE, st->peer, TAG_DATA, comm);
+            MPI_Recv(st->recv, n, MPI_BYTE, st->peer, TAG_DATA, comm, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(st->recv, n, MPI_BYTE, st->peer, TAG_DATA, comm, MPI_STATUS_IGNORE);
+            MPI_Send(st->send, n, MPI_BYTE, st->peer, TAG_DATA, comm);
         }
-        st->transfer_s[g] = best / 2;
+        double rtt = hmb_now() - t0;
+        best = rtt < best ? rtt : best;
     }
-    MPI_Bcast(st->transfer_s, st->ngrid, MPI_DOUBLE, 0, comm);
+    best /= 2;
+    MPI_Bcast(&best, 1, MPI_DOUBLE, 0, comm);
+    return best;
+}
+
+static void calibrate_transfers(proto_state *st)
+{
+    hmb_phase(st->ctx, "probe: transfer calibration");
+    for (int g = 0; g < st->ngrid; g++)
+        st->transfer_s[g] = transfer_time(st, st->grid[g]);
 }
 
 static double compute_for(const proto_state *st, size_t size)
@@ -225,21 +235,72 @@ static int probe_once(proto_state *st, size_t size)
     return hmb_probe_verdict(times[0], times[1], times[2]);
 }
 
+/* View both, one trial: the receiver posts its receive, barrier, the sender posts its send, both
+ * compute the same C with no MPI call, then wait. The sender's wait after the compute, against
+ * the no-compute transfer time of this size, is the share of the transfer still outstanding
+ * (hmb_probe_outstanding_share): a few tenths of a µs of local completion is an eager send that
+ * progressed during the compute; the whole transfer still to do is a handshake. Returns the
+ * verdict every rank agrees on; *share is the sender's share (broadcast). */
+static int probe_both(proto_state *st, size_t size, double transfer_s, double *share)
+{
+    hmb_ctx *ctx = st->ctx;
+    MPI_Comm comm = hmb_comm(ctx);
+    const int n = (int)size, part = st->probe_no++;
+    const int64_t c_ns = (int64_t)(compute_for(st, size) * 1e9);
+    double wait_start = 0, wait_end = 0;
+    MPI_Request req = MPI_REQUEST_NULL;
+    if (st->peer >= 0 && st->is_sender)
+        hmb_fill(st->send, size, hmb_rank(ctx), part, st->iter);
+    else if (st->peer >= 0)
+        memset(st->recv, 0, size);
+    hmb_phase(ctx, "probe: trial (both compute)");
+    if (st->peer >= 0 && !st->is_sender)
+        MPI_Irecv(st->recv, n, MPI_BYTE, st->peer, TAG_DATA, comm, &req);
+    MPI_Barrier(comm);
+    if (st->peer >= 0) {
+        if (st->is_sender)
+            MPI_Isend(st->send, n, MPI_BYTE, st->peer, TAG_DATA, comm, &req);
+        hmb_compute_ns(ctx, c_ns);
+        timed_wait(ctx, &req, &wait_start, &wait_end);
+        if (!st->is_sender && hmb_validate_enabled(ctx))
+            hmb_check_buffer(ctx, st->pt, st->recv, size, st->peer, part, st->iter);
+    }
+    *share = hmb_probe_outstanding_share(wait_end - wait_start, transfer_s);
+    MPI_Bcast(share, 1, MPI_DOUBLE, 0, comm);
+    return hmb_probe_share_verdict(*share);
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 /* The predicate of the search: the majority of --trials trials with a verdict (a trial without
  * one is repeated, at most --trials times over), the same answer on every rank. */
 static int probe_size(size_t size, void *arg)
 {
     proto_state *st = arg;
     int progressed = 0, judged = 0;
+    const double transfer_s = st->view == VIEW_BOTH ? transfer_time(st, size) : NAN;
     for (int attempt = 0; attempt < PROBE_ATTEMPTS_PER_TRIAL * st->trials && judged < st->trials; attempt++) {
-        int verdict = probe_once(st, size);
+        double share = NAN;
+        int verdict = st->view == VIEW_BOTH ? probe_both(st, size, transfer_s, &share) : probe_once(st, size);
         st->trials_run++;
         if (verdict < 0)
             continue;
+        if (st->view == VIEW_BOTH)
+            st->shares[judged] = share;
         judged++;
         progressed += verdict;
     }
     st->trials_without_verdict += st->trials - judged;
+    for (int g = 0; g < st->ngrid && st->view == VIEW_BOTH && judged > 0; g++)
+        if (st->grid[g] == size) {
+            qsort(st->shares, (size_t)judged, sizeof *st->shares, compare_doubles);
+            st->share_at[g] = judged % 2 ? st->shares[judged / 2]
+                                         : (st->shares[judged / 2 - 1] + st->shares[judged / 2]) / 2;
+        }
     return hmb_probe_majority(progressed, judged);
 }
 
@@ -285,6 +346,10 @@ static void *proto_setup(hmb_ctx *ctx, const hmb_point *pt)
         st->min_compute_s = (double)hmb_opt_duration_ns(ctx, "min-compute") * 1e-9;
         bytes = st->grid[st->ngrid - 1];
         ok &= (st->transfer_s = calloc((size_t)st->ngrid, sizeof *st->transfer_s)) != NULL;
+        ok &= (st->share_at = calloc((size_t)st->ngrid, sizeof *st->share_at)) != NULL;
+        ok &= (st->shares = calloc((size_t)st->trials, sizeof *st->shares)) != NULL;
+        for (int g = 0; g < st->ngrid && st->share_at; g++)
+            st->share_at[g] = NAN;
     } else {
         st->is_sender = rank < half;
         st->peer = st->is_sender ? rank + half : rank - half;
@@ -424,6 +489,12 @@ static void probe_annotate(hmb_ctx *ctx, proto_state *st)
         bw[2 * g + 1] = st->transfer_s[g] > 0 ? (double)st->grid[g] / st->transfer_s[g] / 1e6 : NAN;
     }
     hmb_result_add_rows(ctx, "bandwidth_MBps", bw, nbw, 2);
+    if (st->view == VIEW_BOTH) {
+        for (int g = 0; g < nbw; g++)
+            bw[2 * g + 1] = st->share_at[g];
+        hmb_result_add_rows(ctx, "outstanding_share", bw, nbw, 2);
+        hmb_result_add_num(ctx, "outstanding_share_max", HMB_PROBE_OUTSTANDING_MAX);
+    }
     char text[64 * MAX_SWITCHES] = "";
     for (int k = 0; k < count; k++) {
         size_t len = strlen(text);
@@ -432,6 +503,7 @@ static void probe_annotate(hmb_ctx *ctx, proto_state *st)
     }
     hmb_result_add_str(ctx, "switches", count ? text : "none");
     static const char *const meaning[VIEW_COUNT] = {
+        "both sides computed after posting: below a switch the transfer progressed during the compute (eager)",
         "the sender's request completes without the receiver below a switch (eager or inline send)",
         "the receiver completes without the sender below a switch (none: it copies by itself, e.g. CMA)",
         "the receiver completes without the sender below a switch (none: it copies by itself, e.g. CMA)"};
@@ -456,8 +528,9 @@ static void proto_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
     hmb_result_add_num(ctx, "rss_traffic_kB", st->rss_traffic_kB);
     hmb_result_add_num(ctx, "hwm_kB", st->hwm_kB);
     hmb_result_add_num(ctx, "per_peer_kB", per_peer);
-    hmb_result_add_num(ctx, "rss_1000_peers_kB", hmb_memory_projected_kB(run->rss_init_kB, per_peer, 1000));
-    hmb_result_add_num(ctx, "rss_8000_peers_kB", hmb_memory_projected_kB(run->rss_init_kB, per_peer, 8000));
+    /* projections (a straight line from the peers of this run), not measurements: named so */
+    hmb_result_add_num(ctx, "rss_1000_peers_projected_kB", hmb_memory_projected_kB(run->rss_init_kB, per_peer, 1000));
+    hmb_result_add_num(ctx, "rss_8000_peers_projected_kB", hmb_memory_projected_kB(run->rss_init_kB, per_peer, 8000));
 }
 
 static void proto_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
@@ -467,6 +540,8 @@ static void proto_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
     free(st->recv);
     free(st->reqs);
     free(st->transfer_s);
+    free(st->share_at);
+    free(st->shares);
     free(st);
 }
 
@@ -475,8 +550,10 @@ static const hmb_default proto_defaults[] = {
 
 static const hmb_option proto_options[] = {
     {"test", HMB_OPT_CHOICES, "probe", "what to measure", 0, 0, "probe|tradeoff"},
-    {"view", HMB_OPT_CHOICES, "all", "probe: whose wait is timed (and when the receive is posted)", 0, 0,
-     "sender|recv-early|recv-late"},
+    {"view", HMB_OPT_CHOICES, "both",
+     "probe: both = both sides compute after posting (does the transfer progress during compute?); "
+     "sender/recv-early/recv-late = whose request completes without the peer's MPI calls",
+     0, 0, "both|sender|recv-early|recv-late"},
     {"range", HMB_OPT_SIZES, "1K:1M", "probe: size grid scanned for switches (then bisected)", 1, 1 << 30, NULL},
     {"element", HMB_OPT_INT, "8", "probe: bisection resolution in bytes (grid sizes must be multiples)", 1, 1 << 20,
      NULL},

@@ -157,3 +157,31 @@ void hmb_pattern_rates(int nmodes, const double *bytes, const double *t_s, doubl
     for (int m = 0; m < nmodes; m++)
         ratio[m] = throughput_Bps[m] / throughput_Bps[0]; /* NaN propagates */
 }
+
+/* ---- proto probe (SPEC §3.7; docs/metrics.md "proto") ---- */
+
+int hmb_probe_majority(int progressed, int trials)
+{
+    return trials > 0 && 2 * progressed > trials;
+}
+
+int hmb_probe_verdict(double wait_start, double wait_end, double peer_call)
+{
+    if (!(wait_start < peer_call) || wait_end < wait_start)
+        return -1;
+    return wait_end < peer_call;
+}
+
+double hmb_probe_outstanding_share(double wait_after_compute_s, double transfer_s)
+{
+    if (!(transfer_s > 0.0) || !(wait_after_compute_s >= 0.0))
+        return NAN;
+    return wait_after_compute_s / transfer_s;
+}
+
+int hmb_probe_share_verdict(double outstanding_share)
+{
+    if (isnan(outstanding_share))
+        return -1;
+    return outstanding_share < HMB_PROBE_OUTSTANDING_MAX;
+}

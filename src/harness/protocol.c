@@ -1,24 +1,12 @@
 /* The pure parts of proto (SPEC §3.7): the switch-point search of the probe (a scan of a size
  * grid, then a bisection of every interval whose ends behave differently, down to the element
  * size; the probe itself is the caller's predicate), the memory-per-peer formulas of the
- * trade-off, and the resident-memory reader. docs/metrics.md ("proto"). */
+ * trade-off, and the resident-memory reader. The probe's verdict formulas are in metrics.c. docs/metrics.md ("proto"). */
 #include <math.h>
 #include <stdio.h>
 
 #include "hmb/hmb.h"
 #include "hmb/metrics.h"
-
-int hmb_probe_majority(int progressed, int trials)
-{
-    return trials > 0 && 2 * progressed > trials;
-}
-
-int hmb_probe_verdict(double wait_start, double wait_end, double peer_call)
-{
-    if (!(wait_start < peer_call) || wait_end < wait_start)
-        return -1;
-    return wait_end < peer_call;
-}
 
 int hmb_find_switches(const size_t *grid, int n, size_t element, hmb_size_predicate progressed, void *arg,
                       size_t *lo_hi, int *progressed_after, int max_switches)

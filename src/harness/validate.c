@@ -122,6 +122,12 @@ long hmb_data_gen(const hmb_ctx *ctx, long iter) { return data_reuse(ctx) ? (ite
 
 int hmb_data_refill(const hmb_ctx *ctx, long iter) { return !data_reuse(ctx) || iter < 2; }
 
+int hmb_check_gen(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len, int src_rank, int part, long iter,
+                  long gen)
+{
+    return check_generation(ctx, pt, buf, len, src_rank, part, iter, gen);
+}
+
 int hmb_check_data(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len, int src_rank, int part, long iter)
 {
     return check_generation(ctx, pt, buf, len, src_rank, part, iter, hmb_data_gen(ctx, iter));
