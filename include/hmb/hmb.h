@@ -277,15 +277,16 @@ int hmb_phase_order(int k, long iter, int *order);
  * (hmb_unsupported) and returns 1, or returns 0. */
 int hmb_mode_refused(hmb_ctx *ctx, const char *mode, int threads_call_mpi, int partitioned);
 
-/* Bounded MPI_Parrived polling for the patterns: poll partition `partition` of the started
+/* Bounded MPI_Parrived polling for the patterns (ops: the communication policy, hmb_comm_ops): poll partition `partition` of the started
  * partitioned receive req until the library reports it arrived. A library that never reports
  * it does not hang the run until the watchdog: after HMB_ARRIVAL_BOUND_S seconds past
  * `since` (the mode's start, hmb_now()) the point fails with exit 3 (hmb_validation_failure)
  * naming the request (fmt: formatted only then, never in the timed path) and the partition
  * as a library conformance problem. */
 #define HMB_ARRIVAL_BOUND_S 10.0
-void hmb_parrived_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, MPI_Request req, int partition,
-                          double since, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+typedef struct hmb_comm_ops_s hmb_comm_ops;
+void hmb_parrived_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, const hmb_comm_ops *ops, MPI_Request req,
+                          int partition, double since, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
 
 #define HMB_MAX_MODES 8
 #define HMB_MODE_MAX_TIMES 4
@@ -509,6 +510,56 @@ void hmb_topo_recv_box(const hmb_topo *t, const int n[3], int d, int piece, int 
  * (exit 2). With record = 1 (call it so from check()), the run header gets topology_grid
  * ("2x2x2"), topology_tgrid, topology_boundary and topology_neighbours. */
 void hmb_topo_from_options(hmb_ctx *ctx, int ndims, int neighbours, int record, hmb_topo *t);
+
+/* ------------------------------------------------------------------ communication policies */
+
+/* One table of the communication operations a pattern uses (halo3d, sweep3d, stencil3d), served
+ * by a policy chosen with --comm (HMB_COMM_OPTION; src/harness/comm.c):
+ *   on   MPI: each operation is its MPI call (MPI_Isend, MPI_Psend_init, MPI_Pready, ...);
+ *   off  mock (after LLNL Comb): a loopback without any MPI call. hmb_comm_route() makes this
+ *        rank its own neighbour in every direction it receives from, and every send is copied
+ *        into this rank's own matching receive (communicator and tag, in posting order, as MPI
+ *        matches), partition by partition for partitioned requests (copied at MPI_Pready once
+ *        both are started). Packing, unpacking, compute and validation run as with MPI, the data
+ *        checked is what the mock copied. A wait on a mock request lasts until its counterpart
+ *        on this rank is posted; past HMB_ARRIVAL_BOUND_S the point fails (exit 3) naming the
+ *        tag: a pattern that receives, then feeds itself later, must wait for it later too.
+ *        Collectives have no loopback: allreduce returns 0 (not run), MPI returns 1.
+ * Requests are MPI_Request values either way (a mock request never reaches MPI); the null
+ * request is MPI_REQUEST_NULL, and a peer MPI_PROC_NULL gives one, as in MPI. */
+struct hmb_comm_ops_s {
+    const char *name; /* "mpi", "mock" */
+    int mock;
+    void (*isend)(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request *req);
+    void (*irecv)(void *buf, int count, MPI_Datatype type, int src, int tag, MPI_Comm comm, MPI_Request *req);
+    void (*send_init)(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                      MPI_Request *req);
+    void (*recv_init)(void *buf, int count, MPI_Datatype type, int src, int tag, MPI_Comm comm, MPI_Request *req);
+    /* partitioned (MPI 4.0): count elements per partition; MPI_INFO_NULL */
+    void (*psend_init)(const void *buf, int partitions, int count, MPI_Datatype type, int dest, int tag,
+                       MPI_Comm comm, MPI_Request *req);
+    void (*precv_init)(void *buf, int partitions, int count, MPI_Datatype type, int src, int tag, MPI_Comm comm,
+                       MPI_Request *req);
+    void (*pready)(int partition, MPI_Request req);
+    int (*parrived)(MPI_Request req, int partition); /* 1 once arrived */
+    void (*start)(MPI_Request *req);
+    void (*startall)(int n, MPI_Request *reqs);
+    void (*wait)(MPI_Request *req);
+    void (*waitall)(int n, MPI_Request *reqs);
+    void (*request_free)(MPI_Request *req); /* MPI_REQUEST_NULL is fine */
+    int (*allreduce)(const void *in, void *out, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+};
+
+#define HMB_COMM_OPTION                                                                                           \
+    {"comm", HMB_OPT_CHOICE, "on",                                                                                \
+     "off: mock mode, the same pattern without MPI (a loopback: sends copied into this rank's receives)", 0, 0,  \
+     "on|off", 0}
+
+/* The policy of --comm (HMB_COMM_OPTION in the benchmark's option table). */
+const hmb_comm_ops *hmb_comm_policy(hmb_ctx *ctx);
+/* Under the mock, route topo's neighbourhood onto this rank (to = from = this rank where from is a
+ * rank, MPI_PROC_NULL elsewhere); MPI: unchanged. Call once in setup, after hmb_topo_from_options. */
+void hmb_comm_route(const hmb_comm_ops *ops, const hmb_ctx *ctx, hmb_topo *topo);
 
 /* ------------------------------------------------------------------ MPI_T performance variables */
 

@@ -16,9 +16,10 @@
  *                the pieces landing next to its tile and unpacks them;
  *   persistent   fork-join as single, on one MPI_Send_init / MPI_Recv_init per face created once
  *                per point: MPI_Start of the receives, pack, MPI_Start of each send, Waitall.
- * --comm off (mock, after LLNL Comb) runs the same modes without any MPI call in the pattern:
- * the pieces are unpacked from the rank's own send buffers, so packing, unpacking and compute
- * are measured alone and validation still runs.
+ * Every operation goes through the communication policy (hmb_comm_ops): --comm off (mock,
+ * after LLNL Comb) runs the same modes without any MPI call, each message copied into this
+ * rank's own receive buffers, so packing, unpacking and compute are measured alone and
+ * validation still runs.
  * A cell's value encodes (source rank, iteration, cell): a halo cell names the face of the
  * sender it must come from, so a message from the wrong direction, rank or iteration fails.
  * Every mode's halo is checked right after the mode (outside its timed region) and poisoned. */
@@ -62,8 +63,7 @@ typedef struct {
     MPI_Request *piece_rreq, *piece_sreq; /* multiple: per (direction, piece) */
     MPI_Request psend[NDIRS], precv[NDIRS];
     MPI_Request persist_send[NDIRS], persist_recv[NDIRS]; /* persistent: per face */
-    atomic_uint *mock_ready; /* mock multiple/partitioned: piece packed in run mock_run */
-    unsigned mock_run;
+    const hmb_comm_ops *ops; /* --comm: MPI or the mock */
     double *compute_end;                    /* per thread, local clock */
     atomic_llong bytes_sent[NMODES];        /* this rank, this iteration */
     double bytes_per_rank_iter[NMODES];     /* rank 0: mean over ranks, last iteration */
@@ -82,8 +82,7 @@ static const hmb_option halo_options[] = {
      "single|multiple|partitioned|persistent"},
     {"domain", HMB_OPT_INTS, NULL, "cells per rank nx,ny,nz (8 bytes each; default: a cube per --sizes face)", 1,
      1 << 20, NULL},
-    {"comm", HMB_OPT_CHOICE, "on", "off: mock mode, the same pattern without MPI (pack, unpack, compute alone)", 0,
-     0, "on|off"},
+    HMB_COMM_OPTION,
     HMB_TOPO_OPTIONS,
     HMB_OPTION_END};
 
@@ -142,19 +141,13 @@ static void pack_piece(halo_state *st, int d, int p)
     box_copy(st->block, st->n, lo, cnt, st->face[d].send + (size_t)p * st->face[d].piece_cells, 0);
 }
 
-/* Piece p of the message of direction d into the halo; mock: from the rank's own send buffer. */
+/* Piece p of the message of direction d into the halo. */
 static void unpack_piece(halo_state *st, int d, int p)
 {
     int lo[3], cnt[3];
     const halo_face *f = &st->face[d];
     hmb_topo_recv_box(&st->topo, st->n, d, p, lo, cnt);
-    box_copy(st->block, st->n, lo, cnt, (st->mock ? f->send : f->recv) + (size_t)p * f->piece_cells, 1);
-}
-
-/* Mock: a face is packed where its receiver needs it too (an open boundary sends nothing). */
-static int packs(const halo_state *st, int d)
-{
-    return st->face[d].to != MPI_PROC_NULL || (st->mock && st->face[d].from != MPI_PROC_NULL);
+    box_copy(st->block, st->n, lo, cnt, f->recv + (size_t)p * f->piece_cells, 1);
 }
 
 static long long piece_bytes(const halo_state *st, int d) { return (long long)(st->face[d].piece_cells * 8); }
@@ -251,7 +244,6 @@ static void halo_free(halo_state *st)
     free(st->block);
     free(st->piece_rreq);
     free(st->piece_sreq);
-    free(st->mock_ready);
     free(st->compute_end);
     free(st);
 }
@@ -280,9 +272,8 @@ static int setup_faces(halo_state *st)
     }
     st->piece_rreq = malloc((size_t)st->npieces_total * sizeof(MPI_Request));
     st->piece_sreq = malloc((size_t)st->npieces_total * sizeof(MPI_Request));
-    st->mock_ready = calloc((size_t)st->npieces_total, sizeof(atomic_uint));
     st->compute_end = calloc((size_t)st->threads, sizeof(double));
-    return st->piece_rreq && st->piece_sreq && st->mock_ready && st->compute_end ? 0 : -1;
+    return st->piece_rreq && st->piece_sreq && st->compute_end ? 0 : -1;
 }
 
 static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
@@ -293,12 +284,14 @@ static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
         return NULL;
     }
     hmb_topo_from_options(ctx, 3, NDIRS, 0, &st->topo);
+    st->ops = hmb_comm_policy(ctx);
+    hmb_comm_route(st->ops, ctx, &st->topo);
     point_domain(ctx, pt, st->n);
     snprintf(st->domain, sizeof st->domain, "%d,%d,%d", st->n[0], st->n[1], st->n[2]);
     st->rank = hmb_rank(ctx);
     st->threads = hmb_threads(ctx);
     st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
-    st->mock = strcmp(hmb_opt_str(ctx, "comm"), "off") == 0;
+    st->mock = st->ops->mock;
     for (int d = 0; d < NDIRS; d++)
         st->psend[d] = st->precv[d] = st->persist_send[d] = st->persist_recv[d] = MPI_REQUEST_NULL;
     for (int m = 0; m < NMODES; m++)
@@ -316,30 +309,22 @@ static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
         hmb_unsupported(ctx, "cannot allocate a block of %s cells with its face buffers", st->domain);
         return st;
     }
-    if (!st->mock && st->comm[MODE_PERSISTENT] != MPI_COMM_NULL)
-        for (int d = 0; d < NDIRS; d++) {
-            halo_face *f = &st->face[d];
-            int count = (int)(f->npieces * f->piece_cells);
-            if (f->to != MPI_PROC_NULL)
-                MPI_Send_init(f->send, count, MPI_UINT64_T, f->to, d, st->comm[MODE_PERSISTENT], &st->persist_send[d]);
-            if (f->from != MPI_PROC_NULL)
-                MPI_Recv_init(f->recv, count, MPI_UINT64_T, f->from, d, st->comm[MODE_PERSISTENT],
-                              &st->persist_recv[d]);
-        }
-#if HMB_HAVE_PARTITIONED
-    if (!st->mock && st->comm[MODE_PARTITIONED] != MPI_COMM_NULL) {
-        for (int d = 0; d < NDIRS; d++) {
-            halo_face *f = &st->face[d];
-            int count = (int)f->piece_cells;
-            if (f->to != MPI_PROC_NULL)
-                MPI_Psend_init(f->send, f->npieces, count, MPI_UINT64_T, f->to, d, st->comm[MODE_PARTITIONED],
-                               MPI_INFO_NULL, &st->psend[d]);
-            if (f->from != MPI_PROC_NULL)
-                MPI_Precv_init(f->recv, f->npieces, count, MPI_UINT64_T, f->from, d, st->comm[MODE_PARTITIONED],
-                               MPI_INFO_NULL, &st->precv[d]);
-        }
+    const hmb_comm_ops *ops = st->ops;
+    for (int d = 0; d < NDIRS; d++) {
+        halo_face *f = &st->face[d];
+        int count = (int)(f->npieces * f->piece_cells);
+        MPI_Comm persistent = st->comm[MODE_PERSISTENT], partitioned = st->comm[MODE_PARTITIONED];
+        if (persistent != MPI_COMM_NULL && f->to != MPI_PROC_NULL)
+            ops->send_init(f->send, count, MPI_UINT64_T, f->to, d, persistent, &st->persist_send[d]);
+        if (persistent != MPI_COMM_NULL && f->from != MPI_PROC_NULL)
+            ops->recv_init(f->recv, count, MPI_UINT64_T, f->from, d, persistent, &st->persist_recv[d]);
+        if (partitioned != MPI_COMM_NULL && f->to != MPI_PROC_NULL)
+            ops->psend_init(f->send, f->npieces, (int)f->piece_cells, MPI_UINT64_T, f->to, d, partitioned,
+                            &st->psend[d]);
+        if (partitioned != MPI_COMM_NULL && f->from != MPI_PROC_NULL)
+            ops->precv_init(f->recv, f->npieces, (int)f->piece_cells, MPI_UINT64_T, f->from, d, partitioned,
+                            &st->precv[d]);
     }
-#endif
     for (int d = 0; d < NDIRS; d++) {
         size_t bytes = (size_t)st->face[d].npieces * st->face[d].piece_cells * sizeof(uint64_t);
         hmb_cache_register(ctx, st->face[d].send, bytes);
@@ -384,37 +369,34 @@ static long long exchange_joined(halo_state *st, int mode)
     long long bytes = 0;
     MPI_Comm comm = st->comm[mode];
     const int persistent = mode == MODE_PERSISTENT;
-    for (int d = 0; d < NDIRS && !st->mock; d++) {
+    const hmb_comm_ops *ops = st->ops;
+    for (int d = 0; d < NDIRS; d++) {
         halo_face *f = &st->face[d];
         if (f->from == MPI_PROC_NULL)
             continue;
         if (persistent) {
-            MPI_Start(&st->persist_recv[d]);
+            ops->start(&st->persist_recv[d]);
             req[nreq++] = st->persist_recv[d];
         } else {
-            MPI_Irecv(f->recv, (int)(f->npieces * f->piece_cells), MPI_UINT64_T, f->from, d, comm, &req[nreq++]);
+            ops->irecv(f->recv, (int)(f->npieces * f->piece_cells), MPI_UINT64_T, f->from, d, comm, &req[nreq++]);
         }
     }
     for (int d = 0; d < NDIRS; d++) {
         halo_face *f = &st->face[d];
-        if (!packs(st, d))
+        if (f->to == MPI_PROC_NULL)
             continue;
         for (int p = 0; p < f->npieces; p++)
             pack_piece(st, d, p);
-        if (f->to != MPI_PROC_NULL) {
-            bytes += f->npieces * piece_bytes(st, d);
-            if (st->mock)
-                continue;
-            if (persistent) {
-                MPI_Start(&st->persist_send[d]);
-                req[nreq++] = st->persist_send[d];
-            } else {
-                MPI_Isend(f->send, (int)(f->npieces * f->piece_cells), MPI_UINT64_T, f->to, d, comm, &req[nreq++]);
-            }
+        bytes += f->npieces * piece_bytes(st, d);
+        if (persistent) {
+            ops->start(&st->persist_send[d]);
+            req[nreq++] = st->persist_send[d];
+        } else {
+            ops->isend(f->send, (int)(f->npieces * f->piece_cells), MPI_UINT64_T, f->to, d, comm, &req[nreq++]);
         }
     }
     if (nreq > 0)
-        MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE);
+        ops->waitall(nreq, req);
     for (int d = 0; d < NDIRS; d++)
         if (st->face[d].from != MPI_PROC_NULL)
             for (int p = 0; p < st->face[d].npieces; p++)
@@ -430,24 +412,15 @@ static long long thread_send(halo_state *st, int mode, int tid)
     for (int d = 0; d < NDIRS; d++) {
         halo_face *f = &st->face[d];
         int p = hmb_topo_thread_piece(&st->topo, d, tid);
-        if (p < 0 || !packs(st, d))
+        if (p < 0 || f->to == MPI_PROC_NULL)
             continue;
         pack_piece(st, d, p);
-        if (st->mock)
-            atomic_store(&st->mock_ready[f->flat + p], st->mock_run);
-        if (f->to == MPI_PROC_NULL)
-            continue;
         bytes += piece_bytes(st, d);
-        if (st->mock)
-            continue;
-        if (mode == MODE_MULTIPLE) {
-            MPI_Isend(f->send + (size_t)p * f->piece_cells, (int)f->piece_cells, MPI_UINT64_T, f->to,
-                      d * HMB_MAX_THREADS + p, st->comm[mode], &st->piece_sreq[f->flat + p]);
-        } else {
-#if HMB_HAVE_PARTITIONED
-            MPI_Pready(p, st->psend[d]);
-#endif
-        }
+        if (mode == MODE_MULTIPLE)
+            st->ops->isend(f->send + (size_t)p * f->piece_cells, (int)f->piece_cells, MPI_UINT64_T, f->to,
+                           d * HMB_MAX_THREADS + p, st->comm[mode], &st->piece_sreq[f->flat + p]);
+        else
+            st->ops->pready(p, st->psend[d]);
     }
     return bytes;
 }
@@ -461,22 +434,18 @@ static void thread_receive(halo_state *st, int mode, int tid)
         int p = hmb_topo_thread_piece(&st->topo, d ^ 1, tid);
         if (p < 0 || f->from == MPI_PROC_NULL)
             continue;
-        if (st->mock) {
-            while (atomic_load(&st->mock_ready[f->flat + p]) != st->mock_run)
-                ;
-        } else if (mode == MODE_MULTIPLE) {
-            MPI_Wait(&st->piece_rreq[f->flat + p], MPI_STATUS_IGNORE);
-        } else {
-            hmb_parrived_bounded(st->ctx, st->pt, st->iter, st->precv[d], p, st->mode_start,
+        if (mode == MODE_MULTIPLE)
+            st->ops->wait(&st->piece_rreq[f->flat + p]);
+        else
+            hmb_parrived_bounded(st->ctx, st->pt, st->iter, st->ops, st->precv[d], p, st->mode_start,
                                  "the face from direction %d (partitioned mode)", d);
-        }
         unpack_piece(st, d, p);
     }
-    if (mode == MODE_MULTIPLE && !st->mock)
+    if (mode == MODE_MULTIPLE)
         for (int d = 0; d < NDIRS; d++) {
             int p = hmb_topo_thread_piece(&st->topo, d, tid);
             if (p >= 0 && st->face[d].to != MPI_PROC_NULL)
-                MPI_Wait(&st->piece_sreq[st->face[d].flat + p], MPI_STATUS_IGNORE);
+                st->ops->wait(&st->piece_sreq[st->face[d].flat + p]);
         }
 }
 
@@ -485,14 +454,12 @@ static void thread_receive(halo_state *st, int mode, int tid)
 static int start_requests(halo_state *st, int mode, MPI_Request *preq)
 {
     int npreq = 0;
-    if (st->mock)
-        return 0;
     for (int d = 0; d < NDIRS; d++) {
         halo_face *f = &st->face[d];
         if (mode == MODE_MULTIPLE && f->from != MPI_PROC_NULL)
             for (int p = 0; p < f->npieces; p++)
-                MPI_Irecv(f->recv + (size_t)p * f->piece_cells, (int)f->piece_cells, MPI_UINT64_T, f->from,
-                          d * HMB_MAX_THREADS + p, st->comm[mode], &st->piece_rreq[f->flat + p]);
+                st->ops->irecv(f->recv + (size_t)p * f->piece_cells, (int)f->piece_cells, MPI_UINT64_T, f->from,
+                               d * HMB_MAX_THREADS + p, st->comm[mode], &st->piece_rreq[f->flat + p]);
         if (mode == MODE_PARTITIONED) {
             if (st->psend[d] != MPI_REQUEST_NULL)
                 preq[npreq++] = st->psend[d];
@@ -501,7 +468,7 @@ static int start_requests(halo_state *st, int mode, MPI_Request *preq)
         }
     }
     if (npreq > 0)
-        MPI_Startall(npreq, preq);
+        st->ops->startall(npreq, preq);
     return npreq;
 }
 
@@ -510,7 +477,6 @@ static void mode_setup(hmb_ctx *ctx, void *state, int mode, long iter)
 {
     (void)ctx, (void)iter;
     halo_state *st = state;
-    st->mock_run++;
     st->npreq = start_requests(st, mode, st->preq);
 }
 
@@ -536,7 +502,7 @@ static void mode_iterate(hmb_ctx *ctx, void *state, int mode, long iter, double 
             thread_receive(st, mode, tid);
         }
         if (st->npreq > 0)
-            MPI_Waitall(st->npreq, st->preq, MPI_STATUSES_IGNORE);
+            st->ops->waitall(st->npreq, st->preq);
     }
     double t_end = hmb_now(), last_compute = st->compute_end[0];
     for (int t = 1; t < st->threads; t++)
@@ -585,7 +551,7 @@ static void verify_mode(hmb_ctx *ctx, halo_state *st, const hmb_point *pt, int m
         const halo_face *f = &st->face[d];
         if (f->from == MPI_PROC_NULL)
             continue;
-        int src = st->mock ? st->rank : f->from;
+        int src = f->from; /* this rank under the mock (hmb_comm_route) */
         const int *off = st->topo.dir[d].off;
         for (int p = 0; p < f->npieces; p++) {
             int lo[3], cnt[3], c[3];
@@ -683,14 +649,10 @@ static void halo_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
     for (int d = 0; d < NDIRS; d++) {
         hmb_cache_unregister(ctx, st->face[d].send);
         hmb_cache_unregister(ctx, st->face[d].recv);
-        if (st->psend[d] != MPI_REQUEST_NULL)
-            MPI_Request_free(&st->psend[d]);
-        if (st->precv[d] != MPI_REQUEST_NULL)
-            MPI_Request_free(&st->precv[d]);
-        if (st->persist_send[d] != MPI_REQUEST_NULL)
-            MPI_Request_free(&st->persist_send[d]);
-        if (st->persist_recv[d] != MPI_REQUEST_NULL)
-            MPI_Request_free(&st->persist_recv[d]);
+        st->ops->request_free(&st->psend[d]);
+        st->ops->request_free(&st->precv[d]);
+        st->ops->request_free(&st->persist_send[d]);
+        st->ops->request_free(&st->persist_recv[d]);
     }
     for (int m = 0; m < NMODES; m++)
         if (st->comm[m] != MPI_COMM_NULL)

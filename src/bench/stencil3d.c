@@ -10,7 +10,8 @@
  * overlap % = hmb_overlap_pct(T_comm, T_comp, T_overall); every time is the slowest rank's.
  * The compute is --compute, or --calc-factor x T_comm measured before the point's iterations.
  * Communication runs on the main thread outside the OpenMP region (MPI_THREAD_FUNNELED).
- * --comm off (mock, as halo3d's): each face is copied into this rank's own receive buffer and the
+ * Every operation goes through the communication policy (hmb_comm_ops). --comm off (the mock, as
+ * halo3d's and sweep3d's): each face is copied into this rank's own receive buffer and the
  * Allreduce is left out; the same phases, compute and validation (against this rank), no MPI. */
 #include <limits.h>
 #include <math.h>
@@ -44,6 +45,7 @@ typedef struct {
     double reduced[NEXCHANGES]; /* each exchange's Allreduce result */
     double bytes_per_rank;      /* bytes sent per exchange, mean over ranks (0 in mock mode) */
     int mock;                   /* --comm off */
+    const hmb_comm_ops *ops;    /* --comm: MPI or the mock */
 } stencil_state;
 
 /* Each rank's Allreduce contribution: exact in a double, differs by exchange and iteration. */
@@ -78,30 +80,18 @@ static void stencil_points(hmb_ctx *ctx, hmb_point_list *out)
 static void post_exchange(hmb_ctx *ctx, stencil_state *st, int ex)
 {
     MPI_Comm comm = hmb_comm(ctx);
-    if (st->mock) { /* the data movement alone: each face into this rank's own halo */
-        for (int d = 0; d < NDIRS; d++)
-            if (st->topo.dir[d].from != MPI_PROC_NULL)
-                memcpy(st->recv[ex][d], st->send[ex][d], st->size);
-        return;
-    }
     for (int d = 0; d < NDIRS; d++)
-        MPI_Irecv(st->recv[ex][d], (int)st->size, MPI_BYTE, st->topo.dir[d].from, d, comm, &st->reqs[d]);
+        st->ops->irecv(st->recv[ex][d], (int)st->size, MPI_BYTE, st->topo.dir[d].from, d, comm, &st->reqs[d]);
     for (int d = 0; d < NDIRS; d++)
-        MPI_Isend(st->send[ex][d], (int)st->size, MPI_BYTE, st->topo.dir[d].to, d, comm, &st->reqs[NDIRS + d]);
+        st->ops->isend(st->send[ex][d], (int)st->size, MPI_BYTE, st->topo.dir[d].to, d, comm, &st->reqs[NDIRS + d]);
 }
 
-static void wait_exchange(stencil_state *st)
-{
-    if (!st->mock)
-        MPI_Waitall(2 * NDIRS, st->reqs, MPI_STATUSES_IGNORE);
-}
+static void wait_exchange(stencil_state *st) { st->ops->waitall(2 * NDIRS, st->reqs); }
 
 static void allreduce(hmb_ctx *ctx, stencil_state *st, int ex, long iter)
 {
     double term = allreduce_term(hmb_rank(ctx), ex, iter);
-    if (st->mock)
-        return;
-    MPI_Allreduce(&term, &st->reduced[ex], 1, MPI_DOUBLE, MPI_SUM, hmb_comm(ctx));
+    st->ops->allreduce(&term, &st->reduced[ex], 1, MPI_DOUBLE, MPI_SUM, hmb_comm(ctx)); /* mock: left out */
 }
 
 /* Every thread computes its draw of iteration iter (the same in both phases that compute). */
@@ -136,6 +126,9 @@ static void *stencil_setup(hmb_ctx *ctx, const hmb_point *pt)
     if (!st)
         abort();
     hmb_topo_from_options(ctx, 3, NDIRS, 0, &st->topo);
+    st->ops = hmb_comm_policy(ctx);
+    hmb_comm_route(st->ops, ctx, &st->topo);
+    st->mock = st->ops->mock;
     st->size = pt->size_bytes;
     st->threads = hmb_threads(ctx);
     const size_t total = 2 * NEXCHANGES * NDIRS * st->size;
@@ -154,7 +147,6 @@ static void *stencil_setup(hmb_ctx *ctx, const hmb_point *pt)
             st->send[ex][d] = st->buffers + ((size_t)ex * NDIRS + d) * st->size;
             st->recv[ex][d] = st->buffers + ((size_t)(NEXCHANGES + ex) * NDIRS + d) * st->size;
         }
-    st->mock = strcmp(hmb_opt_str(ctx, "comm"), "off") == 0;
     double sent = 0.0; /* bytes this rank sends per exchange; the mean over ranks (none in mock mode) */
     for (int d = 0; d < NDIRS; d++)
         sent += st->topo.dir[d].to != MPI_PROC_NULL && !st->mock ? (double)st->size : 0.0;
@@ -245,7 +237,7 @@ static void stencil_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long 
         for (int d = 0; d < NDIRS; d++) {
             const hmb_topo_dir *dir = &st->topo.dir[d];
             size_t bad = 0;
-            const int from = st->mock ? hmb_rank(ctx) : dir->from;
+            const int from = dir->from; /* this rank under the mock (hmb_comm_route) */
             if (dir->from == MPI_PROC_NULL || hmb_check(ctx, st->recv[ex][d], st->size, from, ex * NDIRS + d, iter, &bad))
                 continue;
             hmb_validation_failure(ctx, pt, iter, d,
@@ -290,8 +282,7 @@ static void stencil_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
 static const hmb_default stencil_defaults[] = {{"sizes", "1K:1M"}, {NULL, NULL}};
 
 static const hmb_option stencil_options[] = {
-    {"comm", HMB_OPT_CHOICE, "on", "off: mock mode, the same phases without MPI (faces copied locally, no Allreduce)", 0,
-     0, "on|off"},
+    HMB_COMM_OPTION,
     HMB_TOPO_OPTIONS,
     {"calc-factor", HMB_OPT_DOUBLE, "2.0",
      "without --compute: compute = this factor x T_comm, the fastest of 5 exchanges measured before the point",

@@ -85,14 +85,11 @@ void hmb_recordf(hmb_ctx *ctx, hmb_sample *out, double value, const char *fmt, .
     hmb_record(ctx, out, name, value);
 }
 
-void hmb_parrived_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, MPI_Request req, int partition,
-                          double since, const char *fmt, ...)
+void hmb_parrived_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, const hmb_comm_ops *ops, MPI_Request req,
+                          int partition, double since, const char *fmt, ...)
 {
-#if HMB_HAVE_PARTITIONED
     for (unsigned polls = 1;; polls++) {
-        int arrived = 0;
-        MPI_Parrived(req, partition, &arrived);
-        if (arrived)
+        if (ops->parrived(req, partition))
             return;
         if (polls % 256 != 0 || hmb_now() - since <= HMB_ARRIVAL_BOUND_S)
             continue;
@@ -106,7 +103,4 @@ void hmb_parrived_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, MPI_Requ
                                    "start: library conformance problem",
                                    partition, what, HMB_ARRIVAL_BOUND_S);
     }
-#else
-    (void)ctx, (void)pt, (void)iter, (void)req, (void)partition, (void)since, (void)fmt;
-#endif
 }
