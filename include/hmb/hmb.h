@@ -406,6 +406,33 @@ int hmb_check_data(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len, int
  * hot-cache latency); --corrupt-at and a failure name the iteration iter. */
 int hmb_check_gen(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len, int src_rank, int part, long iter,
                   long gen);
+/* Validation as data: a benchmark registers each buffer with its pattern identity in setup();
+ * the harness does the rest, every iteration, while validation is on (not --no-validate):
+ *   HMB_SEND     before prepare() (and the --cache cold flush) the harness writes the pattern
+ *                of (this rank, part, iteration) into it, as hmb_fill does;
+ *   HMB_RECEIVE  before prepare() the harness poisons it (HMB_POISON_BYTE); after the iteration
+ *                (group HMB_AFTER_ITERATION: after verify()) or right after paired mode `group`
+ *                (hmb_modes_run: the mode's id) it checks that it holds the pattern of
+ *                (rank, part, iteration) and poisons it again. A mismatch fails the point (exit 3,
+ *                hmb_validation_failure) naming label, piece (the buffer cut into `pieces` equal
+ *                pieces; the failure's partition), 8-byte cell and byte, the byte found and
+ *                expected, and what the piece holds instead when it is recognisable: the poison
+ *                (never written) or the data of iteration - 1 / + 1 (never delivered / written
+ *                after its requests completed). --corrupt-at flips a byte of the first buffer
+ *                checked in that iteration, so tests prove a mismatch is caught and named.
+ * label is printf-style (copied). Registrations end with the point (after teardown()); whoever
+ * frees a registered buffer earlier calls hmb_check_unregister first. */
+enum { HMB_SEND = 0, HMB_RECEIVE = 1 };
+#define HMB_AFTER_ITERATION (-1)
+#define HMB_POISON_BYTE 0xA5
+void hmb_check_register(hmb_ctx *ctx, int role, void *buf, size_t len, int rank, int part, int pieces, int group,
+                        const char *label, ...) __attribute__((format(printf, 9, 10)));
+void hmb_check_unregister(hmb_ctx *ctx, const void *buf);
+/* --corrupt-at for data a benchmark checks itself (a reduction's result, a halo it unpacked):
+ * 1 exactly once, when this is the check --corrupt-at picks (the first check of the picked rank
+ * in that iteration); the caller then flips a byte of what it is about to check. */
+int hmb_corrupt_pick(hmb_ctx *ctx, long iter);
+
 /* Fatal data/conformance problem: prints benchmark, point params, iteration, rank,
  * partition and the message on one line to stderr, writes it to JSON, aborts (exit 3). */
 void hmb_validation_failure(hmb_ctx *ctx, const hmb_point *pt, long iter, int part,

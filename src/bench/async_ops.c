@@ -300,15 +300,11 @@ void async_post(async_exchange *ex)
 
 static const char *phase_name(int phase) { return phase == ASYNC_BLOCKING ? "blocking baseline" : "non-blocking run"; }
 
-/* --corrupt-at goes through hmb_check like every other check: the harness picks the rank and
- * iteration and flips a byte of the first buffer checked there. A probe holding the pattern
- * comes back changed exactly when this check is the one picked; the result then gets the
- * same flip (its middle byte), so tests can prove that the reduction check catches it. */
+/* --corrupt-at: when the harness picks this check, the result gets one flipped byte (its middle
+ * byte), so tests prove that the reduction check catches it. */
 static void corrupt_if_picked(async_exchange *ex, double *result, long iter)
 {
-    unsigned char probe[sizeof(double)];
-    hmb_fill(probe, sizeof probe, ex->rank, 0, iter);
-    if (!hmb_check(ex->ctx, probe, sizeof probe, ex->rank, 0, iter, NULL))
+    if (hmb_corrupt_pick(ex->ctx, iter))
         ((unsigned char *)result)[(size_t)ex->count * sizeof(double) / 2] ^= 0x5a;
 }
 

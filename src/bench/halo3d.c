@@ -67,7 +67,6 @@ typedef struct {
     double *compute_end;                    /* per thread, local clock */
     atomic_llong bytes_sent[NMODES];        /* this rank, this iteration */
     double bytes_per_rank_iter[NMODES];     /* rank 0: mean over ranks, last iteration */
-    int corrupted;                          /* --corrupt-at applied */
     MPI_Request preq[2 * NDIRS];            /* the partitioned requests started for this mode */
     int npreq;
     const hmb_point *pt;                    /* the point being run (validation messages) */
@@ -513,11 +512,11 @@ static void mode_iterate(hmb_ctx *ctx, void *state, int mode, long iter, double 
 
 /* ------------------------------------------------------------------ validation */
 
-/* --corrupt-at (test only): flip one halo cell of rank 0 once, in the middle of its first
- * received face's last piece, so the check below must name that place. */
+/* --corrupt-at (test only): when the harness picks this check (hmb_corrupt_pick), flip one halo
+ * cell in the middle of the first received face's last piece, so the check below must name it. */
 static void apply_corrupt_at(hmb_ctx *ctx, halo_state *st, long iter)
 {
-    if (st->corrupted || st->rank != 0 || iter != hmb_opt_int(ctx, "corrupt-at"))
+    if (!hmb_corrupt_pick(ctx, iter))
         return;
     for (int d = 0; d < NDIRS; d++) {
         if (st->face[d].from == MPI_PROC_NULL)
@@ -525,7 +524,6 @@ static void apply_corrupt_at(hmb_ctx *ctx, halo_state *st, long iter)
         int lo[3], cnt[3];
         hmb_topo_recv_box(&st->topo, st->n, d, st->face[d].npieces - 1, lo, cnt);
         st->block[cell_index(st->n, lo[0] + cnt[0] / 2, lo[1] + cnt[1] / 2, lo[2] + cnt[2] / 2)] ^= 0x5a;
-        st->corrupted = 1;
         return;
     }
 }

@@ -27,9 +27,8 @@
  * rank's own receive buffers; the mock's upstream is this rank itself, feeding a stage only once
  * it computed it, so under the mock a stage does not wait for its upstream faces: they are
  * waited for at the sweep's end (no pipeline without neighbours).
- * Send data of every (octant, k-block, face) is written before the iteration (prepare), as the
- * values an application would have packed; received faces (the mock's copies too) are checked
- * in verify(). */
+ * Send data and received faces (the mock's copies too) are registered with the harness, which
+ * fills, poisons and checks them (register_faces). */
 #include <math.h>
 #include <stdio.h>
 #include <omp.h>
@@ -238,6 +237,33 @@ static void sweep_free(sweep_state *st)
     free(st);
 }
 
+static const char *face_name(int f) { return f == FACE_X ? "x" : "y"; }
+
+/* Validation as data: the send data of every (octant, k-block, face) slot this rank sends, as
+ * the values an application would have packed, and every received face of every mode, checked
+ * right after the mode: the pattern of (source rank, slot, iteration), piece by piece. */
+static void register_faces(hmb_ctx *ctx, sweep_state *st)
+{
+    for (int o = 0; o < NOCTANTS; o++)
+        for (int k = 0; k < st->kblocks; k++)
+            for (int f = 0; f < NFACES; f++) {
+                int slot = slot_of(st, o, k, f);
+                const hmb_topo_dir *dir = &st->topo.dir[face_dir(o, f)];
+                size_t len = 8 * st->face_cells[f];
+                if (dir->to != MPI_PROC_NULL)
+                    hmb_check_register(ctx, HMB_SEND, st->send + st->slot_offset[slot], len, st->rank, slot, 1,
+                                       HMB_AFTER_ITERATION, "send");
+                for (int i = 0; i < st->nmodes && dir->from != MPI_PROC_NULL; i++) {
+                    int m = st->modes[i];
+                    hmb_check_register(ctx, HMB_RECEIVE, st->recv[m] + st->slot_offset[slot], len, dir->from, slot,
+                                       st->pieces[f], m, "%s mode, octant %d (%c%c%c), k-block %d: %s face from rank %d",
+                                       mode_names[m], o, octant_sign(o, 0) > 0 ? '+' : '-',
+                                       octant_sign(o, 1) > 0 ? '+' : '-', octant_sign(o, 2) > 0 ? '+' : '-', k,
+                                       face_name(f), dir->from);
+                }
+            }
+}
+
 static void *sweep_setup(hmb_ctx *ctx, const hmb_point *pt)
 {
     unsigned long long selected = hmb_opt_choices(ctx, "mode");
@@ -298,20 +324,17 @@ static void *sweep_setup(hmb_ctx *ctx, const hmb_point *pt)
     for (int i = 0; i < st->nslots * st->max_pieces; i++)
         st->piece_req[i] = st->piece_rreq[i] = MPI_REQUEST_NULL;
     size_t bytes = st->slot_offset[st->nslots] * sizeof(uint64_t);
-    st->send = malloc(bytes);
+    st->send = hmb_buffer_alloc(ctx, bytes);
     int ok = st->send != NULL;
     for (int i = 0; i < st->nmodes; i++)
-        ok = ok && (st->recv[st->modes[i]] = calloc(1, bytes)) != NULL;
+        ok = ok && (st->recv[st->modes[i]] = hmb_buffer_alloc(ctx, bytes)) != NULL;
     if (!ok) {
         hmb_unsupported(ctx, "cannot allocate %d x %zu bytes of face buffers", 1 + st->nmodes, bytes);
         return st;
     }
-    hmb_cache_register(ctx, st->send, bytes);
-    for (int i = 0; i < st->nmodes; i++) {
-        int m = st->modes[i];
-        hmb_cache_register(ctx, st->recv[m], bytes);
-        MPI_Comm_dup(hmb_comm(ctx), &st->comm[m]);
-    }
+    register_faces(ctx, st);
+    for (int i = 0; i < st->nmodes; i++)
+        MPI_Comm_dup(hmb_comm(ctx), &st->comm[st->modes[i]]);
     if (selected >> MODE_PERSISTENT & 1)
         for (int s = 0; s < st->nslots; s++) { /* slot order on every rank, as below */
             int f = s % NFACES, d = face_dir(s / (NFACES * st->kblocks), f);
@@ -484,20 +507,6 @@ static void sweep_threads(hmb_ctx *ctx, sweep_state *st, int mode, long iter)
 
 /* ------------------------------------------------------------------ callbacks */
 
-/* Untimed: the send data of every (octant, k-block, face) this rank sends in iteration iter. */
-static void sweep_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
-{
-    (void)ctx, (void)pt;
-    sweep_state *st = state;
-    for (int o = 0; o < NOCTANTS; o++)
-        for (int k = 0; k < st->kblocks; k++)
-            for (int f = 0; f < NFACES; f++) {
-                int slot = slot_of(st, o, k, f);
-                if (st->topo.dir[face_dir(o, f)].to != MPI_PROC_NULL)
-                    hmb_fill(st->send + st->slot_offset[slot], 8 * st->face_cells[f], st->rank, slot, iter);
-            }
-}
-
 static void mode_setup(hmb_ctx *ctx, void *state, int mode, long iter)
 {
     (void)ctx, (void)mode, (void)iter;
@@ -575,49 +584,6 @@ static int sweep_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
     return 0;
 }
 
-static const char *face_name(int f) { return f == FACE_X ? "x" : "y"; }
-
-/* Every received face cell of every mode: the pattern of (source rank, slot = octant, k-block
- * and face, iteration), position by position. */
-static void sweep_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
-{
-    sweep_state *st = state;
-    for (int i = 0; i < st->nmodes; i++) {
-        int m = st->modes[i];
-        for (int o = 0; o < NOCTANTS; o++)
-            for (int k = 0; k < st->kblocks; k++)
-                for (int f = 0; f < NFACES; f++) {
-                    int slot = slot_of(st, o, k, f), from = st->topo.dir[face_dir(o, f)].from;
-                    size_t bad = 0;
-                    if (from == MPI_PROC_NULL ||
-                        hmb_check(ctx, st->recv[m] + st->slot_offset[slot], 8 * st->face_cells[f], from, slot, iter,
-                                  &bad))
-                        continue;
-                    size_t cell = bad / 8, ignored;
-                    int piece = (int)(cell / st->piece_cells[f]);
-                    /* A piece holding another iteration's data: never delivered (iter - 1), or
-                     * written after its requests completed, from a send buffer already refilled
-                     * for the next iteration (iter + 1: seen with Open MPI 5.0.11 partitioned). */
-                    const uint64_t *piece_buf = st->recv[m] + st->slot_offset[slot] + (size_t)piece * st->piece_cells[f];
-                    long holds = -1;
-                    for (long g = iter - 1; g <= iter + 1 && holds < 0; g += 2)
-                        if (g >= 0 && hmb_check(ctx, (void *)piece_buf, 8 * st->piece_cells[f], from, slot, g, &ignored))
-                            holds = g;
-                    char why[160] = "";
-                    if (holds >= 0)
-                        snprintf(why, sizeof why, " (the piece holds iteration %ld's data: %s)", holds,
-                                 holds < iter ? "never delivered"
-                                              : "written after its requests completed, library conformance problem");
-                    hmb_validation_failure(ctx, pt, iter, piece,
-                                           "%s mode, octant %d (%c%c%c), k-block %d: %s face from rank %d, piece %d "
-                                           "of %d, cell %zu of %zu (byte %zu) is wrong%s",
-                                           mode_names[m], o, octant_sign(o, 0) > 0 ? '+' : '-',
-                                           octant_sign(o, 1) > 0 ? '+' : '-', octant_sign(o, 2) > 0 ? '+' : '-', k,
-                                           face_name(f), from, piece, st->pieces[f], cell, st->face_cells[f], bad, why);
-                }
-    }
-}
-
 static void sweep_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
 {
     (void)ctx, (void)pt;
@@ -671,9 +637,9 @@ static const hmb_bench sweep_bench = {
     .check = sweep_check,
     .points = sweep_points,
     .setup = sweep_setup,
-    .prepare = sweep_prepare,
+    .prepare = NULL, /* send data, poison and checks: the harness's (register_faces) */
     .iterate = sweep_iterate,
-    .verify = sweep_verify,
+    .verify = NULL,
     .teardown = sweep_teardown,
     .annotate = sweep_annotate,
     .pivot_metrics = "throughput_single_MBps,throughput_multiple_MBps,throughput_partitioned_MBps,"

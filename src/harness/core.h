@@ -11,6 +11,11 @@
 
 #include "hmb/hmb.h"
 
+/* The growable array: returns items (elem bytes each) with room for at least count + 1 of them,
+ * doubling *capacity (from 16) when count has reached it; aborts when memory runs out. Usage:
+ *   list = hmb_grow(list, &cap, n, sizeof *list); list[n++] = item; */
+void *hmb_grow(void *items, size_t *capacity, size_t count, size_t elem);
+
 /* One-line error message into err (when err != NULL); shared by the parsers. */
 void hmb_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

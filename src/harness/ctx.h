@@ -60,6 +60,11 @@ typedef struct {
     struct { const void *buf; size_t len; } *items;
 } hmb_cache_state;
 
+/* validate.c: the registry's work in the point loop (measure.c) and the paired modes (modes.c). */
+void hmb_checks_prepare(hmb_ctx *ctx, long iter);          /* fill sends, poison receives */
+void hmb_checks_run(hmb_ctx *ctx, long iter, int group);   /* check a group's receives, poison */
+void hmb_checks_clear(hmb_ctx *ctx);                       /* after teardown */
+
 struct hmb_ctx {
     const hmb_bench *bench;
     hmb_optset opts;
@@ -119,6 +124,10 @@ struct hmb_ctx {
     atomic_int corrupt_done;
     atomic_int checked_this_iter;
     atomic_int failing; /* a fatal report is in progress (one thread reports) */
+
+    /* The point's registered buffers (hmb_check_register, validate.c). */
+    struct hmb_checked *checked;
+    size_t nchecked, checked_cap;
 
     /* hmb_unsupported() during setup */
     int unsupported;

@@ -65,6 +65,7 @@ static int run_iteration(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
 {
     atomic_store(&ctx->iter, iter);
     atomic_store(&ctx->checked_this_iter, 0);
+    hmb_checks_prepare(ctx, iter); /* registered buffers: sends filled, receives poisoned */
     if (ctx->bench->prepare) {
         hmb_phase(ctx, "prepare");
         ctx->bench->prepare(ctx, state, pt, iter);
@@ -87,6 +88,7 @@ static int run_iteration(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
         hmb_phase(ctx, "verify");
         ctx->bench->verify(ctx, state, pt, iter);
     }
+    hmb_checks_run(ctx, iter, HMB_AFTER_ITERATION);
     /* --corrupt-at (test only): learn, one iteration ahead, the highest rank that checks. */
     if (ctx->corrupt_at >= 0 && iter == ctx->corrupt_at - 1) {
         int mine = atomic_load(&ctx->checked_this_iter) ? ctx->rank : -1;
@@ -198,6 +200,7 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
         if (state && b->teardown)
             b->teardown(ctx, state, pt);
         hmb_cache_unregister_all(ctx);
+        hmb_checks_clear(ctx);
         if (ctx->rank == 0) {
             write_result(ctx, pt, "unsupported", NULL, NULL, 0, 0, 0, STOP_NONE, 0, 0);
             hmb_table_unsupported(ctx, pt, ctx->unsupported_reason);
@@ -278,6 +281,7 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
     if (b->teardown)
         b->teardown(ctx, state, pt);
     hmb_cache_unregister_all(ctx);
+    hmb_checks_clear(ctx);
     hmb_watchdog_disarm(ctx->watchdog);
     ctx->point = NULL;
 }

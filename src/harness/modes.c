@@ -56,6 +56,7 @@ int hmb_modes_run(hmb_ctx *ctx, void *state, const hmb_mode *modes, const int *r
             hmb_phase(ctx, label);
             mode->verify(ctx, state, m, iter, out->sums[m]);
         }
+        hmb_checks_run(ctx, iter, m); /* the buffers registered for this mode */
     }
     hmb_phase(ctx, "reduce");
     hmb_reduce_max(ctx, &out->times[0][0], HMB_MAX_MODES * HMB_MODE_MAX_TIMES);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core.h"
 #include "ctx.h"
 
 static uint64_t pattern_base(int rank, int part, long iter)
@@ -67,19 +68,25 @@ static int find_mismatch(const unsigned char *p, size_t len, uint64_t base, size
     return 1;
 }
 
+/* Test-only: the first check of iteration --corrupt-at on the chosen rank is corrupted, to
+ * prove that validation catches it. Every check calls it (so the harness learns which ranks check). */
+int hmb_corrupt_pick(hmb_ctx *ctx, long iter)
+{
+    if (!ctx->validate)
+        return 0;
+    atomic_store(&ctx->checked_this_iter, 1);
+    return iter == ctx->corrupt_at && (ctx->corrupt_rank < 0 || ctx->corrupt_rank == ctx->rank) &&
+           atomic_exchange(&ctx->corrupt_done, 1) == 0;
+}
+
 /* hmb_check against the pattern of generation gen while --corrupt-at keys on the iteration. */
 static int check_pattern(hmb_ctx *ctx, void *buf, size_t len, int rank, int part, long iter, long gen,
                          size_t *bad_offset)
 {
     if (!ctx->validate)
         return 1;
-    atomic_store(&ctx->checked_this_iter, 1);
-    /* Test-only: flip one byte of the first buffer checked in iteration --corrupt-at on the
-     * chosen rank, to prove that validation catches it. */
-    if (iter == ctx->corrupt_at && len > 0 && (ctx->corrupt_rank < 0 || ctx->corrupt_rank == ctx->rank) &&
-        atomic_exchange(&ctx->corrupt_done, 1) == 0) {
+    if (len > 0 && hmb_corrupt_pick(ctx, iter))
         ((unsigned char *)buf)[len / 2] ^= 0x5a;
-    }
     size_t bad = 0;
     int ok = find_mismatch(buf, len, pattern_base(rank, part, gen), &bad);
     if (!ok && bad_offset)
@@ -157,4 +164,108 @@ void hmb_validation_failure(hmb_ctx *ctx, const hmb_point *pt, long iter, int pa
     fflush(stdout);
     MPI_Abort(ctx->comm, HMB_EXIT_VALIDATION);
     _exit(HMB_EXIT_VALIDATION);
+}
+
+/* ------------------------------------------------------------------ the registry */
+
+struct hmb_checked {
+    int role, rank, part, pieces, group;
+    unsigned char *buf;
+    size_t len;
+    char label[192];
+};
+
+void hmb_check_register(hmb_ctx *ctx, int role, void *buf, size_t len, int rank, int part, int pieces, int group,
+                        const char *label, ...)
+{
+    ctx->checked = hmb_grow(ctx->checked, &ctx->checked_cap, ctx->nchecked, sizeof *ctx->checked);
+    struct hmb_checked *c = &ctx->checked[ctx->nchecked++];
+    *c = (struct hmb_checked){.role = role, .rank = rank, .part = part, .pieces = pieces > 0 ? pieces : 1,
+                              .group = group, .buf = buf, .len = len};
+    va_list ap;
+    va_start(ap, label);
+    vsnprintf(c->label, sizeof c->label, label, ap);
+    va_end(ap);
+}
+
+void hmb_check_unregister(hmb_ctx *ctx, const void *buf)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < ctx->nchecked; i++)
+        if (ctx->checked[i].buf != buf)
+            ctx->checked[k++] = ctx->checked[i];
+    ctx->nchecked = k;
+}
+
+void hmb_checks_clear(hmb_ctx *ctx) { ctx->nchecked = 0; }
+
+void hmb_checks_prepare(hmb_ctx *ctx, long iter)
+{
+    if (!ctx->validate)
+        return;
+    for (size_t i = 0; i < ctx->nchecked; i++) {
+        struct hmb_checked *c = &ctx->checked[i];
+        if (c->role == HMB_SEND)
+            hmb_fill(c->buf, c->len, c->rank, c->part, iter);
+        else
+            memset(c->buf, HMB_POISON_BYTE, c->len);
+    }
+}
+
+static int all_poison(const unsigned char *p, size_t len)
+{
+    for (size_t k = 0; k < len; k++)
+        if (p[k] != HMB_POISON_BYTE)
+            return 0;
+    return len > 0;
+}
+
+/* Check a registered receive buffer (then poison it); on a mismatch name the piece and what it
+ * holds instead: another iteration's data (the whole buffer's pattern of that iteration, at
+ * the piece's place) or the poison. */
+static void check_one(hmb_ctx *ctx, struct hmb_checked *c, long iter)
+{
+    size_t bad = 0;
+    if (check_pattern(ctx, c->buf, c->len, c->rank, c->part, iter, iter, &bad)) {
+        memset(c->buf, HMB_POISON_BYTE, c->len);
+        return;
+    }
+    size_t piece_len = c->len / (size_t)c->pieces;
+    int piece = piece_len ? (int)(bad / piece_len) : 0;
+    if (piece >= c->pieces)
+        piece = c->pieces - 1;
+    char why[160] = "";
+    size_t start = (size_t)piece * piece_len, plen = piece == c->pieces - 1 ? c->len - start : piece_len;
+    if (start % 8 == 0) {
+        unsigned char *tmp = malloc(c->len);
+        if (tmp) { /* the buffer with this piece in place, every other byte as expected */
+            for (long g = iter - 1; g <= iter + 1 && !why[0]; g += 2) {
+                if (g < 0)
+                    continue;
+                hmb_fill(tmp, c->len, c->rank, c->part, g);
+                if (memcmp(tmp + start, c->buf + start, plen) == 0)
+                    snprintf(why, sizeof why, " (the piece holds iteration %ld's data: %s)", g,
+                             g < iter ? "never delivered"
+                                      : "written after its requests completed, library conformance problem");
+            }
+            free(tmp);
+        }
+    }
+    if (!why[0] && all_poison(c->buf + start, plen))
+        snprintf(why, sizeof why, " (the piece is still the poison: never written)");
+    unsigned char want_bytes[8];
+    uint64_t want = pattern_word(pattern_base(c->rank, c->part, iter), bad / 8);
+    memcpy(want_bytes, &want, 8);
+    hmb_validation_failure(ctx, ctx->point, iter, c->pieces > 1 ? piece : c->part,
+                           "%s, piece %d of %d, cell %zu of %zu (byte %zu) is 0x%02x, expected 0x%02x%s", c->label,
+                           piece, c->pieces, bad / 8, c->len / 8, bad, c->buf[bad], want_bytes[bad % 8], why);
+}
+
+void hmb_checks_run(hmb_ctx *ctx, long iter, int group)
+{
+    if (!ctx->validate)
+        return;
+    for (size_t i = 0; i < ctx->nchecked; i++)
+        if (ctx->checked[i].role == HMB_RECEIVE && ctx->checked[i].group == group)
+            check_one(ctx, &ctx->checked[i], iter);
 }
