@@ -21,7 +21,7 @@
 
 #include "hmb/hmb.h"
 
-enum { SENDER = 0, RECEIVER = 1 };
+enum { SENDER = 1, RECEIVER = 0 }; /* as scripts/repro/partitioned_rounds.c */
 enum { V_PASS, V_UNSUPPORTED, V_FAIL }; /* ordered: the worst verdict of the ranks wins */
 static const char *const verdict_names[] = {"PASS", "UNSUPPORTED", "FAIL"};
 enum { TAG_DATA = 7, TAG_GO = 100 };
@@ -145,17 +145,20 @@ static long bad_word(const uint64_t *b, size_t lo, size_t hi, long round)
     return -1;
 }
 
-/* What a wrong word holds, for the message. */
-static const char *word_story(uint64_t v, long round, size_t w)
+/* What a wrong word holds, for the message: gen is the data generation expected, stride the
+ * step between one round's generation and the next (the requests per pair). */
+static const char *word_story_k(uint64_t v, long gen, size_t w, long stride)
 {
     if (v == POISON)
         return "nothing arrived (still the poison)";
-    if (v == word_of(round + 1, w))
+    if (v == word_of(gen + stride, w))
         return "the next round's data";
-    if (round > 0 && v == word_of(round - 1, w))
+    if (gen >= stride && v == word_of(gen - stride, w))
         return "the previous round's data";
     return "other bytes";
 }
+
+static const char *word_story(uint64_t v, long gen, size_t w) { return word_story_k(v, gen, w, 1); }
 
 /* ------------------------------------------------------------------ a partitioned pair */
 
@@ -265,10 +268,9 @@ static int pairs_round(cf *c, pside *p, int k, long round, ready_order order)
         else
             poison_words(p[i].buf, p[i].words);
     }
-    for (int i = 0; i < k; i++) {
-        MPI_Start(&p[i].req);
+    for (int i = 0; i < k; i++)
         reqs[i] = p[i].req;
-    }
+    MPI_Startall(k, reqs);
     if (c->rank == SENDER)
         for (int i = 0; i < k; i++)
             ready_all(c, &p[i], order, round);
@@ -285,7 +287,9 @@ static int pairs_round(cf *c, pside *p, int k, long round, ready_order order)
         if (w >= 0) {
             size_t per = p[i].words / (size_t)p[i].parts;
             cf_set(c, V_FAIL, "round %ld request %d: receive partition %ld word %ld holds %s after completion", round,
-                   i, w / (long)per, w, word_story(p[i].buf[w], round * k + i, (size_t)w));
+                   i, w / (long)per, w, word_story_k(p[i].buf[w], round * k + i, (size_t)w, k));
+            if (p[i].buf[w] == word_of((round + 1) * k + i, (size_t)w))
+                c->wedged = 1; /* the sender is a round ahead: its requests may never complete now */
             return 0;
         }
     }
@@ -322,7 +326,7 @@ static void check_inactive_buffer(cf *c, const hmb_point *pt)
                 if (w >= 0) {
                     cf_set(c, V_FAIL, "round %ld request %d: word %ld of the inactive receive buffer holds %s "
                                       "(written after completion, before the next MPI_Start)",
-                           r, i, w, word_story(p[i].buf[w], r * k + i, (size_t)w));
+                           r, i, w, word_story_k(p[i].buf[w], r * k + i, (size_t)w, k));
                     bad = 1;
                 }
             }
@@ -1120,7 +1124,8 @@ static void describe(cf *c, const hmb_point *pt)
     if (hmb_threads(c->ctx) > 1)
         snprintf(extra, sizeof extra, " --threads %d", hmb_threads(c->ctx));
     if (hmb_opt_given(c->ctx, "bound"))
-        snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " --bound %s", hmb_opt_str(c->ctx, "bound"));
+        snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " --bound %gs",
+                 (double)hmb_opt_duration_ns(c->ctx, "bound") * 1e-9);
     if (hmb_opt_flag(c->ctx, "test-silent-partner"))
         snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " --test-silent-partner");
     snprintf(c->name, sizeof c->name, "%s%s", name, variant);
@@ -1211,7 +1216,9 @@ static int conform_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long 
     char reason[sizeof c->final_reason];
     int met = gather_outcomes(c, &verdict, &wedged, reason, sizeof reason);
     if (wedged) {
-        /* requests are outstanding: record, then end the run (freeing or finalising could hang) */
+        /* requests are outstanding: record, then end the run (freeing or finalising could hang).
+         * Rank 0 writes the record and aborts; the others wait for that abort (a rank that aborts
+         * first could kill rank 0 before its record is written), bounded in case rank 0 is stuck. */
         if (c->rank == 0 || !met) {
             if (c->rank != 0)
                 fprintf(stderr, "hmb-bench conform: %s: FAIL: %s\n", c->name, reason);
@@ -1219,8 +1226,10 @@ static int conform_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long 
             fprintf(stderr, "hmb-bench conform: %s left requests outstanding: ending the run with MPI_Abort\n",
                     c->name);
             fflush(stderr);
+        } else {
+            for (double until = hmb_now() + c->bound_s + 5.0; hmb_now() < until;)
+                usleep(10 * 1000);
         }
-        usleep(200 * 1000); /* let rank 0's record reach the file before the abort kills it */
         MPI_Abort(MPI_COMM_WORLD, HMB_EXIT_VALIDATION);
     }
     MPI_Comm_set_errhandler(c->comm, MPI_ERRORS_ARE_FATAL);
