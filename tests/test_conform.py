@@ -162,3 +162,13 @@ def test_hmb_conform_runs_and_prints_the_matrix(tmp_path, capsys):
 def test_hmb_conform_rejects_unknown_mpi(capsys):
     assert cli.main(["conform", "--mpi", "nosuch"]) == 2
     assert "unknown MPI 'nosuch'" in capsys.readouterr().err
+
+
+def test_report_has_the_matrix(tmp_path):
+    from hmb import report, results
+    src = tmp_path / "conform.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in PLANTED))
+    report.build(results.load([src], warn=False), tmp_path / "rep")
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "## Conformance\n" in md and "| c1 | PASS | FAIL [1] |" in md and "| c2 | UNSUPPORTED [2] | - |" in md
+    assert "| 1 | c1 | b | broke | y |" in md

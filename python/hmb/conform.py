@@ -138,17 +138,22 @@ def run_one(target: launch.Target, spec: Spec, json_path: str, bound_s: float = 
     return rec
 
 
-def matrix(records: list[dict], libraries: list[str]) -> str:
-    """Checks as rows, libraries as columns (verdicts); the reasons of every FAIL and UNSUPPORTED
-    follow, numbered, so the table stays narrow."""
+def matrix_rows(records: list[dict], libraries: list[str] | None = None) -> tuple[list, list, list]:
+    """(header, rows, notes): checks as rows, libraries as columns (a record's `mpi`, else its
+    `library`), verdicts as cells; each FAIL and UNSUPPORTED cell refers to a numbered note
+    [n, check, library, reason, reproducer], so the table stays narrow. The last record of a
+    (check, library) counts."""
+    column = lambda r: r.get("mpi") or r.get("library") or "?"  # noqa: E731
+    if libraries is None:
+        libraries = list(dict.fromkeys(column(r) for r in records))
     rows: list[str] = []
     cell: dict = {}
     for r in records:
         if r.get("check") not in rows:
-            rows.append(r["check"])
-        cell[(r["check"], r.get("mpi"))] = r
-    notes: list[str] = []
-    table = [["check"] + libraries]
+            rows.append(r.get("check"))
+        cell[(r.get("check"), column(r))] = r
+    notes: list = []
+    table = []
     for row in rows:
         line = [row]
         for lib in libraries:
@@ -158,14 +163,22 @@ def matrix(records: list[dict], libraries: list[str]) -> str:
                 continue
             text = r.get("verdict", "?")
             if text != "PASS":
-                notes.append(f"[{len(notes) + 1}] {row} / {lib}: {r.get('reason') or ''}")
+                notes.append([len(notes) + 1, row, lib, r.get("reason") or "", r.get("reproducer") or ""])
                 text += f" [{len(notes)}]"
             line.append(text)
         table.append(line)
-    widths = [max(len(t[i]) for t in table) for i in range(len(table[0]))]
+    return ["check"] + libraries, table, notes
+
+
+def matrix(records: list[dict], libraries: list[str]) -> str:
+    """The matrix as text, the notes' reasons below it."""
+    header, rows, notes = matrix_rows(records, libraries)
+    table = [header] + rows
+    widths = [max(len(t[i]) for t in table) for i in range(len(header))]
     out = ["  ".join(c.ljust(w) for c, w in zip(t, widths)).rstrip() for t in table]
     out.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(out + ([""] + notes if notes else []))
+    return "\n".join(out + ([""] + [f"[{n}] {check} / {lib}: {why}" for n, check, lib, why, _ in notes]
+                              if notes else []))
 
 
 def run(libraries: list[str], json_path: str, only: list[str] | None = None, bound_s: float = BOUND_S,

@@ -151,7 +151,7 @@ static long bad_word(const uint64_t *b, size_t lo, size_t hi, long round)
 static const char *word_story_k(uint64_t v, long gen, size_t w, long stride)
 {
     if (v == POISON)
-        return "nothing arrived (still the poison)";
+        return "the poison (nothing arrived)";
     if (v == word_of(gen + stride, w))
         return "the next round's data";
     if (gen >= stride && v == word_of(gen - stride, w))
