@@ -19,9 +19,10 @@ PASSING_ARGS = {
     "mpich": ["--check", "inactive-buffer,pready-nonblocking,parrived-truth,parrived-inactive,part-counts,"
               "pready-order,many-partitions,restarts,request-free,mt-order,info-assertions",
               "--state", "unstarted,completed", "--threads", "2"],
-    "openmpi": ["--check", "inactive-buffer,pready-nonblocking,parrived-truth,parrived-inactive,part-counts,"
+    # part-counts: Open MPI reports receive partitions early now and then, even 6:4 (docs/findings.md)
+    "openmpi": ["--check", "inactive-buffer,pready-nonblocking,parrived-truth,parrived-inactive,"
                 "pready-order,many-partitions,mt-order,info-assertions",
-                "--requests", "1", "--counts", "6:4", "--many", "1024", "--threads", "2"],
+                "--requests", "1", "--many", "1024", "--threads", "2"],
 }
 PASSING_NAMES = {
     "mpich": {"inactive-buffer requests=1", "inactive-buffer requests=2", "inactive-buffer requests=8",
@@ -31,7 +32,7 @@ PASSING_NAMES = {
               "pready-order list", "many-partitions partitions=1024", "many-partitions partitions=65536",
               "restarts", "request-free", "mt-order", "info-assertions"},
     "openmpi": {"inactive-buffer requests=1", "pready-nonblocking", "parrived-truth", "parrived-inactive unstarted",
-                "parrived-inactive null", "parrived-inactive completed", "part-counts 6->4", "pready-order reverse",
+                "parrived-inactive null", "parrived-inactive completed", "pready-order reverse",
                 "pready-order random", "pready-order threads", "pready-order range", "pready-order list",
                 "many-partitions partitions=1024", "mt-order", "info-assertions"},
 }
@@ -57,7 +58,8 @@ def test_checks_pass_where_the_library_conforms(mpi_name, tmp_path):
         assert rec["library"] and rec["seconds"] >= 0
     # a check with variants names it in the reproducer, alone
     assert "--requests 1" in got["inactive-buffer requests=1"]["reproducer"]
-    assert "--counts 6:4" in got["part-counts 6->4"]["reproducer"]
+    if flavor == "mpich":
+        assert "--counts 6:4" in got["part-counts 6->4"]["reproducer"]
     # the stdout line per check, and the result record says the same
     assert "PASS        parrived-truth" in r.stdout
     verdicts = [x["extra"]["verdict"] for x in r.results()]
