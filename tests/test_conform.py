@@ -161,9 +161,11 @@ def test_hmb_conform_runs_and_prints_the_matrix(tmp_path, capsys):
     assert recs[0]["verdict"] == "PASS" and recs[3]["verdict"] == "PASS"
 
 
-def test_hmb_conform_rejects_unknown_mpi(capsys):
+def test_hmb_conform_rejects_unknown_mpi_and_check(capsys):
     assert cli.main(["conform", "--mpi", "nosuch"]) == 2
     assert "unknown MPI 'nosuch'" in capsys.readouterr().err
+    assert cli.main(["conform", "--mpi", "mpich", "--check", "nosuch"]) == 2
+    assert "--check: no check named nosuch" in capsys.readouterr().err
 
 
 def test_report_has_the_matrix(tmp_path):
