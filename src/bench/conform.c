@@ -363,45 +363,66 @@ typedef struct {
     char reason[REASON_LEN];
 } rank_outcome;
 
-/* Every rank's outcome onto rank 0 (bounded): the worst verdict, its reasons, wedged if any
- * rank is. Returns 0 when the gather itself did not finish in time (then wedged). */
+/* Every rank's outcome onto rank 0 (bounded, point to point so rank 0 can name a rank that never
+ * reported): the worst verdict, its reasons, wedged if any rank is. Returns 0 when the outcomes
+ * did not all arrive in time (then wedged). */
 static int gather_outcomes(cf *c, int *verdict, int *wedged, char *reason, size_t len)
 {
+    enum { TAG_OUTCOME = 1 };
     rank_outcome mine = {c->verdict, c->wedged, ""}, *all = NULL;
     snprintf(mine.reason, sizeof mine.reason, "%s", c->reason);
-    if (c->rank == 0)
-        all = calloc((size_t)c->size, sizeof *all);
-    MPI_Request r;
-    MPI_Igather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, 0, c->ctl, &r);
-    double until = hmb_now() + c->bound_s + 2.0;
-    int flag = 0;
-    while (!flag && hmb_now() < until)
-        MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
-    *verdict = c->verdict;
-    *wedged = c->wedged || !flag;
-    snprintf(reason, len, "%s", c->reason);
-    if (!flag) {
-        snprintf(reason, len, "rank %d: the ranks' verdicts did not meet within %.1f s (a rank is stuck in the "
-                 "library)%s%s", c->rank, c->bound_s + 2.0, c->reason[0] ? "; " : "", c->reason);
-        *verdict = V_FAIL;
-        free(all);
-        return 0;
-    }
+    int n = c->rank == 0 ? c->size : 1;
+    MPI_Request *req = malloc((size_t)n * sizeof *req);
     if (c->rank == 0) {
+        all = calloc((size_t)c->size, sizeof *all);
+        all[0] = mine;
+        req[0] = MPI_REQUEST_NULL;
+        for (int i = 1; i < c->size; i++)
+            MPI_Irecv(&all[i], (int)sizeof mine, MPI_BYTE, i, TAG_OUTCOME, c->ctl, &req[i]);
+    } else {
+        MPI_Isend(&mine, (int)sizeof mine, MPI_BYTE, 0, TAG_OUTCOME, c->ctl, &req[0]);
+    }
+    char *done = calloc((size_t)n, 1);
+    int left = n;
+    for (double until = hmb_now() + c->bound_s + 2.0; left > 0 && hmb_now() < until;)
+        for (int i = 0; i < n; i++) {
+            int flag = 0;
+            if (!done[i])
+                MPI_Test(&req[i], &flag, MPI_STATUS_IGNORE);
+            if (!done[i] && flag) {
+                done[i] = 1;
+                left--;
+            }
+        }
+    *verdict = c->verdict;
+    *wedged = c->wedged || left > 0;
+    snprintf(reason, len, "%s", c->reason);
+    if (left > 0) {
+        char who[64] = "";
+        size_t w = 0;
+        for (int i = 0; c->rank == 0 && i < n && w < sizeof who - 8; i++)
+            if (!done[i])
+                w += (size_t)snprintf(who + w, sizeof who - w, "%s%d", w ? "," : "", i);
+        snprintf(reason, len, "rank %d: %s%s did not report within %.1f s (stuck inside the library)%s%s", c->rank,
+                 c->rank == 0 ? "rank(s) " : "rank 0", who, c->bound_s + 2.0, c->reason[0] ? "; " : "", c->reason);
+        *verdict = V_FAIL;
+    } else if (c->rank == 0) {
         int worst = V_PASS;
         for (int i = 0; i < c->size; i++) {
             worst = all[i].verdict > worst ? all[i].verdict : worst;
             *wedged |= all[i].wedged;
         }
-        size_t n = 0;
+        size_t k = 0;
         reason[0] = '\0';
-        for (int i = 0; i < c->size && n < len; i++)
+        for (int i = 0; i < c->size && k < len; i++)
             if (all[i].verdict == worst && all[i].reason[0] && !strstr(reason, all[i].reason))
-                n += (size_t)snprintf(reason + n, len - n, "%s%s", n ? "; " : "", all[i].reason);
+                k += (size_t)snprintf(reason + k, len - k, "%s%s", k ? "; " : "", all[i].reason);
         *verdict = worst;
     }
+    free(done);
+    free(req);
     free(all);
-    return 1;
+    return left == 0;
 }
 
 static int conform_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
