@@ -29,7 +29,6 @@ typedef struct {
     const char *name;
     const char *clause;
     const char *variant; /* the option whose values make one point each, or NULL */
-    int partitioned;     /* needs MPI_Psend_init/MPI_Parrived */
     void (*run)(cf *c, const hmb_point *pt);
 } check_def;
 
@@ -150,44 +149,44 @@ const char *cf_word_story(uint64_t v, long gen, size_t w) { return cf_word_story
 static const check_def checks[] = {
     {"inactive-buffer", "MPI 4.1 §4.1 and §3.9: a completed partitioned receive is inactive until the next MPI_Start; "
                         "its buffer belongs to the application and the library must not write it",
-     "requests", 1, PART(check_inactive_buffer)},
+     "requests", PART(check_inactive_buffer)},
     {"pready-nonblocking", "MPI 4.1 §4.2.1: MPI_PREADY is a local procedure (it returns without waiting for the "
                            "receiver to start)",
-     NULL, 1, PART(check_pready_nonblocking)},
+     NULL, PART(check_pready_nonblocking)},
     {"parrived-truth", "MPI 4.1 §4.2.2: MPI_PARRIVED sets flag = true only when the partition's data has arrived, "
                        "and, called repeatedly after the send started and the partition was marked ready, eventually",
-     NULL, 1, PART(check_parrived_truth)},
+     NULL, PART(check_parrived_truth)},
     {"parrived-inactive", "MPI 4.0/4.1 §4.2.2: MPI_PARRIVED may be called with a null or inactive request; in either "
                           "case it returns flag = true",
-     "state", 1, PART(check_parrived_inactive)},
+     "state", PART(check_parrived_inactive)},
     {"part-counts", "MPI 4.1 §4.1: send and receive partition counts may differ when the type signatures of the "
                     "whole messages match; MPI_PARRIVED answers for the receive partitions (§4.2.2)",
-     "counts", 1, PART(check_part_counts)},
+     "counts", PART(check_part_counts)},
     {"pready-order", "MPI 4.1 §4.2.1: partitions may be marked ready in any order, and under MPI_THREAD_MULTIPLE "
                      "from several threads at once; MPI_PREADY_RANGE/LIST act as MPI_PREADY on each listed partition",
-     "order", 1, PART(check_pready_order)},
+     "order", PART(check_pready_order)},
     {"third-rank", "MPI 4.1 §4.1 and §2.9 (progress): a partitioned operation involves its two processes only; a "
                    "process that creates no partitioned request cannot be required for it to complete",
-     NULL, 1, PART(check_third_rank)},
+     NULL, PART(check_third_rank)},
     {"many-partitions", "MPI 4.1 §4.2: partitions is any non-negative int; every count transfers the data",
-     "many", 1, PART(check_many_partitions)},
+     "many", PART(check_many_partitions)},
     {"restarts", "MPI 4.1 §3.9 and §4.1: a persistent partitioned request may be started any number of times; a "
                  "started send is not complete before all its MPI_PREADY calls",
-     NULL, 1, PART(check_restarts)},
+     NULL, PART(check_restarts)},
     {"request-free", "MPI 4.1 §3.7.3: MPI_REQUEST_FREE of an inactive (never started, or completed) persistent "
                      "request is allowed and leaves later operations unaffected",
-     NULL, 1, PART(check_request_free)},
+     NULL, PART(check_request_free)},
     {"mt-order", "MPI 4.1 §3.5 (non-overtaking: one thread's messages with the same source, communicator and tag "
                  "match in order) and §11.6 (MPI_THREAD_MULTIPLE: concurrent calls as in some serial order)",
-     NULL, 0, check_mt_order},
+     NULL, check_mt_order},
     {"info-assertions", "MPI 4.1 §7.4.4: mpi_assert_no_any_tag, mpi_assert_no_any_source, "
                         "mpi_assert_allow_overtaking are valid communicator info keys; MPI_COMM_GET_INFO returns the "
                         "hints in use",
-     NULL, 0, check_info_assertions},
-    {"streams", "MPICH extension MPIX_Stream_comm_create (MPI 4.1 has no streams: UNSUPPORTED elsewhere)", NULL, 0,
+     NULL, check_info_assertions},
+    {"streams", "MPICH extension MPIX_Stream_comm_create (MPI 4.1 has no streams: UNSUPPORTED elsewhere)", NULL,
      check_streams},
     {"thread-level", "MPI 4.1 §11.6.2: MPI_INIT_THREAD grants a level; MPI_QUERY_THREAD returns the level granted",
-     NULL, 0, check_thread_level},
+     NULL, check_thread_level},
 };
 #define NCHECKS ((int)(sizeof checks / sizeof checks[0]))
 

@@ -548,7 +548,7 @@ void check_request_free(cf *c, const hmb_point *pt)
         char was[REASON_LEN];
         snprintf(was, sizeof was, "%s", c->reason);
         snprintf(c->reason, sizeof c->reason, "after MPI_Request_free of a never-started partitioned request, a new "
-                 "pair on the same tag failed: %s", was);
+                 "pair on the same tag failed: %.480s", was);
     }
     pair_free(c, &p, 1); /* frees the completed (inactive) one */
 }
