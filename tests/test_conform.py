@@ -158,6 +158,7 @@ def test_hmb_conform_runs_and_prints_the_matrix(tmp_path, capsys):
     null = recs[2]
     if null["verdict"] == "FAIL":
         assert "before the check reported" in null["reason"] and rc == 1
+        assert null["library"].startswith("MPICH")   # from the launch's run header
     assert recs[0]["verdict"] == "PASS" and recs[3]["verdict"] == "PASS"
 
 

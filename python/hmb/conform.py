@@ -110,7 +110,8 @@ def run_one(target: launch.Target, spec: Spec, json_path: str, bound_s: float = 
                         continue
                     if isinstance(rec, dict):
                         records.append(rec)
-    library = next((r.get("library") for r in records if r.get("type") == "run"), None)
+    library = next(((r.get("mpi") or {}).get("library") for r in records
+                    if r.get("type") == "run" and isinstance(r.get("mpi"), dict)), None)
     mine = [r for r in records if r.get("type") == "conformance"]
     # the reproducer: this launch's command without the temporary --json
     repro_cmd = cmd[:-2] if cmd[-2:] == ["--json", out_json] else cmd
