@@ -177,3 +177,15 @@ def test_report_has_the_matrix(tmp_path):
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "## Conformance\n" in md and "| c1 | PASS | FAIL [1] |" in md and "| c2 | UNSUPPORTED [2] | - |" in md
     assert "| 1 | c1 | b | broke | y |" in md
+
+
+def test_segments_left_by_a_dead_launch_are_removed(tmp_path):
+    import os
+    before = conform._shm_names()
+    left = f"{conform.launch.SHM_DIR}hmb-test-conform-left-{os.getpid()}"
+    held = f"{conform.launch.SHM_DIR}hmb-test-conform-held-{os.getpid()}"
+    open(left, "w").close()
+    with open(held, "w"):
+        conform._remove_left_shm(before)   # one nobody holds goes; one a live process holds stays
+        assert not os.path.exists(left) and os.path.exists(held)
+    os.unlink(held)
