@@ -116,8 +116,8 @@ def run_one(target: launch.Target, spec: Spec, json_path: str, bound_s: float = 
         shm_before = _shm_names()
         with open(os.path.join(tmp, "stdout"), "w+") as so, open(os.path.join(tmp, "stderr"), "w+") as se:
             status = launch.run_streaming(cmd, env, timeout, stdout=so, stderr=se)
-        if status != 0:
-            _remove_left_shm(shm_before)
+            if status != 0:
+                _remove_left_shm(shm_before)
             so.seek(0)
             se.seek(0)
             stderr = se.read() + "\n" + so.read()   # MPICH's launcher tells a rank's signal on stdout
