@@ -7,11 +7,12 @@
  * completed by polling MPI_Test / MPI_Parrived against the check's deadline (--bound); past it
  * the check FAILs naming what was outstanding. A check that leaves requests outstanding cannot
  * clean up (freeing or finalising could hang): after its record is written the run ends with
- * MPI_Abort. The verdicts of all ranks meet on rank 0 by a nonblocking gather, bounded too.
+ * MPI_Abort. The verdicts of all ranks meet on rank 0 by nonblocking messages, bounded too.
  *
- * Rank 1 sends, rank 0 receives (as scripts/repro/partitioned_rounds.c); other ranks only take part
- * in the gather (the third-rank check needs one that creates no partitioned request). Data is validated word by word: word w of
- * round r holds hmb_mix64(r, w), receive buffers are poisoned before every start.
+ * Rank 1 sends, rank 0 receives (as scripts/repro/partitioned_rounds.c); other ranks only report
+ * their verdict (the third-rank check needs one that creates no partitioned request). Data is
+ * validated word by word: word w of round r holds hmb_mix64(r, w), receive buffers are poisoned
+ * before every start.
  *
  * conform.c: the framework (verdicts, bounded waits, data, the table of checks, the descriptor);
  * conform_part.c: partitioned checks; conform_threads.c: MPI + threads checks; conform.h: shared. */
