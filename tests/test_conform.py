@@ -189,3 +189,13 @@ def test_segments_left_by_a_dead_launch_are_removed(tmp_path):
         conform._remove_left_shm(before)   # one nobody holds goes; one a live process holds stays
         assert not os.path.exists(left) and os.path.exists(held)
     os.unlink(held)
+
+
+def test_report_of_a_conform_run_has_no_curves_but_the_matrix(tmp_path):
+    from hmb import report, results
+    r = run_bench("mpich", ["conform", "--check", "parrived-truth"], tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    src = next(tmp_path.glob("out-*.jsonl"))
+    out = report.build(results.load([src], warn=False), tmp_path / "rep")
+    assert out["figures"] == []
+    assert "| parrived-truth | PASS |" in (tmp_path / "rep" / "report.md").read_text()
