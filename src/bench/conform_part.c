@@ -478,6 +478,7 @@ static double median_of(const double *x, int n)
 
 #define RSS_GROWTH_BOUND_KB (16 * 1024)
 #define SLOWDOWN_BOUND 3.0
+#define SLOWDOWN_MIN_S 20e-6 /* below this difference a ratio of two tiny medians is noise */
 #define TREND_WINDOW 100
 
 void check_restarts(cf *c, const hmb_point *pt)
@@ -522,10 +523,10 @@ void check_restarts(cf *c, const hmb_point *pt)
         if (rss_early >= 0 && growth > RSS_GROWTH_BOUND_KB)
             cf_set(c, V_FAIL, "rank %d: resident memory grew by %ld kB over %d restarts (bound %d kB)", c->rank,
                    growth, rounds - TREND_WINDOW / 2, RSS_GROWTH_BOUND_KB);
-        else if (late > SLOWDOWN_BOUND * early)
+        else if (late > SLOWDOWN_BOUND * early && late - early > SLOWDOWN_MIN_S)
             cf_set(c, V_FAIL, "rank %d: the last %d rounds took %.1f us (median), the first %.1f us: %.1fx slower "
-                              "(bound %.0fx)", c->rank, TREND_WINDOW, late * 1e6, early * 1e6, late / early,
-                   SLOWDOWN_BOUND);
+                              "(bound %.0fx and %.0f us)", c->rank, TREND_WINDOW, late * 1e6, early * 1e6, late / early,
+                   SLOWDOWN_BOUND, SLOWDOWN_MIN_S * 1e6);
         else if (c->rank == RECEIVER)
             cf_set(c, V_PASS, "%d restarts; median round %.1f us early, %.1f us late; resident memory %+ld kB", rounds,
                    early * 1e6, late * 1e6, growth);
