@@ -102,7 +102,8 @@ def test_mock_mode_validates_without_communication(mpi_name, tmp_path):
     bad = run_bench(mpi_name, ["halo3d", "--domain", "6,4,2", "--comm", "off", "--corrupt-at", "1"] + TINY,
                     tmp_path=tmp_path)
     assert bad.rc == 3, bad.stderr
-    assert "halo cell" in bad.stderr
+    # under the mock a rank is its own neighbour: rank 1's face came from rank 1
+    assert "rank 1 face of direction +x from rank 1, piece 0 of 1" in bad.stderr
 
 
 @pytest.mark.parametrize("mode", ["multiple", "persistent"])
@@ -111,9 +112,10 @@ def test_corrupted_cell_names_its_place(mpi_name, tmp_path, mode):
                   tmp_path=tmp_path)
     assert r.rc == 3, r.stderr
     line = one_hmb_line(r.stderr)
-    # --corrupt-at picks the highest rank that checks (rank 1): its first received face is +x
-    # (from rank 0), its only piece, middle cell (-1,2,2)
-    for part in ("iteration=2", f"{mode} mode", "rank 1 halo cell (-1,2,2)", "direction +x", "from rank 0"):
+    # --corrupt-at picks the highest rank that checks (rank 1) and flips the middle byte of the
+    # first buffer it checks: its first received face, +x from rank 0 (4 x 4 cells, one piece)
+    for part in ("iteration=2", f"{mode} mode: rank 1 face of direction +x from rank 0", "piece 0 of 1",
+                 "cell 8 of 16 (byte 64)"):
         assert part in line, line
 
 

@@ -366,6 +366,9 @@ void hmb_cache_unregister_all(hmb_ctx *ctx);
  * and registered for --cache cold. NULL if it cannot be allocated. Teardown frees it with free()
  * (the harness drops a point's registrations after teardown). */
 void *hmb_buffer_alloc(hmb_ctx *ctx, size_t bytes);
+/* Frees a buffer of hmb_buffer_alloc before the point ends (or outside a point): drops its
+ * --cache cold registration and every validation registration inside it first. */
+void hmb_buffer_free(hmb_ctx *ctx, void *buf, size_t bytes);
 /* Last-level cache size in bytes (sysfs or --llc-size): e.g. to keep a --cache hot working
  * set cache-resident. */
 size_t hmb_cache_llc_bytes(const hmb_ctx *ctx);
@@ -408,26 +411,36 @@ int hmb_check_gen(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len, int 
                   long gen);
 /* Validation as data: a benchmark registers each buffer with its pattern identity in setup();
  * the harness does the rest, every iteration, while validation is on (not --no-validate):
- *   HMB_SEND     before prepare() (and the --cache cold flush) the harness writes the pattern
- *                of (this rank, part, iteration) into it, as hmb_fill does;
- *   HMB_RECEIVE  before prepare() the harness poisons it (HMB_POISON_BYTE); after the iteration
- *                (group HMB_AFTER_ITERATION: after verify()) or right after paired mode `group`
- *                (hmb_modes_run: the mode's id) it checks that it holds the pattern of
- *                (rank, part, iteration) and poisons it again. A mismatch fails the point (exit 3,
- *                hmb_validation_failure) naming label, piece (the buffer cut into `pieces` equal
- *                pieces; the failure's partition), 8-byte cell and byte, the byte found and
- *                expected, and what the piece holds instead when it is recognisable: the poison
- *                (never written) or the data of iteration - 1 / + 1 (never delivered / written
- *                after its requests completed). --corrupt-at flips a byte of the first buffer
- *                checked in that iteration, so tests prove a mismatch is caught and named.
+ *   HMB_SEND         before prepare() (and the --cache cold flush) the harness writes the
+ *                    pattern of (this rank, part, iteration) into it, as hmb_fill does;
+ *   HMB_SEND_PACKED  the benchmark writes it inside the iteration (packs it); before prepare()
+ *                    the harness fills it with the sender's poison (HMB_SENT_BYTE);
+ *   HMB_RECEIVE      before prepare() the harness poisons it (HMB_POISON_BYTE).
+ * After the iteration (group HMB_AFTER_ITERATION: after verify()), or right after paired mode
+ * `group` (hmb_modes_run: the mode's id; HMB_EACH_MODE: after every mode), the harness writes
+ * the sender's poison into the group's sends (the application's buffers again: a library that
+ * still reads them delivers the poison), then checks that each receive holds the pattern of
+ * (rank, part, iteration) and poisons it again. A mismatch fails the point (exit 3,
+ * hmb_validation_failure) naming label, piece (the buffer cut into `pieces` equal pieces; the
+ * failure's partition), 8-byte cell and byte, the byte found and expected, and what the piece
+ * holds instead when it is recognisable: either poison, or the data of iteration - 1 / + 1
+ * (never delivered / written after its requests completed). --corrupt-at flips a byte of the
+ * first buffer checked in that iteration, so tests prove a mismatch is caught and named.
+ * hmb_check_register_fn: the pattern is computed by the benchmark (a halo is its sender's cells):
+ * fn(arg, iter, out) writes the len / 8 words the buffer holds in iteration iter.
  * label is printf-style (copied). Registrations end with the point (after teardown()); whoever
- * frees a registered buffer earlier calls hmb_check_unregister first. */
-enum { HMB_SEND = 0, HMB_RECEIVE = 1 };
+ * frees a registered buffer earlier calls hmb_check_unregister (or hmb_buffer_free) first. */
+enum { HMB_SEND = 0, HMB_RECEIVE = 1, HMB_SEND_PACKED = 2 };
 #define HMB_AFTER_ITERATION (-1)
+#define HMB_EACH_MODE (-2)
 #define HMB_POISON_BYTE 0xA5
+#define HMB_SENT_BYTE 0x5E
+typedef void (*hmb_pattern_fn)(const void *arg, long iter, uint64_t *out);
 void hmb_check_register(hmb_ctx *ctx, int role, void *buf, size_t len, int rank, int part, int pieces, int group,
                         const char *label, ...) __attribute__((format(printf, 9, 10)));
-void hmb_check_unregister(hmb_ctx *ctx, const void *buf);
+void hmb_check_register_fn(hmb_ctx *ctx, int role, void *buf, size_t len, hmb_pattern_fn fn, const void *arg,
+                           int pieces, int group, const char *label, ...) __attribute__((format(printf, 9, 10)));
+void hmb_check_unregister(hmb_ctx *ctx, const void *buf, size_t len); /* every one inside [buf, buf+len) */
 /* --corrupt-at for data a benchmark checks itself (a reduction's result, a halo it unpacked):
  * 1 exactly once, when this is the check --corrupt-at picks (the first check of the picked rank
  * in that iteration); the caller then flips a byte of what it is about to check. */

@@ -20,9 +20,11 @@
  * after LLNL Comb) runs the same modes without any MPI call, each message copied into this
  * rank's own receive buffers, so packing, unpacking and compute are measured alone and
  * validation still runs.
- * A cell's value encodes (source rank, iteration, cell): a halo cell names the face of the
+ * A cell's value encodes (source rank, iteration, cell): a received face names the face of the
  * sender it must come from, so a message from the wrong direction, rank or iteration fails.
- * Every mode's halo is checked right after the mode (outside its timed region) and poisoned. */
+ * The harness checks every mode's received faces right after the mode (outside its timed
+ * region), against the sender's cells (face_received), and poisons the sends (validation as
+ * data: register_faces). */
 #include <math.h>
 #include <omp.h>
 #include <stdatomic.h>
@@ -36,10 +38,6 @@
 enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, MODE_PERSISTENT, NMODES };
 static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned", "persistent"};
 #define NDIRS 6
-#define POISON 0xA5A5A5A5A5A5A5A5ull
-/* Written into the send buffers once a mode's sends are complete (the buffer is the
- * application's again): a receiver that still finds it read the buffer after completion. */
-#define SENT_POISON 0x5E5E5E5E5E5E5E5Eull
 
 typedef struct {
     int to, from;         /* MPI_PROC_NULL past an open boundary */
@@ -47,6 +45,8 @@ typedef struct {
     size_t piece_cells;   /* every piece of a face has the same size (tiles divide the block) */
     uint64_t *send, *recv; /* npieces * piece_cells, piece p at p * piece_cells */
     int flat;             /* index of piece 0 in the per-(direction, piece) arrays */
+    const void *state;    /* its halo_state, d its direction: the validation patterns' argument */
+    int d;
 } halo_face;
 
 typedef struct {
@@ -234,6 +234,63 @@ static void point_domain(const hmb_ctx *ctx, const hmb_point *pt, int n[3])
 
 /* ------------------------------------------------------------------ set-up */
 
+static void direction_name(const hmb_topo *t, int d, char out[8])
+{
+    int k = 0;
+    for (int a = 0; a < 3; a++)
+        if (t->dir[d].off[a] != 0) {
+            out[k++] = t->dir[d].off[a] > 0 ? '+' : '-';
+            out[k++] = "xyz"[a];
+        }
+    out[k] = '\0';
+}
+
+/* The face of direction d as sent (sender geometry, this rank's cells) or as received (the
+ * sender's boundary layer on the +off side of each halo cell), piece by piece in box order. */
+static void face_pattern(const halo_face *f, long iter, uint64_t *out, int received)
+{
+    const halo_state *st = f->state;
+    const int *off = st->topo.dir[f->d].off;
+    int src = received ? f->from : st->rank; /* this rank under the mock (hmb_comm_route) */
+    size_t k = 0;
+    for (int p = 0; p < f->npieces; p++) {
+        int lo[3], cnt[3], c[3], s[3];
+        if (received)
+            hmb_topo_recv_box(&st->topo, st->n, f->d, p, lo, cnt);
+        else
+            hmb_topo_send_box(&st->topo, st->n, f->d, p, lo, cnt);
+        for (c[2] = lo[2]; c[2] < lo[2] + cnt[2]; c[2]++)
+            for (c[1] = lo[1]; c[1] < lo[1] + cnt[1]; c[1]++)
+                for (c[0] = lo[0]; c[0] < lo[0] + cnt[0]; c[0]++) {
+                    for (int a = 0; a < 3; a++)
+                        s[a] = !received ? c[a] : off[a] > 0 ? st->n[a] - 1 : off[a] < 0 ? 0 : c[a];
+                    out[k++] = cell_value(src, iter, st->n, s[0], s[1], s[2]);
+                }
+    }
+}
+
+static void face_received(const void *face, long iter, uint64_t *out) { face_pattern(face, iter, out, 1); }
+
+/* Validation as data: every face this rank packs (the harness poisons it before and after each
+ * mode) and every face it receives, per mode, checked right after the mode. */
+static void register_faces(hmb_ctx *ctx, halo_state *st)
+{
+    for (int d = 0; d < NDIRS; d++) {
+        halo_face *f = &st->face[d];
+        size_t bytes = (size_t)f->npieces * f->piece_cells * sizeof(uint64_t);
+        char dir[8];
+        direction_name(&st->topo, d, dir);
+        f->state = st, f->d = d;
+        if (f->to != MPI_PROC_NULL)
+            hmb_check_register(ctx, HMB_SEND_PACKED, f->send, bytes, st->rank, d, f->npieces, HMB_EACH_MODE, "send");
+        for (int k = 0; k < st->nmodes && f->from != MPI_PROC_NULL; k++)
+            hmb_check_register_fn(ctx, HMB_RECEIVE, f->recv, bytes, face_received, f, f->npieces, st->modes[k],
+                                  "%s mode: rank %d face of direction %s from rank %d", mode_names[st->modes[k]],
+                                  st->rank, dir, f->from);
+    }
+}
+
+
 static void halo_free(halo_state *st)
 {
     for (int d = 0; d < NDIRS; d++) {
@@ -308,6 +365,7 @@ static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
         hmb_unsupported(ctx, "cannot allocate a block of %s cells with its face buffers", st->domain);
         return st;
     }
+    register_faces(ctx, st);
     const hmb_comm_ops *ops = st->ops;
     for (int d = 0; d < NDIRS; d++) {
         halo_face *f = &st->face[d];
@@ -512,92 +570,14 @@ static void mode_iterate(hmb_ctx *ctx, void *state, int mode, long iter, double 
 
 /* ------------------------------------------------------------------ validation */
 
-/* --corrupt-at (test only): when the harness picks this check (hmb_corrupt_pick), flip one halo
- * cell in the middle of the first received face's last piece, so the check below must name it. */
-static void apply_corrupt_at(hmb_ctx *ctx, halo_state *st, long iter)
-{
-    if (!hmb_corrupt_pick(ctx, iter))
-        return;
-    for (int d = 0; d < NDIRS; d++) {
-        if (st->face[d].from == MPI_PROC_NULL)
-            continue;
-        int lo[3], cnt[3];
-        hmb_topo_recv_box(&st->topo, st->n, d, st->face[d].npieces - 1, lo, cnt);
-        st->block[cell_index(st->n, lo[0] + cnt[0] / 2, lo[1] + cnt[1] / 2, lo[2] + cnt[2] / 2)] ^= 0x5a;
-        return;
-    }
-}
-
-static void direction_name(const hmb_topo *t, int d, char out[8])
-{
-    int k = 0;
-    for (int a = 0; a < 3; a++)
-        if (t->dir[d].off[a] != 0) {
-            out[k++] = t->dir[d].off[a] > 0 ? '+' : '-';
-            out[k++] = "xyz"[a];
-        }
-    out[k] = '\0';
-}
-
-/* Every halo cell this mode received, then poison for the next mode. */
-static void verify_mode(hmb_ctx *ctx, halo_state *st, const hmb_point *pt, int mode, long iter)
-{
-    if (!hmb_validate_enabled(ctx))
-        return;
-    apply_corrupt_at(ctx, st, iter);
-    for (int d = 0; d < NDIRS; d++) {
-        const halo_face *f = &st->face[d];
-        if (f->from == MPI_PROC_NULL)
-            continue;
-        int src = f->from; /* this rank under the mock (hmb_comm_route) */
-        const int *off = st->topo.dir[d].off;
-        for (int p = 0; p < f->npieces; p++) {
-            int lo[3], cnt[3], c[3];
-            hmb_topo_recv_box(&st->topo, st->n, d, p, lo, cnt);
-            for (c[2] = lo[2]; c[2] < lo[2] + cnt[2]; c[2]++)
-                for (c[1] = lo[1]; c[1] < lo[1] + cnt[1]; c[1]++)
-                    for (c[0] = lo[0]; c[0] < lo[0] + cnt[0]; c[0]++) {
-                        int s[3]; /* the sender's cell: its boundary layer on the +off side */
-                        for (int a = 0; a < 3; a++)
-                            s[a] = off[a] > 0 ? st->n[a] - 1 : off[a] < 0 ? 0 : c[a];
-                        uint64_t *cell = &st->block[cell_index(st->n, c[0], c[1], c[2])];
-                        uint64_t want = cell_value(src, iter, st->n, s[0], s[1], s[2]);
-                        if (*cell != want) {
-                            char dir[8];
-                            direction_name(&st->topo, d, dir);
-                            hmb_validation_failure(ctx, pt, iter, p,
-                                                   "%s mode: rank %d halo cell (%d,%d,%d) of direction %s "
-                                                   "(piece %d, from rank %d) is 0x%016llx, expected 0x%016llx%s",
-                                                   mode_names[mode], st->rank, c[0], c[1], c[2], dir, p, src,
-                                                   (unsigned long long)*cell, (unsigned long long)want,
-                                                   *cell == SENT_POISON ? ": the sender's buffer after its send "
-                                                   "completed (library conformance problem)" : "");
-                        }
-                        *cell = POISON;
-                    }
-        }
-    }
-}
 
 /* ------------------------------------------------------------------ iteration */
 
-/* As an application reusing its buffers may, right after its sends completed. Open MPI 5.0.11
- * completes partitioned sends before the receiver has read them: without this, the receiver
- * of a point's last exchange read freed memory now and then. */
-static void poison_send_buffers(halo_state *st)
-{
-    for (int d = 0; d < NDIRS; d++)
-        for (size_t k = 0; k < (size_t)st->face[d].npieces * st->face[d].piece_cells; k++)
-            st->face[d].send[k] = SENT_POISON;
-}
-
-/* Untimed, right after the mode: poison its sends, check its halo, count its bytes. */
+/* Untimed, right after the mode: count its bytes (the harness checks its faces). */
 static void mode_verify(hmb_ctx *ctx, void *state, int mode, long iter, double *sums)
 {
+    (void)ctx, (void)iter;
     halo_state *st = state;
-    if (!st->mock && hmb_validate_enabled(ctx))
-        poison_send_buffers(st);
-    verify_mode(ctx, st, st->pt, mode, iter);
     sums[0] = (double)atomic_load(&st->bytes_sent[mode]);
 }
 

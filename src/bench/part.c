@@ -339,7 +339,7 @@ static int still_poison(const unsigned char *p)
 
 /* Called right after MPI_Parrived first reports receive partition j: every send partition
  * that overlaps j must have landed, so the first and last word of each overlapping piece
- * must have lost its poison. (verify() checks every byte afterwards.) */
+ * must have lost its poison. (The harness checks every byte afterwards.) */
 static void check_reported_arrival(hmb_ctx *ctx, part_state *st, const hmb_point *pt, long iter, int j)
 {
     size_t lo = (size_t)j * st->psize_recv, hi = lo + st->psize_recv; /* bytes [lo, hi) */

@@ -141,6 +141,15 @@ void *hmb_buffer_alloc(hmb_ctx *ctx, size_t bytes)
     return p;
 }
 
+void hmb_buffer_free(hmb_ctx *ctx, void *buf, size_t bytes)
+{
+    if (!buf)
+        return;
+    hmb_cache_unregister(ctx, buf);
+    hmb_check_unregister(ctx, buf, bytes);
+    free(buf);
+}
+
 void hmb_cache_evict(hmb_ctx *ctx)
 {
     if (!ctx->cache.cold)

@@ -128,6 +128,8 @@ struct hmb_ctx {
     /* The point's registered buffers (hmb_check_register, validate.c). */
     struct hmb_checked *checked;
     size_t nchecked, checked_cap;
+    unsigned char *check_scratch; /* expected content of the buffer being checked */
+    size_t check_scratch_cap;
 
     /* hmb_unsupported() during setup */
     int unsupported;
