@@ -121,7 +121,8 @@ typedef struct {
 } hmb_point;
 
 typedef struct {
-    int count, capacity;
+    int count;
+    size_t capacity;
     hmb_point *items;
 } hmb_point_list;
 
@@ -238,6 +239,17 @@ void *hmb_run_data(const hmb_ctx *ctx);
  * harness records where it ran (progress_* fields of points that need a spare core). */
 int hmb_pin_progress_thread(hmb_ctx *ctx);
 
+/* A progress thread of the benchmark's own (async's progress modes, mt's get target), started
+ * once per point and pinned (hmb_pin_progress_thread); idle, it sleeps and costs the compute
+ * nothing. hmb_progress_publish hands it poke(arg), which it calls in a loop until poke returns
+ * 1 or the caller withdraws; after hmb_progress_withdraw returns it no longer calls poke (the
+ * caller may touch what poke touches, e.g. wait on its requests). start: NULL if no thread. */
+typedef struct hmb_progress hmb_progress;
+hmb_progress *hmb_progress_start(hmb_ctx *ctx);
+void hmb_progress_publish(hmb_progress *p, int (*poke)(void *arg), void *arg);
+void hmb_progress_withdraw(hmb_progress *p);
+void hmb_progress_stop(hmb_progress *p); /* NULL: nothing */
+
 /* All ranks agree that cond holds on every rank (an MPI_Allreduce LAND). */
 int hmb_all_agree(hmb_ctx *ctx, int cond);
 
@@ -276,6 +288,16 @@ int hmb_phase_order(int k, long iter, int *order);
  * library with MPI_Psend_init/MPI_Parrived. Says "unsupported" naming the mode and why
  * (hmb_unsupported) and returns 1, or returns 0. */
 int hmb_mode_refused(hmb_ctx *ctx, const char *mode, int threads_call_mpi, int partitioned);
+
+/* The calc-factor calibration (async, stencil3d): run(arg) from a barrier on comm, once to warm
+ * up and then HMB_CALC_REPS times; *t_s = the fastest run's slowest rank (interference only
+ * slows a run down). Returns the compute to request, factor x *t_s in ns, at least
+ * HMB_MIN_COMPUTE_NS (the compute kernel's accuracy floor, the seed's smallest calc time).
+ * Collective on comm; outside every timed region (setup or points()). */
+#define HMB_CALC_REPS 7
+#define HMB_MIN_COMPUTE_NS 10000
+int64_t hmb_calc_factor_ns(hmb_ctx *ctx, MPI_Comm comm, double factor, void (*run)(void *arg), void *arg,
+                           double *t_s);
 
 /* Bounded MPI_Parrived polling for the patterns (ops: the communication policy, hmb_comm_ops): poll partition `partition` of the started
  * partitioned receive req until the library reports it arrived. A library that never reports

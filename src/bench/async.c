@@ -21,7 +21,6 @@
  * when it is really on). */
 #define _GNU_SOURCE
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,8 +31,6 @@
 #include "hmb/metrics.h"
 
 #define MAX_MODES 16
-#define MIN_COMPUTE_NS 10000 /* the seed's smallest calc time; the kernel's accuracy floor */
-#define CALIB_REPS 7
 
 typedef enum { PROG_NONE, PROG_TEST, PROG_THREAD, PROG_IMPL } progress_kind;
 
@@ -186,98 +183,10 @@ static int test_requests(MPI_Request *reqs, int nreq)
     return all_done;
 }
 
-/* Hand-off: the main thread publishes a request set and raises `run`; the progress thread
- * tests it until all complete or `run` drops. Before the main thread waits on the requests
- * itself it drops `run` and waits until the progress thread has left its test loop, so the
- * two never touch the requests at the same time. Idle, the thread sleeps on a condition
- * variable and costs the compute nothing. */
-typedef struct {
-    hmb_ctx *ctx;
-    pthread_t tid;
-    pthread_mutex_t lock;
-    pthread_cond_t wake, idle;
-    atomic_int run;
-    long published, finished; /* request-set generations (under lock) */
-    int testing, exit;        /* under lock */
-    MPI_Request *reqs;
-    int nreq;
-} progress_thread;
-
-static void *progress_thread_main(void *arg)
+/* HMB's progress thread's poke (hmb_progress): test the published exchange's requests. */
+static int test_exchange(void *ex)
 {
-    progress_thread *pt = arg;
-    hmb_pin_progress_thread(pt->ctx);
-    pthread_mutex_lock(&pt->lock);
-    for (;;) {
-        while (!pt->exit && !(atomic_load(&pt->run) && pt->published != pt->finished))
-            pthread_cond_wait(&pt->wake, &pt->lock);
-        if (pt->exit)
-            break;
-        long generation = pt->published;
-        pt->testing = 1;
-        pthread_mutex_unlock(&pt->lock);
-        int all_done = 0;
-        while (!all_done && atomic_load(&pt->run))
-            all_done = test_requests(pt->reqs, pt->nreq);
-        pthread_mutex_lock(&pt->lock);
-        pt->testing = 0;
-        pt->finished = generation;
-        pthread_cond_signal(&pt->idle);
-    }
-    pthread_mutex_unlock(&pt->lock);
-    return NULL;
-}
-
-static progress_thread *progress_thread_start(hmb_ctx *ctx)
-{
-    progress_thread *pt = calloc(1, sizeof *pt);
-    if (!pt)
-        return NULL;
-    pt->ctx = ctx;
-    pthread_mutex_init(&pt->lock, NULL);
-    pthread_cond_init(&pt->wake, NULL);
-    pthread_cond_init(&pt->idle, NULL);
-    atomic_init(&pt->run, 0);
-    if (pthread_create(&pt->tid, NULL, progress_thread_main, pt) != 0) {
-        free(pt);
-        return NULL;
-    }
-    return pt;
-}
-
-static void progress_thread_publish(progress_thread *pt, MPI_Request *reqs, int nreq)
-{
-    pthread_mutex_lock(&pt->lock);
-    pt->reqs = reqs;
-    pt->nreq = nreq;
-    pt->published++;
-    atomic_store(&pt->run, 1);
-    pthread_cond_signal(&pt->wake);
-    pthread_mutex_unlock(&pt->lock);
-}
-
-/* After this returns the progress thread no longer touches the published requests. */
-static void progress_thread_withdraw(progress_thread *pt)
-{
-    pthread_mutex_lock(&pt->lock);
-    atomic_store(&pt->run, 0);
-    while (pt->testing)
-        pthread_cond_wait(&pt->idle, &pt->lock);
-    pthread_mutex_unlock(&pt->lock);
-}
-
-static void progress_thread_stop(progress_thread *pt)
-{
-    pthread_mutex_lock(&pt->lock);
-    pt->exit = 1;
-    atomic_store(&pt->run, 0);
-    pthread_cond_signal(&pt->wake);
-    pthread_mutex_unlock(&pt->lock);
-    pthread_join(pt->tid, NULL);
-    pthread_mutex_destroy(&pt->lock);
-    pthread_cond_destroy(&pt->wake);
-    pthread_cond_destroy(&pt->idle);
-    free(pt);
+    return test_requests(((async_exchange *)ex)->reqs, ((async_exchange *)ex)->nreq);
 }
 
 /* ------------------------------------------------------------------ benchmark */
@@ -287,7 +196,7 @@ typedef struct {
     progress_spec mode;
     int64_t c_ns; /* calibrated compute C, the same on every rank */
     int library_thread;
-    progress_thread *thread;
+    hmb_progress *thread;
     double calibration_error;    /* this rank's, for a request of C (hmb_compute_calibration_error) */
     long too_fast_samples;       /* rank 0: measured iterations with a kernel faster than calibrated */
     double fastest_kernel_ratio; /* rank 0: the smallest kernel time / C among them, any rank */
@@ -407,6 +316,8 @@ static void async_check(hmb_ctx *ctx)
         hmb_header_add_str(ctx, "pt2pt_baseline", hmb_opt_str(ctx, "baseline"));
 }
 
+static void blocking_run(void *ex) { async_blocking(ex); }
+
 /* C = calc-factor x the blocking time: the fastest of a few blocking runs (interference
  * only slows a run down), the slowest rank of each run counting. Done once per (op, size)
  * before any point, so every progress mode of an op and size computes the same C, and no
@@ -424,20 +335,11 @@ static int64_t calibrate_compute_ns(hmb_ctx *ctx, async_op op, size_t size_bytes
     async_exchange ex;
     async_exchange_init(&ex, ctx, &calib_pt, op, size_bytes, effective_neighbors(ctx),
                         strcmp(hmb_opt_str(ctx, "topology"), "grid2d") == 0, baseline_option(ctx));
-    double best_s = INFINITY;
-    for (int rep = -1; rep < CALIB_REPS; rep++) {
-        async_fill(&ex, rep, 0);
-        MPI_Barrier(ex.world);
-        double t0 = hmb_now();
-        async_blocking(&ex);
-        double local_s = hmb_now() - t0, slowest_s;
-        MPI_Allreduce(&local_s, &slowest_s, 1, MPI_DOUBLE, MPI_MAX, ex.world);
-        if (rep >= 0 && slowest_s < best_s)
-            best_s = slowest_s;
-    }
+    async_fill(&ex, 0, 0); /* the reductions' operands */
+    double t_sync_s;
+    int64_t c_ns = hmb_calc_factor_ns(ctx, ex.world, hmb_opt_double(ctx, "calc-factor"), blocking_run, &ex, &t_sync_s);
     async_exchange_free(&ex);
-    int64_t c_ns = (int64_t)(hmb_opt_double(ctx, "calc-factor") * best_s * 1e9);
-    return c_ns < MIN_COMPUTE_NS ? MIN_COMPUTE_NS : c_ns;
+    return c_ns;
 }
 
 /* Per-run data: C for each (op, size), in the order of --op and --sizes. */
@@ -524,13 +426,13 @@ static void *async_setup(hmb_ctx *ctx, const hmb_point *pt)
     library_progress lp = detect_library_progress(hmb_thread_level_provided(ctx));
     char why[320];
     local_unsupported_reason(ctx, op, mode, &lp, why, sizeof why);
-    progress_thread *thread = NULL;
-    if (!why[0] && mode.kind == PROG_THREAD && !(thread = progress_thread_start(ctx)))
+    hmb_progress *thread = NULL;
+    if (!why[0] && mode.kind == PROG_THREAD && !(thread = hmb_progress_start(ctx)))
         snprintf(why, sizeof why, "thread: could not start HMB's progress thread on rank %d", hmb_rank(ctx));
     /* Every rank skips the point if one cannot run it; the ranks that cannot say why. */
     if (!hmb_all_agree(ctx, why[0] == '\0')) {
         if (thread)
-            progress_thread_stop(thread);
+            hmb_progress_stop(thread);
         if (why[0])
             hmb_unsupported(ctx, "%s", why);
         return NULL;
@@ -571,9 +473,9 @@ static int64_t compute_with_progress(hmb_ctx *ctx, async_state *s)
     case PROG_TEST:
         return hmb_compute_sliced_ns(ctx, s->c_ns, (int64_t)(s->mode.poll_us * 1e3), testall_poll, &s->ex);
     case PROG_THREAD: {
-        progress_thread_publish(s->thread, s->ex.reqs, s->ex.nreq);
+        hmb_progress_publish(s->thread, test_exchange, &s->ex);
         int64_t inside_ns = hmb_compute_ns(ctx, s->c_ns);
-        progress_thread_withdraw(s->thread);
+        hmb_progress_withdraw(s->thread);
         return inside_ns;
     }
     default: /* none; impl: the library's thread works on its own */
@@ -757,7 +659,7 @@ static void async_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
     if (!s)
         return;
     if (s->thread)
-        progress_thread_stop(s->thread);
+        hmb_progress_stop(s->thread);
     async_exchange_free(&s->ex);
     free(s);
 }

@@ -304,7 +304,7 @@ static void halo_free(halo_state *st)
     free(st);
 }
 
-static int setup_faces(halo_state *st)
+static int setup_faces(hmb_ctx *ctx, halo_state *st)
 {
     size_t halo_cells = (size_t)(st->n[0] + 2) * (st->n[1] + 2) * (st->n[2] + 2);
     st->block = malloc(halo_cells * sizeof(uint64_t));
@@ -321,8 +321,8 @@ static int setup_faces(halo_state *st)
         f->piece_cells = (size_t)cnt[0] * cnt[1] * cnt[2];
         f->flat = st->npieces_total;
         st->npieces_total += f->npieces;
-        f->send = malloc((size_t)f->npieces * f->piece_cells * sizeof(uint64_t));
-        f->recv = malloc((size_t)f->npieces * f->piece_cells * sizeof(uint64_t));
+        f->send = hmb_buffer_alloc(ctx, (size_t)f->npieces * f->piece_cells * sizeof(uint64_t));
+        f->recv = hmb_buffer_alloc(ctx, (size_t)f->npieces * f->piece_cells * sizeof(uint64_t));
         if (!f->send || !f->recv)
             return -1;
     }
@@ -361,7 +361,7 @@ static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
         st->modes[st->nmodes++] = m;
         MPI_Comm_dup(hmb_comm(ctx), &st->comm[m]);
     }
-    if (setup_faces(st) != 0) {
+    if (setup_faces(ctx, st) != 0) {
         hmb_unsupported(ctx, "cannot allocate a block of %s cells with its face buffers", st->domain);
         return st;
     }
@@ -381,11 +381,6 @@ static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
         if (partitioned != MPI_COMM_NULL && f->from != MPI_PROC_NULL)
             ops->precv_init(f->recv, f->npieces, (int)f->piece_cells, MPI_UINT64_T, f->from, d, partitioned,
                             &st->precv[d]);
-    }
-    for (int d = 0; d < NDIRS; d++) {
-        size_t bytes = (size_t)st->face[d].npieces * st->face[d].piece_cells * sizeof(uint64_t);
-        hmb_cache_register(ctx, st->face[d].send, bytes);
-        hmb_cache_register(ctx, st->face[d].recv, bytes);
     }
     return st;
 }
@@ -625,8 +620,6 @@ static void halo_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
     if (!st)
         return;
     for (int d = 0; d < NDIRS; d++) {
-        hmb_cache_unregister(ctx, st->face[d].send);
-        hmb_cache_unregister(ctx, st->face[d].recv);
         st->ops->request_free(&st->psend[d]);
         st->ops->request_free(&st->precv[d]);
         st->ops->request_free(&st->persist_send[d]);

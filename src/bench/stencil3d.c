@@ -28,9 +28,6 @@ enum { PHASE_COMM, PHASE_COMP, PHASE_OVERALL, NPHASES };
 enum { T_POST = 1, T_WAIT = 2 }; /* the overall phase's sub-times (hmb_mode_results) */
 static const char *const exchange_names[NEXCHANGES] = {"communication-only exchange", "overlapped exchange"};
 
-/* calc-factor calibration: the fastest of CALIB_REPS exchanges (after one warm-up) */
-#define CALIB_REPS 5
-#define MIN_COMPUTE_NS 1000
 
 typedef struct {
     hmb_topo topo;
@@ -100,23 +97,18 @@ static void compute(hmb_ctx *ctx, const stencil_state *st, long iter)
     hmb_compute_ns(ctx, hmb_noise_ns(ctx, omp_get_thread_num(), iter, st->compute_ns));
 }
 
-/* The exchange alone, from its own barrier: the slowest rank's time (calc-factor calibration). */
-static double calibrate_t_comm_s(hmb_ctx *ctx, stencil_state *st)
+/* The exchange alone (calc-factor calibration, hmb_calc_factor_ns). */
+typedef struct {
+    hmb_ctx *ctx;
+    stencil_state *st;
+} calib_arg;
+
+static void exchange_alone(void *arg)
 {
-    double best_s = INFINITY;
-    hmb_phase(ctx, "calc-factor calibration");
-    for (int rep = -1; rep < CALIB_REPS; rep++) {
-        MPI_Barrier(hmb_comm(ctx));
-        double t0 = hmb_now();
-        post_exchange(ctx, st, EX_COMM);
-        wait_exchange(st);
-        allreduce(ctx, st, EX_COMM, 0);
-        double mine_s = hmb_now() - t0, slowest_s;
-        MPI_Allreduce(&mine_s, &slowest_s, 1, MPI_DOUBLE, MPI_MAX, hmb_comm(ctx));
-        if (rep >= 0 && slowest_s < best_s)
-            best_s = slowest_s;
-    }
-    return best_s;
+    calib_arg *c = arg;
+    post_exchange(c->ctx, c->st, EX_COMM);
+    wait_exchange(c->st);
+    allreduce(c->ctx, c->st, EX_COMM, 0);
 }
 
 static void *stencil_setup(hmb_ctx *ctx, const hmb_point *pt)
@@ -158,9 +150,8 @@ static void *stencil_setup(hmb_ctx *ctx, const hmb_point *pt)
     if (hmb_opt_given(ctx, "compute")) {
         st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
     } else {
-        st->calib_t_comm_s = calibrate_t_comm_s(ctx, st);
-        double c_ns = hmb_opt_double(ctx, "calc-factor") * st->calib_t_comm_s * 1e9;
-        st->compute_ns = c_ns < MIN_COMPUTE_NS ? MIN_COMPUTE_NS : (int64_t)c_ns;
+        st->compute_ns = hmb_calc_factor_ns(ctx, hmb_comm(ctx), hmb_opt_double(ctx, "calc-factor"), exchange_alone,
+                                            &(calib_arg){ctx, st}, &st->calib_t_comm_s);
     }
     return st;
 }

@@ -78,14 +78,7 @@ void hmb_cache_register(hmb_ctx *ctx, const void *buf, size_t len)
     hmb_cache_state *c = &ctx->cache;
     if (!buf || len == 0)
         return;
-    if (c->count == c->capacity) {
-        int cap = c->capacity ? 2 * c->capacity : 16;
-        void *p = realloc(c->items, (size_t)cap * sizeof *c->items);
-        if (!p)
-            abort();
-        c->items = p;
-        c->capacity = cap;
-    }
+    c->items = hmb_grow(c->items, &c->capacity, (size_t)c->count, sizeof *c->items);
     c->items[c->count].buf = buf;
     c->items[c->count].len = len;
     c->count++;

@@ -127,7 +127,8 @@ typedef struct {
 
 static pthread_mutex_t mock_lock = PTHREAD_MUTEX_INITIALIZER;
 static mock_entry *mock_chunks[MAX_CHUNKS];
-static int mock_count, *mock_free, mock_nfree, mock_free_cap;
+static int mock_count, *mock_free, mock_nfree;
+static size_t mock_free_cap;
 static unsigned long mock_seq;
 
 static mock_entry *entry(int idx) { return &mock_chunks[idx / CHUNK][idx % CHUNK]; }
@@ -184,12 +185,7 @@ static int new_entry(int kind, int persistent, int partitioned, const void *buf,
 
 static void release(int idx)
 {
-    if (mock_nfree == mock_free_cap) {
-        mock_free_cap = mock_free_cap ? 2 * mock_free_cap : 256;
-        mock_free = realloc(mock_free, (size_t)mock_free_cap * sizeof(int));
-        if (!mock_free)
-            abort();
-    }
+    mock_free = hmb_grow(mock_free, &mock_free_cap, (size_t)mock_nfree, sizeof *mock_free);
     mock_free[mock_nfree++] = idx;
 }
 

@@ -177,14 +177,7 @@ void hmb_unsupported(hmb_ctx *ctx, const char *fmt, ...)
 
 hmb_point *hmb_points_add(hmb_point_list *list, size_t size_bytes)
 {
-    if (list->count == list->capacity) {
-        int cap = list->capacity ? 2 * list->capacity : 16;
-        hmb_point *p = realloc(list->items, (size_t)cap * sizeof *p);
-        if (!p)
-            abort();
-        list->items = p;
-        list->capacity = cap;
-    }
+    list->items = hmb_grow(list->items, &list->capacity, (size_t)list->count, sizeof *list->items);
     hmb_point *pt = &list->items[list->count++];
     memset(pt, 0, sizeof *pt);
     pt->size_bytes = size_bytes;

@@ -40,7 +40,8 @@ typedef struct {
 } hmb_extra_field;
 
 typedef struct {
-    int count, capacity;
+    int count;
+    size_t capacity;
     hmb_extra_field *items;
 } hmb_extras;
 
@@ -56,7 +57,8 @@ typedef struct {
     size_t llc_bytes;   /* detected or --llc-size */
     size_t flush_bytes; /* size of the eviction buffer (2 x LLC) */
     unsigned char *flush_buf;
-    int count, capacity; /* registered benchmark buffers */
+    int count; /* registered benchmark buffers */
+    size_t capacity;
     struct { const void *buf; size_t len; } *items;
 } hmb_cache_state;
 

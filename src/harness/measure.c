@@ -23,22 +23,19 @@ static const char *stop_name(stop_reason r)
 /* Every valid sample of every metric, in growable arrays (rank 0). */
 typedef struct {
     int nmetrics;
-    long count, capacity;
+    long count;
+    size_t capacity;
     double *values[HMB_MAX_METRICS];
 } sample_store;
 
 static void store_add(sample_store *st, const hmb_sample *s)
 {
-    if (st->count == st->capacity) {
-        long cap = st->capacity ? 2 * st->capacity : 256;
-        for (int m = 0; m < st->nmetrics; m++) {
-            double *p = realloc(st->values[m], (size_t)cap * sizeof(double));
-            if (!p)
-                abort();
-            st->values[m] = p;
-        }
-        st->capacity = cap;
+    size_t cap = st->capacity; /* one capacity for every metric's array */
+    for (int m = 0; m < st->nmetrics; m++) {
+        cap = st->capacity;
+        st->values[m] = hmb_grow(st->values[m], &cap, (size_t)st->count, sizeof(double));
     }
+    st->capacity = cap;
     for (int m = 0; m < st->nmetrics; m++)
         st->values[m][st->count] = s->value[m];
     st->count++;

@@ -1,5 +1,6 @@
 /* The paired-mode driver (hmb.h, hmb_modes_run): a benchmark declares its modes, the harness
  * orders them, evicts, barriers, times, reduces across ranks; metrics are recorded by name. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,25 @@ int hmb_mode_refused(hmb_ctx *ctx, const char *mode, int threads_call_mpi, int p
         hmb_unsupported(ctx, "--mode %s: %s (the library provides MPI_THREAD_%s); leave it out of --mode to run the others",
                         mode, why, hmb_thread_level_name(hmb_thread_level_provided(ctx)));
     return why != NULL;
+}
+
+int64_t hmb_calc_factor_ns(hmb_ctx *ctx, MPI_Comm comm, double factor, void (*run)(void *arg), void *arg,
+                           double *t_s)
+{
+    hmb_phase(ctx, "calc-factor calibration");
+    double best_s = INFINITY;
+    for (int rep = -1; rep < HMB_CALC_REPS; rep++) {
+        MPI_Barrier(comm);
+        double t0 = hmb_now();
+        run(arg);
+        double mine_s = hmb_now() - t0, slowest_s;
+        MPI_Allreduce(&mine_s, &slowest_s, 1, MPI_DOUBLE, MPI_MAX, comm);
+        if (rep >= 0 && slowest_s < best_s)
+            best_s = slowest_s;
+    }
+    *t_s = best_s;
+    double c_ns = factor * best_s * 1e9;
+    return c_ns < HMB_MIN_COMPUTE_NS ? HMB_MIN_COMPUTE_NS : (int64_t)c_ns;
 }
 
 int hmb_modes_run(hmb_ctx *ctx, void *state, const hmb_mode *modes, const int *run, int nrun, long iter,
