@@ -14,7 +14,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 # hmb_opt_type
-FLAG, INT, DOUBLE, SIZES, INTS, DURATION, STRING, CHOICE, CHOICES = range(9)
+FLAG, INT, DOUBLE, SIZES, INTS, DURATION, STRING, CHOICE, CHOICES, CHOICE_ARGS = range(10)
 # hmb_noise_kind
 NOISE_NONE, NOISE_SINGLE, NOISE_UNIFORM, NOISE_GAUSSIAN = range(4)
 HMB_MAX_OPTIONS = 160
@@ -34,13 +34,17 @@ class OptVal(C.Structure):
     _fields_ = [("opt", C.POINTER(Option)), ("given", C.c_int), ("present", C.c_int),
                 ("ival", C.c_longlong), ("dval", C.c_double), ("ns", C.c_int64),
                 ("sval", C.c_char_p), ("sizes", C.POINTER(C.c_size_t)),
-                ("ints", C.POINTER(C.c_longlong)), ("count", C.c_int)]
+                ("ints", C.POINTER(C.c_longlong)), ("count", C.c_int),
+                ("args", C.POINTER(C.c_double))]
 
     def size_list(self):
         return [self.sizes[i] for i in range(self.count)]
 
     def int_list(self):
         return [self.ints[i] for i in range(self.count)]
+
+    def choice_args(self):
+        return [(self.ints[i], self.args[i]) for i in range(self.count)]
 
 
 class OptSet(C.Structure):

@@ -54,7 +54,10 @@ typedef enum {
     HMB_OPT_DURATION, /* time: 10us, 1.5ms, 2s, 500ns; a unit is required (bare 0 only); ns */
     HMB_OPT_STRING,   /* free string (validated by the benchmark's check()) */
     HMB_OPT_CHOICE,   /* one of "a|b|c" */
-    HMB_OPT_CHOICES   /* comma list of names from "a|b|c", or "all"; read as a bit mask */
+    HMB_OPT_CHOICES,  /* comma list of names from "a|b|c", or "all"; read as a bit mask */
+    HMB_OPT_CHOICE_ARGS /* ordered comma list of names from "a|b:|c"; a name declared with a
+                           trailing ':' takes a number (b:2.5) within [min, max]; read with
+                           hmb_opt_choice_args; a repeated item is a usage error */
 } hmb_opt_type;
 
 typedef struct {
@@ -64,7 +67,7 @@ typedef struct {
     const char *help;          /* one line */
     double min, max;           /* inclusive range for numeric types (each list element);
                                   min == max == 0 means unchecked */
-    const char *choices;       /* HMB_OPT_CHOICE: "a|b|c" */
+    const char *choices;       /* HMB_OPT_CHOICE(S), HMB_OPT_CHOICE_ARGS: "a|b|c" */
     int role;                  /* HMB_ROLE_PARAMETER (0, default) or HMB_ROLE_RUN_CONTROL */
 } hmb_option;
 
@@ -93,6 +96,9 @@ const char *hmb_opt_str(const hmb_ctx *ctx, const char *name); /* STRING, CHOICE
 /* CHOICES: bit i set when the i-th name of the option's "a|b|c" was listed (unknown and
  * repeated names are usage errors, caught by the parser). */
 unsigned long long hmb_opt_choices(const hmb_ctx *ctx, const char *name);
+/* CHOICE_ARGS: the number of items; (*choice)[i] is the index of item i among the declared
+ * names, (*arg)[i] its number (NAN for a name without ':'). */
+int hmb_opt_choice_args(const hmb_ctx *ctx, const char *name, const long long **choice, const double **arg);
 const size_t *hmb_opt_sizes(const hmb_ctx *ctx, const char *name, int *count);
 const long long *hmb_opt_ints(const hmb_ctx *ctx, const char *name, int *count);
 int hmb_opt_given(const hmb_ctx *ctx, const char *name); /* given on the command line */

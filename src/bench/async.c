@@ -41,80 +41,34 @@ typedef struct {
 
 /* ------------------------------------------------------------------ option lists */
 
-/* Parses a comma list of ops; returns 0, or -1 with a one-line reason in err. */
-static int parse_ops(const char *text, async_op *ops, int *nops, char *err, size_t errlen)
+/* --op and --progress (HMB_OPT_CHOICE_ARGS, parsed and checked by the harness): the ops in the
+ * order given; the progress modes, a choice index in progress_kind order and test:P's P. */
+#define PROGRESS_CHOICES "none|test:|thread|impl"
+
+static int option_ops(const hmb_ctx *ctx, async_op *ops)
 {
-    *nops = 0;
-    char *copy = strdup(text ? text : ""), *save = NULL;
-    int rc = 0;
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        int found = async_op_from_name(tok);
-        if (found < 0) {
-            snprintf(err, errlen, "--op: unknown operation '%s' (choose from %s)", tok, ASYNC_OP_CHOICES);
-            rc = -1;
-            break;
-        }
-        for (int i = 0; i < *nops && rc == 0; i++)
-            if (ops[i] == (async_op)found) {
-                snprintf(err, errlen, "--op: operation '%s' listed twice", tok);
-                rc = -1;
-            }
-        if (rc != 0)
-            break;
-        ops[(*nops)++] = (async_op)found;
-    }
-    if (rc == 0 && *nops == 0) {
-        snprintf(err, errlen, "--op: empty list (choose from %s)", ASYNC_OP_CHOICES);
-        rc = -1;
-    }
-    free(copy);
-    return rc;
+    const long long *choice;
+    const double *arg;
+    int n = hmb_opt_choice_args(ctx, "op", &choice, &arg);
+    for (int i = 0; i < n; i++)
+        ops[i] = (async_op)choice[i];
+    return n;
 }
 
-static int parse_progress(const char *text, progress_spec *modes, int *nmodes, char *err, size_t errlen)
+/* The progress modes (at most MAX_MODES: async_check) and their point labels ("test:10"). */
+static int option_progress(const hmb_ctx *ctx, progress_spec *modes, char (*label)[32])
 {
-    *nmodes = 0;
-    char *copy = strdup(text ? text : ""), *save = NULL;
-    int rc = 0;
-    for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
-        progress_spec m = {PROG_NONE, 0.0};
-        if (strcmp(tok, "none") == 0)
-            m.kind = PROG_NONE;
-        else if (strcmp(tok, "thread") == 0)
-            m.kind = PROG_THREAD;
-        else if (strcmp(tok, "impl") == 0)
-            m.kind = PROG_IMPL;
-        else if (strncmp(tok, "test:", 5) == 0) {
-            char *end = NULL;
-            m.kind = PROG_TEST;
-            m.poll_us = strtod(tok + 5, &end);
-            if (end == tok + 5 || *end != '\0' || !(m.poll_us >= 0.1 && m.poll_us <= 1e6)) {
-                snprintf(err, errlen, "--progress: '%s' needs a poll interval in µs between 0.1 and 1e6 (e.g. test:10)",
-                         tok);
-                rc = -1;
-            }
-        } else {
-            snprintf(err, errlen, "--progress: unknown mode '%s' (choose from none, test:P, thread, impl)", tok);
-            rc = -1;
-        }
-        for (int i = 0; i < *nmodes && rc == 0; i++)
-            if (modes[i].kind == m.kind && modes[i].poll_us == m.poll_us) {
-                snprintf(err, errlen, "--progress: mode '%s' listed twice", tok);
-                rc = -1;
-            }
-        if (rc == 0 && *nmodes == MAX_MODES) {
-            snprintf(err, errlen, "--progress: more than %d modes", MAX_MODES);
-            rc = -1;
-        }
-        if (rc == 0)
-            modes[(*nmodes)++] = m;
+    const long long *choice;
+    const double *arg;
+    int n = hmb_opt_choice_args(ctx, "progress", &choice, &arg);
+    for (int i = 0; i < n && i < MAX_MODES; i++) {
+        modes[i] = (progress_spec){(progress_kind)choice[i], choice[i] == PROG_TEST ? arg[i] : 0.0};
+        if (modes[i].kind == PROG_TEST)
+            snprintf(label[i], sizeof label[i], "test:%g", arg[i]);
+        else
+            snprintf(label[i], sizeof label[i], "%s", (const char *[]){"none", "test", "thread", "impl"}[choice[i]]);
     }
-    if (rc == 0 && *nmodes == 0) {
-        snprintf(err, errlen, "--progress: empty list (choose from none, test:P, thread, impl)");
-        rc = -1;
-    }
-    free(copy);
-    return rc;
+    return n;
 }
 
 /* ------------------------------------------------------------------ library progress thread */
@@ -203,9 +157,10 @@ typedef struct {
 } async_state;
 
 static const hmb_option async_options[] = {
-    {"op", HMB_OPT_STRING, "pt2pt,allreduce", "operations (comma list): " ASYNC_OP_CHOICES, 0, 0, NULL},
-    {"progress", HMB_OPT_STRING, "none,test:10,thread",
-     "progress modes (comma list): none, test:P (MPI_Testall every P µs of compute), thread, impl", 0, 0, NULL},
+    {"op", HMB_OPT_CHOICE_ARGS, "pt2pt,allreduce", "operations (comma list)", 0, 0, ASYNC_OP_CHOICES},
+    {"progress", HMB_OPT_CHOICE_ARGS, "none,test:10,thread",
+     "progress modes (comma list): none, test:P (MPI_Testall every P µs of compute, 0.1..1e6), thread, impl", 0.1,
+     1e6, PROGRESS_CHOICES},
     {"neighbors", HMB_OPT_INT, "2", "exch/neighbor_alltoall: neighbours per rank (ring: even; grid2d: 4 or 8)",
      1, 64, NULL},
     {"topology", HMB_OPT_CHOICE, "ring", "exch/neighbor_alltoall neighbourhood: ring or periodic 2-D grid", 0, 0,
@@ -283,11 +238,11 @@ static void async_check(hmb_ctx *ctx)
 {
     char err[256];
     async_op ops[ASYNC_OP_COUNT];
-    progress_spec modes[MAX_MODES];
-    int nops, nmodes;
-    if (parse_ops(hmb_opt_str(ctx, "op"), ops, &nops, err, sizeof err) != 0 ||
-        parse_progress(hmb_opt_str(ctx, "progress"), modes, &nmodes, err, sizeof err) != 0)
-        hmb_usage_error(ctx, "%s", err);
+    int nops = option_ops(ctx, ops);
+    const long long *choice;
+    const double *arg;
+    if (hmb_opt_choice_args(ctx, "progress", &choice, &arg) > MAX_MODES)
+        hmb_usage_error(ctx, "--progress: more than %d modes", MAX_MODES);
     int nsizes;
     const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
     for (int i = 0; i < nsizes; i++) {
@@ -362,19 +317,14 @@ static int64_t calibrated_c_ns(const hmb_ctx *ctx, async_op op, size_t size_byte
 
 static void async_points(hmb_ctx *ctx, hmb_point_list *out)
 {
-    char err[256];
     async_op ops[ASYNC_OP_COUNT];
     progress_spec modes[MAX_MODES];
-    int nops, nmodes, nsizes;
-    parse_ops(hmb_opt_str(ctx, "op"), ops, &nops, err, sizeof err);
-    parse_progress(hmb_opt_str(ctx, "progress"), modes, &nmodes, err, sizeof err);
+    char label[MAX_MODES][32];
+    int nops = option_ops(ctx, ops), nmodes = option_progress(ctx, modes, label), nsizes;
     const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
-    const char *progress_text = hmb_opt_str(ctx, "progress");
-    /* Point labels must outlive the run: one copy of the option text, cut at the commas. */
-    char *labels = strdup(progress_text), *save = NULL, *label[MAX_MODES];
-    int nlabels = 0;
-    for (char *tok = strtok_r(labels, ",", &save); tok && nlabels < MAX_MODES; tok = strtok_r(NULL, ",", &save))
-        label[nlabels++] = tok;
+    const char *kept[MAX_MODES]; /* point labels must outlive the run */
+    for (int m = 0; m < nmodes; m++)
+        kept[m] = strdup(label[m]);
     calibration *cal = calloc(1, sizeof *cal + (size_t)(nops * nsizes) * sizeof cal->c_ns[0]);
     cal->nsizes = nsizes;
     for (int o = 0; o < nops; o++) {
@@ -388,19 +338,22 @@ static void async_points(hmb_ctx *ctx, hmb_point_list *out)
             for (int s = 0; s < nsizes; s++) {
                 hmb_point *p = hmb_points_add(out, sizes[s]);
                 hmb_point_set_str(p, "op", async_op_name(ops[o]));
-                hmb_point_set_str(p, "progress", label[m]);
+                hmb_point_set_str(p, "progress", kept[m]);
                 if (async_op_uses_neighbors(ops[o]))
                     hmb_point_set_int(p, "neighbors", effective_neighbors(ctx));
             }
 }
 
-static progress_spec point_mode(const hmb_point *pt)
+/* The point's progress mode: the --progress item with its label. */
+static progress_spec point_mode(const hmb_ctx *ctx, const hmb_point *pt)
 {
-    progress_spec m;
-    int n = 0;
-    char err[64];
-    parse_progress(hmb_point_str(pt, "progress"), &m, &n, err, sizeof err);
-    return m;
+    progress_spec modes[MAX_MODES];
+    char label[MAX_MODES][32];
+    int n = option_progress(ctx, modes, label);
+    for (int i = 0; i < n; i++)
+        if (strcmp(label[i], hmb_point_str(pt, "progress")) == 0)
+            return modes[i];
+    return modes[0];
 }
 
 /* Why this rank cannot run the point ("" if it can). Local facts only: the caller agrees
@@ -422,7 +375,7 @@ static void local_unsupported_reason(hmb_ctx *ctx, async_op op, progress_spec mo
 static void *async_setup(hmb_ctx *ctx, const hmb_point *pt)
 {
     async_op op = (async_op)async_op_from_name(hmb_point_str(pt, "op"));
-    progress_spec mode = point_mode(pt);
+    progress_spec mode = point_mode(ctx, pt);
     library_progress lp = detect_library_progress(hmb_thread_level_provided(ctx));
     char why[320];
     local_unsupported_reason(ctx, op, mode, &lp, why, sizeof why);

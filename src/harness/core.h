@@ -45,8 +45,9 @@ typedef struct {
     int64_t ns;         /* DURATION */
     const char *sval;   /* STRING, CHOICE (points into argv or the default string) */
     size_t *sizes;      /* SIZES */
-    long long *ints;    /* INTS */
+    long long *ints;    /* INTS; CHOICE_ARGS: each item's choice index */
     int count;          /* elements in sizes/ints */
+    double *args;       /* CHOICE_ARGS: each item's number (NAN: none) */
 } hmb_optval;
 
 #define HMB_MAX_OPTIONS 160

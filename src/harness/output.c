@@ -441,6 +441,7 @@ void hmb_json_option_value(hmb_json *j, const hmb_optval *v)
     case HMB_OPT_STRING:
     case HMB_OPT_CHOICE:
     case HMB_OPT_CHOICES:
+    case HMB_OPT_CHOICE_ARGS:
         hmb_json_str(j, key, v->sval);
         return;
     }
