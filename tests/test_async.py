@@ -56,12 +56,8 @@ def _check_physical(result):
     # C is the calibrated request, not a measurement: in extra only, at least the 10 µs floor.
     assert "c_us" not in result["metrics"]
     assert extra["c_request_ns"] >= 10e3 - 1e-6
-    # E per rank, aggregated: the worst rank's cannot exceed the mean over ranks, per sample.
-    for e in ("efficiency", "efficiency_loaded"):
-        assert result["metrics"][f"{e}_pct"]["median"] <= result["metrics"][f"{e}_mean_pct"]["median"] + 1e-9
-    # Per iteration T_total >= C_actual (the compute is inside the timed region), so the
-    # medians keep that order.
-    assert m["t_total_us"] >= m["c_actual_us"] * (1 - 1e-9)
+    # (worst E <= mean E and T_total >= C_actual hold by construction and by the validity filter:
+    # the aggregation and the filter have unit tests of their own in test_async_metrics.py.)
     assert m["t_sync_us"] > 0
 
 

@@ -298,7 +298,7 @@ static void check_one(hmb_ctx *ctx, struct hmb_checked *c, long iter)
     int piece = piece_len ? (int)(bad / piece_len) : 0;
     if (piece >= c->pieces)
         piece = c->pieces - 1;
-    char why[160] = "";
+    char why[192] = "";
     size_t start = (size_t)piece * piece_len, plen = piece == c->pieces - 1 ? c->len - start : piece_len;
     for (long g = iter - 1; g <= iter + 1 && !why[0]; g += 2) {
         if (g < 0)
@@ -309,7 +309,9 @@ static void check_one(hmb_ctx *ctx, struct hmb_checked *c, long iter)
                      g < iter ? "never delivered" : "written after its requests completed, library conformance problem");
     }
     if (!why[0] && all_bytes(c->buf + start, plen, HMB_POISON_BYTE))
-        snprintf(why, sizeof why, " (the piece is still the receive poison: never written)");
+        snprintf(why, sizeof why,
+                 " (the piece is still the receive poison: never written although its requests completed, "
+                 "library conformance problem)");
     if (!why[0] && all_bytes(c->buf + start, plen, HMB_SENT_BYTE))
         snprintf(why, sizeof why,
                  " (the piece is the sender's poison: its buffer read after its send completed, library "
