@@ -493,3 +493,18 @@ def test_choice_args_default(lib):
 def test_choice_args_errors_name_the_item(lib, text, message):
     p = Parsed(lib, ["--progress", text], bench=ARGS_TABLE)
     assert p.rc == -1 and p.err == message
+
+
+def test_struct_mirrors_match_the_library(lib):
+    """Every mirrored struct's size and field offsets agree with the library (load() checks it too)."""
+    assert cl.layout_mismatches(lib) == []
+
+
+def test_a_desynchronised_mirror_is_named(lib, monkeypatch):
+    class Shifted(C.Structure):  # hmb_default with a field inserted in front: every offset moves
+        _fields_ = [("pad", C.c_int), ("name", C.c_char_p), ("value", C.c_char_p)]
+    monkeypatch.setitem(cl.MIRRORS, "hmb_default", Shifted)
+    bad = cl.layout_mismatches(lib)
+    assert "hmb_default: 24 bytes in the mirror, 16 in the library" in bad
+    assert "hmb_default.name: offset/size 8/8 in the mirror, 0/8 in the library" in bad
+    assert "hmb_default: mirror fields ['pad'] not in the library's table" in bad

@@ -16,6 +16,10 @@
  *   list = hmb_grow(list, &cap, n, sizeof *list); list[n++] = item; */
 void *hmb_grow(void *items, size_t *capacity, size_t count, size_t elem);
 
+/* The layouts of the structures tests/_corelib.py mirrors (layout.c): row i's type, field
+ * (NULL: the structure's size), offset and size; returns 0 past the last row. */
+int hmb_layout(int i, const char **type, const char **field, size_t *offset, size_t *size);
+
 /* One-line error message into err (when err != NULL); shared by the parsers. */
 void hmb_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
