@@ -214,6 +214,7 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
     const double ci_target = hmb_opt_double(ctx, "ci-target") / 100.0;
     const double budget_s = (double)hmb_opt_duration_ns(ctx, "budget") * 1e-9;
 
+    ctx->cache.flushes = 0; /* counted from the point's first iteration */
     sample_store st = {0};
     while (b->metrics[st.nmetrics].name && st.nmetrics < HMB_MAX_METRICS)
         st.nmetrics++;
@@ -265,6 +266,7 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
             hmb_summarize(st.values[m], st.count, 0.95, &summaries[m]);
         hmb_phase(ctx, "annotate");
         hmb_env_progress_annotate(ctx, pt);
+        hmb_cache_annotate(ctx);
         if (b->annotate)
             b->annotate(ctx, state, pt);
         /* Judged on the final CI: a point stopped by the budget may still have met the target. */
