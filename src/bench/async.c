@@ -404,7 +404,8 @@ static void *async_setup(hmb_ctx *ctx, const hmb_point *pt)
     return s;
 }
 
-/* Both phases' data before the --cache cold flush: nothing inside iterate() touches it first. */
+/* Both phases' reduction operands before the --cache cold flush (the other ops' blocks: the
+ * harness's, registered in async_exchange_init); nothing inside iterate() touches them first. */
 static void async_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
 {
     (void)ctx, (void)pt;
