@@ -401,14 +401,19 @@ def test_help_all_returns_2(lib, args):
     assert Parsed(lib, args).rc == 2
 
 
-def test_help_text(lib):
+def _help(lib, all_options: int) -> str:
     fd, path = tempfile.mkstemp()
     fp = libc.fdopen(fd, b"w")
-    lib.hmb_options_help(fp, BENCH, default_table(sizes="1K:16M"), 0)
+    lib.hmb_options_help(fp, BENCH, default_table(sizes="1K:16M"), all_options)
     libc.fclose(fp)
     with open(path) as f:
         text = f.read()
     os.unlink(path)
+    return text
+
+
+def test_help_text(lib):
+    text = _help(lib, 0)
     print(text)
     lines = text.splitlines()
     bench_at = lines.index("Benchmark options:")
@@ -431,13 +436,7 @@ def test_help_text(lib):
     # TEST ONLY options (planted faults) are counted, listed only with --help-all (all = 1)
     assert not any(line.startswith("  --corrupt-at") for line in lines)
     assert "(1 TEST ONLY option for testing hmb-bench itself not shown: --help-all lists them)" in lines
-    fd, path = tempfile.mkstemp()
-    fp = libc.fdopen(fd, b"w")
-    lib.hmb_options_help(fp, BENCH, default_table(sizes="1K:16M"), 1)
-    libc.fclose(fp)
-    with open(path) as f:
-        full = f.read()
-    os.unlink(path)
+    full = _help(lib, 1)
     assert any(line.startswith("  --corrupt-at INT") and "TEST ONLY" in line for line in full.splitlines())
     assert "not shown" not in full
 

@@ -523,27 +523,30 @@ static void print_comment(const char *text)
     }
 }
 
+static void comment_vline(const char *fmt, va_list ap)
+{
+    char text[4096];
+    vsnprintf(text, sizeof text, fmt, ap);
+    print_comment(text);
+}
+
 static void comment_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void comment_line(const char *fmt, ...)
 {
-    char text[4096];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    comment_vline(fmt, ap);
     va_end(ap);
-    print_comment(text);
 }
 
 void hmb_note(hmb_ctx *ctx, const char *fmt, ...)
 {
     if (ctx->rank != 0)
         return;
-    char text[4096];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
+    comment_vline(fmt, ap);
     va_end(ap);
-    print_comment(text);
     fflush(stdout);
 }
 
