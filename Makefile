@@ -5,7 +5,7 @@ VENV   := .venv
 HMB    := $(VENV)/bin/hmb
 HMB_MPI ?= mpich
 
-.PHONY: demo test check setup build clean
+.PHONY: demo test check setup build clean container
 demo: setup
 	$(HMB) demo --mpi $(HMB_MPI)
 
@@ -26,6 +26,10 @@ $(VENV)/.ready: pyproject.toml
 
 build: setup
 	$(HMB) build --mpi $(HMB_MPI)
+
+# The Containerfile built and run with Charliecloud (not part of `make test`): docs/container.md.
+container:
+	scripts/container.sh
 
 clean:
 	rm -rf build results

@@ -69,6 +69,8 @@ def cmd_run(args) -> int:
         timeout = parse_duration(args.timeout) if args.timeout is not None else 0
     except ValueError as e:
         raise UsageError(f"--timeout: {e}") from None
+    if args.metric and "metric" not in launch.parse_bench_argv(args.bench_args):
+        args.bench_args = list(args.bench_args) + ["--metric", args.metric]   # every table, not only the summary
     target = launch.prepare(args.mpi, build="always" if args.rebuild else "missing")
     if args.repeats == 1:
         return launch.run_bench(target, args.bench, args.bench_args, args.ranks, args.threads,
@@ -209,7 +211,8 @@ def make_parser() -> argparse.ArgumentParser:
                    help="launch N times (the same command) and show, per point and metric, the median "
                    "of launch medians, their min-max and the within-launch 95%% CI (default 1)")
     r.add_argument("--metric", metavar="NAMES",
-                   help="with --repeats: summarise only these metrics (comma list; default: the table's)")
+                   help="only these metrics, in every launch's table and the --repeats summary "
+                   "(comma list; default: the table's)")
     r.add_argument("--rebuild", action="store_true", help="run an incremental build first")
     r.add_argument("--dry-run", action="store_true", help="print the launch lines, run nothing")
     r.set_defaults(func=cmd_run)
