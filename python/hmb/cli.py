@@ -346,6 +346,27 @@ def make_parser() -> argparse.ArgumentParser:
         from . import validate
         return validate.main(a.files)
     va.set_defaults(func=cmd_validate)
+
+    # hmb export: the tidy table (hmb/tidy.py; hmb.load in Python) as CSV
+    ex = sub.add_parser("export", help="write results as a tidy CSV table (one row per point and metric)",
+                        description="The table hmb.load() returns in Python: one row per point and metric, "
+                        "parameters as columns, median, CI, count, unit, MPI, settings, run id.")
+    ex.add_argument("--csv", required=True, metavar="FILE", help="output CSV ('-': standard output)")
+    ex.add_argument("results", nargs="+", metavar="RESULTS")
+
+    def cmd_export(a) -> int:
+        from . import results, tidy
+        rs = results.load(a.results)
+        df = tidy.frame(rs)
+        df.to_csv(sys.stdout if a.csv == "-" else a.csv, index=False)
+        if a.csv != "-":
+            print(f"hmb: wrote {a.csv} ({len(df)} rows)", file=sys.stderr)
+        return 1 if rs.bad_lines else 0
+    ex.set_defaults(func=cmd_export)
+
+    # hmb study: the seed studies (hmb/study/, python/hmb/studies/*.toml)
+    from .study import cli as study_cli
+    study_cli.add_parser(sub)
     return p
 
 

@@ -1,0 +1,130 @@
+"""A study's claims beside HMB's reading: agrees / differs / not comparable, with the reason.
+
+A claim ([[claim]] in a study file) names the paper's figure or table (`figure`), quotes its
+words (`quote`), and where it is numeric, what to read from the tidy table: `bench`, `metric`,
+`where` (column = value filters), `stat` (median / max / min of the points' medians), optional
+`over` (a second filter: the reading is the ratio of the two), and `value` with `op`
+("~": within `tolerance` relative; "<=" / ">=": at most / at least value×(1±tolerance)).
+`needs` (a feature HMB lacks) and `scope = "network"` (the seed's reading depends on an
+inter-node network) make it not comparable, with the reason.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from ..results import fmt_num
+
+AGREES, DIFFERS, NOT_COMPARABLE = "agrees", "differs", "not comparable"
+
+
+@dataclasses.dataclass
+class Verdict:
+    claim: dict
+    reading: str
+    verdict: str
+    reason: str
+
+
+def select(df, bench: str | None, metric: str | None, where: dict | None):
+    """Rows of the tidy table for bench, metric and column filters (a list: any of them)."""
+    if df is None or df.empty:
+        return df
+    m = df
+    if bench:
+        m = m[m["bench"] == bench]
+    if metric:
+        m = m[m["metric"].isin(metric if isinstance(metric, list) else [metric])]
+    for col, want in (where or {}).items():
+        if col not in m.columns:
+            return m.iloc[0:0]
+        wants = want if isinstance(want, list) else [want]
+        m = m[m[col].astype(str).isin([str(w) for w in wants])]
+    return m
+
+
+def point_medians(rows):
+    """The median of each point over its launches (launches are rows with equal parameters
+    apart from the run id)."""
+    drop = {"median", "ci_lo", "ci_hi", "count", "run_id", "tag", "source", "library", "host",
+            "oversubscribed", "spare_core_missing", "progress_shares_core", "cpus", "higher_is_better"}
+    keys = [c for c in rows.columns if c not in drop]
+    g = rows.assign(**{k: rows[k].astype(str) for k in keys}).groupby(keys, dropna=False)["median"]
+    return g.median()
+
+
+def _stat(rows, stat: str) -> float:
+    vals = point_medians(rows)
+    if vals.empty:
+        return math.nan
+    return float({"median": vals.median, "max": vals.max, "min": vals.min}[stat]())
+
+
+def _single_node(df) -> bool:
+    hosts = set()
+    for h in df["host"].dropna():
+        hosts.update(x for x in str(h).split(",") if x)
+    return len(hosts) <= 1
+
+
+def judge(claim: dict, df, seed_setup: str = "") -> Verdict:
+    if claim.get("needs"):
+        return Verdict(claim, "–", NOT_COMPARABLE, f"needs {claim['needs']}")
+    if "metric" not in claim:
+        return Verdict(claim, "–", NOT_COMPARABLE, claim.get("reason", "a qualitative claim: read the figure"))
+    rows = select(df, claim.get("bench"), claim["metric"], claim.get("where"))
+    if rows is None or rows.empty:
+        return Verdict(claim, "–", NOT_COMPARABLE, "no results for this claim's points in these files")
+    if claim.get("scope") == "network" and _single_node(df):
+        reason = f"the seed ran {seed_setup}; this run is one node's shared memory" if seed_setup \
+            else "the seed's reading depends on its network; this run is one node's shared memory"
+    else:
+        reason = ""
+    over = rows["oversubscribed"].astype(bool) | (rows["progress_shares_core"] == True)  # noqa: E712
+    solid = rows[~over]
+    if solid.empty:
+        return Verdict(claim, f"{fmt_num(_stat(rows, claim.get('stat', 'median')))} (oversubscribed)",
+                       NOT_COMPARABLE, "every point is oversubscribed or its progress thread shares a "
+                       "compute core: not a reading")
+    stat = claim.get("stat", "median")
+    value = _stat(solid, stat)
+    if claim.get("over"):
+        den_rows = select(df, claim.get("bench"), claim.get("over_metric", claim["metric"]), claim["over"])
+        den = _stat(den_rows[~(den_rows["oversubscribed"].astype(bool))], stat) if not den_rows.empty else math.nan
+        if not den or math.isnan(den):
+            return Verdict(claim, "–", NOT_COMPARABLE, "no results for the claim's reference points")
+        value = value / den
+    launches = solid["run_id"].nunique()
+    reading = f"{fmt_num(value)} ({stat} of {len(point_medians(solid))} points, {launches} launch"\
+              f"{'es' if launches != 1 else ''})"
+    if reason:
+        return Verdict(claim, reading, NOT_COMPARABLE, reason)
+    if "value" not in claim:
+        return Verdict(claim, reading, NOT_COMPARABLE, "the seed gives no number: read the figure")
+    target, tol, op = float(claim["value"]), float(claim.get("tolerance", 0.0)), claim.get("op", "~")
+    if op == "~":
+        ok = abs(value - target) <= tol * abs(target)
+    elif op == "<=":
+        ok = value <= target * (1 + tol) if target >= 0 else value <= target * (1 - tol)
+    else:
+        ok = value >= target * (1 - tol) if target >= 0 else value >= target * (1 + tol)
+    note = claim.get("caveat", "")
+    if launches < 3 and claim.get("bimodal"):
+        note = (note + "; " if note else "") + f"{launches} launch{'es' if launches != 1 else ''}: the library is bimodal between launches"
+    return Verdict(claim, reading, AGREES if ok else DIFFERS, note)
+
+
+def table(study, df) -> list[Verdict]:
+    return [judge(c, df, study.meta.get("setup", "")) for c in study.claims]
+
+
+def markdown(verdicts: list[Verdict]) -> str:
+    out = ["| seed | claim (quoted) | seed's value | HMB's reading | verdict | why |",
+           "|---|---|---|---|---|---|"]
+    for v in verdicts:
+        c = v.claim
+        seed_value = f"{c.get('op', '~')} {fmt_num(float(c['value']))}" + \
+            (f" ±{float(c['tolerance']) * 100:.0f}%" if c.get("tolerance") else "") if "value" in c else "–"
+        quote = c["quote"].replace("|", "\\|")
+        out.append(f"| {c['figure']} | \"{quote}\" | {seed_value} | {v.reading} | {v.verdict} | {v.reason} |")
+    return "\n".join(out) + "\n"
