@@ -6,6 +6,7 @@ written here); each test reproduces one defect of the issue and checks the fixed
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -435,3 +436,62 @@ def test_fields_the_report_would_trip_on_are_bad_lines(tmp_path, field, value):
     path = _write(tmp_path / "f.jsonl", text(lines))
     rc, _, err = hmb("report", path, "-o", tmp_path / "rep")
     assert rc == 1 and f"{path}:{i + 1}: " in err and f"'{field}' must be" in err and "Traceback" not in err, err
+
+
+# ---- 12: one benchmark launch at a time per machine (launch.machine_lock)
+
+def _hold_lock(path):
+    import fcntl
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.write(fd, b"pid 1: the other sweep")
+    return fd
+
+
+def test_a_second_launch_waits_for_the_machine_and_says_who_holds_it(tmp_path, monkeypatch, capsys):
+    import threading
+    from hmb import launch
+    lock = tmp_path / "machine.lock"
+    monkeypatch.setenv("HMB_MACHINE_LOCK", str(lock))
+    monkeypatch.delenv("HMB_CONCURRENT", raising=False)
+    fd = _hold_lock(lock)
+    done = []
+    t = threading.Thread(target=lambda: done.append(launch.run_streaming(["true"], dict(os.environ))))
+    t.start()
+    t.join(1.0)
+    assert not done, "the launch ran while another held the machine"
+    os.close(fd)                               # the other launch ends
+    t.join(30)
+    assert done == [0]
+    err = capsys.readouterr().err
+    assert "waiting for the machine" in err and "pid 1: the other sweep" in err and str(lock) in err
+
+
+def test_concurrent_launches_when_the_user_asks(tmp_path, monkeypatch):
+    from hmb import launch
+    lock = tmp_path / "machine.lock"
+    monkeypatch.setenv("HMB_MACHINE_LOCK", str(lock))
+    monkeypatch.setenv("HMB_CONCURRENT", "1")
+    fd = _hold_lock(lock)
+    try:
+        assert launch.run_streaming(["true"], dict(os.environ), timeout=30) == 0
+    finally:
+        os.close(fd)
+
+
+def test_the_machine_lock_names_the_running_launch_and_is_released(tmp_path, monkeypatch):
+    import fcntl
+    from hmb import launch
+    lock = tmp_path / "machine.lock"
+    monkeypatch.setenv("HMB_MACHINE_LOCK", str(lock))
+    monkeypatch.delenv("HMB_CONCURRENT", raising=False)
+    with launch.machine_lock("mpiexec -n 2 hmb-bench p2p"):
+        assert f"pid {os.getpid()}: mpiexec -n 2 hmb-bench p2p" in lock.read_text()
+        fd = os.open(lock, os.O_RDWR)
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.close(fd)
+    fd = os.open(lock, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)      # free again
+    os.close(fd)
+    assert lock.read_text() == ""

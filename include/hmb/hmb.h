@@ -422,6 +422,12 @@ void hmb_result_add_rows(hmb_ctx *ctx, const char *key, const double *values, in
 void hmb_header_add_num(hmb_ctx *ctx, const char *key, double value);
 void hmb_header_add_str(hmb_ctx *ctx, const char *key, const char *value);
 
+/* A conformance verdict (hmb-bench conform): rank 0 writes one "conformance" record (library,
+ * check, verdict "PASS"/"FAIL"/"UNSUPPORTED", reason, the clause of the MPI standard, seconds the
+ * check took, the one-line command that reproduces it alone) and prints it on stdout. */
+void hmb_conformance_record(hmb_ctx *ctx, const char *check, const char *verdict, const char *reason,
+                            const char *clause, const char *reproducer, double seconds);
+
 /* This process's resident memory now (VmRSS) and its peak (VmHWM), kB, from /proc/self/status.
  * Returns 1, or 0 (values -1) where the system does not say. */
 int hmb_memory_kB(long *rss_kB, long *hwm_kB);

@@ -337,6 +337,25 @@ def make_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_demo)
 
     # hmb validate: check output files against the shipped JSON Schema (hmb/validate.py)
+    cf = sub.add_parser("conform", help="conformance checks (partitioned, MPI + threads): one matrix per library",
+                        description="Run hmb-bench conform's checks, each in its own bounded launch, under each "
+                        "MPI library and print one matrix (checks x libraries: PASS / FAIL / UNSUPPORTED) with "
+                        "the reason of each FAIL; records go to --json (docs/conformance.md). Exit status 1 if "
+                        "any check FAILed.")
+    cf.add_argument("--mpi", default="mpich,openmpi", help="comma list of MPI libraries (default mpich,openmpi)")
+    cf.add_argument("--check", metavar="NAMES", help="comma list of checks (default: all)")
+    cf.add_argument("--json", metavar="FILE", default="results/conform.jsonl", help="records (appended)")
+
+    def cmd_conform(a) -> int:
+        from . import conform
+        libs = [x.strip() for x in a.mpi.split(",") if x.strip()]
+        bad = [x for x in libs if x not in mpi.KNOWN]
+        if not libs or bad:
+            raise UsageError(f"conform --mpi: unknown MPI '{','.join(bad) or a.mpi}' (choose from {', '.join(mpi.KNOWN)})")
+        only = [x.strip() for x in a.check.split(",") if x.strip()] if a.check else None
+        return conform.run(libs, a.json, only)
+    cf.set_defaults(func=cmd_conform)
+
     va = sub.add_parser("validate", help="check HMB output files against the JSON Schema",
                         description="One line FILE:LINE: why per bad record; exit 2 if any, else 0 "
                         "and a count. The schema: python/hmb/schema/, documented in docs/output-schema.md.")

@@ -6,7 +6,9 @@ the same arguments and environment. The test suite uses it to stand a fake hmb-b
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import json
 import os
 import shlex
@@ -262,27 +264,70 @@ def environment(target: Target, threads: int, env_added: dict, tag: str | None, 
     return env, added
 
 
+MACHINE_LOCK_VAR = "HMB_MACHINE_LOCK"      # the lock file (default /tmp/hmb-machine.lock)
+CONCURRENT_VAR = "HMB_CONCURRENT"          # 1: launch without waiting for other hmb launches
+
+
+@contextlib.contextmanager
+def machine_lock(what: str):
+    """One benchmark launch at a time per machine: two launches measure each other's load.
+
+    Every launch hmb starts holds an exclusive flock on one file for the machine; a second one
+    waits, saying once who holds it. HMB_CONCURRENT=1 asks for the other behaviour (no lock)."""
+    if os.environ.get(CONCURRENT_VAR, "") not in ("", "0"):
+        yield
+        return
+    path = os.environ.get(MACHINE_LOCK_VAR) or "/tmp/hmb-machine.lock"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as e:
+        raise LaunchError(f"cannot open the machine lock {path}: {e.strerror} "
+                          f"(set {MACHINE_LOCK_VAR}=FILE, or {CONCURRENT_VAR}=1 to run without it)") from None
+    try:
+        try:
+            os.fchmod(fd, 0o666)       # other users' hmb waits on the same file
+        except OSError:
+            pass
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 512, 0).decode(errors="replace").strip() or "another process"
+            print(f"hmb: waiting for the machine: another hmb launch holds {path} ({holder}); "
+                  f"{CONCURRENT_VAR}=1 runs without waiting", file=sys.stderr, flush=True)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}: {what}\n".encode(errors="replace"), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)      # releases the lock
+
+
 def run_streaming(cmd: list[str], env: dict, timeout: float | None = None,
                   stdout=None, stderr=None, preexec_fn=None) -> int:
     """Run cmd in its own process group; on timeout or Ctrl-C stop the whole group.
+    Holds the machine lock (machine_lock) while it runs.
 
     Returns the exit status (124 on timeout). KeyboardInterrupt is re-raised after the
     child group is stopped, so the caller can leave without recording an unfinished launch.
     A command that cannot start is a LaunchError.
     """
-    try:
-        proc = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=stderr,
-                                start_new_session=True, preexec_fn=preexec_fn)
-    except OSError as e:
-        raise LaunchError(f"cannot start {cmd[0]}: {e.strerror}") from None
-    try:
-        return proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _stop_launch(proc)
-        return 124
-    except KeyboardInterrupt:
-        _stop_launch(proc)
-        raise
+    with machine_lock(" ".join(cmd)[:300]):
+        try:
+            proc = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=stderr,
+                                    start_new_session=True, preexec_fn=preexec_fn)
+        except OSError as e:
+            raise LaunchError(f"cannot start {cmd[0]}: {e.strerror}") from None
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _stop_launch(proc)
+            return 124
+        except KeyboardInterrupt:
+            _stop_launch(proc)
+            raise
 
 
 SHM_DIR = "/dev/shm/"

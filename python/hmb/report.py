@@ -118,6 +118,11 @@ def build(rs: ResultSet, outdir: Path, embed: bool = False) -> dict:
         ("Unsupported", ["bench", "MPI", "status", "reason", "points"], unsupported_rows(rs)),
         ("Failures", ["bench", "kind", "where", "message"], failure_rows(rs)),
     ]
+    if rs.conformance:   # hmb conform records: the matrix and its notes (docs/conformance.md)
+        from .conform import matrix_rows
+        header, rows, notes = matrix_rows(rs.conformance)
+        tables += [("Conformance", header, rows),
+                   ("Conformance notes", ["#", "check", "library", "reason", "reproducer"], notes)]
     per_bench = results_rows(rs)
     md = _markdown(rs, sections, tables, per_bench)
     page = _html(rs, sections, tables, per_bench, outdir, embed)

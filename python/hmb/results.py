@@ -116,6 +116,7 @@ class ResultSet:
     descriptors: dict = dataclasses.field(default_factory=dict)   # name -> descriptors.Bench
     bad_lines: list = dataclasses.field(default_factory=list)     # "FILE:LINE: why", skipped
     duplicates: int = 0     # records identical to an earlier one of their file, read once
+    conformance: list = dataclasses.field(default_factory=list)   # conformance records (hmb conform)
 
 
 MAX_WARNINGS = 5   # bad lines named one by one per file; the rest are counted
@@ -268,7 +269,7 @@ def load(paths, warn=True) -> ResultSet:
     (FILE:LINE: why) on `warn` and counted in ResultSet.bad_lines; duplicates in .duplicates."""
     warn = sys.stderr if warn is True else warn
     files = _files(paths)
-    runs, launches, results, failures, bad_lines = {}, [], [], [], []
+    runs, launches, results, failures, bad_lines, conformance = {}, [], [], [], [], []
     duplicates = 0
     # The descriptors a sweep recorded beside its results, else those of the local build.
     described = dict(descriptors.local())
@@ -276,7 +277,7 @@ def load(paths, warn=True) -> ResultSet:
         file_bad = []
         records = _read(path, file_bad)
         bad_lines += file_bad
-        if not any(r.get("type") in ("run", "result") for _, r in records):
+        if not any(r.get("type") in ("run", "result", "conformance") for _, r in records):
             if file_bad:
                 raise ResultsError(f"{file_bad[0]} (and no readable hmb-bench record in the file"
                                    f"{f'; {len(file_bad)} bad lines' if len(file_bad) > 1 else ''})")
@@ -305,6 +306,8 @@ def load(paths, warn=True) -> ResultSet:
                 items.append((n, sweep_no, rec))
             elif kind == "failure":
                 failures.append(rec)
+            elif kind == "conformance":
+                conformance.append(rec)
             elif kind == "descriptors":
                 try:
                     described.update(descriptors.parse_obj(rec))
@@ -335,7 +338,7 @@ def load(paths, warn=True) -> ResultSet:
     for r in results:
         r.desc = described.get(r.bench)
     return ResultSet(results, runs, launches, failures, [str(f) for f in files], described,
-                     bad_lines, duplicates)
+                     bad_lines, duplicates, conformance)
 
 
 def _mixed_types(numbered: list, bad_lines: list) -> list:

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ctx.h"
@@ -335,6 +336,34 @@ void hmb_output_record_any_rank(hmb_ctx *ctx, hmb_json *record)
         json_good = st.st_size;
     if (close(fd) != 0)
         output_failed(ctx, ctx->json_path, errno);
+}
+
+void hmb_conformance_record(hmb_ctx *ctx, const char *check, const char *verdict, const char *reason,
+                            const char *clause, const char *reproducer, double seconds)
+{
+    if (ctx->rank != 0)
+        return;
+    char when[40];
+    time_t now = time(NULL);
+    struct tm utc;
+    gmtime_r(&now, &utc);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    hmb_json j;
+    hmb_output_begin_record(ctx, &j, "conformance");
+    hmb_json_str(&j, "library", ctx->mpi_library_line);
+    hmb_json_str(&j, "check", check);
+    hmb_json_str(&j, "verdict", verdict);
+    hmb_json_str(&j, "reason", reason && *reason ? reason : NULL);
+    hmb_json_str(&j, "time", when);
+    hmb_json_str(&j, "reproducer", reproducer);
+    hmb_json_str(&j, "clause", clause);
+    hmb_json_num(&j, "seconds", seconds);
+    hmb_json_close_obj(&j);
+    hmb_output_record(ctx, &j);
+    hmb_json_free(&j);
+    printf("%-11s %s (%.2f s)%s%s\n            clause: %s\n            reproduce: %s\n", verdict, check, seconds,
+           reason && *reason ? ": " : "", reason && *reason ? reason : "", clause, reproducer);
+    fflush(stdout);
 }
 
 static void write_params(hmb_ctx *ctx, hmb_json *j, const hmb_point *pt)

@@ -47,4 +47,4 @@ def sections(rs, outdir: Path) -> list:
     return out
 
 
-from . import async_, match, mt, p2p, part, patterns, proto, stencil3d  # noqa: E402,F401  (registration)
+from . import async_, conform, match, mt, p2p, part, patterns, proto, stencil3d  # noqa: E402,F401  (registration)

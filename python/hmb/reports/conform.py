@@ -1,0 +1,10 @@
+"""conform: no figures (a verdict is not a curve); `hmb report` shows the conformance records as a
+matrix with its notes (report.py, hmb.conform.matrix_rows)."""
+from __future__ import annotations
+
+from . import register
+
+
+@register("conform", "Conformance checks")
+def figures(rs, outdir):
+    return []
