@@ -20,7 +20,8 @@ except ModuleNotFoundError:   # Python < 3.11
 
 import jsonschema
 
-STUDY_ONLY_BENCH_KEYS = ("figures", "fit_ranks", "demo_args", "note")
+STUDY_ONLY_BENCH_KEYS = ("figures", "fit_ranks", "demo_args", "note", "partition_per_thread",
+                         "demo_threads")
 
 
 class StudyError(Exception):
@@ -40,6 +41,18 @@ class Study:
     @property
     def figures(self) -> list:
         return self.data.get("figure", [])
+
+    @property
+    def tables(self) -> list:
+        return self.data.get("table", [])
+
+    def not_run(self, figure: str | None = None) -> list[str]:
+        """What the study cannot run, one line each: the study's `missing` and each figure
+        whose `needs` HMB lacks (only that figure's, with figure)."""
+        out = [] if figure else [f"not run: {m}" for m in self.meta.get("missing", [])]
+        out += [f"not run: {f['number']} ({f['title']}): needs {f['needs']}" for f in self.figures
+                if f.get("needs") and (figure is None or f["id"] == figure)]
+        return out
 
     @property
     def claims(self) -> list:
@@ -80,13 +93,13 @@ def check(data: dict, where: str) -> None:
     if errors:
         e = errors[0]
         raise StudyError(f"{where}: {_where(e)}: {e.message}")
-    ids = [f["id"] for f in data.get("figure", [])]
+    ids = [f["id"] for f in data.get("figure", []) + data.get("table", [])]
     if len(set(ids)) != len(ids):
-        raise StudyError(f"{where}: figure ids repeat ({', '.join(ids)})")
+        raise StudyError(f"{where}: figure and table ids repeat ({', '.join(ids)})")
     for i, b in enumerate(data["bench"]):
         for fid in b.get("figures", []):
             if fid not in ids:
-                raise StudyError(f"{where}: bench[{i}].figures: no figure {fid!r}")
+                raise StudyError(f"{where}: bench[{i}].figures: no figure or table {fid!r}")
     if data["study"].get("headline") and data["study"]["headline"] not in ids:
         raise StudyError(f"{where}: study.headline: no figure {data['study']['headline']!r}")
     for i, c in enumerate(data.get("claim", [])):

@@ -39,8 +39,17 @@ def select(df, bench: str | None, metric: str | None, where: dict | None):
         if col not in m.columns:
             return m.iloc[0:0]
         wants = want if isinstance(want, list) else [want]
-        m = m[m[col].astype(str).isin([str(w) for w in wants])]
+        m = m[m[col].map(lambda v: any(same(v, w) for w in wants))]
     return m
+
+
+def same(value, want) -> bool:
+    """A table cell equals a filter value: as numbers when both read as numbers (partitions
+    1.0 is 1), else as text."""
+    try:
+        return float(value) == float(want)
+    except (TypeError, ValueError):
+        return str(value) == str(want)
 
 
 def point_medians(rows):
@@ -67,9 +76,15 @@ def _single_node(df) -> bool:
     return len(hosts) <= 1
 
 
-def judge(claim: dict, df, seed_setup: str = "") -> Verdict:
-    if claim.get("needs"):
-        return Verdict(claim, "–", NOT_COMPARABLE, f"needs {claim['needs']}")
+def _solid(rows):
+    """Rows that are readings: not oversubscribed, no progress thread on a compute core."""
+    return rows[~(rows["oversubscribed"].astype(bool) | (rows["progress_shares_core"] == True))]  # noqa: E712
+
+
+def judge(claim: dict, df, seed_setup: str = "", lacks: str = "") -> Verdict:
+    """lacks: what HMB lacks for the claim's figure (the figure's `needs`)."""
+    if claim.get("needs") or lacks:
+        return Verdict(claim, "–", NOT_COMPARABLE, f"HMB lacks {claim.get('needs') or lacks}")
     if "metric" not in claim:
         return Verdict(claim, "–", NOT_COMPARABLE, claim.get("reason", "a qualitative claim: read the figure"))
     rows = select(df, claim.get("bench"), claim["metric"], claim.get("where"))
@@ -80,8 +95,7 @@ def judge(claim: dict, df, seed_setup: str = "") -> Verdict:
             else "the seed's reading depends on its network; this run is one node's shared memory"
     else:
         reason = ""
-    over = rows["oversubscribed"].astype(bool) | (rows["progress_shares_core"] == True)  # noqa: E712
-    solid = rows[~over]
+    solid = _solid(rows)
     if solid.empty:
         return Verdict(claim, f"{fmt_num(_stat(rows, claim.get('stat', 'median')))} (oversubscribed)",
                        NOT_COMPARABLE, "every point is oversubscribed or its progress thread shares a "
@@ -90,9 +104,14 @@ def judge(claim: dict, df, seed_setup: str = "") -> Verdict:
     value = _stat(solid, stat)
     if claim.get("over"):
         den_rows = select(df, claim.get("bench"), claim.get("over_metric", claim["metric"]), claim["over"])
-        den = _stat(den_rows[~(den_rows["oversubscribed"].astype(bool))], stat) if not den_rows.empty else math.nan
-        if not den or math.isnan(den):
+        if den_rows.empty:
             return Verdict(claim, "–", NOT_COMPARABLE, "no results for the claim's reference points")
+        if _solid(den_rows).empty:
+            return Verdict(claim, "–", NOT_COMPARABLE, "every reference point is oversubscribed or its "
+                           "progress thread shares a compute core: not a reading")
+        den = _stat(_solid(den_rows), stat)
+        if not den or math.isnan(den):
+            return Verdict(claim, "–", NOT_COMPARABLE, "the reference reading is 0 or undefined")
         value = value / den
     launches = solid["run_id"].nunique()
     reading = f"{fmt_num(value)} ({stat} of {len(point_medians(solid))} points, {launches} launch"\
@@ -114,8 +133,22 @@ def judge(claim: dict, df, seed_setup: str = "") -> Verdict:
     return Verdict(claim, reading, AGREES if ok else DIFFERS, note)
 
 
+def per_launch(claim: dict, df) -> list[str]:
+    """The claim's reading in each launch alone (its stat over that launch's points), as text
+    in launch order; [] for a claim that reads nothing."""
+    if "metric" not in claim or claim.get("needs") or claim.get("over") or df is None or df.empty:
+        return []
+    rows = select(df, claim.get("bench"), claim["metric"], claim.get("where"))
+    rows = _solid(rows) if rows is not None and not rows.empty else rows
+    if rows is None or rows.empty:
+        return []
+    stat = claim.get("stat", "median")
+    return [fmt_num(_stat(g, stat)) for _, g in rows.groupby("run_id", sort=False)]
+
+
 def table(study, df) -> list[Verdict]:
-    return [judge(c, df, study.meta.get("setup", "")) for c in study.claims]
+    needs = {f["id"]: f["needs"] for f in study.figures if f.get("needs")}
+    return [judge(c, df, study.meta.get("setup", ""), needs.get(c.get("figure_id"), "")) for c in study.claims]
 
 
 def markdown(verdicts: list[Verdict]) -> str:

@@ -35,7 +35,9 @@ def _xfmt(col: str):
     return lambda v: f"{v:g}" if isinstance(v, (int, float)) else str(v)
 
 
-def _label(col: str, value) -> str:
+def _label(col: str, value, labels: dict | None = None) -> str:
+    if labels and str(value) in labels:
+        return labels[str(value)]
     if col == "metric":
         return str(value)
     if col in SIZE_COLUMNS:
@@ -43,7 +45,8 @@ def _label(col: str, value) -> str:
             return f"{fmt_size(float(value))}"
         except (TypeError, ValueError):
             pass
-    return f"{col}={value}"
+    n = _num(value)
+    return f"{col}={n:g}" if n is not None else f"{col}={value}"
 
 
 def _num(v):
@@ -56,7 +59,7 @@ def _num(v):
 
 def context_line(df) -> str:
     """Library versions and machine of the rows drawn: a figure keeps its context when copied."""
-    libs = sorted({str(v) for v in df["library"].dropna() if str(v)})
+    libs = sorted({" ".join(str(v).split()) for v in df["library"].dropna() if str(v)})
     hosts = sorted({h for v in df["host"].dropna() for h in str(v).split(",") if h})
     cpus = sorted({int(c) for c in df["cpus"].dropna()}) if "cpus" in df else []
     machine = ", ".join(hosts) or "unknown host"
@@ -122,7 +125,8 @@ def render(fig: dict, df, title_prefix: str = ""):
                 xs = [p[0] for p in pts]
                 xs_all.update(xs)
                 label = ", ".join(s for s in (m if len(mpis) > 1 else "",
-                                              _label(hue_col, hv) if hv is not None else "") if s) or m
+                                              _label(hue_col, hv, fig.get("labels")) if hv is not None else "")
+                                  if s) or m
                 solid = [p for p in pts if not p[7]]
                 ax.plot(xs, [p[1] for p in pts], linestyle=ls if solid else "--", color=color, linewidth=1.5,
                         label=label, alpha=1.0 if solid else 0.6)
@@ -156,10 +160,12 @@ def render(fig: dict, df, title_prefix: str = ""):
             ax.annotate(ref.get("label", fmt_num(ref["y"])), (0.01, ref["y"]), xycoords=("axes fraction", "data"),
                         fontsize=7, color="grey", va="bottom")
         ax.set_xlabel(fig.get("xlabel", "message size (bytes)" if x in SIZE_COLUMNS else x))
-        ax.set_title(_label(panel_col, pv) if pv is not None else "", fontsize=9)
+        ax.set_title(_label(panel_col, pv, fig.get("labels")) if pv is not None else "", fontsize=9)
         ax.grid(True, alpha=0.3)
         plt.setp(ax.get_xticklabels(), rotation=45 if len(ticks) > 6 else 0, fontsize=8)
-    axes[0][0].set_ylabel(fig.get("ylabel", f"{fig['y']} ({rows['unit'].iloc[0]})"))
+    ylabel = fig.get("ylabel") or (f"{fig['y']} ({rows['unit'].iloc[0]})" if isinstance(fig["y"], str)
+                                   else f"{rows['unit'].iloc[0]}")
+    axes[0][0].set_ylabel(ylabel)
     f.suptitle(f"{title_prefix}{fig['number']}: {fig['title']}", fontsize=10)
     extra = []
     if any_bad:
@@ -180,3 +186,47 @@ def render(fig: dict, df, title_prefix: str = ""):
 def _sortkey(v):
     n = _num(v)
     return (0, n, "") if n is not None else (1, 0.0, str(v))
+
+
+def table(decl: dict, df) -> str:
+    """A declared table ([[table]]: `rows` metrics × `columns` values, one block per `panels`
+    value and MPI) as markdown; each cell the median over launches, marked † where the point is
+    oversubscribed or its progress thread shares a compute core (not a reading)."""
+    rows = select(df, decl.get("bench"), decl["rows"], decl.get("where"))
+    head = f"**{decl['number']}: {decl['title']}**"
+    if rows is None or rows.empty or decl["columns"] not in rows.columns:
+        return f"{head}\n\n{decl['number']}: no results for this table\n"
+    col, panel_col, labels = decl["columns"], decl.get("panels"), decl.get("labels") or {}
+    cols = sorted({v for v in rows[col].dropna().unique()}, key=_sortkey)
+    fmt = _xfmt(col)
+    colname = decl.get("column_label", col)
+    out, any_bad = [head, "", context_line(rows), ""], False
+    panel_vals = sorted(rows[panel_col].dropna().astype(str).unique(), key=_sortkey) if panel_col else [None]
+    for m in sorted(rows["mpi"].unique()):
+        for pv in panel_vals:
+            sub = rows[rows["mpi"] == m]
+            if pv is not None:
+                sub = sub[sub[panel_col].astype(str) == pv]
+            if sub.empty:
+                continue
+            title = f"{m}" + (f", {_label(panel_col, pv, labels)}" if pv is not None else "")
+            out += [f"*{title}*", "", f"| {colname} | " + " | ".join(
+                fmt(_num(c)) if _num(c) is not None else str(c) for c in cols) + " |",
+                "|---|" + "---|" * len(cols)]
+            for metric in decl["rows"]:
+                cells = []
+                for c in cols:
+                    g = sub[(sub["metric"] == metric) & (sub[col] == c)]
+                    if g.empty:
+                        cells.append("–")
+                        continue
+                    bad = bool(g["oversubscribed"].astype(bool).any() or (g["progress_shares_core"] == True).any())  # noqa: E712
+                    any_bad |= bad
+                    cells.append(fmt_num(float(g["median"].astype(float).median())) + ("†" if bad else ""))
+                unit = sub[sub["metric"] == metric]["unit"]
+                name = labels.get(metric, metric) + (f" ({unit.iloc[0]})" if len(unit) else "")
+                out.append(f"| {name} | " + " | ".join(cells) + " |")
+            out.append("")
+    if any_bad:
+        out.append("† oversubscribed, or the progress thread shares a compute core: not a reading.")
+    return "\n".join(out) + "\n"

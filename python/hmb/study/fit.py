@@ -60,19 +60,60 @@ def config(study: Study, mode: str = "fit", figure: str | None = None, demo: boo
         if demo and b.get("demo_args"):
             b["args"] = {**b.get("args", {}), **b["demo_args"]}
             changes.append(f"{where}: demo: " + ", ".join(f"{k} = {v}" for k, v in b["demo_args"].items()))
+        if demo and b.get("demo_threads"):
+            changes.append(f"{where}: demo: threads {_span(_listed(b.get('threads', 1)))} → {_span(b['demo_threads'])}")
+            b["threads"] = b["demo_threads"]
+        per_thread = b.get("partition_per_thread", False)
         for k in STUDY_ONLY_BENCH_KEYS:
             b.pop(k, None)
-        if mode == "fit":
-            _fit_layout(b, study.benches[i], where, ncores, changes)
-            _fit_sizes(b, where, memory, changes)
-        if repeats:
-            b["repeats"] = repeats
-        benches.append(b)
+        group = _per_thread(b, where, ncores if mode == "fit" else None, changes) if per_thread else [b]
+        for g in group:
+            if mode == "fit" and not per_thread:
+                _fit_layout(g, study.benches[i], where, ncores, changes)
+            if mode == "fit":
+                _fit_sizes(g, where, memory, changes)
+            if repeats:
+                g["repeats"] = repeats
+            benches.append(g)
     if not benches:
         raise StudyError(f"study {study.name}: no bench feeds figure {figure!r}")
     if repeats:
         sweep["repeats"] = repeats
     return {"sweep": sweep, "bench": benches}, changes
+
+
+def _listed(v) -> list:
+    return v if isinstance(v, list) else [v]
+
+
+def _largest_divisor(n: int, at_most: int) -> int:
+    return max(d for d in range(1, max(1, at_most) + 1) if n % d == 0)
+
+
+def _per_thread(b: dict, where: str, ncores: int | None, changes: list) -> list:
+    """The seed's one partition per thread (P = T for each T of `threads`): as published, one
+    bench per T with partitions = T; fitted, threads shrink to what the cores hold per rank and
+    P keeps the seed's values, each thread owning P/T (T the largest thread count that fits and
+    divides P). Returns the benches, grouped by thread count."""
+    threads = b.get("threads", 1)
+    threads = threads if isinstance(threads, list) else [threads]
+    ranks = b.get("ranks", 2)
+    ranks = ranks if isinstance(ranks, list) else [ranks]
+    per_rank = max(1, ncores // max(1, min(ranks))) if ncores else max(threads)
+    groups: dict[int, list[int]] = {}
+    for p in threads:
+        groups.setdefault(_largest_divisor(p, per_rank), []).append(p)
+    out = []
+    for t, ps in sorted(groups.items()):
+        g = copy.deepcopy(b)
+        g["threads"] = t
+        g["args"] = {**g.get("args", {}), "partitions": ",".join(map(str, ps))}
+        out.append(g)
+    if ncores and any(t != p for t, ps in groups.items() for p in ps):
+        kept = "; ".join(f"T = {t} for P = {_span(ps)}" for t, ps in sorted(groups.items()))
+        changes.append(f"{where}: threads {_span(threads)} → {_span(sorted(groups))} (at most {per_rank} per rank on "
+                       f"{ncores} cores); partitions {_span(threads)} kept, each thread owns P/T ({kept})")
+    return out
 
 
 def _fit_layout(b: dict, declared: dict, where: str, ncores: int, changes: list) -> None:
@@ -99,6 +140,8 @@ def _fit_layout(b: dict, declared: dict, where: str, ncores: int, changes: list)
         parts = (b.get("args") or {}).get("partitions")
         if parts is not None:
             msg += f"; partitions {parts} kept, each thread owns P/T"
+        elif b["name"] in ("halo3d", "sweep3d"):
+            msg += " (a face's partitions are the threads on it: fewer here than in the seed)"
         changes.append(msg)
     b["threads"] = keep
 
