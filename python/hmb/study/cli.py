@@ -56,7 +56,7 @@ def cmd_list(args) -> int:
     try:
         for n in names():
             s = load(n)
-            figs = ", ".join(f["number"] for f in s.figures + s.tables)
+            figs = ", ".join(dict.fromkeys(f["number"] for f in s.figures + s.tables))
             print(f"{n:22s} {s.citation()}\n{'':22s} {figs}; {len(s.claims)} claims"
                   + (f"; {len(s.not_run())} not runnable" if s.not_run() else ""))
     except StudyError as e:

@@ -123,8 +123,9 @@ def _fit_layout(b: dict, declared: dict, where: str, ncores: int, changes: list)
     if not fitting:
         fitting = declared.get("fit_ranks") or [min(ncores, 2) if ncores >= 2 else 2]
         over = max(fitting) > ncores
-        changes.append(f"{where}: ranks {_span(ranks)} → {_span(fitting)}"
-                       + (f" (more than the {ncores} cores: oversubscribed, drawn hollow, no claim reads it)"
+        kept = fitting == ranks
+        changes.append(f"{where}: ranks {_span(ranks)} " + ("kept (the pattern needs them)" if kept else f"→ {_span(fitting)}")
+                       + (f": more than the {ncores} cores, oversubscribed, drawn hollow, no claim reads it"
                           if over else ""))
     elif fitting != ranks:
         changes.append(f"{where}: ranks {_span(ranks)} → {_span(fitting)} (at most {ncores} cores)")
@@ -134,9 +135,11 @@ def _fit_layout(b: dict, declared: dict, where: str, ncores: int, changes: list)
     per_rank = max(1, ncores // max(1, min(fitting)))
     keep = [t for t in threads if t <= per_rank]
     if not keep:
-        keep = [per_rank]
+        keep = declared.get("fit_threads") or [per_rank]
     if keep != threads:
         msg = f"{where}: threads {_span(threads)} → {_span(keep)}"
+        if max(keep) > per_rank:
+            msg += f" (the benchmark needs them: more than the {ncores} cores, oversubscribed, drawn hollow, no claim reads it)"
         parts = (b.get("args") or {}).get("partitions")
         if parts is not None:
             msg += f"; partitions {parts} kept, each thread owns P/T"
