@@ -120,17 +120,30 @@ def judge(claim: dict, df, seed_setup: str = "", lacks: str = "") -> Verdict:
         return Verdict(claim, reading, NOT_COMPARABLE, reason)
     if "value" not in claim:
         return Verdict(claim, reading, NOT_COMPARABLE, "the seed gives no number: read the figure")
-    target, tol, op = float(claim["value"]), float(claim.get("tolerance", 0.0)), claim.get("op", "~")
-    if op == "~":
-        ok = abs(value - target) <= tol * abs(target)
-    elif op == "<=":
-        ok = value <= target * (1 + tol) if target >= 0 else value <= target * (1 - tol)
-    else:
-        ok = value >= target * (1 - tol) if target >= 0 else value >= target * (1 + tol)
-    note = claim.get("caveat", "")
+    ok = holds(claim, value)
+    notes = [claim.get("caveat", "")]
     if launches < 3 and claim.get("bimodal"):
-        note = (note + "; " if note else "") + f"{launches} launch{'es' if launches != 1 else ''}: the library is bimodal between launches"
-    return Verdict(claim, reading, AGREES if ok else DIFFERS, note)
+        notes.append(f"{launches} launch{'es' if launches != 1 else ''}: the library is bimodal between launches")
+    if launches > 1 and not claim.get("over"):
+        each = [_stat(g, stat) for _, g in solid.groupby("run_id", sort=False)]
+        agree = sum(holds(claim, v) for v in each)
+        if 0 < agree < len(each):
+            notes.append(f"launches disagree: {agree} of {len(each)} agree alone "
+                         f"({', '.join(fmt_num(v) for v in each)})")
+    return Verdict(claim, reading, AGREES if ok else DIFFERS, "; ".join(n for n in notes if n))
+
+
+def holds(claim: dict, value: float) -> bool:
+    """Whether a reading satisfies the claim's value: "~" within tolerance (relative), "<=" at
+    most value×(1+tolerance), ">=" at least value×(1−tolerance) (signs kept for negatives)."""
+    target, tol, op = float(claim["value"]), float(claim.get("tolerance", 0.0)), claim.get("op", "~")
+    if math.isnan(value):
+        return False
+    if op == "~":
+        return abs(value - target) <= tol * abs(target)
+    if op == "<=":
+        return value <= target * (1 + tol) if target >= 0 else value <= target * (1 - tol)
+    return value >= target * (1 - tol) if target >= 0 else value >= target * (1 + tol)
 
 
 def per_launch(claim: dict, df) -> list[str]:
