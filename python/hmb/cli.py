@@ -112,6 +112,17 @@ def cmd_compare(args) -> int:
 
 def cmd_slurm(args) -> int:
     from . import slurm, sweep
+    if args.study:   # hmb slurm --study NAME: the study as published (study/cli.py writes its config)
+        from .study import StudyError
+        from .study import cli as study_cli
+        if args.config:
+            raise UsageError("slurm: give a CONFIG or --study NAME, not both")
+        try:
+            args.config = study_cli.slurm_config(args.study)
+        except StudyError as e:
+            raise UsageError(str(e)) from None
+    elif not args.config:
+        raise UsageError("slurm: give a CONFIG.toml or --study NAME")
     cfg = sweep.load(args.config, mpis_override=args.mpi.split(",") if args.mpi else None,
                      output_override=args.results)
     text = slurm.script(cfg, args.config, args.nodes, args.ranks_per_node, args.threads,
@@ -256,7 +267,8 @@ def make_parser() -> argparse.ArgumentParser:
     sl = sub.add_parser("slurm", help="write an sbatch script that runs a sweep with srun",
                         description="Write an sbatch script that runs `hmb sweep CONFIG --resume` inside "
                         "the allocation; each launch uses srun --cpu-bind=cores -n RANKS -c THREADS.")
-    sl.add_argument("config", metavar="CONFIG.toml")
+    sl.add_argument("config", metavar="CONFIG.toml", nargs="?")
+    sl.add_argument("--study", metavar="NAME", help="a seed study as published (hmb study list) instead of CONFIG")
     sl.add_argument("--nodes", type=int, required=True)
     sl.add_argument("--ranks-per-node", type=int, required=True)
     sl.add_argument("--threads", type=int, required=True, help="CPUs (OpenMP threads) per rank")

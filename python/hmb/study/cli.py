@@ -143,6 +143,21 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
     return rc
 
 
+def slurm_config(name: str) -> str:
+    """hmb slurm --study NAME: write the study's grid as published to results/study-NAME/config.toml
+    (the sbatch script runs hmb sweep on it with --resume); returns its path."""
+    from . import fit
+    study = load(name)
+    data, _ = fit.config(study, "as-published")
+    out = Path(f"results/study-{study.name}")
+    data["sweep"]["output"] = str(out / "results.jsonl")
+    for line in study.not_run():
+        print(f"hmb study: {line}", file=sys.stderr)
+    path = _write_config(out, data, f"hmb slurm --study {study.name} (as published; {study.citation()})")
+    shutil.copyfile(study.path, out / "study.toml")
+    return str(path)
+
+
 def cmd_report(args) -> int:
     from .. import results
     try:
@@ -257,19 +272,24 @@ def demo(mpi: str, out: Path) -> int:
     if not Path(data["sweep"]["output"]).exists():
         raise StudyError("the demo produced no results")
     df = tidy.load([data["sweep"]["output"]], warn=False)
-    print(f"\nhmb study demo: {took:.0f} s; what --fit changed: {out / 'fit.txt'}")
+    lines = [f"hmb study demo: {took:.0f} s on {', '.join(mpis)}; what --fit changed: {out / 'fit.txt'}"]
     for study, head in heads:
         sub = out / study.name
         sub.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(out / "fit.txt", sub / "fit.txt")
+        own = [c[len(study.name) + 2:] for c in changes if c.startswith(f"{study.name}: ")]
+        (sub / "fit.txt").write_text("\n".join([f"{study.name} demo --fit: {len(own)} changes"] + own) + "\n")
         _, verdicts = report(study, [data["sweep"]["output"]], sub, figures_only=[head])
         fig = next((f for f in study.figures + study.tables if f["id"] == head), {})
-        print(f"\n{study.name} — {fig.get('number', head)}: {fig.get('title', '')}\n  ({study.citation()})")
+        lines += ["", f"{study.name} — {fig.get('number', head)}: {fig.get('title', '')}",
+                  f"  ({study.citation()})"]
         for v in verdicts:
-            print(f"  {v.claim['figure']}: \"{v.claim['quote']}\"\n    HMB: {v.reading} → {v.verdict}"
-                  + (f" ({v.reason})" if v.reason else ""))
+            lines += [f"  {v.claim['figure']}: \"{v.claim['quote']}\"",
+                      f"    HMB: {v.reading} → {v.verdict}" + (f" ({v.reason})" if v.reason else "")]
             launches = claims.per_launch(v.claim, df)
             if len(launches) > 1:
-                print(f"    per launch: {', '.join(launches)}")
-        print(f"  report: {sub / 'study.md'}")
+                lines.append(f"    each launch alone: {', '.join(launches)}")
+        lines.append(f"  report: {sub / 'study.md'}")
+    text = "\n".join(lines) + "\n"
+    (out / "demo.md").write_text(text)
+    print("\n" + text)
     return 0 if rc == 0 else 1
