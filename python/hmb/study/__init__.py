@@ -21,7 +21,7 @@ except ModuleNotFoundError:   # Python < 3.11
 import jsonschema
 
 STUDY_ONLY_BENCH_KEYS = ("figures", "fit_ranks", "demo_args", "note", "partition_per_thread",
-                         "demo_threads", "fit_threads")
+                         "demo_threads", "fit_threads", "demo")
 
 
 class StudyError(Exception):

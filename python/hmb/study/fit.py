@@ -55,6 +55,8 @@ def config(study: Study, mode: str = "fit", figure: str | None = None, demo: boo
     for i, b in enumerate(study.benches):
         if figure and figure not in b.get("figures", []):
             continue
+        if demo and b.get("demo") is False:
+            continue
         b = copy.deepcopy(b)
         where = f"{b['name']}[{i}]"
         if demo and b.get("demo_args"):
