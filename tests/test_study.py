@@ -295,3 +295,15 @@ def test_slurm_study_writes_the_published_grid(tmp_path, monkeypatch, capsys):
     assert cli.main(["slurm", "--study", "seed004-async", "--nodes", "1", "--ranks-per-node", "14",
                      "--threads", "1"]) == 2                     # 896 ranks do not fit one node
     assert "needs more than" in capsys.readouterr().err
+
+
+def test_claims_are_judged_per_library(tmp_path):
+    recs = []
+    for rid, impl, val in (("a", "MPICH", 1.2), ("b", "Open MPI", 3.0)):
+        recs.append(_run(rid, "part", impl=impl, library=f"{impl} x", options={"compute": "10ms"}))
+        recs.append(result(rid, "part", {"size_bytes": 65536, "partitions": 1}, {"overhead": metric(val, unit="ratio")}))
+    df = hmb.load(write(tmp_path / "two.jsonl", recs))
+    s = hstudy.load("seed000-partitioned")
+    first = [v for v in claims.table(s, df) if v.claim["quote"].startswith("With one thread")]
+    assert [(v.mpi, v.verdict) for v in first] == [("MPICH", claims.AGREES), ("Open MPI", claims.DIFFERS)]
+    assert "| MPICH | 1.20" in claims.markdown(first)

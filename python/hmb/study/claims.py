@@ -24,6 +24,7 @@ class Verdict:
     reading: str
     verdict: str
     reason: str
+    mpi: str = ""       # the library the reading is from ("" when the claim reads nothing)
 
 
 def select(df, bench: str | None, metric: str | None, where: dict | None):
@@ -160,17 +161,29 @@ def per_launch(claim: dict, df) -> list[str]:
 
 
 def table(study, df) -> list[Verdict]:
+    """Each claim judged once per MPI library in the table (a claim that reads nothing: once)."""
     needs = {f["id"]: f["needs"] for f in study.figures if f.get("needs")}
-    return [judge(c, df, study.meta.get("setup", ""), needs.get(c.get("figure_id"), "")) for c in study.claims]
+    mpis = sorted(df["mpi"].dropna().unique()) if df is not None and not df.empty else []
+    out = []
+    for c in study.claims:
+        lacks = needs.get(c.get("figure_id"), "")
+        if "metric" not in c or c.get("needs") or lacks or not mpis:
+            out.append(judge(c, df, study.meta.get("setup", ""), lacks))
+            continue
+        for m in mpis:
+            v = judge(c, df[df["mpi"] == m], study.meta.get("setup", ""))
+            v.mpi = m
+            out.append(v)
+    return out
 
 
 def markdown(verdicts: list[Verdict]) -> str:
-    out = ["| seed | claim (quoted) | seed's value | HMB's reading | verdict | why |",
-           "|---|---|---|---|---|---|"]
+    out = ["| seed | claim (quoted) | seed's value | MPI | HMB's reading | verdict | why |",
+           "|---|---|---|---|---|---|---|"]
     for v in verdicts:
         c = v.claim
         seed_value = f"{c.get('op', '~')} {fmt_num(float(c['value']))}" + \
             (f" ±{float(c['tolerance']) * 100:.0f}%" if c.get("tolerance") else "") if "value" in c else "–"
         quote = c["quote"].replace("|", "\\|")
-        out.append(f"| {c['figure']} | \"{quote}\" | {seed_value} | {v.reading} | {v.verdict} | {v.reason} |")
+        out.append(f"| {c['figure']} | \"{quote}\" | {seed_value} | {v.mpi or '–'} | {v.reading} | {v.verdict} | {v.reason} |")
     return "\n".join(out) + "\n"

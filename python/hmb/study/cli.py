@@ -284,8 +284,9 @@ def demo(mpi: str, out: Path) -> int:
                   f"  ({study.citation()})"]
         for v in verdicts:
             lines += [f"  {v.claim['figure']}: \"{v.claim['quote']}\"",
-                      f"    HMB: {v.reading} → {v.verdict}" + (f" ({v.reason})" if v.reason else "")]
-            launches = claims.per_launch(v.claim, df)
+                      f"    HMB{f' ({v.mpi})' if v.mpi else ''}: {v.reading} → {v.verdict}"
+                      + (f" ({v.reason})" if v.reason else "")]
+            launches = claims.per_launch(v.claim, df[df["mpi"] == v.mpi] if v.mpi else df)
             if len(launches) > 1:
                 lines.append(f"    each launch alone: {', '.join(launches)}")
         lines.append(f"  report: {sub / 'study.md'}")
