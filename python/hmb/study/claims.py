@@ -90,7 +90,7 @@ def judge(claim: dict, df, seed_setup: str = "", lacks: str = "") -> Verdict:
         return Verdict(claim, "–", NOT_COMPARABLE, claim.get("reason", "a qualitative claim: read the figure"))
     rows = select(df, claim.get("bench"), claim["metric"], claim.get("where"))
     if rows is None or rows.empty:
-        return Verdict(claim, "–", NOT_COMPARABLE, "no results for this claim's points in these files")
+        return Verdict(claim, "–", NOT_COMPARABLE, "no results for this claim's points (not run, or unsupported by this library)")
     if claim.get("scope") == "network" and _single_node(df):
         reason = f"the seed ran {seed_setup}; this run is one node's shared memory" if seed_setup \
             else "the seed's reading depends on its network; this run is one node's shared memory"
