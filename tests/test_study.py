@@ -307,3 +307,12 @@ def test_claims_are_judged_per_library(tmp_path):
     first = [v for v in claims.table(s, df) if v.claim["quote"].startswith("With one thread")]
     assert [(v.mpi, v.verdict) for v in first] == [("MPICH", claims.AGREES), ("Open MPI", claims.DIFFERS)]
     assert "| MPICH | 1.20" in claims.markdown(first)
+
+
+def test_claim_needing_threads_and_signed_differences(part_records):
+    v = claims.judge(_claim(min_threads=2, value=1.0), part_records)
+    assert v.verdict == claims.NOT_COMPARABLE and "needs at least 2 threads" in v.reason and "T = 1" in v.reason
+    # availability 0.8 (P=4) - 0.5 (P=1) = 0.3: a difference, not a ratio, for a signed metric
+    v = claims.judge(_claim(metric="availability", where={"partitions": 4}, over={"partitions": 1},
+                            compare="difference", op=">=", value=0.0), part_records)
+    assert v.verdict == claims.AGREES and v.reading.startswith("0.30")

@@ -3,7 +3,9 @@
 A claim ([[claim]] in a study file) names the paper's figure or table (`figure`), quotes its
 words (`quote`), and where it is numeric, what to read from the tidy table: `bench`, `metric`,
 `where` (column = value filters), `stat` (median / max / min of the points' medians), optional
-`over` (a second filter: the reading is the ratio of the two), and `value` with `op`
+`over` (a second filter: the reading is the ratio of the two, or with `compare = "difference"`
+their difference, for signed metrics), `min_threads` (rows with fewer threads per rank are no
+reading of the claim), and `value` with `op`
 ("~": within `tolerance` relative; "<=" / ">=": at most / at least value×(1±tolerance)).
 `needs` (a feature HMB lacks) and `scope = "network"` (the seed's reading depends on an
 inter-node network) make it not comparable, with the reason.
@@ -91,6 +93,13 @@ def judge(claim: dict, df, seed_setup: str = "", lacks: str = "") -> Verdict:
     rows = select(df, claim.get("bench"), claim["metric"], claim.get("where"))
     if rows is None or rows.empty:
         return Verdict(claim, "–", NOT_COMPARABLE, "no results for this claim's points (not run, or unsupported by this library)")
+    if claim.get("min_threads"):
+        enough = rows[rows["threads"].astype(float) >= claim["min_threads"]]
+        if enough.empty:
+            ran = "/".join(sorted({f"{float(t):g}" for t in rows["threads"]}))
+            return Verdict(claim, "–", NOT_COMPARABLE, f"the claim needs at least {claim['min_threads']} threads "
+                           f"per rank (the seed: one per partition); this run had T = {ran} (--fit)")
+        rows = enough
     if claim.get("scope") == "network" and _single_node(df):
         reason = f"the seed ran {seed_setup}; this run is one node's shared memory" if seed_setup \
             else "the seed's reading depends on its network; this run is one node's shared memory"
@@ -105,15 +114,20 @@ def judge(claim: dict, df, seed_setup: str = "", lacks: str = "") -> Verdict:
     value = _stat(solid, stat)
     if claim.get("over"):
         den_rows = select(df, claim.get("bench"), claim.get("over_metric", claim["metric"]), claim["over"])
+        if claim.get("min_threads") and not den_rows.empty:
+            den_rows = den_rows[den_rows["threads"].astype(float) >= claim["min_threads"]]
         if den_rows.empty:
             return Verdict(claim, "–", NOT_COMPARABLE, "no results for the claim's reference points")
         if _solid(den_rows).empty:
             return Verdict(claim, "–", NOT_COMPARABLE, "every reference point is oversubscribed or its "
                            "progress thread shares a compute core: not a reading")
         den = _stat(_solid(den_rows), stat)
-        if not den or math.isnan(den):
+        if claim.get("compare") == "difference":
+            value = value - den
+        elif not den or math.isnan(den):
             return Verdict(claim, "–", NOT_COMPARABLE, "the reference reading is 0 or undefined")
-        value = value / den
+        else:
+            value = value / den
     launches = solid["run_id"].nunique()
     reading = f"{fmt_num(value)} ({stat} of {len(point_medians(solid))} points, {launches} launch"\
               f"{'es' if launches != 1 else ''})"
