@@ -287,7 +287,7 @@ def demo(mpi: str, out: Path) -> int:
                       f"    HMB{f' ({v.mpi})' if v.mpi else ''}: {v.reading} → {v.verdict}"
                       + (f" ({v.reason})" if v.reason else "")]
             launches = claims.per_launch(v.claim, df[df["mpi"] == v.mpi] if v.mpi else df)
-            if len(launches) > 1:
+            if len(launches) > 1 and "launches disagree" not in v.reason:
                 lines.append(f"    each launch alone: {', '.join(launches)}")
         lines.append(f"  report: {sub / 'study.md'}")
     text = "\n".join(lines) + "\n"
