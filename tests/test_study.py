@@ -283,6 +283,11 @@ def test_small_fit_run_through_the_sweep_and_report(tmp_path, capsys):
     capsys.readouterr()
     assert cli.main(["study", "report", str(out)]) == 0
     assert "Claims beside HMB's readings" in capsys.readouterr().out
+    # a second run into the same directory keeps the first one's results
+    before = (out / "results.jsonl").read_bytes()
+    assert cli.main(["study", "run", str(f), "--fit", "--mpi", "mpich", "--out", str(out)]) == 2
+    assert "already has results: pass --resume" in capsys.readouterr().err
+    assert (out / "results.jsonl").read_bytes() == before
 
 
 def test_slurm_study_writes_the_published_grid(tmp_path, monkeypatch, capsys):

@@ -124,6 +124,10 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
     data, changes = fit.config(study, mode, figure=figure, repeats=repeats)
     out = Path(outdir or f"results/study-{study.name}")
     data["sweep"]["output"] = str(out / "results.jsonl")
+    done = out / "results.jsonl"
+    if done.exists() and done.stat().st_size > 0 and not resume and not dry_run:
+        raise StudyError(f"{done} already has results: pass --resume to continue that run, or --out DIR "
+                         f"for a new one (hmb study report {out} reads it)")
     config = _write_config(out, data, f"hmb study run {study.name} --{mode}"
                            f"{f' --figure {figure}' if figure else ''} ({study.citation()})")
     shutil.copyfile(study.path, out / "study.toml")
@@ -134,7 +138,7 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
         for c in changes:
             print(f"  {c}", file=sys.stderr)
     cfg = sweep.load(str(config), mpis_override=mpis)
-    rc = sweep.run(cfg, resume=resume, dry_run=dry_run, overwrite=not resume, skip_missing=True, quiet=quiet)
+    rc = sweep.run(cfg, resume=resume, dry_run=dry_run, skip_missing=True, quiet=quiet)
     if dry_run or rc == 130 or not Path(cfg.output).exists():
         return rc
     text, _ = report(study, [cfg.output], out, figures_only=[figure] if figure else None)
