@@ -6,8 +6,9 @@ HMB    := $(VENV)/bin/hmb
 HMB_MPI ?= mpich
 
 .PHONY: demo test check setup build clean container
+# The demo is the small studies: each seed paper's headline figure, fitted to this machine.
 demo: setup
-	$(HMB) demo --mpi $(HMB_MPI)
+	$(HMB) study demo --mpi $(HMB_MPI)
 
 test: setup
 	$(VENV)/bin/python -m pytest
