@@ -5,9 +5,10 @@ VENV   := .venv
 HMB    := $(VENV)/bin/hmb
 HMB_MPI ?= mpich
 
-.PHONY: demo test check setup build clean
+.PHONY: demo test check setup build clean container
+# The demo is the small studies: each seed paper's headline figure, fitted to this machine.
 demo: setup
-	$(HMB) demo --mpi $(HMB_MPI)
+	$(HMB) study demo --mpi $(HMB_MPI)
 
 test: setup
 	$(VENV)/bin/python -m pytest
@@ -26,6 +27,10 @@ $(VENV)/.ready: pyproject.toml
 
 build: setup
 	$(HMB) build --mpi $(HMB_MPI)
+
+# The Containerfile built and run with Charliecloud (not part of `make test`): docs/container.md.
+container:
+	scripts/container.sh
 
 clean:
 	rm -rf build results

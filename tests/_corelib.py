@@ -140,7 +140,7 @@ _SIGNATURES = {
                                     C.c_char_p, C.c_size_t]),
     "hmb_options_find": (_P(OptVal), [_P(OptSet), C.c_char_p]),
     "hmb_options_free": (None, [_P(OptSet)]),
-    "hmb_options_help": (None, [C.c_void_p, _P(Option), _P(Default)]),
+    "hmb_options_help": (None, [C.c_void_p, _P(Option), _P(Default), C.c_int]),
     # stats.c
     "hmb_median_ci_ranks": (C.c_int, [C.c_long, C.c_double, _P(C.c_long), _P(C.c_long)]),
     "hmb_quantile_sorted": (C.c_double, [_P(C.c_double), C.c_long, C.c_double]),

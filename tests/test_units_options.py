@@ -271,11 +271,13 @@ def test_common_table_exactly(lib):
         "timeout": (DURATION, "300s", 0, 0, None),
         "json": (STRING, None, 0, 0, None),
         "raw": (FLAG, "0", 0, 0, None),
+        "metric": (STRING, None, 0, 0, None),
+        "wide": (FLAG, "0", 0, 0, None),
         "thread-level": (CHOICE, None, 0, 0, "single|funneled|serialized|multiple"),
     }
     # options that steer the run but never define what is measured (the toolkit groups by the rest)
     assert run_control == {"iters", "max-iters", "warmup", "ci-target", "budget", "seed", "llc-size",
-                           "no-validate", "corrupt-at", "timeout", "json", "raw"}
+                           "no-validate", "corrupt-at", "timeout", "json", "raw", "metric", "wide"}
 
 
 def test_defaults_of_common_options(lib):
@@ -395,14 +397,24 @@ def test_help_returns_1(lib, args):
     assert Parsed(lib, args).rc == 1
 
 
-def test_help_text(lib):
+@pytest.mark.parametrize("args", [["--help-all"], ["--help", "--help-all"], ["--bogus", "--help-all"]])
+def test_help_all_returns_2(lib, args):
+    assert Parsed(lib, args).rc == 2
+
+
+def _help(lib, all_options: int) -> str:
     fd, path = tempfile.mkstemp()
     fp = libc.fdopen(fd, b"w")
-    lib.hmb_options_help(fp, BENCH, default_table(sizes="1K:16M"))
+    lib.hmb_options_help(fp, BENCH, default_table(sizes="1K:16M"), all_options)
     libc.fclose(fp)
     with open(path) as f:
         text = f.read()
     os.unlink(path)
+    return text
+
+
+def test_help_text(lib):
+    text = _help(lib, 0)
     print(text)
     lines = text.splitlines()
     bench_at = lines.index("Benchmark options:")
@@ -420,8 +432,14 @@ def test_help_text(lib):
     assert any(line.startswith("  --raw ") for line in lines)
     for name in ("sizes", "threads", "iters", "max-iters", "warmup", "ci-target", "budget",
                  "compute", "noise", "noise-thread", "seed", "cache", "data", "llc-size", "no-validate",
-                 "corrupt-at", "timeout", "json", "raw"):
+                 "timeout", "json", "raw", "metric", "wide"):
         assert any(line.startswith(f"  --{name} ") for line in lines[common_at:] + threads), name
+    # TEST ONLY options (planted faults) are counted, listed only with --help-all (all = 1)
+    assert not any(line.startswith("  --corrupt-at") for line in lines)
+    assert "(1 TEST ONLY option for testing hmb-bench itself not shown: --help-all lists them)" in lines
+    full = _help(lib, 1)
+    assert any(line.startswith("  --corrupt-at INT") and "TEST ONLY" in line for line in full.splitlines())
+    assert "not shown" not in full
 
 
 LIST_TABLE = option_table(

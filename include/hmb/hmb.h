@@ -111,6 +111,10 @@ void hmb_usage_error(hmb_ctx *ctx, const char *fmt, ...) __attribute__((noreturn
 /* Report "unsupported" for this benchmark/point: one line on stdout and in JSON
  * ("status":"unsupported","reason":...), then the harness goes on with the next point. */
 void hmb_unsupported(hmb_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A '# ' comment line on rank 0's stdout (other ranks: nothing), wrapped at the table width
+ * (120 columns) on spaces, continuation lines indented. For findings a benchmark reports
+ * beside its table. */
+void hmb_note(hmb_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ------------------------------------------------------------------ points */
 
@@ -207,7 +211,19 @@ typedef struct hmb_bench {
      * its "data" default should be "reuse" (set it in .defaults); 0: the harness refuses
      * --data reuse with a usage error (the benchmark writes its data before every send). */
     int data_reuse;
+    /* --format osu (a CHOICE option "format" with "table|osu" the benchmark declares): stdout in
+     * the OSU micro-benchmarks' layout, one block per listed point parameter value. NULL: none. */
+    const struct hmb_osu_block *osu;
 } hmb_bench;
+
+/* One block of --format osu output: the points with param=value print "SIZE VALUE..." rows
+ * (size in bytes) under "# Size  <header>", as osu_latency / osu_bw / osu_mbw_mr print them. */
+typedef struct hmb_osu_block {
+    const char *param, *value; /* "mode", "latency" */
+    const char *title;         /* "osu_latency layout" (the block's first comment line) */
+    const char *header;        /* "Latency (us)", or "MB/s,Messages/s": one name per value column */
+    const char *metrics;       /* "latency_us", or "bandwidth_MBps,msg_rate" for two value columns */
+} hmb_osu_block;
 
 /* Registration: each benchmark file ends with HMB_REGISTER(descriptor_variable). The
  * registry collects them through a linker section (no central list to edit). */

@@ -69,6 +69,8 @@ def cmd_run(args) -> int:
         timeout = parse_duration(args.timeout) if args.timeout is not None else 0
     except ValueError as e:
         raise UsageError(f"--timeout: {e}") from None
+    if args.metric and "metric" not in launch.parse_bench_argv(args.bench_args):
+        args.bench_args = list(args.bench_args) + ["--metric", args.metric]   # every table, not only the summary
     target = launch.prepare(args.mpi, build="always" if args.rebuild else "missing")
     if args.repeats == 1:
         return launch.run_bench(target, args.bench, args.bench_args, args.ranks, args.threads,
@@ -112,6 +114,17 @@ def cmd_compare(args) -> int:
 
 def cmd_slurm(args) -> int:
     from . import slurm, sweep
+    if args.study:   # hmb slurm --study NAME: the study as published (study/cli.py writes its config)
+        from .study import StudyError
+        from .study import cli as study_cli
+        if args.config:
+            raise UsageError("slurm: give a CONFIG or --study NAME, not both")
+        try:
+            args.config = study_cli.slurm_config(args.study)
+        except StudyError as e:
+            raise UsageError(str(e)) from None
+    elif not args.config:
+        raise UsageError("slurm: give a CONFIG.toml or --study NAME")
     cfg = sweep.load(args.config, mpis_override=args.mpi.split(",") if args.mpi else None,
                      output_override=args.results)
     text = slurm.script(cfg, args.config, args.nodes, args.ranks_per_node, args.threads,
@@ -209,7 +222,8 @@ def make_parser() -> argparse.ArgumentParser:
                    help="launch N times (the same command) and show, per point and metric, the median "
                    "of launch medians, their min-max and the within-launch 95%% CI (default 1)")
     r.add_argument("--metric", metavar="NAMES",
-                   help="with --repeats: summarise only these metrics (comma list; default: the table's)")
+                   help="only these metrics, in every launch's table and the --repeats summary "
+                   "(comma list; default: the table's)")
     r.add_argument("--rebuild", action="store_true", help="run an incremental build first")
     r.add_argument("--dry-run", action="store_true", help="print the launch lines, run nothing")
     r.set_defaults(func=cmd_run)
@@ -256,7 +270,8 @@ def make_parser() -> argparse.ArgumentParser:
     sl = sub.add_parser("slurm", help="write an sbatch script that runs a sweep with srun",
                         description="Write an sbatch script that runs `hmb sweep CONFIG --resume` inside "
                         "the allocation; each launch uses srun --cpu-bind=cores -n RANKS -c THREADS.")
-    sl.add_argument("config", metavar="CONFIG.toml")
+    sl.add_argument("config", metavar="CONFIG.toml", nargs="?")
+    sl.add_argument("--study", metavar="NAME", help="a seed study as published (hmb study list) instead of CONFIG")
     sl.add_argument("--nodes", type=int, required=True)
     sl.add_argument("--ranks-per-node", type=int, required=True)
     sl.add_argument("--threads", type=int, required=True, help="CPUs (OpenMP threads) per rank")
@@ -365,6 +380,27 @@ def make_parser() -> argparse.ArgumentParser:
         from . import validate
         return validate.main(a.files)
     va.set_defaults(func=cmd_validate)
+
+    # hmb export: the tidy table (hmb/tidy.py; hmb.load in Python) as CSV
+    ex = sub.add_parser("export", help="write results as a tidy CSV table (one row per point and metric)",
+                        description="The table hmb.load() returns in Python: one row per point and metric, "
+                        "parameters as columns, median, CI, count, unit, MPI, settings, run id.")
+    ex.add_argument("--csv", required=True, metavar="FILE", help="output CSV ('-': standard output)")
+    ex.add_argument("results", nargs="+", metavar="RESULTS")
+
+    def cmd_export(a) -> int:
+        from . import results, tidy
+        rs = results.load(a.results)
+        df = tidy.frame(rs)
+        df.to_csv(sys.stdout if a.csv == "-" else a.csv, index=False)
+        if a.csv != "-":
+            print(f"hmb: wrote {a.csv} ({len(df)} rows)", file=sys.stderr)
+        return 1 if rs.bad_lines else 0
+    ex.set_defaults(func=cmd_export)
+
+    # hmb study: the seed studies (hmb/study/, python/hmb/studies/*.toml)
+    from .study import cli as study_cli
+    study_cli.add_parser(sub)
     return p
 
 

@@ -9,6 +9,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import textwrap
 from collections import defaultdict
 from pathlib import Path
 
@@ -27,6 +28,8 @@ def run(target, args, timeout: float | None) -> int:
                                   json_path=str(path), launcher=args.launcher, timeout=timeout,
                                   dry_run=args.dry_run)
             worst = worst or rc
+            if rc == 2 and not path.exists():
+                break   # a usage error: the same command fails the same way every time
             if path.exists():
                 files.append(path)
                 if args.json:
@@ -43,13 +46,25 @@ def run(target, args, timeout: float | None) -> int:
     return worst
 
 
+TABLE_COLUMNS = 120   # hmb-bench's tables fit this width too
+
+
 def summary(launches: list, metrics: list | None = None) -> str:
-    """One row per point and summary-worthy metric over the launches (each a ResultSet)."""
+    """One row per point and summary-worthy metric over the launches (each a ResultSet).
+    Parameters with one value in every point are said once above the table, not in each row."""
     groups = defaultdict(list)
     for rs in launches:
         for r in rs.results:
             if r.status == "ok":
                 groups[point_key(r)].append(r)
+    values = defaultdict(set)
+    for rr in groups.values():
+        for k, v in rr[0].params.items():
+            values[k].add(repr(v))
+    constant = {k for k, vs in values.items()
+                if len(vs) == 1 and all(k in rr[0].params for rr in groups.values())}
+    if len(groups) == 1:
+        constant -= {"size_bytes"}   # a point is never named by nothing
     rows = []
     for key, rr in groups.items():
         first = rr[0]
@@ -58,7 +73,7 @@ def summary(launches: list, metrics: list | None = None) -> str:
             names = [m.name for m in first.desc.metrics if m.in_table and m.name in names]
         if metrics:
             names = [m for m in metrics if (first.record.get("metrics") or {}).get(m)]
-        point = " ".join(f"{k}={fmt_size(v) if k == 'size_bytes' else v}" for k, v in sorted(first.params.items()))
+        point = " ".join(_param(k, v) for k, v in sorted(first.params.items()) if k not in constant)
         for name in names:
             c = combine(rr, name)
             if c is None:
@@ -70,9 +85,17 @@ def summary(launches: list, metrics: list | None = None) -> str:
                 ci = f"[{fmt_num(statistics.median(los))}, {fmt_num(statistics.median(his))}]"
             rows.append([point, name, fmt_num(c.median), f"{fmt_num(c.spread_lo)} - {fmt_num(c.spread_hi)}",
                          ci, str(c.repeats)])
-    head = ["point", "metric", "median of launch medians", "launch min - max",
-            "within-launch 95% CI (median of launches')", "launches"]
+    head = ["point", "metric", "median", "min - max", "95% CI", "launches"]
     widths = [max(len(x) for x in col) for col in zip(head, *rows)]
-    lines = ["", f"# {len(launches)} launches of the same command"]
+    said = " ".join(_param(k, v) for k, v in sorted(groups[next(iter(groups))][0].params.items())
+                    if k in constant) if groups else ""
+    title = (f"{len(launches)} launches of the same command; per point and metric: median of the launch medians, "
+             f"their min - max, and the median of the launches' 95% CI bounds"
+             + (f"; every point has {said}" if said else ""))
+    lines = [""] + textwrap.wrap(title, TABLE_COLUMNS, initial_indent="# ", subsequent_indent="#   ")
     lines += ["  ".join(x.ljust(w) for x, w in zip(row, widths)).rstrip() for row in [head] + rows]
     return "\n".join(lines) + "\n"
+
+
+def _param(key: str, value) -> str:
+    return f"{key}={fmt_size(value) if key == 'size_bytes' else value}"

@@ -410,7 +410,18 @@ static const hmb_option p2p_options[] = {
      HMB_ROLE_RUN_CONTROL},
     {"hang-at", HMB_OPT_INT, "-1", "TEST ONLY: rank 1 stops participating at this iteration (watchdog test)", -1, 1e9,
      NULL, HMB_ROLE_RUN_CONTROL},
+    {"format", HMB_OPT_CHOICE, "table",
+     "stdout layout: table, or osu: '# Size  Latency (us)' rows per mode as osu_latency, osu_bw, osu_bibw, osu_mbw_mr "
+     "print them (sizes in bytes, medians)", 0, 0, "table|osu", HMB_ROLE_RUN_CONTROL},
     HMB_OPTION_END};
+
+/* --format osu: the columns the OSU micro-benchmarks print for each mode. */
+static const hmb_osu_block p2p_osu[] = {
+    {"mode", "latency", "p2p --mode latency (osu_latency layout)", "Latency (us)", "latency_us"},
+    {"mode", "bw", "p2p --mode bw (osu_bw layout)", "Bandwidth (MB/s)", "bandwidth_MBps"},
+    {"mode", "bibw", "p2p --mode bibw (osu_bibw layout)", "Bandwidth (MB/s)", "bandwidth_MBps"},
+    {"mode", "msgrate", "p2p --mode msgrate (osu_mbw_mr layout)", "MB/s,Messages/s", "bandwidth_MBps,msg_rate"},
+    {NULL, NULL, NULL, NULL, NULL}};
 
 static const hmb_metric p2p_metrics[] = {
     {"latency_us", "us", "half the round trip of one ping-pong, averaged over the sample's batch (latency)", 0, 1},
@@ -438,5 +449,6 @@ static const hmb_bench p2p_bench = {
     .verify = p2p_verify,
     .teardown = p2p_teardown,
     .annotate = p2p_annotate,
+    .osu = p2p_osu,
 };
 HMB_REGISTER(p2p_bench);

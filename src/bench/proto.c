@@ -507,10 +507,9 @@ static void probe_annotate(hmb_ctx *ctx, proto_state *st)
         "the sender's request completes without the receiver below a switch (eager or inline send)",
         "the receiver completes without the sender below a switch (none: it copies by itself, e.g. CMA)",
         "the receiver completes without the sender below a switch (none: it copies by itself, e.g. CMA)"};
-    printf("# probe view %s: switches %s (agreement %.2f, %ld trials, %ld without verdict); %s\n",
-           view_names[st->view], count ? text : "none", st->nfound ? (double)best_votes / st->nfound : 0.0,
-           st->trials_run, st->trials_without_verdict, meaning[st->view]);
-    fflush(stdout);
+    hmb_note(ctx, "probe view %s: switches %s (agreement %.2f, %ld trials, %ld without verdict); %s",
+             view_names[st->view], count ? text : "none", st->nfound ? (double)best_votes / st->nfound : 0.0,
+             st->trials_run, st->trials_without_verdict, meaning[st->view]);
 }
 
 static void proto_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)

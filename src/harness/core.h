@@ -66,15 +66,16 @@ extern const hmb_option hmb_common_options[];
 /* Parse argv (argv[0] = first option, NOT the program/benchmark name) against the common
  * table plus the benchmark's table (may be NULL), with the benchmark's default overrides
  * (may be NULL). Accepts "--name value" and "--name=value"; flags take no value.
- * Returns 0 ok, 1 if --help/-h was given, -1 on error with a one-line message in err such
+ * Returns 0 ok, 1 if --help/-h was given, 2 if --help-all, -1 on error with a one-line message in err such
  * as "--partitions: 0 is below the minimum 1" or "unknown option --foo". */
 int hmb_options_parse(hmb_optset *set, const hmb_option *bench_options,
                       const hmb_default *defaults, int argc, char **argv,
                       char *err, size_t errlen);
 const hmb_optval *hmb_options_find(const hmb_optset *set, const char *name);
 void hmb_options_free(hmb_optset *set);
-/* Help text: one line per option with type, default and range, common options last. */
-void hmb_options_help(FILE *out, const hmb_option *bench_options, const hmb_default *defaults);
+/* Help text: one line per option with type, default and range, common options last; options
+ * whose help starts with "TEST ONLY" only with all (--help-all), else one line counting them. */
+void hmb_options_help(FILE *out, const hmb_option *bench_options, const hmb_default *defaults, int all);
 
 /* ------------------------------------------------------------------ stats.c */
 

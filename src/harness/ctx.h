@@ -115,6 +115,10 @@ struct hmb_ctx {
     atomic_int progress_tid;  /* HMB's progress thread (hmb_pin_progress_thread); 0: none */
 
     int table_columns_printed;
+    int table_metrics[HMB_MAX_METRICS]; /* the stdout table's metric columns (bench->metrics indices) */
+    int table_nmetrics;
+    const struct hmb_osu_block *osu_block; /* --format osu: the block of the last row printed */
+    int unbound;       /* placement: 1 ranks, 2 threads not bound (a launch by hand); header warns */
     FILE *json;        /* rank 0: --json in append mode, or NULL */
     const char *json_path;
     hmb_extras header_extra, result_extra;
@@ -208,6 +212,9 @@ void hmb_output_failure(hmb_ctx *ctx, const char *kind, int partition, const cha
 void hmb_table_header(hmb_ctx *ctx);
 void hmb_table_row(hmb_ctx *ctx, const hmb_point *pt, const hmb_summary *summaries, long iterations);
 void hmb_table_unsupported(hmb_ctx *ctx, const hmb_point *pt, const char *reason);
+/* Whether the summary tables (pivot) show this metric: all unless --metric names others. */
+int hmb_table_metric_selected(const hmb_ctx *ctx, const char *name);
+enum { HMB_TABLE_COLUMNS = 120 };
 void hmb_json_option_value(hmb_json *j, const hmb_optval *v);
 
 /* measure.c */

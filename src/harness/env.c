@@ -220,6 +220,15 @@ static void node_layout(hmb_ctx *ctx)
     MPI_Allreduce(&oversub, &ctx->oversubscribed, 1, MPI_INT, MPI_LOR, ctx->comm);
     ctx->ranks_per_node = busiest[0];
     ctx->cpus_available = -busiest[1];
+    /* A launch by hand leaves ranks or threads unbound: a rank whose mask holds more than its
+     * share of the node's CPUs (all of them, typically), or threads with OMP_PROC_BIND unset.
+     * Oversubscription is warned about on its own (hmb run leaves such ranks unbound). */
+    int share = hmb_cpus_count(&node_cpus) / node_ranks;
+    int loose = (node_ranks > 1 && hmb_cpus_count(&ctx->rank_cpus) > (share > 1 ? share : 1))
+                | (ctx->threads > 1 && omp_get_proc_bind() == omp_proc_bind_false) << 1;
+    MPI_Allreduce(&loose, &ctx->unbound, 1, MPI_INT, MPI_BOR, ctx->comm);
+    if (ctx->oversubscribed)
+        ctx->unbound = 0;
 }
 
 /* Every rank's placement gathered on rank 0 (returned there; NULL elsewhere), node layout

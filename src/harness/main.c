@@ -49,23 +49,53 @@ static void print_list(void)
 static void print_usage(FILE *out)
 {
     fprintf(out, "usage: mpiexec -n N hmb-bench BENCH [options]\n"
-                 "       hmb-bench --list [--json] | --version | BENCH --help | BENCH --describe --json\n"
+                 "       hmb-bench --list [--json] | --version | BENCH --help[-all] | BENCH --describe --json\n"
                  "       hmb-bench BENCH [options] --launch-needs   (no MPI: {\"spare_cores_per_rank\": N})\n"
                  "       mpiexec -n N hmb-bench --placement          (where ranks and threads run, one JSON line)\n"
                  "       hmb-bench --list-pvars                      (the MPI library's MPI_T performance variables)\n");
 }
 
-static void print_bench_help(const hmb_bench *b)
+static void print_bench_help(const hmb_bench *b, int all)
 {
     printf("hmb-bench %s — %s (group: %s)\n\n", b->name, b->summary, b->group);
     printf("usage: mpiexec -n N hmb-bench %s [options]   (needs at least %d ranks", b->name, b->min_ranks);
     if (b->rank_multiple > 1)
         printf(", a multiple of %d", b->rank_multiple);
     printf("; thread level %s)\n\n", hmb_thread_level_name(b->thread_level));
-    hmb_options_help(stdout, b->options, b->defaults);
+    hmb_options_help(stdout, b->options, b->defaults, all);
     printf("\nmetrics:\n");
     for (const hmb_metric *m = b->metrics; m->name; m++)
         printf("  %-22s %-8s %s\n", m->name, m->unit, m->description);
+}
+
+/* --metric: every name one of the benchmark's metrics, none twice. */
+static void check_metric_names(hmb_ctx *ctx)
+{
+    const hmb_optval *v = hmb_options_find(&ctx->opts, "metric");
+    if (!v || !v->present)
+        return;
+    const hmb_metric *ms = ctx->bench->metrics;
+    for (const char *p = v->sval;;) {
+        size_t len = strcspn(p, ",");
+        int found = 0;
+        for (int k = 0; ms[k].name && !found; k++)
+            found = strlen(ms[k].name) == len && !strncmp(ms[k].name, p, len);
+        if (!found) {
+            char known[1024];
+            size_t used = 0;
+            known[0] = '\0';
+            for (int k = 0; ms[k].name && used < sizeof known; k++)
+                used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", k ? "," : "", ms[k].name);
+            hmb_usage_error(ctx, "--metric: \"%.*s\" is not a metric of %s (it has: %s)", (int)len, p,
+                            ctx->bench->name, known);
+        }
+        for (const char *q = v->sval; q < p; q += strcspn(q, ",") + 1)
+            if (strcspn(q, ",") == len && !strncmp(q, p, len))
+                hmb_usage_error(ctx, "--metric: \"%.*s\" is listed twice", (int)len, p);
+        if (!p[len])
+            return;
+        p += len + 1;
+    }
 }
 
 /* Parse and check everything that needs no MPI. Exits 0 (help) or 2 (bad input). */
@@ -74,9 +104,9 @@ static void parse_before_init(hmb_ctx *ctx, int argc, char **argv)
     char err[512] = "";
     int rc = hmb_options_parse(&ctx->opts, ctx->bench->options, ctx->bench->defaults, argc - 2, argv + 2, err,
                                sizeof err);
-    if (rc == 1) {
+    if (rc == 1 || rc == 2) {
         if (ctx->rank == 0)
-            print_bench_help(ctx->bench);
+            print_bench_help(ctx->bench, rc == 2);
         exit(HMB_EXIT_OK);
     }
     if (rc != 0)
@@ -97,6 +127,7 @@ static void parse_before_init(hmb_ctx *ctx, int argc, char **argv)
         hmb_usage_error(ctx, "--data reuse: %s writes its send data before every send (--data fresh); "
                              "reusing send data is not implemented for it",
                         ctx->bench->name);
+    check_metric_names(ctx);
     ctx->validate = !hmb_opt_flag(ctx, "no-validate");
     ctx->corrupt_at = hmb_opt_int(ctx, "corrupt-at");
     ctx->json_path = hmb_options_find(&ctx->opts, "json")->present ? hmb_opt_str(ctx, "json") : NULL;

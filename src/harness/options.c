@@ -53,6 +53,11 @@ const hmb_option hmb_common_options[] = {
      NULL, HMB_ROLE_RUN_CONTROL},
     {"json", HMB_OPT_STRING, NULL, "append JSON Lines results to this file", 0, 0, NULL, HMB_ROLE_RUN_CONTROL},
     {"raw", HMB_OPT_FLAG, "0", "also write every sample to the JSON", 0, 0, NULL, HMB_ROLE_RUN_CONTROL},
+    {"metric", HMB_OPT_STRING, NULL,
+     "table columns: only these metrics, in this order (comma list; default: the table's that fit 120 columns)", 0, 0,
+     NULL, HMB_ROLE_RUN_CONTROL},
+    {"wide", HMB_OPT_FLAG, "0", "table: every metric's columns, however wide (the JSON always has all)", 0, 0, NULL,
+     HMB_ROLE_RUN_CONTROL},
     {"thread-level", HMB_OPT_CHOICE, NULL,
      "MPI thread level to request (default: the benchmark's own); modes the provided level cannot run are reported unsupported",
      0, 0, "single|funneled|serialized|multiple"},
@@ -386,6 +391,9 @@ int hmb_options_parse(hmb_optset *set, const hmb_option *bench_options,
         }
     /* Help wins over everything else on the line, as users expect. */
     for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help-all"))
+            return 2;
+    for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
             return 1;
 
@@ -504,7 +512,10 @@ static void help_line(FILE *out, const hmb_option *o, const hmb_default *default
     fputc('\n', out);
 }
 
-void hmb_options_help(FILE *out, const hmb_option *bench_options, const hmb_default *defaults)
+/* Options for tests of the harness itself (planted faults): help says "TEST ONLY" first. */
+static int test_only(const hmb_option *o) { return o->help && !strncmp(o->help, "TEST ONLY", 9); }
+
+void hmb_options_help(FILE *out, const hmb_option *bench_options, const hmb_default *defaults, int all)
 {
     hmb_optset *set = malloc(sizeof *set);
     if (!set || merge_tables(set, bench_options, NULL, 0)) {
@@ -520,16 +531,24 @@ void hmb_options_help(FILE *out, const hmb_option *bench_options, const hmb_defa
         if (find_in_table(bench_options, o->name, strlen(o->name)))
             nbench++;
     }
+    int hidden = 0;
+    for (int i = 0; i < set->count; i++)
+        hidden += !all && test_only(set->vals[i].opt);
     if (nbench) {
         fprintf(out, "Benchmark options:\n");
         for (int i = 0; i < nbench; i++)
-            help_line(out, set->vals[i].opt, defaults, width);
+            if (all || !test_only(set->vals[i].opt))
+                help_line(out, set->vals[i].opt, defaults, width);
         fputc('\n', out);
     }
     fprintf(out, "Common options (every benchmark):\n");
     for (int i = nbench; i < set->count; i++)
-        help_line(out, set->vals[i].opt, defaults, width);
+        if (all || !test_only(set->vals[i].opt))
+            help_line(out, set->vals[i].opt, defaults, width);
     fprintf(out, "\nSIZES: 8, 4K, 1M, 1K:16M (doubling), 1K:16M:x4, 2:8:+2, lists 1K,64K. "
                  "TIME: 500ns, 10us, 1.5ms, 2s (bare number = us).\n");
+    if (hidden)
+        fprintf(out, "(%d TEST ONLY option%s for testing hmb-bench itself not shown: --help-all lists them)\n", hidden,
+                hidden == 1 ? "" : "s");
     free(set);
 }

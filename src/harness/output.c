@@ -450,7 +450,11 @@ void hmb_json_option_value(hmb_json *j, const hmb_optval *v)
 
 /* ------------------------------------------------------------------ stdout table */
 
-enum { PARAM_WIDTH = 10, MEDIAN_WIDTH = 12, CI_WIDTH = 24 };
+/* The table fits HMB_TABLE_COLUMNS by default: metric columns, in the benchmark's order, that do
+ * not fit are left out and named in one line (--wide shows them all, --metric picks columns, the
+ * JSON always has every metric). Header lines wrap at the same width. */
+enum { SIZE_WIDTH = 7, PARAM_WIDTH = 7, MEDIAN_WIDTH = 9, CI_WIDTH = 17, ITERS_WIDTH = 7 };
+enum { HIDDEN_NAMES_ROOM = 44 }; /* the names in the one "not shown" line; the rest are counted */
 
 /* Compact number: enough digits to compare, no exponent for everyday magnitudes. */
 static void format_value(double v, char *buf, size_t len)
@@ -476,38 +480,170 @@ static int param_width(const hmb_param *p)
     return w > PARAM_WIDTH ? w : PARAM_WIDTH;
 }
 
+static int median_width(const hmb_metric *m)
+{
+    int w = (int)strlen(m->name);
+    return w > MEDIAN_WIDTH ? w : MEDIAN_WIDTH;
+}
+
+static void ci_header(const hmb_metric *m, char *buf, size_t len) { snprintf(buf, len, "95%% CI [%s]", m->unit); }
+
+static int ci_width(const hmb_metric *m)
+{
+    char head[64];
+    ci_header(m, head, sizeof head);
+    return (int)strlen(head) > CI_WIDTH ? (int)strlen(head) : CI_WIDTH;
+}
+
+/* "# " + text on stdout, wrapped at the table width on spaces ("#   " before continuations). */
+static void print_comment(const char *text)
+{
+    const int width = HMB_TABLE_COLUMNS - 2;
+    int indent = 0;
+    while (*text) {
+        int room = width - indent, n = (int)strlen(text);
+        if (n > room) {
+            n = room;
+            while (n > room / 2 && text[n] != ' ')
+                n--;
+            if (text[n] != ' ')
+                n = room; /* no space in reach: cut the word */
+        }
+        printf("#%*s %.*s\n", indent, "", n, text);
+        text += n;
+        while (*text == ' ')
+            text++;
+        indent = 2;
+    }
+}
+
+static void comment_vline(const char *fmt, va_list ap)
+{
+    char text[4096];
+    vsnprintf(text, sizeof text, fmt, ap);
+    print_comment(text);
+}
+
+static void comment_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void comment_line(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    comment_vline(fmt, ap);
+    va_end(ap);
+}
+
+void hmb_note(hmb_ctx *ctx, const char *fmt, ...)
+{
+    if (ctx->rank != 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    comment_vline(fmt, ap);
+    va_end(ap);
+    fflush(stdout);
+}
+
+/* Whether NAME is in the comma list LIST. */
+static int in_list(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && !strncmp(p, name, n))
+            return 1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+int hmb_table_metric_selected(const hmb_ctx *ctx, const char *name)
+{
+    const hmb_optval *v = hmb_options_find(&ctx->opts, "metric");
+    return !v || !v->present || in_list(v->sval, name);
+}
+
+/* The metric columns: --metric's, in its order, else the benchmark's in_table ones; those that
+ * fit the width (all with --wide). hidden gets the names of those left out, comma-separated. */
+static void choose_columns(hmb_ctx *ctx, const hmb_point *pt, char *hidden, size_t hidden_len)
+{
+    const hmb_metric *ms = ctx->bench->metrics;
+    const hmb_optval *chosen = hmb_options_find(&ctx->opts, "metric");
+    int wanted[HMB_MAX_METRICS], nwanted = 0;
+    if (chosen && chosen->present) {
+        for (const char *p = chosen->sval; *p;) {
+            size_t len = strcspn(p, ",");
+            for (int k = 0; ms[k].name; k++)
+                if (strlen(ms[k].name) == len && !strncmp(ms[k].name, p, len) && nwanted < HMB_MAX_METRICS)
+                    wanted[nwanted++] = k;
+            p += len + (p[len] == ',');
+        }
+    } else {
+        for (int k = 0; ms[k].name && nwanted < HMB_MAX_METRICS; k++)
+            if (ms[k].in_table)
+                wanted[nwanted++] = k;
+    }
+    int used = SIZE_WIDTH + 1 + ITERS_WIDTH;
+    for (int i = 0; i < pt->nparams; i++)
+        used += 1 + param_width(&pt->params[i]);
+    const int wide = hmb_opt_flag(ctx, "wide");
+    const size_t names_room = HIDDEN_NAMES_ROOM < hidden_len ? HIDDEN_NAMES_ROOM : hidden_len - 1;
+    size_t hl = 0;
+    int more = 0;
+    hidden[0] = '\0';
+    ctx->table_nmetrics = 0;
+    for (int i = 0; i < nwanted; i++) {
+        const hmb_metric *m = &ms[wanted[i]];
+        int w = 1 + median_width(m) + 1 + ci_width(m);
+        if (wide || used + w <= HMB_TABLE_COLUMNS) {
+            used += w;
+            ctx->table_metrics[ctx->table_nmetrics++] = wanted[i];
+        } else if (hl + 2 + strlen(m->name) <= names_room)
+            hl += (size_t)snprintf(hidden + hl, hidden_len - hl, "%s%s", hl ? ", " : "", m->name);
+        else
+            more++;
+    }
+    if (more) /* the note stays one line */
+        snprintf(hidden + hl, hidden_len - hl, " and %d more", more);
+}
+
 void hmb_table_header(hmb_ctx *ctx)
 {
     if (ctx->rank != 0)
         return;
-    char res[64];
-    printf("# hmb-bench %s — %s\n", ctx->bench->name, ctx->bench->summary);
-    printf("# MPI: %s\n", ctx->mpi_library_line);
-    printf("# ranks: %d (%d per node), threads: %d, thread level: %s (requested %s)\n", ctx->size,
-           ctx->ranks_per_node, ctx->threads, hmb_thread_level_name(ctx->thread_level_provided),
-           hmb_thread_level_name(ctx->thread_level_requested));
-    printf("# cpus: rank 0 cpuset %s, %d available per node, oversubscribed: %s\n", ctx->cpuset,
-           ctx->cpus_available, ctx->oversubscribed ? "YES" : "no");
-    printf("# cache: %s (llc %zu bytes), data: %s, noise: %s, validation: %s\n", ctx->cache.cold ? "cold" : "hot",
-           ctx->cache.llc_bytes, hmb_opt_str(ctx, "data"), hmb_opt_str(ctx, "noise"), ctx->validate ? "on" : "off");
-    snprintf(res, sizeof res, "%.0f ns resolution, %.1f ns per call", ctx->timer_resolution_ns,
-             ctx->timer_overhead_ns);
+    comment_line("hmb-bench %s — %s", ctx->bench->name, ctx->bench->summary);
+    comment_line("MPI: %s", ctx->mpi_library_line);
+    comment_line("ranks: %d (%d per node), threads: %d, thread level: %s (requested %s)", ctx->size,
+                 ctx->ranks_per_node, ctx->threads, hmb_thread_level_name(ctx->thread_level_provided),
+                 hmb_thread_level_name(ctx->thread_level_requested));
+    comment_line("cpus: rank 0 cpuset %s, %d available per node, oversubscribed: %s", ctx->cpuset,
+                 ctx->cpus_available, ctx->oversubscribed ? "YES" : "no");
+    static const char *const bind_how[4] = {
+        NULL, "ranks not bound: hmb run binds them; by hand: mpiexec -bind-to core (MPICH) or --bind-to core (Open MPI)",
+        "threads not bound: hmb run binds them; by hand: OMP_PLACES=cores OMP_PROC_BIND=close",
+        "ranks and threads not bound: hmb run binds them; by hand: -bind-to core / --bind-to core, OMP_PROC_BIND=close"};
+    if (ctx->unbound > 0 && ctx->unbound < 4) /* one line: the scheduler moves unbound ranks, and the timings */
+        comment_line("warning: %s", bind_how[ctx->unbound]);
+    comment_line("cache: %s (llc %zu bytes), data: %s, noise: %s, validation: %s", ctx->cache.cold ? "cold" : "hot",
+                 ctx->cache.llc_bytes, hmb_opt_str(ctx, "data"), hmb_opt_str(ctx, "noise"), ctx->validate ? "on" : "off");
     double max_offset = 0;
     for (int r = 0; r < ctx->size; r++)
         if (fabs(ctx->clock_offsets_estimated_s[r]) > max_offset)
             max_offset = fabs(ctx->clock_offsets_estimated_s[r]);
-    printf("# timer: %s, clock offset estimate max %.3f us (0 applied on rank 0's host)\n", res, max_offset * 1e6);
-    printf("# run_id: %s\n", ctx->run_id);
+    comment_line("timer: %.0f ns resolution, %.1f ns per call, clock offset estimate max %.3f us (0 applied on rank 0's "
+                 "host)", ctx->timer_resolution_ns, ctx->timer_overhead_ns, max_offset * 1e6);
+    comment_line("run_id: %s", ctx->run_id);
     if (ctx->header_extra.count > 0) { /* what the benchmark's check() recorded (run header "extra") */
-        printf("# %s:", ctx->bench->name);
-        for (int i = 0; i < ctx->header_extra.count; i++) {
+        char text[4096];
+        size_t used = (size_t)snprintf(text, sizeof text, "%s:", ctx->bench->name);
+        for (int i = 0; i < ctx->header_extra.count && used < sizeof text; i++) {
             const hmb_extra_field *f = &ctx->header_extra.items[i];
             if (f->str)
-                printf("%s %s=%s", i ? "," : "", f->key, f->str);
+                used += (size_t)snprintf(text + used, sizeof text - used, "%s %s=%s", i ? "," : "", f->key, f->str);
             else
-                printf("%s %s=%g", i ? "," : "", f->key, f->num);
+                used += (size_t)snprintf(text + used, sizeof text - used, "%s %s=%g", i ? "," : "", f->key, f->num);
         }
-        printf("\n");
+        print_comment(text);
     }
     fflush(stdout);
 }
@@ -515,47 +651,93 @@ void hmb_table_header(hmb_ctx *ctx)
 /* Column header, printed once before the first row (needs the first point's params). */
 static void table_columns(hmb_ctx *ctx, const hmb_point *pt)
 {
-    char line[2048];
+    char hidden[1024];
+    choose_columns(ctx, pt, hidden, sizeof hidden);
+    if (hidden[0])
+        comment_line("not shown (%d columns): %s; see --wide, --metric or --json FILE", HMB_TABLE_COLUMNS, hidden);
+    char line[4096];
     size_t used = 0;
-    used += (size_t)snprintf(line + used, sizeof line - used, "%*s", PARAM_WIDTH, "size");
+    used += (size_t)snprintf(line + used, sizeof line - used, "%*s", SIZE_WIDTH, "size");
     for (int i = 0; i < pt->nparams && used < sizeof line; i++)
         used += (size_t)snprintf(line + used, sizeof line - used, " %*s", param_width(&pt->params[i]),
                                  pt->params[i].name);
-    for (const hmb_metric *m = ctx->bench->metrics; m->name && used < sizeof line; m++) {
-        if (!m->in_table)
-            continue;
+    for (int c = 0; c < ctx->table_nmetrics && used < sizeof line; c++) {
+        const hmb_metric *m = &ctx->bench->metrics[ctx->table_metrics[c]];
         char ci[64];
-        snprintf(ci, sizeof ci, "95%% CI [%s]", m->unit);
-        int mw = (int)strlen(m->name) > MEDIAN_WIDTH ? (int)strlen(m->name) : MEDIAN_WIDTH;
-        used += (size_t)snprintf(line + used, sizeof line - used, " %*s %*s", mw, m->name, CI_WIDTH, ci);
+        ci_header(m, ci, sizeof ci);
+        used += (size_t)snprintf(line + used, sizeof line - used, " %*s %*s", median_width(m), m->name, ci_width(m), ci);
     }
     if (used < sizeof line)
-        snprintf(line + used, sizeof line - used, " %8s", "iters");
+        snprintf(line + used, sizeof line - used, " %*s", ITERS_WIDTH, "iters");
     printf("#%s\n", line + 1); /* the leading '#' keeps the header greppable as a comment */
+}
+
+/* --format osu: the block of the benchmark's layout this point belongs to, or NULL. */
+static const hmb_osu_block *osu_block_of(const hmb_ctx *ctx, const hmb_point *pt)
+{
+    const hmb_optval *format = hmb_options_find(&ctx->opts, "format");
+    if (!ctx->bench->osu || !format || !format->present || strcmp(format->sval, "osu") != 0)
+        return NULL;
+    for (const hmb_osu_block *b = ctx->bench->osu; b->param; b++)
+        for (int i = 0; i < pt->nparams; i++)
+            if (!strcmp(pt->params[i].name, b->param) && pt->params[i].sval && !strcmp(pt->params[i].sval, b->value))
+                return b;
+    return NULL;
+}
+
+/* osu_latency's "%-10d%18.2f" rows: size in bytes, then each value with two decimals. */
+static void osu_row(hmb_ctx *ctx, const hmb_osu_block *b, const hmb_point *pt, const hmb_summary *summaries)
+{
+    if (ctx->osu_block != b) {
+        comment_line("%s", b->title);
+        printf("# %-8s", "Size");
+        for (const char *p = b->header; *p;) {
+            size_t len = strcspn(p, ",");
+            printf("%18.*s", (int)len, p);
+            p += len + (p[len] == ',');
+        }
+        printf("\n");
+        ctx->osu_block = b;
+    }
+    printf("%-10zu", pt->size_bytes);
+    for (const char *p = b->metrics; *p;) {
+        size_t len = strcspn(p, ",");
+        double v = NAN;
+        for (int k = 0; ctx->bench->metrics[k].name; k++)
+            if (strlen(ctx->bench->metrics[k].name) == len && !strncmp(ctx->bench->metrics[k].name, p, len))
+                v = summaries[k].count ? summaries[k].median : NAN;
+        printf("%18.2f", v);
+        p += len + (p[len] == ',');
+    }
+    printf("\n");
+    fflush(stdout);
 }
 
 void hmb_table_row(hmb_ctx *ctx, const hmb_point *pt, const hmb_summary *summaries, long iterations)
 {
     if (ctx->rank != 0)
         return;
+    const hmb_osu_block *osu = osu_block_of(ctx, pt);
+    if (osu) {
+        osu_row(ctx, osu, pt, summaries);
+        return;
+    }
     if (!ctx->table_columns_printed) {
         table_columns(ctx, pt);
         ctx->table_columns_printed = 1;
     }
     char sz[32];
     hmb_format_size(pt->size_bytes, sz, sizeof sz);
-    printf("%*s", PARAM_WIDTH, sz);
+    printf("%*s", SIZE_WIDTH, sz);
     for (int i = 0; i < pt->nparams; i++) {
         if (pt->params[i].sval)
             printf(" %*s", param_width(&pt->params[i]), pt->params[i].sval);
         else
             printf(" %*lld", param_width(&pt->params[i]), pt->params[i].ival);
     }
-    int k = 0;
-    for (const hmb_metric *m = ctx->bench->metrics; m->name; m++, k++) {
-        if (!m->in_table)
-            continue;
-        const hmb_summary *s = &summaries[k];
+    for (int c = 0; c < ctx->table_nmetrics; c++) {
+        const hmb_metric *m = &ctx->bench->metrics[ctx->table_metrics[c]];
+        const hmb_summary *s = &summaries[ctx->table_metrics[c]];
         char med[32], lo[32], hi[32], ci[80];
         format_value(s->count ? s->median : NAN, med, sizeof med);
         format_value(s->ci_lo, lo, sizeof lo);
@@ -564,10 +746,9 @@ void hmb_table_row(hmb_ctx *ctx, const hmb_point *pt, const hmb_summary *summari
             snprintf(ci, sizeof ci, "-");
         else
             snprintf(ci, sizeof ci, "[%s,%s]%s", lo, hi, s->ci_valid ? "" : "?");
-        int mw = (int)strlen(m->name) > MEDIAN_WIDTH ? (int)strlen(m->name) : MEDIAN_WIDTH;
-        printf(" %*s %*s", mw, med, CI_WIDTH, ci);
+        printf(" %*s %*s", median_width(m), med, ci_width(m), ci);
     }
-    printf(" %8ld\n", iterations);
+    printf(" %*ld\n", ITERS_WIDTH, iterations);
     fflush(stdout);
 }
 
@@ -577,6 +758,6 @@ void hmb_table_unsupported(hmb_ctx *ctx, const hmb_point *pt, const char *reason
         return;
     char where[512];
     hmb_point_describe(pt, where, sizeof where);
-    printf("# unsupported: %s (%s)\n", reason, where);
+    comment_line("unsupported: %s (%s)", reason, where);
     fflush(stdout);
 }

@@ -9,6 +9,7 @@
 #include "ctx.h"
 
 #define PIVOT_MAX_METRICS 8
+#define PIVOT_CELL_WIDTH 12
 
 typedef struct {
     char group[256]; /* "op=pt2pt progress=none" */
@@ -25,8 +26,9 @@ struct hmb_pivot {
     pivot_cell *cells;
 };
 
-static hmb_pivot *pivot_create(const hmb_bench *b)
+static hmb_pivot *pivot_create(const hmb_ctx *ctx)
 {
+    const hmb_bench *b = ctx->bench;
     hmb_pivot *pv = calloc(1, sizeof *pv);
     if (!pv)
         return NULL;
@@ -35,12 +37,14 @@ static hmb_pivot *pivot_create(const hmb_bench *b)
         size_t n = strcspn(p, ",");
         char *name = pv->metric_name[pv->nmetrics];
         snprintf(name, sizeof pv->metric_name[0], "%.*s", (int)n, p);
+        p += n + (p[n] == ',');
+        if (!hmb_table_metric_selected(ctx, name))
+            continue; /* --metric names others */
         pv->metric_index[pv->nmetrics] = -1;
         for (int m = 0; b->metrics[m].name; m++)
             if (strcmp(b->metrics[m].name, name) == 0)
                 pv->metric_index[pv->nmetrics] = m;
         pv->nmetrics++;
-        p += n + (p[n] == ',');
     }
     return pv;
 }
@@ -49,7 +53,7 @@ void hmb_pivot_add(hmb_ctx *ctx, const hmb_point *pt, const hmb_summary *summari
 {
     if (ctx->rank != 0 || !ctx->bench->pivot_metrics)
         return;
-    if (!ctx->pivot && !(ctx->pivot = pivot_create(ctx->bench)))
+    if (!ctx->pivot && !(ctx->pivot = pivot_create(ctx)))
         return;
     hmb_pivot *pv = ctx->pivot;
     pv->cells = hmb_grow(pv->cells, &pv->capacity, (size_t)pv->count, sizeof *pv->cells);
@@ -71,10 +75,36 @@ static int cmp_size(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* Group i's rows for sizes[from..to). */
+static void print_block(const hmb_pivot *pv, int i, const size_t *sizes, int from, int to, int label_width)
+{
+    printf("# %s\n%-*s", pv->cells[i].group, label_width, "");
+    for (int s = from; s < to; s++) {
+        char label[32];
+        hmb_format_size(sizes[s], label, sizeof label);
+        printf(" %*s", PIVOT_CELL_WIDTH, label);
+    }
+    printf("\n");
+    for (int m = 0; m < pv->nmetrics; m++) {
+        printf("%-*s", label_width, pv->metric_name[m]);
+        for (int s = from; s < to; s++) {
+            double v = NAN;
+            for (int k = i; k < pv->count; k++)
+                if (pv->cells[k].size_bytes == sizes[s] && strcmp(pv->cells[k].group, pv->cells[i].group) == 0)
+                    v = pv->cells[k].median[m];
+            if (isnan(v))
+                printf(" %*s", PIVOT_CELL_WIDTH, "-");
+            else
+                printf(" %*.4g", PIVOT_CELL_WIDTH, v);
+        }
+        printf("\n");
+    }
+}
+
 void hmb_pivot_print(hmb_ctx *ctx)
 {
     hmb_pivot *pv = ctx->pivot;
-    if (ctx->rank != 0 || !pv || pv->count == 0)
+    if (ctx->rank != 0 || !pv || pv->count == 0 || pv->nmetrics == 0)
         return;
     size_t *sizes = malloc((size_t)pv->count * sizeof *sizes);
     if (!sizes)
@@ -94,6 +124,10 @@ void hmb_pivot_print(hmb_ctx *ctx)
         if ((int)strlen(pv->metric_name[m]) > label_width)
             label_width = (int)strlen(pv->metric_name[m]);
 
+    /* As many size columns as fit the table width; more sizes continue in further blocks. */
+    int per_block = (HMB_TABLE_COLUMNS - label_width) / (1 + PIVOT_CELL_WIDTH);
+    if (per_block < 1)
+        per_block = 1;
     printf("\n# summary (medians; sizes in bytes as columns)\n");
     for (int i = 0; i < pv->count; i++) {
         int first = 1; /* print each group once, at its first cell */
@@ -101,27 +135,8 @@ void hmb_pivot_print(hmb_ctx *ctx)
             first &= strcmp(pv->cells[k].group, pv->cells[i].group) != 0;
         if (!first)
             continue;
-        printf("# %s\n%-*s", pv->cells[i].group, label_width, "");
-        for (int s = 0; s < nsizes; s++) {
-            char label[32];
-            hmb_format_size(sizes[s], label, sizeof label);
-            printf(" %12s", label);
-        }
-        printf("\n");
-        for (int m = 0; m < pv->nmetrics; m++) {
-            printf("%-*s", label_width, pv->metric_name[m]);
-            for (int s = 0; s < nsizes; s++) {
-                double v = NAN;
-                for (int k = i; k < pv->count; k++)
-                    if (pv->cells[k].size_bytes == sizes[s] && strcmp(pv->cells[k].group, pv->cells[i].group) == 0)
-                        v = pv->cells[k].median[m];
-                if (isnan(v))
-                    printf(" %12s", "-");
-                else
-                    printf(" %12.4g", v);
-            }
-            printf("\n");
-        }
+        for (int from = 0; from < nsizes; from += per_block)
+            print_block(pv, i, sizes, from, from + per_block < nsizes ? from + per_block : nsizes, label_width);
     }
     fflush(stdout);
     free(sizes);

@@ -1,0 +1,203 @@
+"""A study's claims beside HMB's reading: agrees / differs / not comparable, with the reason.
+
+A claim ([[claim]] in a study file) names the paper's figure or table (`figure`), quotes its
+words (`quote`), and where it is numeric, what to read from the tidy table: `bench`, `metric`,
+`where` (column = value filters), `stat` (median / max / min of the points' medians), optional
+`over` (a second filter: the reading is the ratio of the two, or with `compare = "difference"`
+their difference, for signed metrics), `min_threads` (rows with fewer threads per rank are no
+reading of the claim), and `value` with `op`
+("~": within `tolerance` relative; "<=" / ">=": at most / at least value×(1±tolerance)).
+`needs` (a feature HMB lacks) and `scope = "network"` (the seed's reading depends on an
+inter-node network) make it not comparable, with the reason.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from ..results import fmt_num
+
+AGREES, DIFFERS, NOT_COMPARABLE = "agrees", "differs", "not comparable"
+
+
+@dataclasses.dataclass
+class Verdict:
+    claim: dict
+    reading: str
+    verdict: str
+    reason: str
+    mpi: str = ""       # the library the reading is from ("" when the claim reads nothing)
+
+
+def select(df, bench: str | None, metric: str | None, where: dict | None):
+    """Rows of the tidy table for bench, metric and column filters (a list: any of them)."""
+    if df is None or df.empty:
+        return df
+    m = df
+    if bench:
+        m = m[m["bench"] == bench]
+    if metric:
+        m = m[m["metric"].isin(metric if isinstance(metric, list) else [metric])]
+    for col, want in (where or {}).items():
+        if col not in m.columns:
+            return m.iloc[0:0]
+        wants = want if isinstance(want, list) else [want]
+        m = m[m[col].map(lambda v: any(same(v, w) for w in wants))]
+    return m
+
+
+def same(value, want) -> bool:
+    """A table cell equals a filter value: as numbers when both read as numbers (partitions
+    1.0 is 1), else as text."""
+    try:
+        return float(value) == float(want)
+    except (TypeError, ValueError):
+        return str(value) == str(want)
+
+
+def point_medians(rows):
+    """The median of each point over its launches (launches are rows with equal parameters
+    apart from the run id)."""
+    drop = {"median", "ci_lo", "ci_hi", "count", "run_id", "tag", "source", "library", "host",
+            "oversubscribed", "spare_core_missing", "progress_shares_core", "cpus", "higher_is_better"}
+    keys = [c for c in rows.columns if c not in drop]
+    g = rows.assign(**{k: rows[k].astype(str) for k in keys}).groupby(keys, dropna=False)["median"]
+    return g.median()
+
+
+def _stat(rows, stat: str) -> float:
+    vals = point_medians(rows)
+    if vals.empty:
+        return math.nan
+    return float({"median": vals.median, "max": vals.max, "min": vals.min}[stat]())
+
+
+def _single_node(df) -> bool:
+    hosts = set()
+    for h in df["host"].dropna():
+        hosts.update(x for x in str(h).split(",") if x)
+    return len(hosts) <= 1
+
+
+def _solid(rows):
+    """Rows that are readings: not oversubscribed, no progress thread on a compute core."""
+    return rows[~(rows["oversubscribed"].astype(bool) | (rows["progress_shares_core"] == True))]  # noqa: E712
+
+
+def judge(claim: dict, df, seed_setup: str = "", lacks: str = "") -> Verdict:
+    """lacks: what HMB lacks for the claim's figure (the figure's `needs`)."""
+    if claim.get("needs") or lacks:
+        return Verdict(claim, "–", NOT_COMPARABLE, f"HMB lacks {claim.get('needs') or lacks}")
+    if "metric" not in claim:
+        return Verdict(claim, "–", NOT_COMPARABLE, claim.get("reason", "a qualitative claim: read the figure"))
+    rows = select(df, claim.get("bench"), claim["metric"], claim.get("where"))
+    if rows is None or rows.empty:
+        return Verdict(claim, "–", NOT_COMPARABLE, "no results for this claim's points (not run, or unsupported by this library)")
+    if claim.get("min_threads"):
+        enough = rows[rows["threads"].astype(float) >= claim["min_threads"]]
+        if enough.empty:
+            ran = "/".join(sorted({f"{float(t):g}" for t in rows["threads"]}))
+            return Verdict(claim, "–", NOT_COMPARABLE, f"the claim needs at least {claim['min_threads']} threads "
+                           f"per rank (the seed: one per partition); this run had T = {ran} (--fit)")
+        rows = enough
+    if claim.get("scope") == "network" and _single_node(df):
+        reason = f"the seed ran {seed_setup}; this run is one node's shared memory" if seed_setup \
+            else "the seed's reading depends on its network; this run is one node's shared memory"
+    else:
+        reason = ""
+    solid = _solid(rows)
+    if solid.empty:
+        return Verdict(claim, f"{fmt_num(_stat(rows, claim.get('stat', 'median')))} (oversubscribed)",
+                       NOT_COMPARABLE, "every point is oversubscribed or its progress thread shares a "
+                       "compute core: not a reading")
+    stat = claim.get("stat", "median")
+    value = _stat(solid, stat)
+    if claim.get("over"):
+        den_rows = select(df, claim.get("bench"), claim.get("over_metric", claim["metric"]), claim["over"])
+        if claim.get("min_threads") and not den_rows.empty:
+            den_rows = den_rows[den_rows["threads"].astype(float) >= claim["min_threads"]]
+        if den_rows.empty:
+            return Verdict(claim, "–", NOT_COMPARABLE, "no results for the claim's reference points")
+        if _solid(den_rows).empty:
+            return Verdict(claim, "–", NOT_COMPARABLE, "every reference point is oversubscribed or its "
+                           "progress thread shares a compute core: not a reading")
+        den = _stat(_solid(den_rows), stat)
+        if claim.get("compare") == "difference":
+            value = value - den
+        elif not den or math.isnan(den):
+            return Verdict(claim, "–", NOT_COMPARABLE, "the reference reading is 0 or undefined")
+        else:
+            value = value / den
+    launches = solid["run_id"].nunique()
+    reading = f"{fmt_num(value)} ({stat} of {len(point_medians(solid))} points, {launches} launch"\
+              f"{'es' if launches != 1 else ''})"
+    if reason:
+        return Verdict(claim, reading, NOT_COMPARABLE, reason)
+    if "value" not in claim:
+        return Verdict(claim, reading, NOT_COMPARABLE, "the seed gives no number: read the figure")
+    ok = holds(claim, value)
+    notes = [claim.get("caveat", "")]
+    if launches < 3 and claim.get("bimodal"):
+        notes.append(f"{launches} launch{'es' if launches != 1 else ''}: the library is bimodal between launches")
+    if launches > 1 and not claim.get("over"):
+        each = [_stat(g, stat) for _, g in solid.groupby("run_id", sort=False)]
+        agree = sum(holds(claim, v) for v in each)
+        if 0 < agree < len(each):
+            notes.append(f"launches disagree: {agree} of {len(each)} agree alone "
+                         f"({', '.join(fmt_num(v) for v in each)})")
+    return Verdict(claim, reading, AGREES if ok else DIFFERS, "; ".join(n for n in notes if n))
+
+
+def holds(claim: dict, value: float) -> bool:
+    """Whether a reading satisfies the claim's value: "~" within tolerance (relative), "<=" at
+    most value×(1+tolerance), ">=" at least value×(1−tolerance) (signs kept for negatives)."""
+    target, tol, op = float(claim["value"]), float(claim.get("tolerance", 0.0)), claim.get("op", "~")
+    if math.isnan(value):
+        return False
+    if op == "~":
+        return abs(value - target) <= tol * abs(target)
+    if op == "<=":
+        return value <= target * (1 + tol) if target >= 0 else value <= target * (1 - tol)
+    return value >= target * (1 - tol) if target >= 0 else value >= target * (1 + tol)
+
+
+def per_launch(claim: dict, df) -> list[str]:
+    """The claim's reading in each launch alone (its stat over that launch's points), as text
+    in launch order; [] for a claim that reads nothing."""
+    if "metric" not in claim or claim.get("needs") or claim.get("over") or df is None or df.empty:
+        return []
+    rows = select(df, claim.get("bench"), claim["metric"], claim.get("where"))
+    rows = _solid(rows) if rows is not None and not rows.empty else rows
+    if rows is None or rows.empty:
+        return []
+    stat = claim.get("stat", "median")
+    return [fmt_num(_stat(g, stat)) for _, g in rows.groupby("run_id", sort=False)]
+
+
+def table(study, df) -> list[Verdict]:
+    """Each claim judged once per MPI library in the table (a claim that reads nothing: once)."""
+    needs = {f["id"]: f["needs"] for f in study.figures if f.get("needs")}
+    mpis = sorted(df["mpi"].dropna().unique()) if df is not None and not df.empty else []
+    out = []
+    for c in study.claims:
+        lacks = needs.get(c.get("figure_id"), "")
+        if "metric" not in c or c.get("needs") or lacks or not mpis:
+            out.append(judge(c, df, study.meta.get("setup", ""), lacks))
+            continue
+        for m in mpis:
+            v = judge(c, df[df["mpi"] == m], study.meta.get("setup", ""))
+            v.mpi = m
+            out.append(v)
+    return out
+
+
+def markdown(verdicts: list[Verdict]) -> str:
+    out = ["| seed | claim (quoted) | seed's value | MPI | HMB's reading | verdict | why |",
+           "|---|---|---|---|---|---|---|"]
+    for v in verdicts:
+        c = v.claim
+        seed_value = f"{c.get('op', '~')} {fmt_num(float(c['value']))}" + \
+            (f" ±{float(c['tolerance']) * 100:.0f}%" if c.get("tolerance") else "") if "value" in c else "–"
+        quote = c["quote"].replace("|", "\\|")
+        out.append(f"| {c['figure']} | \"{quote}\" | {seed_value} | {v.mpi or '–'} | {v.reading} | {v.verdict} | {v.reason} |")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,164 @@
+"""A study's grid as a sweep config: as published, or fitted to this machine.
+
+--as-published keeps the seed's ranks, threads and parameters. --fit keeps the seed's axes and
+shrinks only what does not fit: ranks × threads ≤ cores (ranks first to the bench's
+`fit_ranks`, else to the largest that fit; threads to what is left per rank), sizes within
+memory. Every change is one line, printed and recorded beside the results (fit.txt).
+"""
+from __future__ import annotations
+
+import copy
+import os
+import re
+
+from . import STUDY_ONLY_BENCH_KEYS, Study, StudyError
+
+_SIZE = re.compile(r"([0-9]+)([KMG]?)")
+_MULT = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def memory_bytes() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 1 << 34
+
+
+def max_size(sizes) -> int:
+    """The largest byte count in a sizes option ("8:64K", "4,1M", a list of those); 0 if none."""
+    best = 0
+    for text in (sizes if isinstance(sizes, list) else [sizes]):
+        for m in _SIZE.finditer(str(text).upper()):
+            best = max(best, int(m.group(1)) * _MULT[m.group(2)])
+    return best
+
+
+def _span(values: list) -> str:
+    return str(values[0]) if len(values) == 1 else f"{min(values)}–{max(values)}"
+
+
+def config(study: Study, mode: str = "fit", figure: str | None = None, demo: bool = False,
+           ncores: int | None = None, memory: int | None = None, repeats: int | None = None) -> tuple[dict, list]:
+    """(sweep config as a dict for hmb sweep, [changes]) for mode "fit" or "as-published".
+    figure: only the benches feeding that figure; demo: also each bench's demo_args."""
+    ncores = ncores or cores()
+    memory = memory or memory_bytes()
+    sweep = copy.deepcopy(study.data["sweep"])
+    changes, benches = [], []
+    for i, b in enumerate(study.benches):
+        if figure and figure not in b.get("figures", []):
+            continue
+        if demo and b.get("demo") is False:
+            continue
+        b = copy.deepcopy(b)
+        where = f"{b['name']}[{i}]"
+        if demo and b.get("demo_args"):
+            b["args"] = {**b.get("args", {}), **b["demo_args"]}
+            changes.append(f"{where}: demo: " + ", ".join(f"{k} = {v}" for k, v in b["demo_args"].items()))
+        if demo and b.get("demo_threads"):
+            changes.append(f"{where}: demo: threads {_span(_listed(b.get('threads', 1)))} → {_span(b['demo_threads'])}")
+            b["threads"] = b["demo_threads"]
+        per_thread = b.get("partition_per_thread", False)
+        for k in STUDY_ONLY_BENCH_KEYS:
+            b.pop(k, None)
+        group = _per_thread(b, where, ncores if mode == "fit" else None, changes) if per_thread else [b]
+        for g in group:
+            if mode == "fit" and not per_thread:
+                _fit_layout(g, study.benches[i], where, ncores, changes)
+            if mode == "fit":
+                _fit_sizes(g, where, memory, changes)
+            if repeats:
+                g["repeats"] = repeats
+            benches.append(g)
+    if not benches:
+        raise StudyError(f"study {study.name}: no bench feeds figure {figure!r}")
+    if repeats:
+        sweep["repeats"] = repeats
+    return {"sweep": sweep, "bench": benches}, changes
+
+
+def _listed(v) -> list:
+    return v if isinstance(v, list) else [v]
+
+
+def _largest_divisor(n: int, at_most: int) -> int:
+    return max(d for d in range(1, max(1, at_most) + 1) if n % d == 0)
+
+
+def _per_thread(b: dict, where: str, ncores: int | None, changes: list) -> list:
+    """The seed's one partition per thread (P = T for each T of `threads`): as published, one
+    bench per T with partitions = T; fitted, threads shrink to what the cores hold per rank and
+    P keeps the seed's values, each thread owning P/T (T the largest thread count that fits and
+    divides P). Returns the benches, grouped by thread count."""
+    threads = b.get("threads", 1)
+    threads = threads if isinstance(threads, list) else [threads]
+    ranks = b.get("ranks", 2)
+    ranks = ranks if isinstance(ranks, list) else [ranks]
+    per_rank = max(1, ncores // max(1, min(ranks))) if ncores else max(threads)
+    groups: dict[int, list[int]] = {}
+    for p in threads:
+        groups.setdefault(_largest_divisor(p, per_rank), []).append(p)
+    out = []
+    for t, ps in sorted(groups.items()):
+        g = copy.deepcopy(b)
+        g["threads"] = t
+        g["args"] = {**g.get("args", {}), "partitions": ",".join(map(str, ps))}
+        out.append(g)
+    if ncores and any(t != p for t, ps in groups.items() for p in ps):
+        kept = "; ".join(f"T = {t} for P = {_span(ps)}" for t, ps in sorted(groups.items()))
+        changes.append(f"{where}: threads {_span(threads)} → {_span(sorted(groups))} (at most {per_rank} per rank on "
+                       f"{ncores} cores); partitions {_span(threads)} kept, each thread owns P/T ({kept})")
+    return out
+
+
+def _fit_layout(b: dict, declared: dict, where: str, ncores: int, changes: list) -> None:
+    ranks = b.get("ranks", 2)
+    ranks = ranks if isinstance(ranks, list) else [ranks]
+    fitting = [r for r in ranks if r <= ncores]
+    if not fitting:
+        fitting = declared.get("fit_ranks") or [min(ncores, 2) if ncores >= 2 else 2]
+        over = max(fitting) > ncores
+        kept = fitting == ranks
+        changes.append(f"{where}: ranks {_span(ranks)} " + ("kept (the pattern needs them)" if kept else f"→ {_span(fitting)}")
+                       + (f": more than the {ncores} cores, oversubscribed, drawn hollow, no claim reads it"
+                          if over else ""))
+    elif fitting != ranks:
+        changes.append(f"{where}: ranks {_span(ranks)} → {_span(fitting)} (at most {ncores} cores)")
+    b["ranks"] = fitting
+    threads = b.get("threads", 1)
+    threads = threads if isinstance(threads, list) else [threads]
+    per_rank = max(1, ncores // max(1, min(fitting)))
+    keep = [t for t in threads if t <= per_rank]
+    if not keep:
+        keep = declared.get("fit_threads") or [per_rank]
+    if keep != threads:
+        msg = f"{where}: threads {_span(threads)} → {_span(keep)}"
+        if max(keep) > per_rank:
+            msg += f" (the benchmark needs them: more than the {ncores} cores, oversubscribed, drawn hollow, no claim reads it)"
+        parts = (b.get("args") or {}).get("partitions")
+        if parts is not None:
+            msg += f"; partitions {parts} kept, each thread owns P/T"
+        elif b["name"] in ("halo3d", "sweep3d"):
+            msg += " (a face's partitions are the threads on it: fewer here than in the seed)"
+        changes.append(msg)
+    b["threads"] = keep
+
+
+def _fit_sizes(b: dict, where: str, memory: int, changes: list) -> None:
+    args = b.get("args") or {}
+    if "sizes" not in args:
+        return
+    biggest = max_size(args["sizes"])
+    ranks = max(b["ranks"]) if isinstance(b["ranks"], list) else b["ranks"]
+    # send + receive buffers, partitioned and point-to-point copies, per rank: 8 buffers
+    need = biggest * 8 * ranks
+    if biggest and need > memory // 4:
+        raise StudyError(f"{where}: sizes up to {biggest} bytes need about {need >> 20} MiB, more than a "
+                         f"quarter of this machine's {memory >> 20} MiB: run it --as-published on a bigger one")

@@ -1,0 +1,93 @@
+"""The tidy table of results: one row per point and metric, as a pandas DataFrame.
+
+`hmb.load(paths)` reads results with results.load (the one reader of JSON Lines: bad lines
+skipped and named, resumed launches counted once) and flattens them: every parameter of a
+point is a column of its own, beside the metric's name, median, 95% CI, sample count and unit,
+and the run's context (benchmark, MPI, library version, settings, noise, ranks, threads,
+oversubscription, run id, file). The report's study figures and `hmb export --csv` use it.
+"""
+from __future__ import annotations
+
+import math
+
+from . import results as hresults
+
+# Columns every table has, in this order; the point's parameters follow them.
+CONTEXT = ["bench", "metric", "median", "ci_lo", "ci_hi", "count", "unit", "higher_is_better",
+           "mpi", "library", "settings", "noise", "ranks", "threads", "oversubscribed",
+           "spare_core_missing", "progress_shares_core", "host", "cpus", "run_id", "tag", "source"]
+
+
+def _num(v) -> float:
+    f = hresults.as_float(v)
+    return f
+
+
+def _host(run: dict) -> str:
+    hosts = run.get("hosts") or []
+    return ",".join(str(h) for h in hosts) if isinstance(hosts, list) else str(hosts)
+
+
+def rows(rs: hresults.ResultSet) -> list[dict]:
+    """One dict per (ok result, metric) of a ResultSet; unsupported points have no metric and
+    no row (results.ResultSet keeps them for the report's table of unsupported points)."""
+    out = []
+    for r in rs.results:
+        if r.status != "ok":
+            continue
+        run = r.run
+        mpi_info = run.get("mpi") or {}
+        extra = r.record.get("extra") or {}
+        shares = extra.get("progress_shares_compute_core")
+        threads = r.params.get("threads", run.get("threads"))
+        base = {
+            "bench": r.bench, "mpi": r.mpi, "library": str(mpi_info.get("library") or ""),
+            "settings": r.settings, "noise": r.noise, "ranks": run.get("ranks"),
+            "threads": threads, "oversubscribed": r.oversubscribed,
+            "spare_core_missing": bool(run.get("spare_core_missing")),
+            "progress_shares_core": None if shares is None else bool(shares),
+            "host": _host(run), "cpus": run.get("cpus_available"),
+            "run_id": str(run.get("run_id") or r.record.get("run_id") or ""),
+            "tag": str(run.get("tag") or ""), "source": r.source,
+        }
+        params = {k: v for k, v in r.params.items() if k not in base and k not in CONTEXT}
+        # Run-level options (compute, cache, progress, ...) are parameters too, unless the
+        # benchmark expanded them into params (sizes -> size_bytes) or they are context.
+        run_control = r.desc.run_control if r.desc else frozenset()
+        for name, value in (run.get("options") or {}).items():
+            key = name.replace("-", "_")
+            if value is None or key in params or key in CONTEXT or name in run_control \
+                    or name in ("sizes", "noise", "threads", "json", "raw"):
+                continue
+            params[key] = hresults._text(value) if isinstance(value, bool) else value
+        for name, m in sorted((r.record.get("metrics") or {}).items()):
+            if not isinstance(m, dict):
+                continue
+            s = r.metric(name)     # results.py's reading: an invalid CI reads as NaN bounds
+            count = m.get("count")
+            out.append({**base, "metric": name, "median": _num(s.get("median")),
+                        "ci_lo": _num(s.get("ci_lo")), "ci_hi": _num(s.get("ci_hi")),
+                        "count": int(count) if isinstance(count, (int, float)) and not isinstance(count, bool)
+                        and math.isfinite(count) else None,
+                        "unit": str(m.get("unit") or ""),
+                        "higher_is_better": m.get("higher_is_better"), **params})
+    return out
+
+
+def frame(rs: hresults.ResultSet):
+    """The ResultSet as a tidy DataFrame (CONTEXT columns first, then the parameters)."""
+    import pandas as pd
+    data = rows(rs)
+    df = pd.DataFrame(data)
+    if df.empty:
+        return pd.DataFrame(columns=CONTEXT)
+    params = [c for c in df.columns if c not in CONTEXT]
+    return df[[c for c in CONTEXT if c in df.columns] + params]
+
+
+def load(paths, warn=True):
+    """hmb.load(paths): results files (a directory: its *.jsonl) → tidy DataFrame, one row per
+    point and metric. Raises results.ResultsError (one line) on a file that cannot be read."""
+    if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
+        paths = [paths]
+    return frame(hresults.load(list(paths), warn=warn))

@@ -1,0 +1,323 @@
+"""hmb study: study files against their schema, the figure engine on planted records, claim
+verdicts on planted values, --fit on a planted machine size, the CLI's one-line errors, and one
+small real run."""
+import json
+import math
+import shutil
+
+import pytest
+
+import hmb
+from hmb import cli
+from hmb import study as hstudy
+from hmb.study import claims, figures, fit
+from hmb.study import cli as study_cli
+from _planted import metric, result, run, write
+
+import tomllib
+
+
+def _run(run_id, bench, ranks=2, threads=1, oversubscribed=False, host="node1", options=None, **kw):
+    r = run(run_id, bench, ranks=ranks, threads=threads, oversubscribed=oversubscribed, host=host, **kw)
+    r["options"].update(options or {})
+    return r
+
+
+@pytest.fixture
+def part_records(tmp_path):
+    """Two launches of part at 10 ms: P = 1 and 4 at 64 KB and 1 MB, and one oversubscribed
+    launch (T = 2 on a planted 2-core machine) at P = 16."""
+    recs = []
+    for rid, p1 in (("a", 1.2), ("b", 1.4)):
+        recs.append(_run(rid, "part", options={"compute": "10ms", "cache": "hot"}))
+        for size in (65536, 1048576):
+            for p, val in ((1, p1), (4, 2.0)):
+                recs.append(result(rid, "part", {"size_bytes": size, "partitions": p},
+                                   {"overhead": metric(val, unit="ratio"),
+                                    "availability": metric(0.5 if p == 1 else 0.8, unit="ratio", higher=True)}))
+    recs.append(_run("c", "part", threads=2, oversubscribed=True, options={"compute": "10ms", "cache": "hot"}))
+    recs.append(result("c", "part", {"size_bytes": 65536, "partitions": 16}, {"overhead": metric(60.0, unit="ratio")}))
+    return hmb.load(write(tmp_path / "part.jsonl", recs))
+
+
+FIG = {"id": "fig4", "number": "Fig. 4", "title": "Overhead, 10 ms", "bench": "part", "x": "size_bytes",
+       "y": "overhead", "hue": "partitions", "where": {"compute": "10ms"}, "logy": True,
+       "ref": [{"y": 1.0, "label": "no overhead"}], "ylabel": "overhead t_part / t_pt2pt"}
+
+
+# ---------------------------------------------------------------- study files and schema
+
+@pytest.mark.parametrize("name", hstudy.names())
+def test_every_shipped_study_is_valid(name):
+    s = hstudy.load(name)       # schema + cross-references (raises StudyError naming where)
+    assert s.meta["title"] and s.meta["authors"] and s.meta["seed"]
+    assert s.meta["headline"] in [f["id"] for f in s.figures + s.tables]
+    assert s.claims, f"{name} checks no claim"
+    for c in s.claims:         # a numeric claim names what it reads; a qualitative one says why not
+        assert "metric" in c or c.get("needs") or c.get("reason") or c.get("figure_id"), c
+
+
+def test_five_studies_one_per_seed():
+    seeds = sorted(hstudy.load(n).meta["seed"][:3] for n in hstudy.names())
+    assert seeds == ["000", "001", "002", "003", "004"]
+
+
+def test_schema_rejects_a_claim_without_its_quote(tmp_path):
+    p = hstudy.studies_dir() / "seed004-async.toml"
+    bad = p.read_text().replace('quote = "There is no way', 'unquoted = "There is no way', 1)
+    f = tmp_path / "bad.toml"
+    f.write_text(bad)
+    with pytest.raises(hstudy.StudyError) as e:
+        hstudy.load_file(f)
+    msg = str(e.value)
+    assert "\n" not in msg and "claim[4]" in msg
+
+
+def test_figure_reference_to_nothing_is_named(tmp_path):
+    p = hstudy.studies_dir() / "seed004-async.toml"
+    f = tmp_path / "bad.toml"
+    f.write_text(p.read_text().replace('figures = ["table1", "fig1"]', 'figures = ["table1", "fig99"]'))
+    with pytest.raises(hstudy.StudyError, match=r"bench\[0\].figures: no figure or table 'fig99'"):
+        hstudy.load_file(f)
+
+
+# ---------------------------------------------------------------- the figure engine
+
+def test_figure_draws_declared_axes_lines_and_context(part_records):
+    f, note = figures.render(FIG, part_records)
+    ax = f.axes[0]
+    assert ax.get_xlabel() == "message size (bytes)"
+    assert ax.get_ylabel() == "overhead t_part / t_pt2pt"
+    assert ax.get_yscale() == "log" and ax.get_xscale() == "log"
+    assert "Fig. 4: Overhead, 10 ms" in f._suptitle.get_text()
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["64K", "1M"]
+    # one line per partition count with the median over the two launches at each size
+    lines = {ln.get_label(): ln for ln in ax.get_lines() if not ln.get_label().startswith("_")}
+    assert set(lines) == {"partitions=1", "partitions=4", "partitions=16"}
+    assert list(lines["partitions=1"].get_ydata()) == [pytest.approx(1.3), pytest.approx(1.3)]
+    assert list(lines["partitions=4"].get_xdata()) == [65536, 1048576]
+    # the oversubscribed point is hollow and dashed, and the legend says why
+    assert lines["partitions=16"].get_linestyle() == "--"
+    hollow = [ln for ln in ax.get_lines() if ln.get_marker() == "o" and ln.get_markerfacecolor() == "white"]
+    assert len(hollow) == 1 and list(hollow[0].get_ydata()) == [60.0]
+    legend = [t.get_text() for t in f.legends[0].get_texts()]
+    assert any("oversubscribed" in t for t in legend)
+    assert any(ln.get_ydata()[0] == 1.0 for ln in ax.get_lines() if ln.get_linestyle() == ":")  # reference line
+    footer = [t.get_text() for t in f.texts]
+    assert any("MPICH Version: 4.2.0" in t and "node1" in t for t in footer)
+    assert "3 launches" in note
+
+
+def test_figure_filters_and_labels(part_records):
+    fig = {**FIG, "where": {"compute": "10ms", "partitions": 1}, "labels": {"1": "one partition"}}
+    f, _ = figures.render(fig, part_records)
+    assert [ln.get_label() for ln in f.axes[0].get_lines() if not ln.get_label().startswith("_")] == ["one partition"]
+    none, why = figures.render({**FIG, "where": {"compute": "100ms"}}, part_records)
+    assert none is None and "no results" in why
+
+
+def test_table_layout_marks_points_that_are_not_readings(tmp_path):
+    recs = [_run("a", "async")]
+    for size, prog, e in ((32, "none", 10.0), (1024, "none", 40.0), (32, "thread", -200.0)):
+        recs.append(result("a", "async", {"size_bytes": size, "progress": prog},
+                           {"efficiency_mean_pct": metric(e, unit="%"), "t_sync_us": metric(7.0)},
+                           extra={"progress_shares_compute_core": prog == "thread"}))
+    df = hmb.load(write(tmp_path / "a.jsonl", recs))
+    decl = {"id": "t1", "number": "Table 1", "title": "E", "bench": "async", "columns": "size_bytes",
+            "rows": ["t_sync_us", "efficiency_mean_pct"], "panels": "progress",
+            "labels": {"efficiency_mean_pct": "E, mean over pairs"}}
+    text = figures.table(decl, df)
+    assert "| size_bytes | 32 | 1K |" in text
+    assert "| E, mean over pairs (%) | 10.0 | 40.0 |" in text
+    assert "| E, mean over pairs (%) | -200† | – |" in text
+    assert "† oversubscribed" in text
+
+
+# ---------------------------------------------------------------- claims
+
+def _claim(**kw):
+    return {"figure": "Fig. 4", "quote": "planted", "bench": "part", "metric": "overhead",
+            "where": {"partitions": 1}, **kw}
+
+
+def test_claim_agrees_differs_and_reads_medians(part_records):
+    v = claims.judge(_claim(value=1.3, tolerance=0.231), part_records)
+    assert v.verdict == claims.AGREES and v.reading.startswith("1.30")
+    assert "2 launches" in v.reading
+    v = claims.judge(_claim(value=2.0, tolerance=0.1), part_records)
+    assert v.verdict == claims.DIFFERS
+    v = claims.judge(_claim(value=1.25, op="<="), part_records)    # 1.3 > 1.25
+    assert v.verdict == claims.DIFFERS
+    # one launch alone (1.2) would agree, the other (1.4) not: said beside the verdict
+    v = claims.judge(_claim(value=1.25, op="<=", tolerance=0.0), part_records)
+    assert "launches disagree: 1 of 2 agree alone (1.20, 1.40)" in v.reason
+
+
+def test_claim_ratio_over_reference_points(part_records):
+    v = claims.judge(_claim(metric="availability", where={"partitions": 4}, over={"partitions": 1},
+                            value=1.6, tolerance=0.01), part_records)
+    assert v.verdict == claims.AGREES and v.reading.startswith("1.60")
+
+
+def test_claim_not_comparable_with_reasons(part_records):
+    v = claims.judge(_claim(needs="a single-threaded baseline", value=1.0), part_records)
+    assert (v.verdict, v.reason) == (claims.NOT_COMPARABLE, "HMB lacks a single-threaded baseline")
+    v = claims.judge(_claim(where={"partitions": 16}, value=1.0), part_records)
+    assert v.verdict == claims.NOT_COMPARABLE and "oversubscribed" in v.reason
+    v = claims.judge(_claim(scope="network", value=1.3, tolerance=0.5), part_records, "EDR InfiniBand")
+    assert v.verdict == claims.NOT_COMPARABLE and "the seed ran EDR InfiniBand" in v.reason
+    v = claims.judge(_claim(where={"partitions": 64}, value=1.0), part_records)
+    assert v.verdict == claims.NOT_COMPARABLE and "no results" in v.reason
+    v = claims.judge({"figure": "Fig. 5", "quote": "a shape", "reason": "read the figure"}, part_records)
+    assert (v.verdict, v.reason) == (claims.NOT_COMPARABLE, "read the figure")
+
+
+def test_claim_of_a_figure_hmb_cannot_draw_is_not_comparable(part_records):
+    s = hstudy.load("seed000-partitioned")
+    v = {x.claim["quote"][:20]: x for x in claims.table(s, part_records)}
+    lacks = v["MPI Partitioned impl"]
+    assert lacks.verdict == claims.NOT_COMPARABLE and lacks.reason.startswith("HMB lacks sweep3d's")
+
+
+def test_numeric_filters_match_float_columns(part_records):
+    assert len(claims.select(part_records, "part", "overhead", {"partitions": 1})) == 4   # 1.0 in the table
+    assert len(claims.select(part_records, "part", "overhead", {"partitions": [1, 4]})) == 8
+
+
+# ---------------------------------------------------------------- --fit
+
+def test_fit_two_cores_keeps_partitions_and_says_so():
+    s = hstudy.load("seed000-partitioned")
+    data, changes = fit.config(s, "fit", figure="fig4", ncores=2, memory=8 << 30)
+    [b] = data["bench"]
+    assert (b["threads"], b["args"]["partitions"]) == (1, "1,2,4,8,16,32")
+    assert changes == ["part[0]: threads 1–32 → 1 (at most 1 per rank on 2 cores); partitions 1–32 kept, "
+                       "each thread owns P/T (T = 1 for P = 1–32)"]
+
+
+def test_fit_sixteen_cores_groups_partitions_by_the_threads_that_fit():
+    s = hstudy.load("seed000-partitioned")
+    data, changes = fit.config(s, "fit", figure="fig4", ncores=16, memory=8 << 30)
+    layout = sorted((b["threads"], b["args"]["partitions"]) for b in data["bench"])
+    assert layout == [(1, "1"), (2, "2"), (4, "4"), (8, "8,16,32")]
+    assert "T = 8 for P = 8–32" in changes[0]
+
+
+def test_as_published_is_one_partition_per_thread():
+    s = hstudy.load("seed000-partitioned")
+    data, changes = fit.config(s, "as-published", figure="fig4", ncores=2)
+    assert sorted((b["threads"], b["args"]["partitions"]) for b in data["bench"]) == \
+        [(1, "1"), (2, "2"), (4, "4"), (8, "8"), (16, "16"), (32, "32")]
+    assert changes == []
+
+
+def test_fit_ranks_and_threads_a_pattern_needs_are_kept_and_marked():
+    data, changes = fit.config(hstudy.load("seed002-matching"), "fit", ncores=2, memory=8 << 30)
+    assert [b["ranks"] for b in data["bench"]] == [[9], [27], [2]]
+    assert "match[0]: ranks 9 kept (the pattern needs them): more than the 2 cores, oversubscribed" in changes[0]
+    _, changes = fit.config(hstudy.load("seed003-threads"), "fit", ncores=2, memory=8 << 30)
+    assert "mt[2]: threads 2–16 → 2 (the benchmark needs them: more than the 2 cores, oversubscribed" in changes[2]
+
+
+def test_fit_refuses_sizes_beyond_memory():
+    with pytest.raises(hstudy.StudyError, match="sizes up to 16777216 bytes need about"):
+        fit.config(hstudy.load("seed000-partitioned"), "fit", figure="fig4", ncores=2, memory=64 << 20)
+
+
+def test_demo_runs_each_headline_with_its_launches():
+    data, heads, _ = study_cli.demo_config(["mpich"])
+    assert len(heads) == 5
+    part = [b for b in data["bench"] if b["name"] == "part"]
+    assert part and all(b["repeats"] == 3 for b in part)      # MPICH partitioned is bimodal
+    # only the real matching halo (9 processes, a pattern's own count) exceeds the cores
+    over = {b["name"] for b in data["bench"]
+            if max(fit._listed(b["threads"])) * max(fit._listed(b["ranks"])) > max(2, fit.cores())}
+    assert over <= {"match"}
+
+
+# ---------------------------------------------------------------- the CLI
+
+@pytest.mark.parametrize("argv, where", [
+    (["study", "run", "nosuch"], "no study 'nosuch'"),
+    (["study", "run", "seed004-async", "--repeats", "0"], "--repeats"),
+    (["study", "run", "seed004-async", "--mpi", "bogus"], "unknown MPI 'bogus'"),
+    (["study", "run", "seed004-async", "--figure", "fig99"], "no figure or table 'fig99'"),
+    (["study", "report", "/nonexistent-dir"], "not a directory"),
+])
+def test_cli_errors_are_one_line_exit_2(argv, where, capsys):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and where in err and "Traceback" not in err
+
+
+def test_list_names_every_paper(capsys):
+    assert cli.main(["study", "list"]) == 0
+    out = capsys.readouterr().out
+    for n in hstudy.names():
+        assert n in out
+    assert "ICPP '22" in out and "Medvedev" in out
+
+
+def test_run_of_a_figure_hmb_lacks_says_not_run(capsys, tmp_path):
+    assert cli.main(["study", "run", "seed000-partitioned", "--figure", "fig9", "--out", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert "not run: Fig. 9" in err and "needs sweep3d's one-partition-per-thread" in err
+
+
+def test_small_fit_run_through_the_sweep_and_report(tmp_path, capsys):
+    """One tiny study (async pt2pt, one size) run for real with --fit, then reported again."""
+    text = (hstudy.studies_dir() / "seed004-async.toml").read_text()
+    data = tomllib.loads(text)
+    data["sweep"]["args"] = {"calc-factor": 2, "sizes": "1K", "iters": 5, "ci-target": 0, "budget": "0.2s"}
+    data["bench"] = [{**data["bench"][0], "args": {"op": "pt2pt", "progress": "none,test:10"}}]
+    import tomli_w
+    f = tmp_path / "tiny.toml"
+    f.write_text(tomli_w.dumps(data))
+    out = tmp_path / "out"
+    rc = cli.main(["study", "run", str(f), "--fit", "--mpi", "mpich", "--out", str(out)])
+    assert rc == 0
+    assert "async[0]: ranks 28–896 → 2" in (out / "fit.txt").read_text()
+    md = (out / "study.md").read_text()
+    assert "Table 1" in md and "E, mean over pairs (the seed's)" in md and "(figures/fig1.png)" in md
+    assert (out / "figures" / "fig1.png").stat().st_size > 0
+    capsys.readouterr()
+    assert cli.main(["study", "report", str(out)]) == 0
+    assert "Claims beside HMB's readings" in capsys.readouterr().out
+    # a second run into the same directory keeps the first one's results
+    before = (out / "results.jsonl").read_bytes()
+    assert cli.main(["study", "run", str(f), "--fit", "--mpi", "mpich", "--out", str(out)]) == 2
+    assert "already has results: pass --resume" in capsys.readouterr().err
+    assert (out / "results.jsonl").read_bytes() == before
+
+
+def test_slurm_study_writes_the_published_grid(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    argv = ["slurm", "--study", "seed004-async", "--nodes", "64", "--ranks-per-node", "14", "--threads", "1"]
+    assert cli.main(argv) == 0
+    assert "sweep results/study-seed004-async/config.toml --resume" in capsys.readouterr().out
+    cfg = tomllib.loads((tmp_path / "results/study-seed004-async/config.toml").read_text())
+    assert cfg["bench"][0]["ranks"] == [28, 224, 896]            # as published, not fitted
+    assert cli.main(["slurm", "--study", "seed004-async", "--nodes", "1", "--ranks-per-node", "14",
+                     "--threads", "1"]) == 2                     # 896 ranks do not fit one node
+    assert "needs more than" in capsys.readouterr().err
+
+
+def test_claims_are_judged_per_library(tmp_path):
+    recs = []
+    for rid, impl, val in (("a", "MPICH", 1.2), ("b", "Open MPI", 3.0)):
+        recs.append(_run(rid, "part", impl=impl, library=f"{impl} x", options={"compute": "10ms"}))
+        recs.append(result(rid, "part", {"size_bytes": 65536, "partitions": 1}, {"overhead": metric(val, unit="ratio")}))
+    df = hmb.load(write(tmp_path / "two.jsonl", recs))
+    s = hstudy.load("seed000-partitioned")
+    first = [v for v in claims.table(s, df) if v.claim["quote"].startswith("With one thread")]
+    assert [(v.mpi, v.verdict) for v in first] == [("MPICH", claims.AGREES), ("Open MPI", claims.DIFFERS)]
+    assert "| MPICH | 1.20" in claims.markdown(first)
+
+
+def test_claim_needing_threads_and_signed_differences(part_records):
+    v = claims.judge(_claim(min_threads=2, value=1.0), part_records)
+    assert v.verdict == claims.NOT_COMPARABLE and "needs at least 2 threads" in v.reason and "T = 1" in v.reason
+    # availability 0.8 (P=4) - 0.5 (P=1) = 0.3: a difference, not a ratio, for a signed metric
+    v = claims.judge(_claim(metric="availability", where={"partitions": 4}, over={"partitions": 1},
+                            compare="difference", op=">=", value=0.0), part_records)
+    assert v.verdict == claims.AGREES and v.reading.startswith("0.30")
