@@ -2,7 +2,9 @@
 
 Builds only the CMake target `hmbcore` into $HMB_BUILD_ROOT/mpich (default build/mpich),
 so the pure modules can be tested even while the rest of hmb-bench does not build.
-The structures below mirror src/harness/core.h, include/hmb/hmb.h and include/hmb/metrics.h.
+The structures below mirror src/harness/core.h, include/hmb/hmb.h and include/hmb/metrics.h;
+load() checks every size and field offset against the library's own table (hmb_layout,
+src/harness/layout.c), so a struct change fails loudly instead of desynchronising the tests.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 # hmb_opt_type
-FLAG, INT, DOUBLE, SIZES, INTS, DURATION, STRING, CHOICE, CHOICES = range(9)
+FLAG, INT, DOUBLE, SIZES, INTS, DURATION, STRING, CHOICE, CHOICES, CHOICE_ARGS = range(10)
 # hmb_noise_kind
 NOISE_NONE, NOISE_SINGLE, NOISE_UNIFORM, NOISE_GAUSSIAN = range(4)
 HMB_MAX_OPTIONS = 160
@@ -34,13 +36,17 @@ class OptVal(C.Structure):
     _fields_ = [("opt", C.POINTER(Option)), ("given", C.c_int), ("present", C.c_int),
                 ("ival", C.c_longlong), ("dval", C.c_double), ("ns", C.c_int64),
                 ("sval", C.c_char_p), ("sizes", C.POINTER(C.c_size_t)),
-                ("ints", C.POINTER(C.c_longlong)), ("count", C.c_int)]
+                ("ints", C.POINTER(C.c_longlong)), ("count", C.c_int),
+                ("args", C.POINTER(C.c_double))]
 
     def size_list(self):
         return [self.sizes[i] for i in range(self.count)]
 
     def int_list(self):
         return [self.ints[i] for i in range(self.count)]
+
+    def choice_args(self):
+        return [(self.ints[i], self.args[i]) for i in range(self.count)]
 
 
 class OptSet(C.Structure):
@@ -82,6 +88,46 @@ class Topo(C.Structure):
                 ("ndirs", C.c_int), ("dir", TopoDir * 26)]
 
 
+# C type of each mirror (hmb_layout's names); a Python field named "from_" is C's "from".
+MIRRORS = {"hmb_option": Option, "hmb_default": Default, "hmb_optval": OptVal, "hmb_optset": OptSet,
+           "hmb_summary": Summary, "hmb_noise": Noise, "hmb_calib": Calib, "hmb_part_metrics": PartMetrics,
+           "hmb_topo_dir": TopoDir, "hmb_topo": Topo}
+
+
+def layout_mismatches(lib) -> list:
+    """Every difference between the mirrors and the library's layouts, one line each."""
+    fn = lib.hmb_layout
+    fn.restype = C.c_int
+    fn.argtypes = [C.c_int, _P(C.c_char_p), _P(C.c_char_p), _P(C.c_size_t), _P(C.c_size_t)]
+    bad, seen = [], {}
+    t, f, off, size = C.c_char_p(), C.c_char_p(), C.c_size_t(), C.c_size_t()
+    i = 0
+    while fn(i, C.byref(t), C.byref(f), C.byref(off), C.byref(size)):
+        i += 1
+        ctype, field = t.value.decode(), f.value and f.value.decode()
+        cls = MIRRORS.get(ctype)
+        if cls is None:
+            bad.append(f"{ctype}: no mirror in tests/_corelib.py")
+            continue
+        if field is None:
+            if C.sizeof(cls) != size.value:
+                bad.append(f"{ctype}: {C.sizeof(cls)} bytes in the mirror, {size.value} in the library")
+            continue
+        py = field + "_" if field in ("from",) else field
+        seen.setdefault(ctype, set()).add(py)
+        desc = getattr(cls, py, None)
+        if desc is None:
+            bad.append(f"{ctype}.{field}: missing from the mirror")
+        elif (desc.offset, desc.size) != (off.value, size.value):
+            bad.append(f"{ctype}.{field}: offset/size {desc.offset}/{desc.size} in the mirror, "
+                       f"{off.value}/{size.value} in the library")
+    for ctype, cls in MIRRORS.items():
+        extra = {name for name, _ in cls._fields_} - seen.get(ctype, set())
+        if extra:
+            bad.append(f"{ctype}: mirror fields {sorted(extra)} not in the library's table")
+    return bad
+
+
 _SIGNATURES = {
     # units.c
     "hmb_parse_size": (C.c_int, [C.c_char_p, _P(C.c_size_t), C.c_char_p, C.c_size_t]),
@@ -108,6 +154,7 @@ _SIGNATURES = {
     "hmb_compute_kernel": (C.c_double, [C.c_uint64]),
     "hmb_compute_calibrate": (C.c_int, [_P(Calib), C.c_double]),
     "hmb_compute_run": (C.c_int64, [_P(Calib), C.c_int64]),
+    "hmb_compute_iters": (C.c_uint64, [_P(Calib), C.c_int64]),
     # timer.c
     "hmb_now": (C.c_double, []),
     "hmb_now_ns": (C.c_int64, []),
@@ -120,6 +167,17 @@ _SIGNATURES = {
     "hmb_overlap_pct": (C.c_double, [C.c_double, C.c_double, C.c_double]),
     "hmb_projected_speedup": (C.c_double, [C.c_double, C.c_double]),
     "hmb_eager_threshold_rule": (C.c_size_t, [C.c_double, C.c_size_t]),
+    "hmb_async_compute_tolerance": (C.c_double, [C.c_double, C.c_double]),
+    "hmb_async_compute_too_fast": (C.c_int, [C.c_double, C.c_double, C.c_double]),
+    "hmb_async_efficiency_ranks": (C.c_int, [C.c_int] + [_P(C.c_double)] * 5),
+    "hmb_kba_ideal_idle_share": (C.c_double, [C.c_int, C.c_int, C.c_int]),
+    "hmb_idle_share": (C.c_double, [C.c_double, C.c_double]),
+    "hmb_pattern_rates": (None, [C.c_int] + [_P(C.c_double)] * 4),
+    "hmb_throughput_Bps": (C.c_double, [C.c_double, C.c_double]),
+    "hmb_probe_outstanding_share": (C.c_double, [C.c_double, C.c_double]),
+    "hmb_probe_share_verdict": (C.c_int, [C.c_double]),
+    "hmb_match_times_compute": (C.c_int, [C.c_int] + [_P(C.c_double)] * 4 + [C.c_int, _P(C.c_double)]),
+    "hmb_match_queue_depth": (None, [C.c_int] + [_P(C.c_double)] * 3),
     # design.c
     "hmb_phase_orders": (C.c_int, [C.c_int]),
     "hmb_phase_order": (C.c_int, [C.c_int, C.c_long, _P(C.c_int)]),
@@ -162,6 +220,9 @@ def load():
         if r.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
     lib = C.CDLL(str(bdir / "libhmbcore.so"))
+    bad = layout_mismatches(lib)
+    if bad:
+        raise RuntimeError("tests/_corelib.py mirrors out of date:\n" + "\n".join(bad))
     for name, (res, args) in _SIGNATURES.items():
         fn = getattr(lib, name)
         fn.restype = res

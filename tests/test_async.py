@@ -56,12 +56,8 @@ def _check_physical(result):
     # C is the calibrated request, not a measurement: in extra only, at least the 10 µs floor.
     assert "c_us" not in result["metrics"]
     assert extra["c_request_ns"] >= 10e3 - 1e-6
-    # E per rank, aggregated: the worst rank's cannot exceed the mean over ranks, per sample.
-    for e in ("efficiency", "efficiency_loaded"):
-        assert result["metrics"][f"{e}_pct"]["median"] <= result["metrics"][f"{e}_mean_pct"]["median"] + 1e-9
-    # Per iteration T_total >= C_actual (the compute is inside the timed region), so the
-    # medians keep that order.
-    assert m["t_total_us"] >= m["c_actual_us"] * (1 - 1e-9)
+    # (worst E <= mean E and T_total >= C_actual hold by construction and by the validity filter:
+    # the aggregation and the filter have unit tests of their own in test_async_metrics.py.)
     assert m["t_sync_us"] > 0
 
 
@@ -142,10 +138,10 @@ def test_corrupted_data_is_caught(mpi_name, op, tmp_path):
 @pytest.mark.mpi
 @mpich_only
 @pytest.mark.parametrize("args,ranks,needle", [
-    (["--op", "pt2pt,bogus"], 2, "--op: unknown operation 'bogus'"),
-    (["--progress", "none,fast"], 2, "--progress: unknown mode 'fast'"),
-    (["--progress", "test:abc"], 2, "--progress: 'test:abc'"),
-    (["--progress", "test:0"], 2, "--progress: 'test:0'"),
+    (["--op", "pt2pt,bogus"], 2, '--op: "bogus" is not one of pt2pt|exch|'),
+    (["--progress", "none,fast"], 2, '--progress: "fast" is not one of none|test:|thread|impl'),
+    (["--progress", "test:abc"], 2, '--progress: "test:abc": "abc" is not a number'),
+    (["--progress", "test:0"], 2, "--progress: 0 is below the minimum 0.1"),
     (["--sizes", "12"], 2, "--sizes: 12 is not a positive multiple of 8"),
     (["--op", "pt2pt"], 3, "needs an even number of ranks"),
     (["--op", "exch", "--neighbors", "3"], 2, "--neighbors: 3 on a ring must be even"),
@@ -154,10 +150,11 @@ def test_corrupted_data_is_caught(mpi_name, op, tmp_path):
     # 16 GiB is 2^31 doubles: one more than an MPI int count (it used to wrap to 0 and pass).
     (["--sizes", "16G"], 2, "--sizes: 17179869184 bytes is 2147483648 doubles"),
     (["--op", "ialltoall", "--sizes", "8,32G"], 2, "more than an MPI int count holds"),
-    (["--op", "pt2pt,pt2pt"], 2, "--op: operation 'pt2pt' listed twice"),
-    (["--op", "allreduce,exch,allreduce"], 2, "--op: operation 'allreduce' listed twice"),
-    (["--progress", "none,none"], 2, "--progress: mode 'none' listed twice"),
-    (["--progress", "test:10,thread,test:10.0"], 2, "--progress: mode 'test:10.0' listed twice"),
+    (["--op", "pt2pt,pt2pt"], 2, '--op: "pt2pt" is listed twice'),
+    (["--op", "allreduce,exch,allreduce"], 2, '--op: "allreduce" is listed twice'),
+    (["--progress", "none,none"], 2, '--progress: "none" is listed twice'),
+    (["--progress", "test:10,thread,test:10.0"], 2, '--progress: "test:10.0" is listed twice'),
+    (["--progress", "test"], 2, '--progress: "test" is not one of'),
     (["--baseline", "ping"], 2, "--baseline"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, ranks, needle, tmp_path):

@@ -12,12 +12,7 @@ import _corelib as cl
 
 @pytest.fixture(scope="module")
 def lib():
-    lib = cl.load()
-    lib.hmb_async_compute_tolerance.restype = C.c_double
-    lib.hmb_async_compute_tolerance.argtypes = [C.c_double, C.c_double]
-    lib.hmb_async_compute_too_fast.restype = C.c_int
-    lib.hmb_async_compute_too_fast.argtypes = [C.c_double, C.c_double, C.c_double]
-    return lib
+    return cl.load()
 
 
 def test_tolerance_is_the_calibration_error_with_floors(lib):
@@ -63,8 +58,6 @@ def test_efficiency_against_loaded_compute(lib):
 
 def ranks_e(lib, t_total, c, t_sync):
     fn = lib.hmb_async_efficiency_ranks
-    fn.restype = C.c_int
-    fn.argtypes = [C.c_int] + [C.POINTER(C.c_double)] * 3 + [C.POINTER(C.c_double)] * 2
     worst, mean = C.c_double(), C.c_double()
     rc = fn(len(t_total), cl.doubles(t_total), cl.doubles(c), cl.doubles(t_sync), C.byref(worst), C.byref(mean))
     return rc, worst.value, mean.value

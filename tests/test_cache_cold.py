@@ -53,3 +53,29 @@ def test_every_benchmark_runs_with_cold_cache(mpi_name, tmp_path):
         if len(measured) != 2:
             failures.append(f"{bench}: measured sizes {sorted(measured)}")
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("bench,args,flushes,flushed_bytes", [
+    # part's rank 0 is the sender: one 64 KiB send buffer; one flush before each of 1 + 3 iterations
+    ("part", ["--sizes", "64K", "--partitions", "2", "--threads", "2"], 1 + 3, 65536),
+    # halo3d, 4x4x4 cells, 2 ranks: 6 faces x (send + receive) x 16 cells x 8 B; every one of the
+    # two paired modes starts cold: 2 flushes per iteration
+    ("halo3d", ["--domain", "4,4,4", "--mode", "single,multiple", "--compute", "10us"], 2 * (1 + 3), 12 * 16 * 8),
+])
+def test_cold_cache_flushes_every_registered_buffer(mpi_name, tmp_path, bench, args, flushes, flushed_bytes):
+    """The mechanism (not its physics, which `hmb check` judges from the header's probe): under
+    --cache cold the harness flushes before every iteration and paired mode, line by line over
+    exactly the message buffers the benchmark registered; under --cache hot never."""
+    threads = 2 if "--threads" in args else 1
+    few = ["--iters", "3", "--max-iters", "3", "--warmup", "1", "--ci-target", "0"]
+    cold = run_bench(mpi_name, [bench, "--cache", "cold", *args, *few], threads=threads, tmp_path=tmp_path)
+    assert cold.rc == 0, cold.stderr
+    (res,) = cold.results()
+    assert (res["extra"]["cache_flushes"], res["extra"]["cache_flushed_bytes"]) == (flushes, flushed_bytes)
+    probe = cold.header()["cache"]
+    assert probe["probe_bytes"] > 0 and probe["probe_hot_ns"] > 0 and probe["probe_cold_ns"] > 0
+    hot = run_bench(mpi_name, [bench, "--cache", "hot", *args, *few], threads=threads, tmp_path=tmp_path)
+    assert hot.rc == 0, hot.stderr
+    (res,) = hot.results()
+    assert "cache_flushes" not in res["extra"] and "probe_bytes" not in hot.header()["cache"]

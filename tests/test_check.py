@@ -82,6 +82,19 @@ def test_calibration_median_over_launches():
     assert c["calibration_error_100ms"].status == "WARN" and c["calibration_error_100ms"].detail == "not recorded"
 
 
+def test_cache_cold_read_ratio_median_over_launches():
+    # cold/hot 80/32 = 2.5, 40/32 = 1.25, 96/32 = 3.0 -> median 2.5 PASS; 36/32 = 1.125 alone WARN;
+    # 32/32 = 1.0 (the flush evicted nothing) FAIL; a hot launch has no probe: not recorded.
+    def h(hot, cold):
+        return {"cache": {"mode": "cold", "probe_bytes": 1 << 20, "probe_hot_ns": hot, "probe_cold_ns": cold}}
+    (c,) = ck.check_cache([h(32, 80), h(32, 40), h(32, 96), {"cache": {"mode": "hot"}}])
+    assert c.figure == pytest.approx(2.5) and c.status == "PASS" and "1048576 B" in c.detail
+    assert ck.check_cache([h(32, 36)])[0].status == "WARN"
+    assert ck.check_cache([h(32, 32)])[0].status == "FAIL"
+    (none,) = ck.check_cache([{"cache": {"mode": "hot"}}])
+    assert none.figure is None and none.detail == "not recorded"
+
+
 def test_clocks_only_same_host_offsets_and_short_drift_span():
     # Rank 2 is on another host (a real offset of 0.5 s applied): not held to ~0.
     hs = [header([], applied=(0, 0, 0.5), estimated=(0, 2e-6, 0.5))]

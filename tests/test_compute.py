@@ -77,7 +77,5 @@ def test_calibration_measures_interruptions(lib):
     (2.0, 0.7, 1.0, 1_000, 2_000),                  # an absurd share (>= 0.5) is ignored
 ])
 def test_compute_iters_by_hand(lib, rate, lost, per_ns, ns, iters):
-    lib.hmb_compute_iters.restype = C.c_uint64
-    lib.hmb_compute_iters.argtypes = [C.POINTER(cl.Calib), C.c_int64]
     cal = cl.Calib(iters_per_ns=rate, interrupt_lost_frac=lost, interrupts_per_ns=per_ns)
     assert lib.hmb_compute_iters(C.byref(cal), ns) == iters

@@ -180,7 +180,10 @@ def test_cache_cold(mpi_name, tmp_path):
     r = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "4K", "--cache", "cold",
                              "--llc-size", "1M"] + FAST, tmp_path=tmp_path)
     assert r.rc == 0, r.stderr
-    assert r.header()["cache"] == {"mode": "cold", "llc_bytes": 1 << 20}
+    cache = r.header()["cache"]
+    assert (cache["mode"], cache["llc_bytes"]) == ("cold", 1 << 20)
+    # the start-up eviction probe reads a quarter of a 1 MiB last-level cache (at most 1 MiB)
+    assert cache["probe_bytes"] == 1 << 18 and cache["probe_hot_ns"] > 0 and cache["probe_cold_ns"] > 0
     assert r.results()[0]["metrics"]["latency_us"]["median"] > 0
 
 

@@ -39,13 +39,7 @@ def queue_readable(run) -> bool:
 
 @pytest.fixture(scope="module")
 def lib():
-    lib = cl.load()
-    D = C.POINTER(C.c_double)
-    lib.hmb_match_times_compute.restype = C.c_int
-    lib.hmb_match_times_compute.argtypes = [C.c_int, D, D, D, D, C.c_int, D]
-    lib.hmb_match_queue_depth.restype = None
-    lib.hmb_match_queue_depth.argtypes = [C.c_int, D, D, D]
-    return lib
+    return cl.load()
 
 
 def test_match_times_two_threads(lib):

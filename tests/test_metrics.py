@@ -210,10 +210,6 @@ def test_eager_threshold_rule(lib, mean, header, threshold):
 
 @pytest.fixture(scope="module")
 def kba(lib):
-    lib.hmb_kba_ideal_idle_share.restype = C.c_double
-    lib.hmb_kba_ideal_idle_share.argtypes = [C.c_int, C.c_int, C.c_int]
-    lib.hmb_idle_share.restype = C.c_double
-    lib.hmb_idle_share.argtypes = [C.c_double, C.c_double]
     return lib
 
 
@@ -245,8 +241,6 @@ def test_idle_share(kba):
 
 def pattern_rates(lib, nbytes, t_s):
     fn = lib.hmb_pattern_rates
-    fn.restype = None
-    fn.argtypes = [C.c_int] + [C.POINTER(C.c_double)] * 4
     n = len(t_s)
     thr, ratio = (C.c_double * n)(), (C.c_double * n)()
     fn(n, cl.doubles(nbytes), cl.doubles(t_s), thr, ratio)
@@ -255,7 +249,6 @@ def pattern_rates(lib, nbytes, t_s):
 
 def test_throughput_divides_bytes_per_process_by_the_region(lib):
     fn = lib.hmb_throughput_Bps
-    fn.restype, fn.argtypes = C.c_double, [C.c_double, C.c_double]
     # 6 faces of 1 KiB per process per exchange in a 1.024 ms T_comm: 6144 B / 1.024e-3 s = 6e6 B/s
     assert fn(6144.0, 1.024e-3) == pytest.approx(6e6)
     # nothing exchanged (--comm off): no throughput, not 0 B/s; nor without a positive time
@@ -282,10 +275,6 @@ def test_pattern_rates_modes_not_run(lib):
 # ---- proto probe, view both: share of the transfer outstanding after the compute ----
 @pytest.fixture
 def probe(lib):
-    lib.hmb_probe_outstanding_share.restype = C.c_double
-    lib.hmb_probe_outstanding_share.argtypes = [C.c_double, C.c_double]
-    lib.hmb_probe_share_verdict.restype = C.c_int
-    lib.hmb_probe_share_verdict.argtypes = [C.c_double]
     return lib
 
 

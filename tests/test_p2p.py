@@ -37,8 +37,7 @@ def check_result(res: dict, mode: str) -> None:
             continue
         assert m["count"] == res["iterations"]
         assert math.isfinite(m["median"]) and m["median"] > 0, (mode, name, m)
-        assert m["ci_lo"] <= m["median"] <= m["ci_hi"]
-        assert m["min"] <= m["median"] <= m["max"]
+        # (ci_lo <= median <= ci_hi and min <= median <= max hold by construction: test_stats.py)
     if mode == "latency":
         # microseconds, not seconds or nanoseconds (80 ms was seen on a heavily loaded machine)
         assert 0.01 < res["metrics"]["latency_us"]["median"] < 1_000_000

@@ -3,13 +3,14 @@ options.c) through libhmbcore.so."""
 from __future__ import annotations
 
 import ctypes as C
+import math
 import os
 import tempfile
 
 import pytest
 
 import _corelib as cl
-from _corelib import CHOICE, CHOICES, DOUBLE, DURATION, FLAG, INT, INTS, SIZES, STRING
+from _corelib import CHOICE, CHOICE_ARGS, CHOICES, DOUBLE, DURATION, FLAG, INT, INTS, SIZES, STRING
 
 K, M, G = 1 << 10, 1 << 20, 1 << 30
 libc = C.CDLL(None)
@@ -471,3 +472,57 @@ def test_choices_default(lib):
 def test_choices_errors_name_the_item(lib, text, message):
     p = Parsed(lib, ["--mode", text], bench=LIST_TABLE)
     assert p.rc == -1 and p.err == message
+
+
+ARGS_TABLE = option_table(
+    ("progress", CHOICE_ARGS, "none,test:10", "progress modes", 0.1, 1e6, "none|test:|thread"),
+)
+
+
+@pytest.mark.parametrize("text,items", [
+    ("none", [(0, None)]),
+    ("thread,none", [(2, None), (0, None)]),                      # the order given, not declared
+    ("test:2.5,none,test:10", [(1, 2.5), (0, None), (1, 10.0)]),  # one name, two numbers
+    ("test:1e6", [(1, 1e6)]),
+])
+def test_choice_args_keep_order_and_numbers(lib, text, items):
+    p = Parsed(lib, ["--progress", text], bench=ARGS_TABLE)
+    assert p.rc == 0, p.err
+    got = [(i, None if math.isnan(x) else x) for i, x in p["progress"].choice_args()]
+    assert got == items and p["progress"].sval.decode() == text
+
+
+def test_choice_args_default(lib):
+    p = Parsed(lib, [], bench=ARGS_TABLE)
+    assert p.rc == 0 and p["progress"].choice_args()[1] == (1, 10.0)
+
+
+@pytest.mark.parametrize("text,message", [
+    ("fast", '--progress: "fast" is not one of none|test:|thread (a comma list; NAME:NUMBER where a name ends in :)'),
+    ("test", '--progress: "test" is not one of none|test:|thread (a comma list; NAME:NUMBER where a name ends in :)'),
+    ("none:3", '--progress: "none:3" is not one of none|test:|thread (a comma list; NAME:NUMBER where a name ends in :)'),
+    ("test:", '--progress: "test:": "" is not a number'),
+    ("test:x1", '--progress: "test:x1": "x1" is not a number'),
+    ("test:0.05", "--progress: 0.05 is below the minimum 0.1"),
+    ("test:10,test:10.0", '--progress: "test:10.0" is listed twice'),
+    ("none,none", '--progress: "none" is listed twice'),
+    ("none,,thread", '--progress: empty item in "none,,thread"'),
+])
+def test_choice_args_errors_name_the_item(lib, text, message):
+    p = Parsed(lib, ["--progress", text], bench=ARGS_TABLE)
+    assert p.rc == -1 and p.err == message
+
+
+def test_struct_mirrors_match_the_library(lib):
+    """Every mirrored struct's size and field offsets agree with the library (load() checks it too)."""
+    assert cl.layout_mismatches(lib) == []
+
+
+def test_a_desynchronised_mirror_is_named(lib, monkeypatch):
+    class Shifted(C.Structure):  # hmb_default with a field inserted in front: every offset moves
+        _fields_ = [("pad", C.c_int), ("name", C.c_char_p), ("value", C.c_char_p)]
+    monkeypatch.setitem(cl.MIRRORS, "hmb_default", Shifted)
+    bad = cl.layout_mismatches(lib)
+    assert "hmb_default: 24 bytes in the mirror, 16 in the library" in bad
+    assert "hmb_default.name: offset/size 8/8 in the mirror, 0/8 in the library" in bad
+    assert "hmb_default: mirror fields ['pad'] not in the library's table" in bad

@@ -54,7 +54,10 @@ typedef enum {
     HMB_OPT_DURATION, /* time: 10us, 1.5ms, 2s, 500ns; a unit is required (bare 0 only); ns */
     HMB_OPT_STRING,   /* free string (validated by the benchmark's check()) */
     HMB_OPT_CHOICE,   /* one of "a|b|c" */
-    HMB_OPT_CHOICES   /* comma list of names from "a|b|c", or "all"; read as a bit mask */
+    HMB_OPT_CHOICES,  /* comma list of names from "a|b|c", or "all"; read as a bit mask */
+    HMB_OPT_CHOICE_ARGS /* ordered comma list of names from "a|b:|c"; a name declared with a
+                           trailing ':' takes a number (b:2.5) within [min, max]; read with
+                           hmb_opt_choice_args; a repeated item is a usage error */
 } hmb_opt_type;
 
 typedef struct {
@@ -64,7 +67,7 @@ typedef struct {
     const char *help;          /* one line */
     double min, max;           /* inclusive range for numeric types (each list element);
                                   min == max == 0 means unchecked */
-    const char *choices;       /* HMB_OPT_CHOICE: "a|b|c" */
+    const char *choices;       /* HMB_OPT_CHOICE(S), HMB_OPT_CHOICE_ARGS: "a|b|c" */
     int role;                  /* HMB_ROLE_PARAMETER (0, default) or HMB_ROLE_RUN_CONTROL */
 } hmb_option;
 
@@ -93,6 +96,9 @@ const char *hmb_opt_str(const hmb_ctx *ctx, const char *name); /* STRING, CHOICE
 /* CHOICES: bit i set when the i-th name of the option's "a|b|c" was listed (unknown and
  * repeated names are usage errors, caught by the parser). */
 unsigned long long hmb_opt_choices(const hmb_ctx *ctx, const char *name);
+/* CHOICE_ARGS: the number of items; (*choice)[i] is the index of item i among the declared
+ * names, (*arg)[i] its number (NAN for a name without ':'). */
+int hmb_opt_choice_args(const hmb_ctx *ctx, const char *name, const long long **choice, const double **arg);
 const size_t *hmb_opt_sizes(const hmb_ctx *ctx, const char *name, int *count);
 const long long *hmb_opt_ints(const hmb_ctx *ctx, const char *name, int *count);
 int hmb_opt_given(const hmb_ctx *ctx, const char *name); /* given on the command line */
@@ -125,7 +131,8 @@ typedef struct {
 } hmb_point;
 
 typedef struct {
-    int count, capacity;
+    int count;
+    size_t capacity;
     hmb_point *items;
 } hmb_point_list;
 
@@ -254,6 +261,17 @@ void *hmb_run_data(const hmb_ctx *ctx);
  * harness records where it ran (progress_* fields of points that need a spare core). */
 int hmb_pin_progress_thread(hmb_ctx *ctx);
 
+/* A progress thread of the benchmark's own (async's progress modes, mt's get target), started
+ * once per point and pinned (hmb_pin_progress_thread); idle, it sleeps and costs the compute
+ * nothing. hmb_progress_publish hands it poke(arg), which it calls in a loop until poke returns
+ * 1 or the caller withdraws; after hmb_progress_withdraw returns it no longer calls poke (the
+ * caller may touch what poke touches, e.g. wait on its requests). start: NULL if no thread. */
+typedef struct hmb_progress hmb_progress;
+hmb_progress *hmb_progress_start(hmb_ctx *ctx);
+void hmb_progress_publish(hmb_progress *p, int (*poke)(void *arg), void *arg);
+void hmb_progress_withdraw(hmb_progress *p);
+void hmb_progress_stop(hmb_progress *p); /* NULL: nothing */
+
 /* All ranks agree that cond holds on every rank (an MPI_Allreduce LAND). */
 int hmb_all_agree(hmb_ctx *ctx, int cond);
 
@@ -293,15 +311,26 @@ int hmb_phase_order(int k, long iter, int *order);
  * (hmb_unsupported) and returns 1, or returns 0. */
 int hmb_mode_refused(hmb_ctx *ctx, const char *mode, int threads_call_mpi, int partitioned);
 
-/* Bounded MPI_Parrived polling for the patterns: poll partition `partition` of the started
+/* The calc-factor calibration (async, stencil3d): run(arg) from a barrier on comm, once to warm
+ * up and then HMB_CALC_REPS times; *t_s = the fastest run's slowest rank (interference only
+ * slows a run down). Returns the compute to request, factor x *t_s in ns, at least
+ * HMB_MIN_COMPUTE_NS (the compute kernel's accuracy floor, the seed's smallest calc time).
+ * Collective on comm; outside every timed region (setup or points()). */
+#define HMB_CALC_REPS 7
+#define HMB_MIN_COMPUTE_NS 10000
+int64_t hmb_calc_factor_ns(hmb_ctx *ctx, MPI_Comm comm, double factor, void (*run)(void *arg), void *arg,
+                           double *t_s);
+
+/* Bounded MPI_Parrived polling for the patterns (ops: the communication policy, hmb_comm_ops): poll partition `partition` of the started
  * partitioned receive req until the library reports it arrived. A library that never reports
  * it does not hang the run until the watchdog: after HMB_ARRIVAL_BOUND_S seconds past
  * `since` (the mode's start, hmb_now()) the point fails with exit 3 (hmb_validation_failure)
  * naming the request (fmt: formatted only then, never in the timed path) and the partition
  * as a library conformance problem. */
 #define HMB_ARRIVAL_BOUND_S 10.0
-void hmb_parrived_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, MPI_Request req, int partition,
-                          double since, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+typedef struct hmb_comm_ops_s hmb_comm_ops;
+void hmb_parrived_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, const hmb_comm_ops *ops, MPI_Request req,
+                          int partition, double since, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
 
 #define HMB_MAX_MODES 8
 #define HMB_MODE_MAX_TIMES 4
@@ -381,6 +410,9 @@ void hmb_cache_unregister_all(hmb_ctx *ctx);
  * and registered for --cache cold. NULL if it cannot be allocated. Teardown frees it with free()
  * (the harness drops a point's registrations after teardown). */
 void *hmb_buffer_alloc(hmb_ctx *ctx, size_t bytes);
+/* Frees a buffer of hmb_buffer_alloc before the point ends (or outside a point): drops its
+ * --cache cold registration and every validation registration inside it first. */
+void hmb_buffer_free(hmb_ctx *ctx, void *buf, size_t bytes);
 /* Last-level cache size in bytes (sysfs or --llc-size): e.g. to keep a --cache hot working
  * set cache-resident. */
 size_t hmb_cache_llc_bytes(const hmb_ctx *ctx);
@@ -421,6 +453,43 @@ int hmb_check_data(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len, int
  * hot-cache latency); --corrupt-at and a failure name the iteration iter. */
 int hmb_check_gen(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len, int src_rank, int part, long iter,
                   long gen);
+/* Validation as data: a benchmark registers each buffer with its pattern identity in setup();
+ * the harness does the rest, every iteration, while validation is on (not --no-validate):
+ *   HMB_SEND         before prepare() (and the --cache cold flush) the harness writes the
+ *                    pattern of (this rank, part, iteration) into it, as hmb_fill does;
+ *   HMB_SEND_PACKED  the benchmark writes it inside the iteration (packs it); before prepare()
+ *                    the harness fills it with the sender's poison (HMB_SENT_BYTE);
+ *   HMB_RECEIVE      before prepare() the harness poisons it (HMB_POISON_BYTE).
+ * After the iteration (group HMB_AFTER_ITERATION: after verify()), or right after paired mode
+ * `group` (hmb_modes_run: the mode's id; HMB_EACH_MODE: after every mode), the harness writes
+ * the sender's poison into the group's sends (the application's buffers again: a library that
+ * still reads them delivers the poison), then checks that each receive holds the pattern of
+ * (rank, part, iteration) and poisons it again. A mismatch fails the point (exit 3,
+ * hmb_validation_failure) naming label, piece (the buffer cut into `pieces` equal pieces; the
+ * failure's partition), 8-byte cell and byte, the byte found and expected, and what the piece
+ * holds instead when it is recognisable: either poison, or the data of iteration - 1 / + 1
+ * (never delivered / written after its requests completed). --corrupt-at flips a byte of the
+ * first buffer checked in that iteration, so tests prove a mismatch is caught and named.
+ * hmb_check_register_fn: the pattern is computed by the benchmark (a halo is its sender's cells):
+ * fn(arg, iter, out) writes the len / 8 words the buffer holds in iteration iter.
+ * label is printf-style (copied). Registrations end with the point (after teardown()); whoever
+ * frees a registered buffer earlier calls hmb_check_unregister (or hmb_buffer_free) first. */
+enum { HMB_SEND = 0, HMB_RECEIVE = 1, HMB_SEND_PACKED = 2 };
+#define HMB_AFTER_ITERATION (-1)
+#define HMB_EACH_MODE (-2)
+#define HMB_POISON_BYTE 0xA5
+#define HMB_SENT_BYTE 0x5E
+typedef void (*hmb_pattern_fn)(const void *arg, long iter, uint64_t *out);
+void hmb_check_register(hmb_ctx *ctx, int role, void *buf, size_t len, int rank, int part, int pieces, int group,
+                        const char *label, ...) __attribute__((format(printf, 9, 10)));
+void hmb_check_register_fn(hmb_ctx *ctx, int role, void *buf, size_t len, hmb_pattern_fn fn, const void *arg,
+                           int pieces, int group, const char *label, ...) __attribute__((format(printf, 9, 10)));
+void hmb_check_unregister(hmb_ctx *ctx, const void *buf, size_t len); /* every one inside [buf, buf+len) */
+/* --corrupt-at for data a benchmark checks itself (a reduction's result, a halo it unpacked):
+ * 1 exactly once, when this is the check --corrupt-at picks (the first check of the picked rank
+ * in that iteration); the caller then flips a byte of what it is about to check. */
+int hmb_corrupt_pick(hmb_ctx *ctx, long iter);
+
 /* Fatal data/conformance problem: prints benchmark, point params, iteration, rank,
  * partition and the message on one line to stderr, writes it to JSON, aborts (exit 3). */
 void hmb_validation_failure(hmb_ctx *ctx, const hmb_point *pt, long iter, int part,
@@ -531,6 +600,56 @@ void hmb_topo_recv_box(const hmb_topo *t, const int n[3], int d, int piece, int 
  * (exit 2). With record = 1 (call it so from check()), the run header gets topology_grid
  * ("2x2x2"), topology_tgrid, topology_boundary and topology_neighbours. */
 void hmb_topo_from_options(hmb_ctx *ctx, int ndims, int neighbours, int record, hmb_topo *t);
+
+/* ------------------------------------------------------------------ communication policies */
+
+/* One table of the communication operations a pattern uses (halo3d, sweep3d, stencil3d), served
+ * by a policy chosen with --comm (HMB_COMM_OPTION; src/harness/comm.c):
+ *   on   MPI: each operation is its MPI call (MPI_Isend, MPI_Psend_init, MPI_Pready, ...);
+ *   off  mock (after LLNL Comb): a loopback without any MPI call. hmb_comm_route() makes this
+ *        rank its own neighbour in every direction it receives from, and every send is copied
+ *        into this rank's own matching receive (communicator and tag, in posting order, as MPI
+ *        matches), partition by partition for partitioned requests (copied at MPI_Pready once
+ *        both are started). Packing, unpacking, compute and validation run as with MPI, the data
+ *        checked is what the mock copied. A wait on a mock request lasts until its counterpart
+ *        on this rank is posted; past HMB_ARRIVAL_BOUND_S the point fails (exit 3) naming the
+ *        tag: a pattern that receives, then feeds itself later, must wait for it later too.
+ *        Collectives have no loopback: allreduce returns 0 (not run), MPI returns 1.
+ * Requests are MPI_Request values either way (a mock request never reaches MPI); the null
+ * request is MPI_REQUEST_NULL, and a peer MPI_PROC_NULL gives one, as in MPI. */
+struct hmb_comm_ops_s {
+    const char *name; /* "mpi", "mock" */
+    int mock;
+    void (*isend)(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm, MPI_Request *req);
+    void (*irecv)(void *buf, int count, MPI_Datatype type, int src, int tag, MPI_Comm comm, MPI_Request *req);
+    void (*send_init)(const void *buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                      MPI_Request *req);
+    void (*recv_init)(void *buf, int count, MPI_Datatype type, int src, int tag, MPI_Comm comm, MPI_Request *req);
+    /* partitioned (MPI 4.0): count elements per partition; MPI_INFO_NULL */
+    void (*psend_init)(const void *buf, int partitions, int count, MPI_Datatype type, int dest, int tag,
+                       MPI_Comm comm, MPI_Request *req);
+    void (*precv_init)(void *buf, int partitions, int count, MPI_Datatype type, int src, int tag, MPI_Comm comm,
+                       MPI_Request *req);
+    void (*pready)(int partition, MPI_Request req);
+    int (*parrived)(MPI_Request req, int partition); /* 1 once arrived */
+    void (*start)(MPI_Request *req);
+    void (*startall)(int n, MPI_Request *reqs);
+    void (*wait)(MPI_Request *req);
+    void (*waitall)(int n, MPI_Request *reqs);
+    void (*request_free)(MPI_Request *req); /* MPI_REQUEST_NULL is fine */
+    int (*allreduce)(const void *in, void *out, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+};
+
+#define HMB_COMM_OPTION                                                                                           \
+    {"comm", HMB_OPT_CHOICE, "on",                                                                                \
+     "off: mock mode, the same pattern without MPI (a loopback: sends copied into this rank's receives)", 0, 0,  \
+     "on|off", 0}
+
+/* The policy of --comm (HMB_COMM_OPTION in the benchmark's option table). */
+const hmb_comm_ops *hmb_comm_policy(hmb_ctx *ctx);
+/* Under the mock, route topo's neighbourhood onto this rank (to = from = this rank where from is a
+ * rank, MPI_PROC_NULL elsewhere); MPI: unchanged. Call once in setup, after hmb_topo_from_options. */
+void hmb_comm_route(const hmb_comm_ops *ops, const hmb_ctx *ctx, hmb_topo *topo);
 
 /* ------------------------------------------------------------------ MPI_T performance variables */
 

@@ -87,6 +87,9 @@ EXPECTATIONS = {
         "%", (-INF, 0), (-INF, 10), "E cannot exceed 100% beyond the kernel's calibration error"),
     "async_progress_shares_compute_core": Expectation(
         "", (0, 0), (0, 0), "a progress thread on a computing core steals the compute it should overlap"),
+    "cache_cold_read_ratio": Expectation(
+        "", (1.5, INF), (1.1, INF),
+        "--cache cold must evict: a read of flushed buffers slower than a hot one, or cold results are hot"),
 }
 # Round trips per latency sample, hmb-bench (--batch) and the minimal ping-pong alike.
 LATENCY_BATCH = 16
@@ -189,6 +192,15 @@ def check_calibration(headers: list[dict]) -> list[Check]:
         out.append(classify(f"calibration_error_{label}", statistics.median(values) if values else None,
                             _spread(values)))
     return out
+
+
+def check_cache(headers: list[dict]) -> list[Check]:
+    """Median over --cache cold launches of the start-up probe's cold / hot read time."""
+    ratios = [h["cache"]["probe_cold_ns"] / h["cache"]["probe_hot_ns"] for h in headers
+              if h.get("cache", {}).get("probe_hot_ns", 0) > 0 and "probe_cold_ns" in h["cache"]]
+    size = next((h["cache"]["probe_bytes"] for h in headers if "probe_bytes" in h.get("cache", {})), None)
+    detail = f"read of {size} B after a flush / hot; {_spread(ratios)}".strip("; ") if size else ""
+    return [classify("cache_cold_read_ratio", statistics.median(ratios) if ratios else None, detail)]
 
 
 def check_interruptions(headers: list[dict], steal_frac: float | None, load_per_core: float | None) -> list[Check]:
@@ -416,12 +428,16 @@ def run(mpi_name: str, ranks: int, quick: bool, json_path: str | None, out=print
                                    "--ci-target", "0"], env)
         thread_recs = runner.bench(["async", "--op", "pt2pt", "--sizes", "64", "--progress", "thread",
                                     "--iters", "3", "--warmup", "1", "--ci-target", "0"], env)
+        # --cache cold: its header's start-up probe (a buffer read hot, and after a flush).
+        cold_recs = runner.bench(["p2p", "--mode", "latency", "--sizes", "8", "--iters", "3", "--warmup", "1",
+                                  "--ci-target", "0", "--cache", "cold"])
         headers += _of(async_recs, "run") + _of(thread_recs, "run")
         clocks += _of(async_recs, "clocks") + _of(thread_recs, "clocks")
     steal = steal_fraction(stat_before, read_proc_stat())
     checks = (check_binding(headers[0]) + check_timer(headers) + check_calibration(headers)
               + check_clocks(headers, clocks) + check_interruptions(headers, steal, load)
-              + check_latency(rounds) + check_async(_of(async_recs, "result"), _of(thread_recs, "result")))
+              + check_latency(rounds) + check_async(_of(async_recs, "result"), _of(thread_recs, "result"))
+              + check_cache(_of(cold_recs, "run")))
     h = headers[0]
     out(f"# hmb check: {impl.name} ({h.get('mpi', {}).get('library', '?')}), {ranks} ranks on "
         f"{', '.join(h.get('hosts', []))}, {h.get('cpus_available', '?')} cpus available; "

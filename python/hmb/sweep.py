@@ -315,6 +315,10 @@ def _option_problem(opt, value) -> str | None:
         for v in (str(value).split(",") if opt.type == "choices" else [str(value)]):
             if v not in opt.choices:
                 return f"{v!r} is not one of {', '.join(opt.choices)}"
+    elif opt.type == "choice_args" and opt.choices:  # "none,test:10": a name ending in ':' takes a number
+        for v in str(value).split(","):
+            if (v.split(":", 1)[0] + ":" if ":" in v else v) not in opt.choices:
+                return f"{v!r} is not one of {', '.join(opt.choices)}"
     elif opt.type == "duration":
         try:
             parse_duration(value)

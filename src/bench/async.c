@@ -21,7 +21,6 @@
  * when it is really on). */
 #define _GNU_SOURCE
 #include <math.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,8 +31,6 @@
 #include "hmb/metrics.h"
 
 #define MAX_MODES 16
-#define MIN_COMPUTE_NS 10000 /* the seed's smallest calc time; the kernel's accuracy floor */
-#define CALIB_REPS 7
 
 typedef enum { PROG_NONE, PROG_TEST, PROG_THREAD, PROG_IMPL } progress_kind;
 
@@ -44,80 +41,34 @@ typedef struct {
 
 /* ------------------------------------------------------------------ option lists */
 
-/* Parses a comma list of ops; returns 0, or -1 with a one-line reason in err. */
-static int parse_ops(const char *text, async_op *ops, int *nops, char *err, size_t errlen)
+/* --op and --progress (HMB_OPT_CHOICE_ARGS, parsed and checked by the harness): the ops in the
+ * order given; the progress modes, a choice index in progress_kind order and test:P's P. */
+#define PROGRESS_CHOICES "none|test:|thread|impl"
+
+static int option_ops(const hmb_ctx *ctx, async_op *ops)
 {
-    *nops = 0;
-    char *copy = strdup(text ? text : ""), *save = NULL;
-    int rc = 0;
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        int found = async_op_from_name(tok);
-        if (found < 0) {
-            snprintf(err, errlen, "--op: unknown operation '%s' (choose from %s)", tok, ASYNC_OP_CHOICES);
-            rc = -1;
-            break;
-        }
-        for (int i = 0; i < *nops && rc == 0; i++)
-            if (ops[i] == (async_op)found) {
-                snprintf(err, errlen, "--op: operation '%s' listed twice", tok);
-                rc = -1;
-            }
-        if (rc != 0)
-            break;
-        ops[(*nops)++] = (async_op)found;
-    }
-    if (rc == 0 && *nops == 0) {
-        snprintf(err, errlen, "--op: empty list (choose from %s)", ASYNC_OP_CHOICES);
-        rc = -1;
-    }
-    free(copy);
-    return rc;
+    const long long *choice;
+    const double *arg;
+    int n = hmb_opt_choice_args(ctx, "op", &choice, &arg);
+    for (int i = 0; i < n; i++)
+        ops[i] = (async_op)choice[i];
+    return n;
 }
 
-static int parse_progress(const char *text, progress_spec *modes, int *nmodes, char *err, size_t errlen)
+/* The progress modes (at most MAX_MODES: async_check) and their point labels ("test:10"). */
+static int option_progress(const hmb_ctx *ctx, progress_spec *modes, char (*label)[32])
 {
-    *nmodes = 0;
-    char *copy = strdup(text ? text : ""), *save = NULL;
-    int rc = 0;
-    for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
-        progress_spec m = {PROG_NONE, 0.0};
-        if (strcmp(tok, "none") == 0)
-            m.kind = PROG_NONE;
-        else if (strcmp(tok, "thread") == 0)
-            m.kind = PROG_THREAD;
-        else if (strcmp(tok, "impl") == 0)
-            m.kind = PROG_IMPL;
-        else if (strncmp(tok, "test:", 5) == 0) {
-            char *end = NULL;
-            m.kind = PROG_TEST;
-            m.poll_us = strtod(tok + 5, &end);
-            if (end == tok + 5 || *end != '\0' || !(m.poll_us >= 0.1 && m.poll_us <= 1e6)) {
-                snprintf(err, errlen, "--progress: '%s' needs a poll interval in µs between 0.1 and 1e6 (e.g. test:10)",
-                         tok);
-                rc = -1;
-            }
-        } else {
-            snprintf(err, errlen, "--progress: unknown mode '%s' (choose from none, test:P, thread, impl)", tok);
-            rc = -1;
-        }
-        for (int i = 0; i < *nmodes && rc == 0; i++)
-            if (modes[i].kind == m.kind && modes[i].poll_us == m.poll_us) {
-                snprintf(err, errlen, "--progress: mode '%s' listed twice", tok);
-                rc = -1;
-            }
-        if (rc == 0 && *nmodes == MAX_MODES) {
-            snprintf(err, errlen, "--progress: more than %d modes", MAX_MODES);
-            rc = -1;
-        }
-        if (rc == 0)
-            modes[(*nmodes)++] = m;
+    const long long *choice;
+    const double *arg;
+    int n = hmb_opt_choice_args(ctx, "progress", &choice, &arg);
+    for (int i = 0; i < n && i < MAX_MODES; i++) {
+        modes[i] = (progress_spec){(progress_kind)choice[i], choice[i] == PROG_TEST ? arg[i] : 0.0};
+        if (modes[i].kind == PROG_TEST)
+            snprintf(label[i], sizeof label[i], "test:%g", arg[i]);
+        else
+            snprintf(label[i], sizeof label[i], "%s", (const char *[]){"none", "test", "thread", "impl"}[choice[i]]);
     }
-    if (rc == 0 && *nmodes == 0) {
-        snprintf(err, errlen, "--progress: empty list (choose from none, test:P, thread, impl)");
-        rc = -1;
-    }
-    free(copy);
-    return rc;
+    return n;
 }
 
 /* ------------------------------------------------------------------ library progress thread */
@@ -186,98 +137,10 @@ static int test_requests(MPI_Request *reqs, int nreq)
     return all_done;
 }
 
-/* Hand-off: the main thread publishes a request set and raises `run`; the progress thread
- * tests it until all complete or `run` drops. Before the main thread waits on the requests
- * itself it drops `run` and waits until the progress thread has left its test loop, so the
- * two never touch the requests at the same time. Idle, the thread sleeps on a condition
- * variable and costs the compute nothing. */
-typedef struct {
-    hmb_ctx *ctx;
-    pthread_t tid;
-    pthread_mutex_t lock;
-    pthread_cond_t wake, idle;
-    atomic_int run;
-    long published, finished; /* request-set generations (under lock) */
-    int testing, exit;        /* under lock */
-    MPI_Request *reqs;
-    int nreq;
-} progress_thread;
-
-static void *progress_thread_main(void *arg)
+/* HMB's progress thread's poke (hmb_progress): test the published exchange's requests. */
+static int test_exchange(void *ex)
 {
-    progress_thread *pt = arg;
-    hmb_pin_progress_thread(pt->ctx);
-    pthread_mutex_lock(&pt->lock);
-    for (;;) {
-        while (!pt->exit && !(atomic_load(&pt->run) && pt->published != pt->finished))
-            pthread_cond_wait(&pt->wake, &pt->lock);
-        if (pt->exit)
-            break;
-        long generation = pt->published;
-        pt->testing = 1;
-        pthread_mutex_unlock(&pt->lock);
-        int all_done = 0;
-        while (!all_done && atomic_load(&pt->run))
-            all_done = test_requests(pt->reqs, pt->nreq);
-        pthread_mutex_lock(&pt->lock);
-        pt->testing = 0;
-        pt->finished = generation;
-        pthread_cond_signal(&pt->idle);
-    }
-    pthread_mutex_unlock(&pt->lock);
-    return NULL;
-}
-
-static progress_thread *progress_thread_start(hmb_ctx *ctx)
-{
-    progress_thread *pt = calloc(1, sizeof *pt);
-    if (!pt)
-        return NULL;
-    pt->ctx = ctx;
-    pthread_mutex_init(&pt->lock, NULL);
-    pthread_cond_init(&pt->wake, NULL);
-    pthread_cond_init(&pt->idle, NULL);
-    atomic_init(&pt->run, 0);
-    if (pthread_create(&pt->tid, NULL, progress_thread_main, pt) != 0) {
-        free(pt);
-        return NULL;
-    }
-    return pt;
-}
-
-static void progress_thread_publish(progress_thread *pt, MPI_Request *reqs, int nreq)
-{
-    pthread_mutex_lock(&pt->lock);
-    pt->reqs = reqs;
-    pt->nreq = nreq;
-    pt->published++;
-    atomic_store(&pt->run, 1);
-    pthread_cond_signal(&pt->wake);
-    pthread_mutex_unlock(&pt->lock);
-}
-
-/* After this returns the progress thread no longer touches the published requests. */
-static void progress_thread_withdraw(progress_thread *pt)
-{
-    pthread_mutex_lock(&pt->lock);
-    atomic_store(&pt->run, 0);
-    while (pt->testing)
-        pthread_cond_wait(&pt->idle, &pt->lock);
-    pthread_mutex_unlock(&pt->lock);
-}
-
-static void progress_thread_stop(progress_thread *pt)
-{
-    pthread_mutex_lock(&pt->lock);
-    pt->exit = 1;
-    atomic_store(&pt->run, 0);
-    pthread_cond_signal(&pt->wake);
-    pthread_mutex_unlock(&pt->lock);
-    pthread_join(pt->tid, NULL);
-    pthread_mutex_destroy(&pt->lock);
-    pthread_cond_destroy(&pt->wake);
-    pthread_cond_destroy(&pt->idle);
-    free(pt);
+    return test_requests(((async_exchange *)ex)->reqs, ((async_exchange *)ex)->nreq);
 }
 
 /* ------------------------------------------------------------------ benchmark */
@@ -287,16 +150,17 @@ typedef struct {
     progress_spec mode;
     int64_t c_ns; /* calibrated compute C, the same on every rank */
     int library_thread;
-    progress_thread *thread;
+    hmb_progress *thread;
     double calibration_error;    /* this rank's, for a request of C (hmb_compute_calibration_error) */
     long too_fast_samples;       /* rank 0: measured iterations with a kernel faster than calibrated */
     double fastest_kernel_ratio; /* rank 0: the smallest kernel time / C among them, any rank */
 } async_state;
 
 static const hmb_option async_options[] = {
-    {"op", HMB_OPT_STRING, "pt2pt,allreduce", "operations (comma list): " ASYNC_OP_CHOICES, 0, 0, NULL},
-    {"progress", HMB_OPT_STRING, "none,test:10,thread",
-     "progress modes (comma list): none, test:P (MPI_Testall every P µs of compute), thread, impl", 0, 0, NULL},
+    {"op", HMB_OPT_CHOICE_ARGS, "pt2pt,allreduce", "operations (comma list)", 0, 0, ASYNC_OP_CHOICES},
+    {"progress", HMB_OPT_CHOICE_ARGS, "none,test:10,thread",
+     "progress modes (comma list): none, test:P (MPI_Testall every P µs of compute, 0.1..1e6), thread, impl", 0.1,
+     1e6, PROGRESS_CHOICES},
     {"neighbors", HMB_OPT_INT, "2", "exch/neighbor_alltoall: neighbours per rank (ring: even; grid2d: 4 or 8)",
      1, 64, NULL},
     {"topology", HMB_OPT_CHOICE, "ring", "exch/neighbor_alltoall neighbourhood: ring or periodic 2-D grid", 0, 0,
@@ -374,11 +238,11 @@ static void async_check(hmb_ctx *ctx)
 {
     char err[256];
     async_op ops[ASYNC_OP_COUNT];
-    progress_spec modes[MAX_MODES];
-    int nops, nmodes;
-    if (parse_ops(hmb_opt_str(ctx, "op"), ops, &nops, err, sizeof err) != 0 ||
-        parse_progress(hmb_opt_str(ctx, "progress"), modes, &nmodes, err, sizeof err) != 0)
-        hmb_usage_error(ctx, "%s", err);
+    int nops = option_ops(ctx, ops);
+    const long long *choice;
+    const double *arg;
+    if (hmb_opt_choice_args(ctx, "progress", &choice, &arg) > MAX_MODES)
+        hmb_usage_error(ctx, "--progress: more than %d modes", MAX_MODES);
     int nsizes;
     const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
     for (int i = 0; i < nsizes; i++) {
@@ -407,6 +271,8 @@ static void async_check(hmb_ctx *ctx)
         hmb_header_add_str(ctx, "pt2pt_baseline", hmb_opt_str(ctx, "baseline"));
 }
 
+static void blocking_run(void *ex) { async_blocking(ex); }
+
 /* C = calc-factor x the blocking time: the fastest of a few blocking runs (interference
  * only slows a run down), the slowest rank of each run counting. Done once per (op, size)
  * before any point, so every progress mode of an op and size computes the same C, and no
@@ -424,20 +290,11 @@ static int64_t calibrate_compute_ns(hmb_ctx *ctx, async_op op, size_t size_bytes
     async_exchange ex;
     async_exchange_init(&ex, ctx, &calib_pt, op, size_bytes, effective_neighbors(ctx),
                         strcmp(hmb_opt_str(ctx, "topology"), "grid2d") == 0, baseline_option(ctx));
-    double best_s = INFINITY;
-    for (int rep = -1; rep < CALIB_REPS; rep++) {
-        async_fill(&ex, rep, 0);
-        MPI_Barrier(ex.world);
-        double t0 = hmb_now();
-        async_blocking(&ex);
-        double local_s = hmb_now() - t0, slowest_s;
-        MPI_Allreduce(&local_s, &slowest_s, 1, MPI_DOUBLE, MPI_MAX, ex.world);
-        if (rep >= 0 && slowest_s < best_s)
-            best_s = slowest_s;
-    }
+    async_fill(&ex, 0, 0); /* the reductions' operands */
+    double t_sync_s;
+    int64_t c_ns = hmb_calc_factor_ns(ctx, ex.world, hmb_opt_double(ctx, "calc-factor"), blocking_run, &ex, &t_sync_s);
     async_exchange_free(&ex);
-    int64_t c_ns = (int64_t)(hmb_opt_double(ctx, "calc-factor") * best_s * 1e9);
-    return c_ns < MIN_COMPUTE_NS ? MIN_COMPUTE_NS : c_ns;
+    return c_ns;
 }
 
 /* Per-run data: C for each (op, size), in the order of --op and --sizes. */
@@ -460,19 +317,14 @@ static int64_t calibrated_c_ns(const hmb_ctx *ctx, async_op op, size_t size_byte
 
 static void async_points(hmb_ctx *ctx, hmb_point_list *out)
 {
-    char err[256];
     async_op ops[ASYNC_OP_COUNT];
     progress_spec modes[MAX_MODES];
-    int nops, nmodes, nsizes;
-    parse_ops(hmb_opt_str(ctx, "op"), ops, &nops, err, sizeof err);
-    parse_progress(hmb_opt_str(ctx, "progress"), modes, &nmodes, err, sizeof err);
+    char label[MAX_MODES][32];
+    int nops = option_ops(ctx, ops), nmodes = option_progress(ctx, modes, label), nsizes;
     const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
-    const char *progress_text = hmb_opt_str(ctx, "progress");
-    /* Point labels must outlive the run: one copy of the option text, cut at the commas. */
-    char *labels = strdup(progress_text), *save = NULL, *label[MAX_MODES];
-    int nlabels = 0;
-    for (char *tok = strtok_r(labels, ",", &save); tok && nlabels < MAX_MODES; tok = strtok_r(NULL, ",", &save))
-        label[nlabels++] = tok;
+    const char *kept[MAX_MODES]; /* point labels must outlive the run */
+    for (int m = 0; m < nmodes; m++)
+        kept[m] = strdup(label[m]);
     calibration *cal = calloc(1, sizeof *cal + (size_t)(nops * nsizes) * sizeof cal->c_ns[0]);
     cal->nsizes = nsizes;
     for (int o = 0; o < nops; o++) {
@@ -486,19 +338,22 @@ static void async_points(hmb_ctx *ctx, hmb_point_list *out)
             for (int s = 0; s < nsizes; s++) {
                 hmb_point *p = hmb_points_add(out, sizes[s]);
                 hmb_point_set_str(p, "op", async_op_name(ops[o]));
-                hmb_point_set_str(p, "progress", label[m]);
+                hmb_point_set_str(p, "progress", kept[m]);
                 if (async_op_uses_neighbors(ops[o]))
                     hmb_point_set_int(p, "neighbors", effective_neighbors(ctx));
             }
 }
 
-static progress_spec point_mode(const hmb_point *pt)
+/* The point's progress mode: the --progress item with its label. */
+static progress_spec point_mode(const hmb_ctx *ctx, const hmb_point *pt)
 {
-    progress_spec m;
-    int n = 0;
-    char err[64];
-    parse_progress(hmb_point_str(pt, "progress"), &m, &n, err, sizeof err);
-    return m;
+    progress_spec modes[MAX_MODES];
+    char label[MAX_MODES][32];
+    int n = option_progress(ctx, modes, label);
+    for (int i = 0; i < n; i++)
+        if (strcmp(label[i], hmb_point_str(pt, "progress")) == 0)
+            return modes[i];
+    return modes[0];
 }
 
 /* Why this rank cannot run the point ("" if it can). Local facts only: the caller agrees
@@ -520,17 +375,17 @@ static void local_unsupported_reason(hmb_ctx *ctx, async_op op, progress_spec mo
 static void *async_setup(hmb_ctx *ctx, const hmb_point *pt)
 {
     async_op op = (async_op)async_op_from_name(hmb_point_str(pt, "op"));
-    progress_spec mode = point_mode(pt);
+    progress_spec mode = point_mode(ctx, pt);
     library_progress lp = detect_library_progress(hmb_thread_level_provided(ctx));
     char why[320];
     local_unsupported_reason(ctx, op, mode, &lp, why, sizeof why);
-    progress_thread *thread = NULL;
-    if (!why[0] && mode.kind == PROG_THREAD && !(thread = progress_thread_start(ctx)))
+    hmb_progress *thread = NULL;
+    if (!why[0] && mode.kind == PROG_THREAD && !(thread = hmb_progress_start(ctx)))
         snprintf(why, sizeof why, "thread: could not start HMB's progress thread on rank %d", hmb_rank(ctx));
     /* Every rank skips the point if one cannot run it; the ranks that cannot say why. */
     if (!hmb_all_agree(ctx, why[0] == '\0')) {
         if (thread)
-            progress_thread_stop(thread);
+            hmb_progress_stop(thread);
         if (why[0])
             hmb_unsupported(ctx, "%s", why);
         return NULL;
@@ -549,7 +404,8 @@ static void *async_setup(hmb_ctx *ctx, const hmb_point *pt)
     return s;
 }
 
-/* Both phases' data before the --cache cold flush: nothing inside iterate() touches it first. */
+/* Both phases' reduction operands before the --cache cold flush (the other ops' blocks: the
+ * harness's, registered in async_exchange_init); nothing inside iterate() touches them first. */
 static void async_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
 {
     (void)ctx, (void)pt;
@@ -571,9 +427,9 @@ static int64_t compute_with_progress(hmb_ctx *ctx, async_state *s)
     case PROG_TEST:
         return hmb_compute_sliced_ns(ctx, s->c_ns, (int64_t)(s->mode.poll_us * 1e3), testall_poll, &s->ex);
     case PROG_THREAD: {
-        progress_thread_publish(s->thread, s->ex.reqs, s->ex.nreq);
+        hmb_progress_publish(s->thread, test_exchange, &s->ex);
         int64_t inside_ns = hmb_compute_ns(ctx, s->c_ns);
-        progress_thread_withdraw(s->thread);
+        hmb_progress_withdraw(s->thread);
         return inside_ns;
     }
     default: /* none; impl: the library's thread works on its own */
@@ -757,7 +613,7 @@ static void async_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
     if (!s)
         return;
     if (s->thread)
-        progress_thread_stop(s->thread);
+        hmb_progress_stop(s->thread);
     async_exchange_free(&s->ex);
     free(s);
 }

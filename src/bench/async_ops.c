@@ -78,6 +78,8 @@ static void grid_neighbors(async_exchange *ex, int k)
 }
 
 /* The longest iteration period whose largest reduction sum stays below 2^53 (exact). */
+static void register_blocks(async_exchange *ex);
+
 static long long reduce_period(int nranks, int count)
 {
     long long n = nranks, limit = 1LL << 53;
@@ -116,8 +118,8 @@ void async_exchange_init(async_exchange *ex, hmb_ctx *ctx, const hmb_point *pt, 
     size_t bytes = (size_t)ex->nblocks * (size_t)ex->count * sizeof(double);
     int allocated = 1;
     for (int phase = 0; phase < ASYNC_PHASES; phase++) {
-        ex->buf[phase].send = calloc(1, bytes);
-        ex->buf[phase].recv = calloc(1, bytes);
+        ex->buf[phase].send = hmb_buffer_alloc(ctx, bytes);
+        ex->buf[phase].recv = hmb_buffer_alloc(ctx, bytes);
         allocated = allocated && ex->buf[phase].send && ex->buf[phase].recv;
     }
     /* Agreed before any collective: a failure on one rank must not leave the others waiting. */
@@ -126,10 +128,7 @@ void async_exchange_init(async_exchange *ex, hmb_ctx *ctx, const hmb_point *pt, 
         hmb_usage_error(ctx, "cannot allocate %d x %zu bytes of message buffers on every rank", 2 * ASYNC_PHASES,
                         bytes);
     }
-    for (int phase = 0; phase < ASYNC_PHASES; phase++) {
-        hmb_cache_register(ctx, ex->buf[phase].send, bytes);
-        hmb_cache_register(ctx, ex->buf[phase].recv, bytes);
-    }
+    register_blocks(ex);
 #ifdef HMB_HAVE_MPI_NEIGHBOR_ALLTOALL
     if (op == OP_NEIGHBOR_ALLTOALL) {
         /* Unit weights rather than MPI_UNWEIGHTED: Open MPI's sentinel (a small integer cast
@@ -156,11 +155,10 @@ void async_exchange_free(async_exchange *ex)
         MPI_Comm_free(&ex->graph);
     /* Also used by the calibration in points(), outside any point: unregister here, not
      * after teardown, or the next point's --cache cold flush touches freed memory. */
+    size_t bytes = (size_t)ex->nblocks * (size_t)ex->count * sizeof(double);
     for (int phase = 0; phase < ASYNC_PHASES; phase++) {
-        hmb_cache_unregister(ex->ctx, ex->buf[phase].send);
-        hmb_cache_unregister(ex->ctx, ex->buf[phase].recv);
-        free(ex->buf[phase].send);
-        free(ex->buf[phase].recv);
+        hmb_buffer_free(ex->ctx, ex->buf[phase].send, bytes);
+        hmb_buffer_free(ex->ctx, ex->buf[phase].recv, bytes);
     }
 }
 
@@ -188,27 +186,54 @@ static double reduce_sum(const async_exchange *ex, long index, long iter, int ph
 /* Pattern part of block j in a phase: distinct per direction/destination and phase. */
 static int pattern_part(int block, int phase) { return 2 * block + phase; }
 
+static const char *phase_name(int phase) { return phase == ASYNC_BLOCKING ? "blocking baseline" : "non-blocking run"; }
+
+/* The reductions' operands and a NaN result (all-ones bytes) for iteration iter; the other
+ * operations' blocks are filled, poisoned and checked by the harness (register_blocks). */
 void async_fill(async_exchange *ex, long iter, int phase)
 {
-    size_t block_bytes = (size_t)ex->count * sizeof(double);
+    if (ex->op != OP_ALLREDUCE && ex->op != OP_ALLREDUCE_INIT)
+        return;
     double *send = ex->buf[phase].send, *recv = ex->buf[phase].recv;
-    /* All-ones bytes: a NaN for the reduction, no pattern for the others. */
-    memset(recv, 0xff, (size_t)ex->nblocks * block_bytes);
-    switch (ex->op) {
-    case OP_ALLREDUCE:
-    case OP_ALLREDUCE_INIT:
-        for (long i = 0; i < ex->count; i++)
-            send[i] = reduce_value(ex, i, iter, phase);
-        break;
-    case OP_IBCAST: /* one buffer, in place: the root's data is the message */
-        if (ex->rank == 0)
-            hmb_fill(recv, block_bytes, 0, pattern_part(0, phase), iter);
-        break;
-    default: /* block j: direction j (exch), or the block addressed to rank j (alltoall) */
-        for (int j = 0; j < ex->nblocks; j++)
-            hmb_fill(send + (size_t)j * ex->count, block_bytes, ex->rank, pattern_part(j, phase), iter);
+    memset(recv, 0xff, (size_t)ex->count * sizeof(double));
+    for (long i = 0; i < ex->count; i++)
+        send[i] = reduce_value(ex, i, iter, phase);
+}
+
+/* Validation as data: every block this rank sends (HMB_SEND) and receives (HMB_RECEIVE) with
+ * its pattern identity (source rank, pattern_part); the harness fills, poisons and checks them
+ * every iteration. The reductions' results are checked by value (async_verify). */
+static void register_blocks(async_exchange *ex)
+{
+    size_t block_bytes = (size_t)ex->count * sizeof(double);
+    const char *op = async_op_name(ex->op);
+    for (int phase = 0; phase < ASYNC_PHASES; phase++) {
+        double *send = ex->buf[phase].send, *recv = ex->buf[phase].recv;
+        switch (ex->op) {
+        case OP_ALLREDUCE:
+        case OP_ALLREDUCE_INIT:
+        case ASYNC_OP_COUNT:
+            break;
+        case OP_IBCAST: /* one buffer, in place: the root's data is the message */
+            hmb_check_register(ex->ctx, ex->rank == 0 ? HMB_SEND : HMB_RECEIVE, recv, block_bytes, 0,
+                               pattern_part(0, phase), 1, HMB_AFTER_ITERATION, "%s: the block from rank 0 (%s)", op,
+                               phase_name(phase));
+            break;
+        default: /* block j: direction j (exch), or the block addressed to rank j (alltoall) */
+            for (int j = 0; j < ex->nblocks; j++) {
+                /* alltoall: block s came from rank s, which addressed it to this rank */
+                int from = ex->op == OP_IALLTOALL ? j : ex->op == OP_PT2PT ? ex->peer : ex->recv_from[j];
+                int part = pattern_part(ex->op == OP_IALLTOALL ? ex->rank : j, phase);
+                hmb_check_register(ex->ctx, HMB_SEND, send + (size_t)j * ex->count, block_bytes, ex->rank,
+                                   pattern_part(j, phase), 1, HMB_AFTER_ITERATION, "send");
+                hmb_check_register(ex->ctx, HMB_RECEIVE, recv + (size_t)j * ex->count, block_bytes, from, part, 1,
+                                   HMB_AFTER_ITERATION, "%s: block %d from rank %d (%s)", op, j, from,
+                                   phase_name(phase));
+            }
+        }
     }
 }
+
 
 static void post_exchange(async_exchange *ex, const async_buffers *b)
 {
@@ -298,17 +323,11 @@ void async_post(async_exchange *ex)
     }
 }
 
-static const char *phase_name(int phase) { return phase == ASYNC_BLOCKING ? "blocking baseline" : "non-blocking run"; }
-
-/* --corrupt-at goes through hmb_check like every other check: the harness picks the rank and
- * iteration and flips a byte of the first buffer checked there. A probe holding the pattern
- * comes back changed exactly when this check is the one picked; the result then gets the
- * same flip (its middle byte), so tests can prove that the reduction check catches it. */
+/* --corrupt-at: when the harness picks this check, the result gets one flipped byte (its middle
+ * byte), so tests prove that the reduction check catches it. */
 static void corrupt_if_picked(async_exchange *ex, double *result, long iter)
 {
-    unsigned char probe[sizeof(double)];
-    hmb_fill(probe, sizeof probe, ex->rank, 0, iter);
-    if (!hmb_check(ex->ctx, probe, sizeof probe, ex->rank, 0, iter, NULL))
+    if (hmb_corrupt_pick(ex->ctx, iter))
         ((unsigned char *)result)[(size_t)ex->count * sizeof(double) / 2] ^= 0x5a;
 }
 
@@ -324,44 +343,8 @@ static void verify_reduction(async_exchange *ex, long iter, int phase)
     }
 }
 
-/* A mismatch outside the reduction names the phase, like the reduction's message does. */
-static void check_block(async_exchange *ex, double *block, int src_rank, int part, long iter, int phase)
-{
-    size_t bad = 0, block_bytes = (size_t)ex->count * sizeof(double);
-    if (!hmb_check(ex->ctx, block, block_bytes, src_rank, part, iter, &bad))
-        hmb_validation_failure(ex->ctx, ex->pt, iter, -1,
-                               "%s: byte %zu of %zu from rank %d is 0x%02x, not the pattern (%s)",
-                               async_op_name(ex->op), bad, block_bytes, src_rank, ((unsigned char *)block)[bad],
-                               phase_name(phase));
-}
-
 void async_verify(async_exchange *ex, long iter, int phase)
 {
-    if (!hmb_validate_enabled(ex->ctx))
-        return;
-    double *recv = ex->buf[phase].recv;
-    switch (ex->op) {
-    case OP_ALLREDUCE:
-    case OP_ALLREDUCE_INIT:
+    if (hmb_validate_enabled(ex->ctx) && (ex->op == OP_ALLREDUCE || ex->op == OP_ALLREDUCE_INIT))
         verify_reduction(ex, iter, phase);
-        break;
-    case OP_IBCAST:
-        if (ex->rank != 0)
-            check_block(ex, recv, 0, pattern_part(0, phase), iter, phase);
-        break;
-    case OP_PT2PT:
-        check_block(ex, recv, ex->peer, pattern_part(0, phase), iter, phase);
-        break;
-    case OP_IALLTOALL: /* block s came from rank s, which addressed it to this rank */
-        for (int s = 0; s < ex->nranks; s++)
-            check_block(ex, recv + (size_t)s * ex->count, s, pattern_part(ex->rank, phase), iter, phase);
-        break;
-    case OP_EXCH:
-    case OP_NEIGHBOR_ALLTOALL:
-        for (int j = 0; j < ex->nneighbors; j++)
-            check_block(ex, recv + (size_t)j * ex->count, ex->recv_from[j], pattern_part(j, phase), iter, phase);
-        break;
-    case ASYNC_OP_COUNT:
-        break;
-    }
 }

@@ -19,7 +19,7 @@ typedef enum {
     ASYNC_OP_COUNT
 } async_op;
 
-#define ASYNC_OP_CHOICES "pt2pt, exch, allreduce, ialltoall, ibcast, neighbor_alltoall, allreduce_init"
+#define ASYNC_OP_CHOICES "pt2pt|exch|allreduce|ialltoall|ibcast|neighbor_alltoall|allreduce_init" /* enum order */
 #define ASYNC_MAX_NEIGHBORS 64
 
 /* The two phases of an iteration. Each has its own buffers, so prepare() can fill both

@@ -62,6 +62,7 @@ typedef struct {
     long stale_at;            /* test only (--stale-at): iteration whose lane-0 slot 0 is stale */
     double target_compute_s;  /* get: measured compute of the last iteration (target) */
     double op_time_sum_s;     /* get: sum of Get+flush times of the last iteration (origin) */
+    hmb_progress *helper;     /* get target with a helper: the MPI_Iprobe progress thread */
 
     long long num_vcis, reserve_vcis; /* -1: not exposed */
     long vmrss_kib, vmhwm_kib;        /* after set-up; -1: unknown */

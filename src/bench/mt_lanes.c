@@ -25,20 +25,6 @@ static int mt_index_of(const char *name, const char *const *names, int count)
     return -1;
 }
 
-static void mt_read_memory(long *rss_kib, long *hwm_kib)
-{
-    *rss_kib = *hwm_kib = -1;
-    FILE *f = fopen("/proc/self/status", "r");
-    if (!f)
-        return;
-    char line[256];
-    while (fgets(line, sizeof line, f)) {
-        sscanf(line, "VmRSS: %ld", rss_kib);
-        sscanf(line, "VmHWM: %ld", hwm_kib);
-    }
-    fclose(f);
-}
-
 /* Why this point cannot run here, or NULL. The same answer on every rank. */
 static const char *mt_unsupported_reason(hmb_ctx *ctx, const mt_state *s, char *buf, size_t len)
 {
@@ -226,7 +212,7 @@ mt_state *mt_state_create(hmb_ctx *ctx, const hmb_point *pt, const char *const *
             s->reqs_per_thread = lanes_per_thread[s->lanes[l].thread];
     s->reqs_per_thread *= s->window + 1;
     s->reqs = calloc((size_t)s->threads * s->reqs_per_thread, sizeof *s->reqs);
-    mt_read_memory(&s->vmrss_kib, &s->vmhwm_kib);
+    hmb_memory_kB(&s->vmrss_kib, &s->vmhwm_kib); /* -1 each where /proc cannot be read */
     return s;
 }
 

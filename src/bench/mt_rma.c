@@ -4,7 +4,6 @@
  * library can progress the target side. Windows: one shared by every lane (shared,
  * funneled) or one per lane on the lane's own communicator (comm, everywhere). */
 #include <omp.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,12 +59,15 @@ void mt_get_setup(hmb_ctx *ctx, mt_state *s)
             s->lanes[l].target_mem = mem;
         }
     }
+    if (!s->sending && s->progress != MT_PROGRESS_NONE && !(s->helper = hmb_progress_start(ctx)))
+        hmb_unsupported(ctx, "cannot start the target's MPI_Iprobe helper thread");
     s->recvbuf = calloc((size_t)s->nlanes * s->window, s->size);
     hmb_cache_register(ctx, s->recvbuf, (size_t)s->nlanes * s->window * s->size);
 }
 
 void mt_get_free(mt_state *s)
 {
+    hmb_progress_stop(s->helper);
     for (int w = 0; w < s->nwins; w++) {
         MPI_Win_unlock_all(s->wins[w]);
         MPI_Win_free(&s->wins[w]);
@@ -105,6 +107,14 @@ void mt_get_prepare(hmb_ctx *ctx, mt_state *s, long iter)
     }
 }
 
+/* The target's helper (hmb_progress): one MPI_Iprobe, so the library can progress the gets. */
+static int iprobe_poke(void *arg)
+{
+    int flag;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, ((mt_state *)arg)->base, &flag, MPI_STATUS_IGNORE);
+    return 0;
+}
+
 double mt_get_iteration(hmb_ctx *ctx, mt_state *s, long iter)
 {
     s->op_time_sum_s = 0;
@@ -128,21 +138,9 @@ double mt_get_iteration(hmb_ctx *ctx, mt_state *s, long iter)
         s->target_compute_s = (double)hmb_compute_ns(ctx, s->compute_ns) / 1e9;
     } else {
         hmb_phase(ctx, "target compute + MPI_Iprobe helper thread");
-        atomic_int compute_done = 0;
-        double compute_s = 0;
-#pragma omp parallel num_threads(2)
-        {
-            if (omp_get_thread_num() == 0) {
-                compute_s = (double)hmb_compute_ns(ctx, s->compute_ns) / 1e9;
-                atomic_store(&compute_done, 1);
-            } else {
-                while (!atomic_load(&compute_done)) {
-                    int flag;
-                    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, s->base, &flag, MPI_STATUS_IGNORE);
-                }
-            }
-        }
-        s->target_compute_s = compute_s;
+        hmb_progress_publish(s->helper, iprobe_poke, s);
+        s->target_compute_s = (double)hmb_compute_ns(ctx, s->compute_ns) / 1e9;
+        hmb_progress_withdraw(s->helper);
     }
     /* The target rewrites its window only after every get of this iteration completed. */
     hmb_phase(ctx, "barrier: gets done");

@@ -37,7 +37,6 @@ enum { TIMES_RECV_SINGLE, TIMES_RECV_PERSIST, TIMES_ARRIVED };
 enum { M_OVERHEAD, M_OVERHEAD_PERSISTENT, M_T_PART, M_T_PT2PT, M_T_PERSIST, M_PERCEIVED_BW, M_AVAILABILITY,
        M_EARLY_BIRD, M_T_AFTER_JOIN };
 
-#define POISON_BYTE 0xA5
 /* A partition not reported this long after the sender completed is never coming. */
 #define NEVER_REPORTED_MIN_GRACE_S 1.0
 #define NEVER_REPORTED_PT2PT_FACTOR 1000.0
@@ -67,8 +66,6 @@ typedef struct {
     double *times_msg;    /* receiver -> rank 0, global time base: see TIMES_* */
     int npieces;          /* lcm(P_send, P_recv): the message cut where either side cuts it */
     double *piece_ready, *piece_arrived; /* rank 0: s and a of every piece (global) */
-    long filled_for_iter; /* send buffer already holds this iteration's pattern */
-    int recv_poisoned;    /* receive buffers already poisoned for the next iteration */
     /* receiver's sender-done watch, shared by its polling threads (under omp critical) */
     MPI_Request done_req;
     int done_flag, done_payload;
@@ -213,14 +210,6 @@ static void part_free(part_state *st)
     free(st);
 }
 
-#if HMB_HAVE_PARTITIONED
-static void *alloc_aligned(size_t bytes)
-{
-    void *p = NULL;
-    return posix_memalign(&p, 4096, bytes ? bytes : 8) == 0 ? p : NULL;
-}
-#endif
-
 static void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
 {
 #if !HMB_HAVE_PARTITIONED
@@ -267,14 +256,13 @@ static void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
     st->observe_poller = strcmp(hmb_opt_str(ctx, "observe"), "poller") == 0;
     st->complete_wait = strcmp(hmb_point_str(pt, "complete"), complete_names[COMPLETE_WAIT]) == 0;
     st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
-    st->filled_for_iter = -1;
     MPI_Comm_dup(hmb_comm(ctx), &st->data_comm);
     MPI_Comm_dup(hmb_comm(ctx), &st->ctl_comm);
 
     int count_send = (int)(st->psize_send / 8), count_recv = (int)(st->psize_recv / 8);
     int count_whole = (int)(st->size_bytes / 8);
     if (st->rank == SENDER) {
-        st->send_buf = alloc_aligned(st->size_bytes);
+        st->send_buf = hmb_buffer_alloc(ctx, st->size_bytes);
         st->ready_local = calloc((size_t)st->nparts_send, sizeof(double));
         st->compute_end = calloc((size_t)st->threads, sizeof(double));
         st->times_msg = calloc((size_t)st->nparts_recv + TIMES_ARRIVED, sizeof(double));
@@ -293,11 +281,13 @@ static void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
         MPI_Psend_init(st->send_buf, st->nparts_send, count_send, MPI_UINT64_T, RECEIVER, TAG_PART, st->data_comm,
                        MPI_INFO_NULL, &st->part_req);
         MPI_Send_init(st->send_buf, count_whole, MPI_UINT64_T, RECEIVER, TAG_PERSIST, st->data_comm, &st->persist_req);
-        hmb_cache_register(ctx, st->send_buf, st->size_bytes);
+        for (int i = 0; i < st->nparts_send; i++) /* validation as data: the harness writes each partition */
+            hmb_check_register(ctx, HMB_SEND, st->send_buf + (size_t)i * st->psize_send, st->psize_send, SENDER, i, 1,
+                               HMB_AFTER_ITERATION, "send");
     } else if (st->rank == RECEIVER) {
-        st->recv_buf_single = alloc_aligned(st->size_bytes);
-        st->recv_buf_persist = alloc_aligned(st->size_bytes);
-        st->recv_buf_part = alloc_aligned(st->size_bytes);
+        st->recv_buf_single = hmb_buffer_alloc(ctx, st->size_bytes);
+        st->recv_buf_persist = hmb_buffer_alloc(ctx, st->size_bytes);
+        st->recv_buf_part = hmb_buffer_alloc(ctx, st->size_bytes);
         st->arrived = calloc((size_t)st->nparts_recv, sizeof(double));
         st->times_msg = calloc((size_t)st->nparts_recv + TIMES_ARRIVED, sizeof(double));
         if (!st->recv_buf_single || !st->recv_buf_persist || !st->recv_buf_part || !st->arrived || !st->times_msg) {
@@ -308,9 +298,15 @@ static void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
                        MPI_INFO_NULL, &st->part_req);
         MPI_Recv_init(st->recv_buf_persist, count_whole, MPI_UINT64_T, SENDER, TAG_PERSIST, st->data_comm,
                       &st->persist_req);
-        hmb_cache_register(ctx, st->recv_buf_single, st->size_bytes);
-        hmb_cache_register(ctx, st->recv_buf_persist, st->size_bytes);
-        hmb_cache_register(ctx, st->recv_buf_part, st->size_bytes);
+        /* validation as data: every send partition in every phase's buffer, checked after the
+         * iteration; poisoned before it, so a reported-but-unwritten partition is visible */
+        unsigned char *bufs[3] = {st->recv_buf_part, st->recv_buf_single, st->recv_buf_persist};
+        static const char *const phase[3] = {"partitioned", "single-send", "persistent"};
+        for (int b = 0; b < 3; b++)
+            for (int i = 0; i < st->nparts_send; i++)
+                hmb_check_register(ctx, HMB_RECEIVE, bufs[b] + (size_t)i * st->psize_send, st->psize_send, SENDER,
+                                   i, 1, HMB_AFTER_ITERATION, "%s phase, send partition %d (%zu bytes)", phase[b], i,
+                                   st->psize_send);
     }
     return st;
 #endif
@@ -336,14 +332,14 @@ static double sender_done_at(part_state *st)
 
 static int still_poison(const unsigned char *p)
 {
-    static const unsigned char poison[8] = {POISON_BYTE, POISON_BYTE, POISON_BYTE, POISON_BYTE,
-                                            POISON_BYTE, POISON_BYTE, POISON_BYTE, POISON_BYTE};
+    static const unsigned char poison[8] = {HMB_POISON_BYTE, HMB_POISON_BYTE, HMB_POISON_BYTE, HMB_POISON_BYTE,
+                                            HMB_POISON_BYTE, HMB_POISON_BYTE, HMB_POISON_BYTE, HMB_POISON_BYTE};
     return memcmp(p, poison, 8) == 0;
 }
 
 /* Called right after MPI_Parrived first reports receive partition j: every send partition
  * that overlaps j must have landed, so the first and last word of each overlapping piece
- * must have lost its poison. (verify() checks every byte afterwards.) */
+ * must have lost its poison. (The harness checks every byte afterwards.) */
 static void check_reported_arrival(hmb_ctx *ctx, part_state *st, const hmb_point *pt, long iter, int j)
 {
     size_t lo = (size_t)j * st->psize_recv, hi = lo + st->psize_recv; /* bytes [lo, hi) */
@@ -429,34 +425,6 @@ static void sender_mark_ready(part_state *st, int tid, double ready_at)
     }
 }
 
-static void fill_send_buffer(part_state *st, long iter)
-{
-    for (int i = 0; i < st->nparts_send; i++)
-        hmb_fill(st->send_buf + (size_t)i * st->psize_send, st->psize_send, SENDER, i, iter);
-    st->filled_for_iter = iter;
-}
-
-static void poison_recv_buffers(hmb_ctx *ctx, part_state *st)
-{
-    if (!hmb_validate_enabled(ctx))
-        return;
-    memset(st->recv_buf_single, POISON_BYTE, st->size_bytes);
-    memset(st->recv_buf_persist, POISON_BYTE, st->size_bytes);
-    memset(st->recv_buf_part, POISON_BYTE, st->size_bytes);
-    st->recv_poisoned = 1;
-}
-
-/* Outside timing: this iteration's pattern in the send buffer, poison in the receive
- * buffers (so a reported-but-unwritten partition is visible). Usually already done at the
- * end of the previous iteration / in verify(), so --cache cold finds them evicted. */
-static void prepare_buffers(hmb_ctx *ctx, part_state *st, long iter)
-{
-    if (st->rank == SENDER && st->filled_for_iter != iter)
-        fill_send_buffer(st, iter);
-    if (st->rank == RECEIVER && !st->recv_poisoned)
-        poison_recv_buffers(ctx, st);
-    st->recv_poisoned = 0; /* about to be written */
-}
 
 /* Sender: every thread computes its draw of this iteration (the same draws in every phase);
  * with mark_ready it then records its compute end and marks its partitions ready. Returns the
@@ -607,7 +575,6 @@ static void pair_pieces(hmb_ctx *ctx, part_state *st)
 static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
 {
     part_state *st = state;
-    prepare_buffers(ctx, st, iter);
 
     double t_baseline[NPHASES] = {0.0}; /* sender: the phase's join; receiver: its t_recv (local) */
     const double timeout_s = (double)hmb_opt_duration_ns(ctx, "timeout") * 1e-9;
@@ -663,34 +630,9 @@ static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
     out->value[M_AVAILABILITY] = m.availability;
     out->value[M_EARLY_BIRD] = m.early_bird;
     out->value[M_T_AFTER_JOIN] = m.t_after_join_s * 1e6;
-
-    /* Next iteration's pattern now, so a cold-cache flush before it evicts the buffer. */
-    fill_send_buffer(st, iter + 1);
     return 0;
 }
 
-static void verify_phase(hmb_ctx *ctx, part_state *st, const hmb_point *pt, long iter, unsigned char *buf,
-                         const char *phase)
-{
-    for (int i = 0; i < st->nparts_send; i++) {
-        size_t bad = 0;
-        if (!hmb_check(ctx, buf + (size_t)i * st->psize_send, st->psize_send, SENDER, i, iter, &bad))
-            hmb_validation_failure(ctx, pt, iter, i, "%s phase: byte %zu of send partition %d (%zu bytes) is wrong",
-                                   phase, bad, i, st->psize_send);
-    }
-}
-
-static void part_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
-{
-    part_state *st = state;
-    if (st->rank != RECEIVER)
-        return;
-    verify_phase(ctx, st, pt, iter, st->recv_buf_part, "partitioned");
-    verify_phase(ctx, st, pt, iter, st->recv_buf_single, "single-send");
-    verify_phase(ctx, st, pt, iter, st->recv_buf_persist, "persistent");
-    /* Poison for the next iteration now (outside timing, before any cold-cache flush). */
-    poison_recv_buffers(ctx, st);
-}
 #endif /* HMB_HAVE_PARTITIONED */
 
 static void part_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
@@ -733,10 +675,8 @@ static void part_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
 
 #if HMB_HAVE_PARTITIONED
 #define PART_ITERATE part_iterate
-#define PART_VERIFY part_verify
 #else
 #define PART_ITERATE NULL
-#define PART_VERIFY NULL
 #endif
 
 static const hmb_bench part_bench = {
@@ -754,7 +694,7 @@ static const hmb_bench part_bench = {
     .points = part_points,
     .setup = part_setup,
     .iterate = PART_ITERATE,
-    .verify = PART_VERIFY,
+    .verify = NULL, /* the harness checks the registered buffers (part_setup) */
     .teardown = part_teardown,
     .annotate = part_annotate,
     .pivot_metrics = "overhead,overhead_persistent,availability,early_bird",

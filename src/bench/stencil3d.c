@@ -10,7 +10,8 @@
  * overlap % = hmb_overlap_pct(T_comm, T_comp, T_overall); every time is the slowest rank's.
  * The compute is --compute, or --calc-factor x T_comm measured before the point's iterations.
  * Communication runs on the main thread outside the OpenMP region (MPI_THREAD_FUNNELED).
- * --comm off (mock, as halo3d's): each face is copied into this rank's own receive buffer and the
+ * Every operation goes through the communication policy (hmb_comm_ops). --comm off (the mock, as
+ * halo3d's and sweep3d's): each face is copied into this rank's own receive buffer and the
  * Allreduce is left out; the same phases, compute and validation (against this rank), no MPI. */
 #include <limits.h>
 #include <math.h>
@@ -27,10 +28,6 @@ enum { PHASE_COMM, PHASE_COMP, PHASE_OVERALL, NPHASES };
 enum { T_POST = 1, T_WAIT = 2 }; /* the overall phase's sub-times (hmb_mode_results) */
 static const char *const exchange_names[NEXCHANGES] = {"communication-only exchange", "overlapped exchange"};
 
-#define POISON_BYTE 0xA5
-/* calc-factor calibration: the fastest of CALIB_REPS exchanges (after one warm-up) */
-#define CALIB_REPS 5
-#define MIN_COMPUTE_NS 1000
 
 typedef struct {
     hmb_topo topo;
@@ -44,6 +41,7 @@ typedef struct {
     double reduced[NEXCHANGES]; /* each exchange's Allreduce result */
     double bytes_per_rank;      /* bytes sent per exchange, mean over ranks (0 in mock mode) */
     int mock;                   /* --comm off */
+    const hmb_comm_ops *ops;    /* --comm: MPI or the mock */
 } stencil_state;
 
 /* Each rank's Allreduce contribution: exact in a double, differs by exchange and iteration. */
@@ -78,30 +76,18 @@ static void stencil_points(hmb_ctx *ctx, hmb_point_list *out)
 static void post_exchange(hmb_ctx *ctx, stencil_state *st, int ex)
 {
     MPI_Comm comm = hmb_comm(ctx);
-    if (st->mock) { /* the data movement alone: each face into this rank's own halo */
-        for (int d = 0; d < NDIRS; d++)
-            if (st->topo.dir[d].from != MPI_PROC_NULL)
-                memcpy(st->recv[ex][d], st->send[ex][d], st->size);
-        return;
-    }
     for (int d = 0; d < NDIRS; d++)
-        MPI_Irecv(st->recv[ex][d], (int)st->size, MPI_BYTE, st->topo.dir[d].from, d, comm, &st->reqs[d]);
+        st->ops->irecv(st->recv[ex][d], (int)st->size, MPI_BYTE, st->topo.dir[d].from, d, comm, &st->reqs[d]);
     for (int d = 0; d < NDIRS; d++)
-        MPI_Isend(st->send[ex][d], (int)st->size, MPI_BYTE, st->topo.dir[d].to, d, comm, &st->reqs[NDIRS + d]);
+        st->ops->isend(st->send[ex][d], (int)st->size, MPI_BYTE, st->topo.dir[d].to, d, comm, &st->reqs[NDIRS + d]);
 }
 
-static void wait_exchange(stencil_state *st)
-{
-    if (!st->mock)
-        MPI_Waitall(2 * NDIRS, st->reqs, MPI_STATUSES_IGNORE);
-}
+static void wait_exchange(stencil_state *st) { st->ops->waitall(2 * NDIRS, st->reqs); }
 
 static void allreduce(hmb_ctx *ctx, stencil_state *st, int ex, long iter)
 {
     double term = allreduce_term(hmb_rank(ctx), ex, iter);
-    if (st->mock)
-        return;
-    MPI_Allreduce(&term, &st->reduced[ex], 1, MPI_DOUBLE, MPI_SUM, hmb_comm(ctx));
+    st->ops->allreduce(&term, &st->reduced[ex], 1, MPI_DOUBLE, MPI_SUM, hmb_comm(ctx)); /* mock: left out */
 }
 
 /* Every thread computes its draw of iteration iter (the same in both phases that compute). */
@@ -111,23 +97,18 @@ static void compute(hmb_ctx *ctx, const stencil_state *st, long iter)
     hmb_compute_ns(ctx, hmb_noise_ns(ctx, omp_get_thread_num(), iter, st->compute_ns));
 }
 
-/* The exchange alone, from its own barrier: the slowest rank's time (calc-factor calibration). */
-static double calibrate_t_comm_s(hmb_ctx *ctx, stencil_state *st)
+/* The exchange alone (calc-factor calibration, hmb_calc_factor_ns). */
+typedef struct {
+    hmb_ctx *ctx;
+    stencil_state *st;
+} calib_arg;
+
+static void exchange_alone(void *arg)
 {
-    double best_s = INFINITY;
-    hmb_phase(ctx, "calc-factor calibration");
-    for (int rep = -1; rep < CALIB_REPS; rep++) {
-        MPI_Barrier(hmb_comm(ctx));
-        double t0 = hmb_now();
-        post_exchange(ctx, st, EX_COMM);
-        wait_exchange(st);
-        allreduce(ctx, st, EX_COMM, 0);
-        double mine_s = hmb_now() - t0, slowest_s;
-        MPI_Allreduce(&mine_s, &slowest_s, 1, MPI_DOUBLE, MPI_MAX, hmb_comm(ctx));
-        if (rep >= 0 && slowest_s < best_s)
-            best_s = slowest_s;
-    }
-    return best_s;
+    calib_arg *c = arg;
+    post_exchange(c->ctx, c->st, EX_COMM);
+    wait_exchange(c->st);
+    allreduce(c->ctx, c->st, EX_COMM, 0);
 }
 
 static void *stencil_setup(hmb_ctx *ctx, const hmb_point *pt)
@@ -136,25 +117,30 @@ static void *stencil_setup(hmb_ctx *ctx, const hmb_point *pt)
     if (!st)
         abort();
     hmb_topo_from_options(ctx, 3, NDIRS, 0, &st->topo);
+    st->ops = hmb_comm_policy(ctx);
+    hmb_comm_route(st->ops, ctx, &st->topo);
+    st->mock = st->ops->mock;
     st->size = pt->size_bytes;
     st->threads = hmb_threads(ctx);
     const size_t total = 2 * NEXCHANGES * NDIRS * st->size;
-    void *p = NULL;
-    int ok = posix_memalign(&p, 4096, total) == 0;
-    if (!hmb_all_agree(ctx, ok)) {
-        free(p);
+    st->buffers = hmb_buffer_alloc(ctx, total);
+    if (!hmb_all_agree(ctx, st->buffers != NULL)) {
         hmb_unsupported(ctx, "cannot allocate %zu bytes of send and receive buffers", total);
         return st;
     }
-    memset(p, 0, total); /* fault the pages in now, not inside a timed region */
-    hmb_cache_register(ctx, p, total);
-    st->buffers = p;
+    /* Validation as data: send data of (this rank, exchange x 6 + direction), checked on arrival. */
     for (int ex = 0; ex < NEXCHANGES; ex++)
         for (int d = 0; d < NDIRS; d++) {
+            const hmb_topo_dir *dir = &st->topo.dir[d];
             st->send[ex][d] = st->buffers + ((size_t)ex * NDIRS + d) * st->size;
             st->recv[ex][d] = st->buffers + ((size_t)(NEXCHANGES + ex) * NDIRS + d) * st->size;
+            hmb_check_register(ctx, HMB_SEND, st->send[ex][d], st->size, hmb_rank(ctx), ex * NDIRS + d, 1,
+                               HMB_AFTER_ITERATION, "send");
+            if (dir->from != MPI_PROC_NULL)
+                hmb_check_register(ctx, HMB_RECEIVE, st->recv[ex][d], st->size, dir->from, ex * NDIRS + d, 1,
+                                   HMB_AFTER_ITERATION, "%s, direction %d (offset %+d,%+d,%+d) from rank %d",
+                                   exchange_names[ex], d, dir->off[0], dir->off[1], dir->off[2], dir->from);
         }
-    st->mock = strcmp(hmb_opt_str(ctx, "comm"), "off") == 0;
     double sent = 0.0; /* bytes this rank sends per exchange; the mean over ranks (none in mock mode) */
     for (int d = 0; d < NDIRS; d++)
         sent += st->topo.dir[d].to != MPI_PROC_NULL && !st->mock ? (double)st->size : 0.0;
@@ -164,23 +150,10 @@ static void *stencil_setup(hmb_ctx *ctx, const hmb_point *pt)
     if (hmb_opt_given(ctx, "compute")) {
         st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
     } else {
-        st->calib_t_comm_s = calibrate_t_comm_s(ctx, st);
-        double c_ns = hmb_opt_double(ctx, "calc-factor") * st->calib_t_comm_s * 1e9;
-        st->compute_ns = c_ns < MIN_COMPUTE_NS ? MIN_COMPUTE_NS : (int64_t)c_ns;
+        st->compute_ns = hmb_calc_factor_ns(ctx, hmb_comm(ctx), hmb_opt_double(ctx, "calc-factor"), exchange_alone,
+                                            &(calib_arg){ctx, st}, &st->calib_t_comm_s);
     }
     return st;
-}
-
-/* Send data of iteration iter: pattern (this rank, exchange x 6 + direction, iter); receive
- * buffers poisoned, so a message that never lands is caught. */
-static void stencil_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
-{
-    stencil_state *st = state;
-    for (int ex = 0; ex < NEXCHANGES; ex++)
-        for (int d = 0; d < NDIRS; d++) {
-            hmb_fill(st->send[ex][d], st->size, hmb_rank(ctx), ex * NDIRS + d, iter);
-            memset(st->recv[ex][d], POISON_BYTE, st->size);
-        }
 }
 
 static void phase_iterate(hmb_ctx *ctx, void *state, int phase, long iter, double *times)
@@ -237,22 +210,12 @@ static int stencil_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long 
     return 0;
 }
 
+/* The faces are checked by the harness (registered in setup); the Allreduce results here. */
 static void stencil_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
 {
     stencil_state *st = state;
     const int n = hmb_size(ctx);
     for (int ex = 0; ex < NEXCHANGES; ex++) {
-        for (int d = 0; d < NDIRS; d++) {
-            const hmb_topo_dir *dir = &st->topo.dir[d];
-            size_t bad = 0;
-            const int from = st->mock ? hmb_rank(ctx) : dir->from;
-            if (dir->from == MPI_PROC_NULL || hmb_check(ctx, st->recv[ex][d], st->size, from, ex * NDIRS + d, iter, &bad))
-                continue;
-            hmb_validation_failure(ctx, pt, iter, d,
-                                   "%s, direction %d (offset %+d,%+d,%+d) from rank %d: byte %zu of %zu is 0x%02x",
-                                   exchange_names[ex], d, dir->off[0], dir->off[1], dir->off[2], from, bad,
-                                   st->size, st->recv[ex][d][bad]);
-        }
         if (st->mock)
             continue;
         double want = 0;
@@ -280,9 +243,7 @@ static void stencil_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
 static void stencil_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
 {
     stencil_state *st = state;
-    if (st->buffers)
-        hmb_cache_unregister(ctx, st->buffers);
-    free(st->buffers);
+    free(st->buffers); /* the harness drops its registrations after teardown */
     free(st);
 }
 
@@ -290,8 +251,7 @@ static void stencil_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
 static const hmb_default stencil_defaults[] = {{"sizes", "1K:1M"}, {NULL, NULL}};
 
 static const hmb_option stencil_options[] = {
-    {"comm", HMB_OPT_CHOICE, "on", "off: mock mode, the same phases without MPI (faces copied locally, no Allreduce)", 0,
-     0, "on|off"},
+    HMB_COMM_OPTION,
     HMB_TOPO_OPTIONS,
     {"calc-factor", HMB_OPT_DOUBLE, "2.0",
      "without --compute: compute = this factor x T_comm, the fastest of 5 exchanges measured before the point",
@@ -328,7 +288,7 @@ static const hmb_bench stencil_bench = {
     .check = stencil_check,
     .points = stencil_points,
     .setup = stencil_setup,
-    .prepare = stencil_prepare,
+    .prepare = NULL, /* send data and poison: the harness's (hmb_check_register) */
     .iterate = stencil_iterate,
     .verify = stencil_verify,
     .teardown = stencil_teardown,

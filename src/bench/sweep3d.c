@@ -22,9 +22,13 @@
  *               pieces, barrier, compute, MPI_Pready their pieces;
  *   persistent  as single, on one MPI_Recv_init / MPI_Send_init per (octant, k-block, face)
  *               created once per point: MPI_Start in place of MPI_Irecv / MPI_Isend.
- * --comm off (mock, after LLNL Comb): the same stages, threads and compute, no communication.
- * Send data of every (octant, k-block, face) is written before the iteration (prepare), as the
- * values an application would have packed; received faces are checked in verify(). */
+ * Every operation goes through the communication policy (hmb_comm_ops). --comm off (mock, after
+ * LLNL Comb): the same stages, threads and compute without MPI, every face copied into this
+ * rank's own receive buffers; the mock's upstream is this rank itself, feeding a stage only once
+ * it computed it, so under the mock a stage does not wait for its upstream faces: they are
+ * waited for at the sweep's end (no pipeline without neighbours).
+ * Send data and received faces (the mock's copies too) are registered with the harness, which
+ * fills, poisons and checks them (register_faces). */
 #include <math.h>
 #include <stdio.h>
 #include <omp.h>
@@ -42,7 +46,8 @@ enum { NOCTANTS = 8 };
 
 typedef struct {
     hmb_topo topo;
-    int rank, threads, comm_on;
+    int rank, threads;
+    const hmb_comm_ops *ops; /* --comm: MPI or the mock */
     int n[3];      /* nx, ny, kblock: one k-block of the rank's block (the topology's boxes) */
     int kblocks;   /* K */
     int nmodes, modes[NMODES];
@@ -56,6 +61,8 @@ typedef struct {
     MPI_Comm comm[NMODES];
     MPI_Request *face_req;                        /* single: per slot (sends) */
     MPI_Request *piece_req;                       /* multiple: per slot and piece (sends) */
+    MPI_Request *recv_req;                        /* single, persistent: per slot (receives) */
+    MPI_Request *piece_rreq;                      /* multiple: per slot and piece (receives) */
     MPI_Request *part_req;                        /* partitioned: [2 slot] send, [2 slot + 1] receive */
     MPI_Request *pers_req;                        /* persistent: [2 slot] send, [2 slot + 1] receive */
     double *busy_ns;                              /* [stage * threads + tid] */
@@ -75,8 +82,7 @@ static const hmb_option sweep_options[] = {
     {"kblocks", HMB_OPT_INT, "4", "k-blocks per octant with --sizes (nz = kblocks x kblock)", 1, 4096, NULL},
     {"domain", HMB_OPT_INTS, NULL, "local block nx,ny,nz instead of --sizes (nz a multiple of --kblock)", 1,
      1 << 24, NULL},
-    {"comm", HMB_OPT_CHOICE, "on", "off: mock mode, the same stages and compute without communication", 0, 0,
-     "on|off"},
+    HMB_COMM_OPTION,
     HMB_TOPO_OPTIONS,
     HMB_OPTION_END};
 
@@ -222,6 +228,8 @@ static void sweep_free(sweep_state *st)
     free(st->slot_offset);
     free(st->face_req);
     free(st->piece_req);
+    free(st->recv_req);
+    free(st->piece_rreq);
     free(st->part_req);
     free(st->pers_req);
     free(st->busy_ns);
@@ -229,12 +237,39 @@ static void sweep_free(sweep_state *st)
     free(st);
 }
 
+static const char *face_name(int f) { return f == FACE_X ? "x" : "y"; }
+
+/* Validation as data: the send data of every (octant, k-block, face) slot this rank sends, as
+ * the values an application would have packed, and every received face of every mode, checked
+ * right after the mode: the pattern of (source rank, slot, iteration), piece by piece. */
+static void register_faces(hmb_ctx *ctx, sweep_state *st)
+{
+    for (int o = 0; o < NOCTANTS; o++)
+        for (int k = 0; k < st->kblocks; k++)
+            for (int f = 0; f < NFACES; f++) {
+                int slot = slot_of(st, o, k, f);
+                const hmb_topo_dir *dir = &st->topo.dir[face_dir(o, f)];
+                size_t len = 8 * st->face_cells[f];
+                if (dir->to != MPI_PROC_NULL)
+                    hmb_check_register(ctx, HMB_SEND, st->send + st->slot_offset[slot], len, st->rank, slot, 1,
+                                       HMB_AFTER_ITERATION, "send");
+                for (int i = 0; i < st->nmodes && dir->from != MPI_PROC_NULL; i++) {
+                    int m = st->modes[i];
+                    hmb_check_register(ctx, HMB_RECEIVE, st->recv[m] + st->slot_offset[slot], len, dir->from, slot,
+                                       st->pieces[f], m, "%s mode, octant %d (%c%c%c), k-block %d: %s face from rank %d",
+                                       mode_names[m], o, octant_sign(o, 0) > 0 ? '+' : '-',
+                                       octant_sign(o, 1) > 0 ? '+' : '-', octant_sign(o, 2) > 0 ? '+' : '-', k,
+                                       face_name(f), dir->from);
+                }
+            }
+}
+
 static void *sweep_setup(hmb_ctx *ctx, const hmb_point *pt)
 {
     unsigned long long selected = hmb_opt_choices(ctx, "mode");
-    int comm_on = strcmp(hmb_opt_str(ctx, "comm"), "on") == 0;
+    const hmb_comm_ops *ops = hmb_comm_policy(ctx);
     for (int m = 0; m < NMODES; m++) {
-        if (comm_on && (selected >> m & 1) &&
+        if (!ops->mock && (selected >> m & 1) &&
             hmb_mode_refused(ctx, mode_names[m], m == MODE_MULTIPLE, m == MODE_PARTITIONED))
             return NULL;
     }
@@ -246,9 +281,10 @@ static void *sweep_setup(hmb_ctx *ctx, const hmb_point *pt)
     for (int m = 0; m < NMODES; m++)
         st->comm[m] = MPI_COMM_NULL;
     hmb_topo_from_options(ctx, 2, 4, 0, &st->topo);
+    st->ops = ops;
+    hmb_comm_route(ops, ctx, &st->topo);
     st->rank = hmb_rank(ctx);
     st->threads = hmb_threads(ctx);
-    st->comm_on = comm_on;
     st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
     point_block(pt, st->n, &st->kblocks);
     for (int m = 0; m < NMODES; m++)
@@ -267,10 +303,12 @@ static void *sweep_setup(hmb_ctx *ctx, const hmb_point *pt)
     st->bytes_sent = calloc((size_t)st->threads, sizeof(double));
     st->face_req = malloc((size_t)st->nslots * sizeof(MPI_Request));
     st->piece_req = malloc((size_t)st->nslots * (size_t)st->max_pieces * sizeof(MPI_Request));
+    st->recv_req = malloc((size_t)st->nslots * sizeof(MPI_Request));
+    st->piece_rreq = malloc((size_t)st->nslots * (size_t)st->max_pieces * sizeof(MPI_Request));
     st->part_req = malloc(2 * (size_t)st->nslots * sizeof(MPI_Request));
     st->pers_req = malloc(2 * (size_t)st->nslots * sizeof(MPI_Request));
     if (!st->slot_offset || !st->busy_ns || !st->bytes_sent || !st->face_req || !st->piece_req || !st->part_req ||
-        !st->pers_req) {
+        !st->pers_req || !st->recv_req || !st->piece_rreq) {
         hmb_unsupported(ctx, "cannot allocate the request tables of %d stages", stages);
         free(st->part_req); /* not initialised: teardown must not free its requests */
         st->part_req = NULL;
@@ -280,40 +318,34 @@ static void *sweep_setup(hmb_ctx *ctx, const hmb_point *pt)
     }
     for (int s = 0; s < st->nslots; s++) {
         st->slot_offset[s + 1] = st->slot_offset[s] + st->face_cells[s % NFACES];
-        st->face_req[s] = st->part_req[2 * s] = st->part_req[2 * s + 1] = MPI_REQUEST_NULL;
+        st->face_req[s] = st->recv_req[s] = st->part_req[2 * s] = st->part_req[2 * s + 1] = MPI_REQUEST_NULL;
         st->pers_req[2 * s] = st->pers_req[2 * s + 1] = MPI_REQUEST_NULL;
     }
     for (int i = 0; i < st->nslots * st->max_pieces; i++)
-        st->piece_req[i] = MPI_REQUEST_NULL;
-    if (!comm_on)
-        return st;
+        st->piece_req[i] = st->piece_rreq[i] = MPI_REQUEST_NULL;
     size_t bytes = st->slot_offset[st->nslots] * sizeof(uint64_t);
-    st->send = malloc(bytes);
+    st->send = hmb_buffer_alloc(ctx, bytes);
     int ok = st->send != NULL;
     for (int i = 0; i < st->nmodes; i++)
-        ok = ok && (st->recv[st->modes[i]] = calloc(1, bytes)) != NULL;
+        ok = ok && (st->recv[st->modes[i]] = hmb_buffer_alloc(ctx, bytes)) != NULL;
     if (!ok) {
         hmb_unsupported(ctx, "cannot allocate %d x %zu bytes of face buffers", 1 + st->nmodes, bytes);
         return st;
     }
-    hmb_cache_register(ctx, st->send, bytes);
-    for (int i = 0; i < st->nmodes; i++) {
-        int m = st->modes[i];
-        hmb_cache_register(ctx, st->recv[m], bytes);
-        MPI_Comm_dup(hmb_comm(ctx), &st->comm[m]);
-    }
+    register_faces(ctx, st);
+    for (int i = 0; i < st->nmodes; i++)
+        MPI_Comm_dup(hmb_comm(ctx), &st->comm[st->modes[i]]);
     if (selected >> MODE_PERSISTENT & 1)
         for (int s = 0; s < st->nslots; s++) { /* slot order on every rank, as below */
             int f = s % NFACES, d = face_dir(s / (NFACES * st->kblocks), f);
             MPI_Comm c = st->comm[MODE_PERSISTENT];
             if (st->topo.dir[d].to != MPI_PROC_NULL)
-                MPI_Send_init(st->send + st->slot_offset[s], (int)st->face_cells[f], MPI_UINT64_T,
-                              st->topo.dir[d].to, d, c, &st->pers_req[2 * s]);
+                ops->send_init(st->send + st->slot_offset[s], (int)st->face_cells[f], MPI_UINT64_T,
+                               st->topo.dir[d].to, d, c, &st->pers_req[2 * s]);
             if (st->topo.dir[d].from != MPI_PROC_NULL)
-                MPI_Recv_init(st->recv[MODE_PERSISTENT] + st->slot_offset[s], (int)st->face_cells[f], MPI_UINT64_T,
-                              st->topo.dir[d].from, d, c, &st->pers_req[2 * s + 1]);
+                ops->recv_init(st->recv[MODE_PERSISTENT] + st->slot_offset[s], (int)st->face_cells[f],
+                               MPI_UINT64_T, st->topo.dir[d].from, d, c, &st->pers_req[2 * s + 1]);
         }
-#if HMB_HAVE_PARTITIONED
     if (selected >> MODE_PARTITIONED & 1) {
         /* Created in slot order on every rank: each (sender, receiver, tag) pair inits its
          * requests in the same order on both sides, so they match one to one. */
@@ -324,15 +356,13 @@ static void *sweep_setup(hmb_ctx *ctx, const hmb_point *pt)
                     int count = (int)st->piece_cells[f];
                     MPI_Comm c = st->comm[MODE_PARTITIONED];
                     if (st->topo.dir[d].to != MPI_PROC_NULL)
-                        MPI_Psend_init(st->send + st->slot_offset[s], st->pieces[f], count, MPI_UINT64_T,
-                                       st->topo.dir[d].to, d, c, MPI_INFO_NULL, &st->part_req[2 * s]);
+                        ops->psend_init(st->send + st->slot_offset[s], st->pieces[f], count, MPI_UINT64_T,
+                                        st->topo.dir[d].to, d, c, &st->part_req[2 * s]);
                     if (st->topo.dir[d].from != MPI_PROC_NULL)
-                        MPI_Precv_init(st->recv[MODE_PARTITIONED] + st->slot_offset[s], st->pieces[f], count,
-                                       MPI_UINT64_T, st->topo.dir[d].from, d, c, MPI_INFO_NULL,
-                                       &st->part_req[2 * s + 1]);
+                        ops->precv_init(st->recv[MODE_PARTITIONED] + st->slot_offset[s], st->pieces[f], count,
+                                        MPI_UINT64_T, st->topo.dir[d].from, d, c, &st->part_req[2 * s + 1]);
                 }
     }
-#endif
     return st;
 }
 
@@ -354,48 +384,47 @@ static void sweep_joined(hmb_ctx *ctx, sweep_state *st, int mode, long iter)
     MPI_Comm c = st->comm[mode];
     const int persistent = mode == MODE_PERSISTENT;
     const hmb_topo *t = &st->topo;
+    const hmb_comm_ops *ops = st->ops;
     double sent = 0.0;
     for (int o = 0; o < NOCTANTS; o++) {
         for (int s = 0; s < st->kblocks; s++) {
             int k = stage_kblock(st, o, s), stage = o * st->kblocks + s;
-            if (st->comm_on) {
-                MPI_Request rr[NFACES];
-                int nr = 0;
-                for (int f = 0; f < NFACES; f++) {
-                    int d = face_dir(o, f), slot = slot_of(st, o, k, f);
-                    if (t->dir[d].from == MPI_PROC_NULL)
-                        continue;
-                    if (persistent) {
-                        MPI_Start(&st->pers_req[2 * slot + 1]);
-                        rr[nr++] = st->pers_req[2 * slot + 1];
-                    } else {
-                        MPI_Irecv(st->recv[mode] + st->slot_offset[slot], (int)st->face_cells[f], MPI_UINT64_T,
-                                  t->dir[d].from, d, c, &rr[nr++]);
-                    }
+            MPI_Request *rr = &st->recv_req[slot_of(st, o, k, 0)]; /* the stage's NFACES receives */
+            for (int f = 0; f < NFACES; f++) {
+                int d = face_dir(o, f), slot = slot_of(st, o, k, f);
+                rr[f] = MPI_REQUEST_NULL;
+                if (t->dir[d].from == MPI_PROC_NULL)
+                    continue;
+                if (persistent) {
+                    ops->start(&st->pers_req[2 * slot + 1]);
+                    rr[f] = st->pers_req[2 * slot + 1];
+                } else {
+                    ops->irecv(st->recv[mode] + st->slot_offset[slot], (int)st->face_cells[f], MPI_UINT64_T,
+                               t->dir[d].from, d, c, &rr[f]);
                 }
-                MPI_Waitall(nr, rr, MPI_STATUSES_IGNORE);
             }
+            if (!ops->mock)
+                ops->waitall(NFACES, rr);
 #pragma omp parallel num_threads(st->threads)
             compute_stage(ctx, st, iter, stage, omp_get_thread_num());
-            if (!st->comm_on)
-                continue;
             for (int f = 0; f < NFACES; f++) {
                 int d = face_dir(o, f), slot = slot_of(st, o, k, f);
                 if (t->dir[d].to == MPI_PROC_NULL)
                     continue;
                 if (persistent) {
-                    MPI_Start(&st->pers_req[2 * slot]);
+                    ops->start(&st->pers_req[2 * slot]);
                     st->face_req[slot] = st->pers_req[2 * slot];
                 } else {
-                    MPI_Isend(st->send + st->slot_offset[slot], (int)st->face_cells[f], MPI_UINT64_T, t->dir[d].to,
-                              d, c, &st->face_req[slot]);
+                    ops->isend(st->send + st->slot_offset[slot], (int)st->face_cells[f], MPI_UINT64_T, t->dir[d].to,
+                               d, c, &st->face_req[slot]);
                 }
                 sent += 8.0 * (double)st->face_cells[f];
             }
         }
     }
-    if (st->comm_on)
-        MPI_Waitall(st->nslots, st->face_req, MPI_STATUSES_IGNORE);
+    ops->waitall(st->nslots, st->face_req);
+    if (ops->mock) /* the mock's upstream faces: this rank's own sends, posted after each stage */
+        ops->waitall(st->nslots, st->recv_req);
     st->bytes_sent[0] = sent;
 }
 
@@ -407,38 +436,40 @@ static void receive_piece(sweep_state *st, int mode, int o, int k, int f, int p)
     int d = face_dir(o, f), slot = slot_of(st, o, k, f);
     uint64_t *buf = st->recv[mode] + st->slot_offset[slot] + (size_t)p * st->piece_cells[f];
     if (mode == MODE_MULTIPLE) {
-        MPI_Recv(buf, (int)st->piece_cells[f], MPI_UINT64_T, st->topo.dir[d].from, piece_tag(d, p), st->comm[mode],
-                 MPI_STATUS_IGNORE);
+        MPI_Request *req = &st->piece_rreq[slot * st->max_pieces + p];
+        st->ops->irecv(buf, (int)st->piece_cells[f], MPI_UINT64_T, st->topo.dir[d].from, piece_tag(d, p),
+                       st->comm[mode], req);
+        if (!st->ops->mock) /* the mock: at the sweep's end (its upstream is this rank, later) */
+            st->ops->wait(req);
         return;
     }
-    hmb_parrived_bounded(st->ctx, st->pt, st->iter, st->part_req[2 * slot + 1], p, st->mode_start,
-                         "octant %d, k-block %d, face %c (partitioned sweep)", o, k, f == FACE_X ? 'x' : 'y');
+    if (!st->ops->mock) /* the mock: MPI_Waitall at the sweep's end */
+        hmb_parrived_bounded(st->ctx, st->pt, st->iter, st->ops, st->part_req[2 * slot + 1], p, st->mode_start,
+                             "octant %d, k-block %d, face %c (partitioned sweep)", o, k, f == FACE_X ? 'x' : 'y');
 }
 
 static void send_piece(sweep_state *st, int mode, int o, int k, int f, int p)
 {
     int d = face_dir(o, f), slot = slot_of(st, o, k, f);
     if (mode == MODE_MULTIPLE) {
-        MPI_Isend(st->send + st->slot_offset[slot] + (size_t)p * st->piece_cells[f], (int)st->piece_cells[f],
-                  MPI_UINT64_T, st->topo.dir[d].to, piece_tag(d, p), st->comm[mode],
-                  &st->piece_req[slot * st->max_pieces + p]);
+        st->ops->isend(st->send + st->slot_offset[slot] + (size_t)p * st->piece_cells[f], (int)st->piece_cells[f],
+                       MPI_UINT64_T, st->topo.dir[d].to, piece_tag(d, p), st->comm[mode],
+                       &st->piece_req[slot * st->max_pieces + p]);
         return;
     }
-#if HMB_HAVE_PARTITIONED
-    MPI_Pready(p, st->part_req[2 * slot]);
-#endif
+    st->ops->pready(p, st->part_req[2 * slot]);
 }
 
-/* multiple / partitioned (with --comm off: the same stages without communication): one parallel region
+/* multiple / partitioned: one parallel region
  * for the sweep; each owner thread receives its upstream pieces, all wait for the stage's data
  * (barrier), compute, and each owner sends its downstream pieces at once. */
 static void sweep_threads(hmb_ctx *ctx, sweep_state *st, int mode, long iter)
 {
     const hmb_topo *t = &st->topo;
-    if (st->comm_on && mode == MODE_PARTITIONED)
+    if (mode == MODE_PARTITIONED)
         for (int i = 0; i < 2 * st->nslots; i++)
             if (st->part_req[i] != MPI_REQUEST_NULL)
-                MPI_Start(&st->part_req[i]);
+                st->ops->start(&st->part_req[i]);
 #pragma omp parallel num_threads(st->threads)
     {
         int tid = omp_get_thread_num();
@@ -446,14 +477,14 @@ static void sweep_threads(hmb_ctx *ctx, sweep_state *st, int mode, long iter)
         for (int o = 0; o < NOCTANTS; o++) {
             for (int s = 0; s < st->kblocks; s++) {
                 int k = stage_kblock(st, o, s), stage = o * st->kblocks + s;
-                for (int f = 0; f < NFACES && st->comm_on; f++) {
+                for (int f = 0; f < NFACES; f++) {
                     int d = face_dir(o, f), p = hmb_topo_thread_piece(t, d ^ 1, tid);
                     if (t->dir[d].from != MPI_PROC_NULL && p >= 0)
                         receive_piece(st, mode, o, k, f, p);
                 }
 #pragma omp barrier
                 compute_stage(ctx, st, iter, stage, tid);
-                for (int f = 0; f < NFACES && st->comm_on; f++) {
+                for (int f = 0; f < NFACES; f++) {
                     int d = face_dir(o, f), p = hmb_topo_thread_piece(t, d, tid);
                     if (t->dir[d].to == MPI_PROC_NULL || p < 0)
                         continue;
@@ -465,29 +496,16 @@ static void sweep_threads(hmb_ctx *ctx, sweep_state *st, int mode, long iter)
         st->bytes_sent[tid] = sent;
     }
     /* Sends complete at the end of the sweep (every send slot has its own buffer). */
-    if (st->comm_on && mode == MODE_MULTIPLE)
-        MPI_Waitall(st->nslots * st->max_pieces, st->piece_req, MPI_STATUSES_IGNORE);
-    if (st->comm_on && mode == MODE_PARTITIONED)
-        MPI_Waitall(2 * st->nslots, st->part_req, MPI_STATUSES_IGNORE);
+    if (mode == MODE_MULTIPLE) {
+        st->ops->waitall(st->nslots * st->max_pieces, st->piece_req);
+        if (st->ops->mock) /* the mock's upstream pieces (receive_piece) */
+            st->ops->waitall(st->nslots * st->max_pieces, st->piece_rreq);
+    }
+    if (mode == MODE_PARTITIONED)
+        st->ops->waitall(2 * st->nslots, st->part_req);
 }
 
 /* ------------------------------------------------------------------ callbacks */
-
-/* Untimed: the send data of every (octant, k-block, face) this rank sends in iteration iter. */
-static void sweep_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
-{
-    (void)ctx, (void)pt;
-    sweep_state *st = state;
-    if (!st->comm_on)
-        return;
-    for (int o = 0; o < NOCTANTS; o++)
-        for (int k = 0; k < st->kblocks; k++)
-            for (int f = 0; f < NFACES; f++) {
-                int slot = slot_of(st, o, k, f);
-                if (st->topo.dir[face_dir(o, f)].to != MPI_PROC_NULL)
-                    hmb_fill(st->send + st->slot_offset[slot], 8 * st->face_cells[f], st->rank, slot, iter);
-            }
-}
 
 static void mode_setup(hmb_ctx *ctx, void *state, int mode, long iter)
 {
@@ -558,57 +576,12 @@ static int sweep_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
         const char *name = mode_names[m];
         hmb_recordf(ctx, out, t_sweep[m] * 1e6, "t_sweep_%s_us", name);
         hmb_recordf(ctx, out, idle[m] / ranks, "idle_share_%s", name);
-        if (st->comm_on)
+        if (!st->ops->mock) /* nothing was exchanged: no throughput */
             hmb_recordf(ctx, out, throughput[m] * 1e-6, "throughput_%s_MBps", name);
-        if (m != MODE_SINGLE && st->comm_on && t_sweep[MODE_SINGLE] > 0.0)
+        if (m != MODE_SINGLE && !st->ops->mock && t_sweep[MODE_SINGLE] > 0.0)
             hmb_recordf(ctx, out, ratio[m], "ratio_%s", name);
     }
     return 0;
-}
-
-static const char *face_name(int f) { return f == FACE_X ? "x" : "y"; }
-
-/* Every received face cell of every mode: the pattern of (source rank, slot = octant, k-block
- * and face, iteration), position by position. */
-static void sweep_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
-{
-    sweep_state *st = state;
-    if (!st->comm_on)
-        return;
-    for (int i = 0; i < st->nmodes; i++) {
-        int m = st->modes[i];
-        for (int o = 0; o < NOCTANTS; o++)
-            for (int k = 0; k < st->kblocks; k++)
-                for (int f = 0; f < NFACES; f++) {
-                    int slot = slot_of(st, o, k, f), from = st->topo.dir[face_dir(o, f)].from;
-                    size_t bad = 0;
-                    if (from == MPI_PROC_NULL ||
-                        hmb_check(ctx, st->recv[m] + st->slot_offset[slot], 8 * st->face_cells[f], from, slot, iter,
-                                  &bad))
-                        continue;
-                    size_t cell = bad / 8, ignored;
-                    int piece = (int)(cell / st->piece_cells[f]);
-                    /* A piece holding another iteration's data: never delivered (iter - 1), or
-                     * written after its requests completed, from a send buffer already refilled
-                     * for the next iteration (iter + 1: seen with Open MPI 5.0.11 partitioned). */
-                    const uint64_t *piece_buf = st->recv[m] + st->slot_offset[slot] + (size_t)piece * st->piece_cells[f];
-                    long holds = -1;
-                    for (long g = iter - 1; g <= iter + 1 && holds < 0; g += 2)
-                        if (g >= 0 && hmb_check(ctx, (void *)piece_buf, 8 * st->piece_cells[f], from, slot, g, &ignored))
-                            holds = g;
-                    char why[160] = "";
-                    if (holds >= 0)
-                        snprintf(why, sizeof why, " (the piece holds iteration %ld's data: %s)", holds,
-                                 holds < iter ? "never delivered"
-                                              : "written after its requests completed, library conformance problem");
-                    hmb_validation_failure(ctx, pt, iter, piece,
-                                           "%s mode, octant %d (%c%c%c), k-block %d: %s face from rank %d, piece %d "
-                                           "of %d, cell %zu of %zu (byte %zu) is wrong%s",
-                                           mode_names[m], o, octant_sign(o, 0) > 0 ? '+' : '-',
-                                           octant_sign(o, 1) > 0 ? '+' : '-', octant_sign(o, 2) > 0 ? '+' : '-', k,
-                                           face_name(f), from, piece, st->pieces[f], cell, st->face_cells[f], bad, why);
-                }
-    }
 }
 
 static void sweep_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
@@ -618,10 +591,8 @@ static void sweep_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
     if (!st)
         return;
     for (int i = 0; st->part_req && i < 2 * st->nslots; i++) {
-        if (st->part_req[i] != MPI_REQUEST_NULL)
-            MPI_Request_free(&st->part_req[i]);
-        if (st->pers_req[i] != MPI_REQUEST_NULL)
-            MPI_Request_free(&st->pers_req[i]);
+        st->ops->request_free(&st->part_req[i]);
+        st->ops->request_free(&st->pers_req[i]);
     }
     for (int m = 0; m < NMODES; m++)
         if (st->comm[m] != MPI_COMM_NULL)
@@ -637,8 +608,8 @@ static void sweep_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
         snprintf(key, sizeof key, "bytes_per_rank_sweep_%s", mode_names[st->modes[i]]);
         hmb_result_add_num(ctx, key, st->bytes_per_rank[st->modes[i]]);
     }
-    hmb_result_add_str(ctx, "comm", st->comm_on ? "on" : "off");
-    if (st->comm_on) /* a model of the grid, not a measurement: recorded once, no statistics */
+    hmb_result_add_str(ctx, "comm", st->ops->mock ? "off" : "on");
+    if (!st->ops->mock) /* a model of the grid, not a measurement: recorded once, no statistics */
         hmb_result_add_num(ctx, "idle_share_ideal",
                            hmb_kba_ideal_idle_share(st->topo.dims[0], st->topo.dims[1], st->kblocks));
     hmb_result_add_num(ctx, "nx", st->n[0]);
@@ -666,9 +637,9 @@ static const hmb_bench sweep_bench = {
     .check = sweep_check,
     .points = sweep_points,
     .setup = sweep_setup,
-    .prepare = sweep_prepare,
+    .prepare = NULL, /* send data, poison and checks: the harness's (register_faces) */
     .iterate = sweep_iterate,
-    .verify = sweep_verify,
+    .verify = NULL,
     .teardown = sweep_teardown,
     .annotate = sweep_annotate,
     .pivot_metrics = "throughput_single_MBps,throughput_multiple_MBps,throughput_partitioned_MBps,"

@@ -11,6 +11,15 @@
 
 #include "hmb/hmb.h"
 
+/* The growable array: returns items (elem bytes each) with room for at least count + 1 of them,
+ * doubling *capacity (from 16) when count has reached it; aborts when memory runs out. Usage:
+ *   list = hmb_grow(list, &cap, n, sizeof *list); list[n++] = item; */
+void *hmb_grow(void *items, size_t *capacity, size_t count, size_t elem);
+
+/* The layouts of the structures tests/_corelib.py mirrors (layout.c): row i's type, field
+ * (NULL: the structure's size), offset and size; returns 0 past the last row. */
+int hmb_layout(int i, const char **type, const char **field, size_t *offset, size_t *size);
+
 /* One-line error message into err (when err != NULL); shared by the parsers. */
 void hmb_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -40,8 +49,9 @@ typedef struct {
     int64_t ns;         /* DURATION */
     const char *sval;   /* STRING, CHOICE (points into argv or the default string) */
     size_t *sizes;      /* SIZES */
-    long long *ints;    /* INTS */
+    long long *ints;    /* INTS; CHOICE_ARGS: each item's choice index */
     int count;          /* elements in sizes/ints */
+    double *args;       /* CHOICE_ARGS: each item's number (NAN: none) */
 } hmb_optval;
 
 #define HMB_MAX_OPTIONS 160

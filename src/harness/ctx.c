@@ -63,8 +63,9 @@ int hmb_thread_level_of(const char *option)
 
 static const char *type_name(int type)
 {
-    static const char *names[] = {"FLAG", "INT", "DOUBLE", "SIZES", "INTS", "DURATION", "STRING", "CHOICE"};
-    return type >= 0 && type < 8 ? names[type] : "?";
+    static const char *names[] = {"FLAG",     "INT",    "DOUBLE", "SIZES",  "INTS",
+                                  "DURATION", "STRING", "CHOICE", "CHOICES", "CHOICE_ARGS"};
+    return type >= 0 && type < (int)(sizeof names / sizeof names[0]) ? names[type] : "?";
 }
 
 const hmb_optval *hmb_ctx_opt(const hmb_ctx *ctx, const char *name, int type_a, int type_b)
@@ -104,12 +105,22 @@ int64_t hmb_opt_duration_ns(const hmb_ctx *ctx, const char *name)
 
 const char *hmb_opt_str(const hmb_ctx *ctx, const char *name)
 {
-    return hmb_ctx_opt(ctx, name, HMB_OPT_STRING, HMB_OPT_CHOICE)->sval;
+    const hmb_optval *v = hmb_options_find(&ctx->opts, name);
+    int listed = v && v->opt->type == HMB_OPT_CHOICE_ARGS; /* its text too (point labels) */
+    return hmb_ctx_opt(ctx, name, listed ? HMB_OPT_CHOICE_ARGS : HMB_OPT_STRING, HMB_OPT_CHOICE)->sval;
 }
 
 unsigned long long hmb_opt_choices(const hmb_ctx *ctx, const char *name)
 {
     return (unsigned long long)hmb_ctx_opt(ctx, name, HMB_OPT_CHOICES, HMB_OPT_CHOICES)->ival;
+}
+
+int hmb_opt_choice_args(const hmb_ctx *ctx, const char *name, const long long **choice, const double **arg)
+{
+    const hmb_optval *v = hmb_ctx_opt(ctx, name, HMB_OPT_CHOICE_ARGS, HMB_OPT_CHOICE_ARGS);
+    *choice = v->ints;
+    *arg = v->args;
+    return v->count;
 }
 
 const size_t *hmb_opt_sizes(const hmb_ctx *ctx, const char *name, int *count)
@@ -177,14 +188,7 @@ void hmb_unsupported(hmb_ctx *ctx, const char *fmt, ...)
 
 hmb_point *hmb_points_add(hmb_point_list *list, size_t size_bytes)
 {
-    if (list->count == list->capacity) {
-        int cap = list->capacity ? 2 * list->capacity : 16;
-        hmb_point *p = realloc(list->items, (size_t)cap * sizeof *p);
-        if (!p)
-            abort();
-        list->items = p;
-        list->capacity = cap;
-    }
+    list->items = hmb_grow(list->items, &list->capacity, (size_t)list->count, sizeof *list->items);
     hmb_point *pt = &list->items[list->count++];
     memset(pt, 0, sizeof *pt);
     pt->size_bytes = size_bytes;

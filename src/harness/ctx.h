@@ -40,7 +40,8 @@ typedef struct {
 } hmb_extra_field;
 
 typedef struct {
-    int count, capacity;
+    int count;
+    size_t capacity;
     hmb_extra_field *items;
 } hmb_extras;
 
@@ -56,9 +57,20 @@ typedef struct {
     size_t llc_bytes;   /* detected or --llc-size */
     size_t flush_bytes; /* size of the eviction buffer (2 x LLC) */
     unsigned char *flush_buf;
-    int count, capacity; /* registered benchmark buffers */
+    int count; /* registered benchmark buffers */
+    size_t capacity;
     struct { const void *buf; size_t len; } *items;
+    long flushes;         /* this point's flushes (the mechanism, recorded per result) */
+    size_t flushed_bytes; /* registered bytes the last one flushed line by line */
+    /* Start-up probe (--cache cold): one pass reading PROBE bytes, hot vs after a flush (ns). */
+    size_t probe_bytes;
+    long long probe_hot_ns, probe_cold_ns;
 } hmb_cache_state;
+
+/* validate.c: the registry's work in the point loop (measure.c) and the paired modes (modes.c). */
+void hmb_checks_prepare(hmb_ctx *ctx, long iter);          /* fill sends, poison receives */
+void hmb_checks_run(hmb_ctx *ctx, long iter, int group);   /* check a group's receives, poison */
+void hmb_checks_clear(hmb_ctx *ctx);                       /* after teardown */
 
 struct hmb_ctx {
     const hmb_bench *bench;
@@ -123,6 +135,12 @@ struct hmb_ctx {
     atomic_int corrupt_done;
     atomic_int checked_this_iter;
     atomic_int failing; /* a fatal report is in progress (one thread reports) */
+
+    /* The point's registered buffers (hmb_check_register, validate.c). */
+    struct hmb_checked *checked;
+    size_t nchecked, checked_cap;
+    unsigned char *check_scratch; /* expected content of the buffer being checked */
+    size_t check_scratch_cap;
 
     /* hmb_unsupported() during setup */
     int unsupported;
@@ -211,6 +229,7 @@ void hmb_watchdog_stop(hmb_watchdog *w);
 /* cache.c */
 int hmb_cache_init(hmb_ctx *ctx); /* 0: cannot allocate the eviction buffer */
 void hmb_cache_flush(hmb_ctx *ctx);
+void hmb_cache_annotate(hmb_ctx *ctx); /* rank 0, --cache cold: the point's flushes in its result */
 void hmb_cache_free(hmb_ctx *ctx);
 
 #endif

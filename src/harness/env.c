@@ -405,6 +405,11 @@ static void write_header_json(hmb_ctx *ctx, const rank_info *all, const char *li
     hmb_json_open_obj(&j, "cache");
     hmb_json_str(&j, "mode", ctx->cache.cold ? "cold" : "hot");
     hmb_json_int(&j, "llc_bytes", (long long)ctx->cache.llc_bytes);
+    if (ctx->cache.probe_bytes) {
+        hmb_json_int(&j, "probe_bytes", (long long)ctx->cache.probe_bytes);
+        hmb_json_int(&j, "probe_hot_ns", ctx->cache.probe_hot_ns);
+        hmb_json_int(&j, "probe_cold_ns", ctx->cache.probe_cold_ns);
+    }
     hmb_json_close_obj(&j);
     hmb_json_str(&j, "data", hmb_opt_str(ctx, "data"));
     hmb_json_open_obj(&j, "options");

@@ -23,22 +23,19 @@ static const char *stop_name(stop_reason r)
 /* Every valid sample of every metric, in growable arrays (rank 0). */
 typedef struct {
     int nmetrics;
-    long count, capacity;
+    long count;
+    size_t capacity;
     double *values[HMB_MAX_METRICS];
 } sample_store;
 
 static void store_add(sample_store *st, const hmb_sample *s)
 {
-    if (st->count == st->capacity) {
-        long cap = st->capacity ? 2 * st->capacity : 256;
-        for (int m = 0; m < st->nmetrics; m++) {
-            double *p = realloc(st->values[m], (size_t)cap * sizeof(double));
-            if (!p)
-                abort();
-            st->values[m] = p;
-        }
-        st->capacity = cap;
+    size_t cap = st->capacity; /* one capacity for every metric's array */
+    for (int m = 0; m < st->nmetrics; m++) {
+        cap = st->capacity;
+        st->values[m] = hmb_grow(st->values[m], &cap, (size_t)st->count, sizeof(double));
     }
+    st->capacity = cap;
     for (int m = 0; m < st->nmetrics; m++)
         st->values[m][st->count] = s->value[m];
     st->count++;
@@ -65,6 +62,7 @@ static int run_iteration(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
 {
     atomic_store(&ctx->iter, iter);
     atomic_store(&ctx->checked_this_iter, 0);
+    hmb_checks_prepare(ctx, iter); /* registered buffers: sends filled, receives poisoned */
     if (ctx->bench->prepare) {
         hmb_phase(ctx, "prepare");
         ctx->bench->prepare(ctx, state, pt, iter);
@@ -87,6 +85,7 @@ static int run_iteration(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
         hmb_phase(ctx, "verify");
         ctx->bench->verify(ctx, state, pt, iter);
     }
+    hmb_checks_run(ctx, iter, HMB_AFTER_ITERATION);
     /* --corrupt-at (test only): learn, one iteration ahead, the highest rank that checks. */
     if (ctx->corrupt_at >= 0 && iter == ctx->corrupt_at - 1) {
         int mine = atomic_load(&ctx->checked_this_iter) ? ctx->rank : -1;
@@ -198,6 +197,7 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
         if (state && b->teardown)
             b->teardown(ctx, state, pt);
         hmb_cache_unregister_all(ctx);
+        hmb_checks_clear(ctx);
         if (ctx->rank == 0) {
             write_result(ctx, pt, "unsupported", NULL, NULL, 0, 0, 0, STOP_NONE, 0, 0);
             hmb_table_unsupported(ctx, pt, ctx->unsupported_reason);
@@ -214,6 +214,7 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
     const double ci_target = hmb_opt_double(ctx, "ci-target") / 100.0;
     const double budget_s = (double)hmb_opt_duration_ns(ctx, "budget") * 1e-9;
 
+    ctx->cache.flushes = 0; /* counted from the point's first iteration */
     sample_store st = {0};
     while (b->metrics[st.nmetrics].name && st.nmetrics < HMB_MAX_METRICS)
         st.nmetrics++;
@@ -265,6 +266,7 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
             hmb_summarize(st.values[m], st.count, 0.95, &summaries[m]);
         hmb_phase(ctx, "annotate");
         hmb_env_progress_annotate(ctx, pt);
+        hmb_cache_annotate(ctx);
         if (b->annotate)
             b->annotate(ctx, state, pt);
         /* Judged on the final CI: a point stopped by the budget may still have met the target. */
@@ -278,6 +280,7 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
     if (b->teardown)
         b->teardown(ctx, state, pt);
     hmb_cache_unregister_all(ctx);
+    hmb_checks_clear(ctx);
     hmb_watchdog_disarm(ctx->watchdog);
     ctx->point = NULL;
 }

@@ -1,5 +1,6 @@
 /* The paired-mode driver (hmb.h, hmb_modes_run): a benchmark declares its modes, the harness
  * orders them, evicts, barriers, times, reduces across ranks; metrics are recorded by name. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,25 @@ int hmb_mode_refused(hmb_ctx *ctx, const char *mode, int threads_call_mpi, int p
         hmb_unsupported(ctx, "--mode %s: %s (the library provides MPI_THREAD_%s); leave it out of --mode to run the others",
                         mode, why, hmb_thread_level_name(hmb_thread_level_provided(ctx)));
     return why != NULL;
+}
+
+int64_t hmb_calc_factor_ns(hmb_ctx *ctx, MPI_Comm comm, double factor, void (*run)(void *arg), void *arg,
+                           double *t_s)
+{
+    hmb_phase(ctx, "calc-factor calibration");
+    double best_s = INFINITY;
+    for (int rep = -1; rep < HMB_CALC_REPS; rep++) {
+        MPI_Barrier(comm);
+        double t0 = hmb_now();
+        run(arg);
+        double mine_s = hmb_now() - t0, slowest_s;
+        MPI_Allreduce(&mine_s, &slowest_s, 1, MPI_DOUBLE, MPI_MAX, comm);
+        if (rep >= 0 && slowest_s < best_s)
+            best_s = slowest_s;
+    }
+    *t_s = best_s;
+    double c_ns = factor * best_s * 1e9;
+    return c_ns < HMB_MIN_COMPUTE_NS ? HMB_MIN_COMPUTE_NS : (int64_t)c_ns;
 }
 
 int hmb_modes_run(hmb_ctx *ctx, void *state, const hmb_mode *modes, const int *run, int nrun, long iter,
@@ -56,6 +76,7 @@ int hmb_modes_run(hmb_ctx *ctx, void *state, const hmb_mode *modes, const int *r
             hmb_phase(ctx, label);
             mode->verify(ctx, state, m, iter, out->sums[m]);
         }
+        hmb_checks_run(ctx, iter, m); /* the buffers registered for this mode */
     }
     hmb_phase(ctx, "reduce");
     hmb_reduce_max(ctx, &out->times[0][0], HMB_MAX_MODES * HMB_MODE_MAX_TIMES);
@@ -85,14 +106,11 @@ void hmb_recordf(hmb_ctx *ctx, hmb_sample *out, double value, const char *fmt, .
     hmb_record(ctx, out, name, value);
 }
 
-void hmb_parrived_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, MPI_Request req, int partition,
-                          double since, const char *fmt, ...)
+void hmb_parrived_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, const hmb_comm_ops *ops, MPI_Request req,
+                          int partition, double since, const char *fmt, ...)
 {
-#if HMB_HAVE_PARTITIONED
     for (unsigned polls = 1;; polls++) {
-        int arrived = 0;
-        MPI_Parrived(req, partition, &arrived);
-        if (arrived)
+        if (ops->parrived(req, partition))
             return;
         if (polls % 256 != 0 || hmb_now() - since <= HMB_ARRIVAL_BOUND_S)
             continue;
@@ -106,7 +124,4 @@ void hmb_parrived_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, MPI_Requ
                                    "start: library conformance problem",
                                    partition, what, HMB_ARRIVAL_BOUND_S);
     }
-#else
-    (void)ctx, (void)pt, (void)iter, (void)req, (void)partition, (void)since, (void)fmt;
-#endif
 }

@@ -181,12 +181,63 @@ static int parse_choices(const hmb_option *o, const char *text, long long *mask,
     }
 }
 
+/* "none,test:10,thread" against "none|test:|thread|impl": the items in the order given, each
+ * with its choice index and number (a choice declared "name:" takes one, within the range). */
+static int parse_choice_args(hmb_optval *v, const char *text, char *err, size_t errlen)
+{
+    const hmb_option *o = v->opt;
+    size_t n = 1;
+    for (const char *c = text; *c; c++)
+        n += *c == ',';
+    v->ints = calloc(n, sizeof *v->ints);
+    v->args = calloc(n, sizeof *v->args);
+    if (!v->ints || !v->args)
+        abort();
+    for (const char *p = text;; p++) {
+        size_t len = strcspn(p, ","), name_len = strcspn(p, ":,");
+        int takes_arg = name_len < len, i = choice_index(o->choices, p, name_len + (size_t)takes_arg, NULL);
+        double x = NAN;
+        if (len == 0) {
+            hmb_set_err(err, errlen, "--%s: empty item in \"%s\"", o->name, text);
+            return -1;
+        }
+        if (i < 0) {
+            hmb_set_err(err, errlen, "--%s: \"%.*s\" is not one of %s (a comma list; NAME:NUMBER where a name ends in :)",
+                        o->name, (int)len, p, o->choices);
+            return -1;
+        }
+        if (takes_arg) {
+            char num[64], *end = NULL;
+            snprintf(num, sizeof num, "%.*s", (int)(len - name_len - 1), p + name_len + 1);
+            x = strtod(num, &end);
+            if (!num[0] || *end || !isfinite(x)) {
+                hmb_set_err(err, errlen, "--%s: \"%.*s\": \"%s\" is not a number", o->name, (int)len, p, num);
+                return -1;
+            }
+            if (check_range(o, x, err, errlen))
+                return -1;
+        }
+        for (int k = 0; k < v->count; k++)
+            if (v->ints[k] == i && (v->args[k] == x || (isnan(x) && isnan(v->args[k])))) {
+                hmb_set_err(err, errlen, "--%s: \"%.*s\" is listed twice", o->name, (int)len, p);
+                return -1;
+            }
+        v->ints[v->count] = i;
+        v->args[v->count++] = x;
+        p += len;
+        if (!*p)
+            return 0;
+    }
+}
+
 static void free_value(hmb_optval *v)
 {
     free(v->sizes);
     free(v->ints);
+    free(v->args);
     v->sizes = NULL;
     v->ints = NULL;
+    v->args = NULL;
     v->count = 0;
 }
 
@@ -272,6 +323,10 @@ static int parse_value(hmb_optval *v, const char *text, char *err, size_t errlen
         break;
     case HMB_OPT_CHOICES:
         if (parse_choices(o, text, &v->ival, err, errlen))
+            return -1;
+        break;
+    case HMB_OPT_CHOICE_ARGS:
+        if (parse_choice_args(v, text, err, errlen))
             return -1;
         break;
     }
@@ -424,6 +479,7 @@ static const char *type_name(const hmb_option *o)
     case HMB_OPT_STRING: return "STR";
     case HMB_OPT_CHOICE: return o->choices ? o->choices : "CHOICE";
     case HMB_OPT_CHOICES: return "LIST";
+    case HMB_OPT_CHOICE_ARGS: return "LIST";
     }
     return "?";
 }
@@ -439,6 +495,8 @@ static void help_line(FILE *out, const hmb_option *o, const hmb_default *default
         fprintf(out, " (default: %s)", def);
     if (o->type == HMB_OPT_CHOICES)
         fprintf(out, " [comma list of %s, or all]", o->choices);
+    if (o->type == HMB_OPT_CHOICE_ARGS)
+        fprintf(out, " [comma list of %s; NAME:NUMBER where a name ends in :]", o->choices);
     if (has_range(o) && o->type != HMB_OPT_FLAG && o->type != HMB_OPT_STRING &&
         o->type != HMB_OPT_CHOICE && o->type != HMB_OPT_CHOICES) {
         char lo[40], hi[40];

@@ -157,14 +157,7 @@ void hmb_json_null(hmb_json *j, const char *key)
 
 void hmb_extras_add(hmb_extras *e, const char *key, const char *str, double num)
 {
-    if (e->count == e->capacity) {
-        int cap = e->capacity ? 2 * e->capacity : 8;
-        hmb_extra_field *p = realloc(e->items, (size_t)cap * sizeof *p);
-        if (!p)
-            abort();
-        e->items = p;
-        e->capacity = cap;
-    }
+    e->items = hmb_grow(e->items, &e->capacity, (size_t)e->count, sizeof *e->items);
     hmb_extra_field *f = &e->items[e->count++];
     f->key = strdup(key);
     f->str = str ? strdup(str) : NULL;
@@ -448,6 +441,7 @@ void hmb_json_option_value(hmb_json *j, const hmb_optval *v)
     case HMB_OPT_STRING:
     case HMB_OPT_CHOICE:
     case HMB_OPT_CHOICES:
+    case HMB_OPT_CHOICE_ARGS:
         hmb_json_str(j, key, v->sval);
         return;
     }

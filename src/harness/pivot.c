@@ -21,7 +21,8 @@ struct hmb_pivot {
     int nmetrics;
     int metric_index[PIVOT_MAX_METRICS]; /* into bench->metrics, -1 if unknown */
     char metric_name[PIVOT_MAX_METRICS][48];
-    int count, capacity;
+    int count;
+    size_t capacity;
     pivot_cell *cells;
 };
 
@@ -55,14 +56,7 @@ void hmb_pivot_add(hmb_ctx *ctx, const hmb_point *pt, const hmb_summary *summari
     if (!ctx->pivot && !(ctx->pivot = pivot_create(ctx)))
         return;
     hmb_pivot *pv = ctx->pivot;
-    if (pv->count == pv->capacity) {
-        int cap = pv->capacity ? 2 * pv->capacity : 32;
-        pivot_cell *cells = realloc(pv->cells, (size_t)cap * sizeof *cells);
-        if (!cells)
-            return;
-        pv->cells = cells;
-        pv->capacity = cap;
-    }
+    pv->cells = hmb_grow(pv->cells, &pv->capacity, (size_t)pv->count, sizeof *pv->cells);
     pivot_cell *c = &pv->cells[pv->count++];
     char described[sizeof c->group];
     hmb_point_describe(pt, described, sizeof described); /* "size=4K op=pt2pt ..." */

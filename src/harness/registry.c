@@ -45,8 +45,8 @@ int hmb_registry_list(const hmb_bench ***out)
 
 static const char *option_type_name(hmb_opt_type type)
 {
-    static const char *const names[] = {"flag", "int", "double", "sizes", "ints", "duration", "string", "choice",
-                                        "choices"};
+    static const char *const names[] = {"flag",   "int",    "double",  "sizes",      "ints",
+                                        "duration", "string", "choice", "choices", "choice_args"};
     return (unsigned)type < sizeof names / sizeof names[0] ? names[type] : "unknown";
 }
 

@@ -108,7 +108,8 @@ static int parse_scaled_int(const char *s, size_t len, int allow_negative, long 
 /* A growable array of long long. */
 typedef struct {
     long long *v;
-    int n, cap;
+    int n;
+    size_t cap;
 } ll_vec;
 
 static int vec_push(ll_vec *vec, long long x, const char *item, char *err, size_t errlen)
@@ -117,16 +118,7 @@ static int vec_push(ll_vec *vec, long long x, const char *item, char *err, size_
         hmb_set_err(err, errlen, "\"%s\": expands to more than %d values", item, MAX_LIST_VALUES);
         return -1;
     }
-    if (vec->n == vec->cap) {
-        int cap = vec->cap ? vec->cap * 2 : 16;
-        long long *v = realloc(vec->v, (size_t)cap * sizeof *v);
-        if (!v) {
-            hmb_set_err(err, errlen, "out of memory");
-            return -1;
-        }
-        vec->v = v;
-        vec->cap = cap;
-    }
+    vec->v = hmb_grow(vec->v, &vec->cap, (size_t)vec->n, sizeof *vec->v);
     vec->v[vec->n++] = x;
     return 0;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core.h"
 #include "ctx.h"
 
 static uint64_t pattern_base(int rank, int part, long iter)
@@ -67,19 +68,25 @@ static int find_mismatch(const unsigned char *p, size_t len, uint64_t base, size
     return 1;
 }
 
+/* Test-only: the first check of iteration --corrupt-at on the chosen rank is corrupted, to
+ * prove that validation catches it. Every check calls it (so the harness learns which ranks check). */
+int hmb_corrupt_pick(hmb_ctx *ctx, long iter)
+{
+    if (!ctx->validate)
+        return 0;
+    atomic_store(&ctx->checked_this_iter, 1);
+    return iter == ctx->corrupt_at && (ctx->corrupt_rank < 0 || ctx->corrupt_rank == ctx->rank) &&
+           atomic_exchange(&ctx->corrupt_done, 1) == 0;
+}
+
 /* hmb_check against the pattern of generation gen while --corrupt-at keys on the iteration. */
 static int check_pattern(hmb_ctx *ctx, void *buf, size_t len, int rank, int part, long iter, long gen,
                          size_t *bad_offset)
 {
     if (!ctx->validate)
         return 1;
-    atomic_store(&ctx->checked_this_iter, 1);
-    /* Test-only: flip one byte of the first buffer checked in iteration --corrupt-at on the
-     * chosen rank, to prove that validation catches it. */
-    if (iter == ctx->corrupt_at && len > 0 && (ctx->corrupt_rank < 0 || ctx->corrupt_rank == ctx->rank) &&
-        atomic_exchange(&ctx->corrupt_done, 1) == 0) {
+    if (len > 0 && hmb_corrupt_pick(ctx, iter))
         ((unsigned char *)buf)[len / 2] ^= 0x5a;
-    }
     size_t bad = 0;
     int ok = find_mismatch(buf, len, pattern_base(rank, part, gen), &bad);
     if (!ok && bad_offset)
@@ -157,4 +164,179 @@ void hmb_validation_failure(hmb_ctx *ctx, const hmb_point *pt, long iter, int pa
     fflush(stdout);
     MPI_Abort(ctx->comm, HMB_EXIT_VALIDATION);
     _exit(HMB_EXIT_VALIDATION);
+}
+
+/* ------------------------------------------------------------------ the registry */
+
+struct hmb_checked {
+    int role, rank, part, pieces, group;
+    hmb_pattern_fn fn; /* NULL: the pattern of (rank, part, iteration) */
+    const void *arg;
+    unsigned char *buf;
+    size_t len;
+    char label[192];
+};
+
+static void add_entry(hmb_ctx *ctx, const struct hmb_checked *entry, const char *label, va_list ap)
+{
+    ctx->checked = hmb_grow(ctx->checked, &ctx->checked_cap, ctx->nchecked, sizeof *ctx->checked);
+    struct hmb_checked *c = &ctx->checked[ctx->nchecked++];
+    *c = *entry;
+    c->pieces = c->pieces > 0 ? c->pieces : 1;
+    vsnprintf(c->label, sizeof c->label, label, ap);
+}
+
+void hmb_check_register(hmb_ctx *ctx, int role, void *buf, size_t len, int rank, int part, int pieces, int group,
+                        const char *label, ...)
+{
+    va_list ap;
+    va_start(ap, label);
+    add_entry(ctx,
+              &(struct hmb_checked){.role = role, .rank = rank, .part = part, .pieces = pieces, .group = group,
+                                    .buf = buf, .len = len},
+              label, ap);
+    va_end(ap);
+}
+
+void hmb_check_register_fn(hmb_ctx *ctx, int role, void *buf, size_t len, hmb_pattern_fn fn, const void *arg,
+                           int pieces, int group, const char *label, ...)
+{
+    va_list ap;
+    va_start(ap, label);
+    add_entry(ctx,
+              &(struct hmb_checked){.role = role, .rank = -1, .part = -1, .pieces = pieces, .group = group,
+                                    .fn = fn, .arg = arg, .buf = buf, .len = len & ~(size_t)7},
+              label, ap);
+    va_end(ap);
+}
+
+void hmb_check_unregister(hmb_ctx *ctx, const void *buf, size_t len)
+{
+    const unsigned char *lo = buf, *hi = lo + len;
+    size_t k = 0;
+    for (size_t i = 0; i < ctx->nchecked; i++)
+        if (ctx->checked[i].buf < lo || ctx->checked[i].buf >= hi)
+            ctx->checked[k++] = ctx->checked[i];
+    ctx->nchecked = k;
+}
+
+void hmb_checks_clear(hmb_ctx *ctx)
+{
+    ctx->nchecked = 0;
+    free(ctx->check_scratch);
+    ctx->check_scratch = NULL;
+    ctx->check_scratch_cap = 0;
+}
+
+/* The content c must hold in iteration iter, into out (c->len bytes). */
+static void expected(const struct hmb_checked *c, long iter, unsigned char *out)
+{
+    if (c->fn)
+        c->fn(c->arg, iter, (uint64_t *)(void *)out);
+    else
+        hmb_fill(out, c->len, c->rank, c->part, iter);
+}
+
+static unsigned char *scratch(hmb_ctx *ctx, size_t len)
+{
+    if (len > ctx->check_scratch_cap) {
+        free(ctx->check_scratch);
+        ctx->check_scratch = malloc(len);
+        if (!ctx->check_scratch)
+            abort(); /* the size of a buffer the benchmark holds: nothing sensible to report */
+        ctx->check_scratch_cap = len;
+    }
+    return ctx->check_scratch;
+}
+
+void hmb_checks_prepare(hmb_ctx *ctx, long iter)
+{
+    if (!ctx->validate)
+        return;
+    for (size_t i = 0; i < ctx->nchecked; i++) {
+        struct hmb_checked *c = &ctx->checked[i];
+        if (c->role == HMB_SEND)
+            expected(c, iter, c->buf);
+        else
+            memset(c->buf, c->role == HMB_RECEIVE ? HMB_POISON_BYTE : HMB_SENT_BYTE, c->len);
+    }
+}
+
+static int all_bytes(const unsigned char *p, size_t len, unsigned char byte)
+{
+    for (size_t k = 0; k < len; k++)
+        if (p[k] != byte)
+            return 0;
+    return len > 0;
+}
+
+/* Check a registered receive buffer (then poison it); on a mismatch name the piece and what it
+ * holds instead: another iteration's data (at the piece's place), the receive poison or the
+ * sender's poison. */
+static void check_one(hmb_ctx *ctx, struct hmb_checked *c, long iter)
+{
+    size_t bad = 0;
+    if (!c->fn) {
+        if (check_pattern(ctx, c->buf, c->len, c->rank, c->part, iter, iter, &bad)) {
+            memset(c->buf, HMB_POISON_BYTE, c->len);
+            return;
+        }
+    } else {
+        if (c->len > 0 && hmb_corrupt_pick(ctx, iter))
+            c->buf[c->len / 2] ^= 0x5a;
+        unsigned char *want = scratch(ctx, c->len);
+        expected(c, iter, want);
+        if (memcmp(want, c->buf, c->len) == 0 || !ctx->validate) {
+            memset(c->buf, HMB_POISON_BYTE, c->len);
+            return;
+        }
+        while (want[bad] == c->buf[bad])
+            bad++;
+    }
+    unsigned char *want = scratch(ctx, c->len);
+    size_t piece_len = c->len / (size_t)c->pieces;
+    int piece = piece_len ? (int)(bad / piece_len) : 0;
+    if (piece >= c->pieces)
+        piece = c->pieces - 1;
+    char why[192] = "";
+    size_t start = (size_t)piece * piece_len, plen = piece == c->pieces - 1 ? c->len - start : piece_len;
+    for (long g = iter - 1; g <= iter + 1 && !why[0]; g += 2) {
+        if (g < 0)
+            continue;
+        expected(c, g, want); /* the buffer as iteration g wrote it, this piece compared */
+        if (memcmp(want + start, c->buf + start, plen) == 0)
+            snprintf(why, sizeof why, " (the piece holds iteration %ld's data: %s)", g,
+                     g < iter ? "never delivered" : "written after its requests completed, library conformance problem");
+    }
+    if (!why[0] && all_bytes(c->buf + start, plen, HMB_POISON_BYTE))
+        snprintf(why, sizeof why,
+                 " (the piece is still the receive poison: never written although its requests completed, "
+                 "library conformance problem)");
+    if (!why[0] && all_bytes(c->buf + start, plen, HMB_SENT_BYTE))
+        snprintf(why, sizeof why,
+                 " (the piece is the sender's poison: its buffer read after its send completed, library "
+                 "conformance problem)");
+    expected(c, iter, want);
+    hmb_validation_failure(ctx, ctx->point, iter, c->pieces > 1 ? piece : c->part,
+                           "%s, piece %d of %d, cell %zu of %zu (byte %zu) is 0x%02x, expected 0x%02x%s", c->label,
+                           piece, c->pieces, bad / 8, c->len / 8, bad, c->buf[bad], want[bad], why);
+}
+
+static int in_group(const struct hmb_checked *c, int group)
+{
+    return c->group == group || (c->group == HMB_EACH_MODE && group >= 0);
+}
+
+void hmb_checks_run(hmb_ctx *ctx, long iter, int group)
+{
+    if (!ctx->validate)
+        return;
+    /* The sends first: the application's buffers again, as it may reuse them; a library that
+     * still reads them sends the sender's poison, named by the receiver's check. */
+    for (size_t i = 0; i < ctx->nchecked; i++)
+        if (ctx->checked[i].role != HMB_RECEIVE && in_group(&ctx->checked[i], group))
+            memset(ctx->checked[i].buf, HMB_SENT_BYTE, ctx->checked[i].len);
+    for (size_t i = 0; i < ctx->nchecked; i++)
+        if (ctx->checked[i].role == HMB_RECEIVE && in_group(&ctx->checked[i], group))
+            check_one(ctx, &ctx->checked[i], iter);
 }
