@@ -70,6 +70,12 @@ class PartMetrics(C.Structure):
                                           "availability", "early_bird")]
 
 
+class Changepoint(C.Structure):
+    _fields_ = ([("index", C.c_int)] + [(n, C.c_double) for n in ("lo", "hi", "a_left", "b_left", "a_right", "b_right",
+                                                               "jump", "rss", "rss_line", "sigma")]
+                + [("step", C.c_int)])
+
+
 _P = C.POINTER
 
 class TopoDir(C.Structure):
@@ -120,6 +126,8 @@ _SIGNATURES = {
     "hmb_overlap_pct": (C.c_double, [C.c_double, C.c_double, C.c_double]),
     "hmb_projected_speedup": (C.c_double, [C.c_double, C.c_double]),
     "hmb_eager_threshold_rule": (C.c_size_t, [C.c_double, C.c_size_t]),
+    "hmb_changepoint_fit": (C.c_int, [C.c_int, _P(C.c_double), _P(C.c_double), _P(Changepoint)]),
+    "hmb_changepoint_side": (C.c_int, [_P(Changepoint), C.c_double, C.c_double]),
     # design.c
     "hmb_phase_orders": (C.c_int, [C.c_int]),
     "hmb_phase_order": (C.c_int, [C.c_int, C.c_long, _P(C.c_int)]),

@@ -92,6 +92,32 @@ typedef int (*hmb_size_predicate)(size_t size_bytes, void *arg);
 int hmb_find_switches(const size_t *grid, int n, size_t element, hmb_size_predicate progressed, void *arg,
                       size_t *lo_hi, int *progressed_after, int max_switches);
 
+/* proto probe, view `step`: the change point of a per-size cost curve y(x) (x: sizes, strictly
+ * increasing; y: the cost of a blocking transfer of that size). For every break k (the left
+ * segment x[0..k-1], the right x[k..n-1], each at least HMB_CHANGEPOINT_MIN_SIDE points) a least
+ * squares line y = a + b x is fitted to each side; the break with the smallest total residual sum
+ * wins (the first on a tie). jump = (a_right + b_right m) - (a_left + b_left m) at the break's
+ * midpoint m = (x[k-1] + x[k]) / 2; sigma = sqrt(rss / (n - 4)), the residual spread of the two
+ * lines (4 fitted parameters); step = 1 when the cost steps up (jump > 0) by at least
+ * HMB_CHANGEPOINT_MIN_SIGMAS sigma (a handshake added), else 0 (a bend or noise, not a switch).
+ * rss_line: the residual of one line over all points, for comparison. Returns 0, or -1 (index -1,
+ * every number NaN) for fewer than 2 HMB_CHANGEPOINT_MIN_SIDE points, a non-finite value or x
+ * not increasing. */
+#define HMB_CHANGEPOINT_MIN_SIDE 3
+#define HMB_CHANGEPOINT_MIN_SIGMAS 3.0
+typedef struct {
+    int index;                /* first point of the right segment, -1 without a fit */
+    double lo, hi;            /* x[index - 1], x[index]: the break lies between them */
+    double a_left, b_left, a_right, b_right;
+    double jump, rss, rss_line, sigma;
+    int step;
+} hmb_changepoint;
+int hmb_changepoint_fit(int n, const double *x, const double *y, hmb_changepoint *out);
+/* Which side's line a cost y measured at size x lies nearer: 0 left (like the smaller sizes),
+ * 1 right (strictly nearer the right line), -1 without a fit or for a non-finite input. The
+ * probe bisects the break interval with it, down to --element bytes. */
+int hmb_changepoint_side(const hmb_changepoint *cp, double x, double y);
+
 /* proto trade-off: the library's resident memory per peer, (rss_pairs - rss_init) / peers, and
  * projected to a job with `peers` peers: rss_init + per_peer * peers (kB). */
 double hmb_memory_per_peer_kB(double rss_init_kB, double rss_pairs_kB, int peers);

@@ -185,3 +185,63 @@ int hmb_probe_share_verdict(double outstanding_share)
         return -1;
     return outstanding_share < HMB_PROBE_OUTSTANDING_MAX;
 }
+
+/* ---- proto probe, view step: change point of a per-size cost curve ---- */
+
+/* Least squares y = a + b x over x[0..n-1] (n >= 2, x not all equal); returns the residual sum. */
+static double line_fit(int n, const double *x, const double *y, double *a, double *b)
+{
+    double mx = 0.0, my = 0.0, sxx = 0.0, sxy = 0.0, rss = 0.0;
+    for (int i = 0; i < n; i++)
+        mx += x[i], my += y[i];
+    mx /= n, my /= n;
+    for (int i = 0; i < n; i++)
+        sxx += (x[i] - mx) * (x[i] - mx), sxy += (x[i] - mx) * (y[i] - my);
+    *b = sxy / sxx;
+    *a = my - *b * mx;
+    for (int i = 0; i < n; i++) {
+        double r = y[i] - (*a + *b * x[i]);
+        rss += r * r;
+    }
+    return rss;
+}
+
+int hmb_changepoint_fit(int n, const double *x, const double *y, hmb_changepoint *out)
+{
+    if (!out)
+        return -1;
+    *out = (hmb_changepoint){.index = -1, .lo = NAN, .hi = NAN, .a_left = NAN, .b_left = NAN, .a_right = NAN,
+                             .b_right = NAN, .jump = NAN, .rss = NAN, .rss_line = NAN, .sigma = NAN};
+    if (n < 2 * HMB_CHANGEPOINT_MIN_SIDE)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (!isfinite(x[i]) || !isfinite(y[i]) || (i > 0 && !(x[i] > x[i - 1])))
+            return -1;
+    double a, b;
+    out->rss_line = line_fit(n, x, y, &a, &b);
+    for (int k = HMB_CHANGEPOINT_MIN_SIDE; k <= n - HMB_CHANGEPOINT_MIN_SIDE; k++) {
+        double al, bl, ar, br;
+        double rss = line_fit(k, x, y, &al, &bl) + line_fit(n - k, x + k, y + k, &ar, &br);
+        if (out->index < 0 || rss < out->rss) {
+            out->index = k;
+            out->rss = rss;
+            out->a_left = al, out->b_left = bl, out->a_right = ar, out->b_right = br;
+        }
+    }
+    const int k = out->index;
+    out->lo = x[k - 1];
+    out->hi = x[k];
+    const double mid = (out->lo + out->hi) / 2;
+    out->jump = (out->a_right + out->b_right * mid) - (out->a_left + out->b_left * mid);
+    out->sigma = sqrt(out->rss / (n - 4)); /* n >= 2 HMB_CHANGEPOINT_MIN_SIDE > 4 */
+    out->step = out->jump > 0.0 && out->jump >= HMB_CHANGEPOINT_MIN_SIGMAS * out->sigma;
+    return 0;
+}
+
+int hmb_changepoint_side(const hmb_changepoint *cp, double x, double y)
+{
+    if (!cp || cp->index < 0 || !isfinite(x) || !isfinite(y))
+        return -1;
+    double left = fabs(y - (cp->a_left + cp->b_left * x)), right = fabs(y - (cp->a_right + cp->b_right * x));
+    return right < left;
+}
