@@ -126,7 +126,9 @@ _SIGNATURES = {
     "hmb_overlap_pct": (C.c_double, [C.c_double, C.c_double, C.c_double]),
     "hmb_projected_speedup": (C.c_double, [C.c_double, C.c_double]),
     "hmb_eager_threshold_rule": (C.c_size_t, [C.c_double, C.c_size_t]),
-    "hmb_changepoint_fit": (C.c_int, [C.c_int, _P(C.c_double), _P(C.c_double), _P(Changepoint)]),
+    "hmb_changepoint_fit": (C.c_int, [C.c_int, _P(C.c_double), _P(C.c_double), C.c_double, _P(Changepoint)]),
+    "hmb_changepoint_steps": (C.c_int, [C.c_int, _P(C.c_double), _P(C.c_double), _P(Changepoint), C.c_int]),
+    "hmb_cost_noise": (C.c_double, [C.c_int, _P(C.c_double)]),
     "hmb_changepoint_side": (C.c_int, [_P(Changepoint), C.c_double, C.c_double]),
     # design.c
     "hmb_phase_orders": (C.c_int, [C.c_int]),

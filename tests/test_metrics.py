@@ -313,9 +313,9 @@ def test_probe_share_verdict(probe, share, verdict):
 
 
 # ---- proto probe, view step: change point of the per-size cost curve (hmb_changepoint_fit) ----
-def changepoint(lib, x, y):
+def changepoint(lib, x, y, noise=0.0):
     out = cl.Changepoint()
-    rc = lib.hmb_changepoint_fit(len(x), cl.doubles(x), cl.doubles(y), C.byref(out))
+    rc = lib.hmb_changepoint_fit(len(x), cl.doubles(x), cl.doubles(y), noise, C.byref(out))
     return rc, out
 
 
@@ -368,6 +368,10 @@ def test_changepoint_noise_is_not_a_step(lib):
     assert cp.jump == pytest.approx(2 / 3) and cp.rss == pytest.approx(16 / 3)
     assert cp.sigma == pytest.approx(math.sqrt(8 / 3))
     assert cp.step == 0
+    # a clean step is judged against the curve's noise when that is larger than the lines' spread:
+    # jump 2 >= 3 x 0.6 is a step, 2 < 3 x 0.7 is not
+    assert changepoint(lib, [1, 2, 3, 4, 5, 6], [1, 1, 1, 3, 3, 3], noise=0.6)[1].step == 1
+    assert changepoint(lib, [1, 2, 3, 4, 5, 6], [1, 1, 1, 3, 3, 3], noise=0.7)[1].step == 0
     # a step down (cheaper above the break) is no handshake either
     rc, cp = changepoint(lib, [1, 2, 3, 4, 5, 6], [3, 3, 3, 1, 1, 1])
     assert rc == 0 and cp.jump == pytest.approx(-2.0) and cp.step == 0
@@ -382,3 +386,55 @@ def test_changepoint_unusable(lib, x, y):
     rc, cp = changepoint(lib, x, y)
     assert rc == -1 and cp.index == -1 and math.isnan(cp.jump) and cp.step == 0
     assert lib.hmb_changepoint_side(C.byref(cp), 3.0, 1.0) == -1
+
+
+def test_cost_noise(lib):
+    # y = 0,1,0,1,0,1,0: differences +1,-1,+1,-1,+1,-1, median 0, absolute deviations all 1 ->
+    # MAD 1 -> 1.4826 / sqrt(2); a trend adds a constant to every difference and changes nothing;
+    # one step (5) among 6 differences moves neither median
+    assert lib.hmb_cost_noise(7, cl.doubles([0, 1, 0, 1, 0, 1, 0])) == pytest.approx(1.4826 / math.sqrt(2))
+    assert lib.hmb_cost_noise(7, cl.doubles([0, 3, 4, 7, 8, 11, 12])) == pytest.approx(1.4826 / math.sqrt(2))
+    assert lib.hmb_cost_noise(7, cl.doubles([0, 0, 0, 5, 5, 5, 5])) == 0.0
+    assert math.isnan(lib.hmb_cost_noise(2, cl.doubles([0, 1])))
+
+
+def steps(lib, x, y, max_out=8):
+    out = (cl.Changepoint * max_out)()
+    n = lib.hmb_changepoint_steps(len(x), cl.doubles(x), cl.doubles(y), out, max_out)
+    return n, [out[i] for i in range(max(0, min(n, max_out)))]
+
+
+def test_changepoint_steps_two_steps(lib):
+    # y = 0 (x 1..3), 5 (x 4..9), 10 (x 10..12); differences all 0 but two 5s -> noise 0. Whichever
+    # break the whole curve takes first (3|4 or 9|10), the other side still holds the other step,
+    # exact on both lines (jump 5 each); flat sub-segments break with jump 0, not steps.
+    x = list(range(1, 13))
+    y = [0, 0, 0, 5, 5, 5, 5, 5, 5, 10, 10, 10]
+    n, found = steps(lib, x, y)
+    assert n == 2
+    assert [(c.lo, c.hi) for c in found] == [(3.0, 4.0), (9.0, 10.0)]
+    assert [c.jump for c in found] == pytest.approx([5.0, 5.0])
+    n, found = steps(lib, x, y, max_out=1)       # counted, only max_out stored
+    assert n == 2 and (found[0].lo, found[0].hi) == (3.0, 4.0)
+
+
+def test_changepoint_steps_bend_is_not_a_step(lib):
+    # y = x up to x = 7, then 7 + 3 (x - 7): the slope changes at the grid point 7, no jump. Noise:
+    # differences 1 (x6) and 3 (x6), median 2, deviations all 1 -> 1.4826 / sqrt(2) = 1.048.
+    # Every break the segmentation keeps lies where both lines are exact and meet: jump 0, no step.
+    x = list(range(1, 14))
+    y = [float(v) if v <= 7 else 7 + 3.0 * (v - 7) for v in x]
+    assert steps(lib, x, y)[0] == 0
+    # the same bend with a step of 10 at 3|4: y = 1, 2, 3, 14, 15, 16, 17, 20, ... 35. Noise still
+    # 1.048 (differences 1 x5, 11, 3 x6: median 3; deviations 0 x6, 2 x5, 8: median 1). The whole curve splits
+    # at 3|4 (residual 15.95 against 47.3, more than 3 ln 13 x 1.048^2 = 8.5 less), its right side
+    # at the bend (exact lines: 15.95 less, more than 3 ln 10 x 1.1 = 7.6). Between its neighbouring
+    # breaks the step at 3|4 has exact lines: jump 10 >= 3 x 1.048; the bend's jump is 0.
+    y2 = [v + (10 if i >= 3 else 0) for i, v in enumerate(y)]
+    n, found = steps(lib, x, y2)
+    assert n == 1 and (found[0].lo, found[0].hi) == (3.0, 4.0) and found[0].jump == pytest.approx(10.0)
+
+
+def test_changepoint_steps_unusable(lib):
+    assert steps(lib, [1, 2, 3, 4, 5], [0, 0, 0, 1, 1])[0] == -1
+    assert steps(lib, [1, 2, 3, 4, 5, 6], [0, 0, math.nan, 1, 1, 1])[0] == -1
