@@ -98,10 +98,10 @@ int hmb_find_switches(const size_t *grid, int n, size_t element, hmb_size_predic
  * squares line y = a + b x is fitted to each side; the break with the smallest total residual sum
  * wins (the first on a tie). jump = (a_right + b_right m) - (a_left + b_left m) at the break's
  * midpoint m = (x[k-1] + x[k]) / 2; sigma = sqrt(rss / (n - 4)), the residual spread of the two
- * lines (4 fitted parameters); step = 1 when the cost steps up (jump > 0) by at least
+ * lines (4 fitted parameters); step = 1 when the cost jumps, up or down, by at least
  * HMB_CHANGEPOINT_MIN_SIGMAS times the larger of sigma and `noise` (the curve's measurement noise,
- * hmb_cost_noise; 0 to judge by sigma alone): a handshake added; else 0 (a bend or noise, not a
- * switch). rss_line: the residual of one line over all points, for comparison. Returns 0, or -1
+ * hmb_cost_noise; 0 to judge by sigma alone): another protocol (a handshake added, or, above a
+ * large eager limit, a single copy cheaper than two); else 0 (a bend or noise, not a switch). rss_line: the residual of one line over all points, for comparison. Returns 0, or -1
  * (index -1, every number NaN) for fewer than 2 HMB_CHANGEPOINT_MIN_SIDE points, a non-finite
  * value or x not increasing. */
 #define HMB_CHANGEPOINT_MIN_SIDE 3
@@ -123,7 +123,7 @@ double hmb_cost_noise(int n, const double *y);
  * (hmb_changepoint_fit), then of each side of it, as long as the split lowers the residual sum by
  * more than 3 ln(points) noise^2 (a BIC penalty; noise = hmb_cost_noise of the whole curve, at
  * least 1e-9 of its largest value). Then each break is judged between its neighbouring breaks
- * (the lines of the segments on either side of it): a step when jump > 0 and jump >=
+ * (the lines of the segments on either side of it): a step when |jump| >=
  * HMB_CHANGEPOINT_MIN_SIGMAS max(noise, sigma). So a bend of a wide range's curve (where
  * bandwidth changes) splits the curve but is no step, and another step does not spoil a step's
  * lines. Writes the steps in increasing size (index: into x; rss_line: one line over the two

@@ -10,7 +10,8 @@
  *   receive posted first; after the send) computes C, its peer longer; a transfer that finished
  *   before the peer's next MPI call progressed without the peer.
  *   `step`: no compute; the cost of a blocking transfer of fresh data at every grid size, and
- *   the change point of that curve (hmb_changepoint_fit): a handshake adds a step.
+ *   the steps of that curve (hmb_changepoint_steps): another protocol costs a jump, up (a
+ *   handshake) or down (a single copy cheaper than a large eager copy).
  * tradeoff: multi-pair message rate and bandwidth (windows of non-blocking messages, all pairs
  *   at once), with the ranks' resident memory after MPI_Init, after every pair communicated and
  *   after the traffic, so the memory per peer can be projected (docs/metrics.md, "proto"). */
@@ -35,6 +36,7 @@ enum { TAG_DATA = 1, TAG_TOKEN = 2 };
 #define CALIBRATION_ROUND_TRIPS 5
 #define PROBE_ATTEMPTS_PER_TRIAL 3  /* a trial without a verdict is repeated, up to this many times */
 #define STEP_ROUND_TRIPS 15         /* view step: fresh-data round trips per size, the fastest counts */
+#define STEP_BISECT_ROUND_TRIPS 45  /* view step: the same for the three sizes of a bisection step */
 
 typedef struct {
     int count;
@@ -281,21 +283,20 @@ static int probe_both(proto_state *st, size_t size, double transfer_s, double *s
 }
 
 /* View step: one-way time of a blocking transfer of each of sizes[0..n-1] whose send buffers were
- * just written on both sides (fresh data, as an application sends): the fastest of
- * STEP_ROUND_TRIPS round trips per size, each after a barrier, the rounds interleaved over the
- * sizes so that a slow spell of this shared machine falls on all of them alike; rank 0's times,
- * broadcast. With hot send buffers that nobody writes, a single-copy rendezvous reads clean cache
+ * just written on both sides (fresh data, as an application sends): the fastest of `rounds`
+ * round trips per size, each after a barrier, the rounds interleaved over the sizes so that a
+ * slow spell of this shared machine falls on all of them alike; rank 0's times, broadcast. With hot send buffers that nobody writes, a single-copy rendezvous reads clean cache
  * lines and costs what an eager copy does (Open MPI 5.0.11 at 4032 B: 1.14 against 1.10 µs at
  * 3968 B); with written ones it shows the handshake's cost (1.73 against 1.08 µs). Each side
  * checks the data it received. */
-static void fresh_costs(proto_state *st, const size_t *sizes, int n, double *out)
+static void fresh_costs(proto_state *st, const size_t *sizes, int n, int rounds, double *out)
 {
     hmb_ctx *ctx = st->ctx;
     MPI_Comm comm = hmb_comm(ctx);
     for (int i = 0; i < n; i++)
         out[i] = HUGE_VAL;
     hmb_phase(ctx, "probe: fresh-data round trips");
-    for (int k = 0; k < STEP_ROUND_TRIPS; k++)
+    for (int k = 0; k < rounds; k++)
         for (int i = 0; i < n; i++) {
             const int part = st->probe_no++, count = (int)sizes[i];
             if (st->peer >= 0)
@@ -317,46 +318,58 @@ static void fresh_costs(proto_state *st, const size_t *sizes, int n, double *out
     MPI_Bcast(out, n, MPI_DOUBLE, 0, comm);
 }
 
-/* View step, one iteration: the fresh-data cost of every grid size, its steps
- * (hmb_changepoint_steps), and a bisection of each step's interval down to --element bytes. Each
- * bisection step measures the interval's ends and its middle together (fresh_costs) and carries
- * each side's fitted slope from its end to the middle: the middle behaves like the larger sizes
- * when its cost lies nearer the right line so placed (hmb_changepoint_side); a machine that slowed
- * down since the scan moves all three alike. Every rank computes the same (rank 0's times). */
+/* View step, one iteration: the fresh-data cost of every grid size, the steps of the fastest
+ * costs so far (hmb_changepoint_steps), and a bisection of the clearest step (the largest |jump|
+ * in units of max(noise, sigma): a wide range also has small steps, e.g. a single-copy read's
+ * page steps) down to --element bytes. Each bisection step measures the interval's ends and its
+ * middle together (fresh_costs) and carries each side's fitted slope from its end to the middle:
+ * the middle behaves like the larger sizes when its cost lies nearer the right line so placed
+ * (hmb_changepoint_side); a machine that slowed down since the scan moves all three alike.
+ * Every rank computes the same (rank 0's times). */
 static int step_search(proto_state *st, switch_list *found)
 {
     double *x = malloc((size_t)st->ngrid * sizeof *x), *y = malloc((size_t)st->ngrid * sizeof *y);
     if (!x || !y)
         abort();
-    fresh_costs(st, st->grid, st->ngrid, y);
+    fresh_costs(st, st->grid, st->ngrid, STEP_ROUND_TRIPS, y);
     for (int g = 0; g < st->ngrid; g++) {
         x[g] = (double)st->grid[g];
         st->cost_s[g] = y[g] < st->cost_s[g] ? y[g] : st->cost_s[g];
     }
     hmb_changepoint steps[MAX_SWITCHES];
-    int count = hmb_changepoint_steps(st->ngrid, x, y, steps, MAX_SWITCHES);
-    for (int j = 0; j < count && j < MAX_SWITCHES; j++) {
-        const hmb_changepoint *cp = &steps[j];
-        size_t lo = st->grid[cp->index - 1], hi = st->grid[cp->index];
-        while (hi - lo > st->element) {
-            size_t three[3] = {lo, lo + (hi - lo) / st->element / 2 * st->element, hi};
-            double t[3];
-            fresh_costs(st, three, 3, t);
-            hmb_changepoint local = *cp;
-            local.a_left = t[0] - cp->b_left * (double)lo;
-            local.a_right = t[2] - cp->b_right * (double)hi;
-            if (hmb_changepoint_side(&local, (double)three[1], t[1]) == 1)
-                hi = three[1];
-            else
-                lo = three[1];
-        }
-        found->lo_hi[2 * j] = lo;
-        found->lo_hi[2 * j + 1] = hi;
-        found->progressed_after[j] = 0;
+    /* the fastest cost of each size so far (this and earlier iterations): a slow spell of one
+     * scan does not make a step */
+    const int n = hmb_changepoint_steps(st->ngrid, x, st->cost_s, steps, MAX_SWITCHES);
+    const double noise = hmb_cost_noise(st->ngrid, st->cost_s);
+    int best = -1;
+    double best_score = 0.0;
+    for (int j = 0; j < n && j < MAX_SWITCHES; j++) {
+        double score = fabs(steps[j].jump) / fmax(noise, steps[j].sigma);
+        if (best < 0 || score > best_score)
+            best = j, best_score = score;
     }
     free(x);
     free(y);
-    return count < 0 ? 0 : count;
+    if (best < 0)
+        return 0;
+    const hmb_changepoint *cp = &steps[best];
+    size_t lo = st->grid[cp->index - 1], hi = st->grid[cp->index];
+    while (hi - lo > st->element) {
+        size_t three[3] = {lo, lo + (hi - lo) / st->element / 2 * st->element, hi};
+        double t[3];
+        fresh_costs(st, three, 3, STEP_BISECT_ROUND_TRIPS, t);
+        hmb_changepoint local = *cp;
+        local.a_left = t[0] - cp->b_left * (double)lo;
+        local.a_right = t[2] - cp->b_right * (double)hi;
+        if (hmb_changepoint_side(&local, (double)three[1], t[1]) == 1)
+            hi = three[1];
+        else
+            lo = three[1];
+    }
+    found->lo_hi[0] = lo;
+    found->lo_hi[1] = hi;
+    found->progressed_after[0] = 0;
+    return 1;
 }
 
 static int compare_doubles(const void *a, const void *b)
@@ -552,22 +565,23 @@ static int same_switches(const switch_list *a, const switch_list *b)
 /* View step: the fastest fresh-data cost of each grid size over all iterations, and its steps:
  * per step the break interval, the jump, both slopes and the residual spread (docs/metrics.md,
  * "proto"). */
-static void step_annotate(hmb_ctx *ctx, proto_state *st, double *rows, int nrows)
+static void step_annotate(hmb_ctx *ctx, proto_state *st)
 {
-    double *x = malloc((size_t)st->ngrid * sizeof *x);
-    if (!x)
+    double *x = malloc((size_t)st->ngrid * sizeof *x), *rows = malloc((size_t)st->ngrid * 2 * sizeof *rows);
+    if (!x || !rows)
         abort();
     for (int g = 0; g < st->ngrid; g++)
         x[g] = (double)st->grid[g];
     int n = hmb_changepoint_steps(st->ngrid, x, st->cost_s, st->steps, MAX_SWITCHES);
     st->nsteps = n < 0 ? 0 : n < MAX_SWITCHES ? n : MAX_SWITCHES;
     hmb_result_add_num(ctx, "step_noise_us", hmb_cost_noise(st->ngrid, st->cost_s) * 1e6);
-    free(x);
-    for (int g = 0; g < nrows; g++) {
-        rows[2 * g] = (double)st->grid[g];
+    for (int g = 0; g < st->ngrid; g++) {
+        rows[2 * g] = x[g];
         rows[2 * g + 1] = st->cost_s[g] * 1e6;
     }
-    hmb_result_add_rows(ctx, "cost_us", rows, nrows, 2);
+    hmb_result_add_rows(ctx, "cost_us", rows, st->ngrid, 2);
+    free(x);
+    free(rows);
     double fit[6 * MAX_SWITCHES];
     for (int j = 0; j < st->nsteps; j++) {
         const hmb_changepoint *cp = &st->steps[j];
@@ -618,7 +632,7 @@ static void probe_annotate(hmb_ctx *ctx, proto_state *st)
         hmb_result_add_num(ctx, "outstanding_share_max", HMB_PROBE_OUTSTANDING_MAX);
     }
     if (st->view == VIEW_STEP)
-        step_annotate(ctx, st, bw, nbw);
+        step_annotate(ctx, st);
     char text[64 * MAX_SWITCHES] = "";
     for (int k = 0; k < count; k++) {
         size_t len = strlen(text);
@@ -631,7 +645,7 @@ static void probe_annotate(hmb_ctx *ctx, proto_state *st)
         "the sender's request completes without the receiver below a switch (eager or inline send)",
         "the receiver completes without the sender below a switch (none: it copies by itself, e.g. CMA)",
         "the receiver completes without the sender below a switch (none: it copies by itself, e.g. CMA)",
-        "a blocking transfer of fresh data costs a step more above a switch (the handshake)"};
+        "the cost of a blocking transfer of fresh data jumps at a switch (up: a handshake; down: one copy, not two)"};
     printf("# probe view %s: switches %s (agreement %.2f, %ld trials, %ld without verdict); %s\n",
            view_names[st->view], count ? text : "none", st->nfound ? (double)best_votes / st->nfound : 0.0,
            st->trials_run, st->trials_without_verdict, meaning[st->view]);
@@ -683,7 +697,7 @@ static const hmb_option proto_options[] = {
     {"view", HMB_OPT_CHOICES, "both",
      "probe: both = both sides compute after posting (does the transfer progress during compute?); "
      "sender/recv-early/recv-late = whose request completes without the peer's MPI calls; "
-     "step = where a blocking transfer of fresh data costs a step more (change point of the cost curve)",
+     "step = where the cost of a blocking transfer of fresh data jumps (steps of the cost curve; give a linear --range)",
      0, 0, "both|sender|recv-early|recv-late|step"},
     {"range", HMB_OPT_SIZES, "1K:1M", "probe: size grid scanned for switches (then bisected)", 1, 1 << 30, NULL},
     {"element", HMB_OPT_INT, "8", "probe: bisection resolution in bytes (grid sizes must be multiples)", 1, 1 << 20,

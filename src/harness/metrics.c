@@ -219,7 +219,7 @@ static void fit_at(int n, const double *x, const double *y, int k, double noise,
     out->jump = (out->a_right + out->b_right * mid) - (out->a_left + out->b_left * mid);
     out->sigma = sqrt(out->rss / (n - 4)); /* n >= 2 HMB_CHANGEPOINT_MIN_SIDE > 4 */
     const double spread = noise > out->sigma ? noise : out->sigma;
-    out->step = out->jump > 0.0 && out->jump >= HMB_CHANGEPOINT_MIN_SIGMAS * spread;
+    out->step = fabs(out->jump) > 0.0 && fabs(out->jump) >= HMB_CHANGEPOINT_MIN_SIGMAS * spread;
 }
 
 static int usable_curve(int n, const double *x, const double *y)
