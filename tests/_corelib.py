@@ -76,6 +76,12 @@ class PartMetrics(C.Structure):
                                           "availability", "early_bird")]
 
 
+class Changepoint(C.Structure):
+    _fields_ = ([("index", C.c_int)] + [(n, C.c_double) for n in ("lo", "hi", "a_left", "b_left", "a_right", "b_right",
+                                                               "jump", "rss", "rss_line", "sigma")]
+                + [("step", C.c_int)])
+
+
 _P = C.POINTER
 
 class TopoDir(C.Structure):
@@ -91,7 +97,7 @@ class Topo(C.Structure):
 # C type of each mirror (hmb_layout's names); a Python field named "from_" is C's "from".
 MIRRORS = {"hmb_option": Option, "hmb_default": Default, "hmb_optval": OptVal, "hmb_optset": OptSet,
            "hmb_summary": Summary, "hmb_noise": Noise, "hmb_calib": Calib, "hmb_part_metrics": PartMetrics,
-           "hmb_topo_dir": TopoDir, "hmb_topo": Topo}
+           "hmb_topo_dir": TopoDir, "hmb_topo": Topo, "hmb_changepoint": Changepoint}
 
 
 def layout_mismatches(lib) -> list:
@@ -178,6 +184,10 @@ _SIGNATURES = {
     "hmb_probe_share_verdict": (C.c_int, [C.c_double]),
     "hmb_match_times_compute": (C.c_int, [C.c_int] + [_P(C.c_double)] * 4 + [C.c_int, _P(C.c_double)]),
     "hmb_match_queue_depth": (None, [C.c_int] + [_P(C.c_double)] * 3),
+    "hmb_changepoint_fit": (C.c_int, [C.c_int, _P(C.c_double), _P(C.c_double), C.c_double, _P(Changepoint)]),
+    "hmb_changepoint_steps": (C.c_int, [C.c_int, _P(C.c_double), _P(C.c_double), _P(Changepoint), C.c_int]),
+    "hmb_cost_noise": (C.c_double, [C.c_int, _P(C.c_double)]),
+    "hmb_changepoint_side": (C.c_int, [_P(Changepoint), C.c_double, C.c_double]),
     # design.c
     "hmb_phase_orders": (C.c_int, [C.c_int]),
     "hmb_phase_order": (C.c_int, [C.c_int, C.c_long, _P(C.c_int)]),

@@ -299,3 +299,131 @@ def test_probe_outstanding_share_unusable(probe, wait, transfer):
 def test_probe_share_verdict(probe, share, verdict):
     # a sub-µs completion (0.01 of the transfer) progressed; a quarter or more left is a handshake
     assert probe.hmb_probe_share_verdict(share) == verdict
+
+
+# ---- proto probe, view step: change point of the per-size cost curve (hmb_changepoint_fit) ----
+def changepoint(lib, x, y, noise=0.0):
+    out = cl.Changepoint()
+    rc = lib.hmb_changepoint_fit(len(x), cl.doubles(x), cl.doubles(y), noise, C.byref(out))
+    return rc, out
+
+
+def test_changepoint_clean_step(lib):
+    # x = 1..6, y = 1,1,1,3,3,3: only k = 3 leaves 3 points a side; both lines flat and exact
+    #   left a=1 b=0, right a=3 b=0, rss 0, sigma 0; jump at m = 3.5: 3 - 1 = 2 -> a step
+    #   one line: mean x 3.5, mean y 2, Sxx 17.5, Sxy 9, Syy 6 -> rss_line = 6 - 81/17.5
+    rc, cp = changepoint(lib, [1, 2, 3, 4, 5, 6], [1, 1, 1, 3, 3, 3])
+    assert rc == 0
+    assert (cp.index, cp.lo, cp.hi) == (3, 3.0, 4.0)
+    assert (cp.a_left, cp.b_left, cp.a_right, cp.b_right) == pytest.approx((1, 0, 3, 0), abs=1e-12)
+    assert cp.jump == pytest.approx(2.0)
+    assert cp.rss == pytest.approx(0.0, abs=1e-12) and cp.sigma == pytest.approx(0.0, abs=1e-6)
+    assert cp.rss_line == pytest.approx(6 - 81 / 17.5)
+    assert cp.step == 1
+
+
+def test_changepoint_picks_the_break_with_least_residual(lib):
+    # x = 1..7, y = 0,0,0,0,5,5,5: k = 3 leaves right x=4..7 y=0,5,5,5 (mean 5.5, 3.75; Sxx 5,
+    # Sxy 7.5, Syy 18.75 -> rss 18.75 - 7.5^2/5 = 7.5); k = 4: both sides exact (rss 0) -> k = 4
+    rc, cp = changepoint(lib, [1, 2, 3, 4, 5, 6, 7], [0, 0, 0, 0, 5, 5, 5])
+    assert rc == 0 and (cp.index, cp.lo, cp.hi) == (4, 4.0, 5.0)
+    assert cp.jump == pytest.approx(5.0) and cp.step == 1
+
+
+def test_changepoint_slopes_and_jump_at_the_midpoint(lib):
+    # left y = 1 + 0.5 x (x = 1..4), right y = 4 + x (x = 5..8): k = 4 exact;
+    # at m = 4.5: right 8.5, left 3.25 -> jump 5.25; slopes 0.5 and 1
+    x = [1, 2, 3, 4, 5, 6, 7, 8]
+    y = [1.5, 2, 2.5, 3, 9, 10, 11, 12]
+    rc, cp = changepoint(lib, x, y)
+    assert rc == 0 and (cp.index, cp.lo, cp.hi) == (4, 4.0, 5.0)
+    assert (cp.a_left, cp.b_left, cp.a_right, cp.b_right) == pytest.approx((1, 0.5, 4, 1))
+    assert cp.jump == pytest.approx(5.25) and cp.step == 1
+    # sides: at x = 4.5 the left line is 3.25, the right 8.5; the midpoint 5.875 goes left (not strictly nearer)
+    assert lib.hmb_changepoint_side(C.byref(cp), 4.5, 3.3) == 0
+    assert lib.hmb_changepoint_side(C.byref(cp), 4.5, 8.0) == 1
+    assert lib.hmb_changepoint_side(C.byref(cp), 4.5, 5.875) == 0
+    assert lib.hmb_changepoint_side(C.byref(cp), 4.5, math.nan) == -1
+
+
+def test_changepoint_noise_is_not_a_step(lib):
+    # y = x + (-1, +1, -1, +1, -1, +1): only k = 3
+    #   left (1,0) (2,3) (3,2): b = 1, a = -1/3, residuals -2/3, 4/3, -2/3 -> rss 8/3
+    #   right (4,5) (5,4) (6,7): b = 1, a = 1/3, residuals 2/3, -4/3, 2/3 -> rss 8/3
+    #   jump at 3.5: (1/3 + 3.5) - (-1/3 + 3.5) = 2/3, sigma = sqrt((16/3) / 2) = 1.633:
+    #   2/3 < 3 sigma -> no step
+    rc, cp = changepoint(lib, [1, 2, 3, 4, 5, 6], [0, 3, 2, 5, 4, 7])
+    assert rc == 0 and cp.index == 3
+    assert cp.jump == pytest.approx(2 / 3) and cp.rss == pytest.approx(16 / 3)
+    assert cp.sigma == pytest.approx(math.sqrt(8 / 3))
+    assert cp.step == 0
+    # a clean step is judged against the curve's noise when that is larger than the lines' spread:
+    # jump 2 >= 3 x 0.6 is a step, 2 < 3 x 0.7 is not
+    assert changepoint(lib, [1, 2, 3, 4, 5, 6], [1, 1, 1, 3, 3, 3], noise=0.6)[1].step == 1
+    assert changepoint(lib, [1, 2, 3, 4, 5, 6], [1, 1, 1, 3, 3, 3], noise=0.7)[1].step == 0
+    # a step down (cheaper above the break: MPICH's single copy above a 64 KB eager limit) is a step
+    rc, cp = changepoint(lib, [1, 2, 3, 4, 5, 6], [3, 3, 3, 1, 1, 1])
+    assert rc == 0 and cp.jump == pytest.approx(-2.0) and cp.step == 1
+
+
+@pytest.mark.parametrize("x, y", [
+    ([1, 2, 3, 4, 5], [0, 0, 0, 1, 1]),                 # fewer than 3 points a side
+    ([1, 2, 3, 3, 5, 6], [0, 0, 0, 1, 1, 1]),           # x not increasing
+    ([1, 2, 3, 4, 5, 6], [0, 0, math.nan, 1, 1, 1]),    # a size without a cost
+])
+def test_changepoint_unusable(lib, x, y):
+    rc, cp = changepoint(lib, x, y)
+    assert rc == -1 and cp.index == -1 and math.isnan(cp.jump) and cp.step == 0
+    assert lib.hmb_changepoint_side(C.byref(cp), 3.0, 1.0) == -1
+
+
+def test_cost_noise(lib):
+    # y = 0,1,0,1,0,1,0: differences +1,-1,+1,-1,+1,-1, median 0, absolute deviations all 1 ->
+    # MAD 1 -> 1.4826 / sqrt(2); a trend adds a constant to every difference and changes nothing;
+    # one step (5) among 6 differences moves neither median
+    assert lib.hmb_cost_noise(7, cl.doubles([0, 1, 0, 1, 0, 1, 0])) == pytest.approx(1.4826 / math.sqrt(2))
+    assert lib.hmb_cost_noise(7, cl.doubles([0, 3, 4, 7, 8, 11, 12])) == pytest.approx(1.4826 / math.sqrt(2))
+    assert lib.hmb_cost_noise(7, cl.doubles([0, 0, 0, 5, 5, 5, 5])) == 0.0
+    assert math.isnan(lib.hmb_cost_noise(2, cl.doubles([0, 1])))
+
+
+def steps(lib, x, y, max_out=8):
+    out = (cl.Changepoint * max_out)()
+    n = lib.hmb_changepoint_steps(len(x), cl.doubles(x), cl.doubles(y), out, max_out)
+    return n, [out[i] for i in range(max(0, min(n, max_out)))]
+
+
+def test_changepoint_steps_two_steps(lib):
+    # y = 0 (x 1..3), 5 (x 4..9), 10 (x 10..12); differences all 0 but two 5s -> noise 0. Whichever
+    # break the whole curve takes first (3|4 or 9|10), the other side still holds the other step,
+    # exact on both lines (jump 5 each); flat sub-segments break with jump 0, not steps.
+    x = list(range(1, 13))
+    y = [0, 0, 0, 5, 5, 5, 5, 5, 5, 10, 10, 10]
+    n, found = steps(lib, x, y)
+    assert n == 2
+    assert [(c.lo, c.hi) for c in found] == [(3.0, 4.0), (9.0, 10.0)]
+    assert [c.jump for c in found] == pytest.approx([5.0, 5.0])
+    n, found = steps(lib, x, y, max_out=1)       # counted, only max_out stored
+    assert n == 2 and (found[0].lo, found[0].hi) == (3.0, 4.0)
+
+
+def test_changepoint_steps_bend_is_not_a_step(lib):
+    # y = x up to x = 7, then 7 + 3 (x - 7): the slope changes at the grid point 7, no jump. Noise:
+    # differences 1 (x6) and 3 (x6), median 2, deviations all 1 -> 1.4826 / sqrt(2) = 1.048.
+    # Every break the segmentation keeps lies where both lines are exact and meet: jump 0, no step.
+    x = list(range(1, 14))
+    y = [float(v) if v <= 7 else 7 + 3.0 * (v - 7) for v in x]
+    assert steps(lib, x, y)[0] == 0
+    # the same bend with a step of 10 at 3|4: y = 1, 2, 3, 14, 15, 16, 17, 20, ... 35. Noise still
+    # 1.048 (differences 1 x5, 11, 3 x6: median 3; deviations 0 x6, 2 x5, 8: median 1). The whole curve splits
+    # at 3|4 (residual 15.95 against 47.3, more than 3 ln 13 x 1.048^2 = 8.5 less), its right side
+    # at the bend (exact lines: 15.95 less, more than 3 ln 10 x 1.1 = 7.6). Between its neighbouring
+    # breaks the step at 3|4 has exact lines: jump 10 >= 3 x 1.048; the bend's jump is 0.
+    y2 = [v + (10 if i >= 3 else 0) for i, v in enumerate(y)]
+    n, found = steps(lib, x, y2)
+    assert n == 1 and (found[0].lo, found[0].hi) == (3.0, 4.0) and found[0].jump == pytest.approx(10.0)
+
+
+def test_changepoint_steps_unusable(lib):
+    assert steps(lib, [1, 2, 3, 4, 5], [0, 0, 0, 1, 1])[0] == -1
+    assert steps(lib, [1, 2, 3, 4, 5, 6], [0, 0, math.nan, 1, 1, 1])[0] == -1

@@ -122,7 +122,31 @@ def test_probe_default_view_both_records_shares(mpi_name, tmp_path):
     assert "# probe view both: switches" in r.stdout
 
 
+def test_probe_view_step_records_costs_and_steps(mpi_name, tmp_path):
+    r = run_bench(mpi_name, ["proto", "--view", "step", "--range", "1K:8K:+1K"] + FAST, tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    probe = r.results()
+    assert [x["params"]["view"] for x in probe] == ["step"]
+    extra = probe[0]["extra"]
+    assert [row[0] for row in extra["cost_us"]] == [1024 * k for k in range(1, 9)]
+    assert all(row[1] > 0 for row in extra["cost_us"])
+    assert extra["step_noise_us"] >= 0
+    for row in extra["steps"]:            # whatever this machine shows: well-formed, inside the range
+        assert len(row) == 6 and 1024 <= row[0] < row[1] <= 8192 and row[1] - row[0] == 1024
+    for lo, hi in extra["switch_bytes"]:
+        assert 1024 <= lo < hi <= 8192 and hi - lo == 8
+    assert "# probe view step: switches" in r.stdout
+
+
+def test_probe_view_step_validation_failure_exit_3(mpi_name, tmp_path):
+    r = run_bench(mpi_name, ["proto", "--view", "step", "--range", "1K:6K:+1K", "--corrupt-at", "1",
+                             "--iters", "3", "--warmup", "0"], tmp_path=tmp_path)
+    assert r.rc == 3, r.stderr
+    assert any("validation failed: bench=proto" in ln and "iteration=1" in ln for ln in r.stderr.splitlines())
+
+
 @pytest.mark.parametrize("args,needle", [
+    (["--view", "step", "--range", "1K:16K"], "--view step needs at least 6 --range sizes"),
     (["--range", "1K,1000"], "--range must increase"),
     (["--range", "1K:8K", "--element", "3"], "not a multiple of --element"),
     (["--range", "4K"], "at least two sizes"),

@@ -92,6 +92,49 @@ typedef int (*hmb_size_predicate)(size_t size_bytes, void *arg);
 int hmb_find_switches(const size_t *grid, int n, size_t element, hmb_size_predicate progressed, void *arg,
                       size_t *lo_hi, int *progressed_after, int max_switches);
 
+/* proto probe, view `step`: the change point of a per-size cost curve y(x) (x: sizes, strictly
+ * increasing; y: the cost of a blocking transfer of that size). For every break k (the left
+ * segment x[0..k-1], the right x[k..n-1], each at least HMB_CHANGEPOINT_MIN_SIDE points) a least
+ * squares line y = a + b x is fitted to each side; the break with the smallest total residual sum
+ * wins (the first on a tie). jump = (a_right + b_right m) - (a_left + b_left m) at the break's
+ * midpoint m = (x[k-1] + x[k]) / 2; sigma = sqrt(rss / (n - 4)), the residual spread of the two
+ * lines (4 fitted parameters); step = 1 when the cost jumps, up or down, by at least
+ * HMB_CHANGEPOINT_MIN_SIGMAS times the larger of sigma and `noise` (the curve's measurement noise,
+ * hmb_cost_noise; 0 to judge by sigma alone): another protocol (a handshake added, or, above a
+ * large eager limit, a single copy cheaper than two); else 0 (a bend or noise, not a switch). rss_line: the residual of one line over all points, for comparison. Returns 0, or -1
+ * (index -1, every number NaN) for fewer than 2 HMB_CHANGEPOINT_MIN_SIDE points, a non-finite
+ * value or x not increasing. */
+#define HMB_CHANGEPOINT_MIN_SIDE 3
+#define HMB_CHANGEPOINT_MIN_SIGMAS 3.0
+typedef struct {
+    int index;                /* first point of the right segment, -1 without a fit */
+    double lo, hi;            /* x[index - 1], x[index]: the break lies between them */
+    double a_left, b_left, a_right, b_right;
+    double jump, rss, rss_line, sigma;
+    int step;
+} hmb_changepoint;
+int hmb_changepoint_fit(int n, const double *x, const double *y, double noise, hmb_changepoint *out);
+/* The measurement noise of a curve y[0..n-1] sampled on a regular grid, robust to a few steps
+ * and to a straight trend: the median absolute deviation of the first differences from their
+ * median, times 1.4826 / sqrt(2) (a difference of two values carries twice the variance). NaN
+ * for n < 3. */
+double hmb_cost_noise(int n, const double *y);
+/* Every step of the curve. Binary segmentation: the best break of the whole curve
+ * (hmb_changepoint_fit), then of each side of it, as long as the split lowers the residual sum by
+ * more than 3 ln(points) noise^2 (a BIC penalty; noise = hmb_cost_noise of the whole curve, at
+ * least 1e-9 of its largest value). Then each break is judged between its neighbouring breaks
+ * (the lines of the segments on either side of it): a step when |jump| >=
+ * HMB_CHANGEPOINT_MIN_SIGMAS max(noise, sigma). So a bend of a wide range's curve (where
+ * bandwidth changes) splits the curve but is no step, and another step does not spoil a step's
+ * lines. Writes the steps in increasing size (index: into x; rss_line: one line over the two
+ * neighbouring segments) to out[0..max_out-1]; returns how many there are, or -1 as
+ * hmb_changepoint_fit. */
+int hmb_changepoint_steps(int n, const double *x, const double *y, hmb_changepoint *out, int max_out);
+/* Which side's line a cost y measured at size x lies nearer: 0 left (like the smaller sizes),
+ * 1 right (strictly nearer the right line), -1 without a fit or for a non-finite input. The
+ * probe bisects the break interval with it, down to --element bytes. */
+int hmb_changepoint_side(const hmb_changepoint *cp, double x, double y);
+
 /* proto trade-off: the library's resident memory per peer, (rss_pairs - rss_init) / peers, and
  * projected to a job with `peers` peers: rss_init + per_peer * peers (kB). */
 double hmb_memory_per_peer_kB(double rss_init_kB, double rss_pairs_kB, int peers);

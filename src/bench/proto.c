@@ -9,6 +9,9 @@
  *   `sender`, `recv-early`, `recv-late`: the observed side (the sender; the receiver with the
  *   receive posted first; after the send) computes C, its peer longer; a transfer that finished
  *   before the peer's next MPI call progressed without the peer.
+ *   `step`: no compute; the cost of a blocking transfer of fresh data at every grid size, and
+ *   the steps of that curve (hmb_changepoint_steps): another protocol costs a jump, up (a
+ *   handshake) or down (a single copy cheaper than a large eager copy).
  * tradeoff: multi-pair message rate and bandwidth (windows of non-blocking messages, all pairs
  *   at once), with the ranks' resident memory after MPI_Init, after every pair communicated and
  *   after the traffic, so the memory per peer can be projected (docs/metrics.md, "proto"). */
@@ -23,8 +26,8 @@
 
 enum { TEST_PROBE, TEST_TRADEOFF, TEST_COUNT };
 static const char *const test_names[TEST_COUNT] = {"probe", "tradeoff"};
-enum { VIEW_BOTH, VIEW_SENDER, VIEW_RECV_EARLY, VIEW_RECV_LATE, VIEW_COUNT };
-static const char *const view_names[VIEW_COUNT] = {"both", "sender", "recv-early", "recv-late"};
+enum { VIEW_BOTH, VIEW_SENDER, VIEW_RECV_EARLY, VIEW_RECV_LATE, VIEW_STEP, VIEW_COUNT };
+static const char *const view_names[VIEW_COUNT] = {"both", "sender", "recv-early", "recv-late", "step"};
 enum { M_SWITCHES, M_FIRST_SWITCH, M_RATE, M_BANDWIDTH, M_ITER_TIME };
 enum { TAG_DATA = 1, TAG_TOKEN = 2 };
 
@@ -32,6 +35,8 @@ enum { TAG_DATA = 1, TAG_TOKEN = 2 };
 #define MAX_FOUND 64            /* iterations whose switch lists are kept for the consensus */
 #define CALIBRATION_ROUND_TRIPS 5
 #define PROBE_ATTEMPTS_PER_TRIAL 3  /* a trial without a verdict is repeated, up to this many times */
+#define STEP_ROUND_TRIPS 15         /* view step: fresh-data round trips per size, the fastest counts */
+#define STEP_BISECT_ROUND_TRIPS 45  /* view step: the same for the three sizes of a bisection step */
 
 typedef struct {
     int count;
@@ -56,6 +61,9 @@ typedef struct {
     double *transfer_s;        /* per grid size: one-way blocking transfer time (rank 0) */
     double *share_at;          /* view both, per grid size: median outstanding share (rank 0) */
     double *shares;            /* view both: this size's trials' shares */
+    double *cost_s;            /* view step, per grid size: fastest fresh-data one-way time, all iterations */
+    hmb_changepoint steps[MAX_SWITCHES]; /* view step: the steps of cost_s (annotate) */
+    int nsteps;
     double min_compute_s;
     size_t size;               /* tradeoff: message size */
     int window;
@@ -82,6 +90,10 @@ static void proto_check(hmb_ctx *ctx)
     }
     if ((hmb_opt_choices(ctx, "test") & (1u << TEST_PROBE)) && n < 2)
         hmb_usage_error(ctx, "--range needs at least two sizes to find a switch between (e.g. 1K:1M)");
+    if ((hmb_opt_choices(ctx, "test") & (1u << TEST_PROBE)) && (hmb_opt_choices(ctx, "view") & (1u << VIEW_STEP)) &&
+        n < 2 * HMB_CHANGEPOINT_MIN_SIDE)
+        hmb_usage_error(ctx, "--view step needs at least %d --range sizes to fit a line on each side of a break "
+                        "(e.g. 3K:5K:+64)", 2 * HMB_CHANGEPOINT_MIN_SIDE);
     int ns = 0;
     const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &ns);
     for (int i = 0; i < ns; i++)
@@ -270,6 +282,96 @@ static int probe_both(proto_state *st, size_t size, double transfer_s, double *s
     return hmb_probe_share_verdict(*share);
 }
 
+/* View step: one-way time of a blocking transfer of each of sizes[0..n-1] whose send buffers were
+ * just written on both sides (fresh data, as an application sends): the fastest of `rounds`
+ * round trips per size, each after a barrier, the rounds interleaved over the sizes so that a
+ * slow spell of this shared machine falls on all of them alike; rank 0's times, broadcast. With hot send buffers that nobody writes, a single-copy rendezvous reads clean cache
+ * lines and costs what an eager copy does (Open MPI 5.0.11 at 4032 B: 1.14 against 1.10 µs at
+ * 3968 B); with written ones it shows the handshake's cost (1.73 against 1.08 µs). Each side
+ * checks the data it received. */
+static void fresh_costs(proto_state *st, const size_t *sizes, int n, int rounds, double *out)
+{
+    hmb_ctx *ctx = st->ctx;
+    MPI_Comm comm = hmb_comm(ctx);
+    for (int i = 0; i < n; i++)
+        out[i] = HUGE_VAL;
+    hmb_phase(ctx, "probe: fresh-data round trips");
+    for (int k = 0; k < rounds; k++)
+        for (int i = 0; i < n; i++) {
+            const int part = st->probe_no++, count = (int)sizes[i];
+            if (st->peer >= 0)
+                hmb_fill(st->send, sizes[i], hmb_rank(ctx), part, st->iter);
+            MPI_Barrier(comm);
+            double t0 = hmb_now();
+            if (st->peer >= 0 && st->is_sender) {
+                MPI_Send(st->send, count, MPI_BYTE, st->peer, TAG_DATA, comm);
+                MPI_Recv(st->recv, count, MPI_BYTE, st->peer, TAG_DATA, comm, MPI_STATUS_IGNORE);
+            } else if (st->peer >= 0) {
+                MPI_Recv(st->recv, count, MPI_BYTE, st->peer, TAG_DATA, comm, MPI_STATUS_IGNORE);
+                MPI_Send(st->send, count, MPI_BYTE, st->peer, TAG_DATA, comm);
+            }
+            double one_way = (hmb_now() - t0) / 2;
+            out[i] = one_way < out[i] ? one_way : out[i];
+            if (st->peer >= 0 && hmb_validate_enabled(ctx))
+                hmb_check_buffer(ctx, st->pt, st->recv, sizes[i], st->peer, part, st->iter);
+        }
+    MPI_Bcast(out, n, MPI_DOUBLE, 0, comm);
+}
+
+/* View step, one iteration: the fresh-data cost of every grid size, the steps of the fastest
+ * costs so far (hmb_changepoint_steps), and a bisection of the clearest step (the largest |jump|
+ * in units of max(noise, sigma): a wide range also has small steps, e.g. a single-copy read's
+ * page steps) down to --element bytes. Each bisection step measures the interval's ends and its
+ * middle together (fresh_costs) and carries each side's fitted slope from its end to the middle:
+ * the middle behaves like the larger sizes when its cost lies nearer the right line so placed
+ * (hmb_changepoint_side); a machine that slowed down since the scan moves all three alike.
+ * Every rank computes the same (rank 0's times). */
+static int step_search(proto_state *st, switch_list *found)
+{
+    double *x = malloc((size_t)st->ngrid * sizeof *x), *y = malloc((size_t)st->ngrid * sizeof *y);
+    if (!x || !y)
+        abort();
+    fresh_costs(st, st->grid, st->ngrid, STEP_ROUND_TRIPS, y);
+    for (int g = 0; g < st->ngrid; g++) {
+        x[g] = (double)st->grid[g];
+        st->cost_s[g] = y[g] < st->cost_s[g] ? y[g] : st->cost_s[g];
+    }
+    hmb_changepoint steps[MAX_SWITCHES];
+    /* the fastest cost of each size so far (this and earlier iterations): a slow spell of one
+     * scan does not make a step */
+    const int n = hmb_changepoint_steps(st->ngrid, x, st->cost_s, steps, MAX_SWITCHES);
+    const double noise = hmb_cost_noise(st->ngrid, st->cost_s);
+    int best = -1;
+    double best_score = 0.0;
+    for (int j = 0; j < n && j < MAX_SWITCHES; j++) {
+        double score = fabs(steps[j].jump) / fmax(noise, steps[j].sigma);
+        if (best < 0 || score > best_score)
+            best = j, best_score = score;
+    }
+    free(x);
+    free(y);
+    if (best < 0)
+        return 0;
+    const hmb_changepoint *cp = &steps[best];
+    size_t lo = st->grid[cp->index - 1], hi = st->grid[cp->index];
+    while (hi - lo > st->element) {
+        size_t three[3] = {lo, lo + (hi - lo) / st->element / 2 * st->element, hi};
+        double t[3];
+        fresh_costs(st, three, 3, STEP_BISECT_ROUND_TRIPS, t);
+        hmb_changepoint local = *cp;
+        local.a_left = t[0] - cp->b_left * (double)lo;
+        local.a_right = t[2] - cp->b_right * (double)hi;
+        if (hmb_changepoint_side(&local, (double)three[1], t[1]) == 1)
+            hi = three[1];
+        else
+            lo = three[1];
+    }
+    found->lo_hi[0] = lo;
+    found->lo_hi[1] = hi;
+    found->progressed_after[0] = 0;
+    return 1;
+}
+
 static int compare_doubles(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -348,8 +450,9 @@ static void *proto_setup(hmb_ctx *ctx, const hmb_point *pt)
         ok &= (st->transfer_s = calloc((size_t)st->ngrid, sizeof *st->transfer_s)) != NULL;
         ok &= (st->share_at = calloc((size_t)st->ngrid, sizeof *st->share_at)) != NULL;
         ok &= (st->shares = calloc((size_t)st->trials, sizeof *st->shares)) != NULL;
-        for (int g = 0; g < st->ngrid && st->share_at; g++)
-            st->share_at[g] = NAN;
+        ok &= (st->cost_s = calloc((size_t)st->ngrid, sizeof *st->cost_s)) != NULL;
+        for (int g = 0; g < st->ngrid && st->share_at && st->cost_s; g++)
+            st->share_at[g] = NAN, st->cost_s[g] = HUGE_VAL;
     } else {
         st->is_sender = rank < half;
         st->peer = st->is_sender ? rank + half : rank - half;
@@ -426,8 +529,9 @@ static int proto_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
     st->probe_no = 0;
     switch_list found = {0};
     double t0 = hmb_now();
-    int count = hmb_find_switches(st->grid, st->ngrid, st->element, probe_size, st, found.lo_hi,
-                                  found.progressed_after, MAX_SWITCHES);
+    int count = st->view == VIEW_STEP ? step_search(st, &found)
+                                      : hmb_find_switches(st->grid, st->ngrid, st->element, probe_size, st,
+                                                          found.lo_hi, found.progressed_after, MAX_SWITCHES);
     found.count = count < MAX_SWITCHES ? count : MAX_SWITCHES;
     out->value[M_SWITCHES] = count;
     out->value[M_FIRST_SWITCH] = count > 0 ? (double)found.lo_hi[1] : NAN;
@@ -456,6 +560,38 @@ static int same_switches(const switch_list *a, const switch_list *b)
             a->progressed_after[k] != b->progressed_after[k])
             return 0;
     return 1;
+}
+
+/* View step: the fastest fresh-data cost of each grid size over all iterations, and its steps:
+ * per step the break interval, the jump, both slopes and the residual spread (docs/metrics.md,
+ * "proto"). */
+static void step_annotate(hmb_ctx *ctx, proto_state *st)
+{
+    double *x = malloc((size_t)st->ngrid * sizeof *x), *rows = malloc((size_t)st->ngrid * 2 * sizeof *rows);
+    if (!x || !rows)
+        abort();
+    for (int g = 0; g < st->ngrid; g++)
+        x[g] = (double)st->grid[g];
+    int n = hmb_changepoint_steps(st->ngrid, x, st->cost_s, st->steps, MAX_SWITCHES);
+    st->nsteps = n < 0 ? 0 : n < MAX_SWITCHES ? n : MAX_SWITCHES;
+    hmb_result_add_num(ctx, "step_noise_us", hmb_cost_noise(st->ngrid, st->cost_s) * 1e6);
+    for (int g = 0; g < st->ngrid; g++) {
+        rows[2 * g] = x[g];
+        rows[2 * g + 1] = st->cost_s[g] * 1e6;
+    }
+    hmb_result_add_rows(ctx, "cost_us", rows, st->ngrid, 2);
+    free(x);
+    free(rows);
+    double fit[6 * MAX_SWITCHES];
+    for (int j = 0; j < st->nsteps; j++) {
+        const hmb_changepoint *cp = &st->steps[j];
+        double one[6] = {cp->lo, cp->hi, cp->jump * 1e6, cp->b_left * 1e6 * 1024, cp->b_right * 1e6 * 1024,
+                         cp->sigma * 1e6};
+        memcpy(fit + 6 * j, one, sizeof one);
+    }
+    /* [last grid size left of the break, first right of it, jump µs, slope left, slope right
+     * (µs per KB), residual spread µs] */
+    hmb_result_add_rows(ctx, "steps", fit, st->nsteps, 6);
 }
 
 static void probe_annotate(hmb_ctx *ctx, proto_state *st)
@@ -495,6 +631,8 @@ static void probe_annotate(hmb_ctx *ctx, proto_state *st)
         hmb_result_add_rows(ctx, "outstanding_share", bw, nbw, 2);
         hmb_result_add_num(ctx, "outstanding_share_max", HMB_PROBE_OUTSTANDING_MAX);
     }
+    if (st->view == VIEW_STEP)
+        step_annotate(ctx, st);
     char text[64 * MAX_SWITCHES] = "";
     for (int k = 0; k < count; k++) {
         size_t len = strlen(text);
@@ -506,10 +644,15 @@ static void probe_annotate(hmb_ctx *ctx, proto_state *st)
         "both sides computed after posting: below a switch the transfer progressed during the compute (eager)",
         "the sender's request completes without the receiver below a switch (eager or inline send)",
         "the receiver completes without the sender below a switch (none: it copies by itself, e.g. CMA)",
-        "the receiver completes without the sender below a switch (none: it copies by itself, e.g. CMA)"};
+        "the receiver completes without the sender below a switch (none: it copies by itself, e.g. CMA)",
+        "the cost of a blocking transfer of fresh data jumps at a switch (up: a handshake; down: one copy, not two)"};
     hmb_note(ctx, "probe view %s: switches %s (agreement %.2f, %ld trials, %ld without verdict); %s",
              view_names[st->view], count ? text : "none", st->nfound ? (double)best_votes / st->nfound : 0.0,
              st->trials_run, st->trials_without_verdict, meaning[st->view]);
+    for (int j = 0; st->view == VIEW_STEP && j < st->nsteps; j++)
+        hmb_note(ctx, "probe view step: the fastest costs step at %.0f-%.0f B: jump %+.3f us, slopes %.4f | %.4f us/KB",
+                 st->steps[j].lo, st->steps[j].hi, st->steps[j].jump * 1e6, st->steps[j].b_left * 1e6 * 1024,
+                 st->steps[j].b_right * 1e6 * 1024);
 }
 
 static void proto_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
@@ -541,6 +684,7 @@ static void proto_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
     free(st->transfer_s);
     free(st->share_at);
     free(st->shares);
+    free(st->cost_s);
     free(st);
 }
 
@@ -551,8 +695,9 @@ static const hmb_option proto_options[] = {
     {"test", HMB_OPT_CHOICES, "probe", "what to measure", 0, 0, "probe|tradeoff"},
     {"view", HMB_OPT_CHOICES, "both",
      "probe: both = both sides compute after posting (does the transfer progress during compute?); "
-     "sender/recv-early/recv-late = whose request completes without the peer's MPI calls",
-     0, 0, "both|sender|recv-early|recv-late"},
+     "sender/recv-early/recv-late = whose request completes without the peer's MPI calls; "
+     "step = where the cost of a blocking transfer of fresh data jumps (steps of the cost curve; give a linear --range)",
+     0, 0, "both|sender|recv-early|recv-late|step"},
     {"range", HMB_OPT_SIZES, "1K:1M", "probe: size grid scanned for switches (then bisected)", 1, 1 << 30, NULL},
     {"element", HMB_OPT_INT, "8", "probe: bisection resolution in bytes (grid sizes must be multiples)", 1, 1 << 20,
      NULL},

@@ -39,6 +39,10 @@ static const layout_row rows[] = {
     SIZE(hmb_topo), FIELD(hmb_topo, ndims), FIELD(hmb_topo, dims), FIELD(hmb_topo, periodic),
     FIELD(hmb_topo, coords), FIELD(hmb_topo, rank), FIELD(hmb_topo, size), FIELD(hmb_topo, tdims),
     FIELD(hmb_topo, nthreads), FIELD(hmb_topo, ndirs), FIELD(hmb_topo, dir),
+    SIZE(hmb_changepoint), FIELD(hmb_changepoint, index), FIELD(hmb_changepoint, lo), FIELD(hmb_changepoint, hi),
+    FIELD(hmb_changepoint, a_left), FIELD(hmb_changepoint, b_left), FIELD(hmb_changepoint, a_right),
+    FIELD(hmb_changepoint, b_right), FIELD(hmb_changepoint, jump), FIELD(hmb_changepoint, rss),
+    FIELD(hmb_changepoint, rss_line), FIELD(hmb_changepoint, sigma), FIELD(hmb_changepoint, step),
 };
 
 /* Row i of the table: 1 with its type, field (NULL: the structure's size), offset and size;

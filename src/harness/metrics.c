@@ -2,6 +2,7 @@
 #include "hmb/metrics.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 int hmb_part_metrics_compute(int n, const double *s, const double *a, double t_join_s, double t_pt2pt_s,
                              double t_persist_s, size_t m_bytes, hmb_part_metrics *out)
@@ -184,4 +185,151 @@ int hmb_probe_share_verdict(double outstanding_share)
     if (isnan(outstanding_share))
         return -1;
     return outstanding_share < HMB_PROBE_OUTSTANDING_MAX;
+}
+
+/* ---- proto probe, view step: change point of a per-size cost curve ---- */
+
+/* Least squares y = a + b x over x[0..n-1] (n >= 2, x not all equal); returns the residual sum. */
+static double line_fit(int n, const double *x, const double *y, double *a, double *b)
+{
+    double mx = 0.0, my = 0.0, sxx = 0.0, sxy = 0.0, rss = 0.0;
+    for (int i = 0; i < n; i++)
+        mx += x[i], my += y[i];
+    mx /= n, my /= n;
+    for (int i = 0; i < n; i++)
+        sxx += (x[i] - mx) * (x[i] - mx), sxy += (x[i] - mx) * (y[i] - my);
+    *b = sxy / sxx;
+    *a = my - *b * mx;
+    for (int i = 0; i < n; i++) {
+        double r = y[i] - (*a + *b * x[i]);
+        rss += r * r;
+    }
+    return rss;
+}
+
+/* Both lines of the break k of x[0..n-1] (k points left, n - k right) and the verdict. */
+static void fit_at(int n, const double *x, const double *y, int k, double noise, hmb_changepoint *out)
+{
+    out->index = k;
+    out->rss = line_fit(k, x, y, &out->a_left, &out->b_left) +
+               line_fit(n - k, x + k, y + k, &out->a_right, &out->b_right);
+    out->lo = x[k - 1];
+    out->hi = x[k];
+    const double mid = (out->lo + out->hi) / 2;
+    out->jump = (out->a_right + out->b_right * mid) - (out->a_left + out->b_left * mid);
+    out->sigma = sqrt(out->rss / (n - 4)); /* n >= 2 HMB_CHANGEPOINT_MIN_SIDE > 4 */
+    const double spread = noise > out->sigma ? noise : out->sigma;
+    out->step = fabs(out->jump) > 0.0 && fabs(out->jump) >= HMB_CHANGEPOINT_MIN_SIGMAS * spread;
+}
+
+static int usable_curve(int n, const double *x, const double *y)
+{
+    if (n < 2 * HMB_CHANGEPOINT_MIN_SIDE)
+        return 0;
+    for (int i = 0; i < n; i++)
+        if (!isfinite(x[i]) || !isfinite(y[i]) || (i > 0 && !(x[i] > x[i - 1])))
+            return 0;
+    return 1;
+}
+
+int hmb_changepoint_fit(int n, const double *x, const double *y, double noise, hmb_changepoint *out)
+{
+    if (!out)
+        return -1;
+    *out = (hmb_changepoint){.index = -1, .lo = NAN, .hi = NAN, .a_left = NAN, .b_left = NAN, .a_right = NAN,
+                             .b_right = NAN, .jump = NAN, .rss = NAN, .rss_line = NAN, .sigma = NAN};
+    if (!usable_curve(n, x, y))
+        return -1;
+    int best = -1;
+    double best_rss = HUGE_VAL, a, b;
+    for (int k = HMB_CHANGEPOINT_MIN_SIDE; k <= n - HMB_CHANGEPOINT_MIN_SIDE; k++) {
+        double rss = line_fit(k, x, y, &a, &b) + line_fit(n - k, x + k, y + k, &a, &b);
+        if (rss < best_rss)
+            best = k, best_rss = rss;
+    }
+    fit_at(n, x, y, best, noise, out);
+    out->rss_line = line_fit(n, x, y, &a, &b);
+    return 0;
+}
+
+int hmb_changepoint_side(const hmb_changepoint *cp, double x, double y)
+{
+    if (!cp || cp->index < 0 || !isfinite(x) || !isfinite(y))
+        return -1;
+    double left = fabs(y - (cp->a_left + cp->b_left * x)), right = fabs(y - (cp->a_right + cp->b_right * x));
+    return right < left;
+}
+
+static int compare_double_values(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_in_place(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, compare_double_values);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double hmb_cost_noise(int n, const double *y)
+{
+    if (n < 3)
+        return NAN;
+    double *d = malloc((size_t)(n - 1) * sizeof *d);
+    if (!d)
+        return NAN;
+    for (int i = 0; i + 1 < n; i++)
+        d[i] = y[i + 1] - y[i];
+    const double centre = median_in_place(d, n - 1);
+    for (int i = 0; i + 1 < n; i++)
+        d[i] = fabs(d[i] - centre);
+    const double mad = median_in_place(d, n - 1);
+    free(d);
+    return 1.4826 * mad / sqrt(2.0);
+}
+
+/* Binary segmentation: split [lo, hi) at its best break while the split lowers the residual by
+ * more than a BIC penalty, 3 ln(points) noise^2 (two more line parameters and a location); the
+ * breaks, in increasing order, go to idx. */
+static void segment(const double *x, const double *y, int lo, int hi, double noise, int *idx, int *nidx)
+{
+    hmb_changepoint cp;
+    if (hmb_changepoint_fit(hi - lo, x + lo, y + lo, noise, &cp) != 0 ||
+        !(cp.rss_line - cp.rss > 3.0 * log(hi - lo) * noise * noise))
+        return;
+    const int k = lo + cp.index;
+    segment(x, y, lo, k, noise, idx, nidx);
+    idx[(*nidx)++] = k;
+    segment(x, y, k, hi, noise, idx, nidx);
+}
+
+int hmb_changepoint_steps(int n, const double *x, const double *y, hmb_changepoint *out, int max_out)
+{
+    if (!usable_curve(n, x, y))
+        return -1;
+    double scale = 0.0;
+    for (int i = 0; i < n; i++)
+        scale = fabs(y[i]) > scale ? fabs(y[i]) : scale;
+    double noise = hmb_cost_noise(n, y);
+    noise = noise > 1e-9 * scale ? noise : 1e-9 * scale; /* exact synthetic lines: rounding is not a step */
+    int *idx = malloc((size_t)n * sizeof *idx), nidx = 0, count = 0;
+    if (!idx)
+        return -1;
+    segment(x, y, 0, n, noise, idx, &nidx);
+    for (int j = 0; j < nidx; j++) {
+        const int lo = j > 0 ? idx[j - 1] : 0, hi = j + 1 < nidx ? idx[j + 1] : n;
+        hmb_changepoint cp;
+        fit_at(hi - lo, x + lo, y + lo, idx[j] - lo, noise, &cp);
+        if (!cp.step)
+            continue;
+        cp.index = idx[j];
+        double a, b;
+        cp.rss_line = line_fit(hi - lo, x + lo, y + lo, &a, &b);
+        if (count < max_out)
+            out[count] = cp;
+        count++;
+    }
+    free(idx);
+    return count;
 }

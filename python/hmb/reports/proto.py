@@ -12,7 +12,7 @@ from ..results import ResultSet, fmt_num, fmt_size
 from . import register
 from .common import OVERSUBSCRIBED_NOTE, Figure, draw, lines_of, ok_results, per_mpi, size_of
 
-VIEW_ORDER = ("both", "sender", "recv-early", "recv-late")
+VIEW_ORDER = ("both", "sender", "recv-early", "recv-late", "step")
 
 
 def refused_of(r) -> str:
@@ -48,7 +48,8 @@ def switch_table(rs: ResultSet) -> list[tuple]:
              ["MPI", "setting", "view", "switches (B: last like smaller – first like larger)", "agreement",
               "trials without verdict / run"], [row for _, row in rows],
              "View both (default): a switch is where a quarter or more of the transfer is still to do after "
-             "both sides computed (MPICH's eager limit; Open MPI's is not found, docs/findings.md). Other views: "
+             "both sides computed (MPICH's eager limit; Open MPI's only at 64 KB, docs/findings.md). View step: "
+             "where the cost of a blocking transfer of fresh data jumps (Open MPI's eager limit too). Other views: "
              "a switch is where the observed side stops completing before its peer's first MPI call: the "
              "sender view shows MPICH's eager limit but Open MPI's max inline send; the receiver views show "
              "the eager limit only with single copy off ('+nocma'). (+) marks a switch back to progress. "
