@@ -11,6 +11,8 @@
  * the topology gives direction d (x face: ty pieces, y face: tx pieces). Piece p of direction
  * d is sent by the thread on the +off side that owns it and received by the thread on the -off
  * side that owns piece p of d ^ 1, so one thread handles one piece in every stage (in order).
+ * --face-partitions N (threads: N = T, seed 000's one partition per thread) cuts each face into
+ * N equal pieces instead, thread tid owning pieces [tid N/T, (tid + 1) N/T) on both sides.
  * Every mode computes the same per-thread draws (hmb_noise_ns keyed by iteration and stage)
  * and every thread of a stage starts only once the stage's upstream faces are in, since the
  * block's cells depend on them:
@@ -54,6 +56,7 @@ typedef struct {
     int64_t compute_ns;
     size_t face_cells[NFACES], piece_cells[NFACES];
     int pieces[NFACES], max_pieces;
+    int face_parts;                               /* --face-partitions: N, or 0 (tiles) */
     int nslots;                                   /* NOCTANTS * K * NFACES */
     uint64_t *send;                               /* slot s at send + slot_offset[s] */
     uint64_t *recv[NMODES];
@@ -82,6 +85,7 @@ static const hmb_option sweep_options[] = {
     {"kblocks", HMB_OPT_INT, "4", "k-blocks per octant with --sizes (nz = kblocks x kblock)", 1, 4096, NULL},
     {"domain", HMB_OPT_INTS, NULL, "local block nx,ny,nz instead of --sizes (nz a multiple of --kblock)", 1,
      1 << 24, NULL},
+    HMB_FACE_PARTITIONS_OPTION,
     HMB_COMM_OPTION,
     HMB_TOPO_OPTIONS,
     HMB_OPTION_END};
@@ -164,6 +168,7 @@ static void sweep_check(hmb_ctx *ctx)
                              "none; use --boundary open");
     hmb_topo_from_options(ctx, 2, 4, 1, &t);
     long long kb = hmb_opt_int(ctx, "kblock");
+    int parts = hmb_face_partitions(ctx);
     if (hmb_opt_given(ctx, "domain")) {
         int count;
         const long long *d = hmb_opt_ints(ctx, "domain", &count);
@@ -174,7 +179,10 @@ static void sweep_check(hmb_ctx *ctx)
         if (d[2] % kb != 0 || d[2] / kb > 4096)
             hmb_usage_error(ctx, "--domain: nz %lld is not a multiple of --kblock %lld into at most 4096 k-blocks",
                             d[2], kb);
-        if (d[0] % t.tdims[0] != 0 || d[1] % t.tdims[1] != 0)
+        if (parts > 0 && ((d[0] * kb) % parts != 0 || (d[1] * kb) % parts != 0))
+            hmb_usage_error(ctx, "--face-partitions %d: faces of %lld and %lld cells (--domain, --kblock) do not "
+                                 "split into %d equal partitions", parts, d[1] * kb, d[0] * kb, parts);
+        if (parts == 0 && (d[0] % t.tdims[0] != 0 || d[1] % t.tdims[1] != 0))
             hmb_usage_error(ctx, "--domain %lldx%lld: nx, ny must be multiples of the thread grid %dx%d (equal "
                                  "face pieces)", d[0], d[1], t.tdims[0], t.tdims[1]);
         if ((double)(d[0] > d[1] ? d[0] : d[1]) * (double)kb * 8.0 > 2147483647.0)
@@ -190,7 +198,10 @@ static void sweep_check(hmb_ctx *ctx)
             hmb_usage_error(ctx, "--sizes: %zu bytes per face is not a whole number of %lld-cell (8-byte) rows "
                                  "(--kblock %lld)", m, kb, kb);
         size_t side = m / 8 / (size_t)kb;
-        if (side % (size_t)t.tdims[0] != 0 || side % (size_t)t.tdims[1] != 0)
+        if (parts > 0 && (m / 8) % (size_t)parts != 0)
+            hmb_usage_error(ctx, "--face-partitions %d: a face of --sizes %zu is %zu cells, not %d equal partitions",
+                            parts, m, m / 8, parts);
+        if (parts == 0 && (side % (size_t)t.tdims[0] != 0 || side % (size_t)t.tdims[1] != 0))
             hmb_usage_error(ctx, "--sizes %zu: a face is %zu x %lld cells; %zu does not split into the thread grid "
                                  "%dx%d (equal face pieces)", m, side, kb, side, t.tdims[0], t.tdims[1]);
         if (m / 8 > 2147483647u)
@@ -286,13 +297,14 @@ static void *sweep_setup(hmb_ctx *ctx, const hmb_point *pt)
     st->rank = hmb_rank(ctx);
     st->threads = hmb_threads(ctx);
     st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
+    st->face_parts = hmb_face_partitions(ctx);
     point_block(pt, st->n, &st->kblocks);
     for (int m = 0; m < NMODES; m++)
         if (selected >> m & 1)
             st->modes[st->nmodes++] = m;
     for (int f = 0; f < NFACES; f++) {
         st->face_cells[f] = (size_t)st->n[1 - f] * (size_t)st->n[2]; /* x face: ny x kblock */
-        st->pieces[f] = hmb_topo_pieces(&st->topo, 2 * f);
+        st->pieces[f] = st->face_parts > 0 ? st->face_parts : hmb_topo_pieces(&st->topo, 2 * f);
         st->piece_cells[f] = st->face_cells[f] / (size_t)st->pieces[f];
     }
     st->nslots = NOCTANTS * st->kblocks * NFACES;
@@ -460,6 +472,20 @@ static void send_piece(sweep_state *st, int mode, int o, int k, int f, int p)
     st->ops->pready(p, st->part_req[2 * slot]);
 }
 
+/* Thread tid's pieces of face f in octant o: [*first, *first + *count). Tiles: the topology's
+ * piece of the face's direction on the sender's side (sends) or the receiver's (receives);
+ * --face-partitions N: N / T consecutive pieces, the same on both sides. */
+static void thread_pieces(const sweep_state *st, int o, int f, int receiving, int tid, int *first, int *count)
+{
+    if (st->face_parts > 0) {
+        hmb_face_partition_range(st->face_parts, st->threads, tid, first, count);
+        return;
+    }
+    int d = face_dir(o, f);
+    *first = hmb_topo_thread_piece(&st->topo, receiving ? d ^ 1 : d, tid);
+    *count = *first >= 0;
+}
+
 /* multiple / partitioned: one parallel region
  * for the sweep; each owner thread receives its upstream pieces, all wait for the stage's data
  * (barrier), compute, and each owner sends its downstream pieces at once. */
@@ -478,18 +504,20 @@ static void sweep_threads(hmb_ctx *ctx, sweep_state *st, int mode, long iter)
             for (int s = 0; s < st->kblocks; s++) {
                 int k = stage_kblock(st, o, s), stage = o * st->kblocks + s;
                 for (int f = 0; f < NFACES; f++) {
-                    int d = face_dir(o, f), p = hmb_topo_thread_piece(t, d ^ 1, tid);
-                    if (t->dir[d].from != MPI_PROC_NULL && p >= 0)
+                    int first, count;
+                    thread_pieces(st, o, f, 1, tid, &first, &count);
+                    for (int p = first; t->dir[face_dir(o, f)].from != MPI_PROC_NULL && p < first + count; p++)
                         receive_piece(st, mode, o, k, f, p);
                 }
 #pragma omp barrier
                 compute_stage(ctx, st, iter, stage, tid);
                 for (int f = 0; f < NFACES; f++) {
-                    int d = face_dir(o, f), p = hmb_topo_thread_piece(t, d, tid);
-                    if (t->dir[d].to == MPI_PROC_NULL || p < 0)
-                        continue;
-                    send_piece(st, mode, o, k, f, p);
-                    sent += 8.0 * (double)st->piece_cells[f];
+                    int first, count;
+                    thread_pieces(st, o, f, 0, tid, &first, &count);
+                    for (int p = first; t->dir[face_dir(o, f)].to != MPI_PROC_NULL && p < first + count; p++) {
+                        send_piece(st, mode, o, k, f, p);
+                        sent += 8.0 * (double)st->piece_cells[f];
+                    }
                 }
             }
         }
@@ -619,6 +647,7 @@ static void sweep_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
     hmb_result_add_num(ctx, "face_y_bytes", 8.0 * (double)st->face_cells[FACE_Y]);
     hmb_result_add_num(ctx, "pieces_x", st->pieces[FACE_X]);
     hmb_result_add_num(ctx, "pieces_y", st->pieces[FACE_Y]);
+    hmb_result_add_str(ctx, "face_partitions", hmb_opt_str(ctx, "face-partitions"));
     hmb_result_add_num(ctx, "threads", st->threads);
     hmb_result_add_num(ctx, "compute_ns", (double)st->compute_ns);
     hmb_result_add_str(ctx, "noise", hmb_opt_str(ctx, "noise"));
