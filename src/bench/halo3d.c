@@ -2,7 +2,8 @@
  *
  * Every rank owns a block of nx x ny x nz 8-byte cells with a one-cell halo; T threads split it
  * into tiles (--tgrid), and each face is cut into one piece per thread tile touching it (the
- * topology module's pieces). Each iteration the threads compute (harness compute + noise), then
+ * topology module's pieces; --face-partitions N cuts each piece into N / pieces equal partitions,
+ * all packed and sent by the piece's thread). Each iteration the threads compute (harness compute + noise), then
  * the six faces are packed from the block into contiguous buffers, exchanged, and unpacked into
  * the halo, in up to three modes run back to back on the same compute draws, in counterbalanced
  * order (hmb_phase_order):
@@ -41,10 +42,12 @@ static const char *const mode_names[NMODES] = {"single", "multiple", "partitione
 
 typedef struct {
     int to, from;         /* MPI_PROC_NULL past an open boundary */
-    int npieces;
+    int npieces;          /* tile pieces: one per thread tile touching the face */
     size_t piece_cells;   /* every piece of a face has the same size (tiles divide the block) */
+    int sub;              /* partitions per tile piece (--face-partitions N: N / npieces; else 1) */
+    int nparts;           /* partitions (multiple: messages) of the face: npieces * sub */
     uint64_t *send, *recv; /* npieces * piece_cells, piece p at p * piece_cells */
-    int flat;             /* index of piece 0 in the per-(direction, piece) arrays */
+    int flat;             /* index of partition 0 in the per-(direction, partition) arrays */
     const void *state;    /* its halo_state, d its direction: the validation patterns' argument */
     int d;
 } halo_face;
@@ -54,7 +57,8 @@ typedef struct {
     int n[3];
     uint64_t *block; /* (nx+2)(ny+2)(nz+2) cells, x fastest, halo included */
     halo_face face[NDIRS];
-    int npieces_total;
+    int nparts_total;
+    int face_parts;       /* --face-partitions: N, or 0 (tiles) */
     int modes[NMODES], nmodes; /* selected modes, canonical order */
     int mock;
     int rank, threads;
@@ -81,6 +85,7 @@ static const hmb_option halo_options[] = {
      "single|multiple|partitioned|persistent"},
     {"domain", HMB_OPT_INTS, NULL, "cells per rank nx,ny,nz (8 bytes each; default: a cube per --sizes face)", 1,
      1 << 20, NULL},
+    HMB_FACE_PARTITIONS_OPTION,
     HMB_COMM_OPTION,
     HMB_TOPO_OPTIONS,
     HMB_OPTION_END};
@@ -180,10 +185,33 @@ static int cube_side(size_t face_bytes, int m)
     return above < below ? side + m : side;
 }
 
+/* --face-partitions N: every tile piece of every face (n[b]/tdims[b] x n[c]/tdims[c] cells) must
+ * split into N / (its face's tile pieces) equal partitions. */
+static void check_face_partitions(hmb_ctx *ctx, const hmb_topo *t, int parts, const long long n[3])
+{
+    for (int a = 0; parts > 0 && a < 3; a++) {
+        int b = (a + 1) % 3, c = (a + 2) % 3, pieces = t->tdims[b] * t->tdims[c];
+        long long cells = n[b] / t->tdims[b] * (n[c] / t->tdims[c]);
+        if (cells % (parts / pieces) != 0)
+            hmb_usage_error(ctx, "--face-partitions %d: the %c face of a %lldx%lldx%lld block has %d tile pieces of "
+                                 "%lld cells, which do not split into %d equal partitions each", parts, "xyz"[a],
+                            n[0], n[1], n[2], pieces, cells, parts / pieces);
+    }
+}
+
 static void halo_check(hmb_ctx *ctx)
 {
     hmb_topo t;
     hmb_topo_from_options(ctx, 3, NDIRS, 1, &t);
+    int parts = hmb_face_partitions(ctx);
+    if (parts > 0 && !hmb_opt_given(ctx, "domain")) {
+        int nsizes;
+        const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
+        for (int s = 0; s < nsizes; s++) {
+            long long side = cube_side(sizes[s], axis_multiple(&t)), n[3] = {side, side, side};
+            check_face_partitions(ctx, &t, parts, n);
+        }
+    }
     if (hmb_opt_given(ctx, "domain")) {
         int count;
         const long long *dom = hmb_opt_ints(ctx, "domain", &count);
@@ -195,6 +223,7 @@ static void halo_check(hmb_ctx *ctx)
             if (dom[a] % t.tdims[a] != 0)
                 hmb_usage_error(ctx, "--domain: %lld cells on axis %c do not split into %d thread tiles (--tgrid)",
                                 dom[a], "xyz"[a], t.tdims[a]);
+        check_face_partitions(ctx, &t, parts, dom);
     }
 }
 
@@ -282,9 +311,9 @@ static void register_faces(hmb_ctx *ctx, halo_state *st)
         direction_name(&st->topo, d, dir);
         f->state = st, f->d = d;
         if (f->to != MPI_PROC_NULL)
-            hmb_check_register(ctx, HMB_SEND_PACKED, f->send, bytes, st->rank, d, f->npieces, HMB_EACH_MODE, "send");
+            hmb_check_register(ctx, HMB_SEND_PACKED, f->send, bytes, st->rank, d, f->nparts, HMB_EACH_MODE, "send");
         for (int k = 0; k < st->nmodes && f->from != MPI_PROC_NULL; k++)
-            hmb_check_register_fn(ctx, HMB_RECEIVE, f->recv, bytes, face_received, f, f->npieces, st->modes[k],
+            hmb_check_register_fn(ctx, HMB_RECEIVE, f->recv, bytes, face_received, f, f->nparts, st->modes[k],
                                   "%s mode: rank %d face of direction %s from rank %d", mode_names[st->modes[k]],
                                   st->rank, dir, f->from);
     }
@@ -319,15 +348,17 @@ static int setup_faces(hmb_ctx *ctx, halo_state *st)
         f->from = st->topo.dir[d].from;
         f->npieces = hmb_topo_pieces(&st->topo, d);
         f->piece_cells = (size_t)cnt[0] * cnt[1] * cnt[2];
-        f->flat = st->npieces_total;
-        st->npieces_total += f->npieces;
+        f->sub = st->face_parts > 0 ? st->face_parts / f->npieces : 1;
+        f->nparts = f->npieces * f->sub;
+        f->flat = st->nparts_total;
+        st->nparts_total += f->nparts;
         f->send = hmb_buffer_alloc(ctx, (size_t)f->npieces * f->piece_cells * sizeof(uint64_t));
         f->recv = hmb_buffer_alloc(ctx, (size_t)f->npieces * f->piece_cells * sizeof(uint64_t));
         if (!f->send || !f->recv)
             return -1;
     }
-    st->piece_rreq = malloc((size_t)st->npieces_total * sizeof(MPI_Request));
-    st->piece_sreq = malloc((size_t)st->npieces_total * sizeof(MPI_Request));
+    st->piece_rreq = malloc((size_t)st->nparts_total * sizeof(MPI_Request));
+    st->piece_sreq = malloc((size_t)st->nparts_total * sizeof(MPI_Request));
     st->compute_end = calloc((size_t)st->threads, sizeof(double));
     return st->piece_rreq && st->piece_sreq && st->compute_end ? 0 : -1;
 }
@@ -347,6 +378,7 @@ static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
     st->rank = hmb_rank(ctx);
     st->threads = hmb_threads(ctx);
     st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
+    st->face_parts = hmb_face_partitions(ctx);
     st->mock = st->ops->mock;
     for (int d = 0; d < NDIRS; d++)
         st->psend[d] = st->precv[d] = st->persist_send[d] = st->persist_recv[d] = MPI_REQUEST_NULL;
@@ -375,12 +407,11 @@ static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
             ops->send_init(f->send, count, MPI_UINT64_T, f->to, d, persistent, &st->persist_send[d]);
         if (persistent != MPI_COMM_NULL && f->from != MPI_PROC_NULL)
             ops->recv_init(f->recv, count, MPI_UINT64_T, f->from, d, persistent, &st->persist_recv[d]);
+        int part_cells = (int)(f->piece_cells / (size_t)f->sub);
         if (partitioned != MPI_COMM_NULL && f->to != MPI_PROC_NULL)
-            ops->psend_init(f->send, f->npieces, (int)f->piece_cells, MPI_UINT64_T, f->to, d, partitioned,
-                            &st->psend[d]);
+            ops->psend_init(f->send, f->nparts, part_cells, MPI_UINT64_T, f->to, d, partitioned, &st->psend[d]);
         if (partitioned != MPI_COMM_NULL && f->from != MPI_PROC_NULL)
-            ops->precv_init(f->recv, f->npieces, (int)f->piece_cells, MPI_UINT64_T, f->from, d, partitioned,
-                            &st->precv[d]);
+            ops->precv_init(f->recv, f->nparts, part_cells, MPI_UINT64_T, f->from, d, partitioned, &st->precv[d]);
     }
     return st;
 }
@@ -468,11 +499,14 @@ static long long thread_send(halo_state *st, int mode, int tid)
             continue;
         pack_piece(st, d, p);
         bytes += piece_bytes(st, d);
-        if (mode == MODE_MULTIPLE)
-            st->ops->isend(f->send + (size_t)p * f->piece_cells, (int)f->piece_cells, MPI_UINT64_T, f->to,
-                           d * HMB_MAX_THREADS + p, st->comm[mode], &st->piece_sreq[f->flat + p]);
-        else
-            st->ops->pready(p, st->psend[d]);
+        size_t part_cells = f->piece_cells / (size_t)f->sub;
+        for (int q = p * f->sub; q < (p + 1) * f->sub; q++) { /* the piece's partitions */
+            if (mode == MODE_MULTIPLE)
+                st->ops->isend(f->send + (size_t)q * part_cells, (int)part_cells, MPI_UINT64_T, f->to,
+                               d * HMB_MAX_THREADS + q, st->comm[mode], &st->piece_sreq[f->flat + q]);
+            else
+                st->ops->pready(q, st->psend[d]);
+        }
     }
     return bytes;
 }
@@ -486,18 +520,21 @@ static void thread_receive(halo_state *st, int mode, int tid)
         int p = hmb_topo_thread_piece(&st->topo, d ^ 1, tid);
         if (p < 0 || f->from == MPI_PROC_NULL)
             continue;
-        if (mode == MODE_MULTIPLE)
-            st->ops->wait(&st->piece_rreq[f->flat + p]);
-        else
-            hmb_parrived_bounded(st->ctx, st->pt, st->iter, st->ops, st->precv[d], p, st->mode_start,
-                                 "the face from direction %d (partitioned mode)", d);
+        for (int q = p * f->sub; q < (p + 1) * f->sub; q++) {
+            if (mode == MODE_MULTIPLE)
+                st->ops->wait(&st->piece_rreq[f->flat + q]);
+            else
+                hmb_parrived_bounded(st->ctx, st->pt, st->iter, st->ops, st->precv[d], q, st->mode_start,
+                                     "the face from direction %d (partitioned mode)", d);
+        }
         unpack_piece(st, d, p);
     }
     if (mode == MODE_MULTIPLE)
         for (int d = 0; d < NDIRS; d++) {
+            const halo_face *f = &st->face[d];
             int p = hmb_topo_thread_piece(&st->topo, d, tid);
-            if (p >= 0 && st->face[d].to != MPI_PROC_NULL)
-                st->ops->wait(&st->piece_sreq[st->face[d].flat + p]);
+            for (int q = p * f->sub; p >= 0 && f->to != MPI_PROC_NULL && q < (p + 1) * f->sub; q++)
+                st->ops->wait(&st->piece_sreq[f->flat + q]);
         }
 }
 
@@ -508,10 +545,11 @@ static int start_requests(halo_state *st, int mode, MPI_Request *preq)
     int npreq = 0;
     for (int d = 0; d < NDIRS; d++) {
         halo_face *f = &st->face[d];
+        size_t part_cells = f->piece_cells / (size_t)f->sub;
         if (mode == MODE_MULTIPLE && f->from != MPI_PROC_NULL)
-            for (int p = 0; p < f->npieces; p++)
-                st->ops->irecv(f->recv + (size_t)p * f->piece_cells, (int)f->piece_cells, MPI_UINT64_T, f->from,
-                               d * HMB_MAX_THREADS + p, st->comm[mode], &st->piece_rreq[f->flat + p]);
+            for (int q = 0; q < f->nparts; q++)
+                st->ops->irecv(f->recv + (size_t)q * part_cells, (int)part_cells, MPI_UINT64_T, f->from,
+                               d * HMB_MAX_THREADS + q, st->comm[mode], &st->piece_rreq[f->flat + q]);
         if (mode == MODE_PARTITIONED) {
             if (st->psend[d] != MPI_REQUEST_NULL)
                 preq[npreq++] = st->psend[d];
@@ -651,8 +689,9 @@ static void halo_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
     }
     for (int a = 0; a < 3; a++) {
         snprintf(key, sizeof key, "partitions_face_%c", "xyz"[a]);
-        hmb_result_add_num(ctx, key, hmb_topo_pieces(&st->topo, 2 * a));
+        hmb_result_add_num(ctx, key, st->face[2 * a].nparts);
     }
+    hmb_result_add_str(ctx, "face_partitions", hmb_opt_str(ctx, "face-partitions"));
 }
 
 static const hmb_bench halo_bench = {
