@@ -43,7 +43,7 @@ def check_point(res, px, py, kblocks, face_bytes, comm=True, modes=MODES):
         assert 0 <= idle <= 1, (mode, idle)  # computing (slowest thread per stage) fits inside the sweep
         throughput = m[f"throughput_{mode}_MBps"]["median"]
         assert (throughput > 0) if comm else (throughput is None or math.isnan(throughput)), (mode, throughput)
-    for mode in modes[1:]:  # throughput ratios: none without communication
+    for mode in [x for x in modes[1:] if x != "serial"]:  # ratios to single: none without communication
         ratio = m.get(f"ratio_{mode}")
         assert (ratio["min"] > 0) if comm else (ratio is None or ratio["median"] is None
                                                 or math.isnan(ratio["median"])), (mode, ratio)
@@ -212,3 +212,31 @@ def test_face_partitions_bad_input_exits_2(mpi_name, tmp_path, args, words):
     assert r.rc == 2, (r.rc, r.stderr)
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("hmb-bench")]
     assert len(lines) == 1 and words in lines[0], r.stderr
+
+
+# serial (issue 16, seed 000 Figs 9-10: the single-threaded implementation its 15.1x divides by)
+
+def test_serial_baseline_moves_the_same_bytes_and_computes_every_draw(mpi_name, tmp_path):
+    modes = pattern_modes(mpi_name) + ("serial",)
+    r = sweep(mpi_name, tmp_path, ["--sizes", "1K", "--kblocks", "2", "--compute", "200us",
+                                   "--mode", ",".join(modes)], threads=2)
+    assert r.rc == 0, r.stderr
+    res = r.results()[0]
+    check_point(res, 2, 1, 2, 1024, modes=modes)
+    m = res["metrics"]
+    for mode in modes[:-1]:  # named for what it divides: throughput_<mode> / throughput_serial
+        assert m[f"speedup_{mode}_vs_serial"]["min"] > 0, mode
+    assert "speedup_serial_vs_serial" not in m or m["speedup_serial_vs_serial"]["count"] == 0
+    # one thread computes both threads' 200 us draws in each of the 16 stages: >= 6.4 ms a sweep
+    assert m["t_sweep_serial_us"]["min"] >= 16 * 2 * 200 * 0.9
+
+
+def test_serial_is_opt_in_and_validated(mpi_name, tmp_path):
+    r = sweep(mpi_name, tmp_path, ["--sizes", "1K", "--compute", "0", "--mode", "single"])
+    assert r.rc == 0, r.stderr
+    assert "t_sweep_serial_us" not in r.results()[0]["metrics"] or \
+        r.results()[0]["metrics"]["t_sweep_serial_us"]["count"] == 0
+    bad = sweep(mpi_name, tmp_path, ["--sizes", "1K", "--compute", "0", "--corrupt-at", "1", "--mode", "serial"])
+    assert bad.rc == 3, (bad.rc, bad.stderr)
+    line = next(ln for ln in bad.stderr.splitlines() if "validation failed" in ln)
+    assert "serial mode, octant 0 (+++), k-block 0: x face from rank 0, piece 0 of 1, cell 64 of 128" in line

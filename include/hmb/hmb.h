@@ -594,7 +594,7 @@ void hmb_topo_from_options(hmb_ctx *ctx, int ndims, int neighbours, int record, 
  * [*first, *first + N / threads). */
 #define HMB_FACE_PARTITIONS_OPTION                                                                                \
     {"face-partitions", HMB_OPT_STRING, "tiles",                                                                  \
-     "partitions per face in multiple/partitioned: tiles (one per thread tile on the face), threads (one per "   \
+     "partitions per face in multiple/partitioned: tiles (one per thread tile on the face), threads (one per "  \
      "thread), or N (a multiple of --threads; each thread owns N/T)", 0, 0, NULL, 0}
 int hmb_face_partitions(hmb_ctx *ctx);
 void hmb_face_partition_range(int n, int threads, int tid, int *first, int *count);

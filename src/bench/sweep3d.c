@@ -23,7 +23,10 @@
  *               pieces), all started at the sweep's start; owners poll MPI_Parrived for their
  *               pieces, barrier, compute, MPI_Pready their pieces;
  *   persistent  as single, on one MPI_Recv_init / MPI_Send_init per (octant, k-block, face)
- *               created once per point: MPI_Start in place of MPI_Irecv / MPI_Isend.
+ *               created once per point: MPI_Start in place of MPI_Irecv / MPI_Isend;
+ *   serial      the single-threaded implementation (seed 000's baseline of its 15.1x): as single,
+ *               but the main thread alone computes every thread's draw of the stage, one after
+ *               the other (the whole block's work, no fork); opt-in (not in the default --mode).
  * Every operation goes through the communication policy (hmb_comm_ops). --comm off (mock, after
  * LLNL Comb): the same stages, threads and compute without MPI, every face copied into this
  * rank's own receive buffers; the mock's upstream is this rank itself, feeding a stage only once
@@ -40,8 +43,8 @@
 #include "hmb/hmb.h"
 #include "hmb/metrics.h"
 
-enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, MODE_PERSISTENT, NMODES };
-static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned", "persistent"};
+enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, MODE_PERSISTENT, MODE_SERIAL, NMODES };
+static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned", "persistent", "serial"};
 enum { FACE_X, FACE_Y, NFACES };
 enum { NOCTANTS = 8 };
 /* Metrics: per mode, indexed M_xxx + mode. */
@@ -79,8 +82,9 @@ typedef struct {
 } sweep_state;
 
 static const hmb_option sweep_options[] = {
-    {"mode", HMB_OPT_CHOICES, "all", "threading modes, run paired in one iteration", 0, 0,
-     "single|multiple|partitioned|persistent"},
+    {"mode", HMB_OPT_CHOICES, "single,multiple,partitioned,persistent",
+     "threading modes, run paired in one iteration (serial: one thread computes and sends the whole block; all: "
+     "every mode)", 0, 0, "single|multiple|partitioned|persistent|serial"},
     {"kblock", HMB_OPT_INT, "2", "cells per k-block along z (one pipeline stage)", 1, 1 << 20, NULL},
     {"kblocks", HMB_OPT_INT, "4", "k-blocks per octant with --sizes (nz = kblocks x kblock)", 1, 4096, NULL},
     {"domain", HMB_OPT_INTS, NULL, "local block nx,ny,nz instead of --sizes (nz a multiple of --kblock)", 1,
@@ -117,6 +121,20 @@ static const hmb_metric sweep_metrics[] = {
      .description = "throughput_partitioned / throughput_single of the same iteration (>1: faster)"},
     {.name = "ratio_persistent", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
      .description = "throughput_persistent / throughput_single of the same iteration (>1: faster)"},
+    {.name = "t_sweep_serial_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+     .description = "serial: one sweep (8 octants), one thread computing the whole block, slowest rank"},
+    {.name = "throughput_serial_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 0,
+     .description = "serial: bytes sent per process per sweep / t_sweep"},
+    {.name = "idle_share_serial", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
+     .description = "serial: 1 - computing / sweep time, mean over ranks"},
+    {.name = "speedup_single_vs_serial", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+     .description = "throughput_single / throughput_serial of the same iteration (seed 000: vs single-threaded)"},
+    {.name = "speedup_multiple_vs_serial", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+     .description = "throughput_multiple / throughput_serial of the same iteration"},
+    {.name = "speedup_partitioned_vs_serial", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+     .description = "throughput_partitioned / throughput_serial of the same iteration (seed 000's 15.1x)"},
+    {.name = "speedup_persistent_vs_serial", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+     .description = "throughput_persistent / throughput_serial of the same iteration"},
     {.name = "idle_share_single", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
      .description = "single: 1 - computing / sweep time, mean over ranks"},
     {.name = "idle_share_multiple", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
@@ -390,7 +408,8 @@ static void compute_stage(hmb_ctx *ctx, sweep_state *st, long iter, int stage, i
 
 /* Fork-join (single, persistent): the main thread receives the stage's upstream faces, all
  * threads compute, the main thread sends the downstream faces (completed at the end of the
- * sweep); persistent starts the slot's persistent requests in place of MPI_Irecv / MPI_Isend. */
+ * sweep); persistent starts the slot's persistent requests in place of MPI_Irecv / MPI_Isend;
+ * serial: as single, the main thread computing every thread's draw in turn (no fork). */
 static void sweep_joined(hmb_ctx *ctx, sweep_state *st, int mode, long iter)
 {
     MPI_Comm c = st->comm[mode];
@@ -417,8 +436,13 @@ static void sweep_joined(hmb_ctx *ctx, sweep_state *st, int mode, long iter)
             }
             if (!ops->mock)
                 ops->waitall(NFACES, rr);
+            if (mode == MODE_SERIAL) {
+                for (int tid = 0; tid < st->threads; tid++)
+                    compute_stage(ctx, st, iter, stage, tid);
+            } else {
 #pragma omp parallel num_threads(st->threads)
-            compute_stage(ctx, st, iter, stage, omp_get_thread_num());
+                compute_stage(ctx, st, iter, stage, omp_get_thread_num());
+            }
             for (int f = 0; f < NFACES; f++) {
                 int d = face_dir(o, f), slot = slot_of(st, o, k, f);
                 if (t->dir[d].to == MPI_PROC_NULL)
@@ -547,7 +571,7 @@ static void mode_iterate(hmb_ctx *ctx, void *state, int mode, long iter, double 
     (void)times;
     sweep_state *st = state;
     st->ctx = ctx, st->iter = iter, st->mode_start = hmb_now();
-    if (mode == MODE_SINGLE || mode == MODE_PERSISTENT)
+    if (mode == MODE_SINGLE || mode == MODE_PERSISTENT || mode == MODE_SERIAL)
         sweep_joined(ctx, st, mode, iter);
     else
         sweep_threads(ctx, st, mode, iter);
@@ -563,8 +587,9 @@ static void mode_verify(hmb_ctx *ctx, void *state, int mode, long iter, double *
     double busy_ns = 0.0;
     for (int s = 0; s < stages; s++) {
         double stage_ns = 0.0; /* the stage's slowest thread: a fork-join code waits for it */
-        for (int tid = 0; tid < st->threads; tid++)
-            stage_ns = fmax(stage_ns, st->busy_ns[s * st->threads + tid]);
+        for (int tid = 0; tid < st->threads; tid++) /* serial: one thread computed them all */
+            stage_ns = mode == MODE_SERIAL ? stage_ns + st->busy_ns[s * st->threads + tid]
+                                           : fmax(stage_ns, st->busy_ns[s * st->threads + tid]);
         busy_ns += stage_ns;
     }
     st->busy_s[mode] = busy_ns * 1e-9;
@@ -577,6 +602,7 @@ static const hmb_mode sweep_modes[NMODES] = {
     {.name = "multiple sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
     {.name = "partitioned sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
     {.name = "persistent sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
+    {.name = "serial sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
 };
 
 static int sweep_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
@@ -606,8 +632,10 @@ static int sweep_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
         hmb_recordf(ctx, out, idle[m] / ranks, "idle_share_%s", name);
         if (!st->ops->mock) /* nothing was exchanged: no throughput */
             hmb_recordf(ctx, out, throughput[m] * 1e-6, "throughput_%s_MBps", name);
-        if (m != MODE_SINGLE && !st->ops->mock && t_sweep[MODE_SINGLE] > 0.0)
+        if (m != MODE_SINGLE && m != MODE_SERIAL && !st->ops->mock && t_sweep[MODE_SINGLE] > 0.0)
             hmb_recordf(ctx, out, ratio[m], "ratio_%s", name);
+        if (m != MODE_SERIAL && !st->ops->mock && t_sweep[MODE_SERIAL] > 0.0)
+            hmb_recordf(ctx, out, throughput[m] / throughput[MODE_SERIAL], "speedup_%s_vs_serial", name);
     }
     return 0;
 }
@@ -657,7 +685,7 @@ static void sweep_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
 static const hmb_bench sweep_bench = {
     .name = "sweep3d",
     .group = "patterns",
-    .summary = "KBA wavefront (Ember Sweep3D) on a px x py grid: single, multiple, partitioned, persistent",
+    .summary = "KBA wavefront (Ember Sweep3D) on a px x py grid: single, multiple, partitioned, persistent, serial",
     .options = sweep_options,
     .defaults = sweep_defaults,
     .metrics = sweep_metrics,
@@ -672,6 +700,6 @@ static const hmb_bench sweep_bench = {
     .teardown = sweep_teardown,
     .annotate = sweep_annotate,
     .pivot_metrics = "throughput_single_MBps,throughput_multiple_MBps,throughput_partitioned_MBps,"
-                     "throughput_persistent_MBps",
+                     "throughput_persistent_MBps,throughput_serial_MBps",
 };
 HMB_REGISTER(sweep_bench);
