@@ -209,3 +209,28 @@ def test_face_partitions_bad_input_exits_2(mpi_name, tmp_path, args, threads, wo
     r = run_bench(mpi_name, ["halo3d", "--threads", str(threads)] + args + TINY, threads=threads, tmp_path=tmp_path)
     assert r.rc == 2, (r.rc, r.stderr)
     assert words in one_hmb_line(r.stderr), r.stderr
+
+
+# serial (issue 16, seed 000 Figs 11-12: the single-threaded implementation)
+
+def test_serial_baseline_same_bytes_every_draw_and_speedups(mpi_name, tmp_path):
+    modes = pattern_modes(mpi_name) + ("serial",)
+    args = ["--domain", "4,4,4", "--threads", "2", "--mode", ",".join(modes)] + TINY[:-4] + ["--compute", "500us",
+                                                                                             "--timeout", "120s"]
+    r = run_bench(mpi_name, ["halo3d"] + args, threads=2, tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    (res,) = r.results()
+    assert bytes_per_mode(res, modes) == {m: 6 * 16 * 8 for m in modes}
+    m = res["metrics"]
+    for mode in modes[:-1]:  # named for what it divides: throughput_<mode> / throughput_serial
+        assert m[f"speedup_{mode}_vs_serial"]["min"] > 0, mode
+    # one thread computes both threads' 500 us draws before its exchange
+    assert m["t_iter_serial_us"]["min"] >= 2 * 500 * 0.9
+
+
+def test_serial_corrupted_cell_names_its_place(mpi_name, tmp_path):
+    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--mode", "serial", "--corrupt-at", "2"] + TINY,
+                  tmp_path=tmp_path)
+    assert r.rc == 3, r.stderr
+    line = one_hmb_line(r.stderr)
+    assert "serial mode: rank 1 face of direction +x from rank 0" in line and "cell 8 of 16 (byte 64)" in line, line

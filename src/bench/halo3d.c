@@ -16,7 +16,9 @@
  *                packs and MPI_Preadys its pieces after its compute, then polls MPI_Parrived for
  *                the pieces landing next to its tile and unpacks them;
  *   persistent   fork-join as single, on one MPI_Send_init / MPI_Recv_init per face created once
- *                per point: MPI_Start of the receives, pack, MPI_Start of each send, Waitall.
+ *                per point: MPI_Start of the receives, pack, MPI_Start of each send, Waitall;
+ *   serial       the single-threaded baseline (seed 000): as single without the fork, the main
+ *                thread computing every thread's draw in turn (opt-in: not in the default --mode).
  * Every operation goes through the communication policy (hmb_comm_ops): --comm off (mock,
  * after LLNL Comb) runs the same modes without any MPI call, each message copied into this
  * rank's own receive buffers, so packing, unpacking and compute are measured alone and
@@ -36,8 +38,8 @@
 #include "hmb/hmb.h"
 #include "hmb/metrics.h"
 
-enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, MODE_PERSISTENT, NMODES };
-static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned", "persistent"};
+enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, MODE_PERSISTENT, MODE_SERIAL, NMODES };
+static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned", "persistent", "serial"};
 #define NDIRS 6
 
 typedef struct {
@@ -81,8 +83,9 @@ typedef struct {
 } halo_state;
 
 static const hmb_option halo_options[] = {
-    {"mode", HMB_OPT_CHOICES, "all", "exchange modes run in one iteration, paired and counterbalanced", 0, 0,
-     "single|multiple|partitioned|persistent"},
+    {"mode", HMB_OPT_CHOICES, "single,multiple,partitioned,persistent",
+     "exchange modes run in one iteration, paired and counterbalanced (serial: one thread computes and exchanges "
+     "the whole block; all: every mode)", 0, 0, "single|multiple|partitioned|persistent|serial"},
     {"domain", HMB_OPT_INTS, NULL, "cells per rank nx,ny,nz (8 bytes each; default: a cube per --sizes face)", 1,
      1 << 20, NULL},
     HMB_FACE_PARTITIONS_OPTION,
@@ -105,12 +108,20 @@ static const hmb_metric halo_metrics[] = {
     MODE_METRICS("multiple"),
     MODE_METRICS("partitioned"),
     MODE_METRICS("persistent"),
+    MODE_METRICS("serial"),
     {.name = "ratio_multiple", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
      .description = "throughput multiple / throughput single, same iterations"},
     {.name = "ratio_partitioned", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
      .description = "throughput partitioned / throughput single, same iterations"},
     {.name = "ratio_persistent", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
      .description = "throughput persistent / throughput single, same iterations"},
+#define SPEEDUP_METRIC(m)                                                                                   \
+    {.name = "speedup_" m "_vs_serial", .unit = "ratio", .higher_is_better = 1, .in_table = 1,               \
+     .description = "throughput " m " / throughput serial (one thread, the whole block), same iterations"}
+    SPEEDUP_METRIC("single"),
+    SPEEDUP_METRIC("multiple"),
+    SPEEDUP_METRIC("partitioned"),
+    SPEEDUP_METRIC("persistent"),
     HMB_METRIC_END};
 
 /* ------------------------------------------------------------------ block geometry */
@@ -577,7 +588,12 @@ static void mode_iterate(hmb_ctx *ctx, void *state, int mode, long iter, double 
     halo_state *st = state;
     long long bytes = 0;
     st->ctx = ctx, st->iter = iter, st->mode_start = hmb_now();
-    if (mode == MODE_SINGLE || mode == MODE_PERSISTENT) {
+    if (mode == MODE_SERIAL) {
+        for (int tid = 0; tid < st->threads; tid++) /* one thread: every thread's draw in turn */
+            compute(ctx, st, tid, iter);
+        hmb_phase(ctx, "serial exchange");
+        bytes = exchange_joined(st, mode);
+    } else if (mode == MODE_SINGLE || mode == MODE_PERSISTENT) {
 #pragma omp parallel num_threads(st->threads)
         compute(ctx, st, omp_get_thread_num(), iter);
         hmb_phase(ctx, mode == MODE_SINGLE ? "single exchange" : "persistent exchange");
@@ -619,6 +635,7 @@ static const hmb_mode halo_modes[NMODES] = {
     {.name = "multiple", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
     {.name = "partitioned", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
     {.name = "persistent", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
+    {.name = "serial", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
 };
 
 static int halo_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
@@ -644,8 +661,10 @@ static int halo_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
         if (st->mock) /* nothing was exchanged: no throughput */
             continue;
         hmb_recordf(ctx, out, throughput[m] * 1e-6, "throughput_%s_MBps", name);
-        if (m != MODE_SINGLE)
+        if (m != MODE_SINGLE && m != MODE_SERIAL && !isnan(t_iter[MODE_SINGLE]))
             hmb_recordf(ctx, out, ratio[m], "ratio_%s", name);
+        if (m != MODE_SERIAL && !isnan(t_iter[MODE_SERIAL]))
+            hmb_recordf(ctx, out, throughput[m] / throughput[MODE_SERIAL], "speedup_%s_vs_serial", name);
     }
     out->valid = 1;
     return 0;
@@ -712,6 +731,6 @@ static const hmb_bench halo_bench = {
     .teardown = halo_teardown,
     .annotate = halo_annotate,
     .pivot_metrics = "throughput_single_MBps,throughput_multiple_MBps,throughput_partitioned_MBps,"
-                     "throughput_persistent_MBps",
+                     "throughput_persistent_MBps,throughput_serial_MBps",
 };
 HMB_REGISTER(halo_bench);
