@@ -11,7 +11,8 @@ import math
 
 import pytest
 
-from conftest import OPENMPI_PARTITIONED, mark_partitioned_known_problem, pattern_modes, run_bench
+from conftest import (OPENMPI_PARTITIONED, mark_partitioned_known_problem, pattern_modes, run_bench,
+                      run_partitioned_bounded)
 
 TINY = ["--iters", "2", "--warmup", "0", "--ci-target", "0", "--timeout", "120s"]
 MODES = ("single", "multiple", "partitioned")
@@ -166,19 +167,11 @@ def test_face_partitions_cut_every_face_into_n(mpi_name, tmp_path, parts, thread
 
 
 def test_face_partitions_partitioned_mode(mpi_name, tmp_path):
-    # Open MPI's partitioned path has a known defect (conftest.OPENMPI_PARTITIONED, docs/findings.md:
-    # wrong data or a hang). There the run must pass validated, or end within 30 s naming the
-    # problem: exit 3 (validation: the library delivered wrong data or never reported a
-    # partition) or exit 4 (the watchdog, --timeout 15s, naming the partitioned sweep).
-    import time
+    # Open MPI's known partitioned defect: pass validated, or end within 30 s naming it (conftest)
     args = ["--sizes", "1K", "--kblocks", "2", "--compute", "0", "--face-partitions", "4", "--mode", "partitioned"]
-    openmpi = "partitioned" not in pattern_modes(mpi_name)
-    t0 = time.monotonic()
-    r = run_bench(mpi_name, ["sweep3d", "--threads", "2"] + args + TINY[:-2] + ["--timeout", "15s"], threads=2,
-                  tmp_path=tmp_path, timeout=60)
-    if openmpi and r.rc in (3, 4):
-        assert time.monotonic() - t0 < 30, "the library problem must end the point within 30 s"
-        assert ("validation failed" in r.stderr) if r.rc == 3 else ("'partitioned sweep'" in r.stderr), r.stderr
+    r = run_partitioned_bounded(mpi_name, ["sweep3d", "--threads", "2"] + args + TINY[:-2], "'partitioned sweep'",
+                                threads=2, tmp_path=tmp_path)
+    if r is None:
         return
     assert r.rc == 0, r.stderr
     res = r.results()[0]
