@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import one_hmb_line, partitioned_outcome, pattern_modes, run_bench
+from conftest import one_hmb_line, partitioned_outcome, pattern_modes, run_bench, run_partitioned_bounded
 
 TINY = ["--iters", "3", "--warmup", "1", "--ci-target", "0", "--compute", "50us", "--timeout", "120s"]
 MODES = ("single", "multiple", "partitioned")
@@ -154,3 +154,78 @@ def test_report_figures_and_mock_share_table(tmp_path):
     assert len(rows) == 2 and rows[0][1] != rows[1][1], rows  # faces of 968 and 4232 bytes
     for row in rows:
         assert all(cell.endswith("%") for cell in row[5:8]), row
+
+
+# --face-partitions (issue 16): each tile piece of a face cut into N / pieces partitions
+
+def test_face_partitions_every_mode_same_bytes(mpi_name, tmp_path):
+    # 4x4x4 block, 2 threads (tgrid 2x1x1): the x face is 1 tile piece of 16 cells (4 partitions of 4
+    # cells), the y and z faces 2 pieces of 8 cells (2 partitions each of 4 cells): 4 per face
+    modes = pattern_modes(mpi_name)
+    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--threads", "2", "--face-partitions", "4",
+                             "--mode", ",".join(modes)] + TINY, threads=2, tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    (res,) = r.results()
+    assert [res["extra"][f"partitions_face_{a}"] for a in "xyz"] == [4, 4, 4]
+    assert res["extra"]["face_partitions"] == "4"
+    assert bytes_per_mode(res, modes) == {m: 6 * 16 * 8 for m in modes}
+    check_metrics(res, modes)
+
+
+def test_face_partitions_partitioned_mode(mpi_name, tmp_path):
+    # Open MPI's known partitioned defect: pass validated, or end within 30 s naming it (conftest)
+    r = run_partitioned_bounded(mpi_name, ["halo3d", "--domain", "4,4,4", "--threads", "2", "--face-partitions",
+                                           "threads", "--mode", "partitioned"] + TINY[:-2], threads=2, tmp_path=tmp_path)
+    if r is None:
+        return
+    assert r.rc == 0, r.stderr
+    (res,) = r.results()
+    assert [res["extra"][f"partitions_face_{a}"] for a in "xyz"] == [2, 2, 2]
+    assert bytes_per_mode(res, ("partitioned",)) == {"partitioned": 6 * 16 * 8}
+
+
+def test_face_partitions_corrupted_cell_names_its_partition(mpi_name, tmp_path):
+    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--threads", "2", "--face-partitions", "4",
+                             "--mode", "multiple", "--corrupt-at", "2"] + TINY, threads=2, tmp_path=tmp_path)
+    assert r.rc == 3, r.stderr
+    line = next(ln for ln in r.stderr.splitlines() if "validation failed" in ln)  # 2 x 2 threads: + a warning
+    # the +x face from rank 0: 16 cells in 4 partitions of 4; the middle byte is cell 8, partition 2
+    for part in ("iteration=2", "multiple mode: rank 1 face of direction +x from rank 0", "piece 2 of 4",
+                 "cell 8 of 16 (byte 64)"):
+        assert part in line, line
+
+
+@pytest.mark.parametrize("args,threads,words", [
+    (["--domain", "4,4,4", "--face-partitions", "3"], 2, "--face-partitions 3"),      # not a multiple of T
+    (["--domain", "4,4,2", "--face-partitions", "16"], 1, "--face-partitions 16"),    # x face: 8 cells
+    (["--sizes", "1K", "--face-partitions", "x"], 1, "--face-partitions x"),
+])
+def test_face_partitions_bad_input_exits_2(mpi_name, tmp_path, args, threads, words):
+    r = run_bench(mpi_name, ["halo3d", "--threads", str(threads)] + args + TINY, threads=threads, tmp_path=tmp_path)
+    assert r.rc == 2, (r.rc, r.stderr)
+    assert words in one_hmb_line(r.stderr), r.stderr
+
+
+# serial (issue 16, seed 000 Figs 11-12: the single-threaded implementation)
+
+def test_serial_baseline_same_bytes_every_draw_and_speedups(mpi_name, tmp_path):
+    modes = pattern_modes(mpi_name) + ("serial",)
+    args = ["--domain", "4,4,4", "--threads", "2", "--mode", ",".join(modes)] + TINY[:-4] + ["--compute", "500us",
+                                                                                             "--timeout", "120s"]
+    r = run_bench(mpi_name, ["halo3d"] + args, threads=2, tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    (res,) = r.results()
+    assert bytes_per_mode(res, modes) == {m: 6 * 16 * 8 for m in modes}
+    m = res["metrics"]
+    for mode in modes[:-1]:  # named for what it divides: throughput_<mode> / throughput_serial
+        assert m[f"speedup_{mode}_vs_serial"]["min"] > 0, mode
+    # one thread computes both threads' 500 us draws before its exchange
+    assert m["t_iter_serial_us"]["min"] >= 2 * 500 * 0.9
+
+
+def test_serial_corrupted_cell_names_its_place(mpi_name, tmp_path):
+    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--mode", "serial", "--corrupt-at", "2"] + TINY,
+                  tmp_path=tmp_path)
+    assert r.rc == 3, r.stderr
+    line = one_hmb_line(r.stderr)
+    assert "serial mode: rank 1 face of direction +x from rank 0" in line and "cell 8 of 16 (byte 64)" in line, line

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import partitioned_outcome, pattern_modes, run_bench
+from conftest import OPENMPI_PARTITIONED, partitioned_outcome, pattern_modes, run_bench, run_partitioned_bounded
 
 TINY = ["--iters", "2", "--warmup", "0", "--ci-target", "0", "--timeout", "120s"]
 MODES = ("single", "multiple", "partitioned")
@@ -44,7 +44,7 @@ def check_point(res, px, py, kblocks, face_bytes, comm=True, modes=MODES):
         assert 0 <= idle <= 1, (mode, idle)  # computing (slowest thread per stage) fits inside the sweep
         throughput = m[f"throughput_{mode}_MBps"]["median"]
         assert (throughput > 0) if comm else (throughput is None or math.isnan(throughput)), (mode, throughput)
-    for mode in modes[1:]:  # throughput ratios: none without communication
+    for mode in [x for x in modes[1:] if x != "serial"]:  # ratios to single: none without communication
         ratio = m.get(f"ratio_{mode}")
         assert (ratio["min"] > 0) if comm else (ratio is None or ratio["median"] is None
                                                 or math.isnan(ratio["median"])), (mode, ratio)
@@ -150,3 +150,86 @@ def test_persistent_corrupted_cell_exits_3(mpi_name, tmp_path):
     assert r.rc == 3, (r.rc, r.stderr)
     line = next(ln for ln in r.stderr.splitlines() if "validation failed" in ln)
     assert "persistent mode, octant 0 (+++), k-block 0: x face from rank 0, piece 0 of 1, cell 64 of 128" in line
+
+
+# --face-partitions (issue 16, seed 000 Figs 9-12: one partition per thread on every face)
+
+@pytest.mark.parametrize("parts,threads,want", [("4", 2, 4), ("threads", 2, 2), ("2", 1, 2)])
+def test_face_partitions_cut_every_face_into_n(mpi_name, tmp_path, parts, threads, want):
+    # 1K faces: 128 cells; N pieces of 128 / N cells each, N / T per thread, on both faces
+    modes = pattern_modes(mpi_name)
+    r = sweep(mpi_name, tmp_path, ["--sizes", "1K", "--kblocks", "2", "--compute", "20us",
+                                   "--face-partitions", parts, "--mode", ",".join(modes)], threads=threads)
+    assert r.rc == 0, r.stderr
+    res = r.results()[0]
+    assert (res["extra"]["pieces_x"], res["extra"]["pieces_y"]) == (want, want)
+    assert res["extra"]["face_partitions"] == parts
+    check_point(res, 2, 1, 2, 1024, modes=modes)
+
+
+def test_face_partitions_partitioned_mode(mpi_name, tmp_path):
+    # Open MPI's known partitioned defect: pass validated, or end within 30 s naming it (conftest)
+    args = ["--sizes", "1K", "--kblocks", "2", "--compute", "0", "--face-partitions", "4", "--mode", "partitioned"]
+    r = run_partitioned_bounded(mpi_name, ["sweep3d", "--threads", "2"] + args + TINY[:-2], threads=2, tmp_path=tmp_path)
+    if r is None:
+        return
+    assert r.rc == 0, r.stderr
+    res = r.results()[0]
+    assert (res["extra"]["pieces_x"], res["extra"]["pieces_y"]) == (4, 4)
+    check_point(res, 2, 1, 2, 1024, modes=("partitioned",))
+
+
+@pytest.mark.parametrize("mode", ["multiple", "partitioned"])
+def test_face_partitions_corrupted_piece_named(mpi_name, tmp_path, mode):
+    if mode == "partitioned" and mode not in pattern_modes(mpi_name):
+        pytest.skip(OPENMPI_PARTITIONED)
+    r = sweep(mpi_name, tmp_path, ["--sizes", "1K", "--compute", "0", "--corrupt-at", "1", "--face-partitions", "4",
+                                   "--mode", mode], threads=2)
+    assert r.rc == 3, (r.rc, r.stderr)
+    line = next(ln for ln in r.stderr.splitlines() if "validation failed" in ln)
+    # 128 cells in 4 pieces of 32: the flipped byte 512 is cell 64, in piece 2 (owned by thread 1)
+    assert f"{mode} mode, octant 0 (+++), k-block 0: x face from rank 0, piece 2 of 4, cell 64 of 128" in line
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--face-partitions", "3", "--threads", "1"], "--face-partitions 3"),   # 128 cells do not split in 3
+    (["--face-partitions", "3", "--threads", "2"], "--face-partitions 3"),   # not a multiple of T
+    (["--face-partitions", "0"], "--face-partitions 0"),
+    (["--face-partitions", "512"], "--face-partitions 512"),
+    (["--face-partitions", "many"], "--face-partitions many"),
+])
+def test_face_partitions_bad_input_exits_2(mpi_name, tmp_path, args, words):
+    threads = 2 if args[-1] == "2" else 1
+    r = run_bench(mpi_name, ["sweep3d", "--sizes", "1K"] + args + TINY, ranks=2, threads=threads,
+                  tmp_path=tmp_path)
+    assert r.rc == 2, (r.rc, r.stderr)
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("hmb-bench")]
+    assert len(lines) == 1 and words in lines[0], r.stderr
+
+
+# serial (issue 16, seed 000 Figs 9-10: the single-threaded implementation its 15.1x divides by)
+
+def test_serial_baseline_moves_the_same_bytes_and_computes_every_draw(mpi_name, tmp_path):
+    modes = pattern_modes(mpi_name) + ("serial",)
+    r = sweep(mpi_name, tmp_path, ["--sizes", "1K", "--kblocks", "2", "--compute", "200us",
+                                   "--mode", ",".join(modes)], threads=2)
+    assert r.rc == 0, r.stderr
+    res = r.results()[0]
+    check_point(res, 2, 1, 2, 1024, modes=modes)
+    m = res["metrics"]
+    for mode in modes[:-1]:  # named for what it divides: throughput_<mode> / throughput_serial
+        assert m[f"speedup_{mode}_vs_serial"]["min"] > 0, mode
+    assert "speedup_serial_vs_serial" not in m or m["speedup_serial_vs_serial"]["count"] == 0
+    # one thread computes both threads' 200 us draws in each of the 16 stages: >= 6.4 ms a sweep
+    assert m["t_sweep_serial_us"]["min"] >= 16 * 2 * 200 * 0.9
+
+
+def test_serial_is_opt_in_and_validated(mpi_name, tmp_path):
+    r = sweep(mpi_name, tmp_path, ["--sizes", "1K", "--compute", "0", "--mode", "single"])
+    assert r.rc == 0, r.stderr
+    assert "t_sweep_serial_us" not in r.results()[0]["metrics"] or \
+        r.results()[0]["metrics"]["t_sweep_serial_us"]["count"] == 0
+    bad = sweep(mpi_name, tmp_path, ["--sizes", "1K", "--compute", "0", "--corrupt-at", "1", "--mode", "serial"])
+    assert bad.rc == 3, (bad.rc, bad.stderr)
+    line = next(ln for ln in bad.stderr.splitlines() if "validation failed" in ln)
+    assert "serial mode, octant 0 (+++), k-block 0: x face from rank 0, piece 0 of 1, cell 64 of 128" in line

@@ -601,6 +601,20 @@ void hmb_topo_recv_box(const hmb_topo *t, const int n[3], int d, int piece, int 
  * ("2x2x2"), topology_tgrid, topology_boundary and topology_neighbours. */
 void hmb_topo_from_options(hmb_ctx *ctx, int ndims, int neighbours, int record, hmb_topo *t);
 
+/* --face-partitions tiles|threads|N (HMB_FACE_PARTITIONS_OPTION; sweep3d, halo3d): how many
+ * partitions (pieces) each face is cut into in the modes where every thread sends its own part
+ * (multiple, partitioned). hmb_face_partitions returns 0 for "tiles" (the topology's pieces: one
+ * per thread tile touching the face), --threads for "threads" (seed 000: one partition per
+ * thread), or N; N not a positive multiple of --threads up to HMB_MAX_THREADS is a usage error
+ * naming the option. hmb_face_partition_range: with N partitions, thread tid owns partitions
+ * [*first, *first + N / threads). */
+#define HMB_FACE_PARTITIONS_OPTION                                                                                \
+    {"face-partitions", HMB_OPT_STRING, "tiles",                                                                  \
+     "partitions per face in multiple/partitioned: tiles (one per thread tile on the face), threads (one per "  \
+     "thread), or N (a multiple of --threads; each thread owns N/T)", 0, 0, NULL, 0}
+int hmb_face_partitions(hmb_ctx *ctx);
+void hmb_face_partition_range(int n, int threads, int tid, int *first, int *count);
+
 /* ------------------------------------------------------------------ communication policies */
 
 /* One table of the communication operations a pattern uses (halo3d, sweep3d, stencil3d), served

@@ -2,7 +2,8 @@
  *
  * Every rank owns a block of nx x ny x nz 8-byte cells with a one-cell halo; T threads split it
  * into tiles (--tgrid), and each face is cut into one piece per thread tile touching it (the
- * topology module's pieces). Each iteration the threads compute (harness compute + noise), then
+ * topology module's pieces; --face-partitions N cuts each piece into N / pieces equal partitions,
+ * all packed and sent by the piece's thread). Each iteration the threads compute (harness compute + noise), then
  * the six faces are packed from the block into contiguous buffers, exchanged, and unpacked into
  * the halo, in up to three modes run back to back on the same compute draws, in counterbalanced
  * order (hmb_phase_order):
@@ -15,7 +16,9 @@
  *                packs and MPI_Preadys its pieces after its compute, then polls MPI_Parrived for
  *                the pieces landing next to its tile and unpacks them;
  *   persistent   fork-join as single, on one MPI_Send_init / MPI_Recv_init per face created once
- *                per point: MPI_Start of the receives, pack, MPI_Start of each send, Waitall.
+ *                per point: MPI_Start of the receives, pack, MPI_Start of each send, Waitall;
+ *   serial       the single-threaded baseline (seed 000): as single without the fork, the main
+ *                thread computing every thread's draw in turn (opt-in: not in the default --mode).
  * Every operation goes through the communication policy (hmb_comm_ops): --comm off (mock,
  * after LLNL Comb) runs the same modes without any MPI call, each message copied into this
  * rank's own receive buffers, so packing, unpacking and compute are measured alone and
@@ -35,16 +38,18 @@
 #include "hmb/hmb.h"
 #include "hmb/metrics.h"
 
-enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, MODE_PERSISTENT, NMODES };
-static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned", "persistent"};
+enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, MODE_PERSISTENT, MODE_SERIAL, NMODES };
+static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned", "persistent", "serial"};
 #define NDIRS 6
 
 typedef struct {
     int to, from;         /* MPI_PROC_NULL past an open boundary */
-    int npieces;
+    int npieces;          /* tile pieces: one per thread tile touching the face */
     size_t piece_cells;   /* every piece of a face has the same size (tiles divide the block) */
+    int sub;              /* partitions per tile piece (--face-partitions N: N / npieces; else 1) */
+    int nparts;           /* partitions (multiple: messages) of the face: npieces * sub */
     uint64_t *send, *recv; /* npieces * piece_cells, piece p at p * piece_cells */
-    int flat;             /* index of piece 0 in the per-(direction, piece) arrays */
+    int flat;             /* index of partition 0 in the per-(direction, partition) arrays */
     const void *state;    /* its halo_state, d its direction: the validation patterns' argument */
     int d;
 } halo_face;
@@ -54,7 +59,8 @@ typedef struct {
     int n[3];
     uint64_t *block; /* (nx+2)(ny+2)(nz+2) cells, x fastest, halo included */
     halo_face face[NDIRS];
-    int npieces_total;
+    int nparts_total;
+    int face_parts;       /* --face-partitions: N, or 0 (tiles) */
     int modes[NMODES], nmodes; /* selected modes, canonical order */
     int mock;
     int rank, threads;
@@ -77,10 +83,12 @@ typedef struct {
 } halo_state;
 
 static const hmb_option halo_options[] = {
-    {"mode", HMB_OPT_CHOICES, "all", "exchange modes run in one iteration, paired and counterbalanced", 0, 0,
-     "single|multiple|partitioned|persistent"},
+    {"mode", HMB_OPT_CHOICES, "single,multiple,partitioned,persistent",
+     "exchange modes run in one iteration, paired and counterbalanced (serial: one thread computes and exchanges "
+     "the whole block; all: every mode)", 0, 0, "single|multiple|partitioned|persistent|serial"},
     {"domain", HMB_OPT_INTS, NULL, "cells per rank nx,ny,nz (8 bytes each; default: a cube per --sizes face)", 1,
      1 << 20, NULL},
+    HMB_FACE_PARTITIONS_OPTION,
     HMB_COMM_OPTION,
     HMB_TOPO_OPTIONS,
     HMB_OPTION_END};
@@ -100,12 +108,20 @@ static const hmb_metric halo_metrics[] = {
     MODE_METRICS("multiple"),
     MODE_METRICS("partitioned"),
     MODE_METRICS("persistent"),
+    MODE_METRICS("serial"),
     {.name = "ratio_multiple", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
      .description = "throughput multiple / throughput single, same iterations"},
     {.name = "ratio_partitioned", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
      .description = "throughput partitioned / throughput single, same iterations"},
     {.name = "ratio_persistent", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
      .description = "throughput persistent / throughput single, same iterations"},
+#define SPEEDUP_METRIC(m)                                                                                   \
+    {.name = "speedup_" m "_vs_serial", .unit = "ratio", .higher_is_better = 1, .in_table = 1,               \
+     .description = "throughput " m " / throughput serial (one thread, the whole block), same iterations"}
+    SPEEDUP_METRIC("single"),
+    SPEEDUP_METRIC("multiple"),
+    SPEEDUP_METRIC("partitioned"),
+    SPEEDUP_METRIC("persistent"),
     HMB_METRIC_END};
 
 /* ------------------------------------------------------------------ block geometry */
@@ -180,10 +196,33 @@ static int cube_side(size_t face_bytes, int m)
     return above < below ? side + m : side;
 }
 
+/* --face-partitions N: every tile piece of every face (n[b]/tdims[b] x n[c]/tdims[c] cells) must
+ * split into N / (its face's tile pieces) equal partitions. */
+static void check_face_partitions(hmb_ctx *ctx, const hmb_topo *t, int parts, const long long n[3])
+{
+    for (int a = 0; parts > 0 && a < 3; a++) {
+        int b = (a + 1) % 3, c = (a + 2) % 3, pieces = t->tdims[b] * t->tdims[c];
+        long long cells = n[b] / t->tdims[b] * (n[c] / t->tdims[c]);
+        if (cells % (parts / pieces) != 0)
+            hmb_usage_error(ctx, "--face-partitions %d: the %c face of a %lldx%lldx%lld block has %d tile pieces of "
+                                 "%lld cells, which do not split into %d equal partitions each", parts, "xyz"[a],
+                            n[0], n[1], n[2], pieces, cells, parts / pieces);
+    }
+}
+
 static void halo_check(hmb_ctx *ctx)
 {
     hmb_topo t;
     hmb_topo_from_options(ctx, 3, NDIRS, 1, &t);
+    int parts = hmb_face_partitions(ctx);
+    if (parts > 0 && !hmb_opt_given(ctx, "domain")) {
+        int nsizes;
+        const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
+        for (int s = 0; s < nsizes; s++) {
+            long long side = cube_side(sizes[s], axis_multiple(&t)), n[3] = {side, side, side};
+            check_face_partitions(ctx, &t, parts, n);
+        }
+    }
     if (hmb_opt_given(ctx, "domain")) {
         int count;
         const long long *dom = hmb_opt_ints(ctx, "domain", &count);
@@ -195,6 +234,7 @@ static void halo_check(hmb_ctx *ctx)
             if (dom[a] % t.tdims[a] != 0)
                 hmb_usage_error(ctx, "--domain: %lld cells on axis %c do not split into %d thread tiles (--tgrid)",
                                 dom[a], "xyz"[a], t.tdims[a]);
+        check_face_partitions(ctx, &t, parts, dom);
     }
 }
 
@@ -282,9 +322,9 @@ static void register_faces(hmb_ctx *ctx, halo_state *st)
         direction_name(&st->topo, d, dir);
         f->state = st, f->d = d;
         if (f->to != MPI_PROC_NULL)
-            hmb_check_register(ctx, HMB_SEND_PACKED, f->send, bytes, st->rank, d, f->npieces, HMB_EACH_MODE, "send");
+            hmb_check_register(ctx, HMB_SEND_PACKED, f->send, bytes, st->rank, d, f->nparts, HMB_EACH_MODE, "send");
         for (int k = 0; k < st->nmodes && f->from != MPI_PROC_NULL; k++)
-            hmb_check_register_fn(ctx, HMB_RECEIVE, f->recv, bytes, face_received, f, f->npieces, st->modes[k],
+            hmb_check_register_fn(ctx, HMB_RECEIVE, f->recv, bytes, face_received, f, f->nparts, st->modes[k],
                                   "%s mode: rank %d face of direction %s from rank %d", mode_names[st->modes[k]],
                                   st->rank, dir, f->from);
     }
@@ -319,15 +359,17 @@ static int setup_faces(hmb_ctx *ctx, halo_state *st)
         f->from = st->topo.dir[d].from;
         f->npieces = hmb_topo_pieces(&st->topo, d);
         f->piece_cells = (size_t)cnt[0] * cnt[1] * cnt[2];
-        f->flat = st->npieces_total;
-        st->npieces_total += f->npieces;
+        f->sub = st->face_parts > 0 ? st->face_parts / f->npieces : 1;
+        f->nparts = f->npieces * f->sub;
+        f->flat = st->nparts_total;
+        st->nparts_total += f->nparts;
         f->send = hmb_buffer_alloc(ctx, (size_t)f->npieces * f->piece_cells * sizeof(uint64_t));
         f->recv = hmb_buffer_alloc(ctx, (size_t)f->npieces * f->piece_cells * sizeof(uint64_t));
         if (!f->send || !f->recv)
             return -1;
     }
-    st->piece_rreq = malloc((size_t)st->npieces_total * sizeof(MPI_Request));
-    st->piece_sreq = malloc((size_t)st->npieces_total * sizeof(MPI_Request));
+    st->piece_rreq = malloc((size_t)st->nparts_total * sizeof(MPI_Request));
+    st->piece_sreq = malloc((size_t)st->nparts_total * sizeof(MPI_Request));
     st->compute_end = calloc((size_t)st->threads, sizeof(double));
     return st->piece_rreq && st->piece_sreq && st->compute_end ? 0 : -1;
 }
@@ -347,6 +389,7 @@ static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
     st->rank = hmb_rank(ctx);
     st->threads = hmb_threads(ctx);
     st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
+    st->face_parts = hmb_face_partitions(ctx);
     st->mock = st->ops->mock;
     for (int d = 0; d < NDIRS; d++)
         st->psend[d] = st->precv[d] = st->persist_send[d] = st->persist_recv[d] = MPI_REQUEST_NULL;
@@ -375,12 +418,11 @@ static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
             ops->send_init(f->send, count, MPI_UINT64_T, f->to, d, persistent, &st->persist_send[d]);
         if (persistent != MPI_COMM_NULL && f->from != MPI_PROC_NULL)
             ops->recv_init(f->recv, count, MPI_UINT64_T, f->from, d, persistent, &st->persist_recv[d]);
+        int part_cells = (int)(f->piece_cells / (size_t)f->sub);
         if (partitioned != MPI_COMM_NULL && f->to != MPI_PROC_NULL)
-            ops->psend_init(f->send, f->npieces, (int)f->piece_cells, MPI_UINT64_T, f->to, d, partitioned,
-                            &st->psend[d]);
+            ops->psend_init(f->send, f->nparts, part_cells, MPI_UINT64_T, f->to, d, partitioned, &st->psend[d]);
         if (partitioned != MPI_COMM_NULL && f->from != MPI_PROC_NULL)
-            ops->precv_init(f->recv, f->npieces, (int)f->piece_cells, MPI_UINT64_T, f->from, d, partitioned,
-                            &st->precv[d]);
+            ops->precv_init(f->recv, f->nparts, part_cells, MPI_UINT64_T, f->from, d, partitioned, &st->precv[d]);
     }
     return st;
 }
@@ -468,11 +510,14 @@ static long long thread_send(halo_state *st, int mode, int tid)
             continue;
         pack_piece(st, d, p);
         bytes += piece_bytes(st, d);
-        if (mode == MODE_MULTIPLE)
-            st->ops->isend(f->send + (size_t)p * f->piece_cells, (int)f->piece_cells, MPI_UINT64_T, f->to,
-                           d * HMB_MAX_THREADS + p, st->comm[mode], &st->piece_sreq[f->flat + p]);
-        else
-            st->ops->pready(p, st->psend[d]);
+        size_t part_cells = f->piece_cells / (size_t)f->sub;
+        for (int q = p * f->sub; q < (p + 1) * f->sub; q++) { /* the piece's partitions */
+            if (mode == MODE_MULTIPLE)
+                st->ops->isend(f->send + (size_t)q * part_cells, (int)part_cells, MPI_UINT64_T, f->to,
+                               d * HMB_MAX_THREADS + q, st->comm[mode], &st->piece_sreq[f->flat + q]);
+            else
+                st->ops->pready(q, st->psend[d]);
+        }
     }
     return bytes;
 }
@@ -486,18 +531,21 @@ static void thread_receive(halo_state *st, int mode, int tid)
         int p = hmb_topo_thread_piece(&st->topo, d ^ 1, tid);
         if (p < 0 || f->from == MPI_PROC_NULL)
             continue;
-        if (mode == MODE_MULTIPLE)
-            st->ops->wait(&st->piece_rreq[f->flat + p]);
-        else
-            hmb_parrived_bounded(st->ctx, st->pt, st->iter, st->ops, st->precv[d], p, st->mode_start,
-                                 "the face from direction %d (partitioned mode)", d);
+        for (int q = p * f->sub; q < (p + 1) * f->sub; q++) {
+            if (mode == MODE_MULTIPLE)
+                st->ops->wait(&st->piece_rreq[f->flat + q]);
+            else
+                hmb_parrived_bounded(st->ctx, st->pt, st->iter, st->ops, st->precv[d], q, st->mode_start,
+                                     "the face from direction %d (partitioned mode)", d);
+        }
         unpack_piece(st, d, p);
     }
     if (mode == MODE_MULTIPLE)
         for (int d = 0; d < NDIRS; d++) {
+            const halo_face *f = &st->face[d];
             int p = hmb_topo_thread_piece(&st->topo, d, tid);
-            if (p >= 0 && st->face[d].to != MPI_PROC_NULL)
-                st->ops->wait(&st->piece_sreq[st->face[d].flat + p]);
+            for (int q = p * f->sub; p >= 0 && f->to != MPI_PROC_NULL && q < (p + 1) * f->sub; q++)
+                st->ops->wait(&st->piece_sreq[f->flat + q]);
         }
 }
 
@@ -508,10 +556,11 @@ static int start_requests(halo_state *st, int mode, MPI_Request *preq)
     int npreq = 0;
     for (int d = 0; d < NDIRS; d++) {
         halo_face *f = &st->face[d];
+        size_t part_cells = f->piece_cells / (size_t)f->sub;
         if (mode == MODE_MULTIPLE && f->from != MPI_PROC_NULL)
-            for (int p = 0; p < f->npieces; p++)
-                st->ops->irecv(f->recv + (size_t)p * f->piece_cells, (int)f->piece_cells, MPI_UINT64_T, f->from,
-                               d * HMB_MAX_THREADS + p, st->comm[mode], &st->piece_rreq[f->flat + p]);
+            for (int q = 0; q < f->nparts; q++)
+                st->ops->irecv(f->recv + (size_t)q * part_cells, (int)part_cells, MPI_UINT64_T, f->from,
+                               d * HMB_MAX_THREADS + q, st->comm[mode], &st->piece_rreq[f->flat + q]);
         if (mode == MODE_PARTITIONED) {
             if (st->psend[d] != MPI_REQUEST_NULL)
                 preq[npreq++] = st->psend[d];
@@ -539,7 +588,12 @@ static void mode_iterate(hmb_ctx *ctx, void *state, int mode, long iter, double 
     halo_state *st = state;
     long long bytes = 0;
     st->ctx = ctx, st->iter = iter, st->mode_start = hmb_now();
-    if (mode == MODE_SINGLE || mode == MODE_PERSISTENT) {
+    if (mode == MODE_SERIAL) {
+        for (int tid = 0; tid < st->threads; tid++) /* one thread: every thread's draw in turn */
+            compute(ctx, st, tid, iter);
+        hmb_phase(ctx, "serial exchange");
+        bytes = exchange_joined(st, mode);
+    } else if (mode == MODE_SINGLE || mode == MODE_PERSISTENT) {
 #pragma omp parallel num_threads(st->threads)
         compute(ctx, st, omp_get_thread_num(), iter);
         hmb_phase(ctx, mode == MODE_SINGLE ? "single exchange" : "persistent exchange");
@@ -581,6 +635,7 @@ static const hmb_mode halo_modes[NMODES] = {
     {.name = "multiple", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
     {.name = "partitioned", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
     {.name = "persistent", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
+    {.name = "serial", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
 };
 
 static int halo_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
@@ -606,8 +661,10 @@ static int halo_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
         if (st->mock) /* nothing was exchanged: no throughput */
             continue;
         hmb_recordf(ctx, out, throughput[m] * 1e-6, "throughput_%s_MBps", name);
-        if (m != MODE_SINGLE)
+        if (m != MODE_SINGLE && m != MODE_SERIAL && !isnan(t_iter[MODE_SINGLE]))
             hmb_recordf(ctx, out, ratio[m], "ratio_%s", name);
+        if (m != MODE_SERIAL && !isnan(t_iter[MODE_SERIAL]))
+            hmb_recordf(ctx, out, throughput[m] / throughput[MODE_SERIAL], "speedup_%s_vs_serial", name);
     }
     out->valid = 1;
     return 0;
@@ -651,8 +708,9 @@ static void halo_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
     }
     for (int a = 0; a < 3; a++) {
         snprintf(key, sizeof key, "partitions_face_%c", "xyz"[a]);
-        hmb_result_add_num(ctx, key, hmb_topo_pieces(&st->topo, 2 * a));
+        hmb_result_add_num(ctx, key, st->face[2 * a].nparts);
     }
+    hmb_result_add_str(ctx, "face_partitions", hmb_opt_str(ctx, "face-partitions"));
 }
 
 static const hmb_bench halo_bench = {
@@ -673,6 +731,6 @@ static const hmb_bench halo_bench = {
     .teardown = halo_teardown,
     .annotate = halo_annotate,
     .pivot_metrics = "throughput_single_MBps,throughput_multiple_MBps,throughput_partitioned_MBps,"
-                     "throughput_persistent_MBps",
+                     "throughput_persistent_MBps,throughput_serial_MBps",
 };
 HMB_REGISTER(halo_bench);

@@ -11,6 +11,8 @@
  * the topology gives direction d (x face: ty pieces, y face: tx pieces). Piece p of direction
  * d is sent by the thread on the +off side that owns it and received by the thread on the -off
  * side that owns piece p of d ^ 1, so one thread handles one piece in every stage (in order).
+ * --face-partitions N (threads: N = T, seed 000's one partition per thread) cuts each face into
+ * N equal pieces instead, thread tid owning pieces [tid N/T, (tid + 1) N/T) on both sides.
  * Every mode computes the same per-thread draws (hmb_noise_ns keyed by iteration and stage)
  * and every thread of a stage starts only once the stage's upstream faces are in, since the
  * block's cells depend on them:
@@ -21,7 +23,10 @@
  *               pieces), all started at the sweep's start; owners poll MPI_Parrived for their
  *               pieces, barrier, compute, MPI_Pready their pieces;
  *   persistent  as single, on one MPI_Recv_init / MPI_Send_init per (octant, k-block, face)
- *               created once per point: MPI_Start in place of MPI_Irecv / MPI_Isend.
+ *               created once per point: MPI_Start in place of MPI_Irecv / MPI_Isend;
+ *   serial      the single-threaded implementation (seed 000's baseline of its 15.1x): as single,
+ *               but the main thread alone computes every thread's draw of the stage, one after
+ *               the other (the whole block's work, no fork); opt-in (not in the default --mode).
  * Every operation goes through the communication policy (hmb_comm_ops). --comm off (mock, after
  * LLNL Comb): the same stages, threads and compute without MPI, every face copied into this
  * rank's own receive buffers; the mock's upstream is this rank itself, feeding a stage only once
@@ -38,8 +43,8 @@
 #include "hmb/hmb.h"
 #include "hmb/metrics.h"
 
-enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, MODE_PERSISTENT, NMODES };
-static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned", "persistent"};
+enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, MODE_PERSISTENT, MODE_SERIAL, NMODES };
+static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned", "persistent", "serial"};
 enum { FACE_X, FACE_Y, NFACES };
 enum { NOCTANTS = 8 };
 /* Metrics: per mode, indexed M_xxx + mode. */
@@ -54,6 +59,7 @@ typedef struct {
     int64_t compute_ns;
     size_t face_cells[NFACES], piece_cells[NFACES];
     int pieces[NFACES], max_pieces;
+    int face_parts;                               /* --face-partitions: N, or 0 (tiles) */
     int nslots;                                   /* NOCTANTS * K * NFACES */
     uint64_t *send;                               /* slot s at send + slot_offset[s] */
     uint64_t *recv[NMODES];
@@ -76,12 +82,14 @@ typedef struct {
 } sweep_state;
 
 static const hmb_option sweep_options[] = {
-    {"mode", HMB_OPT_CHOICES, "all", "threading modes, run paired in one iteration", 0, 0,
-     "single|multiple|partitioned|persistent"},
+    {"mode", HMB_OPT_CHOICES, "single,multiple,partitioned,persistent",
+     "threading modes, run paired in one iteration (serial: one thread computes and sends the whole block; all: "
+     "every mode)", 0, 0, "single|multiple|partitioned|persistent|serial"},
     {"kblock", HMB_OPT_INT, "2", "cells per k-block along z (one pipeline stage)", 1, 1 << 20, NULL},
     {"kblocks", HMB_OPT_INT, "4", "k-blocks per octant with --sizes (nz = kblocks x kblock)", 1, 4096, NULL},
     {"domain", HMB_OPT_INTS, NULL, "local block nx,ny,nz instead of --sizes (nz a multiple of --kblock)", 1,
      1 << 24, NULL},
+    HMB_FACE_PARTITIONS_OPTION,
     HMB_COMM_OPTION,
     HMB_TOPO_OPTIONS,
     HMB_OPTION_END};
@@ -113,6 +121,20 @@ static const hmb_metric sweep_metrics[] = {
      .description = "throughput_partitioned / throughput_single of the same iteration (>1: faster)"},
     {.name = "ratio_persistent", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
      .description = "throughput_persistent / throughput_single of the same iteration (>1: faster)"},
+    {.name = "t_sweep_serial_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+     .description = "serial: one sweep (8 octants), one thread computing the whole block, slowest rank"},
+    {.name = "throughput_serial_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 0,
+     .description = "serial: bytes sent per process per sweep / t_sweep"},
+    {.name = "idle_share_serial", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
+     .description = "serial: 1 - computing / sweep time, mean over ranks"},
+    {.name = "speedup_single_vs_serial", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+     .description = "throughput_single / throughput_serial of the same iteration (seed 000: vs single-threaded)"},
+    {.name = "speedup_multiple_vs_serial", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+     .description = "throughput_multiple / throughput_serial of the same iteration"},
+    {.name = "speedup_partitioned_vs_serial", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+     .description = "throughput_partitioned / throughput_serial of the same iteration (seed 000's 15.1x)"},
+    {.name = "speedup_persistent_vs_serial", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+     .description = "throughput_persistent / throughput_serial of the same iteration"},
     {.name = "idle_share_single", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
      .description = "single: 1 - computing / sweep time, mean over ranks"},
     {.name = "idle_share_multiple", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
@@ -164,6 +186,7 @@ static void sweep_check(hmb_ctx *ctx)
                              "none; use --boundary open");
     hmb_topo_from_options(ctx, 2, 4, 1, &t);
     long long kb = hmb_opt_int(ctx, "kblock");
+    int parts = hmb_face_partitions(ctx);
     if (hmb_opt_given(ctx, "domain")) {
         int count;
         const long long *d = hmb_opt_ints(ctx, "domain", &count);
@@ -174,7 +197,10 @@ static void sweep_check(hmb_ctx *ctx)
         if (d[2] % kb != 0 || d[2] / kb > 4096)
             hmb_usage_error(ctx, "--domain: nz %lld is not a multiple of --kblock %lld into at most 4096 k-blocks",
                             d[2], kb);
-        if (d[0] % t.tdims[0] != 0 || d[1] % t.tdims[1] != 0)
+        if (parts > 0 && ((d[0] * kb) % parts != 0 || (d[1] * kb) % parts != 0))
+            hmb_usage_error(ctx, "--face-partitions %d: faces of %lld and %lld cells (--domain, --kblock) do not "
+                                 "split into %d equal partitions", parts, d[1] * kb, d[0] * kb, parts);
+        if (parts == 0 && (d[0] % t.tdims[0] != 0 || d[1] % t.tdims[1] != 0))
             hmb_usage_error(ctx, "--domain %lldx%lld: nx, ny must be multiples of the thread grid %dx%d (equal "
                                  "face pieces)", d[0], d[1], t.tdims[0], t.tdims[1]);
         if ((double)(d[0] > d[1] ? d[0] : d[1]) * (double)kb * 8.0 > 2147483647.0)
@@ -190,7 +216,10 @@ static void sweep_check(hmb_ctx *ctx)
             hmb_usage_error(ctx, "--sizes: %zu bytes per face is not a whole number of %lld-cell (8-byte) rows "
                                  "(--kblock %lld)", m, kb, kb);
         size_t side = m / 8 / (size_t)kb;
-        if (side % (size_t)t.tdims[0] != 0 || side % (size_t)t.tdims[1] != 0)
+        if (parts > 0 && (m / 8) % (size_t)parts != 0)
+            hmb_usage_error(ctx, "--face-partitions %d: a face of --sizes %zu is %zu cells, not %d equal partitions",
+                            parts, m, m / 8, parts);
+        if (parts == 0 && (side % (size_t)t.tdims[0] != 0 || side % (size_t)t.tdims[1] != 0))
             hmb_usage_error(ctx, "--sizes %zu: a face is %zu x %lld cells; %zu does not split into the thread grid "
                                  "%dx%d (equal face pieces)", m, side, kb, side, t.tdims[0], t.tdims[1]);
         if (m / 8 > 2147483647u)
@@ -286,13 +315,14 @@ static void *sweep_setup(hmb_ctx *ctx, const hmb_point *pt)
     st->rank = hmb_rank(ctx);
     st->threads = hmb_threads(ctx);
     st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
+    st->face_parts = hmb_face_partitions(ctx);
     point_block(pt, st->n, &st->kblocks);
     for (int m = 0; m < NMODES; m++)
         if (selected >> m & 1)
             st->modes[st->nmodes++] = m;
     for (int f = 0; f < NFACES; f++) {
         st->face_cells[f] = (size_t)st->n[1 - f] * (size_t)st->n[2]; /* x face: ny x kblock */
-        st->pieces[f] = hmb_topo_pieces(&st->topo, 2 * f);
+        st->pieces[f] = st->face_parts > 0 ? st->face_parts : hmb_topo_pieces(&st->topo, 2 * f);
         st->piece_cells[f] = st->face_cells[f] / (size_t)st->pieces[f];
     }
     st->nslots = NOCTANTS * st->kblocks * NFACES;
@@ -378,7 +408,8 @@ static void compute_stage(hmb_ctx *ctx, sweep_state *st, long iter, int stage, i
 
 /* Fork-join (single, persistent): the main thread receives the stage's upstream faces, all
  * threads compute, the main thread sends the downstream faces (completed at the end of the
- * sweep); persistent starts the slot's persistent requests in place of MPI_Irecv / MPI_Isend. */
+ * sweep); persistent starts the slot's persistent requests in place of MPI_Irecv / MPI_Isend;
+ * serial: as single, the main thread computing every thread's draw in turn (no fork). */
 static void sweep_joined(hmb_ctx *ctx, sweep_state *st, int mode, long iter)
 {
     MPI_Comm c = st->comm[mode];
@@ -405,8 +436,13 @@ static void sweep_joined(hmb_ctx *ctx, sweep_state *st, int mode, long iter)
             }
             if (!ops->mock)
                 ops->waitall(NFACES, rr);
+            if (mode == MODE_SERIAL) {
+                for (int tid = 0; tid < st->threads; tid++)
+                    compute_stage(ctx, st, iter, stage, tid);
+            } else {
 #pragma omp parallel num_threads(st->threads)
-            compute_stage(ctx, st, iter, stage, omp_get_thread_num());
+                compute_stage(ctx, st, iter, stage, omp_get_thread_num());
+            }
             for (int f = 0; f < NFACES; f++) {
                 int d = face_dir(o, f), slot = slot_of(st, o, k, f);
                 if (t->dir[d].to == MPI_PROC_NULL)
@@ -460,6 +496,20 @@ static void send_piece(sweep_state *st, int mode, int o, int k, int f, int p)
     st->ops->pready(p, st->part_req[2 * slot]);
 }
 
+/* Thread tid's pieces of face f in octant o: [*first, *first + *count). Tiles: the topology's
+ * piece of the face's direction on the sender's side (sends) or the receiver's (receives);
+ * --face-partitions N: N / T consecutive pieces, the same on both sides. */
+static void thread_pieces(const sweep_state *st, int o, int f, int receiving, int tid, int *first, int *count)
+{
+    if (st->face_parts > 0) {
+        hmb_face_partition_range(st->face_parts, st->threads, tid, first, count);
+        return;
+    }
+    int d = face_dir(o, f);
+    *first = hmb_topo_thread_piece(&st->topo, receiving ? d ^ 1 : d, tid);
+    *count = *first >= 0;
+}
+
 /* multiple / partitioned: one parallel region
  * for the sweep; each owner thread receives its upstream pieces, all wait for the stage's data
  * (barrier), compute, and each owner sends its downstream pieces at once. */
@@ -478,18 +528,20 @@ static void sweep_threads(hmb_ctx *ctx, sweep_state *st, int mode, long iter)
             for (int s = 0; s < st->kblocks; s++) {
                 int k = stage_kblock(st, o, s), stage = o * st->kblocks + s;
                 for (int f = 0; f < NFACES; f++) {
-                    int d = face_dir(o, f), p = hmb_topo_thread_piece(t, d ^ 1, tid);
-                    if (t->dir[d].from != MPI_PROC_NULL && p >= 0)
+                    int first, count;
+                    thread_pieces(st, o, f, 1, tid, &first, &count);
+                    for (int p = first; t->dir[face_dir(o, f)].from != MPI_PROC_NULL && p < first + count; p++)
                         receive_piece(st, mode, o, k, f, p);
                 }
 #pragma omp barrier
                 compute_stage(ctx, st, iter, stage, tid);
                 for (int f = 0; f < NFACES; f++) {
-                    int d = face_dir(o, f), p = hmb_topo_thread_piece(t, d, tid);
-                    if (t->dir[d].to == MPI_PROC_NULL || p < 0)
-                        continue;
-                    send_piece(st, mode, o, k, f, p);
-                    sent += 8.0 * (double)st->piece_cells[f];
+                    int first, count;
+                    thread_pieces(st, o, f, 0, tid, &first, &count);
+                    for (int p = first; t->dir[face_dir(o, f)].to != MPI_PROC_NULL && p < first + count; p++) {
+                        send_piece(st, mode, o, k, f, p);
+                        sent += 8.0 * (double)st->piece_cells[f];
+                    }
                 }
             }
         }
@@ -519,7 +571,7 @@ static void mode_iterate(hmb_ctx *ctx, void *state, int mode, long iter, double 
     (void)times;
     sweep_state *st = state;
     st->ctx = ctx, st->iter = iter, st->mode_start = hmb_now();
-    if (mode == MODE_SINGLE || mode == MODE_PERSISTENT)
+    if (mode == MODE_SINGLE || mode == MODE_PERSISTENT || mode == MODE_SERIAL)
         sweep_joined(ctx, st, mode, iter);
     else
         sweep_threads(ctx, st, mode, iter);
@@ -535,8 +587,9 @@ static void mode_verify(hmb_ctx *ctx, void *state, int mode, long iter, double *
     double busy_ns = 0.0;
     for (int s = 0; s < stages; s++) {
         double stage_ns = 0.0; /* the stage's slowest thread: a fork-join code waits for it */
-        for (int tid = 0; tid < st->threads; tid++)
-            stage_ns = fmax(stage_ns, st->busy_ns[s * st->threads + tid]);
+        for (int tid = 0; tid < st->threads; tid++) /* serial: one thread computed them all */
+            stage_ns = mode == MODE_SERIAL ? stage_ns + st->busy_ns[s * st->threads + tid]
+                                           : fmax(stage_ns, st->busy_ns[s * st->threads + tid]);
         busy_ns += stage_ns;
     }
     st->busy_s[mode] = busy_ns * 1e-9;
@@ -549,6 +602,7 @@ static const hmb_mode sweep_modes[NMODES] = {
     {.name = "multiple sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
     {.name = "partitioned sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
     {.name = "persistent sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
+    {.name = "serial sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
 };
 
 static int sweep_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
@@ -578,8 +632,10 @@ static int sweep_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
         hmb_recordf(ctx, out, idle[m] / ranks, "idle_share_%s", name);
         if (!st->ops->mock) /* nothing was exchanged: no throughput */
             hmb_recordf(ctx, out, throughput[m] * 1e-6, "throughput_%s_MBps", name);
-        if (m != MODE_SINGLE && !st->ops->mock && t_sweep[MODE_SINGLE] > 0.0)
+        if (m != MODE_SINGLE && m != MODE_SERIAL && !st->ops->mock && t_sweep[MODE_SINGLE] > 0.0)
             hmb_recordf(ctx, out, ratio[m], "ratio_%s", name);
+        if (m != MODE_SERIAL && !st->ops->mock && t_sweep[MODE_SERIAL] > 0.0)
+            hmb_recordf(ctx, out, throughput[m] / throughput[MODE_SERIAL], "speedup_%s_vs_serial", name);
     }
     return 0;
 }
@@ -619,6 +675,7 @@ static void sweep_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
     hmb_result_add_num(ctx, "face_y_bytes", 8.0 * (double)st->face_cells[FACE_Y]);
     hmb_result_add_num(ctx, "pieces_x", st->pieces[FACE_X]);
     hmb_result_add_num(ctx, "pieces_y", st->pieces[FACE_Y]);
+    hmb_result_add_str(ctx, "face_partitions", hmb_opt_str(ctx, "face-partitions"));
     hmb_result_add_num(ctx, "threads", st->threads);
     hmb_result_add_num(ctx, "compute_ns", (double)st->compute_ns);
     hmb_result_add_str(ctx, "noise", hmb_opt_str(ctx, "noise"));
@@ -628,7 +685,7 @@ static void sweep_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
 static const hmb_bench sweep_bench = {
     .name = "sweep3d",
     .group = "patterns",
-    .summary = "KBA wavefront (Ember Sweep3D) on a px x py grid: single, multiple, partitioned, persistent",
+    .summary = "KBA wavefront (Ember Sweep3D) on a px x py grid: single, multiple, partitioned, persistent, serial",
     .options = sweep_options,
     .defaults = sweep_defaults,
     .metrics = sweep_metrics,
@@ -643,6 +700,6 @@ static const hmb_bench sweep_bench = {
     .teardown = sweep_teardown,
     .annotate = sweep_annotate,
     .pivot_metrics = "throughput_single_MBps,throughput_multiple_MBps,throughput_partitioned_MBps,"
-                     "throughput_persistent_MBps",
+                     "throughput_persistent_MBps,throughput_serial_MBps",
 };
 HMB_REGISTER(sweep_bench);

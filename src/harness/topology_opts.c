@@ -1,6 +1,7 @@
 /* hmb_topo_from_options: the topology options (HMB_TOPO_OPTIONS) -> hmb_topo, usage errors and the
  * run-header record. The grid arithmetic itself is pure (topology.c). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hmb/hmb.h"
@@ -55,4 +56,26 @@ void hmb_topo_from_options(hmb_ctx *ctx, int ndims, int neighbours, int record, 
         hmb_header_add_str(ctx, "topology_boundary", t->periodic ? "periodic" : "open");
         hmb_header_add_num(ctx, "topology_neighbours", t->ndirs);
     }
+}
+
+int hmb_face_partitions(hmb_ctx *ctx)
+{
+    const char *v = hmb_opt_str(ctx, "face-partitions");
+    int threads = hmb_threads(ctx);
+    if (strcmp(v, "tiles") == 0)
+        return 0;
+    if (strcmp(v, "threads") == 0)
+        return threads;
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end != '\0' || n < 1 || n > HMB_MAX_THREADS || n % threads != 0)
+        hmb_usage_error(ctx, "--face-partitions %s: give tiles, threads, or a number of partitions per face that "
+                             "is a multiple of --threads %d, at most %d", v, threads, HMB_MAX_THREADS);
+    return (int)n;
+}
+
+void hmb_face_partition_range(int n, int threads, int tid, int *first, int *count)
+{
+    *count = n / threads;
+    *first = tid * *count;
 }
