@@ -201,3 +201,29 @@ def test_bad_data_and_batch_are_usage_errors(mpi_name, args, name):
     assert r.rc == 2, (r.rc, r.stderr)
     lines = [line for line in r.stderr.splitlines() if line.startswith("hmb-bench p2p:")]
     assert len(lines) == 1 and lines[0].startswith(f"hmb-bench p2p: {name}"), r.stderr
+
+
+def test_poison_pages_marks_every_page_and_the_tail():
+    """hmb_poison_pages (p2p's hot-cache latency, which sends one unchanging set): one 8-byte
+    word of 0xA5 at every 4 KB page start and in the last 8 bytes, nothing else; all of a buffer
+    shorter than 16 bytes. Hand-computed offsets for 10000 bytes: 0, 4096, 8192 and 9992."""
+    import ctypes as C
+    from _corelib import load
+    lib = load()
+    buf = (C.c_ubyte * 10000)()
+    lib.hmb_poison_pages(buf, 10000)
+    poisoned = {i for i in range(10000) if buf[i] == 0xA5}
+    want = set(range(0, 8)) | set(range(4096, 4104)) | set(range(8192, 8200)) | set(range(9992, 10000))
+    assert poisoned == want and all(buf[i] == 0 for i in range(10000) if i not in want)
+    small = (C.c_ubyte * 12)()
+    lib.hmb_poison_pages(small, 12)
+    assert list(small) == [0xA5] * 12
+
+
+def test_stale_data_caught_with_latency_rewarm(mpi_name, tmp_path):
+    """Above 128 KB, hot-cache latency does one untimed round trip after the check (restoring the
+    library's cache state) and poisons again: stale data in the timed sample must still fail."""
+    r = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "256K", "--stale-at", "3"] + FAST,
+                  tmp_path=tmp_path, timeout=120)
+    assert r.rc == 3, (r.rc, r.stderr)
+    assert "validation failed: bench=p2p" in r.stderr and "iteration=3" in r.stderr, r.stderr

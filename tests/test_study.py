@@ -173,10 +173,10 @@ def test_claim_not_comparable_with_reasons(part_records):
 
 
 def test_claim_of_a_figure_hmb_cannot_draw_is_not_comparable(part_records):
-    s = hstudy.load("seed000-partitioned")
-    v = {x.claim["quote"][:20]: x for x in claims.table(s, part_records)}
-    lacks = v["MPI Partitioned impl"]
-    assert lacks.verdict == claims.NOT_COMPARABLE and lacks.reason.startswith("HMB lacks sweep3d's")
+    s = hstudy.load("seed001-protocol")
+    [lacks] = [x for x in claims.table(s, part_records) if x.claim.get("needs")]
+    assert lacks.verdict == claims.NOT_COMPARABLE
+    assert lacks.reason.startswith("HMB lacks the seed's dynamic threshold design"), lacks.reason
 
 
 def test_numeric_filters_match_float_columns(part_records):
@@ -259,9 +259,9 @@ def test_list_names_every_paper(capsys):
 
 
 def test_run_of_a_figure_hmb_lacks_says_not_run(capsys, tmp_path):
-    assert cli.main(["study", "run", "seed000-partitioned", "--figure", "fig9", "--out", str(tmp_path)]) == 0
+    assert cli.main(["study", "run", "seed001-protocol", "--figure", "fig3", "--out", str(tmp_path)]) == 0
     err = capsys.readouterr().err
-    assert "not run: Fig. 9" in err and "needs sweep3d's one-partition-per-thread" in err
+    assert "not run: Fig. 3" in err and "needs a measured memory axis" in err
 
 
 def test_small_fit_run_through_the_sweep_and_report(tmp_path, capsys):
