@@ -93,7 +93,9 @@ def test_advice_by_hand(files):
     assert adv["job"]["threshold_bytes"] == 33792
     assert adv["job"]["env"] == {"MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE": "33792",
                                  "MPIR_CVAR_CH4_IPC_CMA_P2P_THRESHOLD": "33792",
-                                 "MPIR_CVAR_CH4_PACK_BUFFER_SIZE": "33792"}
+                                 "MPIR_CVAR_CH4_PACK_BUFFER_SIZE": "33792",
+                                 "UCX_RNDV_THRESH": "33792", "MPIR_CVAR_CH4_OFI_EAGER_THRESHOLD": "33792",
+                                 "FI_OFI_RXM_BUFFER_SIZE": "33792", "FI_OFI_RXM_SAR_LIMIT": "33792"}
     assert "memory cost unknown (no trade-off data)" in p.stdout
     assert "job: threshold 33792 B" in p.stdout
 
@@ -107,7 +109,10 @@ def test_header_probe_and_memory(files):
     pairs = {(r["src"], r["dst"]): r["threshold_bytes"] for r in adv["pairs"]}
     assert pairs[(1, 0)] == 17408                                           # 8100 + 100 -> 2^14 + 1024
     # job mean 18382.35 + 100 -> 2^15 + 1024; Open MPI: the eager limit, and max send size above 32K
-    assert adv["job"]["env"] == {"OMPI_MCA_btl_sm_eager_limit": "33792", "OMPI_MCA_btl_sm_max_send_size": "33792"}
+    assert adv["job"]["env"] == {"OMPI_MCA_btl_sm_eager_limit": "33792", "OMPI_MCA_btl_sm_max_send_size": "33792",
+                                 "UCX_RNDV_THRESH": "33792", "OMPI_MCA_btl_tcp_eager_limit": "33792",
+                                 "OMPI_MCA_btl_tcp_rndv_eager_limit": "33792",
+                                 "FI_OFI_RXM_BUFFER_SIZE": "33792", "FI_OFI_RXM_SAR_LIMIT": "33792"}
     # 33792 B -> measured at 64K: (80 - 10) kB x 2 peers
     assert "+140 kB per rank with 2 peers" in p.stdout
 

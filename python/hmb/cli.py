@@ -398,6 +398,25 @@ def make_parser() -> argparse.ArgumentParser:
         return 1 if rs.bad_lines else 0
     ex.set_defaults(func=cmd_export)
 
+    # hmb settings: the `settings` presets and the variables each path gets (hmb/settings.py)
+    se = sub.add_parser("settings", help="eager-threshold presets: the variables per MPI and path",
+                        description="The presets of a sweep's `settings` axis and, per MPI family and path "
+                        "(shared memory, UCX, OFI, TCP), the variables a threshold sets, what was measured of "
+                        "them on one node, and the paths no variable moves. docs/toolkit.md has the sources.")
+    se.add_argument("--mpi", choices=("mpich", "openmpi", "impi"), help="one family (default: all)")
+    se.add_argument("--threshold", default="16K", metavar="BYTES", help="show the variables for this threshold "
+                    "or preset (default 16K)")
+
+    def cmd_settings(a) -> int:
+        from . import settings
+        try:
+            t = settings.parse_bytes(a.threshold)
+        except ValueError as e:
+            raise UsageError(f"--threshold: {e}") from None
+        print(settings.table(a.mpi, t), end="")
+        return 0
+    se.set_defaults(func=cmd_settings)
+
     # hmb study: the seed studies (hmb/study/, python/hmb/studies/*.toml)
     from .study import cli as study_cli
     study_cli.add_parser(sub)

@@ -7,9 +7,15 @@ between 4016 and 4032 B). `hmb-bench proto --test probe` run with a preset's var
 where the switch really went; a preset that does not move it is reported so (docs/metrics.md).
 
 Families are the launcher dialects of python/hmb/mpi.py: mpich, openmpi, impi.
+
+A preset moves every path a family's traffic can take: shared memory (within a node) and the
+network paths (between nodes, NETWORK_PATHS: MPICH over UCX or OFI, Open MPI's pml ucx, btl tcp
+and mtl ofi, Intel MPI over OFI). A path no variable moves is listed with the reason and left
+alone (never emulated). `hmb settings` prints the table; docs/toolkit.md cites the sources.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 
 FAMILIES = ("mpich", "openmpi", "impi")
@@ -55,8 +61,9 @@ def parse_bytes(text) -> int:
     return int(m.group(1)) * _UNITS[m.group(2).upper()]
 
 
-def threshold_env(mpi: str, threshold_bytes: int) -> dict[str, str]:
-    """The variables that move this family's eager/rendezvous switch to threshold_bytes.
+def shm_env(mpi: str, threshold_bytes: int) -> dict[str, str]:
+    """The variables that move this family's shared-memory (within a node) eager/rendezvous
+    switch to threshold_bytes.
 
     MPICH: the shared-memory cell size, the CMA single-copy threshold and the pack buffer move
     together (SPEC §4: a larger cell alone still hands messages over CMA from 8 KB on).
@@ -81,6 +88,121 @@ def threshold_env(mpi: str, threshold_bytes: int) -> dict[str, str]:
             env["OMPI_MCA_btl_sm_max_send_size"] = str(t)
         return env
     return {"I_MPI_SHM_CELL_FWD_SIZE": str(t), "I_MPI_SHM_CELL_BWD_SIZE": str(t)}
+
+
+# ---- Network paths (between nodes) -------------------------------------------------------
+# Open MPI 5.0.11 btl/tcp defaults (ompi_info --param btl tcp --level 9): the "phase 1"
+# fragment of a large message (rndv_eager_limit) must not exceed the eager limit, and an eager
+# fragment must fit max_send_size.
+_OMPI_TCP_RNDV_DEFAULT = 64 << 10
+_OMPI_TCP_MAX_SEND_DEFAULT = 128 << 10
+
+
+def _ucx(t: int) -> dict[str, str]:
+    # UCX's tag-matching protocol (ucp_tag_send) switches to rendezvous at UCX_RNDV_THRESH
+    # (default auto); UCX_ZCOPY_THRESH only chooses copy or zero-copy within eager: not set.
+    return {"UCX_RNDV_THRESH": str(t)}
+
+
+def _rxm(t: int) -> dict[str, str]:
+    # libfabric's rxm utility provider (verbs;ofi_rxm, tcp;ofi_rxm): eager below
+    # FI_OFI_RXM_BUFFER_SIZE less its header, segmentation (SAR) up to FI_OFI_RXM_SAR_LIMIT,
+    # rendezvous above; both at T leave no SAR range: the switch is at T.
+    return {"FI_OFI_RXM_BUFFER_SIZE": str(t), "FI_OFI_RXM_SAR_LIMIT": str(t)}
+
+
+def _mpich_ofi(t: int) -> dict[str, str]:
+    # MPICH's own handshake over OFI (default -1: only above the provider's max_msg_size, so
+    # the provider decides) and the rxm provider's switch.
+    return {"MPIR_CVAR_CH4_OFI_EAGER_THRESHOLD": str(t), **_rxm(t)}
+
+
+def _ompi_tcp(t: int) -> dict[str, str]:
+    env = {"OMPI_MCA_btl_tcp_eager_limit": str(t)}
+    if t < _OMPI_TCP_RNDV_DEFAULT:
+        env["OMPI_MCA_btl_tcp_rndv_eager_limit"] = str(t)
+    if t > _OMPI_TCP_MAX_SEND_DEFAULT:
+        env["OMPI_MCA_btl_tcp_max_send_size"] = str(t)
+    return env
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkPath:
+    """One way a family's point-to-point traffic crosses nodes, and what moves its switch."""
+    family: str
+    path: str
+    env: object      # threshold bytes -> variables; None: no variable moves this path's switch
+    measured: str    # what HMB measured on one node ("" when not verified here)
+    note: str = ""
+
+    def variables(self, t: int) -> dict[str, str]:
+        return self.env(t) if self.env else {}
+
+
+NETWORK_PATHS = (
+    NetworkPath("mpich", "ch4:ucx (MPICH's netmod in the PyPI wheel)", _ucx,
+                "MPIR_CVAR_NOLOCAL=1 (all traffic through UCX on one node): default 5024-5032 B; "
+                "UCX_RNDV_THRESH=4096 -> 4088-4096 B, 65536 -> 65528-65536 B"),
+    NetworkPath("mpich", "ch4:ofi (MPICH built with libfabric)", _mpich_ofi, "",
+                "the FI_OFI_RXM_* variables act under the rxm provider only; other providers "
+                "(cxi, efa, psm3, opx) have their own thresholds, not set (not moved)"),
+    NetworkPath("openmpi", "pml ucx", _ucx,
+                "--mca pml ucx (pml_ucx_tls/devices any) on one node: default 6024-6032 B; "
+                "UCX_RNDV_THRESH=4096 -> 4088-4096 B, 65536 -> 65528-65536 B"),
+    NetworkPath("openmpi", "pml ob1 + btl tcp", _ompi_tcp,
+                "--mca btl tcp,self on one node, 3 launches each: default 65456-65464 B; "
+                "btl_tcp_eager_limit=16384 -> 16304-16312 B, 262144 -> 262064-262072 B"),
+    NetworkPath("openmpi", "pml cm + mtl ofi", _rxm, "",
+                "Open MPI has no eager variable on this path: the libfabric provider decides; "
+                "moved under the rxm provider only (others not moved)"),
+    NetworkPath("openmpi", "pml ob1 + btl ofi / btl uct", None, "",
+                "by default these carry one-sided traffic only (btl_ofi_mode 0); their eager limits "
+                "(btl_ofi_eager_limit, btl_uct_eager_limit) are left alone"),
+    NetworkPath("impi", "ofi (rxm provider)", _rxm, "",
+                "Intel MPI documents no eager-threshold variable for its OFI path: the provider's are set"),
+    NetworkPath("impi", "ofi (mlx, psm3, cxi providers)", None, "",
+                "their thresholds are the providers' own, not set here"),
+)
+
+
+def network_paths(mpi: str) -> list[NetworkPath]:
+    family = _family(mpi)
+    return [p for p in NETWORK_PATHS if p.family == family]
+
+
+def network_env(mpi: str, threshold_bytes: int) -> dict[str, str]:
+    """The variables that move this family's network paths' switches to threshold_bytes."""
+    out: dict[str, str] = {}
+    for p in network_paths(mpi):
+        out.update(p.variables(int(threshold_bytes)))
+    return out
+
+
+def threshold_env(mpi: str, threshold_bytes: int) -> dict[str, str]:
+    """Every path's variables for threshold_bytes: shared memory (shm_env, which also checks
+    that the library can take it) and the network paths (network_env)."""
+    return {**shm_env(mpi, threshold_bytes), **network_env(mpi, threshold_bytes)}
+
+
+def table(mpi: str | None = None, threshold_bytes: int = 16 << 10) -> str:
+    """`hmb settings`: presets, and per path the variables a threshold sets and what was
+    measured of them here."""
+    lines = [f"presets: default (nothing set), {', '.join(PRESET_THRESHOLDS)}; or a threshold such as 24K; "
+             f"suffix {NO_SINGLE_COPY_SUFFIX} turns single copy off (MPICH, Open MPI)",
+             f"variables for a threshold of {threshold_bytes} B:"]
+    for family in ([_family(mpi)] if mpi else FAMILIES):
+        lines.append(f"{family}:")
+        try:
+            shm = " ".join(f"{k}={v}" for k, v in shm_env(family, threshold_bytes).items())
+        except ValueError as e:
+            shm = f"not possible ({e})"
+        lines.append(f"  shared memory: {shm}")
+        for p in network_paths(family):
+            v = " ".join(f"{k}={x}" for k, x in p.variables(threshold_bytes).items())
+            lines.append(f"  {p.path}: {v or 'not moved (not emulated)'}")
+            state = f"measured here: {p.measured}" if p.measured else "not verified here (no such path on this machine)"
+            lines.append(f"      {state}" + (f"; {p.note}" if p.note else ""))
+    return "\n".join(lines) + "\n"
 
 
 def presets(mpi: str) -> dict[str, dict[str, str]]:
