@@ -112,3 +112,60 @@ def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, argv, needle):
     assert rc == 2
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith("hmb: ") and needle in lines[0], err
+
+
+# ---- the bundled report and the study's projection figure (seed 000 Fig. 13) ----------------
+
+BUNDLED = project.DATA_DIR / "mpip" / "snap-c.2.mpiP"
+
+
+def test_bundled_snap_report_parses_to_its_hand_value():
+    p = project.parse_mpip(BUNDLED)
+    # Callsite '*' rows: Recv 2883 x 0.391 ms + Send 2883 x 0.438 ms = 2390.0 ms over 4.81 s
+    assert p.processes == 2 and p.app_time_s == 4.81
+    assert p.p2p_time_s == pytest.approx(2.390007)
+    assert p.fraction == pytest.approx(2.390007 / 4.81)
+    assert "Callsite" in p.from_section
+    readme = (project.DATA_DIR / "mpip" / "README.md").read_text()
+    assert "SNAP-C" in readme and "2 MPI ranks" in readme and "not SNAP on" in readme
+
+
+def _sweep3d_records(tmp_path, values, oversubscribed=False):
+    from _planted import metric, result, run, write
+    recs = []
+    for i, v in enumerate(values):
+        r = run(f"s{i}", "sweep3d", threads=16, oversubscribed=oversubscribed)
+        r["options"].update({"compute": "10ms", "face-partitions": "16"})
+        recs += [r, result(f"s{i}", "sweep3d", {"size_bytes": 65536},
+                           {"speedup_partitioned_vs_serial": metric(v, unit="ratio", higher=True)})]
+    import hmb
+    return hmb.load(write(tmp_path / "sw.jsonl", recs))
+
+
+FIG13 = {"id": "fig13", "number": "Fig. 13", "title": "projection", "bench": "sweep3d", "x": "processes",
+         "y": "speedup_partitioned_vs_serial", "where": {"face_partitions": 16, "compute": "10ms"},
+         "mpip": ["mpip/snap-c.2.mpiP"], "seed_speedup": 15.1}
+
+
+def test_study_figure_projects_the_seed_s_and_the_study_s(tmp_path):
+    df = _sweep3d_records(tmp_path, [3.0, 5.0])           # two launches: median s = 4
+    path, note = project.study_figure(FIG13, df, tmp_path / "figs")
+    assert path.is_file() and path.stat().st_size > 1000
+    f = 2.390007 / 4.81
+    seed = 1 / ((1 - f) + f / 15.1)                       # 1.866
+    ours = 1 / ((1 - f) + f / 4.0)                        # 1.595
+    table = {line.split()[1].strip("()"): line.split() for line in note.splitlines() if "snap-c.2.mpiP" in line}
+    assert float(table["seed"][-1]) == pytest.approx(seed, abs=1e-3)
+    assert float(table["MPICH"][-2]) == pytest.approx(4.0) and float(table["MPICH"][-1]) == pytest.approx(ours, abs=1e-3)
+    assert "not a reading" not in note
+
+
+def test_study_figure_marks_oversubscribed_s_and_says_when_there_is_none(tmp_path):
+    df = _sweep3d_records(tmp_path, [0.7], oversubscribed=True)
+    _, note = project.study_figure(FIG13, df, tmp_path / "figs")
+    assert "oversubscribed: not a reading" in note
+    _, note = project.study_figure(dict(FIG13, where={"face_partitions": 4}), df, tmp_path / "figs")
+    assert "HMB's own s not drawn" in note and "15.1" in note
+    with pytest.raises(project.ProjectError, match="no speed-up"):
+        project.study_figure({k: v for k, v in FIG13.items() if k != "seed_speedup"} | {"where": {"face_partitions": 4}},
+                             df, tmp_path / "figs")

@@ -321,3 +321,20 @@ def test_claim_needing_threads_and_signed_differences(part_records):
     v = claims.judge(_claim(metric="availability", where={"partitions": 4}, over={"partitions": 1},
                             compare="difference", op=">=", value=0.0), part_records)
     assert v.verdict == claims.AGREES and v.reading.startswith("0.30")
+
+
+def test_seed000_report_draws_fig13_projection_from_the_bundled_mpip(tmp_path):
+    """Fig. 13 is `hmb project` on the bundled SNAP-C mpiP report with the seed's s and the
+    study's own sweep3d speed-up (planted: 2.0 at 16 partitions, 10 ms); its claim is not
+    comparable (the report is 2 ranks of one node)."""
+    from hmb import project
+    r = _run("s", "sweep3d", threads=2, options={"compute": "10ms", "face-partitions": "16"})
+    f = write(tmp_path / "sw.jsonl", [r, result("s", "sweep3d", {"size_bytes": 65536},
+                                                {"speedup_partitioned_vs_serial": metric(2.0, unit="ratio", higher=True)})])
+    s = hstudy.load("seed000-partitioned")
+    text, verdicts = study_cli.report(s, [f], tmp_path, figures_only=["fig13"])
+    assert (tmp_path / "figures" / "fig13.png").is_file()
+    frac = project.parse_mpip(project.DATA_DIR / "mpip" / "snap-c.2.mpiP").fraction
+    assert f"{1 / ((1 - frac) + frac / 2.0):.3f}" in text and f"{1 / ((1 - frac) + frac / 15.1):.3f}" in text
+    assert [v.verdict for v in verdicts] == [claims.NOT_COMPARABLE]
+    assert "2 ranks of one node" in verdicts[0].reason

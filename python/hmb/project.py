@@ -194,27 +194,84 @@ def figure_path(name: str) -> Path:
     return path
 
 
-def figure(rows: list[tuple], path: Path, speedup_label: str) -> None:
-    """Projected speed-up by process count (seed 000's Fig. 13), bars labelled with f."""
+def figure(rows: list[tuple], path: Path, speedup_label: str, xlabels: list[str] | None = None,
+           footer: str = "", title: str = "", hollow: list[bool] | None = None) -> None:
+    """Projected speed-up by process count (seed 000's Fig. 13), bars labelled with f
+    (xlabels: one text per bar instead of the process count; footer: a context line; title:
+    instead of the speed-up's; hollow: bars that are no reading, drawn unfilled)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    labels = [str(p) if p is not None else lbl for lbl, p, *_ in rows]
-    bars = ax.bar(range(len(rows)), [r[4] for r in rows], color="tab:blue")
+    fig, ax = plt.subplots(figsize=(5.5 if not xlabels else 1.6 * len(rows) + 3.0, 3.8))
+    labels = xlabels or [str(p) if p is not None else lbl for lbl, p, *_ in rows]
+    bars = ax.bar(range(len(rows)), [r[4] for r in rows], color="tab:blue", edgecolor="tab:blue")
+    for bar, h in zip(bars, hollow or []):
+        if h:
+            bar.set_facecolor("white")
+            bar.set_hatch("//")
     for bar, (_, _, f, _, proj) in zip(bars, rows):
         ax.annotate(f"f = {100 * f:.1f}%", (bar.get_x() + bar.get_width() / 2, proj), ha="center",
                     va="bottom", fontsize=8, xytext=(0, 2), textcoords="offset points")
     ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
     ax.margins(y=0.12)
     ax.set_xticks(range(len(rows)), labels)
-    ax.set_xlabel("processes")
+    ax.set_xlabel("processes" if not xlabels else "")
     ax.set_ylabel("projected application speed-up")
-    ax.set_title(f"Projected speed-up, point-to-point {speedup_label}", fontsize=10)
+    ax.set_title(title or f"Projected speed-up, point-to-point {speedup_label}", fontsize=10)
+    if footer:
+        fig.text(0.01, -0.02, footer, fontsize=7, color="dimgrey", ha="left", va="top")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
+
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
+def study_figure(fig: dict, df, outdir: Path) -> tuple[Path, str]:
+    """A study's projection figure (a [[figure]] with `mpip`: report files under hmb/data/):
+    f from each bundled mpiP report; s the seed's (`seed_speedup`) and HMB's own, per MPI: the
+    median over launches of the study's `bench` metric `y` at `where` (claims.select, the
+    claims' reading). Returns (the PNG, a note with the table and where s came from)."""
+    from .study.claims import _solid, point_medians, select
+    from .study.figures import context_line
+    profiles = [parse_mpip(DATA_DIR / name) for name in fig["mpip"]]
+    speedups = []      # (label, s, what it is, a reading)
+    if "seed_speedup" in fig:
+        speedups.append(("seed", float(fig["seed_speedup"]), "the seed's", True))
+    rows = select(df, fig.get("bench"), fig["y"], fig.get("where"))
+    missing = []
+    for m in ([] if rows is None or rows.empty else sorted(rows["mpi"].unique())):
+        mine = rows[rows["mpi"] == m]
+        solid = _solid(mine)
+        vals = point_medians(solid if not solid.empty else mine)
+        if vals.empty or not float(vals.median()) > 0:
+            continue
+        what = f"HMB {m} (median of {vals.size} point(s)" + (")" if not solid.empty else
+                                                              "; oversubscribed: not a reading)")
+        speedups.append((m, float(vals.median()), what, not solid.empty))
+    if len(speedups) == (1 if "seed_speedup" in fig else 0):
+        missing.append(f"no {fig.get('bench')} {fig['y']} results at {fig.get('where') or 'any point'}: "
+                       f"HMB's own s not drawn")
+    if not speedups:
+        raise ProjectError(f"{fig['number']}: no speed-up to project with (no seed_speedup, no results)")
+    table_rows, xlabels, hollow = [], [], []
+    for prof in profiles:
+        for label, s, _, solid_s in speedups:
+            table_rows.append((f"{Path(prof.source).name} ({label})", prof.processes, prof.fraction, s,
+                               projected_speedup(prof.fraction, s)))
+            xlabels.append(f"{prof.processes} ranks\ns = {s:.3g}\n({label}{'' if solid_s else ', no reading'})")
+            hollow.append(not solid_s)
+    path = Path(outdir) / f"{fig['id']}.png"
+    s_label = "s: " + "; ".join(f"{what} {s:.3g}" for _, s, what, _ in speedups)
+    footer = ("f from " + ", ".join(Path(p.source).name for p in profiles) + " (hmb/data/mpip/README.md)"
+              + (f" · s from {context_line(rows)}" if rows is not None and not rows.empty else ""))
+    figure(table_rows, path, s_label, xlabels=xlabels, footer=footer, title=f"{fig['number']}: {fig['title']}",
+           hollow=hollow)
+    note = (f"{fig['number']}: projected = 1 / ((1 - f) + f / s); " + "; ".join(missing + [s_label])
+            + "\n\n```\n" + table(table_rows) + "```")
+    return path, note
 
 
 def run(args) -> int:

@@ -203,6 +203,14 @@ def report(study, paths, outdir=None, figures_only=None) -> tuple[str, list]:
     for fig in study.figures:
         if (figures_only and fig["id"] not in figures_only) or fig.get("needs"):
             continue
+        if fig.get("mpip"):    # a projection from bundled mpiP reports: hmb project (project.py)
+            from .. import project
+            try:
+                path, note = project.study_figure(fig, df, out / "figures")
+                lines += [f"![{fig['number']}](figures/{path.name})", "", note, "", fig.get("note", ""), ""]
+            except project.ProjectError as e:
+                lines += [f"- {e}", ""]
+            continue
         path, note = figures.draw(fig, df, out / "figures")
         if path is not None:
             lines += [f"![{fig['number']}](figures/{path.name})", "", f"{note}. {fig.get('note', '')}".rstrip(), ""]
