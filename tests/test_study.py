@@ -261,7 +261,7 @@ def test_list_names_every_paper(capsys):
 def test_run_of_a_figure_hmb_lacks_says_not_run(capsys, tmp_path):
     assert cli.main(["study", "run", "seed001-protocol", "--figure", "fig3", "--out", str(tmp_path)]) == 0
     err = capsys.readouterr().err
-    assert "not run: Fig. 3" in err and "needs a measured memory axis" in err
+    assert "not run: Fig. 3" in err and "needs a measurement of 'productivity'" in err
 
 
 def test_small_fit_run_through_the_sweep_and_report(tmp_path, capsys):
@@ -338,3 +338,27 @@ def test_seed000_report_draws_fig13_projection_from_the_bundled_mpip(tmp_path):
     assert f"{1 / ((1 - frac) + frac / 2.0):.3f}" in text and f"{1 / ((1 - frac) + frac / 15.1):.3f}" in text
     assert [v.verdict for v in verdicts] == [claims.NOT_COMPARABLE]
     assert "2 ranks of one node" in verdicts[0].reason
+
+
+def test_seed001_fig2_memory_beside_the_rate_and_its_claim(tmp_path):
+    """proto's memory reading (rss_traffic_kB, in each result's extra) is drawn by settings and
+    read by the Fig. 2 memory claim: forced 1 MB / default = 30000 / 20000 = 1.5 ≥ 1 agrees."""
+    recs = []
+    for rid, setting, rss in (("a", "default", 20000.0), ("b", "1M", 30000.0)):
+        r = _run(rid, "proto")
+        r["tag"] = f"t-{rid}"
+        recs.append(r)
+        for size in (1024, 4096):
+            recs.append(result(rid, "proto", {"size_bytes": size, "test": "tradeoff"},
+                               {"msg_rate": metric(1e6 if setting == "default" else 8e5, unit="msg/s", higher=True)},
+                               extra={"rss_traffic_kB": rss, "per_peer_kB": 10.0}))
+        recs.append({"type": "launch", "tag": f"t-{rid}", "status": "done", "rc": 0,
+                     "point": {"bench": "proto", "mpi": "mpich", "settings": setting}})
+    f = write(tmp_path / "p.jsonl", recs)
+    s = hstudy.load("seed001-protocol")
+    text, verdicts = study_cli.report(s, [f], tmp_path, figures_only=["fig2", "fig2_memory"])
+    assert (tmp_path / "figures" / "fig2.png").is_file() and (tmp_path / "figures" / "fig2_memory.png").is_file()
+    by = {v.claim["figure_id"]: v for v in verdicts}
+    assert by["fig2_memory"].verdict == claims.AGREES and "1.5" in by["fig2_memory"].reading
+    assert by["fig2"].verdict == claims.AGREES          # rate 8e5 / 1e6 = 0.8 ≤ 1
+    assert not any("memory footprint beside" in m for m in s.meta.get("missing", []))

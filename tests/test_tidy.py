@@ -58,3 +58,39 @@ def test_export_missing_file_is_one_line(tmp_path, capsys):
     assert cli.main(["export", "--csv", str(tmp_path / "t.csv"), str(tmp_path / "nope.jsonl")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "nope.jsonl" in err
+
+
+def _proto(tmp_path, launches):
+    """launches: [(run_id, rss_traffic_kB at 1K)]; each result has two metrics."""
+    from _planted import metric, result, run, write
+    recs = []
+    for rid, rss in launches:
+        recs.append(run(rid, "proto"))
+        res = result(rid, "proto", {"size_bytes": 1024, "test": "tradeoff"},
+                     {"msg_rate": metric(1e6, unit="msg/s", higher=True), "bandwidth_MBps": metric(1000.0, unit="MB/s")},
+                     extra={"rss_traffic_kB": rss, "hwm_kB": rss + 50, "cache_flushes": 3, "view": "x",
+                            "bad_kB": "n/a"})
+        recs.append(res)
+    return write(tmp_path / "p.jsonl", recs)
+
+
+def test_memory_readings_are_columns_not_other_extras(tmp_path):
+    df = hmb.load(_proto(tmp_path, [("a", 1000.0)]))
+    assert len(df) == 2                      # still one row per metric
+    assert (df["rss_traffic_kB"] == 1000.0).all() and (df["hwm_kB"] == 1050.0).all()
+    assert "cache_flushes" not in df.columns and "view" not in df.columns and "bad_kB" not in df.columns
+
+
+def test_reading_as_metric_one_row_per_result_and_launches_still_one_point(tmp_path):
+    from hmb import tidy
+    from hmb.study import claims
+    df = hmb.load(_proto(tmp_path, [("a", 1000.0), ("b", 3000.0)]))
+    mem = tidy.readings_as_metric(df, "rss_traffic_kB")
+    assert len(mem) == 2 and set(mem["median"]) == {1000.0, 3000.0}
+    assert set(mem["metric"]) == {"rss_traffic_kB"} and (mem["unit"] == "kB").all() and mem["ci_lo"].isna().all()
+    rows = claims.select(df, "proto", "rss_traffic_kB", {"size_bytes": 1024})
+    assert len(rows) == 2
+    meds = claims.point_medians(rows)        # the two launches are one point despite their readings
+    assert len(meds) == 1 and meds.iloc[0] == 2000.0
+    assert claims.point_medians(claims.select(df, "proto", "msg_rate", None)).size == 1
+    assert tidy.readings_as_metric(df, "msg_rate").empty   # a metric is no reading

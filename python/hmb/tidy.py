@@ -5,6 +5,12 @@ skipped and named, resumed launches counted once) and flattens them: every param
 point is a column of its own, beside the metric's name, median, 95% CI, sample count and unit,
 and the run's context (benchmark, MPI, library version, settings, noise, ranks, threads,
 oversubscription, run id, file). The report's study figures and `hmb export --csv` use it.
+
+A result's readings (numbers in its `extra` named `*_kB`: the resident memory `proto` records,
+docs/metrics.md) are columns too, on each of that result's rows. They are readings, not
+metrics: no samples, no CI, and they differ from launch to launch, so a point's launches are
+grouped without them (is_reading). readings_as_metric turns one into metric rows, so a figure
+or a claim can read memory as it reads a metric (claims.select does it on request).
 """
 from __future__ import annotations
 
@@ -16,6 +22,20 @@ from . import results as hresults
 CONTEXT = ["bench", "metric", "median", "ci_lo", "ci_hi", "count", "unit", "higher_is_better",
            "mpi", "library", "settings", "noise", "ranks", "threads", "oversubscribed",
            "spare_core_missing", "progress_shares_core", "host", "cpus", "run_id", "tag", "source"]
+
+
+# Numbers in a result's extra that are columns: the memory readings (kB).
+READING_SUFFIX = "_kB"
+
+
+def is_reading(col) -> bool:
+    """A column that holds a result's reading (e.g. proto's rss_traffic_kB), not a parameter."""
+    return isinstance(col, str) and col.endswith(READING_SUFFIX)
+
+
+def _readings(extra: dict) -> dict:
+    return {k: float(v) for k, v in extra.items() if is_reading(k) and isinstance(v, (int, float))
+            and not isinstance(v, bool) and math.isfinite(v)}
 
 
 def _num(v) -> float:
@@ -51,6 +71,7 @@ def rows(rs: hresults.ResultSet) -> list[dict]:
             "tag": str(run.get("tag") or ""), "source": r.source,
         }
         params = {k: v for k, v in r.params.items() if k not in base and k not in CONTEXT}
+        params.update(_readings(extra))
         # Run-level options (compute, cache, progress, ...) are parameters too, unless the
         # benchmark expanded them into params (sizes -> size_bytes) or they are context.
         run_control = r.desc.run_control if r.desc else frozenset()
@@ -72,6 +93,30 @@ def rows(rs: hresults.ResultSet) -> list[dict]:
                         "unit": str(m.get("unit") or ""),
                         "higher_is_better": m.get("higher_is_better"), **params})
     return out
+
+
+METRIC_FIELDS = ("metric", "median", "ci_lo", "ci_hi", "count", "unit", "higher_is_better")
+
+
+def readings_as_metric(df, name: str):
+    """The reading column `name` as metric rows (metric = name, median = the reading, no CI,
+    count 1, unit kB, lower is better): one row per result that has it."""
+    if df is None or df.empty or name not in df.columns or not is_reading(name):
+        return df.iloc[0:0] if df is not None else df
+    rows = df[df[name].notna()]
+    key = rows[[c for c in rows.columns if c not in METRIC_FIELDS]].astype(str)   # lists: as text
+    rows = rows[~key.duplicated()]
+    return rows.assign(metric=name, median=rows[name].astype(float), ci_lo=math.nan, ci_hi=math.nan,
+                       count=1, unit="kB", higher_is_better=False)
+
+
+def with_readings(df, names):
+    """df plus, for each of names that is a reading column and no metric, its metric rows."""
+    import pandas as pd
+    extra = [readings_as_metric(df, n) for n in names
+             if df is not None and n in df.columns and is_reading(n) and not (df["metric"] == n).any()]
+    extra = [e for e in extra if not e.empty]
+    return pd.concat([df, *extra], ignore_index=True) if extra else df
 
 
 def frame(rs: hresults.ResultSet):

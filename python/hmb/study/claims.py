@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from .. import tidy
 from ..results import fmt_num
 
 AGREES, DIFFERS, NOT_COMPARABLE = "agrees", "differs", "not comparable"
@@ -37,7 +38,9 @@ def select(df, bench: str | None, metric: str | None, where: dict | None):
     if bench:
         m = m[m["bench"] == bench]
     if metric:
-        m = m[m["metric"].isin(metric if isinstance(metric, list) else [metric])]
+        wanted = metric if isinstance(metric, list) else [metric]
+        m = tidy.with_readings(m, wanted)     # a reading (proto's memory, *_kB) read as a metric
+        m = m[m["metric"].isin(wanted)]
     for col, want in (where or {}).items():
         if col not in m.columns:
             return m.iloc[0:0]
@@ -60,7 +63,7 @@ def point_medians(rows):
     apart from the run id)."""
     drop = {"median", "ci_lo", "ci_hi", "count", "run_id", "tag", "source", "library", "host",
             "oversubscribed", "spare_core_missing", "progress_shares_core", "cpus", "higher_is_better"}
-    keys = [c for c in rows.columns if c not in drop]
+    keys = [c for c in rows.columns if c not in drop and not tidy.is_reading(c)]   # readings vary by launch
     g = rows.assign(**{k: rows[k].astype(str) for k in keys}).groupby(keys, dropna=False)["median"]
     return g.median()
 
