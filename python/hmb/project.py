@@ -248,8 +248,9 @@ def study_figure(fig: dict, df, outdir: Path) -> tuple[Path, str]:
         vals = point_medians(solid if not solid.empty else mine)
         if vals.empty or not float(vals.median()) > 0:
             continue
-        what = f"HMB {m} (median of {vals.size} point(s)" + (")" if not solid.empty else
-                                                              "; oversubscribed: not a reading)")
+        launches = (solid if not solid.empty else mine)["run_id"].nunique()
+        what = f"HMB {m} (median of {vals.size} point(s), {launches} launch(es)" + (
+            ")" if not solid.empty else "; oversubscribed: not a reading)")
         speedups.append((m, float(vals.median()), what, not solid.empty))
     if len(speedups) == (1 if "seed_speedup" in fig else 0):
         missing.append(f"no {fig.get('bench')} {fig['y']} results at {fig.get('where') or 'any point'}: "
