@@ -146,7 +146,11 @@ def _fit_layout(b: dict, declared: dict, where: str, ncores: int, changes: list)
         if parts is not None:
             msg += f"; partitions {parts} kept, each thread owns P/T"
         elif b["name"] in ("halo3d", "sweep3d"):
-            msg += " (a face's partitions are the threads on it: fewer here than in the seed)"
+            fp = (b.get("args") or {}).get("face-partitions")
+            if isinstance(fp, int):
+                msg += f"; face partitions {fp} kept, each thread owns {fp}/T"
+            else:
+                msg += " (a face's partitions are the threads on it: fewer here than in the seed)"
         changes.append(msg)
     b["threads"] = keep
 
