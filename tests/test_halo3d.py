@@ -266,7 +266,7 @@ def test_thread_comm_every_mode_validated_at_two_threads(mpi_name, tmp_path):
         ex = res["extra"]
         # 2 ranks periodic, 4x4x4: six faces of 16 cells, each thread sends 8 cells of each
         assert ex["bytes_per_rank_iter_threadcomm"] == 6 * 16 * 8
-        assert ex["layout"] == tc and ex["ranks_x_threads"] == 4
+        assert res["params"]["layout"] == tc and res["params"]["ranks_x_threads"] == 4
         assert (ex["communicators"], ex["streams"]) == made[tc], (tc, ex)
         assert ex["vmrss_kib"] > 0 and ex["vmhwm_kib"] >= ex["vmrss_kib"]
         check_metrics(res, ("threadcomm",))
@@ -312,5 +312,5 @@ def test_thread_comm_mock_and_everywhere_layout(mpi_name, tmp_path):
                   env=YIELD, tmp_path=tmp_path)
     assert r.rc == 0, r.stderr
     (res,) = r.results()
-    assert res["extra"]["layout"] == "everywhere" and res["extra"]["ranks_x_threads"] == 4
+    assert res["params"]["layout"] == "everywhere" and res["params"]["ranks_x_threads"] == 4
     assert res["extra"]["communicators"] == 1 and res["extra"]["streams"] == 0

@@ -16,6 +16,10 @@ from . import results as hresults
 CONTEXT = ["bench", "metric", "median", "ci_lo", "ci_hi", "count", "unit", "higher_is_better",
            "mpi", "library", "settings", "noise", "ranks", "threads", "oversubscribed",
            "spare_core_missing", "progress_shares_core", "host", "cpus", "run_id", "tag", "source"]
+# Resources a point recorded after its set-up (mt, halo3d --thread-comm: docs/metrics.md), columns
+# beside the context where the record has them: what a mode cost, not a parameter of the point
+# (they vary from launch to launch: claims group launches without them).
+RESOURCES = ["communicators", "streams", "vcis", "reserve_vcis", "vmrss_kib", "vmhwm_kib"]
 
 
 def _num(v) -> float:
@@ -49,6 +53,7 @@ def rows(rs: hresults.ResultSet) -> list[dict]:
             "host": _host(run), "cpus": run.get("cpus_available"),
             "run_id": str(run.get("run_id") or r.record.get("run_id") or ""),
             "tag": str(run.get("tag") or ""), "source": r.source,
+            **{k: _num(extra[k]) for k in RESOURCES if k in extra},
         }
         params = {k: v for k, v in r.params.items() if k not in base and k not in CONTEXT}
         # Run-level options (compute, cache, progress, ...) are parameters too, unless the

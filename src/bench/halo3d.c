@@ -326,6 +326,18 @@ static void halo_check(hmb_ctx *ctx)
 
 /* One point per --sizes face (a cube whose face is that size, size_bytes = its real face), or
  * one for --domain (size_bytes = its mean face). */
+/* A --thread-comm point's parameters: the value, the layout (at --threads 1 every value is the
+ * same single-threaded exchange: MPI everywhere) and the cores in use, ranks x threads (the axis
+ * on which T-thread modes and everywhere's 2T ranks meet). */
+static void set_layout(hmb_ctx *ctx, hmb_point *p, int tc)
+{
+    if (tc < 0)
+        return;
+    hmb_point_set_str(p, "thread_comm", tc_names[tc]);
+    hmb_point_set_str(p, "layout", hmb_threads(ctx) == 1 ? "everywhere" : tc_names[tc]);
+    hmb_point_set_int(p, "ranks_x_threads", (long long)hmb_size(ctx) * hmb_threads(ctx));
+}
+
 static void halo_points(hmb_ctx *ctx, hmb_point_list *out)
 {
     hmb_topo t;
@@ -339,8 +351,7 @@ static void halo_points(hmb_ctx *ctx, hmb_point_list *out)
             int count;
             const long long *dom = hmb_opt_ints(ctx, "domain", &count);
             p = hmb_points_add(out, (size_t)(8 * (dom[0] * dom[1] + dom[1] * dom[2] + dom[0] * dom[2]) / 3));
-            if (tc >= 0)
-                hmb_point_set_str(p, "thread_comm", tc_names[tc]);
+            set_layout(ctx, p, tc);
             continue;
         }
         int nsizes;
@@ -348,8 +359,7 @@ static void halo_points(hmb_ctx *ctx, hmb_point_list *out)
         for (int s = 0; s < nsizes; s++) {
             int side = cube_side(sizes[s], axis_multiple(&t));
             p = hmb_points_add(out, (size_t)side * side * 8);
-            if (tc >= 0)
-                hmb_point_set_str(p, "thread_comm", tc_names[tc]);
+            set_layout(ctx, p, tc);
         }
     }
 }
@@ -956,11 +966,8 @@ static void halo_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
     /* Resources after set-up (rank 0's view), per point: the talk's performance/resource table. */
     hmb_result_add_num(ctx, "vmrss_kib", st->vmrss_kib >= 0 ? (double)st->vmrss_kib : NAN);
     hmb_result_add_num(ctx, "vmhwm_kib", st->vmhwm_kib >= 0 ? (double)st->vmhwm_kib : NAN);
-    hmb_result_add_num(ctx, "ranks_x_threads", (double)hmb_size(ctx) * st->threads);
     if (st->tc < 0)
         return;
-    /* At --threads 1 every --thread-comm value is the same single-threaded exchange: MPI everywhere. */
-    hmb_result_add_str(ctx, "layout", st->threads == 1 ? "everywhere" : tc_names[st->tc]);
     hmb_result_add_num(ctx, "communicators", st->tc_ncomms);
     hmb_result_add_num(ctx, "streams", st->tc_nstreams);
     long long vcis;

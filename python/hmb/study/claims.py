@@ -16,6 +16,7 @@ import dataclasses
 import math
 
 from ..results import fmt_num
+from ..tidy import RESOURCES
 
 AGREES, DIFFERS, NOT_COMPARABLE = "agrees", "differs", "not comparable"
 
@@ -59,7 +60,8 @@ def point_medians(rows):
     """The median of each point over its launches (launches are rows with equal parameters
     apart from the run id)."""
     drop = {"median", "ci_lo", "ci_hi", "count", "run_id", "tag", "source", "library", "host",
-            "oversubscribed", "spare_core_missing", "progress_shares_core", "cpus", "higher_is_better"}
+            "oversubscribed", "spare_core_missing", "progress_shares_core", "cpus", "higher_is_better",
+            *RESOURCES}
     keys = [c for c in rows.columns if c not in drop]
     g = rows.assign(**{k: rows[k].astype(str) for k in keys}).groupby(keys, dropna=False)["median"]
     return g.median()
