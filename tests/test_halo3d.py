@@ -147,19 +147,22 @@ def test_report_figures_and_mock_share_table(tmp_path):
     figures per compute, and one mock-share row per point measured both ways."""
     from hmb import report, results
     for comm in ("on", "off"):
-        r = run_bench("mpich", ["halo3d", "--sizes", "1K,4K", "--comm", comm] + TINY, tmp_path=tmp_path)
+        r = run_bench("mpich", ["halo3d", "--sizes", "1K,4K", "--comm", comm, "--mode", "single,multiple,serial"]
+                      + TINY, tmp_path=tmp_path)
         assert r.rc == 0, r.stderr
     rs = results.load([tmp_path])
     out = tmp_path / "report"
     report.build(rs, out)
-    for fig in ("halo3d_throughput_50us", "halo3d_ratio_50us"):
+    for fig in ("halo3d_throughput_50us", "halo3d_ratio_50us", "halo3d_speedup_50us"):
         assert (out / "figures" / f"{fig}.png").exists(), fig
     assert "halo3d: mock-mode share of an iteration" in (out / "report.md").read_text()
-    from hmb.reports.patterns import mock_share_rows
+    from hmb.reports.patterns import MODES, mock_share_rows
     rows = mock_share_rows(rs, "halo3d")
     assert len(rows) == 2 and rows[0][1] != rows[1][1], rows  # faces of 968 and 4232 bytes
-    for row in rows:
-        assert all(cell.endswith("%") for cell in row[5:8]), row
+    for row in rows:  # MPI, face, threads, compute, noise, then one cell per mode
+        cells = dict(zip(MODES, row[5:]))
+        assert all(cells[m].endswith("%") for m in ("serial", "single", "multiple")), row
+        assert cells["partitioned"] == cells["persistent"] == "-", row
 
 
 # --face-partitions (issue 16): each tile piece of a face cut into N / pieces partitions

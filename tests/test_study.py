@@ -241,6 +241,16 @@ def test_fit_two_cores_keeps_partitions_and_says_so():
                        "each thread owns P/T (T = 1 for P = 1–32)"]
 
 
+def test_fit_keeps_sweep3d_face_partitions_and_says_so():
+    """Figs. 9-10: one partition per thread as published (4 and 16 threads); on 2 cores with 2
+    ranks one thread per rank fits, and the face partition counts stay the seed's."""
+    s = hstudy.load("seed000-partitioned")
+    data, changes = fit.config(s, "fit", figure="fig9", ncores=2, memory=8 << 30)
+    assert sorted((b["threads"], b["args"]["face-partitions"]) for b in data["bench"]) == [([1], 4), ([1], 16)]
+    assert changes == ["sweep3d[4]: threads 4 → 1; face partitions 4 kept, each thread owns 4/T",
+                       "sweep3d[5]: threads 16 → 1; face partitions 16 kept, each thread owns 16/T"]
+
+
 def test_fit_sixteen_cores_groups_partitions_by_the_threads_that_fit():
     s = hstudy.load("seed000-partitioned")
     data, changes = fit.config(s, "fit", figure="fig4", ncores=16, memory=8 << 30)

@@ -13,7 +13,10 @@ from . import register
 from .common import OVERSUBSCRIBED_NOTE, Figure, Line, draw, int_param, lines_of, ok_results, reading_modes, \
     size_of
 
-MODES = ("single", "multiple", "partitioned", "persistent")  # sweep3d has no persistent: absent cells are "-"
+# serial (the single-threaded baseline, --mode serial) only where it ran; absent cells are "-"
+MODES = ("serial", "single", "multiple", "partitioned", "persistent")
+THREADED = MODES[1:]  # the modes with a speed-up over serial
+PAIRED = MODES[2:]    # the modes with a ratio to single
 MODE_COLORS = [(m,) for m in MODES]
 TIME_METRIC = {"halo3d": "t_iter", "sweep3d": "t_sweep"}
 SEED_FIGS = {"halo3d": "seed 000 Figs 11-12", "sweep3d": "seed 000 Figs 9-10"}
@@ -69,7 +72,7 @@ def _bench_figures(rs: ResultSet, outdir: Path, bench: str) -> list[Figure]:
                 reading_modes(lines, " MB/s", "Throughput,") + (OVERSUBSCRIBED_NOTE if over else ""),
                 png, svg, over))
         panels = [(f"compute {compute}, noise {noise}", _mode_lines([r for r in sub if r.noise == noise],
-                                                                    lambda m: f"ratio_{m}", MODES[1:]))
+                                                                    lambda m: f"ratio_{m}", PAIRED))
                   for noise in sorted({r.noise for r in sub})]
         panels = [(t, ls) for t, ls in panels if ls]
         if panels:
@@ -82,6 +85,21 @@ def _bench_figures(rs: ResultSet, outdir: Path, bench: str) -> list[Figure]:
                 "Does sending pieces as threads finish (multiple, partitioned) beat join-then-send? "
                 "(> 1: faster than single, paired on the same compute draws)",
                 reading_modes(lines, "", "Ratio to single,") + (OVERSUBSCRIBED_NOTE if over else ""),
+                png, svg, over))
+        panels = [(f"compute {compute}, noise {noise}",
+                   _mode_lines([r for r in sub if r.noise == noise], lambda m: f"speedup_{m}_vs_serial", THREADED))
+                  for noise in sorted({r.noise for r in sub})]
+        panels = [(t, ls) for t, ls in panels if ls]
+        if panels:
+            png, svg, over = draw(f"{bench}_speedup_{tag}", panels, "bytes per face (message)",
+                                  "throughput / serial (same iterations)", outdir, yref=1.0, ylog=True,
+                                  color_order=MODE_COLORS)
+            lines = [ln for _, ls in panels for ln in ls]
+            figs.append(Figure(
+                f"{bench}_speedup_{tag}", f"{bench} speed-up over the single-threaded baseline, compute {compute}",
+                f"How much faster than one thread doing all the work ({SEED_FIGS[bench]}: the seed's 15.1x is "
+                "partitioned against single-threaded)? (> 1: faster than serial, paired on the same compute draws)",
+                reading_modes(lines, "x", "Speed-up over serial,") + (OVERSUBSCRIBED_NOTE if over else ""),
                 png, svg, over))
     return figs
 

@@ -148,7 +148,11 @@ def _fit_layout(b: dict, declared: dict, where: str, ncores: int, changes: list)
         elif "thread-comm" in (b.get("args") or {}):
             msg += " (each face is cut into one share per thread: fewer shares than in the seed)"
         elif b["name"] in ("halo3d", "sweep3d"):
-            msg += " (a face's partitions are the threads on it: fewer here than in the seed)"
+            fp = (b.get("args") or {}).get("face-partitions")
+            if isinstance(fp, int):
+                msg += f"; face partitions {fp} kept, each thread owns {fp}/T"
+            else:
+                msg += " (a face's partitions are the threads on it: fewer here than in the seed)"
         changes.append(msg)
     b["threads"] = keep
 
