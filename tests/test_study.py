@@ -158,6 +158,16 @@ def test_table_resources_are_rows_of_recorded_fields(tmp_path):
     assert v.verdict == claims.AGREES, v
 
 
+def test_oversubscribed_ratio_claim_shows_the_ratio_not_a_verdict(tmp_path):
+    recs = [_run("a", "halo3d", threads=2, oversubscribed=True)]
+    for layout, t in (("shared", 30.0), ("comm", 15.0)):
+        recs.append(result("a", "halo3d", {"size_bytes": 2048, "layout": layout}, {"t_comm_threadcomm_us": metric(t)}))
+    df = hmb.load(write(tmp_path / "o.jsonl", recs))
+    v = claims.judge({"figure": "Slide S", "quote": "q", "bench": "halo3d", "metric": "t_comm_threadcomm_us",
+                      "where": {"layout": "comm"}, "over": {"layout": "shared"}, "value": 0.72}, df)
+    assert v.verdict == claims.NOT_COMPARABLE and v.reading == "0.50 (oversubscribed)", v
+
+
 def test_seed003_category1_runs_the_thread_modes_beside_everywhere():
     s = hstudy.load("seed003-threads")
     assert not any("Category 1" in line for line in s.not_run())

@@ -108,11 +108,16 @@ def judge(claim: dict, df, seed_setup: str = "", lacks: str = "") -> Verdict:
     else:
         reason = ""
     solid = _solid(rows)
-    if solid.empty:
-        return Verdict(claim, f"{fmt_num(_stat(rows, claim.get('stat', 'median')))} (oversubscribed)",
+    stat = claim.get("stat", "median")
+    if solid.empty:   # shown as the claim reads (a ratio where it has `over`), never judged
+        shown = _stat(rows, stat)
+        if claim.get("over"):
+            den_rows = select(df, claim.get("bench"), claim.get("over_metric", claim["metric"]), claim["over"])
+            den = _stat(den_rows, stat) if den_rows is not None and not den_rows.empty else math.nan
+            shown = shown - den if claim.get("compare") == "difference" else shown / den if den else math.nan
+        return Verdict(claim, f"{fmt_num(shown)} (oversubscribed)",
                        NOT_COMPARABLE, "every point is oversubscribed or its progress thread shares a "
                        "compute core: not a reading")
-    stat = claim.get("stat", "median")
     value = _stat(solid, stat)
     if claim.get("over"):
         den_rows = select(df, claim.get("bench"), claim.get("over_metric", claim["metric"]), claim["over"])
