@@ -116,8 +116,9 @@ def test_corrupted_cell_names_its_place(mpi_name, tmp_path, mode):
     line = one_hmb_line(r.stderr)
     # --corrupt-at picks the highest rank that checks (rank 1) and flips the middle byte of the
     # first buffer it checks: its first received face, +x from rank 0 (4 x 4 cells, one piece)
-    for part in ("iteration=2", f"{mode} mode: rank 1 face of direction +x from rank 0", "piece 0 of 1",
-                 "cell 8 of 16 (byte 64)"):
+    # the halo check (after unpack, before the registry checks the receive buffer) catches it
+    for part in ("iteration=2", f"{mode} mode: rank 1 face of direction +x from rank 0", "in the halo after unpack",
+                 "piece 0 of 1", "cell 8 of 16 (byte 64)"):
         assert part in line, line
 
 
@@ -128,6 +129,11 @@ def test_corrupted_cell_names_its_place(mpi_name, tmp_path, mode):
     (["--domain", "5,4,4", "--tgrid", "2,1,1", "--threads", "2"], "do not split"),
     (["--domain", "4,4,4", "--sizes", "1K"], "--domain and --sizes"),
     (["--mode", "single,pipelined"], "pipelined"),
+    (["--thread-comm", "shared", "--mode", "single"], "--thread-comm and --mode"),
+    (["--thread-comm", "comm", "--face-partitions", "2"], "--thread-comm and --face-partitions"),
+    (["--thread-comm", "ring"], "ring"),
+    # the x face of 2x3x3 has 3x3 = 9 cells: no 2 equal thread shares
+    (["--thread-comm", "tag", "--domain", "2,3,3", "--tgrid", "2,1,1", "--threads", "2"], "2 equal thread shares"),
 ])
 def test_bad_input_is_one_line_exit_2(mpi_name, tmp_path, args, words):
     threads = 2 if "--threads" in args else 1
@@ -232,3 +238,82 @@ def test_serial_corrupted_cell_names_its_place(mpi_name, tmp_path):
     assert r.rc == 3, r.stderr
     line = one_hmb_line(r.stderr)
     assert "serial mode: rank 1 face of direction +x from rank 0" in line and "cell 8 of 16 (byte 64)" in line, line
+
+
+# --thread-comm (seed 003, Category 1): every thread exchanges its share of every face at once.
+THREAD_COMMS = ("shared", "comm", "tag", "stream")
+# MPICH: a reserved VCI per stream beside the default one (the requirement table sets the same).
+STREAM_ENV = {"MPIR_CVAR_CH4_RESERVE_VCIS": "2", "MPIR_CVAR_CH4_NUM_VCIS": "3"}
+
+
+def by_thread_comm(r) -> dict:
+    return {res["params"]["thread_comm"]: res for res in r.results(status=None)}
+
+
+def test_thread_comm_every_mode_validated_at_two_threads(mpi_name, tmp_path):
+    """T = 2, one point per --thread-comm value, each validated every iteration (halo and faces);
+    the resources each created; stream on MPICH with reserved VCIs, and on Open MPI
+    "unsupported" with the reason (no MPIX streams)."""
+    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--threads", "2", "--thread-comm", ",".join(THREAD_COMMS)]
+                  + TINY, threads=2, env=STREAM_ENV, tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    pts = by_thread_comm(r)
+    assert set(pts) == set(THREAD_COMMS)
+    # resources: communicators and MPIX streams this exchange created, per mode
+    made = {"shared": (1, 0), "comm": (2, 0), "tag": (1, 0), "stream": (2, 2)}
+    for tc, res in pts.items():
+        if tc == "stream" and mpi_name != "mpich":
+            assert res["status"] == "unsupported" and "no MPIX_Stream_create" in res["reason"], res
+            continue
+        assert res["status"] == "ok", res
+        ex = res["extra"]
+        # 2 ranks periodic, 4x4x4: six faces of 16 cells, each thread sends 8 cells of each
+        assert ex["bytes_per_rank_iter_threadcomm"] == 6 * 16 * 8
+        assert res["params"]["layout"] == tc and res["params"]["ranks_x_threads"] == 4
+        assert (ex["communicators"], ex["streams"]) == made[tc], (tc, ex)
+        assert ex["vmrss_kib"] > 0 and ex["vmhwm_kib"] >= ex["vmrss_kib"]
+        check_metrics(res, ("threadcomm",))
+    tag = pts["tag"]["extra"]
+    for key in ("mpi_assert_no_any_tag", "mpi_assert_no_any_source", "mpi_assert_exact_length",
+                "mpi_assert_allow_overtaking"):
+        assert tag[key] in ("true", "false", "(not kept)"), tag
+
+
+def test_thread_comm_stream_needs_reserved_vcis(mpi_name, tmp_path):
+    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--threads", "2", "--thread-comm", "stream"] + TINY,
+                  threads=2, tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    (res,) = r.results(status=None)
+    assert res["status"] == "unsupported", res
+    want = "MPIR_CVAR_CH4_RESERVE_VCIS >= 2, got 0" if mpi_name == "mpich" else "no MPIX_Stream_create"
+    assert want in res["reason"], res
+    assert "unsupported" in r.stdout
+
+
+@pytest.mark.parametrize("tc", ["shared", "comm", "tag"])
+def test_thread_comm_corrupted_cell_names_the_thread_share(mpi_name, tmp_path, tc):
+    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--threads", "2", "--thread-comm", tc,
+                             "--corrupt-at", "2"] + TINY, threads=2, tmp_path=tmp_path)
+    assert r.rc == 3, r.stderr
+    line = next(ln for ln in r.stderr.splitlines() if "validation failed" in ln)
+    # rank 1's +x face from rank 0: 16 cells, thread t's share cells 8t..8t+7; the middle byte is
+    # cell 8, thread 1's share
+    for part in ("iteration=2", f"threadcomm/{tc} mode: rank 1 face of direction +x from rank 0",
+                 "in the halo after unpack", "piece 1 of 2 (thread 1's share)", "cell 8 of 16 (byte 64)"):
+        assert part in line, line
+
+
+def test_thread_comm_mock_and_everywhere_layout(mpi_name, tmp_path):
+    """--comm off: the same per-thread exchange copied into this rank's halo, validated. At
+    --threads 1 on 4 ranks every value is the single-threaded exchange: layout everywhere."""
+    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--threads", "2", "--thread-comm", "comm", "--comm",
+                             "off"] + TINY, threads=2, tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    (res,) = r.results()
+    assert res["extra"]["mock"] == 1 and res["extra"]["bytes_per_rank_iter_threadcomm"] == 6 * 16 * 8
+    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--thread-comm", "shared"] + TINY, ranks=4,
+                  env=YIELD, tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    (res,) = r.results()
+    assert res["params"]["layout"] == "everywhere" and res["params"]["ranks_x_threads"] == 4
+    assert res["extra"]["communicators"] == 1 and res["extra"]["streams"] == 0

@@ -227,3 +227,17 @@ def test_identical_layouts_still_combine_and_hide_constant_items(tmp_path):
     assert "MPICH at 64K: none 81.0%" in fig.reading and "ranks=" not in fig.reading
     header, rows = report.results_rows(rs)["async"]
     assert len(rows) == 2 and rows[0][-1] == "2" and "ranks" not in rows[0][2]
+
+
+def test_all_results_table_skips_metrics_no_point_measured(tmp_path):
+    """halo3d --thread-comm records only the threadcomm metrics: the other modes' (null) metrics
+    take no column, so the measured ones are the table's."""
+    from _planted import metric, result, run, write
+    empty = {"unit": "us", "median": None}
+    recs = [run("a", "halo3d"),
+            result("a", "halo3d", {"size_bytes": 2048, "thread_comm": "comm"},
+                   {"t_iter_single_us": empty, "t_comm_single_us": empty, "t_iter_threadcomm_us": metric(227.0),
+                    "t_comm_threadcomm_us": metric(19.9)})]
+    header, rows = report.results_rows(results.load([write(tmp_path / "h.jsonl", recs)]))["halo3d"]
+    assert header == ["MPI", "noise", "parameters", "t_iter_threadcomm_us", "t_comm_threadcomm_us", "repeats"]
+    assert rows[0][3].startswith("227") and rows[0][4].startswith("19.9")

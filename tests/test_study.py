@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 import hmb
-from hmb import cli
+from hmb import cli, requirements
 from hmb import study as hstudy
 from hmb.study import claims, figures, fit
 from hmb.study import cli as study_cli
@@ -131,6 +131,62 @@ def test_table_layout_marks_points_that_are_not_readings(tmp_path):
     assert "| E, mean over pairs (%) | 10.0 | 40.0 |" in text
     assert "| E, mean over pairs (%) | -200† | – |" in text
     assert "† oversubscribed" in text
+
+
+def test_table_resources_are_rows_of_recorded_fields(tmp_path):
+    """`resources`: fields a point recorded (not metrics) as rows under the metrics, the median
+    over the column's launches; none recorded: –."""
+    recs = [_run("a", "halo3d"), _run("b", "halo3d")]
+    for rid, rss in (("a", 1000), ("b", 3000)):
+        for layout, comms in (("shared", 1), ("comm", 2)):
+            recs.append(result(rid, "halo3d", {"size_bytes": 2048, "layout": layout},
+                               {"t_comm_threadcomm_us": metric(10.0 * comms)},
+                               extra={"communicators": comms, "vmrss_kib": rss + comms}))
+    df = hmb.load(write(tmp_path / "h.jsonl", recs))
+    decl = {"id": "t", "number": "Slide Summary", "title": "resources", "bench": "halo3d", "columns": "layout",
+            "rows": ["t_comm_threadcomm_us"], "resources": ["communicators", "vmrss_kib", "streams"],
+            "labels": {"communicators": "communicators created"}}
+    text = figures.table(decl, df)
+    assert "| layout | comm | shared |" in text
+    assert "| t_comm_threadcomm_us (us) | 20.0 | 10.0 |" in text
+    assert "| communicators created | 2 | 1 |" in text
+    assert "| vmrss_kib | 2002 | 2001 |" in text        # medians of 1002, 3002 and 1001, 3001
+    assert "| streams | – | – |" in text
+    # resources vary from launch to launch: a claim still reads the two launches as one point
+    v = claims.judge({"figure": "Slide S", "quote": "q", "bench": "halo3d", "metric": "t_comm_threadcomm_us",
+                      "where": {"layout": "comm"}, "over": {"layout": "shared"}, "value": 2.0}, df)
+    assert v.verdict == claims.AGREES, v
+
+
+def test_oversubscribed_ratio_claim_shows_the_ratio_not_a_verdict(tmp_path):
+    recs = [_run("a", "halo3d", threads=2, oversubscribed=True)]
+    for layout, t in (("shared", 30.0), ("comm", 15.0)):
+        recs.append(result("a", "halo3d", {"size_bytes": 2048, "layout": layout}, {"t_comm_threadcomm_us": metric(t)}))
+    df = hmb.load(write(tmp_path / "o.jsonl", recs))
+    v = claims.judge({"figure": "Slide S", "quote": "q", "bench": "halo3d", "metric": "t_comm_threadcomm_us",
+                      "where": {"layout": "comm"}, "over": {"layout": "shared"}, "value": 0.72}, df)
+    assert v.verdict == claims.NOT_COMPARABLE and v.reading == "0.50 (oversubscribed)", v
+
+
+def test_seed003_category1_runs_the_thread_modes_beside_everywhere():
+    s = hstudy.load("seed003-threads")
+    assert not any("Category 1" in line for line in s.not_run())
+    data, changes = fit.config(s, "fit", figure="cat1", ncores=2, memory=8 << 30)
+    modes, everywhere = data["bench"]
+    assert (modes["name"], modes["ranks"], modes["threads"]) == ("halo3d", [2], [2])
+    assert modes["args"]["thread-comm"] == "shared,comm,tag,stream"
+    # everywhere: the same halo on 2T single-threaded ranks, the same faces
+    assert (everywhere["ranks"], everywhere["threads"]) == ([4], [1])
+    assert everywhere["args"]["sizes"] == modes["args"]["sizes"]
+    assert any("halo3d[4]: ranks 4–32 → 4" in c and "oversubscribed" in c for c in changes), changes
+    assert any("one share per thread" in c for c in changes), changes
+    # MPICH: T VCIs for shared/comm/tag, T reserved VCIs for stream (its own launch); Open MPI: none
+    launches = requirements.plan("halo3d", {"thread-comm": "shared,comm,tag,stream"}, 2, 2, "mpich")
+    got = {lc.args["thread-comm"]: lc.env_added for lc in launches}
+    assert got == {"shared,comm,tag": {"MPIR_CVAR_CH4_NUM_VCIS": "2"},
+                   "stream": {"MPIR_CVAR_CH4_NUM_VCIS": "3", "MPIR_CVAR_CH4_RESERVE_VCIS": "2"}}
+    (one,) = requirements.plan("halo3d", {"thread-comm": "shared,comm,tag,stream"}, 2, 2, "openmpi")
+    assert one.env_added == {} and (one.ranks, one.threads) == (2, 2)
 
 
 # ---------------------------------------------------------------- claims

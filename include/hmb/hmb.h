@@ -525,6 +525,31 @@ void hmb_conformance_record(hmb_ctx *ctx, const char *check, const char *verdict
  * Returns 1, or 0 (values -1) where the system does not say. */
 int hmb_memory_kB(long *rss_kB, long *hwm_kB);
 
+/* ------------------------------------------------------------------ MPI + threads resources */
+
+/* The communication resources of MPI + threads (seed 003; src/harness/threadcomm.c), shared by
+ * mt's lanes and halo3d --thread-comm. MPIX streams are an MPICH extension: without them
+ * hmb_stream is a placeholder and hmb_streams_unsupported says why. */
+#if defined(HMB_HAVE_MPIX_STREAM_CREATE) && defined(HMB_HAVE_MPIX_STREAM_COMM_CREATE)
+#define HMB_HAVE_STREAMS 1
+typedef MPIX_Stream hmb_stream;
+#else
+#define HMB_HAVE_STREAMS 0
+typedef int hmb_stream;
+#endif
+/* A duplicate of base carrying the info assertions keys[0..n-1] = "true" (MPI 4.0:
+ * mpi_assert_no_any_tag, ...); kept[k] gets the value the library kept, or "(not kept)". */
+MPI_Comm hmb_comm_dup_asserting(MPI_Comm base, const char *const *keys, int n, char (*kept)[64]);
+/* Why nstreams MPIX streams per process cannot be created here (no MPIX streams, or MPICH's
+ * MPIR_CVAR_CH4_RESERVE_VCIS below nstreams on some rank), or NULL. Collective. */
+const char *hmb_streams_unsupported(hmb_ctx *ctx, int nstreams, char *buf, size_t len);
+/* A new MPIX stream; a communicator over base attaching this rank's stream (collective over
+ * base: every rank creates its stream communicators in the same order). Only after
+ * hmb_streams_unsupported said NULL. */
+void hmb_stream_create(hmb_stream *stream);
+void hmb_stream_comm(MPI_Comm base, hmb_stream stream, MPI_Comm *comm);
+void hmb_stream_free(hmb_stream *stream);
+
 /* Reduce helpers for iterate(): element-wise max/sum of n doubles onto rank 0. */
 void hmb_reduce_max(hmb_ctx *ctx, double *vals, int n);
 void hmb_reduce_sum(hmb_ctx *ctx, double *vals, int n);

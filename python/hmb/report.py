@@ -80,8 +80,9 @@ def results_rows(rs: ResultSet) -> dict:
         shown = param_names | set(varying([dict(items) for _, _, items in groups]))
         metrics = []
         for rr in groups.values():
-            for m in (rr[0].record.get("metrics") or {}):
-                if m not in metrics:
+            for m, v in (rr[0].record.get("metrics") or {}).items():
+                # a metric no point of this set measured (halo3d's other modes) takes no column
+                if m not in metrics and isinstance(v, dict) and v.get("median") is not None:
                     metrics.append(m)
         metrics = metrics[:6]
         header = ["MPI", "noise", "parameters"] + metrics + ["repeats"]

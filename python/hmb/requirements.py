@@ -36,6 +36,12 @@ RULES = (
          why="MPIX_Stream_create needs a reserved VCI per stream, beside the default one"),
     Rule("mt", "mode", ("everywhere",), {}, layout="everywhere",
          why="T single-threaded processes per side: the MPI-everywhere baseline"),
+    Rule("halo3d", "thread-comm", ("shared", "comm", "tag"),
+         {"mpich": {"MPIR_CVAR_CH4_NUM_VCIS": "{threads}"}},
+         why="one VCI per thread so threads can map to distinct VCIs"),
+    Rule("halo3d", "thread-comm", ("stream",),
+         {"mpich": {"MPIR_CVAR_CH4_RESERVE_VCIS": "{threads}", "MPIR_CVAR_CH4_NUM_VCIS": "{threads_plus_one}"}},
+         why="MPIX_Stream_create needs a reserved VCI per stream, beside the default one"),
 )
 
 

@@ -22,6 +22,10 @@ from . import results as hresults
 CONTEXT = ["bench", "metric", "median", "ci_lo", "ci_hi", "count", "unit", "higher_is_better",
            "mpi", "library", "settings", "noise", "ranks", "threads", "oversubscribed",
            "spare_core_missing", "progress_shares_core", "host", "cpus", "run_id", "tag", "source"]
+# Resources a point recorded after its set-up (mt, halo3d --thread-comm: docs/metrics.md), columns
+# beside the context where the record has them: what a mode cost, not a parameter of the point
+# (they vary from launch to launch: claims group launches without them).
+RESOURCES = ["communicators", "streams", "vcis", "reserve_vcis", "vmrss_kib", "vmhwm_kib"]
 
 
 # Numbers in a result's extra that are columns: the memory readings (kB).
@@ -69,6 +73,7 @@ def rows(rs: hresults.ResultSet) -> list[dict]:
             "host": _host(run), "cpus": run.get("cpus_available"),
             "run_id": str(run.get("run_id") or r.record.get("run_id") or ""),
             "tag": str(run.get("tag") or ""), "source": r.source,
+            **{k: _num(extra[k]) for k in RESOURCES if k in extra},
         }
         params = {k: v for k, v in r.params.items() if k not in base and k not in CONTEXT}
         params.update(_readings(extra))

@@ -19,6 +19,17 @@
  *                per point: MPI_Start of the receives, pack, MPI_Start of each send, Waitall;
  *   serial       the single-threaded baseline (seed 000): as single without the fork, the main
  *                thread computing every thread's draw in turn (opt-in: not in the default --mode).
+ *   threadcomm   --thread-comm shared|comm|tag|stream (seed 003, Category 1; replaces --mode): every
+ *                face cut into T equal shares in its packed order, thread t posts the receives of
+ *                share t of every face, computes, packs and sends share t of every face, waits and
+ *                unpacks, all threads at once (MPI_THREAD_MULTIPLE). Thread t talks to thread t of
+ *                each neighbour on: shared, one communicator for all threads (tag = direction and
+ *                thread); comm, a duplicated communicator per thread; tag, one communicator with
+ *                the MPI 4.0 assertions (no_any_tag, no_any_source, exact_length,
+ *                allow_overtaking), a tag per (direction, thread); stream, an MPIX stream and its
+ *                communicator per thread (MPICH; elsewhere "unsupported"). One point per value.
+ *                MPI everywhere is no value: it is this halo at --threads 1 on T times the ranks
+ *                (the same face bytes per rank pair), and the record says layout = everywhere.
  * Every operation goes through the communication policy (hmb_comm_ops): --comm off (mock,
  * after LLNL Comb) runs the same modes without any MPI call, each message copied into this
  * rank's own receive buffers, so packing, unpacking and compute are measured alone and
@@ -38,9 +49,16 @@
 #include "hmb/hmb.h"
 #include "hmb/metrics.h"
 
-enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, MODE_PERSISTENT, MODE_SERIAL, NMODES };
-static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned", "persistent", "serial"};
+enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, MODE_PERSISTENT, MODE_SERIAL, MODE_THREADCOMM, NMODES };
+static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned", "persistent", "serial",
+                                               "threadcomm"};
 #define NDIRS 6
+/* --thread-comm: how the threads of the threadcomm mode express their parallelism. */
+enum { TC_SHARED, TC_COMM, TC_TAG, TC_STREAM, NTC };
+static const char *const tc_names[NTC] = {"shared", "comm", "tag", "stream"};
+#define TC_NINFO 4
+static const char *const tc_info_keys[TC_NINFO] = {"mpi_assert_no_any_tag", "mpi_assert_no_any_source",
+                                                   "mpi_assert_exact_length", "mpi_assert_allow_overtaking"};
 
 typedef struct {
     int to, from;         /* MPI_PROC_NULL past an open boundary */
@@ -80,6 +98,18 @@ typedef struct {
     long iter;
     double mode_start;                      /* the running mode's start: bounds MPI_Parrived polling */
     char domain[64];
+    uint64_t *halo_seen, *halo_want;        /* the halo after unpack and its pattern, one face (check_halo) */
+    /* --thread-comm (threadcomm mode): thread t's communicator and tags; what set-up created */
+    int tc;                                 /* TC_*, or -1 */
+    MPI_Comm tc_comm[HMB_MAX_THREADS];      /* thread t's communicator (shared, tag: one for all) */
+    int tc_tag_per_thread;                  /* shared, tag: tag = direction * HMB_MAX_THREADS + thread */
+    MPI_Comm tc_created[HMB_MAX_THREADS];   /* communicators to free */
+    int tc_ncomms;
+    hmb_stream tc_streams[HMB_MAX_THREADS];
+    int tc_nstreams;
+    char tc_info[TC_NINFO][64];             /* tag: the assertions as the library kept them */
+    long vmrss_kib, vmhwm_kib;              /* after set-up; -1: unknown */
+    MPI_Request *tc_req;                    /* per thread, 2 * NDIRS */
 } halo_state;
 
 static const hmb_option halo_options[] = {
@@ -89,6 +119,11 @@ static const hmb_option halo_options[] = {
     {"domain", HMB_OPT_INTS, NULL, "cells per rank nx,ny,nz (8 bytes each; default: a cube per --sizes face)", 1,
      1 << 20, NULL},
     HMB_FACE_PARTITIONS_OPTION,
+    {"thread-comm", HMB_OPT_CHOICES, NULL,
+     "instead of --mode: the threadcomm exchange, every thread sending its share of every face at once, one point "
+     "per value: shared (one communicator), comm (one per thread), tag (one, tag per thread, MPI 4 assertions), "
+     "stream (an MPIX stream per thread, MPICH: MPIR_CVAR_CH4_RESERVE_VCIS=T). MPI everywhere: --threads 1 on T "
+     "times the ranks", 0, 0, "shared|comm|tag|stream"},
     HMB_COMM_OPTION,
     HMB_TOPO_OPTIONS,
     HMB_OPTION_END};
@@ -109,6 +144,7 @@ static const hmb_metric halo_metrics[] = {
     MODE_METRICS("partitioned"),
     MODE_METRICS("persistent"),
     MODE_METRICS("serial"),
+    MODE_METRICS("threadcomm"),
     {.name = "ratio_multiple", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
      .description = "throughput multiple / throughput single, same iterations"},
     {.name = "ratio_partitioned", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
@@ -138,31 +174,55 @@ static uint64_t cell_value(int rank, long iter, const int n[3], int x, int y, in
     return hmb_mix64(hmb_mix64(hmb_mix64((uint64_t)rank) ^ (uint64_t)iter) ^ cell);
 }
 
-/* Copy a box of the block to buf (pack) or buf into the box (unpack), z, y, x order. */
-static void box_copy(uint64_t *block, const int n[3], const int lo[3], const int cnt[3], uint64_t *buf, int unpack)
+/* Cells [first, first + count) of face d in its packed order (piece by piece, each box in z, y, x
+ * order) between the block and buf (buf[k] is cell k): the boundary layer's send boxes
+ * (halo 0) or the halo's receive boxes (halo 1), copied into the block (to_block) or out of it. */
+static void face_range(halo_state *st, int d, size_t first, size_t count, uint64_t *buf, int halo, int to_block)
 {
-    size_t k = 0, row = (size_t)cnt[0] * sizeof(uint64_t);
-    for (int z = lo[2]; z < lo[2] + cnt[2]; z++)
-        for (int y = lo[1]; y < lo[1] + cnt[1]; y++, k += (size_t)cnt[0]) {
-            uint64_t *cells = block + cell_index(n, lo[0], y, z);
-            memcpy(unpack ? cells : buf + k, unpack ? buf + k : cells, row);
-        }
+    const halo_face *f = &st->face[d];
+    size_t end = first + count, k = first / f->piece_cells * f->piece_cells;
+    for (int p = (int)(first / f->piece_cells); p < f->npieces && k < end; p++) {
+        int lo[3], cnt[3];
+        if (halo)
+            hmb_topo_recv_box(&st->topo, st->n, d, p, lo, cnt);
+        else
+            hmb_topo_send_box(&st->topo, st->n, d, p, lo, cnt);
+        for (int z = lo[2]; z < lo[2] + cnt[2] && k < end; z++)
+            for (int y = lo[1]; y < lo[1] + cnt[1] && k < end; y++, k += (size_t)cnt[0]) {
+                size_t a = k > first ? k : first, b = k + (size_t)cnt[0] < end ? k + (size_t)cnt[0] : end;
+                if (a >= b)
+                    continue;
+                uint64_t *cells = st->block + cell_index(st->n, lo[0] + (int)(a - k), y, z);
+                memcpy(to_block ? cells : buf + a, to_block ? buf + a : cells, (b - a) * sizeof(uint64_t));
+            }
+    }
 }
 
 static void pack_piece(halo_state *st, int d, int p)
 {
-    int lo[3], cnt[3];
-    hmb_topo_send_box(&st->topo, st->n, d, p, lo, cnt);
-    box_copy(st->block, st->n, lo, cnt, st->face[d].send + (size_t)p * st->face[d].piece_cells, 0);
+    size_t cells = st->face[d].piece_cells;
+    face_range(st, d, (size_t)p * cells, cells, st->face[d].send, 0, 0);
 }
 
 /* Piece p of the message of direction d into the halo. */
 static void unpack_piece(halo_state *st, int d, int p)
 {
-    int lo[3], cnt[3];
-    const halo_face *f = &st->face[d];
-    hmb_topo_recv_box(&st->topo, st->n, d, p, lo, cnt);
-    box_copy(st->block, st->n, lo, cnt, f->recv + (size_t)p * f->piece_cells, 1);
+    size_t cells = st->face[d].piece_cells;
+    face_range(st, d, (size_t)p * cells, cells, st->face[d].recv, 1, 1);
+}
+
+/* Cells of face d, and how many validation pieces it has: threadcomm, one share per thread; else
+ * its partitions (messages). */
+static size_t face_cells(const halo_face *f) { return (size_t)f->npieces * f->piece_cells; }
+static int face_pieces(const halo_state *st, const halo_face *f) { return st->tc >= 0 ? st->threads : f->nparts; }
+
+/* The mode's name in validation messages: "threadcomm/tag" names the --thread-comm value. */
+static const char *mode_label(const halo_state *st, int mode, char *buf, size_t len)
+{
+    if (mode != MODE_THREADCOMM)
+        return mode_names[mode];
+    snprintf(buf, len, "threadcomm/%s", tc_names[st->tc]);
+    return buf;
 }
 
 static long long piece_bytes(const halo_state *st, int d) { return (long long)(st->face[d].piece_cells * 8); }
@@ -210,11 +270,35 @@ static void check_face_partitions(hmb_ctx *ctx, const hmb_topo *t, int parts, co
     }
 }
 
+/* --thread-comm: every face (n[b] x n[c] cells) must split into T equal thread shares. */
+static void check_thread_shares(hmb_ctx *ctx, int threads, const long long n[3])
+{
+    for (int a = 0; a < 3; a++) {
+        long long cells = n[(a + 1) % 3] * n[(a + 2) % 3];
+        if (cells % threads != 0)
+            hmb_usage_error(ctx, "--thread-comm: the %c face of a %lldx%lldx%lld block has %lld cells, which do not "
+                                 "split into %d equal thread shares", "xyz"[a], n[0], n[1], n[2], cells, threads);
+    }
+}
+
 static void halo_check(hmb_ctx *ctx)
 {
     hmb_topo t;
     hmb_topo_from_options(ctx, 3, NDIRS, 1, &t);
-    int parts = hmb_face_partitions(ctx);
+    int parts = hmb_face_partitions(ctx), tc = hmb_opt_given(ctx, "thread-comm");
+    if (tc && hmb_opt_given(ctx, "mode"))
+        hmb_usage_error(ctx, "--thread-comm and --mode both given: --thread-comm runs its own exchange (threadcomm)");
+    if (tc && hmb_opt_given(ctx, "face-partitions"))
+        hmb_usage_error(ctx, "--thread-comm and --face-partitions both given: threadcomm cuts each face into one "
+                             "share per thread");
+    if (tc && !hmb_opt_given(ctx, "domain")) {
+        int nsizes;
+        const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
+        for (int s = 0; s < nsizes; s++) {
+            long long side = cube_side(sizes[s], axis_multiple(&t)), n[3] = {side, side, side};
+            check_thread_shares(ctx, hmb_threads(ctx), n);
+        }
+    }
     if (parts > 0 && !hmb_opt_given(ctx, "domain")) {
         int nsizes;
         const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
@@ -235,26 +319,48 @@ static void halo_check(hmb_ctx *ctx)
                 hmb_usage_error(ctx, "--domain: %lld cells on axis %c do not split into %d thread tiles (--tgrid)",
                                 dom[a], "xyz"[a], t.tdims[a]);
         check_face_partitions(ctx, &t, parts, dom);
+        if (tc)
+            check_thread_shares(ctx, hmb_threads(ctx), dom);
     }
 }
 
 /* One point per --sizes face (a cube whose face is that size, size_bytes = its real face), or
  * one for --domain (size_bytes = its mean face). */
+/* A --thread-comm point's parameters: the value, the layout (at --threads 1 every value is the
+ * same single-threaded exchange: MPI everywhere) and the cores in use, ranks x threads (the axis
+ * on which T-thread modes and everywhere's 2T ranks meet). */
+static void set_layout(hmb_ctx *ctx, hmb_point *p, int tc)
+{
+    if (tc < 0)
+        return;
+    hmb_point_set_str(p, "thread_comm", tc_names[tc]);
+    hmb_point_set_str(p, "layout", hmb_threads(ctx) == 1 ? "everywhere" : tc_names[tc]);
+    hmb_point_set_int(p, "ranks_x_threads", (long long)hmb_size(ctx) * hmb_threads(ctx));
+}
+
 static void halo_points(hmb_ctx *ctx, hmb_point_list *out)
 {
     hmb_topo t;
     hmb_topo_from_options(ctx, 3, NDIRS, 0, &t);
-    if (hmb_opt_given(ctx, "domain")) {
-        int count;
-        const long long *dom = hmb_opt_ints(ctx, "domain", &count);
-        hmb_points_add(out, (size_t)(8 * (dom[0] * dom[1] + dom[1] * dom[2] + dom[0] * dom[2]) / 3));
-        return;
-    }
-    int nsizes;
-    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
-    for (int s = 0; s < nsizes; s++) {
-        int side = cube_side(sizes[s], axis_multiple(&t));
-        hmb_points_add(out, (size_t)side * side * 8);
+    unsigned long long tcs = hmb_opt_given(ctx, "thread-comm") ? hmb_opt_choices(ctx, "thread-comm") : 0;
+    for (int tc = -1; tc < NTC; tc++) { /* -1: --mode's exchanges (no --thread-comm) */
+        if (tc < 0 ? tcs != 0 : !(tcs & (1ull << tc)))
+            continue;
+        hmb_point *p;
+        if (hmb_opt_given(ctx, "domain")) {
+            int count;
+            const long long *dom = hmb_opt_ints(ctx, "domain", &count);
+            p = hmb_points_add(out, (size_t)(8 * (dom[0] * dom[1] + dom[1] * dom[2] + dom[0] * dom[2]) / 3));
+            set_layout(ctx, p, tc);
+            continue;
+        }
+        int nsizes;
+        const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
+        for (int s = 0; s < nsizes; s++) {
+            int side = cube_side(sizes[s], axis_multiple(&t));
+            p = hmb_points_add(out, (size_t)side * side * 8);
+            set_layout(ctx, p, tc);
+        }
     }
 }
 
@@ -321,12 +427,51 @@ static void register_faces(hmb_ctx *ctx, halo_state *st)
         char dir[8];
         direction_name(&st->topo, d, dir);
         f->state = st, f->d = d;
+        int pieces = face_pieces(st, f);
         if (f->to != MPI_PROC_NULL)
-            hmb_check_register(ctx, HMB_SEND_PACKED, f->send, bytes, st->rank, d, f->nparts, HMB_EACH_MODE, "send");
-        for (int k = 0; k < st->nmodes && f->from != MPI_PROC_NULL; k++)
-            hmb_check_register_fn(ctx, HMB_RECEIVE, f->recv, bytes, face_received, f, f->nparts, st->modes[k],
-                                  "%s mode: rank %d face of direction %s from rank %d", mode_names[st->modes[k]],
-                                  st->rank, dir, f->from);
+            hmb_check_register(ctx, HMB_SEND_PACKED, f->send, bytes, st->rank, d, pieces, HMB_EACH_MODE, "send");
+        for (int k = 0; k < st->nmodes && f->from != MPI_PROC_NULL; k++) {
+            char name[32];
+            hmb_check_register_fn(ctx, HMB_RECEIVE, f->recv, bytes, face_received, f, pieces, st->modes[k],
+                                  "%s mode: rank %d face of direction %s from rank %d%s",
+                                  mode_label(st, st->modes[k], name, sizeof name), st->rank, dir, f->from,
+                                  st->tc >= 0 ? " (piece t: thread t's share)" : "");
+        }
+    }
+}
+
+/* The halo after the mode's unpack (untimed, before the registry checks the receive buffers):
+ * every received face's halo cells, in its packed order, against its sender's cells.
+ * --corrupt-at flips the middle byte of the first face checked (hmb_corrupt_pick). */
+static void check_halo(hmb_ctx *ctx, halo_state *st, int mode, long iter)
+{
+    if (!hmb_validate_enabled(ctx))
+        return;
+    for (int d = 0; d < NDIRS; d++) {
+        const halo_face *f = &st->face[d];
+        if (f->from == MPI_PROC_NULL)
+            continue;
+        size_t cells = face_cells(f), bytes = cells * sizeof(uint64_t);
+        face_range(st, d, 0, cells, st->halo_seen, 1, 0);
+        face_pattern(f, iter, st->halo_want, 1);
+        unsigned char *seen = (unsigned char *)st->halo_seen, *want = (unsigned char *)st->halo_want;
+        if (hmb_corrupt_pick(ctx, iter))
+            seen[bytes / 2] ^= 0x5a;
+        if (memcmp(seen, want, bytes) == 0)
+            continue;
+        size_t bad = 0;
+        while (seen[bad] == want[bad])
+            bad++;
+        int pieces = face_pieces(st, f), piece = (int)(bad / sizeof(uint64_t) / (cells / (size_t)pieces));
+        char dir[8], name[32], share[32] = "";
+        direction_name(&st->topo, d, dir);
+        if (st->tc >= 0)
+            snprintf(share, sizeof share, " (thread %d's share)", piece);
+        hmb_validation_failure(ctx, st->pt, iter, piece,
+                               "%s mode: rank %d face of direction %s from rank %d, piece %d of %d%s, cell %zu of "
+                               "%zu (byte %zu) in the halo after unpack is 0x%02x, expected 0x%02x",
+                               mode_label(st, mode, name, sizeof name), st->rank, dir, f->from, piece, pieces,
+                               share, bad / 8, cells, bad, seen[bad], want[bad]);
     }
 }
 
@@ -341,6 +486,9 @@ static void halo_free(halo_state *st)
     free(st->piece_rreq);
     free(st->piece_sreq);
     free(st->compute_end);
+    free(st->halo_seen);
+    free(st->halo_want);
+    free(st->tc_req);
     free(st);
 }
 
@@ -368,10 +516,46 @@ static int setup_faces(hmb_ctx *ctx, halo_state *st)
         if (!f->send || !f->recv)
             return -1;
     }
+    size_t most = 0;
+    for (int d = 0; d < NDIRS; d++)
+        most = face_cells(&st->face[d]) > most ? face_cells(&st->face[d]) : most;
+    st->halo_seen = malloc(most * sizeof(uint64_t));
+    st->halo_want = malloc(most * sizeof(uint64_t));
     st->piece_rreq = malloc((size_t)st->nparts_total * sizeof(MPI_Request));
     st->piece_sreq = malloc((size_t)st->nparts_total * sizeof(MPI_Request));
     st->compute_end = calloc((size_t)st->threads, sizeof(double));
-    return st->piece_rreq && st->piece_sreq && st->compute_end ? 0 : -1;
+    st->tc_req = malloc((size_t)st->threads * 2 * NDIRS * sizeof(MPI_Request));
+    return st->piece_rreq && st->piece_sreq && st->compute_end && st->halo_seen && st->halo_want && st->tc_req ? 0
+                                                                                                              : -1;
+}
+
+/* --thread-comm: thread t's communicator (and tag scheme), created once per point. */
+static MPI_Comm tc_new_comm(halo_state *st, MPI_Comm comm)
+{
+    st->tc_created[st->tc_ncomms++] = comm;
+    return comm;
+}
+
+static void threadcomm_setup(hmb_ctx *ctx, halo_state *st)
+{
+    MPI_Comm base = hmb_comm(ctx), one = MPI_COMM_NULL;
+    st->tc_tag_per_thread = st->tc == TC_SHARED || st->tc == TC_TAG;
+    if (st->tc == TC_SHARED) {
+        MPI_Comm_dup(base, &one);
+        tc_new_comm(st, one);
+    } else if (st->tc == TC_TAG) {
+        one = tc_new_comm(st, hmb_comm_dup_asserting(base, tc_info_keys, TC_NINFO, st->tc_info));
+    }
+    for (int t = 0; t < st->threads; t++) {
+        MPI_Comm comm = one;
+        if (st->tc == TC_COMM) {
+            MPI_Comm_dup(base, &comm);
+        } else if (st->tc == TC_STREAM) {
+            hmb_stream_create(&st->tc_streams[st->tc_nstreams++]);
+            hmb_stream_comm(base, st->tc_streams[t], &comm);
+        }
+        st->tc_comm[t] = one != MPI_COMM_NULL ? one : tc_new_comm(st, comm);
+    }
 }
 
 static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
@@ -395,7 +579,24 @@ static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
         st->psend[d] = st->precv[d] = st->persist_send[d] = st->persist_recv[d] = MPI_REQUEST_NULL;
     for (int m = 0; m < NMODES; m++)
         st->comm[m] = MPI_COMM_NULL;
-    unsigned long long chosen = hmb_opt_choices(ctx, "mode");
+    st->tc = -1;
+    st->vmrss_kib = st->vmhwm_kib = -1;
+    if (hmb_opt_given(ctx, "thread-comm")) {
+        for (int tc = 0; tc < NTC; tc++)
+            if (strcmp(hmb_point_str(pt, "thread_comm"), tc_names[tc]) == 0)
+                st->tc = tc;
+        char why[160];
+        const char *reason = st->tc == TC_STREAM ? hmb_streams_unsupported(ctx, st->threads, why, sizeof why) : NULL;
+        if (reason) {
+            hmb_unsupported(ctx, "%s", reason);
+            return st;
+        }
+        if (!st->mock && hmb_mode_refused(ctx, "threadcomm", st->threads > 1, 0))
+            return st;
+        st->modes[st->nmodes++] = MODE_THREADCOMM;
+        threadcomm_setup(ctx, st);
+    }
+    unsigned long long chosen = st->tc >= 0 ? 0 : hmb_opt_choices(ctx, "mode");
     for (int m = 0; m < NMODES; m++) {
         if (!(chosen & (1ull << m)))
             continue;
@@ -424,6 +625,7 @@ static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
         if (partitioned != MPI_COMM_NULL && f->from != MPI_PROC_NULL)
             ops->precv_init(f->recv, f->nparts, part_cells, MPI_UINT64_T, f->from, d, partitioned, &st->precv[d]);
     }
+    hmb_memory_kB(&st->vmrss_kib, &st->vmhwm_kib); /* resident memory after set-up (resources per mode) */
     return st;
 }
 
@@ -549,6 +751,43 @@ static void thread_receive(halo_state *st, int mode, int tid)
         }
 }
 
+/* threadcomm, thread tid: post the receives of its share of every face, compute, pack and send its
+ * share of every face, wait, unpack. Returns bytes it sent. */
+static long long threadcomm_exchange(hmb_ctx *ctx, halo_state *st, int tid, long iter)
+{
+    MPI_Request *req = st->tc_req + (size_t)tid * 2 * NDIRS;
+    MPI_Comm comm = st->tc_comm[tid];
+    int n = 0;
+    long long bytes = 0;
+    for (int d = 0; d < NDIRS; d++) {
+        const halo_face *f = &st->face[d];
+        size_t share = face_cells(f) / (size_t)st->threads;
+        int tag = st->tc_tag_per_thread ? d * HMB_MAX_THREADS + tid : d;
+        if (f->from != MPI_PROC_NULL)
+            st->ops->irecv(f->recv + (size_t)tid * share, (int)share, MPI_UINT64_T, f->from, tag, comm, &req[n++]);
+    }
+    compute(ctx, st, tid, iter);
+    for (int d = 0; d < NDIRS; d++) {
+        halo_face *f = &st->face[d];
+        size_t share = face_cells(f) / (size_t)st->threads;
+        int tag = st->tc_tag_per_thread ? d * HMB_MAX_THREADS + tid : d;
+        if (f->to == MPI_PROC_NULL)
+            continue;
+        face_range(st, d, (size_t)tid * share, share, f->send, 0, 0);
+        st->ops->isend(f->send + (size_t)tid * share, (int)share, MPI_UINT64_T, f->to, tag, comm, &req[n++]);
+        bytes += (long long)(share * sizeof(uint64_t));
+    }
+    if (n > 0)
+        st->ops->waitall(n, req);
+    for (int d = 0; d < NDIRS; d++) {
+        halo_face *f = &st->face[d];
+        size_t share = face_cells(f) / (size_t)st->threads;
+        if (f->from != MPI_PROC_NULL)
+            face_range(st, d, (size_t)tid * share, share, f->recv, 1, 1);
+    }
+    return bytes;
+}
+
 /* Requests a mode starts before its barrier: per-piece receives (multiple), the persistent
  * partitioned requests (partitioned). Returns how many partitioned requests were started. */
 static int start_requests(halo_state *st, int mode, MPI_Request *preq)
@@ -593,6 +832,13 @@ static void mode_iterate(hmb_ctx *ctx, void *state, int mode, long iter, double 
             compute(ctx, st, tid, iter);
         hmb_phase(ctx, "serial exchange");
         bytes = exchange_joined(st, mode);
+    } else if (mode == MODE_THREADCOMM) {
+        hmb_phase(ctx, "threadcomm exchange");
+#pragma omp parallel num_threads(st->threads) reduction(+ : bytes)
+        {
+            int tid = omp_get_thread_num();
+            bytes += threadcomm_exchange(ctx, st, tid, iter);
+        }
     } else if (mode == MODE_SINGLE || mode == MODE_PERSISTENT) {
 #pragma omp parallel num_threads(st->threads)
         compute(ctx, st, omp_get_thread_num(), iter);
@@ -622,12 +868,13 @@ static void mode_iterate(hmb_ctx *ctx, void *state, int mode, long iter, double 
 
 /* ------------------------------------------------------------------ iteration */
 
-/* Untimed, right after the mode: count its bytes (the harness checks its faces). */
+/* Untimed, right after the mode: count its bytes, check the halo it unpacked (the harness then
+ * checks its received faces). */
 static void mode_verify(hmb_ctx *ctx, void *state, int mode, long iter, double *sums)
 {
-    (void)ctx, (void)iter;
     halo_state *st = state;
     sums[0] = (double)atomic_load(&st->bytes_sent[mode]);
+    check_halo(ctx, st, mode, iter);
 }
 
 static const hmb_mode halo_modes[NMODES] = {
@@ -636,6 +883,7 @@ static const hmb_mode halo_modes[NMODES] = {
     {.name = "partitioned", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
     {.name = "persistent", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
     {.name = "serial", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
+    {.name = "threadcomm", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
 };
 
 static int halo_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
@@ -685,6 +933,10 @@ static void halo_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
     for (int m = 0; m < NMODES; m++)
         if (st->comm[m] != MPI_COMM_NULL)
             MPI_Comm_free(&st->comm[m]);
+    for (int c = st->tc_ncomms - 1; c >= 0; c--)
+        MPI_Comm_free(&st->tc_created[c]);
+    for (int i = 0; i < st->tc_nstreams; i++)
+        hmb_stream_free(&st->tc_streams[i]);
     halo_free(st);
 }
 
@@ -711,6 +963,20 @@ static void halo_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
         hmb_result_add_num(ctx, key, st->face[2 * a].nparts);
     }
     hmb_result_add_str(ctx, "face_partitions", hmb_opt_str(ctx, "face-partitions"));
+    /* Resources after set-up (rank 0's view), per point: the talk's performance/resource table. */
+    hmb_result_add_num(ctx, "vmrss_kib", st->vmrss_kib >= 0 ? (double)st->vmrss_kib : NAN);
+    hmb_result_add_num(ctx, "vmhwm_kib", st->vmhwm_kib >= 0 ? (double)st->vmhwm_kib : NAN);
+    if (st->tc < 0)
+        return;
+    hmb_result_add_num(ctx, "communicators", st->tc_ncomms);
+    hmb_result_add_num(ctx, "streams", st->tc_nstreams);
+    long long vcis;
+    hmb_result_add_num(ctx, "vcis", hmb_mpit_cvar_int("MPIR_CVAR_CH4_NUM_VCIS", &vcis) ? (double)vcis : NAN);
+    hmb_result_add_num(ctx, "reserve_vcis",
+                       hmb_mpit_cvar_int("MPIR_CVAR_CH4_RESERVE_VCIS", &vcis) ? (double)vcis : NAN);
+    if (st->tc == TC_TAG)
+        for (int k = 0; k < TC_NINFO; k++)
+            hmb_result_add_str(ctx, tc_info_keys[k], st->tc_info[k]);
 }
 
 static const hmb_bench halo_bench = {
@@ -731,6 +997,6 @@ static const hmb_bench halo_bench = {
     .teardown = halo_teardown,
     .annotate = halo_annotate,
     .pivot_metrics = "throughput_single_MBps,throughput_multiple_MBps,throughput_partitioned_MBps,"
-                     "throughput_persistent_MBps,throughput_serial_MBps",
+                     "throughput_persistent_MBps,throughput_serial_MBps,throughput_threadcomm_MBps",
 };
 HMB_REGISTER(halo_bench);

@@ -45,9 +45,7 @@ typedef struct {
     int ncomms; /* communicators created for this point (base included) */
     MPI_Win wins[HMB_MAX_THREADS];
     int nwins;
-#if defined(HMB_HAVE_MPIX_STREAM_CREATE) && defined(HMB_HAVE_MPIX_STREAM_COMM_CREATE)
-    MPIX_Stream streams[HMB_MAX_THREADS];
-#endif
+    hmb_stream streams[HMB_MAX_THREADS];
     int nstreams;
 
     unsigned char *sendbuf;  /* rate: per lane, window slots */

@@ -11,12 +11,6 @@
 #include "hmb/hmb.h"
 #include "mt.h"
 
-#if defined(HMB_HAVE_MPIX_STREAM_CREATE) && defined(HMB_HAVE_MPIX_STREAM_COMM_CREATE)
-#define MT_HAVE_STREAMS 1
-#else
-#define MT_HAVE_STREAMS 0
-#endif
-
 static int mt_index_of(const char *name, const char *const *names, int count)
 {
     for (int i = 0; i < count; i++)
@@ -56,16 +50,9 @@ static const char *mt_unsupported_reason(hmb_ctx *ctx, const mt_state *s, char *
         return buf;
     }
     if (s->mode == MT_STREAM) {
-        if (!MT_HAVE_STREAMS)
-            return "stream: this MPI has no MPIX_Stream_create/MPIX_Stream_comm_create (an MPICH extension)";
-        int needed_streams = s->test == MT_CONTENTION ? T - 1 : T;
-        if (s->reserve_vcis < 0)
-            return "stream: MPIR_CVAR_CH4_RESERVE_VCIS is not exposed through MPI_T";
-        if (!hmb_all_agree(ctx, s->reserve_vcis >= needed_streams)) {
-            snprintf(buf, len, "stream: needs MPIR_CVAR_CH4_RESERVE_VCIS >= %d, got %lld", needed_streams,
-                     s->reserve_vcis);
-            return buf;
-        }
+        const char *why = hmb_streams_unsupported(ctx, s->test == MT_CONTENTION ? T - 1 : T, buf, len);
+        if (why)
+            return why;
     }
     if (T > 1) {
         int got = 0;
@@ -86,53 +73,23 @@ static MPI_Comm mt_new_comm(mt_state *s, MPI_Comm comm)
     return comm;
 }
 
-/* Tag mode: one communicator carrying the MPI 4 assertions, and what the library kept. */
-static MPI_Comm mt_tag_comm(mt_state *s, const char *const *keys)
-{
-    MPI_Info info, kept;
-    MPI_Comm comm;
-    MPI_Info_create(&info);
-    for (int k = 0; k < MT_NINFO; k++)
-        MPI_Info_set(info, keys[k], "true");
-    MPI_Comm_dup_with_info(s->base, info, &comm);
-    MPI_Info_free(&info);
-    MPI_Comm_get_info(comm, &kept);
-    for (int k = 0; k < MT_NINFO; k++) {
-        int flag = 0;
-#ifdef HMB_HAVE_MPI_INFO_GET_STRING
-        int buflen = (int)sizeof s->tag_info[k];
-        MPI_Info_get_string(kept, keys[k], &buflen, s->tag_info[k], &flag);
-#else
-        MPI_Info_get(kept, keys[k], (int)sizeof s->tag_info[k] - 1, s->tag_info[k], &flag);
-#endif
-        if (!flag)
-            snprintf(s->tag_info[k], sizeof s->tag_info[k], "(not kept)");
-    }
-    MPI_Info_free(&kept);
-    return mt_new_comm(s, comm);
-}
-
 /* Stream mode: a stream per driving thread; lane l's communicator attaches, on each side,
  * the stream of the thread that drives lane l there (collective: same order everywhere). */
 static void mt_stream_comms(mt_state *s)
 {
-#if MT_HAVE_STREAMS
     int stream_of_thread[HMB_MAX_THREADS];
     for (int t = 0; t < s->threads; t++)
         stream_of_thread[t] = -1;
     for (int l = 0; l < s->nlanes; l++) {
         int t = s->lanes[l].thread;
         if (stream_of_thread[t] < 0) {
-            MPIX_Stream_create(MPI_INFO_NULL, &s->streams[s->nstreams]);
+            hmb_stream_create(&s->streams[s->nstreams]);
             stream_of_thread[t] = s->nstreams++;
         }
         MPI_Comm comm;
-        MPIX_Stream_comm_create(s->base, s->streams[stream_of_thread[t]], &comm);
+        hmb_stream_comm(s->base, s->streams[stream_of_thread[t]], &comm);
         s->lanes[l].comm = mt_new_comm(s, comm);
     }
-#else
-    (void)s;
-#endif
 }
 
 mt_state *mt_state_create(hmb_ctx *ctx, const hmb_point *pt, const char *const *test_names,
@@ -169,7 +126,9 @@ mt_state *mt_state_create(hmb_ctx *ctx, const hmb_point *pt, const char *const *
     MPI_Comm base;
     MPI_Comm_dup(hmb_comm(ctx), &base);
     s->base = mt_new_comm(s, base);
-    MPI_Comm tag_comm = s->mode == MT_TAG ? mt_tag_comm(s, tag_info_keys) : MPI_COMM_NULL;
+    MPI_Comm tag_comm = MPI_COMM_NULL;
+    if (s->mode == MT_TAG)
+        tag_comm = mt_new_comm(s, hmb_comm_dup_asserting(s->base, tag_info_keys, MT_NINFO, s->tag_info));
     for (int l = 0; l < s->nlanes; l++) {
         mt_lane *lane = &s->lanes[l];
         if (s->test == MT_CONTENTION)
@@ -224,10 +183,8 @@ void mt_state_free(mt_state *s)
         mt_get_free(s);
     for (int c = s->ncomms - 1; c >= 0; c--)
         MPI_Comm_free(&s->comms[c]);
-#if MT_HAVE_STREAMS
     for (int i = 0; i < s->nstreams; i++)
-        MPIX_Stream_free(&s->streams[i]);
-#endif
+        hmb_stream_free(&s->streams[i]);
     free(s->sendbuf);
     free(s->recvbuf);
     free(s->seen);

@@ -17,6 +17,7 @@ import math
 
 from .. import tidy
 from ..results import fmt_num
+from ..tidy import RESOURCES
 
 AGREES, DIFFERS, NOT_COMPARABLE = "agrees", "differs", "not comparable"
 
@@ -62,7 +63,8 @@ def point_medians(rows):
     """The median of each point over its launches (launches are rows with equal parameters
     apart from the run id)."""
     drop = {"median", "ci_lo", "ci_hi", "count", "run_id", "tag", "source", "library", "host",
-            "oversubscribed", "spare_core_missing", "progress_shares_core", "cpus", "higher_is_better"}
+            "oversubscribed", "spare_core_missing", "progress_shares_core", "cpus", "higher_is_better",
+            *RESOURCES}
     keys = [c for c in rows.columns if c not in drop and not tidy.is_reading(c)]   # readings vary by launch
     g = rows.assign(**{k: rows[k].astype(str) for k in keys}).groupby(keys, dropna=False)["median"]
     return g.median()
@@ -109,11 +111,16 @@ def judge(claim: dict, df, seed_setup: str = "", lacks: str = "") -> Verdict:
     else:
         reason = ""
     solid = _solid(rows)
-    if solid.empty:
-        return Verdict(claim, f"{fmt_num(_stat(rows, claim.get('stat', 'median')))} (oversubscribed)",
+    stat = claim.get("stat", "median")
+    if solid.empty:   # shown as the claim reads (a ratio where it has `over`), never judged
+        shown = _stat(rows, stat)
+        if claim.get("over"):
+            den_rows = select(df, claim.get("bench"), claim.get("over_metric", claim["metric"]), claim["over"])
+            den = _stat(den_rows, stat) if den_rows is not None and not den_rows.empty else math.nan
+            shown = shown - den if claim.get("compare") == "difference" else shown / den if den else math.nan
+        return Verdict(claim, f"{fmt_num(shown)} (oversubscribed)",
                        NOT_COMPARABLE, "every point is oversubscribed or its progress thread shares a "
                        "compute core: not a reading")
-    stat = claim.get("stat", "median")
     value = _stat(solid, stat)
     if claim.get("over"):
         den_rows = select(df, claim.get("bench"), claim.get("over_metric", claim["metric"]), claim["over"])

@@ -191,7 +191,8 @@ def _sortkey(v):
 def table(decl: dict, df) -> str:
     """A declared table ([[table]]: `rows` metrics × `columns` values, one block per `panels`
     value and MPI) as markdown; each cell the median over launches, marked † where the point is
-    oversubscribed or its progress thread shares a compute core (not a reading)."""
+    oversubscribed or its progress thread shares a compute core (not a reading). `resources`:
+    recorded fields of the same points (communicators, vmrss_kib: no timing) as further rows."""
     rows = select(df, decl.get("bench"), decl["rows"], decl.get("where"))
     head = f"**{decl['number']}: {decl['title']}**"
     if rows is None or rows.empty or decl["columns"] not in rows.columns:
@@ -226,6 +227,11 @@ def table(decl: dict, df) -> str:
                 unit = sub[sub["metric"] == metric]["unit"]
                 name = labels.get(metric, metric) + (f" ({unit.iloc[0]})" if len(unit) else "")
                 out.append(f"| {name} | " + " | ".join(cells) + " |")
+            for field in decl.get("resources", []):
+                vals = [sub[sub[col] == c][field].astype(float).dropna() if field in sub.columns else () for c in cols]
+                out.append(f"| {labels.get(field, field)} | " + " | ".join(
+                    "–" if not len(v) else f"{v.median():.0f}" if float(v.median()).is_integer()
+                    else fmt_num(float(v.median())) for v in vals) + " |")
             out.append("")
     if any_bad:
         out.append("† oversubscribed, or the progress thread shares a compute core: not a reading.")

@@ -145,6 +145,8 @@ def _fit_layout(b: dict, declared: dict, where: str, ncores: int, changes: list)
         parts = (b.get("args") or {}).get("partitions")
         if parts is not None:
             msg += f"; partitions {parts} kept, each thread owns P/T"
+        elif "thread-comm" in (b.get("args") or {}):
+            msg += " (each face is cut into one share per thread: fewer shares than in the seed)"
         elif b["name"] in ("halo3d", "sweep3d"):
             fp = (b.get("args") or {}).get("face-partitions")
             if isinstance(fp, int):
