@@ -555,7 +555,7 @@ static void sweep_threads(hmb_ctx *ctx, sweep_state *st, int mode, long iter)
     }
     if (mode == MODE_PARTITIONED) /* bounded: a library may never complete them (exit 3, not the watchdog) */
         hmb_waitall_bounded(st->ctx, st->pt, st->iter, st->ops, 2 * st->nslots, st->part_req, st->mode_start,
-                            "the partitioned sweep's send and receive requests");
+                            "the partitioned sweep");
 }
 
 /* ------------------------------------------------------------------ callbacks */
