@@ -6,7 +6,6 @@ build tree.
 """
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import json
 import os
@@ -90,13 +89,6 @@ def run_partitioned_bounded(mpi_name: str, args: list[str], **kw) -> "BenchRun |
     started = time.monotonic()
     r = run_bench(mpi_name, args + ["--timeout", "15s"], timeout=60, **kw)
     return r if partitioned_outcome(mpi_name, r, time.monotonic() - started) else None
-
-
-@pytest.fixture(scope="session")
-def core():
-    """libhmbcore.so (pure modules: metrics, stats, units, options, noise, compute)."""
-    impl = get_mpi("mpich")
-    return ctypes.CDLL(str(impl.build_dir / "libhmbcore.so"))
 
 
 @pytest.fixture(params=TEST_MPIS)
