@@ -94,10 +94,23 @@ class Topo(C.Structure):
                 ("ndirs", C.c_int), ("dir", TopoDir * 26)]
 
 
+class ClockModel(C.Structure):
+    _fields_ = [("offset_s", C.c_double), ("drift", C.c_double), ("t_ref_s", C.c_double),
+                ("residual_max_s", C.c_double)]
+
+
+class Cpus(C.Structure):
+    _fields_ = [("bits", C.c_uint64 * 16)]
+
+
+# hmb_size_predicate (metrics.h): int (*)(size_t size_bytes, void *arg)
+SIZE_PREDICATE = C.CFUNCTYPE(C.c_int, C.c_size_t, C.c_void_p)
+
 # C type of each mirror (hmb_layout's names); a Python field named "from_" is C's "from".
 MIRRORS = {"hmb_option": Option, "hmb_default": Default, "hmb_optval": OptVal, "hmb_optset": OptSet,
            "hmb_summary": Summary, "hmb_noise": Noise, "hmb_calib": Calib, "hmb_part_metrics": PartMetrics,
-           "hmb_topo_dir": TopoDir, "hmb_topo": Topo, "hmb_changepoint": Changepoint}
+           "hmb_topo_dir": TopoDir, "hmb_topo": Topo, "hmb_changepoint": Changepoint,
+           "hmb_clock_model": ClockModel, "hmb_cpus": Cpus}
 
 
 def layout_mismatches(lib) -> list:
@@ -190,6 +203,24 @@ _SIGNATURES = {
     "hmb_changepoint_steps": (C.c_int, [C.c_int, _P(C.c_double), _P(C.c_double), _P(Changepoint), C.c_int]),
     "hmb_cost_noise": (C.c_double, [C.c_int, _P(C.c_double)]),
     "hmb_changepoint_side": (C.c_int, [_P(Changepoint), C.c_double, C.c_double]),
+    "hmb_find_switches": (C.c_int, [_P(C.c_size_t), C.c_int, C.c_size_t, SIZE_PREDICATE, C.c_void_p,
+                                    _P(C.c_size_t), _P(C.c_int), C.c_int]),
+    "hmb_probe_majority": (C.c_int, [C.c_int, C.c_int]),
+    "hmb_probe_verdict": (C.c_int, [C.c_double] * 3),
+    "hmb_memory_per_peer_kB": (C.c_double, [C.c_double, C.c_double, C.c_int]),
+    "hmb_memory_projected_kB": (C.c_double, [C.c_double, C.c_double, C.c_int]),
+    # clockfit.c
+    "hmb_clock_exchange_offset": (C.c_double, [C.c_double, C.c_double, C.c_double]),
+    "hmb_clock_fit": (C.c_int, [C.c_int, _P(C.c_double), _P(C.c_double), C.c_double, _P(ClockModel)]),
+    "hmb_clock_model_offset": (C.c_double, [_P(ClockModel), C.c_double]),
+    # affinity.c
+    "hmb_cpulist_parse": (C.c_int, [C.c_char_p, _P(Cpus)]),
+    "hmb_cpulist_format": (None, [_P(Cpus), C.c_char_p, C.c_size_t]),
+    "hmb_cpus_count": (C.c_int, [_P(Cpus)]),
+    "hmb_spare_cpulist": (C.c_int, [C.c_char_p, C.c_char_p, C.c_char_p, C.c_size_t]),
+    "hmb_cpus_oversubscribed": (C.c_int, [C.c_int, _P(Cpus)]),
+    "hmb_spare_rule_option": (C.c_int, [C.c_char_p, C.c_char_p, C.c_size_t]),
+    "hmb_spare_rule_matches": (C.c_int, [C.c_char_p, C.c_char_p]),
     # design.c
     "hmb_phase_orders": (C.c_int, [C.c_int]),
     "hmb_phase_order": (C.c_int, [C.c_int, C.c_long, _P(C.c_int)]),

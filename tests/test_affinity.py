@@ -24,26 +24,12 @@ FAST = ["--warmup", "1", "--iters", "3", "--ci-target", "0"]
 needs_two_cores = pytest.mark.skipif(CORES < 2, reason="needs 2 CPUs")
 
 
-class Cpus(C.Structure):
-    _fields_ = [("bits", C.c_uint64 * 16)]
+Cpus = cl.Cpus
 
 
 @pytest.fixture(scope="module")
 def lib():
-    lib = cl.load()
-    sigs = {
-        "hmb_cpulist_parse": (C.c_int, [C.c_char_p, C.POINTER(Cpus)]),
-        "hmb_cpulist_format": (None, [C.POINTER(Cpus), C.c_char_p, C.c_size_t]),
-        "hmb_cpus_count": (C.c_int, [C.POINTER(Cpus)]),
-        "hmb_spare_cpulist": (C.c_int, [C.c_char_p, C.c_char_p, C.c_char_p, C.c_size_t]),
-        "hmb_cpus_oversubscribed": (C.c_int, [C.c_int, C.POINTER(Cpus)]),
-        "hmb_spare_rule_option": (C.c_int, [C.c_char_p, C.c_char_p, C.c_size_t]),
-        "hmb_spare_rule_matches": (C.c_int, [C.c_char_p, C.c_char_p]),
-    }
-    for name, (res, args) in sigs.items():
-        getattr(lib, name).restype = res
-        getattr(lib, name).argtypes = args
-    return lib
+    return cl.load()
 
 
 def cpus(lib, text: str) -> Cpus:

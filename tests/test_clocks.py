@@ -11,26 +11,13 @@ import _corelib as cl
 from conftest import run_bench
 
 
-class ClockModel(C.Structure):
-    _fields_ = [("offset_s", C.c_double), ("drift", C.c_double), ("t_ref_s", C.c_double),
-                ("residual_max_s", C.c_double)]
-
-
 @pytest.fixture(scope="module")
 def lib():
-    lib = cl.load()
-    lib.hmb_clock_exchange_offset.restype = C.c_double
-    lib.hmb_clock_exchange_offset.argtypes = [C.c_double, C.c_double, C.c_double]
-    lib.hmb_clock_fit.restype = C.c_int
-    lib.hmb_clock_fit.argtypes = [C.c_int, C.POINTER(C.c_double), C.POINTER(C.c_double), C.c_double,
-                                  C.POINTER(ClockModel)]
-    lib.hmb_clock_model_offset.restype = C.c_double
-    lib.hmb_clock_model_offset.argtypes = [C.POINTER(ClockModel), C.c_double]
-    return lib
+    return cl.load()
 
 
 def fit(lib, t, y, t_ref):
-    m = ClockModel()
+    m = cl.ClockModel()
     rc = lib.hmb_clock_fit(len(t), cl.doubles(t), cl.doubles(y), t_ref, C.byref(m))
     return rc, m
 

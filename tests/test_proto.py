@@ -5,15 +5,16 @@ import ctypes as C
 
 import pytest
 
+import _corelib as cl
 from conftest import run_bench
 
-PRED = C.CFUNCTYPE(C.c_int, C.c_size_t, C.c_void_p)
+
+@pytest.fixture(scope="module")
+def core():
+    return cl.load()
 
 
 def find(core, grid, element, predicate, max_switches=8):
-    core.hmb_find_switches.restype = C.c_int
-    core.hmb_find_switches.argtypes = [C.POINTER(C.c_size_t), C.c_int, C.c_size_t, PRED, C.c_void_p,
-                                       C.POINTER(C.c_size_t), C.POINTER(C.c_int), C.c_int]
     calls = []
 
     def pred(size, _arg):
@@ -23,7 +24,7 @@ def find(core, grid, element, predicate, max_switches=8):
     g = (C.c_size_t * len(grid))(*grid)
     lo_hi = (C.c_size_t * (2 * max_switches))()
     after = (C.c_int * max_switches)()
-    cb = PRED(pred)
+    cb = cl.SIZE_PREDICATE(pred)
     n = core.hmb_find_switches(g, len(grid), element, cb, None, lo_hi, after, max_switches)
     k = min(max(n, 0), max_switches)
     return n, [(lo_hi[2 * i], lo_hi[2 * i + 1], after[i]) for i in range(k)], calls
@@ -57,15 +58,12 @@ def test_unusable_grid(core):
 
 
 def test_majority_rule(core):
-    core.hmb_probe_majority.restype = C.c_int
     assert [core.hmb_probe_majority(k, 5) for k in range(6)] == [0, 0, 0, 1, 1, 1]
     assert core.hmb_probe_majority(2, 4) == 0                    # a tie is not progressed
     assert core.hmb_probe_majority(0, 0) == 0
 
 
 def test_probe_verdict_on_timelines(core):
-    core.hmb_probe_verdict.restype = C.c_int
-    core.hmb_probe_verdict.argtypes = [C.c_double] * 3
     v = core.hmb_probe_verdict
     # waited 10..12 us, the peer's first MPI call at 100 us: done without the peer
     assert v(10e-6, 12e-6, 100e-6) == 1
@@ -78,10 +76,6 @@ def test_probe_verdict_on_timelines(core):
 
 
 def test_memory_per_peer(core):
-    core.hmb_memory_per_peer_kB.restype = C.c_double
-    core.hmb_memory_per_peer_kB.argtypes = [C.c_double, C.c_double, C.c_int]
-    core.hmb_memory_projected_kB.restype = C.c_double
-    core.hmb_memory_projected_kB.argtypes = [C.c_double, C.c_double, C.c_int]
     assert core.hmb_memory_per_peer_kB(10000.0, 10600.0, 3) == 200.0
     assert core.hmb_memory_projected_kB(10000.0, 200.0, 1000) == 210000.0
 

@@ -331,6 +331,12 @@ int64_t hmb_calc_factor_ns(hmb_ctx *ctx, MPI_Comm comm, double factor, void (*ru
 typedef struct hmb_comm_ops_s hmb_comm_ops;
 void hmb_parrived_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, const hmb_comm_ops *ops, MPI_Request req,
                           int partition, double since, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+/* The same bound for completing requests a library may never complete (partitioned ones: Open
+ * MPI 5.0.11, docs/findings.md): poll ops->testall on the n requests reqs until all complete;
+ * HMB_ARRIVAL_BOUND_S past `since` the point fails with exit 3 naming them (fmt) as a library
+ * conformance problem (under the mock: a pattern that waits for a request it never feeds). */
+void hmb_waitall_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, const hmb_comm_ops *ops, int n,
+                         MPI_Request *reqs, double since, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
 
 #define HMB_MAX_MODES 8
 #define HMB_MODE_MAX_TIMES 4
@@ -353,8 +359,11 @@ typedef struct {
 typedef struct {
     double times[HMB_MAX_MODES][HMB_MODE_MAX_TIMES];
     double sums[HMB_MAX_MODES][HMB_MODE_MAX_SUMS];
-    double local_s[HMB_MAX_MODES]; /* this rank's times[m][0], before the reduction */
+    double local[HMB_MAX_MODES][HMB_MODE_MAX_TIMES]; /* this rank's times, before the reduction */
 } hmb_mode_results;
+
+/* One rank's times of every mode, times[m][j] as in hmb_mode_results. */
+typedef double hmb_mode_times[HMB_MAX_MODES][HMB_MODE_MAX_TIMES];
 
 /* Run one iteration of a paired design: the nrun modes run[] (ids into modes[]) in the
  * counterbalanced order of iteration iter (hmb_phase_order); before each but the first the
@@ -362,6 +371,10 @@ typedef struct {
  * reduced by maximum, sums by sum. Returns 1 on rank 0 (which records the sample), 0 elsewhere. */
 int hmb_modes_run(hmb_ctx *ctx, void *state, const hmb_mode *modes, const int *run, int nrun, long iter,
                   hmb_mode_results *out);
+/* For a metric formed per rank from its own times and then aggregated (async: E of each rank,
+ * worst and mean; never one rank's time with another's): every rank's res->local gathered on
+ * rank 0, all[r][m][j] (free() it); NULL on the other ranks. Collective, untimed. */
+hmb_mode_times *hmb_modes_gather(hmb_ctx *ctx, const hmb_mode_results *res);
 
 /* Record a metric of this iteration's sample by its name (bench->metrics); an unknown name is
  * a programming error and aborts. */
@@ -683,6 +696,7 @@ struct hmb_comm_ops_s {
     void (*startall)(int n, MPI_Request *reqs);
     void (*wait)(MPI_Request *req);
     void (*waitall)(int n, MPI_Request *reqs);
+    int (*testall)(int n, MPI_Request *reqs); /* 1 once all are complete (then as after waitall) */
     void (*request_free)(MPI_Request *req); /* MPI_REQUEST_NULL is fine */
     int (*allreduce)(const void *in, void *out, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
 };

@@ -176,48 +176,37 @@ static const hmb_option async_options[] = {
 /* The seed's 4, 128, 2048, 32768, 524288 doubles. */
 static const hmb_default async_defaults[] = {{"sizes", "32,1K,16K,256K,4M"}, {NULL, NULL}};
 
-enum {
-    M_T_TOTAL, M_EFFICIENCY, M_EFFICIENCY_LOADED, M_EFFICIENCY_MEAN, M_EFFICIENCY_LOADED_MEAN, M_T_SYNC, M_C_ACTUAL,
-    M_C_LOADED, M_T_OVER,
-    M_T_OVER_LOADED, M_SLOWDOWN, M_LOAD_SLOWDOWN, M_T_WAIT, M_COUNT
-};
-
 /* T_total first: the adaptive stopping rule watches the first metric's relative CI, which
  * is meaningless for E (near 0 or negative without progress). */
-static const hmb_metric async_metrics[M_COUNT + 1] = {
-    [M_T_TOTAL] = {.name = "t_total_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
-                   .description = "post + compute + completion time of the non-blocking run"},
-    [M_EFFICIENCY] = {.name = "efficiency_pct", .unit = "%", .higher_is_better = 1, .in_table = 1, .is_signed = 1,
-                      .description = "E = 100 (1 - T_over / T_sync) of each rank from its own times: the worst "
-                                      "rank's"},
-    [M_EFFICIENCY_LOADED] = {.name = "efficiency_loaded_pct", .unit = "%",
-                             .higher_is_better = 1, .in_table = 1, .is_signed = 1,
-                             .description = "E_loaded = 100 (1 - (T_total - C_loaded) / T_sync) of each rank: the "
-                                             "worst rank's (E against the compute time measured with every rank "
-                                             "computing at once)"},
-    [M_EFFICIENCY_MEAN] = {.name = "efficiency_mean_pct", .unit = "%",
-                           .higher_is_better = 1, .in_table = 0, .is_signed = 1,
-                           .description = "E of each rank, mean over ranks (seed 004: over all pairs)"},
-    [M_EFFICIENCY_LOADED_MEAN] = {.name = "efficiency_loaded_mean_pct", .unit = "%",
-                                  .higher_is_better = 1, .in_table = 0, .is_signed = 1,
-                                  .description = "E_loaded of each rank, mean over ranks"},
-    [M_T_SYNC] = {.name = "t_sync_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
-                  .description = "blocking operation time (baseline)"},
-    [M_C_ACTUAL] = {.name = "c_actual_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
-                    .description = "time inside the compute kernel (excluding progress calls)"},
-    [M_C_LOADED] = {.name = "c_loaded_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
-                    .description = "compute-only phase: C computed by every rank at once, no MPI call"},
-    [M_T_OVER] = {.name = "t_over_us", .unit = "us", .higher_is_better = 0, .in_table = 1, .is_signed = 1,
-                  .description = "T_over = T_total - C"},
-    [M_T_OVER_LOADED] = {.name = "t_over_loaded_us", .unit = "us", .higher_is_better = 0, .in_table = 0, .is_signed = 1,
-                         .description = "T_over_loaded = T_total - C_loaded"},
-    [M_SLOWDOWN] = {.name = "slowdown", .unit = "ratio", .higher_is_better = 0, .in_table = 1,
-                    .description = "compute slow-down C_actual / C caused by the progress method"},
-    [M_LOAD_SLOWDOWN] = {.name = "load_slowdown", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
-                         .description = "C_loaded / C: slow-down of the kernel when every rank computes"},
-    [M_T_WAIT] = {.name = "t_wait_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
-                  .description = "time in the final MPI_Waitall: the communication progress during compute left"},
-    [M_COUNT] = HMB_METRIC_END,
+static const hmb_metric async_metrics[] = {
+    {.name = "t_total_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+     .description = "post + compute + completion time of the non-blocking run"},
+    {.name = "efficiency_pct", .unit = "%", .higher_is_better = 1, .in_table = 1, .is_signed = 1,
+     .description = "E = 100 (1 - T_over / T_sync) of each rank from its own times: the worst rank's"},
+    {.name = "efficiency_loaded_pct", .unit = "%", .higher_is_better = 1, .in_table = 1, .is_signed = 1,
+     .description = "E_loaded = 100 (1 - (T_total - C_loaded) / T_sync) of each rank: the worst rank's (E against "
+                    "the compute time measured with every rank computing at once)"},
+    {.name = "efficiency_mean_pct", .unit = "%", .higher_is_better = 1, .in_table = 0, .is_signed = 1,
+     .description = "E of each rank, mean over ranks (seed 004: over all pairs)"},
+    {.name = "efficiency_loaded_mean_pct", .unit = "%", .higher_is_better = 1, .in_table = 0, .is_signed = 1,
+     .description = "E_loaded of each rank, mean over ranks"},
+    {.name = "t_sync_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+     .description = "blocking operation time (baseline)"},
+    {.name = "c_actual_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+     .description = "time inside the compute kernel (excluding progress calls)"},
+    {.name = "c_loaded_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+     .description = "compute-only phase: C computed by every rank at once, no MPI call"},
+    {.name = "t_over_us", .unit = "us", .higher_is_better = 0, .in_table = 1, .is_signed = 1,
+     .description = "T_over = T_total - C"},
+    {.name = "t_over_loaded_us", .unit = "us", .higher_is_better = 0, .in_table = 0, .is_signed = 1,
+     .description = "T_over_loaded = T_total - C_loaded"},
+    {.name = "slowdown", .unit = "ratio", .higher_is_better = 0, .in_table = 1,
+     .description = "compute slow-down C_actual / C caused by the progress method"},
+    {.name = "load_slowdown", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
+     .description = "C_loaded / C: slow-down of the kernel when every rank computes"},
+    {.name = "t_wait_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+     .description = "time in the final MPI_Waitall: the communication progress during compute left"},
+    HMB_METRIC_END,
 };
 
 static async_baseline baseline_option(const hmb_ctx *ctx)
@@ -443,112 +432,93 @@ static int64_t compute_with_progress(hmb_ctx *ctx, async_state *s)
 typedef enum { PHASE_BLOCKING, PHASE_NONBLOCKING, PHASE_COMPUTE_ONLY, NPHASES } phase_id;
 static const char phase_letters[NPHASES] = {'b', 'n', 'c'}; /* the orders in the result record */
 
-/* This rank's times of one iteration, seconds. */
-typedef struct {
-    double t_sync, t_total, t_wait, c_actual, c_loaded;
-} phase_times;
+/* Sub-times of the phases (hmb_mode_results times[phase][j], seconds; [0]: barrier to end). */
+enum { T_KERNEL = 1, T_WAIT = 2 }; /* kernel: C_actual (non-blocking), C_loaded (compute only) */
 
-static void run_blocking(hmb_ctx *ctx, async_state *s, phase_times *t)
+static void run_blocking(hmb_ctx *ctx, void *state, int phase, long iter, double *times)
 {
-    hmb_phase(ctx, "barrier before blocking op");
-    MPI_Barrier(s->ex.world);
-    hmb_phase(ctx, "blocking op");
-    double t_start_s = hmb_now();
-    async_blocking(&s->ex);
-    t->t_sync = hmb_now() - t_start_s;
+    (void)ctx, (void)phase, (void)iter, (void)times;
+    async_blocking(&((async_state *)state)->ex); /* T_sync */
 }
 
-static void run_nonblocking(hmb_ctx *ctx, async_state *s, phase_times *t)
+static void run_nonblocking(hmb_ctx *ctx, void *state, int phase, long iter, double *times)
 {
+    (void)phase, (void)iter;
+    async_state *s = state;
     async_exchange *ex = &s->ex;
-    hmb_phase(ctx, "barrier before non-blocking op");
-    MPI_Barrier(ex->world);
     hmb_phase(ctx, "post");
-    double t_start_s = hmb_now();
     async_post(ex);
     hmb_phase(ctx, "compute");
-    t->c_actual = (double)compute_with_progress(ctx, s) * 1e-9;
+    times[T_KERNEL] = (double)compute_with_progress(ctx, s) * 1e-9;
     hmb_phase(ctx, "Waitall");
     double t_wait_start_s = hmb_now();
     MPI_Waitall(ex->nreq, ex->reqs, MPI_STATUSES_IGNORE);
-    double t_end_s = hmb_now();
-    t->t_total = t_end_s - t_start_s;
-    t->t_wait = t_end_s - t_wait_start_s;
+    times[T_WAIT] = hmb_now() - t_wait_start_s; /* times[0], to the same end: T_total */
 }
 
 /* Every rank computes C at once and nothing communicates: what the kernel costs under the
  * load of the whole job, without any progress method. */
-static void run_compute_only(hmb_ctx *ctx, async_state *s, phase_times *t)
+static void run_compute_only(hmb_ctx *ctx, void *state, int phase, long iter, double *times)
 {
-    hmb_phase(ctx, "barrier before compute-only phase");
-    MPI_Barrier(s->ex.world);
-    hmb_phase(ctx, "compute only");
-    t->c_loaded = (double)hmb_compute_ns(ctx, s->c_ns) * 1e-9;
+    (void)phase, (void)iter;
+    times[T_KERNEL] = (double)hmb_compute_ns(ctx, ((async_state *)state)->c_ns) * 1e-9;
 }
+
+static const hmb_mode async_phases[NPHASES] = {
+    [PHASE_BLOCKING] = {.name = "blocking op", .iterate = run_blocking},
+    [PHASE_NONBLOCKING] = {.name = "non-blocking op", .iterate = run_nonblocking},
+    [PHASE_COMPUTE_ONLY] = {.name = "compute-only phase", .iterate = run_compute_only},
+};
+static const int all_phases[NPHASES] = {PHASE_BLOCKING, PHASE_NONBLOCKING, PHASE_COMPUTE_ONLY};
 
 static int async_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
 {
     (void)pt;
     async_state *s = state;
-    phase_times t = {0};
-    int order[NPHASES];
-    hmb_phase_order(NPHASES, iter, order);
-    for (int i = 0; i < NPHASES; i++) {
-        if (order[i] == PHASE_BLOCKING)
-            run_blocking(ctx, s, &t);
-        else if (order[i] == PHASE_NONBLOCKING)
-            run_nonblocking(ctx, s, &t);
-        else
-            run_compute_only(ctx, s, &t);
-    }
+    hmb_mode_results r;
+    hmb_modes_run(ctx, s, async_phases, all_phases, NPHASES, iter, &r); /* the slowest rank's times */
 
-    /* The slowest rank defines each time. Each rank judges its own kernel runs against its
-     * own calibration error; one impossible run anywhere invalidates the sample. */
+    /* Each rank judges its own kernel runs against its own calibration error; one impossible
+     * run anywhere invalidates the sample. */
     const double c_s = (double)s->c_ns * 1e-9;
-    double fastest_kernel_s = fmin(t.c_actual, t.c_loaded);
-    enum { R_T_SYNC, R_T_TOTAL, R_C_ACTUAL, R_C_LOADED, R_T_WAIT, R_TOO_FAST, R_MINUS_FASTEST_RATIO, R_COUNT };
-    double slowest[R_COUNT] = {
-        [R_T_SYNC] = t.t_sync,
-        [R_T_TOTAL] = t.t_total,
-        [R_C_ACTUAL] = t.c_actual,
-        [R_C_LOADED] = t.c_loaded,
-        [R_T_WAIT] = t.t_wait,
-        [R_TOO_FAST] = hmb_async_compute_too_fast(fastest_kernel_s, c_s, s->calibration_error),
-        [R_MINUS_FASTEST_RATIO] = -fastest_kernel_s / c_s,
-    };
+    double fastest_kernel_s = fmin(r.local[PHASE_NONBLOCKING][T_KERNEL], r.local[PHASE_COMPUTE_ONLY][T_KERNEL]);
+    enum { R_TOO_FAST, R_MINUS_FASTEST_RATIO, R_COUNT };
+    double slowest[R_COUNT] = {[R_TOO_FAST] = hmb_async_compute_too_fast(fastest_kernel_s, c_s, s->calibration_error),
+                               [R_MINUS_FASTEST_RATIO] = -fastest_kernel_s / c_s};
     hmb_reduce_max(ctx, slowest, R_COUNT);
     /* E per rank from its own times, aggregated on rank 0: never one rank's T_total with another's T_sync */
-    double mine[3] = {t.t_total, t.c_loaded, t.t_sync}, *all = NULL;
-    const int n = hmb_size(ctx);
-    if (hmb_rank(ctx) == 0 && !(all = malloc(7 * sizeof(double) * (size_t)n))) /* gathered, then by quantity */
-        abort();
-    MPI_Gather(mine, 3, MPI_DOUBLE, all, 3, MPI_DOUBLE, 0, hmb_comm(ctx));
+    hmb_mode_times *all = hmb_modes_gather(ctx, &r);
     if (hmb_rank(ctx) != 0)
         return 0;
-    double *t_total = all + 3 * n, *c_loaded = t_total + n, *t_sync = c_loaded + n, *c = t_sync + n;
-    for (int r = 0; r < n; r++) {
-        t_total[r] = all[3 * r], c_loaded[r] = all[3 * r + 1], t_sync[r] = all[3 * r + 2];
-        c[r] = c_s;
+    const int n = hmb_size(ctx);
+    double *t_total = malloc(4 * sizeof(double) * (size_t)n); /* by quantity */
+    if (!t_total)
+        abort();
+    double *c_loaded = t_total + n, *t_sync = c_loaded + n, *c = t_sync + n;
+    for (int k = 0; k < n; k++) {
+        t_total[k] = all[k][PHASE_NONBLOCKING][0], c_loaded[k] = all[k][PHASE_COMPUTE_ONLY][T_KERNEL];
+        t_sync[k] = all[k][PHASE_BLOCKING][0], c[k] = c_s;
     }
     double e_worst, e_mean, el_worst, el_mean;
     hmb_async_efficiency_ranks(n, t_total, c, t_sync, &e_worst, &e_mean);
     hmb_async_efficiency_ranks(n, t_total, c_loaded, t_sync, &el_worst, &el_mean);
+    free(t_total);
     free(all);
-    double t_sync_s = slowest[R_T_SYNC], t_total_s = slowest[R_T_TOTAL];
-    double c_actual_s = slowest[R_C_ACTUAL], c_loaded_s = slowest[R_C_LOADED];
-    out->value[M_T_TOTAL] = t_total_s * 1e6;
-    out->value[M_EFFICIENCY] = e_worst;
-    out->value[M_EFFICIENCY_LOADED] = el_worst;
-    out->value[M_EFFICIENCY_MEAN] = e_mean;
-    out->value[M_EFFICIENCY_LOADED_MEAN] = el_mean;
-    out->value[M_T_SYNC] = t_sync_s * 1e6;
-    out->value[M_C_ACTUAL] = c_actual_s * 1e6;
-    out->value[M_C_LOADED] = c_loaded_s * 1e6;
-    out->value[M_T_OVER] = hmb_async_overhead(t_total_s, c_s) * 1e6;
-    out->value[M_T_OVER_LOADED] = hmb_async_overhead(t_total_s, c_loaded_s) * 1e6;
-    out->value[M_SLOWDOWN] = c_actual_s / c_s;
-    out->value[M_LOAD_SLOWDOWN] = c_loaded_s / c_s;
-    out->value[M_T_WAIT] = slowest[R_T_WAIT] * 1e6;
+    double t_sync_s = r.times[PHASE_BLOCKING][0], t_total_s = r.times[PHASE_NONBLOCKING][0];
+    double c_actual_s = r.times[PHASE_NONBLOCKING][T_KERNEL], c_loaded_s = r.times[PHASE_COMPUTE_ONLY][T_KERNEL];
+    hmb_record(ctx, out, "t_total_us", t_total_s * 1e6);
+    hmb_record(ctx, out, "efficiency_pct", e_worst);
+    hmb_record(ctx, out, "efficiency_loaded_pct", el_worst);
+    hmb_record(ctx, out, "efficiency_mean_pct", e_mean);
+    hmb_record(ctx, out, "efficiency_loaded_mean_pct", el_mean);
+    hmb_record(ctx, out, "t_sync_us", t_sync_s * 1e6);
+    hmb_record(ctx, out, "c_actual_us", c_actual_s * 1e6);
+    hmb_record(ctx, out, "c_loaded_us", c_loaded_s * 1e6);
+    hmb_record(ctx, out, "t_over_us", hmb_async_overhead(t_total_s, c_s) * 1e6);
+    hmb_record(ctx, out, "t_over_loaded_us", hmb_async_overhead(t_total_s, c_loaded_s) * 1e6);
+    hmb_record(ctx, out, "slowdown", c_actual_s / c_s);
+    hmb_record(ctx, out, "load_slowdown", c_loaded_s / c_s);
+    hmb_record(ctx, out, "t_wait_us", r.times[PHASE_NONBLOCKING][T_WAIT] * 1e6);
     out->valid = slowest[R_TOO_FAST] == 0.0;
     if (!out->valid && iter >= hmb_opt_int(ctx, "warmup")) { /* warm-up samples are not counted */
         s->too_fast_samples++;

@@ -853,8 +853,9 @@ static void mode_iterate(hmb_ctx *ctx, void *state, int mode, long iter, double 
             bytes += thread_send(st, mode, tid);
             thread_receive(st, mode, tid);
         }
-        if (st->npreq > 0)
-            st->ops->waitall(st->npreq, st->preq);
+        if (st->npreq > 0) /* bounded: a library may never complete them (exit 3, not the watchdog) */
+            hmb_waitall_bounded(st->ctx, st->pt, st->iter, st->ops, st->npreq, st->preq, st->mode_start,
+                                "the partitioned halo exchange");
     }
     double t_end = hmb_now(), last_compute = st->compute_end[0];
     for (int t = 1; t < st->threads; t++)

@@ -34,8 +34,6 @@ static const char *const complete_names[NCOMPLETE] = {"test", "wait"};
 enum { PHASE_SINGLE, PHASE_PERSISTENT, PHASE_PARTITIONED, NPHASES };
 /* times_msg (receiver -> rank 0): both baselines' t_recv, then a_0 .. a_{P_recv-1} */
 enum { TIMES_RECV_SINGLE, TIMES_RECV_PERSIST, TIMES_ARRIVED };
-enum { M_OVERHEAD, M_OVERHEAD_PERSISTENT, M_T_PART, M_T_PT2PT, M_T_PERSIST, M_PERCEIVED_BW, M_AVAILABILITY,
-       M_EARLY_BIRD, M_T_AFTER_JOIN };
 
 /* A partition not reported this long after the sender completed is never coming. */
 #define NEVER_REPORTED_MIN_GRACE_S 1.0
@@ -71,6 +69,8 @@ typedef struct {
     int done_flag, done_payload;
     double done_at_s;
     double grace_s, deadline_s;
+    const hmb_point *pt;           /* the point being run (validation messages) */
+    double t_baseline[NPHASES];    /* sender: the baseline phase's join; receiver: its t_recv (local) */
     long no_perceived_bw; /* samples whose last-ready piece arrived at or before its ready time */
 } part_state;
 
@@ -473,18 +473,25 @@ static void sender_bounded_wait(hmb_ctx *ctx, part_state *st, const hmb_point *p
                                hmb_now() - all_ready, hmb_size(ctx));
 }
 
-/* A baseline phase (single send or persistent). Returns (sender) its join or (receiver) its
- * t_recv, local; *comm_s: this rank's time inside the send / receive (scales the hang bounds).
- * The persistent receive is started before the barrier, like the partitioned receive; the
- * persistent send is started at the join, where the fresh send is posted. */
-static double phase_baseline(hmb_ctx *ctx, part_state *st, int phase, long iter, double *comm_s)
+/* The persistent receive is started before the barrier (hmb_modes_run), like the partitioned
+ * receive; the persistent send is started at the join, where the fresh send is posted. */
+static void persistent_setup(hmb_ctx *ctx, void *state, int phase, long iter)
 {
-    const int persistent = phase == PHASE_PERSISTENT;
-    double t = 0.0;
-    if (persistent && st->rank == RECEIVER)
+    (void)ctx, (void)phase, (void)iter;
+    part_state *st = state;
+    if (st->rank == RECEIVER)
         MPI_Start(&st->persist_req);
-    hmb_phase(ctx, persistent ? "persistent barrier" : "single-send barrier");
-    MPI_Barrier(st->data_comm);
+}
+
+/* A baseline phase (single send or persistent), from the barrier. Stores (sender) its join or
+ * (receiver) its t_recv, local, in t_baseline; the single send's time inside the send / receive
+ * on this rank scales the hang bounds of the partitioned phase (grace_s). */
+static void phase_baseline(hmb_ctx *ctx, void *state, int phase, long iter, double *times)
+{
+    (void)times;
+    part_state *st = state;
+    const int persistent = phase == PHASE_PERSISTENT;
+    double t = 0.0, comm_s = 0.0;
     if (st->rank == SENDER) {
         t = sender_compute(ctx, st, iter, 0); /* t_join_ss, or the persistent phase's join */
         hmb_phase(ctx, persistent ? "persistent send" : "single send");
@@ -499,7 +506,7 @@ static double phase_baseline(hmb_ctx *ctx, part_state *st, int phase, long iter,
             MPI_Isend(st->send_buf, count, MPI_UINT64_T, RECEIVER, TAG_SINGLE, st->data_comm, &req);
             complete_send(st, &req, INFINITY);
         }
-        *comm_s = hmb_now() - t;
+        comm_s = hmb_now() - t;
     } else if (st->rank == RECEIVER) {
         double t_posted = hmb_now();
         if (persistent) {
@@ -511,13 +518,19 @@ static double phase_baseline(hmb_ctx *ctx, part_state *st, int phase, long iter,
                      MPI_STATUS_IGNORE);
         }
         t = hmb_now(); /* t_recv */
-        *comm_s = t - t_posted;
+        comm_s = t - t_posted;
     }
-    return t;
+    st->t_baseline[phase] = t;
+    if (phase == PHASE_SINGLE)
+        st->grace_s = fmax(NEVER_REPORTED_MIN_GRACE_S, NEVER_REPORTED_PT2PT_FACTOR * comm_s);
 }
 
-static void phase_partitioned(hmb_ctx *ctx, part_state *st, const hmb_point *pt, long iter)
+/* Before the partitioned phase's barrier: its deadline, the sender-done watch, the requests started. */
+static void partitioned_setup(hmb_ctx *ctx, void *state, int phase, long iter)
 {
+    (void)phase, (void)iter;
+    part_state *st = state;
+    st->deadline_s = hmb_now() + POLL_DEADLINE_TIMEOUT_FRACTION * (double)hmb_opt_duration_ns(ctx, "timeout") * 1e-9;
     if (st->rank == RECEIVER) {
         /* Pre-post the sender-done message: it bounds Parrived polling. */
         st->done_flag = 0;
@@ -526,8 +539,13 @@ static void phase_partitioned(hmb_ctx *ctx, part_state *st, const hmb_point *pt,
     }
     if (st->rank == SENDER || st->rank == RECEIVER)
         MPI_Start(&st->part_req);
-    hmb_phase(ctx, "partitioned barrier");
-    MPI_Barrier(st->data_comm);
+}
+
+static void phase_partitioned(hmb_ctx *ctx, void *state, int phase, long iter, double *times)
+{
+    (void)phase, (void)times;
+    part_state *st = state;
+    const hmb_point *pt = st->pt;
     if (st->rank == SENDER) {
         sender_compute(ctx, st, iter, 1);
         hmb_phase(ctx, "partitioned sender completion");
@@ -569,29 +587,24 @@ static void pair_pieces(hmb_ctx *ctx, part_state *st)
     }
 }
 
-/* Counterbalanced paired design (hmb_phase_order): over six iterations each phase runs first,
- * second and third twice and directly follows each other phase equally often. Order 0 runs the
- * single send first: the never-reported grace comes from the latest single-send time. */
+static const hmb_mode part_modes[NPHASES] = {
+    [PHASE_SINGLE] = {.name = "single send", .iterate = phase_baseline},
+    [PHASE_PERSISTENT] = {.name = "persistent", .setup = persistent_setup, .iterate = phase_baseline},
+    [PHASE_PARTITIONED] = {.name = "partitioned", .setup = partitioned_setup, .iterate = phase_partitioned},
+};
+static const int all_phases[NPHASES] = {PHASE_SINGLE, PHASE_PERSISTENT, PHASE_PARTITIONED};
+
+/* The paired design runs on the harness's driver (hmb_modes_run: counterbalanced orders, barrier
+ * before each phase). Order 0 runs the single send first: the never-reported grace comes from
+ * the latest single-send time. The metrics come from the two ranks' timestamps, not the
+ * driver's barrier-to-end times. */
 static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
 {
     part_state *st = state;
-
-    double t_baseline[NPHASES] = {0.0}; /* sender: the phase's join; receiver: its t_recv (local) */
-    const double timeout_s = (double)hmb_opt_duration_ns(ctx, "timeout") * 1e-9;
-    int order[NPHASES];
-    hmb_phase_order(NPHASES, iter, order);
-    for (int k = 0; k < NPHASES; k++) {
-        const int phase = order[k];
-        if (phase == PHASE_PARTITIONED) {
-            st->deadline_s = hmb_now() + POLL_DEADLINE_TIMEOUT_FRACTION * timeout_s;
-            phase_partitioned(ctx, st, pt, iter);
-            continue;
-        }
-        double comm_s = 0.0;
-        t_baseline[phase] = phase_baseline(ctx, st, phase, iter, &comm_s);
-        if (phase == PHASE_SINGLE)
-            st->grace_s = fmax(NEVER_REPORTED_MIN_GRACE_S, NEVER_REPORTED_PT2PT_FACTOR * comm_s);
-    }
+    st->pt = pt;
+    hmb_mode_results r;
+    hmb_modes_run(ctx, st, part_modes, all_phases, NPHASES, iter, &r);
+    const double *t_baseline = st->t_baseline;
 
     /* Untimed: the receiver's timestamps to rank 0 (this also keeps the sender from
      * refilling its buffer before the receiver has everything). */
@@ -621,15 +634,15 @@ static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
     out->valid = rc == 0;
     if (rc == 1 && iter >= hmb_opt_int(ctx, "warmup")) /* counted where the harness counts invalid samples */
         st->no_perceived_bw++;
-    out->value[M_OVERHEAD] = m.overhead;
-    out->value[M_OVERHEAD_PERSISTENT] = m.overhead_persistent;
-    out->value[M_T_PART] = m.t_part_s * 1e6;
-    out->value[M_T_PT2PT] = m.t_pt2pt_s * 1e6;
-    out->value[M_T_PERSIST] = m.t_persist_s * 1e6;
-    out->value[M_PERCEIVED_BW] = m.perceived_bw_Bps * 1e-6;
-    out->value[M_AVAILABILITY] = m.availability;
-    out->value[M_EARLY_BIRD] = m.early_bird;
-    out->value[M_T_AFTER_JOIN] = m.t_after_join_s * 1e6;
+    hmb_record(ctx, out, "overhead", m.overhead);
+    hmb_record(ctx, out, "overhead_persistent", m.overhead_persistent);
+    hmb_record(ctx, out, "t_part_us", m.t_part_s * 1e6);
+    hmb_record(ctx, out, "t_pt2pt_us", m.t_pt2pt_s * 1e6);
+    hmb_record(ctx, out, "t_persist_us", m.t_persist_s * 1e6);
+    hmb_record(ctx, out, "perceived_bw_MBps", m.perceived_bw_Bps * 1e-6);
+    hmb_record(ctx, out, "availability", m.availability);
+    hmb_record(ctx, out, "early_bird", m.early_bird);
+    hmb_record(ctx, out, "t_after_join_us", m.t_after_join_s * 1e6);
     return 0;
 }
 

@@ -553,8 +553,9 @@ static void sweep_threads(hmb_ctx *ctx, sweep_state *st, int mode, long iter)
         if (st->ops->mock) /* the mock's upstream pieces (receive_piece) */
             st->ops->waitall(st->nslots * st->max_pieces, st->piece_rreq);
     }
-    if (mode == MODE_PARTITIONED)
-        st->ops->waitall(2 * st->nslots, st->part_req);
+    if (mode == MODE_PARTITIONED) /* bounded: a library may never complete them (exit 3, not the watchdog) */
+        hmb_waitall_bounded(st->ctx, st->pt, st->iter, st->ops, 2 * st->nslots, st->part_req, st->mode_start,
+                            "the partitioned sweep");
 }
 
 /* ------------------------------------------------------------------ callbacks */
@@ -614,7 +615,7 @@ static int sweep_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
     /* idle share: each rank's from its own sweep time (the slowest rank's is in r), mean over ranks */
     double idle[NMODES] = {0};
     for (int i = 0; i < st->nmodes; i++)
-        idle[st->modes[i]] = hmb_idle_share(st->busy_s[st->modes[i]], r.local_s[st->modes[i]]);
+        idle[st->modes[i]] = hmb_idle_share(st->busy_s[st->modes[i]], r.local[st->modes[i]][0]);
     hmb_reduce_sum(ctx, idle, NMODES);
     if (!rank0)
         return 0;

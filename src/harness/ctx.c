@@ -276,16 +276,43 @@ void *hmb_run_data(const hmb_ctx *ctx) { return ctx->run_data; }
 
 /* ------------------------------------------------------------------ reduce helpers */
 
-static void reduce_to_root(hmb_ctx *ctx, double *vals, int n, MPI_Op op)
+/* The harness's reductions of results (between timed regions) use operations of its own, plain
+ * scalar loops, not the library's MPI_MAX / MPI_SUM: Open MPI 5's reduction operations use
+ * AVX-512 from 8 doubles on, and on a core that lowers its clock for AVX-512 the next timed region
+ * ran slower (async, Open MPI, 1 KB, C = 10 us: the compute kernel 10.8 us instead of 10.0 and the
+ * final Waitall 1.6 us instead of 0.8 in 10 of 10 launches; with OMPI_MCA_op=^avx, or these
+ * operations, 10.0 and 0.8). */
+static void op_max(void *in, void *inout, int *len, MPI_Datatype *type)
 {
-    if (ctx->rank == 0)
-        MPI_Reduce(MPI_IN_PLACE, vals, n, MPI_DOUBLE, op, 0, ctx->comm);
-    else
-        MPI_Reduce(vals, NULL, n, MPI_DOUBLE, op, 0, ctx->comm);
+    (void)type;
+    const double *a = in;
+    double *b = inout;
+    for (int i = 0; i < *len; i++)
+        b[i] = a[i] > b[i] ? a[i] : b[i];
 }
 
-void hmb_reduce_max(hmb_ctx *ctx, double *vals, int n) { reduce_to_root(ctx, vals, n, MPI_MAX); }
-void hmb_reduce_sum(hmb_ctx *ctx, double *vals, int n) { reduce_to_root(ctx, vals, n, MPI_SUM); }
+static void op_sum(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void)type;
+    const double *a = in;
+    double *b = inout;
+    for (int i = 0; i < *len; i++)
+        b[i] += a[i];
+}
+
+static void reduce_to_root(hmb_ctx *ctx, double *vals, int n, MPI_User_function *fn, MPI_Op *op)
+{
+    if (*op == MPI_OP_NULL) /* created on first use, after MPI_Init; released by MPI_Finalize */
+        MPI_Op_create(fn, 1, op);
+    if (ctx->rank == 0)
+        MPI_Reduce(MPI_IN_PLACE, vals, n, MPI_DOUBLE, *op, 0, ctx->comm);
+    else
+        MPI_Reduce(vals, NULL, n, MPI_DOUBLE, *op, 0, ctx->comm);
+}
+
+static MPI_Op scalar_max = MPI_OP_NULL, scalar_sum = MPI_OP_NULL;
+void hmb_reduce_max(hmb_ctx *ctx, double *vals, int n) { reduce_to_root(ctx, vals, n, op_max, &scalar_max); }
+void hmb_reduce_sum(hmb_ctx *ctx, double *vals, int n) { reduce_to_root(ctx, vals, n, op_sum, &scalar_sum); }
 
 /* ------------------------------------------------------------------ compute and noise */
 

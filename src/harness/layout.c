@@ -43,6 +43,9 @@ static const layout_row rows[] = {
     FIELD(hmb_changepoint, a_left), FIELD(hmb_changepoint, b_left), FIELD(hmb_changepoint, a_right),
     FIELD(hmb_changepoint, b_right), FIELD(hmb_changepoint, jump), FIELD(hmb_changepoint, rss),
     FIELD(hmb_changepoint, rss_line), FIELD(hmb_changepoint, sigma), FIELD(hmb_changepoint, step),
+    SIZE(hmb_clock_model), FIELD(hmb_clock_model, offset_s), FIELD(hmb_clock_model, drift),
+    FIELD(hmb_clock_model, t_ref_s), FIELD(hmb_clock_model, residual_max_s),
+    SIZE(hmb_cpus), FIELD(hmb_cpus, bits),
 };
 
 /* Row i of the table: 1 with its type, field (NULL: the structure's size), offset and size;

@@ -54,7 +54,6 @@ int hmb_modes_run(hmb_ctx *ctx, void *state, const hmb_mode *modes, const int *r
             out->times[m][j] = 0.0;
         for (int j = 0; j < HMB_MODE_MAX_SUMS; j++)
             out->sums[m][j] = 0.0;
-        out->local_s[m] = 0.0;
     }
     char label[96];
     for (int k = 0; k < nrun; k++) {
@@ -70,7 +69,7 @@ int hmb_modes_run(hmb_ctx *ctx, void *state, const hmb_mode *modes, const int *r
         hmb_phase(ctx, mode->name);
         double t0 = hmb_now();
         mode->iterate(ctx, state, m, iter, out->times[m]);
-        out->times[m][0] = out->local_s[m] = hmb_now() - t0;
+        out->times[m][0] = hmb_now() - t0;
         if (mode->verify) {
             snprintf(label, sizeof label, "%s: verify", mode->name);
             hmb_phase(ctx, label);
@@ -78,10 +77,22 @@ int hmb_modes_run(hmb_ctx *ctx, void *state, const hmb_mode *modes, const int *r
         }
         hmb_checks_run(ctx, iter, m); /* the buffers registered for this mode */
     }
+    memcpy(out->local, out->times, sizeof out->local);
     hmb_phase(ctx, "reduce");
     hmb_reduce_max(ctx, &out->times[0][0], HMB_MAX_MODES * HMB_MODE_MAX_TIMES);
     hmb_reduce_sum(ctx, &out->sums[0][0], HMB_MAX_MODES * HMB_MODE_MAX_SUMS);
     return hmb_rank(ctx) == 0;
+}
+
+hmb_mode_times *hmb_modes_gather(hmb_ctx *ctx, const hmb_mode_results *res)
+{
+    hmb_mode_times *all = NULL;
+    if (hmb_rank(ctx) == 0 && !(all = malloc((size_t)hmb_size(ctx) * sizeof *all)))
+        abort();
+    hmb_phase(ctx, "gather per-rank mode times");
+    MPI_Gather(res->local, HMB_MAX_MODES * HMB_MODE_MAX_TIMES, MPI_DOUBLE, all, HMB_MAX_MODES * HMB_MODE_MAX_TIMES,
+               MPI_DOUBLE, 0, hmb_comm(ctx));
+    return all;
 }
 
 void hmb_record(hmb_ctx *ctx, hmb_sample *out, const char *metric, double value)
@@ -106,22 +117,72 @@ void hmb_recordf(hmb_ctx *ctx, hmb_sample *out, double value, const char *fmt, .
     hmb_record(ctx, out, name, value);
 }
 
+/* Poll done(arg, partition) until it reports completion (1), or HMB_ARRIVAL_BOUND_S past since (0). */
+static int poll_bounded(double since, int (*done)(void *arg, int partition), void *arg, int partition)
+{
+    for (unsigned polls = 1;; polls++) {
+        if (done(arg, partition))
+            return 1;
+        if (polls % 256 == 0 && hmb_now() - since > HMB_ARRIVAL_BOUND_S)
+            return 0;
+    }
+}
+
+/* A bounded poll that ran out: exit 3 with "<never> <what> within N s of the mode's start: <problem>",
+ * what formatted from fmt only now (never in the timed path). */
+static void bound_failure(hmb_ctx *ctx, const hmb_point *pt, long iter, int partition, const char *never,
+                          const char *problem, const char *fmt, va_list ap)
+{
+    char what[160];
+    vsnprintf(what, sizeof what, fmt, ap);
+    hmb_validation_failure(ctx, pt, iter, partition, "%s %s within %.0f s of the mode's start: %s", never, what,
+                           HMB_ARRIVAL_BOUND_S, problem);
+}
+
+typedef struct {
+    const hmb_comm_ops *ops;
+    MPI_Request req, *reqs;
+    int n;
+} bounded_arg;
+
+static int partition_arrived(void *arg, int partition)
+{
+    const bounded_arg *a = arg;
+    return a->ops->parrived(a->req, partition);
+}
+
+static int all_complete(void *arg, int partition)
+{
+    (void)partition;
+    const bounded_arg *a = arg;
+    return a->ops->testall(a->n, a->reqs);
+}
+
 void hmb_parrived_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, const hmb_comm_ops *ops, MPI_Request req,
                           int partition, double since, const char *fmt, ...)
 {
-    for (unsigned polls = 1;; polls++) {
-        if (ops->parrived(req, partition))
-            return;
-        if (polls % 256 != 0 || hmb_now() - since <= HMB_ARRIVAL_BOUND_S)
-            continue;
-        char what[160];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(what, sizeof what, fmt, ap);
-        va_end(ap);
-        hmb_validation_failure(ctx, pt, iter, partition,
-                                   "MPI_Parrived never reported partition %d of %s within %.0f s of the mode's "
-                                   "start: library conformance problem",
-                                   partition, what, HMB_ARRIVAL_BOUND_S);
-    }
+    if (poll_bounded(since, partition_arrived, &(bounded_arg){.ops = ops, .req = req}, partition))
+        return;
+    char never[64];
+    snprintf(never, sizeof never, "MPI_Parrived never reported partition %d of", partition);
+    va_list ap;
+    va_start(ap, fmt);
+    bound_failure(ctx, pt, iter, partition, never, "library conformance problem", fmt, ap);
+    va_end(ap);
+}
+
+void hmb_waitall_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, const hmb_comm_ops *ops, int n,
+                         MPI_Request *reqs, double since, const char *fmt, ...)
+{
+    if (poll_bounded(since, all_complete, &(bounded_arg){.ops = ops, .reqs = reqs, .n = n}, -1))
+        return;
+    char never[80];
+    snprintf(never, sizeof never, "%s never completed the %d requests of", ops->mock ? "the mock" : "MPI_Test", n);
+    va_list ap;
+    va_start(ap, fmt);
+    bound_failure(ctx, pt, iter, -1, never,
+                  ops->mock ? "a request waits for one this rank never posted (a pattern bug)"
+                            : "library conformance problem",
+                  fmt, ap);
+    va_end(ap);
 }
