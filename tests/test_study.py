@@ -428,3 +428,17 @@ def test_seed001_fig2_memory_beside_the_rate_and_its_claim(tmp_path):
     assert by["fig2_memory"].verdict == claims.AGREES and "1.5" in by["fig2_memory"].reading
     assert by["fig2"].verdict == claims.AGREES          # rate 8e5 / 1e6 = 0.8 ≤ 1
     assert not any("memory footprint beside" in m for m in s.meta.get("missing", []))
+
+
+def test_budget_replaces_every_bench_budget_and_is_recorded():
+    """hmb study run --budget: the sweep's and each bench's own budget give way to it, and the
+    change names what it replaced; a budget without a unit is refused (exit 2 through the CLI)."""
+    from hmb.study.cli import StudyError, with_budget
+    data = {"sweep": {"args": {"budget": "10s"}}, "bench": [{"name": "part", "args": {"budget": "2s", "sizes": "4K"}},
+                                                           {"name": "async"}]}
+    assert with_budget(data, "0.5s") == ["budget per point 10s/2s → 0.5s (--budget: fewer iterations, "
+                                         "wider confidence intervals)"]
+    assert data["sweep"]["args"]["budget"] == "0.5s" and data["bench"][0]["args"] == {"sizes": "4K"}
+    with pytest.raises(StudyError, match="has no unit"):
+        with_budget(data, "5")
+    assert cli.main(["study", "run", "seed004-async", "--budget", "0", "--dry-run"]) == 2

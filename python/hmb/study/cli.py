@@ -33,6 +33,8 @@ def add_parser(sub) -> None:
                    help="the seed's ranks, threads and parameters")
     r.add_argument("--figure", metavar="ID", help="only the benches feeding this figure or table")
     r.add_argument("--repeats", type=int, metavar="N", help="launches per point (default: the study's)")
+    r.add_argument("--budget", metavar="TIME", help="time per point instead of the study's (e.g. 0.5s: a "
+                   "quick look with wider confidence intervals; recorded as a --fit change)")
     r.add_argument("-o", "--out", "--output-dir", dest="out", metavar="DIR", help="default results/study-NAME")
     r.add_argument("--dry-run", action="store_true", help="print the launches, run nothing")
     r.add_argument("--resume", action="store_true", help="continue an interrupted run")
@@ -68,7 +70,7 @@ def cmd_run(args) -> int:
     from .. import sweep
     try:
         return run(args.name, mode=args.mode, mpi=args.mpi, figure=args.figure, repeats=args.repeats,
-                   outdir=args.out, dry_run=args.dry_run, resume=args.resume)
+                   outdir=args.out, dry_run=args.dry_run, resume=args.resume, budget=args.budget)
     except (StudyError, sweep.ConfigError) as e:
         return _fail(e)
 
@@ -102,8 +104,27 @@ def _write_config(out: Path, data: dict, comment: str) -> Path:
     return path
 
 
+def with_budget(data: dict, budget: str) -> list[str]:
+    """--budget: every bench's time per point set to budget (hmb-bench --budget); returns the
+    change to record, naming the budgets it replaced."""
+    from ..units import parse_duration
+    try:
+        if parse_duration(budget) <= 0:
+            raise ValueError(f"'{budget}' is not a positive duration")
+    except ValueError as e:
+        raise StudyError(f"--budget: {e}") from None
+    common = data["sweep"].setdefault("args", {})
+    was = {str(common.get("budget", "2s"))}
+    for b in data["bench"]:
+        if "budget" in (b.get("args") or {}):
+            was.add(str(b["args"].pop("budget")))
+    common["budget"] = budget
+    return [f"budget per point {'/'.join(sorted(was))} → {budget} (--budget: fewer iterations, "
+            "wider confidence intervals)"]
+
+
 def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_run=False,
-        resume=False, quiet=False) -> int:
+        resume=False, quiet=False, budget=None) -> int:
     """Run a study (or one figure of it) through hmb sweep; the study file, the fitted config
     and its changes are written beside the results (study.toml, config.toml, fit.txt), then the
     report (study.md, figures/). Returns hmb sweep's status."""
@@ -122,6 +143,8 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
     if figure and any(f["id"] == figure and f.get("needs") for f in study.figures):
         return 0
     data, changes = fit.config(study, mode, figure=figure, repeats=repeats)
+    if budget is not None:
+        changes += with_budget(data, budget)
     out = Path(outdir or f"results/study-{study.name}")
     data["sweep"]["output"] = str(out / "results.jsonl")
     done = out / "results.jsonl"
