@@ -49,58 +49,44 @@ def _mode_lines(res: list[Result], metric_of, modes) -> list[Line]:
     return out
 
 
+# The figures per compute: (name, y metric of a mode, modes, y label, yref, title, question,
+# reading's unit, reading's lead).
+FIGURES = [
+    ("throughput", "throughput_{}_MBps", MODES, "throughput per process (MB/s)", None,
+     "{bench} throughput per mode, compute {compute}",
+     "Which threading mode moves a {bench} exchange fastest ({figs})? (bytes exchanged per process per second)",
+     " MB/s", "Throughput,"),
+    ("ratio", "ratio_{}", PAIRED, "throughput / single (same iterations)", 1.0,
+     "{bench} throughput against fork-join, compute {compute}",
+     "Does sending pieces as threads finish (multiple, partitioned) beat join-then-send? "
+     "(> 1: faster than single, paired on the same compute draws)", "", "Ratio to single,"),
+    ("speedup", "speedup_{}_vs_serial", THREADED, "throughput / serial (same iterations)", 1.0,
+     "{bench} speed-up over the single-threaded baseline, compute {compute}",
+     "How much faster than one thread doing all the work ({figs}: the seed's 15.1x is partitioned against "
+     "single-threaded)? (> 1: faster than serial, paired on the same compute draws)", "x", "Speed-up over serial,"),
+]
+
+
 def _bench_figures(rs: ResultSet, outdir: Path, bench: str) -> list[Figure]:
     res = [r for r in ok_results(rs, bench) if not _mock(r)]
-    if not res:
-        return []
     figs = []
     for compute in sorted({_compute(r) for r in res}):
         sub = [r for r in res if _compute(r) == compute]
         tag = compute.replace(".", "p")
-        panels = [(f"compute {compute}, noise {noise}", _mode_lines([r for r in sub if r.noise == noise],
-                                                                    lambda m: f"throughput_{m}_MBps", MODES))
-                  for noise in sorted({r.noise for r in sub})]
-        panels = [(t, ls) for t, ls in panels if ls]
-        if panels:
-            png, svg, over = draw(f"{bench}_throughput_{tag}", panels, "bytes per face (message)",
-                                  "throughput per process (MB/s)", outdir, ylog=True, color_order=MODE_COLORS)
+        for name, metric, modes, ylabel, yref, title, question, unit, lead in FIGURES:
+            panels = [(f"compute {compute}, noise {noise}",
+                       _mode_lines([r for r in sub if r.noise == noise], metric.format, modes))
+                      for noise in sorted({r.noise for r in sub})]
+            panels = [(t, ls) for t, ls in panels if ls]
+            if not panels:
+                continue
+            png, svg, over = draw(f"{bench}_{name}_{tag}", panels, "bytes per face (message)", ylabel, outdir,
+                                  yref=yref, ylog=True, color_order=MODE_COLORS)
             lines = [ln for _, ls in panels for ln in ls]
             figs.append(Figure(
-                f"{bench}_throughput_{tag}", f"{bench} throughput per mode, compute {compute}",
-                f"Which threading mode moves a {bench} exchange fastest ({SEED_FIGS[bench]})? "
-                "(bytes exchanged per process per second)",
-                reading_modes(lines, " MB/s", "Throughput,") + (OVERSUBSCRIBED_NOTE if over else ""),
-                png, svg, over))
-        panels = [(f"compute {compute}, noise {noise}", _mode_lines([r for r in sub if r.noise == noise],
-                                                                    lambda m: f"ratio_{m}", PAIRED))
-                  for noise in sorted({r.noise for r in sub})]
-        panels = [(t, ls) for t, ls in panels if ls]
-        if panels:
-            png, svg, over = draw(f"{bench}_ratio_{tag}", panels, "bytes per face (message)",
-                                  "throughput / single (same iterations)", outdir, yref=1.0, ylog=True,
-                                  color_order=MODE_COLORS)
-            lines = [ln for _, ls in panels for ln in ls]
-            figs.append(Figure(
-                f"{bench}_ratio_{tag}", f"{bench} throughput against fork-join, compute {compute}",
-                "Does sending pieces as threads finish (multiple, partitioned) beat join-then-send? "
-                "(> 1: faster than single, paired on the same compute draws)",
-                reading_modes(lines, "", "Ratio to single,") + (OVERSUBSCRIBED_NOTE if over else ""),
-                png, svg, over))
-        panels = [(f"compute {compute}, noise {noise}",
-                   _mode_lines([r for r in sub if r.noise == noise], lambda m: f"speedup_{m}_vs_serial", THREADED))
-                  for noise in sorted({r.noise for r in sub})]
-        panels = [(t, ls) for t, ls in panels if ls]
-        if panels:
-            png, svg, over = draw(f"{bench}_speedup_{tag}", panels, "bytes per face (message)",
-                                  "throughput / serial (same iterations)", outdir, yref=1.0, ylog=True,
-                                  color_order=MODE_COLORS)
-            lines = [ln for _, ls in panels for ln in ls]
-            figs.append(Figure(
-                f"{bench}_speedup_{tag}", f"{bench} speed-up over the single-threaded baseline, compute {compute}",
-                f"How much faster than one thread doing all the work ({SEED_FIGS[bench]}: the seed's 15.1x is "
-                "partitioned against single-threaded)? (> 1: faster than serial, paired on the same compute draws)",
-                reading_modes(lines, "x", "Speed-up over serial,") + (OVERSUBSCRIBED_NOTE if over else ""),
-                png, svg, over))
+                f"{bench}_{name}_{tag}", title.format(bench=bench, compute=compute),
+                question.format(bench=bench, figs=SEED_FIGS[bench]),
+                reading_modes(lines, unit, lead) + (OVERSUBSCRIBED_NOTE if over else ""), png, svg, over))
     return figs
 
 
