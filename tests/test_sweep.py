@@ -276,3 +276,14 @@ def test_resume_without_a_seed_keeps_the_first_order(tmp_path):
                    + json.dumps({"type": "sweep", "seed": 7, "order": []}) + "\n")
     assert sweep.recorded_seed(out, 1) == 4242
     assert sweep.recorded_seed(tmp_path / "none.jsonl", 1) == 1
+
+
+def test_tag_counts_a_settings_variables_not_only_its_name():
+    """A preset whose variables changed (presets began to move the network paths too) is a new
+    launch for --resume; the default setting's tags stay as they were."""
+    from hmb.sweep import tag_of
+    a = tag_of("proto", "mpich", 2, 1, {"sizes": "1K"}, 0, "16K", {"MPIR_CVAR_A": "16384"})
+    b = tag_of("proto", "mpich", 2, 1, {"sizes": "1K"}, 0, "16K", {"MPIR_CVAR_A": "16384", "UCX_RNDV_THRESH": "16384"})
+    assert a != b and a == tag_of("proto", "mpich", 2, 1, {"sizes": "1K"}, 0, "16K", {"MPIR_CVAR_A": "16384"})
+    assert tag_of("proto", "mpich", 2, 1, {"sizes": "1K"}, 0) == tag_of("proto", "mpich", 2, 1, {"sizes": "1K"}, 0,
+                                                                        "default", {})

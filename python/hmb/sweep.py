@@ -217,11 +217,15 @@ def _text(value) -> str:
 
 
 def tag_of(bench: str, mpi: str, ranks: int, threads: int, args: dict, repeat: int,
-           setting: str = "default") -> str:
-    """Stable launch identity: the same launch gets the same tag in every run of a config."""
+           setting: str = "default", setting_env: dict | None = None) -> str:
+    """Stable launch identity: the same launch gets the same tag in every run of a config. A
+    setting counts by its name and the variables it sets, so a preset whose variables changed
+    (e.g. when presets began to move the network paths too) is a new launch for --resume."""
     fields = [bench, mpi, ranks, threads, sorted(args.items()), repeat]
     if setting != "default":    # tags of configs without a settings axis stay as they were
         fields.append(setting)
+        if setting_env:
+            fields.append(sorted(setting_env.items()))
     key = json.dumps(fields, sort_keys=True)
     return f"{bench}-{mpi}-{hashlib.sha1(key.encode()).hexdigest()[:10]}-r{repeat}"
 
@@ -250,7 +254,7 @@ def expand(cfg: Config, probe_mpi: bool = True) -> list[LaunchSpec]:
             label, library_env = _setting_env(flavor, setting)
             for part in requirements.plan(b["name"], text_args, ranks, threads, flavor):
                 for r in range(b["repeats"]):
-                    tag = tag_of(b["name"], mpi, part.ranks, part.threads, part.args, r, label)
+                    tag = tag_of(b["name"], mpi, part.ranks, part.threads, part.args, r, label, library_env)
                     if tag in seen:   # e.g. `everywhere` at several thread counts → same layout
                         continue
                     seen.add(tag)
