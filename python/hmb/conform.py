@@ -54,6 +54,7 @@ def specs() -> list[Spec]:
             for n in (1024, 65536)]
     out += [Spec("restarts", ("--check", "restarts")),
             Spec("request-free", ("--check", "request-free")),
+            Spec("multi-completion", ("--check", "multi-completion")),
             Spec("mt-order", ("--check", "mt-order"), threads=MT_THREADS),
             Spec("info-assertions", ("--check", "info-assertions")),
             # MPICH streams need reserved VCIs (SPEC §4)

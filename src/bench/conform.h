@@ -60,6 +60,7 @@ void check_third_rank(cf *c, const hmb_point *pt);
 void check_many_partitions(cf *c, const hmb_point *pt);
 void check_restarts(cf *c, const hmb_point *pt);
 void check_request_free(cf *c, const hmb_point *pt);
+void check_multi_completion(cf *c, const hmb_point *pt);
 void check_mt_order(cf *c, const hmb_point *pt);
 void check_info_assertions(cf *c, const hmb_point *pt);
 void check_streams(cf *c, const hmb_point *pt);
