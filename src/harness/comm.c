@@ -406,6 +406,8 @@ const hmb_comm_ops *hmb_comm_policy(hmb_ctx *ctx)
     return &mock_ops;
 }
 
+const hmb_comm_ops *hmb_comm_mpi(void) { return &mpi_ops; }
+
 void hmb_comm_route(const hmb_comm_ops *ops, const hmb_ctx *ctx, hmb_topo *topo)
 {
     if (!ops->mock)
