@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import one_hmb_line, run_bench
+from conftest import one_hmb_line, run_bench, run_planted_never_complete
 
 TINY = ["--iters", "5", "--warmup", "1", "--ci-target", "0", "--compute", "100us"]
 METRICS = ("overhead", "overhead_persistent", "t_part_us", "t_pt2pt_us", "t_persist_us", "perceived_bw_MBps",
@@ -180,6 +180,20 @@ def test_fewer_receive_partitions_aligned_with_threads(mpi_name, tmp_path):
         assert_conformance_failure(r, elapsed, "arrived but its data had not")
     else:
         assert_mismatch_ok(r, 8, 2)
+
+
+@pytest.mark.parametrize("complete,expected", [
+    # polled, the sender's bounded wait fires first (the receiver's bound starts one bound later)
+    ("test", "MPI_Test never completed the 1 request of the partitioned send"),
+    # MPI_Wait has no bound: the receiver's poll fires, a grace period after the sender completed
+    ("wait", "MPI_Parrived never reported partition 0 of the receive request (send partitions 2, receive "
+             "partitions 2) 1 s after the peer completed its side"),
+])
+def test_planted_never_completing_wait_ends_within_the_bound(mpi_name, tmp_path, complete, expected):
+    r = run_planted_never_complete(mpi_name, ["part", "--sizes", "4K", "--partitions", "2", "--complete", complete]
+                                   + TINY, 2, tmp_path=tmp_path)
+    messages = [x["message"] for x in r.records if x.get("type") == "failure"]
+    assert any(m.startswith(expected) for m in messages), messages
 
 
 def test_third_rank_stays_idle(mpi_name, tmp_path):
