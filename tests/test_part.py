@@ -210,3 +210,15 @@ def test_third_rank_stays_idle(mpi_name, tmp_path):
         assert r.rc == 0, r.stderr
         (res,) = r.results()
         check_physical(res)
+
+
+def test_threads_without_multiple_are_refused(mpi_name, tmp_path):
+    """Two threads call MPI_Pready/MPI_Parrived at once: at MPI_THREAD_SERIALIZED the point is
+    reported unsupported naming the level (hmb_mode_refused), never run."""
+    r = run_bench(mpi_name, ["part", "--sizes", "4K", "--threads", "2", "--thread-level", "serialized"] + TINY,
+                  threads=2, tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    (res,) = r.results(status="unsupported")
+    assert res["reason"] == ("threads call MPI concurrently: needs MPI_THREAD_MULTIPLE (the library provides "
+                             "MPI_THREAD_SERIALIZED)"), res
+    assert not r.results()
