@@ -35,7 +35,7 @@ def get_mpi(name: str) -> hmpi.MPI:
 # between two ranks: receive buffers written while their requests are inactive, sends complete
 # before their data left, runs hang (docs/findings.md; scripts/repro/partitioned_rounds.c shows it
 # without HMB). The pattern benchmarks catch it with exit 3 "library conformance problem" (wrong
-# data, or a partition or request the library never completes, bounded by HMB_ARRIVAL_BOUND_S),
+# data, or a partition or request the library never completes, bounded by --wait-bound),
 # intermittently on 2 cores, every launch on 16. Their tests check the
 # partitioned mode on MPICH; on Open MPI it has one test of its own, which asserts what must hold
 # there in every launch (partitioned_outcome), so the finding stays visible in every run instead
@@ -63,7 +63,7 @@ def compute_floor_us(run: "BenchRun", request_us: float) -> float:
 
 
 # A launch of a pattern's partitioned mode on Open MPI ends within this many seconds: the
-# benchmarks' bounded MPI_Parrived polling (HMB_ARRIVAL_BOUND_S, 10 s) names a partition that
+# benchmarks' bounded MPI_Parrived polling (--wait-bound, default 10 s) names a partition that
 # never arrives long before the watchdog.
 PARTITIONED_END_S = 30
 

@@ -323,12 +323,11 @@ int64_t hmb_calc_factor_ns(hmb_ctx *ctx, MPI_Comm comm, double factor, void (*ru
 
 /* Bounded MPI_Parrived polling for the patterns (ops: the communication policy, hmb_comm_ops): poll partition `partition` of the started
  * partitioned receive req until the library reports it arrived. A library that never reports
- * it does not hang the run until the watchdog: --wait-bound (default HMB_ARRIVAL_BOUND_S) past
+ * it does not hang the run until the watchdog: --wait-bound (default 10 s, hmb_wait_bound_s) past
  * `since` (the mode's start, hmb_now()) the point fails with exit 3 (hmb_validation_failure)
  * naming the request (fmt: formatted only then, never in the timed path) and the partition
  * as a library conformance problem. --never-complete-at ITER (test only) makes every bounded
  * wait of iteration ITER see nothing arrive, so that this failure is tested. */
-#define HMB_ARRIVAL_BOUND_S 10.0
 typedef struct hmb_comm_ops_s hmb_comm_ops;
 void hmb_parrived_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, const hmb_comm_ops *ops, MPI_Request req,
                           int partition, double since, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
@@ -691,7 +690,7 @@ void hmb_face_partition_range(int n, int threads, int tid, int *first, int *coun
  *        matches), partition by partition for partitioned requests (copied at MPI_Pready once
  *        both are started). Packing, unpacking, compute and validation run as with MPI, the data
  *        checked is what the mock copied. A wait on a mock request lasts until its counterpart
- *        on this rank is posted; past HMB_ARRIVAL_BOUND_S the point fails (exit 3) naming the
+ *        on this rank is posted; past --wait-bound the point fails (exit 3) naming the
  *        tag: a pattern that receives, then feeds itself later, must wait for it later too.
  *        Collectives have no loopback: allreduce returns 0 (not run), MPI returns 1.
  * Requests are MPI_Request values either way (a mock request never reaches MPI); the null
