@@ -35,7 +35,7 @@ def get_mpi(name: str) -> hmpi.MPI:
 # between two ranks: receive buffers written while their requests are inactive, sends complete
 # before their data left, runs hang (docs/findings.md; scripts/repro/partitioned_rounds.c shows it
 # without HMB). The pattern benchmarks catch it with exit 3 "library conformance problem" (wrong
-# data, or a partition or request the library never completes, bounded by HMB_ARRIVAL_BOUND_S),
+# data, or a partition or request the library never completes, bounded by --wait-bound),
 # intermittently on 2 cores, every launch on 16. Their tests check the
 # partitioned mode on MPICH; on Open MPI it has one test of its own, which asserts what must hold
 # there in every launch (partitioned_outcome), so the finding stays visible in every run instead
@@ -63,7 +63,7 @@ def compute_floor_us(run: "BenchRun", request_us: float) -> float:
 
 
 # A launch of a pattern's partitioned mode on Open MPI ends within this many seconds: the
-# benchmarks' bounded MPI_Parrived polling (HMB_ARRIVAL_BOUND_S, 10 s) names a partition that
+# benchmarks' bounded MPI_Parrived polling (--wait-bound, default 10 s) names a partition that
 # never arrives long before the watchdog.
 PARTITIONED_END_S = 30
 
@@ -89,6 +89,30 @@ def run_partitioned_bounded(mpi_name: str, args: list[str], **kw) -> "BenchRun |
     started = time.monotonic()
     r = run_bench(mpi_name, args + ["--timeout", "15s"], timeout=60, **kw)
     return r if partitioned_outcome(mpi_name, r, time.monotonic() - started) else None
+
+
+# --never-complete-at ITER (TEST ONLY): in that iteration the harness's bounded waits
+# (hmb_parrived_bounded, hmb_parrived_each_bounded, hmb_waitall_bounded) see nothing arrive. With a
+# short --wait-bound the point must end with exit 3 naming the wait, well before the watchdog.
+PLANTED_BOUND = ["--wait-bound", "2s", "--timeout", "60s"]
+
+
+def run_planted_never_complete(mpi_name: str, args: list[str], iteration: int, **kw) -> "BenchRun":
+    """Launch with a wait that never completes planted at `iteration`, and check what must hold in
+    every launch: exit 3, a validation failure (not the watchdog's timeout) at that iteration
+    naming the planted wait and the 2 s bound, within seconds. The run, for the caller to check
+    which wait it names."""
+    started = time.monotonic()
+    r = run_bench(mpi_name, args + PLANTED_BOUND + ["--never-complete-at", str(iteration)], timeout=90, **kw)
+    took = time.monotonic() - started
+    assert r.rc == 3, (r.rc, r.stderr)
+    failures = [x for x in r.records if x.get("type") == "failure"]
+    assert failures and {f["kind"] for f in failures} == {"validation"}, failures
+    assert all(f["iteration"] == iteration for f in failures), failures
+    assert all("(--never-complete-at: planted by the test): library conformance problem" in f["message"]
+               for f in failures), failures
+    assert took < 30, f"took {took:.0f} s: the 2 s bound did not end it"
+    return r
 
 
 @pytest.fixture(params=TEST_MPIS)

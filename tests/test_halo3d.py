@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from conftest import one_hmb_line, partitioned_outcome, pattern_modes, run_bench, run_partitioned_bounded
+from conftest import (one_hmb_line, partitioned_outcome, pattern_modes, run_bench, run_partitioned_bounded,
+                      run_planted_never_complete)
 
 TINY = ["--iters", "3", "--warmup", "1", "--ci-target", "0", "--compute", "50us", "--timeout", "120s"]
 MODES = ("single", "multiple", "partitioned")
@@ -67,6 +68,17 @@ def test_partitioned_mode_alone(mpi_name, tmp_path, threads):
     side = 23 if threads == 1 else 22   # as above
     assert bytes_per_mode(res, ("partitioned",)) == {"partitioned": 6 * side * side * 8}
     check_metrics(res, ("partitioned",))
+
+
+@pytest.mark.parametrize("comm", ["on", "off"])
+def test_planted_never_arriving_partition_ends_within_the_bound(mpi_name, tmp_path, comm):
+    """A library that never reports a partition (planted at iteration 1: after a good one) ends
+    the point in bounded time naming the face, under MPI and under the mock alike."""
+    r = run_planted_never_complete(mpi_name, ["halo3d", "--sizes", "4K", "--mode", "partitioned", "--comm", comm]
+                                   + TINY[:-2], 1, tmp_path=tmp_path)
+    for f in (x for x in r.records if x.get("type") == "failure"):
+        assert f["message"].startswith("MPI_Parrived never reported partition 0 of the face from direction "), f
+        assert "within 2 s (--wait-bound)" in f["message"], f
 
 
 @pytest.mark.parametrize("ranks,grid,boundary,faces", [

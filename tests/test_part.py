@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import one_hmb_line, run_bench
+from conftest import one_hmb_line, run_bench, run_planted_never_complete
 
 TINY = ["--iters", "5", "--warmup", "1", "--ci-target", "0", "--compute", "100us"]
 METRICS = ("overhead", "overhead_persistent", "t_part_us", "t_pt2pt_us", "t_persist_us", "perceived_bw_MBps",
@@ -132,7 +132,7 @@ def test_more_receive_partitions(mpi_name, tmp_path):
     never reports receive partition 7. HMB must say so (exit 3) in bounded time, not hang."""
     r, elapsed = run_mismatch(mpi_name, tmp_path, 4, 8)
     if mpi_name == "openmpi":
-        assert_conformance_failure(r, elapsed, "never reported receive partition")
+        assert_conformance_failure(r, elapsed, "never reported partition 7 of the receive request")
     else:
         assert_mismatch_ok(r, 4, 8)
 
@@ -182,17 +182,43 @@ def test_fewer_receive_partitions_aligned_with_threads(mpi_name, tmp_path):
         assert_mismatch_ok(r, 8, 2)
 
 
+@pytest.mark.parametrize("complete,expected", [
+    # polled, the sender's bounded wait fires first (the receiver's bound starts one bound later)
+    ("test", "MPI_Test never completed the 1 request of the partitioned send"),
+    # MPI_Wait has no bound: the receiver's poll fires, a grace period after the sender completed
+    ("wait", "MPI_Parrived never reported partition 0 of the receive request (send partitions 2, receive "
+             "partitions 2) 1 s after the peer completed its side"),
+])
+def test_planted_never_completing_wait_ends_within_the_bound(mpi_name, tmp_path, complete, expected):
+    r = run_planted_never_complete(mpi_name, ["part", "--sizes", "4K", "--partitions", "2", "--complete", complete]
+                                   + TINY, 2, tmp_path=tmp_path)
+    messages = [x["message"] for x in r.records if x.get("type") == "failure"]
+    assert any(m.startswith(expected) for m in messages), messages
+
+
 def test_third_rank_stays_idle(mpi_name, tmp_path):
     """Ranks beyond the pair only join the harness's collectives. MPICH runs normally; Open
     MPI 5.0.11 never completes a partitioned send unless every rank of MPI_COMM_WORLD has
-    created a partitioned request (measured) — HMB says so within ~1 s instead of hanging."""
+    created a partitioned request (measured) — HMB says so within --wait-bound instead of hanging."""
     start = time.monotonic()
-    r = run_bench(mpi_name, ["part", "--sizes", "4K", "--partitions", "2", "--timeout", "60s"] + TINY, ranks=3,
-                  tmp_path=tmp_path, timeout=120)
+    r = run_bench(mpi_name, ["part", "--sizes", "4K", "--partitions", "2", "--timeout", "60s", "--wait-bound", "3s"]
+                  + TINY, ranks=3, tmp_path=tmp_path, timeout=120)
     elapsed = time.monotonic() - start
     if mpi_name == "openmpi":
-        assert_conformance_failure(r, elapsed, "partitioned send never completed")
+        assert_conformance_failure(r, elapsed, "MPI_Test never completed the 1 request of the partitioned send")
     else:
         assert r.rc == 0, r.stderr
         (res,) = r.results()
         check_physical(res)
+
+
+def test_threads_without_multiple_are_refused(mpi_name, tmp_path):
+    """Two threads call MPI_Pready/MPI_Parrived at once: at MPI_THREAD_SERIALIZED the point is
+    reported unsupported naming the level (hmb_mode_refused), never run."""
+    r = run_bench(mpi_name, ["part", "--sizes", "4K", "--threads", "2", "--thread-level", "serialized"] + TINY,
+                  threads=2, tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    (res,) = r.results(status="unsupported")
+    assert res["reason"] == ("threads call MPI concurrently: needs MPI_THREAD_MULTIPLE (the library provides "
+                             "MPI_THREAD_SERIALIZED)"), res
+    assert not r.results()

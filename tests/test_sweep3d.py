@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from conftest import OPENMPI_PARTITIONED, partitioned_outcome, pattern_modes, run_bench, run_partitioned_bounded
+from conftest import (OPENMPI_PARTITIONED, partitioned_outcome, pattern_modes, run_bench, run_partitioned_bounded,
+                      run_planted_never_complete)
 
 TINY = ["--iters", "2", "--warmup", "0", "--ci-target", "0", "--timeout", "120s"]
 MODES = ("single", "multiple", "partitioned")
@@ -165,6 +166,17 @@ def test_face_partitions_cut_every_face_into_n(mpi_name, tmp_path, parts, thread
     assert (res["extra"]["pieces_x"], res["extra"]["pieces_y"]) == (want, want)
     assert res["extra"]["face_partitions"] == parts
     check_point(res, 2, 1, 2, 1024, modes=modes)
+
+
+def test_planted_never_arriving_partition_ends_within_the_bound(mpi_name, tmp_path):
+    """The first wave's partition never reported (planted at iteration 0): every rank waiting on
+    one ends the point within the bound, naming octant, k-block and face."""
+    args = ["sweep3d", "--threads", "1", "--sizes", "1K", "--kblocks", "2", "--compute", "0", "--mode",
+            "partitioned"] + TINY[:-2]
+    r = run_planted_never_complete(mpi_name, args, 0, tmp_path=tmp_path)
+    for f in (x for x in r.records if x.get("type") == "failure"):
+        assert f["message"].startswith("MPI_Parrived never reported partition 0 of octant "), f
+        assert "k-block 0, face x (partitioned sweep) within 2 s (--wait-bound)" in f["message"], f
 
 
 def test_face_partitions_partitioned_mode(mpi_name, tmp_path):

@@ -269,6 +269,8 @@ def test_common_table_exactly(lib):
         "no-validate": (FLAG, "0", 0, 0, None),
         "corrupt-at": (INT, "-1", -1, 1e9, None),
         "timeout": (DURATION, "300s", 0, 0, None),
+        "wait-bound": (DURATION, "10s", 0, 0, None),
+        "never-complete-at": (INT, "-1", -1, 1e9, None),
         "json": (STRING, None, 0, 0, None),
         "raw": (FLAG, "0", 0, 0, None),
         "metric": (STRING, None, 0, 0, None),
@@ -277,7 +279,8 @@ def test_common_table_exactly(lib):
     }
     # options that steer the run but never define what is measured (the toolkit groups by the rest)
     assert run_control == {"iters", "max-iters", "warmup", "ci-target", "budget", "seed", "llc-size",
-                           "no-validate", "corrupt-at", "timeout", "json", "raw", "metric", "wide"}
+                           "no-validate", "corrupt-at", "timeout", "wait-bound", "never-complete-at", "json", "raw",
+                           "metric", "wide"}
 
 
 def test_defaults_of_common_options(lib):
@@ -435,10 +438,11 @@ def test_help_text(lib):
                  "timeout", "json", "raw", "metric", "wide"):
         assert any(line.startswith(f"  --{name} ") for line in lines[common_at:] + threads), name
     # TEST ONLY options (planted faults) are counted, listed only with --help-all (all = 1)
-    assert not any(line.startswith("  --corrupt-at") for line in lines)
-    assert "(1 TEST ONLY option for testing hmb-bench itself not shown: --help-all lists them)" in lines
+    assert not any(line.startswith(("  --corrupt-at", "  --never-complete-at")) for line in lines)
+    assert "(2 TEST ONLY options for testing hmb-bench itself not shown: --help-all lists them)" in lines
     full = _help(lib, 1)
-    assert any(line.startswith("  --corrupt-at INT") and "TEST ONLY" in line for line in full.splitlines())
+    for name in ("--corrupt-at INT", "--never-complete-at INT"):
+        assert any(line.startswith(f"  {name}") and "TEST ONLY" in line for line in full.splitlines()), name
     assert "not shown" not in full
 
 

@@ -308,7 +308,7 @@ int hmb_phase_order(int k, long iter, int *order);
 /* A mode this library or thread level cannot run: threads_call_mpi (several threads call MPI at
  * once) needs MPI_THREAD_MULTIPLE when there is more than one thread, partitioned also needs a
  * library with MPI_Psend_init/MPI_Parrived. Says "unsupported" naming the mode and why
- * (hmb_unsupported) and returns 1, or returns 0. */
+ * (hmb_unsupported) and returns 1, or returns 0. mode NULL: a benchmark without --mode (part). */
 int hmb_mode_refused(hmb_ctx *ctx, const char *mode, int threads_call_mpi, int partitioned);
 
 /* The calc-factor calibration (async, stencil3d): run(arg) from a barrier on comm, once to warm
@@ -323,20 +323,38 @@ int64_t hmb_calc_factor_ns(hmb_ctx *ctx, MPI_Comm comm, double factor, void (*ru
 
 /* Bounded MPI_Parrived polling for the patterns (ops: the communication policy, hmb_comm_ops): poll partition `partition` of the started
  * partitioned receive req until the library reports it arrived. A library that never reports
- * it does not hang the run until the watchdog: after HMB_ARRIVAL_BOUND_S seconds past
+ * it does not hang the run until the watchdog: --wait-bound (default 10 s, hmb_wait_bound_s) past
  * `since` (the mode's start, hmb_now()) the point fails with exit 3 (hmb_validation_failure)
  * naming the request (fmt: formatted only then, never in the timed path) and the partition
- * as a library conformance problem. */
-#define HMB_ARRIVAL_BOUND_S 10.0
+ * as a library conformance problem. --never-complete-at ITER (test only) makes every bounded
+ * wait of iteration ITER see nothing arrive, so that this failure is tested. */
 typedef struct hmb_comm_ops_s hmb_comm_ops;
 void hmb_parrived_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, const hmb_comm_ops *ops, MPI_Request req,
                           int partition, double since, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
 /* The same bound for completing requests a library may never complete (partitioned ones: Open
  * MPI 5.0.11, docs/findings.md): poll ops->testall on the n requests reqs until all complete;
- * HMB_ARRIVAL_BOUND_S past `since` the point fails with exit 3 naming them (fmt) as a library
+ * --wait-bound past `since` the point fails with exit 3 naming them (fmt) as a library
  * conformance problem (under the mock: a pattern that waits for a request it never feeds). */
 void hmb_waitall_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, const hmb_comm_ops *ops, int n,
                          MPI_Request *reqs, double since, const char *fmt, ...) __attribute__((format(printf, 8, 9)));
+/* hmb_parrived_bounded over partitions [first, last) of req at once, each seen when it first
+ * arrives (part: a receiver thread per block of partitions): polls them in turn until each has
+ * been reported once; arrived[j] (0.0: not yet) = hmb_now() at partition j's first report, then
+ * w->on_arrival(w->arg, j) if given. Bounded by --wait-bound past w->since and, with
+ * w->peer_done (hmb_now() at which the peer completed its side, < 0 before; looked at every
+ * millisecond, possibly by several threads at once), by w->grace_s after it: a partition still
+ * unreported then fails the point (exit 3) naming it and the request (fmt). */
+double hmb_wait_bound_s(const hmb_ctx *ctx); /* --wait-bound, seconds */
+typedef struct {
+    double since;
+    void (*on_arrival)(void *arg, int partition);
+    double (*peer_done)(void *arg);
+    double grace_s;
+    void *arg;
+} hmb_arrival_watch;
+void hmb_parrived_each_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, const hmb_comm_ops *ops,
+                               MPI_Request req, int first, int last, double *arrived, const hmb_arrival_watch *w,
+                               const char *fmt, ...) __attribute__((format(printf, 10, 11)));
 
 #define HMB_MAX_MODES 8
 #define HMB_MODE_MAX_TIMES 4
@@ -672,7 +690,7 @@ void hmb_face_partition_range(int n, int threads, int tid, int *first, int *coun
  *        matches), partition by partition for partitioned requests (copied at MPI_Pready once
  *        both are started). Packing, unpacking, compute and validation run as with MPI, the data
  *        checked is what the mock copied. A wait on a mock request lasts until its counterpart
- *        on this rank is posted; past HMB_ARRIVAL_BOUND_S the point fails (exit 3) naming the
+ *        on this rank is posted; past --wait-bound the point fails (exit 3) naming the
  *        tag: a pattern that receives, then feeds itself later, must wait for it later too.
  *        Collectives have no loopback: allreduce returns 0 (not run), MPI returns 1.
  * Requests are MPI_Request values either way (a mock request never reaches MPI); the null
@@ -708,6 +726,8 @@ struct hmb_comm_ops_s {
 
 /* The policy of --comm (HMB_COMM_OPTION in the benchmark's option table). */
 const hmb_comm_ops *hmb_comm_policy(hmb_ctx *ctx);
+/* The MPI policy itself, for a benchmark without --comm (part). */
+const hmb_comm_ops *hmb_comm_mpi(void);
 /* Under the mock, route topo's neighbourhood onto this rank (to = from = this rank where from is a
  * rank, MPI_PROC_NULL elsewhere); MPI: unchanged. Call once in setup, after hmb_topo_from_options. */
 void hmb_comm_route(const hmb_comm_ops *ops, const hmb_ctx *ctx, hmb_topo *topo);

@@ -17,7 +17,9 @@
  * All timestamps go to rank 0's time base; the receiver ships its own to rank 0 after the
  * timed part. Libraries whose MPI_Parrived misreports arrival are caught, never waited on:
  * an arrival reported while the partition still holds poison fails the run, and so does a
- * partition never reported although the sender completed (bounded by a grace period). */
+ * partition never reported although the sender completed (a grace period after it) or
+ * within --wait-bound, and a partitioned send never completed (the harness's bounded waits,
+ * hmb_parrived_each_bounded and hmb_waitall_bounded). */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -38,11 +40,6 @@ enum { TIMES_RECV_SINGLE, TIMES_RECV_PERSIST, TIMES_ARRIVED };
 /* A partition not reported this long after the sender completed is never coming. */
 #define NEVER_REPORTED_MIN_GRACE_S 1.0
 #define NEVER_REPORTED_PT2PT_FACTOR 1000.0
-/* How often a polling thread looks at the sender-done message. */
-#define DONE_CHECK_INTERVAL_S 1e-3
-/* The watchdog's --timeout covers a whole point, of which an unknown part has passed:
- * end a hung poll with our clearer message after this fraction of it. */
-#define POLL_DEADLINE_TIMEOUT_FRACTION 0.5
 
 typedef struct {
     int nparts_send, nparts_recv, threads;
@@ -68,7 +65,8 @@ typedef struct {
     MPI_Request done_req;
     int done_flag, done_payload;
     double done_at_s;
-    double grace_s, deadline_s;
+    double grace_s;       /* receiver: how long a partition may lag the sender's completion */
+    double poll_since_s;  /* receiver: where --wait-bound of the partitioned phase starts */
     const hmb_point *pt;           /* the point being run (validation messages) */
     double t_baseline[NPHASES];    /* sender: the baseline phase's join; receiver: its t_recv (local) */
     long no_perceived_bw; /* samples whose last-ready piece arrived at or before its ready time */
@@ -212,9 +210,11 @@ static void part_free(part_state *st)
 
 static void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
 {
+    /* no partitioned communication, or several threads calling MPI_Pready/MPI_Parrived without MULTIPLE */
+    if (hmb_mode_refused(ctx, NULL, 0, 1))
+        return NULL;
 #if !HMB_HAVE_PARTITIONED
     (void)pt;
-    hmb_unsupported(ctx, "this MPI library has no partitioned communication (MPI_Psend_init/MPI_Parrived)");
     return NULL;
 #else
     const char *pready = hmb_opt_str(ctx, "pready");
@@ -230,13 +230,6 @@ static void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
         return NULL;
     }
 #endif
-    /* Several threads call MPI_Pready / MPI_Parrived at once: MULTIPLE or nothing. */
-    if (hmb_threads(ctx) > 1 && hmb_thread_level_provided(ctx) < MPI_THREAD_MULTIPLE) {
-        hmb_unsupported(ctx, "%d threads call MPI_Pready/MPI_Parrived concurrently: needs MPI_THREAD_MULTIPLE, "
-                             "the library provides MPI_THREAD_%s", hmb_threads(ctx),
-                        hmb_thread_level_name(hmb_thread_level_provided(ctx)));
-        return NULL;
-    }
     part_state *st = calloc(1, sizeof *st);
     if (!st) {
         hmb_unsupported(ctx, "cannot allocate the benchmark state");
@@ -313,10 +306,19 @@ static void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
 }
 
 #if HMB_HAVE_PARTITIONED
-/* Receiver: true once the sender-done message has been seen; tested at a low rate, by one
- * thread at a time (a request must not be tested concurrently). */
-static double sender_done_at(part_state *st)
+/* What the receiver's poll callbacks need. */
+struct arrival_arg {
+    hmb_ctx *ctx;
+    part_state *st;
+    long iter;
+};
+
+/* Receiver: when the sender-done message was seen (hmb_now), or -1 before; tested by one
+ * thread at a time (a request must not be tested concurrently); hmb_parrived_each_bounded
+ * calls it at a low rate. */
+static double sender_done_at(void *arg)
 {
+    part_state *st = ((const struct arrival_arg *)arg)->st;
     double at;
 #pragma omp critical(part_sender_done)
     {
@@ -340,14 +342,16 @@ static int still_poison(const unsigned char *p)
 /* Called right after MPI_Parrived first reports receive partition j: every send partition
  * that overlaps j must have landed, so the first and last word of each overlapping piece
  * must have lost its poison. (The harness checks every byte afterwards.) */
-static void check_reported_arrival(hmb_ctx *ctx, part_state *st, const hmb_point *pt, long iter, int j)
+static void check_reported_arrival(void *arg, int j)
 {
+    const struct arrival_arg *a = arg;
+    const part_state *st = a->st;
     size_t lo = (size_t)j * st->psize_recv, hi = lo + st->psize_recv; /* bytes [lo, hi) */
     for (size_t piece = lo; piece < hi;) {
         size_t send_part_end = (piece / st->psize_send + 1) * st->psize_send;
         size_t piece_end = send_part_end < hi ? send_part_end : hi;
         if (still_poison(st->recv_buf_part + piece) || still_poison(st->recv_buf_part + piece_end - 8))
-            hmb_validation_failure(ctx, pt, iter, j,
+            hmb_validation_failure(a->ctx, st->pt, a->iter, j,
                                    "MPI_Parrived reported receive partition %d of %d arrived but its data had not "
                                    "(bytes %zu..%zu still unwritten; send partitions %d, receive partitions %d): "
                                    "library conformance problem",
@@ -356,45 +360,18 @@ static void check_reported_arrival(hmb_ctx *ctx, part_state *st, const hmb_point
     }
 }
 
-/* Receiver: poll partitions [first, last) until each is reported once. Bounded: if the
- * sender completed and a partition is still unreported after the grace period, or the
- * absolute deadline passes, the library misreports arrival — fail instead of hanging. */
-static void observe_partitions(hmb_ctx *ctx, part_state *st, const hmb_point *pt, long iter, int first, int last)
+/* Receiver: observe receive partitions [first, last), each once, at its first report (the
+ * harness's bounded poll: a partition still unreported a grace period after the sender
+ * completed, or --wait-bound past poll_since_s, fails the point naming it). */
+static void observe_partitions(hmb_ctx *ctx, part_state *st, long iter, int first, int last)
 {
-    int validate = hmb_validate_enabled(ctx);
-    int left = last - first;
-    double next_done_check = hmb_now() + DONE_CHECK_INTERVAL_S;
-    while (left > 0) {
-        for (int j = first; j < last; j++) {
-            if (st->arrived[j] != 0.0)
-                continue;
-            int flag = 0;
-            MPI_Parrived(st->part_req, j, &flag);
-            if (!flag)
-                continue;
-            st->arrived[j] = hmb_now();
-            left--;
-            if (validate)
-                check_reported_arrival(ctx, st, pt, iter, j);
-        }
-        double now = hmb_now();
-        if (left == 0 || now < next_done_check)
-            continue;
-        next_done_check = now + DONE_CHECK_INTERVAL_S;
-        double done_at = sender_done_at(st);
-        int overdue = done_at >= 0.0 && now - done_at > st->grace_s;
-        if (!overdue && now < st->deadline_s)
-            continue;
-        for (int j = first; j < last; j++) {
-            if (st->arrived[j] == 0.0)
-                hmb_validation_failure(
-                    ctx, pt, iter, j,
-                    "MPI_Parrived never reported receive partition %d of %d (send partitions %d, receive "
-                    "partitions %d) %s: library conformance problem",
-                    j, st->nparts_recv, st->nparts_send, st->nparts_recv,
-                    overdue ? "although the sender completed its request" : "before the --timeout deadline");
-        }
-    }
+    struct arrival_arg a = {.ctx = ctx, .st = st, .iter = iter};
+    hmb_arrival_watch w = {.since = st->poll_since_s,
+                           .on_arrival = hmb_validate_enabled(ctx) ? check_reported_arrival : NULL,
+                           .peer_done = sender_done_at, .grace_s = st->grace_s, .arg = &a};
+    hmb_parrived_each_bounded(ctx, st->pt, iter, hmb_comm_mpi(), st->part_req, first, last, st->arrived, &w,
+                              "the receive request (send partitions %d, receive partitions %d)", st->nparts_send,
+                              st->nparts_recv);
 }
 
 static void sender_mark_ready(part_state *st, int tid, double ready_at)
@@ -442,35 +419,33 @@ static double sender_compute(hmb_ctx *ctx, part_state *st, long iter, int mark_r
     return hmb_now();
 }
 
-/* Sender: complete a send request as --complete says, the same way in every phase: poll
- * MPI_Test (an application that checks between other work) or block in MPI_Wait. Returns 0,
- * or -1 when polling passes bound_s (local clock) first; MPI_Wait has no bound of its own
- * (the watchdog's --timeout ends a hang). */
-static int complete_send(const part_state *st, MPI_Request *req, double bound_s)
+/* Sender: complete a send request of a baseline phase as --complete says, the same way as in
+ * the partitioned phase: poll MPI_Test (an application that checks between other work) or
+ * block in MPI_Wait. */
+static void complete_send(const part_state *st, MPI_Request *req)
 {
     if (st->complete_wait) {
         MPI_Wait(req, MPI_STATUS_IGNORE);
-        return 0;
+        return;
     }
-    for (int done = 0; !done;) {
+    for (int done = 0; !done;)
         MPI_Test(req, &done, MPI_STATUS_IGNORE);
-        if (!done && hmb_now() > bound_s)
-            return -1;
-    }
-    return 0;
 }
 
 /* Sender: once every partition is ready and the receiver has started (the barrier), the
- * send must complete; a library that never completes it fails the run instead of hanging
- * it (seen with Open MPI 5.0.11 when the job has ranks beyond the pair). */
+ * send must complete; polled (--complete test), a library that never completes it fails the
+ * run within --wait-bound instead of hanging it (seen with Open MPI 5.0.11 when the job has
+ * ranks beyond the pair). MPI_Wait (--complete wait) has no bound of its own: the receiver's
+ * bounded poll or the watchdog's --timeout ends a hang. */
 static void sender_bounded_wait(hmb_ctx *ctx, part_state *st, const hmb_point *pt, long iter)
 {
-    double all_ready = hmb_now();
-    if (complete_send(st, &st->part_req, fmin(all_ready + st->grace_s, st->deadline_s)) != 0)
-        hmb_validation_failure(ctx, pt, iter, -1,
-                               "the partitioned send never completed (%.1f s after its last MPI_Pready, receiver "
-                               "started and polling; %d ranks in the job): library conformance problem",
-                               hmb_now() - all_ready, hmb_size(ctx));
+    if (st->complete_wait)
+        MPI_Wait(&st->part_req, MPI_STATUS_IGNORE);
+    else
+        hmb_waitall_bounded(ctx, pt, iter, hmb_comm_mpi(), 1, &st->part_req, hmb_now(),
+                            "the partitioned send (every partition marked ready, the receiver started and polling; "
+                            "%d ranks in the job)",
+                            hmb_size(ctx));
 }
 
 /* The persistent receive is started before the barrier (hmb_modes_run), like the partitioned
@@ -498,13 +473,13 @@ static void phase_baseline(hmb_ctx *ctx, void *state, int phase, long iter, doub
         int count = (int)(st->size_bytes / 8);
         if (persistent) {
             MPI_Start(&st->persist_req);
-            complete_send(st, &st->persist_req, INFINITY);
+            complete_send(st, &st->persist_req);
         } else if (st->complete_wait) {
             MPI_Send(st->send_buf, count, MPI_UINT64_T, RECEIVER, TAG_SINGLE, st->data_comm);
         } else {
             MPI_Request req;
             MPI_Isend(st->send_buf, count, MPI_UINT64_T, RECEIVER, TAG_SINGLE, st->data_comm, &req);
-            complete_send(st, &req, INFINITY);
+            complete_send(st, &req);
         }
         comm_s = hmb_now() - t;
     } else if (st->rank == RECEIVER) {
@@ -525,12 +500,11 @@ static void phase_baseline(hmb_ctx *ctx, void *state, int phase, long iter, doub
         st->grace_s = fmax(NEVER_REPORTED_MIN_GRACE_S, NEVER_REPORTED_PT2PT_FACTOR * comm_s);
 }
 
-/* Before the partitioned phase's barrier: its deadline, the sender-done watch, the requests started. */
+/* Before the partitioned phase's barrier: the sender-done watch, the requests started. */
 static void partitioned_setup(hmb_ctx *ctx, void *state, int phase, long iter)
 {
-    (void)phase, (void)iter;
+    (void)ctx, (void)phase, (void)iter;
     part_state *st = state;
-    st->deadline_s = hmb_now() + POLL_DEADLINE_TIMEOUT_FRACTION * (double)hmb_opt_duration_ns(ctx, "timeout") * 1e-9;
     if (st->rank == RECEIVER) {
         /* Pre-post the sender-done message: it bounds Parrived polling. */
         st->done_flag = 0;
@@ -554,15 +528,23 @@ static void phase_partitioned(hmb_ctx *ctx, void *state, int phase, long iter, d
         MPI_Send(&done, 1, MPI_INT, RECEIVER, TAG_SENDER_DONE, st->ctl_comm);
     } else if (st->rank == RECEIVER) {
         hmb_phase(ctx, "MPI_Parrived poll");
+        /* --wait-bound starts where the sender's compute of this iteration ends (its draws
+         * are deterministic) plus the sender's own bound: its report comes first */
+        int64_t compute_ns = 0;
+        for (int t = 0; t < st->threads; t++) {
+            int64_t draw = hmb_noise_ns(ctx, t, iter, st->compute_ns);
+            compute_ns = draw > compute_ns ? draw : compute_ns;
+        }
+        st->poll_since_s = hmb_now() + (double)compute_ns * 1e-9 + hmb_wait_bound_s(ctx);
         if (st->observe_poller) {
-            observe_partitions(ctx, st, pt, iter, 0, st->nparts_recv);
+            observe_partitions(ctx, st, iter, 0, st->nparts_recv);
         } else {
 #pragma omp parallel num_threads(st->threads)
             {
                 int nth = omp_get_num_threads();
                 /* Thread t observes the receive partitions [t P_recv / T, (t+1) P_recv / T). */
                 int t = omp_get_thread_num();
-                observe_partitions(ctx, st, pt, iter, (int)((long long)t * st->nparts_recv / nth),
+                observe_partitions(ctx, st, iter, (int)((long long)t * st->nparts_recv / nth),
                                    (int)((long long)(t + 1) * st->nparts_recv / nth));
             }
         }

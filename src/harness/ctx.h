@@ -131,6 +131,9 @@ struct hmb_ctx {
 
     /* --corrupt-at: rank whose first check of that iteration is corrupted (-1: any). */
     long corrupt_at;
+    /* Bounded waits (modes.c): --wait-bound in seconds; --never-complete-at (test only). */
+    double wait_bound_s;
+    long never_complete_at;
     int corrupt_rank;
     atomic_int corrupt_done;
     atomic_int checked_this_iter;

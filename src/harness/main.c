@@ -120,6 +120,8 @@ static void parse_before_init(hmb_ctx *ctx, int argc, char **argv)
     ctx->noise.seed = (uint64_t)hmb_opt_int(ctx, "seed");
     if (hmb_opt_duration_ns(ctx, "timeout") <= 0)
         hmb_usage_error(ctx, "--timeout: must be positive");
+    if (hmb_opt_duration_ns(ctx, "wait-bound") <= 0)
+        hmb_usage_error(ctx, "--wait-bound: must be positive");
     if (hmb_opt_int(ctx, "max-iters") < hmb_opt_int(ctx, "iters"))
         hmb_usage_error(ctx, "--max-iters %lld is below --iters %lld (the minimum number of iterations)",
                         hmb_opt_int(ctx, "max-iters"), hmb_opt_int(ctx, "iters"));
@@ -130,6 +132,8 @@ static void parse_before_init(hmb_ctx *ctx, int argc, char **argv)
     check_metric_names(ctx);
     ctx->validate = !hmb_opt_flag(ctx, "no-validate");
     ctx->corrupt_at = hmb_opt_int(ctx, "corrupt-at");
+    ctx->wait_bound_s = (double)hmb_opt_duration_ns(ctx, "wait-bound") * 1e-9;
+    ctx->never_complete_at = hmb_opt_int(ctx, "never-complete-at");
     ctx->json_path = hmb_options_find(&ctx->opts, "json")->present ? hmb_opt_str(ctx, "json") : NULL;
     omp_set_num_threads(ctx->threads);
 }

@@ -17,9 +17,12 @@ int hmb_mode_refused(hmb_ctx *ctx, const char *mode, int threads_call_mpi, int p
     else if ((threads_call_mpi || partitioned) && hmb_threads(ctx) > 1 &&
              hmb_thread_level_provided(ctx) < MPI_THREAD_MULTIPLE)
         why = "threads call MPI concurrently: needs MPI_THREAD_MULTIPLE";
-    if (why)
+    const char *level = hmb_thread_level_name(hmb_thread_level_provided(ctx));
+    if (why && mode)
         hmb_unsupported(ctx, "--mode %s: %s (the library provides MPI_THREAD_%s); leave it out of --mode to run the others",
-                        mode, why, hmb_thread_level_name(hmb_thread_level_provided(ctx)));
+                        mode, why, level);
+    else if (why) /* a benchmark of one mode */
+        hmb_unsupported(ctx, "%s (the library provides MPI_THREAD_%s)", why, level);
     return why != NULL;
 }
 
@@ -117,26 +120,40 @@ void hmb_recordf(hmb_ctx *ctx, hmb_sample *out, double value, const char *fmt, .
     hmb_record(ctx, out, name, value);
 }
 
-/* Poll done(arg, partition) until it reports completion (1), or HMB_ARRIVAL_BOUND_S past since (0). */
-static int poll_bounded(double since, int (*done)(void *arg, int partition), void *arg, int partition)
+double hmb_wait_bound_s(const hmb_ctx *ctx) { return ctx->wait_bound_s; }
+
+/* --never-complete-at (test only): in that iteration every bounded wait sees nothing arrive. */
+static int never_completes(const hmb_ctx *ctx, long iter) { return iter == ctx->never_complete_at; }
+
+/* Poll done(arg, partition) until it reports completion (1), or --wait-bound past since (0). */
+static int poll_bounded(const hmb_ctx *ctx, long iter, double since, int (*done)(void *arg, int partition),
+                        void *arg, int partition)
 {
+    const int blocked = never_completes(ctx, iter);
     for (unsigned polls = 1;; polls++) {
-        if (done(arg, partition))
+        if (!blocked && done(arg, partition))
             return 1;
-        if (polls % 256 == 0 && hmb_now() - since > HMB_ARRIVAL_BOUND_S)
+        if (polls % 256 == 0 && hmb_now() - since > ctx->wait_bound_s)
             return 0;
     }
 }
 
-/* A bounded poll that ran out: exit 3 with "<never> <what> within N s of the mode's start: <problem>",
- * what formatted from fmt only now (never in the timed path). */
+/* A bounded wait that ran out: exit 3 with "<never> <what> <when>: <problem>", what formatted
+ * from fmt only now (never in the timed path). */
 static void bound_failure(hmb_ctx *ctx, const hmb_point *pt, long iter, int partition, const char *never,
-                          const char *problem, const char *fmt, va_list ap)
+                          const char *when, const char *problem, const char *fmt, va_list ap)
 {
-    char what[160];
+    char what[200];
     vsnprintf(what, sizeof what, fmt, ap);
-    hmb_validation_failure(ctx, pt, iter, partition, "%s %s within %.0f s of the mode's start: %s", never, what,
-                           HMB_ARRIVAL_BOUND_S, problem);
+    hmb_validation_failure(ctx, pt, iter, partition, "%s %s %s%s: %s", never, what, when,
+                           never_completes(ctx, iter) ? " (--never-complete-at: planted by the test)" : "", problem);
+}
+
+/* "within N s" of a wait bounded by --wait-bound */
+static const char *within_bound(const hmb_ctx *ctx, char *buf, size_t len)
+{
+    snprintf(buf, len, "within %g s (--wait-bound)", ctx->wait_bound_s);
+    return buf;
 }
 
 typedef struct {
@@ -161,26 +178,72 @@ static int all_complete(void *arg, int partition)
 void hmb_parrived_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, const hmb_comm_ops *ops, MPI_Request req,
                           int partition, double since, const char *fmt, ...)
 {
-    if (poll_bounded(since, partition_arrived, &(bounded_arg){.ops = ops, .req = req}, partition))
+    if (poll_bounded(ctx, iter, since, partition_arrived, &(bounded_arg){.ops = ops, .req = req}, partition))
         return;
-    char never[64];
+    char never[64], when[64];
     snprintf(never, sizeof never, "MPI_Parrived never reported partition %d of", partition);
     va_list ap;
     va_start(ap, fmt);
-    bound_failure(ctx, pt, iter, partition, never, "library conformance problem", fmt, ap);
+    bound_failure(ctx, pt, iter, partition, never, within_bound(ctx, when, sizeof when),
+                  "library conformance problem", fmt, ap);
     va_end(ap);
+}
+
+/* How often hmb_parrived_each_bounded looks at the clock's bounds and the peer. */
+#define EACH_CHECK_INTERVAL_S 1e-3
+
+void hmb_parrived_each_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, const hmb_comm_ops *ops,
+                               MPI_Request req, int first, int last, double *arrived, const hmb_arrival_watch *w,
+                               const char *fmt, ...)
+{
+    const int blocked = never_completes(ctx, iter);
+    int left = last - first, overdue = 0;
+    double next_check = hmb_now() + EACH_CHECK_INTERVAL_S;
+    while (left > 0) {
+        for (int j = first; j < last && !blocked; j++) {
+            if (arrived[j] != 0.0 || !ops->parrived(req, j))
+                continue;
+            arrived[j] = hmb_now();
+            left--;
+            if (w->on_arrival)
+                w->on_arrival(w->arg, j);
+        }
+        double now = hmb_now();
+        if (left == 0 || now < next_check)
+            continue;
+        next_check = now + EACH_CHECK_INTERVAL_S;
+        double done_at = w->peer_done ? w->peer_done(w->arg) : -1.0;
+        overdue = done_at >= 0.0 && now - done_at > w->grace_s;
+        if (overdue || now - w->since > ctx->wait_bound_s)
+            break;
+    }
+    for (int j = first; j < last; j++) {
+        if (arrived[j] != 0.0)
+            continue;
+        char never[64], when[96];
+        snprintf(never, sizeof never, "MPI_Parrived never reported partition %d of", j);
+        if (overdue)
+            snprintf(when, sizeof when, "%g s after the peer completed its side", w->grace_s);
+        else
+            within_bound(ctx, when, sizeof when);
+        va_list ap;
+        va_start(ap, fmt);
+        bound_failure(ctx, pt, iter, j, never, when, "library conformance problem", fmt, ap);
+        va_end(ap);
+    }
 }
 
 void hmb_waitall_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, const hmb_comm_ops *ops, int n,
                          MPI_Request *reqs, double since, const char *fmt, ...)
 {
-    if (poll_bounded(since, all_complete, &(bounded_arg){.ops = ops, .reqs = reqs, .n = n}, -1))
+    if (poll_bounded(ctx, iter, since, all_complete, &(bounded_arg){.ops = ops, .reqs = reqs, .n = n}, -1))
         return;
-    char never[80];
-    snprintf(never, sizeof never, "%s never completed the %d requests of", ops->mock ? "the mock" : "MPI_Test", n);
+    char never[80], when[64];
+    snprintf(never, sizeof never, "%s never completed the %d request%s of", ops->mock ? "the mock" : "MPI_Test", n,
+             n == 1 ? "" : "s");
     va_list ap;
     va_start(ap, fmt);
-    bound_failure(ctx, pt, iter, -1, never,
+    bound_failure(ctx, pt, iter, -1, never, within_bound(ctx, when, sizeof when),
                   ops->mock ? "a request waits for one this rank never posted (a pattern bug)"
                             : "library conformance problem",
                   fmt, ap);

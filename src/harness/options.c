@@ -51,6 +51,12 @@ const hmb_option hmb_common_options[] = {
      "TEST ONLY: corrupt one received byte in this iteration (validation must catch it)", -1, 1e9, NULL, HMB_ROLE_RUN_CONTROL},
     {"timeout", HMB_OPT_DURATION, "300s", "watchdog: abort if one point runs longer than this", 0, 0,
      NULL, HMB_ROLE_RUN_CONTROL},
+    {"wait-bound", HMB_OPT_DURATION, "10s",
+     "a partition never reported arrived, or a request never completed, this long after its wait began ends the "
+     "point (exit 3)", 0, 0, NULL, HMB_ROLE_RUN_CONTROL},
+    {"never-complete-at", HMB_OPT_INT, "-1",
+     "TEST ONLY: in this iteration bounded waits see nothing arrive or complete (must end with exit 3 within "
+     "--wait-bound)", -1, 1e9, NULL, HMB_ROLE_RUN_CONTROL},
     {"json", HMB_OPT_STRING, NULL, "append JSON Lines results to this file", 0, 0, NULL, HMB_ROLE_RUN_CONTROL},
     {"raw", HMB_OPT_FLAG, "0", "also write every sample to the JSON", 0, 0, NULL, HMB_ROLE_RUN_CONTROL},
     {"metric", HMB_OPT_STRING, NULL,
