@@ -138,6 +138,18 @@ typedef struct {
 double hmb_compute_kernel(uint64_t iters);
 /* Calibrate the calling thread (about target_s seconds of work). */
 int hmb_compute_calibrate(hmb_calib *out, double target_s);
+/* The start-up check requests: 10 us, 1 ms, 100 ms (SPEC §2's range and its middle). */
+enum { HMB_COMPUTE_CHECKS = 3 };
+extern const int64_t hmb_compute_check_ns[HMB_COMPUTE_CHECKS];
+/* Calibrate the calling thread, then verify the rate with 1 ms runs: while one runs faster
+ * than the rate allows (hmb_compute_rate_too_low: the core was slow while calibrating),
+ * calibrate again, at most max_tries in all, keeping the fastest rate. Then run the check
+ * requests at the kept rate into check_measured_ns. Returns the calibrations made, -1 if the
+ * first failed. */
+int hmb_compute_calibrate_verified(hmb_calib *out, double target_s, int max_tries,
+                                   int64_t check_measured_ns[HMB_COMPUTE_CHECKS]);
+/* Whether iters run in measured_ns prove calibrated_iters_per_ns low: faster by over 1 %. */
+int hmb_compute_rate_too_low(double calibrated_iters_per_ns, uint64_t iters, int64_t measured_ns);
 /* Run the kernel for ns nanoseconds using calibration c; returns the measured ns. Accuracy
  * goal: within max(1 µs, 1%) for 10 µs … 100 ms. = hmb_compute_run_iters(hmb_compute_iters). */
 int64_t hmb_compute_run(const hmb_calib *c, int64_t ns);

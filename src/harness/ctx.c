@@ -355,13 +355,16 @@ int64_t hmb_compute_sliced_ns(hmb_ctx *ctx, int64_t ns, int64_t slice_ns, void (
 double hmb_compute_calibration_error(const hmb_ctx *ctx, int64_t ns)
 {
     /* Only a check that ran short says the rate may be too low; one that ran long was
-     * disturbed, which says nothing about how fast an undisturbed run can be. */
+     * disturbed, which says nothing about how fast an undisturbed run can be. Every thread
+     * checked its own rate: the worst one counts. */
     double shortfall = 0.0;
-    for (int i = 0; i < 3; i++) {
-        double request_ns = (double)ctx->compute_check_request_ns[i];
-        double measured_ns = (double)ctx->compute_check_measured_ns[i];
-        if (request_ns > 0.0 && measured_ns < request_ns)
-            shortfall = fmax(shortfall, (request_ns - measured_ns) / request_ns);
+    for (int t = 0; t < ctx->threads; t++) {
+        for (int i = 0; i < HMB_COMPUTE_CHECKS; i++) {
+            double request_ns = (double)hmb_compute_check_ns[i];
+            double measured_ns = (double)ctx->compute_check_measured_ns[t][i];
+            if (measured_ns > 0.0 && measured_ns < request_ns)
+                shortfall = fmax(shortfall, (request_ns - measured_ns) / request_ns);
+        }
     }
     double interrupt_share = 0.0;
     for (int t = 0; t < ctx->threads; t++)
