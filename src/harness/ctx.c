@@ -316,11 +316,12 @@ void hmb_reduce_sum(hmb_ctx *ctx, double *vals, int n) { reduce_to_root(ctx, val
 
 /* ------------------------------------------------------------------ compute and noise */
 
-static const hmb_calib *thread_calib(const hmb_ctx *ctx)
+static hmb_calib *thread_calib(hmb_ctx *ctx)
 {
     int tid = omp_get_thread_num();
     if (tid < 0 || tid >= ctx->threads)
-        tid = 0; /* a thread outside the team (e.g. a progress thread) uses thread 0's rate */
+        tid = 0; /* a thread outside the team uses thread 0's rate (no harness helper thread
+                  * computes: the owning thread alone raises a rate, hmb_compute_observe) */
     return &ctx->calib[tid];
 }
 
@@ -328,7 +329,11 @@ int64_t hmb_compute_ns(hmb_ctx *ctx, int64_t ns)
 {
     if (ns <= 0)
         return 0;
-    return hmb_compute_run(thread_calib(ctx), ns);
+    hmb_calib *c = thread_calib(ctx);
+    uint64_t iters = hmb_compute_iters(c, ns);
+    int64_t measured_ns = hmb_compute_run_iters(iters);
+    hmb_compute_observe(c, iters, measured_ns);
+    return measured_ns;
 }
 
 int64_t hmb_compute_sliced_ns(hmb_ctx *ctx, int64_t ns, int64_t slice_ns, void (*poll)(void *), void *arg)
@@ -336,7 +341,7 @@ int64_t hmb_compute_sliced_ns(hmb_ctx *ctx, int64_t ns, int64_t slice_ns, void (
     /* Fixed work, like hmb_compute_ns: the work of one request of ns (so test:P does exactly
      * what none does for the same C), split into slices of about slice_ns. A slowed-down core
      * makes the measured total (C_actual) exceed ns: that slow-down is what is measured. */
-    const hmb_calib *c = thread_calib(ctx);
+    hmb_calib *c = thread_calib(ctx);
     uint64_t total = hmb_compute_iters(c, ns), left = total;
     uint64_t per_slice = slice_ns <= 0 || slice_ns >= ns ? total : (uint64_t)((double)total * slice_ns / ns);
     if (per_slice == 0)
@@ -349,6 +354,7 @@ int64_t hmb_compute_sliced_ns(hmb_ctx *ctx, int64_t ns, int64_t slice_ns, void (
         if (poll && left > 0)
             poll(arg);
     }
+    hmb_compute_observe(c, total, inside_ns);
     return inside_ns;
 }
 
