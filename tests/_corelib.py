@@ -67,7 +67,8 @@ class Noise(C.Structure):
 
 class Calib(C.Structure):
     _fields_ = [("iters_per_ns", C.c_double), ("calib_s", C.c_double), ("cpu", C.c_int),
-                ("interrupt_lost_frac", C.c_double), ("interrupts_per_ns", C.c_double)]
+                ("interrupt_lost_frac", C.c_double), ("interrupts_per_ns", C.c_double),
+                ("start_iters_per_ns", C.c_double)]
 
 
 class PartMetrics(C.Structure):
@@ -176,6 +177,9 @@ _SIGNATURES = {
     "hmb_compute_calibrate": (C.c_int, [_P(Calib), C.c_double]),
     "hmb_compute_run": (C.c_int64, [_P(Calib), C.c_int64]),
     "hmb_compute_iters": (C.c_uint64, [_P(Calib), C.c_int64]),
+    "hmb_compute_observe": (None, [_P(Calib), C.c_uint64, C.c_int64]),
+    "hmb_compute_rate_too_low": (C.c_int, [C.c_double, C.c_uint64, C.c_int64]),
+    "hmb_compute_calibrate_verified": (C.c_int, [_P(Calib), C.c_double, C.c_int, _P(C.c_int64)]),
     # timer.c
     "hmb_now": (C.c_double, []),
     "hmb_now_ns": (C.c_int64, []),

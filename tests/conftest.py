@@ -55,10 +55,13 @@ def compute_floor_us(run: "BenchRun", request_us: float) -> float:
     """The least a compute kernel of request_us may measure in this launch (SPEC: within 1 %):
     short by 1 %, plus the interruption share the kernel takes off its work (calibration
     per_thread interrupt_lost_frac: a run that meets no interruption is short by it), plus the
-    shortfall the harness's own start-up check found (calibration.check), never more."""
+    shortfall the harness's own start-up check found (every rank's and thread's
+    check_measured_ns for the calibration.check requests), never more."""
     cal = run.header()["calibration"]
     lost = max([0.0] + [t["interrupt_lost_frac"] for t in cal["per_thread"]])
-    short = max([0.0] + [(c["request_ns"] - c["measured_ns"]) / c["request_ns"] for c in cal["check"]])
+    requests = [c["request_ns"] for c in cal["check"]]
+    short = max([0.0] + [(req - got) / req for t in cal["per_thread"]
+                         for req, got in zip(requests, t["check_measured_ns"])])
     return request_us * (1 - 0.01 - lost - short)
 
 

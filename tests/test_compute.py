@@ -79,3 +79,33 @@ def test_calibration_measures_interruptions(lib):
 def test_compute_iters_by_hand(lib, rate, lost, per_ns, ns, iters):
     cal = cl.Calib(iters_per_ns=rate, interrupt_lost_frac=lost, interrupts_per_ns=per_ns)
     assert lib.hmb_compute_iters(C.byref(cal), ns) == iters
+
+
+@pytest.mark.parametrize("rate,iters,ns,low", [
+    (1.0, 1000, 990, 1),     # 1000 / 990 = 1.0101 iters/ns: over 1 % faster, the rate is low
+    (1.0, 1000, 991, 0),     # 1.0091: within 1 %
+    (1.0, 1000, 1200, 0),    # slower: a disturbed run says nothing
+    (0.0, 1000, 990, 0), (1.0, 0, 990, 0), (1.0, 1000, 0, 0),  # nothing to judge
+])
+def test_rate_too_low_by_hand(lib, rate, iters, ns, low):
+    assert lib.hmb_compute_rate_too_low(rate, iters, ns) == low
+
+
+def test_observe_raises_on_proof(lib):
+    cal = cl.Calib(iters_per_ns=1.0, start_iters_per_ns=1.0)
+    lib.hmb_compute_observe(C.byref(cal), 200_000, 200_000)        # on the rate: no change
+    lib.hmb_compute_observe(C.byref(cal), 200_000, 250_000)        # slower: no change
+    lib.hmb_compute_observe(C.byref(cal), 90_000, 80_000)          # < 100 us: too short to judge
+    assert cal.iters_per_ns == 1.0
+    lib.hmb_compute_observe(C.byref(cal), 200_000, 195_000)        # 1.0256 iters/ns: proof
+    assert cal.iters_per_ns == pytest.approx(200_000 / 195_000)
+    lib.hmb_compute_observe(C.byref(cal), 200_000, 196_000)        # slower than the new rate
+    assert cal.iters_per_ns == pytest.approx(200_000 / 195_000) and cal.start_iters_per_ns == 1.0
+
+
+def test_calibrate_verified(lib):
+    cal, checks = cl.Calib(), (C.c_int64 * 3)()
+    tries = lib.hmb_compute_calibrate_verified(C.byref(cal), 0.02, 3, checks)
+    assert 1 <= tries <= 3
+    assert cal.iters_per_ns > 0 and cal.start_iters_per_ns == cal.iters_per_ns
+    assert all(c > 0 for c in checks)  # the 10 us, 1 ms, 100 ms requests ran at the kept rate

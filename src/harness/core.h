@@ -132,12 +132,30 @@ typedef struct {
      * share of time lost and how often. hmb_compute_run compensates for the expected share. */
     double interrupt_lost_frac;
     double interrupts_per_ns;
+    /* The rate found at start-up (the run header's iters_per_ns); iters_per_ns rises above it
+     * only when a run proves it low (hmb_compute_observe). */
+    double start_iters_per_ns;
 } hmb_calib;
 
 /* The kernel: floating-point work, no system calls; returns a value to keep it alive. */
 double hmb_compute_kernel(uint64_t iters);
 /* Calibrate the calling thread (about target_s seconds of work). */
 int hmb_compute_calibrate(hmb_calib *out, double target_s);
+/* The start-up check requests: 10 us, 1 ms, 100 ms (SPEC §2's range and its middle). */
+enum { HMB_COMPUTE_CHECKS = 3 };
+extern const int64_t hmb_compute_check_ns[HMB_COMPUTE_CHECKS];
+/* Calibrate the calling thread, then verify the rate with 1 ms runs and the check requests
+ * (into check_measured_ns): while one of 1 ms or more runs faster than the rate allows
+ * (hmb_compute_rate_too_low: the core was slow while calibrating), calibrate again, at most
+ * max_tries in all, keeping the fastest rate. Returns the calibrations made, -1 if the first
+ * failed. */
+int hmb_compute_calibrate_verified(hmb_calib *out, double target_s, int max_tries,
+                                   int64_t check_measured_ns[HMB_COMPUTE_CHECKS]);
+/* After a run of iters that took measured_ns on the thread that owns c: a run of 100 us or
+ * more faster than c's rate by over 1 % (hmb_compute_rate_too_low) raises the rate to its own. */
+void hmb_compute_observe(hmb_calib *c, uint64_t iters, int64_t measured_ns);
+/* Whether iters run in measured_ns prove calibrated_iters_per_ns low: faster by over 1 %. */
+int hmb_compute_rate_too_low(double calibrated_iters_per_ns, uint64_t iters, int64_t measured_ns);
 /* Run the kernel for ns nanoseconds using calibration c; returns the measured ns. Accuracy
  * goal: within max(1 µs, 1%) for 10 µs … 100 ms. = hmb_compute_run_iters(hmb_compute_iters). */
 int64_t hmb_compute_run(const hmb_calib *c, int64_t ns);

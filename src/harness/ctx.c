@@ -316,11 +316,12 @@ void hmb_reduce_sum(hmb_ctx *ctx, double *vals, int n) { reduce_to_root(ctx, val
 
 /* ------------------------------------------------------------------ compute and noise */
 
-static const hmb_calib *thread_calib(const hmb_ctx *ctx)
+static hmb_calib *thread_calib(hmb_ctx *ctx)
 {
     int tid = omp_get_thread_num();
     if (tid < 0 || tid >= ctx->threads)
-        tid = 0; /* a thread outside the team (e.g. a progress thread) uses thread 0's rate */
+        tid = 0; /* a thread outside the team uses thread 0's rate (no harness helper thread
+                  * computes: the owning thread alone raises a rate, hmb_compute_observe) */
     return &ctx->calib[tid];
 }
 
@@ -328,7 +329,11 @@ int64_t hmb_compute_ns(hmb_ctx *ctx, int64_t ns)
 {
     if (ns <= 0)
         return 0;
-    return hmb_compute_run(thread_calib(ctx), ns);
+    hmb_calib *c = thread_calib(ctx);
+    uint64_t iters = hmb_compute_iters(c, ns);
+    int64_t measured_ns = hmb_compute_run_iters(iters);
+    hmb_compute_observe(c, iters, measured_ns);
+    return measured_ns;
 }
 
 int64_t hmb_compute_sliced_ns(hmb_ctx *ctx, int64_t ns, int64_t slice_ns, void (*poll)(void *), void *arg)
@@ -336,7 +341,7 @@ int64_t hmb_compute_sliced_ns(hmb_ctx *ctx, int64_t ns, int64_t slice_ns, void (
     /* Fixed work, like hmb_compute_ns: the work of one request of ns (so test:P does exactly
      * what none does for the same C), split into slices of about slice_ns. A slowed-down core
      * makes the measured total (C_actual) exceed ns: that slow-down is what is measured. */
-    const hmb_calib *c = thread_calib(ctx);
+    hmb_calib *c = thread_calib(ctx);
     uint64_t total = hmb_compute_iters(c, ns), left = total;
     uint64_t per_slice = slice_ns <= 0 || slice_ns >= ns ? total : (uint64_t)((double)total * slice_ns / ns);
     if (per_slice == 0)
@@ -349,19 +354,23 @@ int64_t hmb_compute_sliced_ns(hmb_ctx *ctx, int64_t ns, int64_t slice_ns, void (
         if (poll && left > 0)
             poll(arg);
     }
+    hmb_compute_observe(c, total, inside_ns);
     return inside_ns;
 }
 
 double hmb_compute_calibration_error(const hmb_ctx *ctx, int64_t ns)
 {
     /* Only a check that ran short says the rate may be too low; one that ran long was
-     * disturbed, which says nothing about how fast an undisturbed run can be. */
+     * disturbed, which says nothing about how fast an undisturbed run can be. Every thread
+     * checked its own rate: the worst one counts. */
     double shortfall = 0.0;
-    for (int i = 0; i < 3; i++) {
-        double request_ns = (double)ctx->compute_check_request_ns[i];
-        double measured_ns = (double)ctx->compute_check_measured_ns[i];
-        if (request_ns > 0.0 && measured_ns < request_ns)
-            shortfall = fmax(shortfall, (request_ns - measured_ns) / request_ns);
+    for (int t = 0; t < ctx->threads; t++) {
+        for (int i = 0; i < HMB_COMPUTE_CHECKS; i++) {
+            double request_ns = (double)hmb_compute_check_ns[i];
+            double measured_ns = (double)ctx->compute_check_measured_ns[t][i];
+            if (measured_ns > 0.0 && measured_ns < request_ns)
+                shortfall = fmax(shortfall, (request_ns - measured_ns) / request_ns);
+        }
     }
     double interrupt_share = 0.0;
     for (int t = 0; t < ctx->threads; t++)

@@ -87,7 +87,10 @@ struct hmb_ctx {
 
     hmb_noise noise;
     hmb_calib calib[HMB_MAX_THREADS];
-    int64_t compute_check_request_ns[3], compute_check_measured_ns[3];
+    /* Each thread's start-up check (hmb_compute_check_ns requests at its own rate) and how
+     * many calibrations it took (hmb_compute_calibrate_verified). */
+    int64_t compute_check_measured_ns[HMB_MAX_THREADS][HMB_COMPUTE_CHECKS];
+    int calibrations[HMB_MAX_THREADS];
     double timer_resolution_ns, timer_overhead_ns;
 
     double clock_offset_s;

@@ -17,7 +17,7 @@
 
 extern char **environ;
 
-enum { CALIBRATION_TARGET_MS = 40 };
+enum { CALIBRATION_TARGET_MS = 40, CALIBRATION_TRIES = 3 };
 
 void hmb_env_calibrate(hmb_ctx *ctx)
 {
@@ -26,12 +26,8 @@ void hmb_env_calibrate(hmb_ctx *ctx)
 #pragma omp parallel num_threads(ctx->threads)
     {
         int tid = omp_get_thread_num();
-        hmb_compute_calibrate(&ctx->calib[tid], CALIBRATION_TARGET_MS * 1e-3);
-    }
-    static const int64_t check_ns[3] = {10000, 1000000, 100000000}; /* 10 us, 1 ms, 100 ms */
-    for (int i = 0; i < 3; i++) {
-        ctx->compute_check_request_ns[i] = check_ns[i];
-        ctx->compute_check_measured_ns[i] = hmb_compute_run(&ctx->calib[0], check_ns[i]);
+        ctx->calibrations[tid] = hmb_compute_calibrate_verified(
+            &ctx->calib[tid], CALIBRATION_TARGET_MS * 1e-3, CALIBRATION_TRIES, ctx->compute_check_measured_ns[tid]);
     }
 }
 
@@ -176,6 +172,8 @@ typedef struct {
     int calib_cpu[HMB_MAX_THREADS];
     double iters_per_ns[HMB_MAX_THREADS];
     double interrupt_lost_frac[HMB_MAX_THREADS], interrupts_per_s[HMB_MAX_THREADS];
+    int calibrations[HMB_MAX_THREADS];
+    int64_t check_measured_ns[HMB_MAX_THREADS][HMB_COMPUTE_CHECKS];
 } rank_info;
 
 static const char *impl_name(const char *library)
@@ -383,15 +381,20 @@ static void write_header_json(hmb_ctx *ctx, const rank_info *all, const char *li
             hmb_json_int(&j, "cpu", all[r].calib_cpu[t]);
             hmb_json_num(&j, "interrupt_lost_frac", all[r].interrupt_lost_frac[t]);
             hmb_json_num(&j, "interrupts_per_s", all[r].interrupts_per_s[t]);
+            hmb_json_int(&j, "calibrations", all[r].calibrations[t]);
+            hmb_json_open_arr(&j, "check_measured_ns");
+            for (int i = 0; i < HMB_COMPUTE_CHECKS; i++)
+                hmb_json_int(&j, NULL, all[r].check_measured_ns[t][i]);
+            hmb_json_close_arr(&j);
             hmb_json_close_obj(&j);
         }
     }
     hmb_json_close_arr(&j);
     hmb_json_open_arr(&j, "check");
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < HMB_COMPUTE_CHECKS; i++) {
         hmb_json_open_obj(&j, NULL);
-        hmb_json_int(&j, "request_ns", ctx->compute_check_request_ns[i]);
-        hmb_json_int(&j, "measured_ns", ctx->compute_check_measured_ns[i]);
+        hmb_json_int(&j, "request_ns", hmb_compute_check_ns[i]);
+        hmb_json_int(&j, "measured_ns", all[0].check_measured_ns[0][i]);
         hmb_json_close_obj(&j);
     }
     hmb_json_close_arr(&j);
@@ -432,6 +435,9 @@ void hmb_env_record(hmb_ctx *ctx)
         mine->calib_cpu[t] = ctx->calib[t].cpu;
         mine->interrupt_lost_frac[t] = ctx->calib[t].interrupt_lost_frac;
         mine->interrupts_per_s[t] = ctx->calib[t].interrupts_per_ns * 1e9;
+        mine->calibrations[t] = ctx->calibrations[t];
+        for (int i = 0; i < HMB_COMPUTE_CHECKS; i++)
+            mine->check_measured_ns[t][i] = ctx->compute_check_measured_ns[t][i];
     }
     rank_info *all = gather_placement(ctx, mine);
 

@@ -30,6 +30,7 @@ static const layout_row rows[] = {
     FIELD(hmb_noise, seed),
     SIZE(hmb_calib), FIELD(hmb_calib, iters_per_ns), FIELD(hmb_calib, calib_s), FIELD(hmb_calib, cpu),
     FIELD(hmb_calib, interrupt_lost_frac), FIELD(hmb_calib, interrupts_per_ns),
+    FIELD(hmb_calib, start_iters_per_ns),
     SIZE(hmb_part_metrics), FIELD(hmb_part_metrics, t_part_s), FIELD(hmb_part_metrics, t_pt2pt_s),
     FIELD(hmb_part_metrics, t_persist_s), FIELD(hmb_part_metrics, overhead),
     FIELD(hmb_part_metrics, overhead_persistent), FIELD(hmb_part_metrics, perceived_bw_Bps),

@@ -258,6 +258,13 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
         }
     }
     double elapsed_s = hmb_now() - t_point_start_s;
+    /* How far any rank's compute rate was raised above its start-up figure so far
+     * (hmb_compute_observe): recorded when it was. */
+    double rate_raised = 0.0;
+    for (int t = 0; t < ctx->threads; t++)
+        if (ctx->calib[t].start_iters_per_ns > 0.0)
+            rate_raised = fmax(rate_raised, ctx->calib[t].iters_per_ns / ctx->calib[t].start_iters_per_ns - 1.0);
+    hmb_reduce_max(ctx, &rate_raised, 1);
 
     if (ctx->rank == 0) {
         hmb_summary summaries[HMB_MAX_METRICS];
@@ -267,6 +274,8 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
         hmb_phase(ctx, "annotate");
         hmb_env_progress_annotate(ctx, pt);
         hmb_cache_annotate(ctx);
+        if (rate_raised > 0.0)
+            hmb_result_add_num(ctx, "compute_rate_raised", rate_raised);
         if (b->annotate)
             b->annotate(ctx, state, pt);
         /* Judged on the final CI: a point stopped by the budget may still have met the target. */
