@@ -41,7 +41,7 @@ def _mode_lines(res: list[Result], metric_of, modes) -> list[Line]:
     for mode in modes:
         def label(r, mode=mode):
             return f"{mode}, T={_threads(r)}" if multi_threads else mode
-        lines = lines_of(res, metric_of(mode), lambda r, mode=mode: (mode,), size_of, label,
+        lines = lines_of(res, metric_of(mode), lambda r, mode=mode: (r.mpi, mode), size_of, label,
                          shown=("threads", "mode"))
         for ln in lines:
             ln.detail = ln.label
