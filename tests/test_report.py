@@ -53,6 +53,15 @@ def test_every_figure_exists_and_is_referenced(built):
     assert html.count("class='q'") == len(FIGURES) and html.count("class='reading'") == len(FIGURES)
 
 
+def test_every_figure_names_its_libraries_and_machine(built):
+    """A figure copied into slides keeps its context: the footer names each library version and
+    the machine of the results drawn (SVG text is kept as text, so it can be read back)."""
+    for name in FIGURES:
+        svg = (built / "figures" / f"{name}.svg").read_text()
+        assert "MPICH Version: 5.0.2" in svg and "Open MPI v5.0.11" in svg, name
+        assert "node1 (2 CPUs)" in svg, name
+
+
 def readings(md: str) -> dict:
     out, current = {}, None
     for line in md.splitlines():

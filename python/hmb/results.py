@@ -106,6 +106,26 @@ def mpi_label(run: dict, launch: dict | None = None) -> str:
     return lib.split(",")[0].strip() if lib else "unknown MPI"
 
 
+def run_context(run: dict) -> tuple[str, tuple, int | None]:
+    """(library version line, hosts, CPUs available) of a run header: what a figure must name
+    so that it keeps its context when copied into slides."""
+    lib = " ".join(str((run.get("mpi") or {}).get("library") or "").split())
+    hosts = run.get("hosts") or []
+    hosts = tuple(str(h) for h in hosts) if isinstance(hosts, list) else (str(hosts),)
+    cpus = run.get("cpus_available")
+    return lib, hosts, int(cpus) if isinstance(cpus, (int, float)) and not isinstance(cpus, bool) else None
+
+
+def context_text(libraries, hosts, cpus) -> str:
+    """One line naming the library versions and the machine: "MPICH Version: 5.0.2 · vm (2 CPUs)"."""
+    libs = sorted({str(v) for v in libraries if v})
+    machine = ", ".join(sorted({str(h) for h in hosts if h})) or "unknown host"
+    cpus = sorted({int(c) for c in cpus if c is not None})
+    if cpus:
+        machine += f" ({'/'.join(map(str, cpus))} CPUs)"
+    return f"{'; '.join(libs) or 'unknown library'} · {machine}"
+
+
 @dataclasses.dataclass
 class ResultSet:
     results: list

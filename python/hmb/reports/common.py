@@ -17,11 +17,13 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+matplotlib.rcParams["svg.fonttype"] = "none"   # SVG text stays text: searchable, editable in slides
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from ..results import IDENTITY_ABSENT, Result, ResultSet, combine, fmt_num, fmt_size, identity, varying  # noqa: E402
+from ..results import (IDENTITY_ABSENT, Result, ResultSet, combine, context_text, fmt_num, fmt_size,  # noqa: E402
+                       identity, run_context, varying)
 
 COLORS = plt.get_cmap("tab10").colors
 
@@ -37,6 +39,7 @@ class Line:
     points: list        # (x, Combined), sorted by x
     extra: str = ""     # ", name=value" of identity items that tell this line from the others
     detail: str = ""    # what the line is besides its MPI ("4 partitions", "thread"), extra included
+    context: frozenset = frozenset()   # run_context of its results: the footer naming library and machine
 
 
 @dataclasses.dataclass
@@ -85,7 +88,8 @@ def lines_of(results, metric, line_key, x_of, label_of, x_names=("size_bytes",),
                             if k in rest_of[key] or k in IDENTITY_ABSENT)
             color_key = key[0][1:] + ((extra,) if extra else ())
             detail = label_of(first) + extra
-            lines.append(Line(f"{first.mpi}, {detail}", color_key, first.mpi, pts, extra, detail))
+            context = frozenset(run_context(r.run) for rs_x in groups[key].values() for r in rs_x)
+            lines.append(Line(f"{first.mpi}, {detail}", color_key, first.mpi, pts, extra, detail, context))
     return lines
 
 
@@ -185,6 +189,11 @@ def draw(fig_name: str, panels: list, xlabel: str, ylabel: str, outdir: Path, *,
                             label="bar: range of repeat medians; band: 95% CI of a repeat or that range, the wider"))
     else:
         extra.append(matplotlib.patches.Patch(color="grey", alpha=0.25, label="band: 95% CI of median"))
+    contexts = {c for _, lines in panels for ln in lines for c in ln.context}
+    if contexts:   # a figure copied into slides keeps its library versions and machine
+        fig.text(0.01, -0.02, context_text((c[0] for c in contexts), (h for c in contexts for h in c[1]),
+                                           (c[2] for c in contexts)),
+                 fontsize=7, color="dimgrey", ha="left", va="top")
     fig.tight_layout()
     fig.legend(list(handles.values()) + extra, list(handles) + [h.get_label() for h in extra],
                loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)

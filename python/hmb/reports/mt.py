@@ -8,7 +8,7 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from ..results import Combined, Result, ResultSet, combine, fmt_size
+from ..results import Combined, Result, ResultSet, combine, fmt_size, run_context
 from . import register
 from .common import Figure, Line, draw, int_param, lines_of, ok_results, per_mpi, size_of
 
@@ -146,8 +146,9 @@ def mt_figures(rs: ResultSet, outdir: Path) -> list[Figure]:
     ratios = _mt_ratio_points(res)
     if ratios:
         panels = []
+        ratio_context = frozenset(run_context(r.run) for r in res)
         for (mpi, size), modes in sorted(ratios.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
-            mlines = [Line(mode, (mode,), "", sorted(pts.items()))
+            mlines = [Line(mode, (mode,), "", sorted(pts.items()), context=ratio_context)
                       for mode, pts in sorted(modes.items(), key=lambda kv: _mode_order(kv[0]))]
             panels.append((mpi + (f", {fmt_size(size)}" if several_sizes and size else ""), mlines))
         png, svg, over = draw("mt_rate_vs_everywhere", panels, "threads per rank T (everywhere: T processes)",

@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator  # noqa: E402
 
-from ..results import fmt_num, fmt_size  # noqa: E402
+from ..results import context_text, fmt_num, fmt_size  # noqa: E402
 from .claims import select  # noqa: E402
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
@@ -59,13 +59,9 @@ def _num(v):
 
 def context_line(df) -> str:
     """Library versions and machine of the rows drawn: a figure keeps its context when copied."""
-    libs = sorted({" ".join(str(v).split()) for v in df["library"].dropna() if str(v)})
-    hosts = sorted({h for v in df["host"].dropna() for h in str(v).split(",") if h})
-    cpus = sorted({int(c) for c in df["cpus"].dropna()}) if "cpus" in df else []
-    machine = ", ".join(hosts) or "unknown host"
-    if cpus:
-        machine += f" ({'/'.join(map(str, cpus))} CPUs)"
-    return f"{'; '.join(libs) or 'unknown library'} · {machine}"
+    return context_text((" ".join(str(v).split()) for v in df["library"].dropna()),
+                        (h for v in df["host"].dropna() for h in str(v).split(",")),
+                        (df["cpus"].dropna() if "cpus" in df else ()))
 
 
 def points(rows, x: str):
