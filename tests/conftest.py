@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,13 @@ import pytest
 from hmb import mpi as hmpi
 
 TEST_MPIS = [m for m in os.environ.get("HMB_TEST_MPIS", "mpich,openmpi").split(",") if m]
+
+# Open MPI's libfabric BTL probes its providers at start-up: 1.0 s of every Open MPI launch here
+# (1.32 s against 0.32 s for a 2-rank p2p run), a third of the suite's time, for a component
+# that one node's ranks never use (ob1 talks to them over btl sm; `hmb-bench` records the
+# variable in its header's env). A test that sets OMPI_MCA_btl itself replaces this; the product
+# never sets it: a sweep runs the library's own selection.
+os.environ.setdefault("OMPI_MCA_btl", "^ofi")
 _built: dict[str, hmpi.MPI] = {}
 
 
@@ -162,6 +170,9 @@ def one_hmb_line(stderr: str) -> str:
     return lines[0]
 
 
+LAUNCHER_FLAKE = b"The PMIx server's listener thread failed to start"
+
+
 def run_bench(mpi_name: str, args: list[str], ranks: int = 2, threads: int = 1,
               timeout: float = 180, env: dict | None = None, tmp_path: Path | None = None,
               bind: bool = True) -> BenchRun:
@@ -177,12 +188,19 @@ def run_bench(mpi_name: str, args: list[str], ranks: int = 2, threads: int = 1,
     e["OMP_NUM_THREADS"] = str(threads)
     if env:
         e.update(env)
-    try:
-        p = subprocess.run(cmd, capture_output=True, timeout=timeout, env=e)
-    except subprocess.TimeoutExpired as exc:
-        raise AssertionError(f"hmb-bench hung past {timeout}s: {' '.join(cmd)}\n"
-                             f"{(exc.stdout or b'').decode(errors='replace')}\n"
-                             f"{(exc.stderr or b'').decode(errors='replace')}")
+    for attempt in (1, 2):
+        try:
+            p = subprocess.run(cmd, capture_output=True, timeout=timeout, env=e)
+        except subprocess.TimeoutExpired as exc:
+            raise AssertionError(f"hmb-bench hung past {timeout}s: {' '.join(cmd)}\n"
+                                 f"{(exc.stdout or b'').decode(errors='replace')}\n"
+                                 f"{(exc.stderr or b'').decode(errors='replace')}")
+        if attempt == 1 and p.returncode != 0 and LAUNCHER_FLAKE in p.stderr and not p.stdout:
+            # prterun's own start-up failed before any rank ran (once in a full suite here; also
+            # seen on other projects' CI): launch again, once, and say so.
+            warnings.warn(f"Open MPI's launcher failed to start ({LAUNCHER_FLAKE.decode()}); launched again")
+            continue
+        break
     records = []
     if jpath is not None and jpath.exists():
         records = [json.loads(line) for line in jpath.read_text().splitlines() if line.strip()]

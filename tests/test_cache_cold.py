@@ -15,7 +15,11 @@ SIZES = "256K,4M"
 # tests check the mechanism; `hmb check` judges the physics with the machine's own LLC.
 FEW = ["--iters", "2", "--max-iters", "2", "--warmup", "1", "--ci-target", "0", "--llc-size", "8M"]
 # What a benchmark needs for --sizes to be its points: proto's default test (probe) scans --range.
-EXTRA_ARGS: dict[str, list[str]] = {"proto": ["--test", "tradeoff"]}
+# Short windows and one k-block: the sizes' buffers are the same, the transfers far fewer
+# (mt's 64-message windows of 4M took 18 s, sweep3d's 4 k-blocks 8 s, p2p's 6 s).
+EXTRA_ARGS: dict[str, list[str]] = {"proto": ["--test", "tradeoff"],
+                                    "mt": ["--window", "4", "--windows-per-iter", "1"],
+                                    "p2p": ["--window", "4"], "sweep3d": ["--kblocks", "1"]}
 # halo3d's --sizes is bytes per face of a cubic block: 4M faces would be a 3 GB block per rank.
 # 64K faces (a 5.6 MB block) still give buffers malloc maps on its own.
 SIZES_OF: dict[str, str] = {"halo3d": "16K,64K"}
