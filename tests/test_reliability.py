@@ -248,6 +248,18 @@ def test_every_launch_is_checked_before_the_first(tmp_path, body, why):
     assert not (tmp_path / "o.jsonl").exists()
 
 
+def test_a_comma_list_option_takes_all_as_hmb_bench_does():
+    """hmb-bench takes "all" for any comma-list option ("a comma list, or all"); the sweep's check
+    of a launch before the first must too (seed000's halo3d `mode = "all"` was refused)."""
+    from hmb import descriptors, sweep
+    modes = descriptors.Option("mode", "choices", "single", "parameter", choices=("single", "multiple"))
+    assert sweep._option_problem(modes, "all") is None
+    assert sweep._option_problem(modes, "single,multiple") is None
+    assert "'al' is not one of" in sweep._option_problem(modes, "al")
+    one = descriptors.Option("cache", "choice", "hot", "parameter", choices=("hot", "cold"))
+    assert "'all' is not one of" in sweep._option_problem(one, "all")   # a single choice has no "all"
+
+
 @pytest.mark.parametrize("rpn", [0, -3])
 def test_ranks_per_node_must_be_positive(tmp_path, rpn):
     cfg = config(tmp_path, '[[bench]]\nname = "p2p"\n')

@@ -316,6 +316,8 @@ def _option_problem(opt, value) -> str | None:
         if opt.range and not opt.range[0] <= v <= opt.range[1]:
             return f"out of range [{opt.range[0]:g}..{opt.range[1]:g}]"
     elif opt.type in ("choice", "choices") and opt.choices:
+        if opt.type == "choices" and str(value) == "all":   # hmb-bench: "a comma list, or all"
+            return None
         for v in (str(value).split(",") if opt.type == "choices" else [str(value)]):
             if v not in opt.choices:
                 return f"{v!r} is not one of {', '.join(opt.choices)}"
