@@ -131,6 +131,19 @@ def test_figure_draws_declared_axes_lines_and_context(part_records):
     assert "3 launches" in note
 
 
+def test_a_point_that_is_no_reading_does_not_set_the_scale(part_records):
+    """The oversubscribed 60x would squeeze the readings (1.2-2.0) to a line: the shared y range
+    covers the readings and the reference line; the hollow point sits at the edge as a triangle
+    with its value."""
+    f, _ = figures.render(FIG, part_records)
+    ax = f.axes[0]
+    lo, hi = ax.get_ylim()
+    assert 0.9 < lo < 1.0 and 2.0 < hi < 2.2
+    edge = [ln for ln in ax.get_lines() if ln.get_marker() == "^"]
+    assert len(edge) == 1 and list(edge[0].get_xdata()) == [65536] and list(edge[0].get_ydata()) == [hi]
+    assert "60.0" in [t.get_text() for t in ax.texts]
+
+
 def test_figure_filters_and_labels(part_records):
     fig = {**FIG, "where": {"compute": "10ms", "partitions": 1}, "labels": {"1": "one partition"}}
     f, _ = figures.render(fig, part_records)

@@ -107,6 +107,7 @@ def render(fig: dict, df, title_prefix: str = ""):
     hue_vals = sorted(rows[hue_col].dropna().astype(str).unique(), key=_sortkey) if hue_col else [None]
     mpis = sorted(rows["mpi"].unique())
     handles, any_bad, any_spread = {}, False, False
+    solid_y, hollow_pts = [], []    # what sets the y range; points that are no reading, per axes
     xfmt = _xfmt(x)
     for ax, pv in zip(axes[0], panel_vals):
         sub = rows if pv is None else rows[rows[panel_col].astype(str) == pv]
@@ -130,6 +131,10 @@ def render(fig: dict, df, title_prefix: str = ""):
                     ax.plot([p[0]], [p[1]], marker="o", color=color, markersize=5, linestyle="none",
                             markerfacecolor="white" if p[7] else color)
                     any_bad |= p[7]
+                    if p[7]:
+                        hollow_pts.append((ax, p[0], p[1], color))
+                    else:
+                        solid_y.extend(v for v in (p[1], p[4], p[5]) if math.isfinite(v))
                     if p[6] > 1 and p[5] > p[4]:
                         any_spread = True
                         ax.errorbar([p[0]], [p[1]], yerr=[[p[1] - p[4]], [p[5] - p[1]]], color=color,
@@ -159,6 +164,8 @@ def render(fig: dict, df, title_prefix: str = ""):
         ax.set_title(_label(panel_col, pv, fig.get("labels")) if pv is not None else "", fontsize=9)
         ax.grid(True, alpha=0.3)
         plt.setp(ax.get_xticklabels(), rotation=45 if len(ticks) > 6 else 0, fontsize=8)
+    _clip_to_readings(axes[0][0], solid_y + [r["y"] for r in fig.get("ref", [])], hollow_pts,
+                      bool(fig.get("logy")))
     ylabel = fig.get("ylabel") or (f"{fig['y']} ({rows['unit'].iloc[0]})" if isinstance(fig["y"], str)
                                    else f"{rows['unit'].iloc[0]}")
     axes[0][0].set_ylabel(ylabel)
@@ -177,6 +184,33 @@ def render(fig: dict, df, title_prefix: str = ""):
     if any_bad:
         note += "; some points hollow (oversubscribed or progress thread sharing a compute core)"
     return f, note
+
+
+def _clip_to_readings(ax, keep: list, hollow: list, logy: bool) -> None:
+    """The shared y range covers the readings (solid points, their launch ranges, reference
+    lines); a point that is no reading (hollow) beyond it is drawn at the edge as a triangle
+    with its value, so an oversubscribed -250000 % does not flatten every reading to a line."""
+    if not keep or not hollow:
+        return
+    lo, hi = min(keep), max(keep)
+    if logy:
+        if lo <= 0:
+            return
+        pad = (hi / lo) ** 0.08
+        lo, hi = lo / pad, hi * pad
+    else:
+        pad = 0.08 * (hi - lo or abs(hi) or 1.0)
+        lo, hi = lo - pad, hi + pad
+    outside = [h for h in hollow if not lo <= h[2] <= hi]
+    if not outside:
+        return
+    ax.set_ylim(lo, hi)   # shared: every panel
+    for a, xv, yv, color in outside:
+        edge = lo if yv < lo else hi
+        a.plot([xv], [edge], marker="v" if yv < lo else "^", color=color, markerfacecolor="white",
+               linestyle="none", clip_on=False)
+        a.annotate(fmt_num(yv), (xv, edge), textcoords="offset points", xytext=(4, 3 if yv < lo else -9),
+                   fontsize=7, color=color)
 
 
 def _sortkey(v):
