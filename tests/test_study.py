@@ -321,9 +321,19 @@ def test_fit_ranks_and_threads_a_pattern_needs_are_kept_and_marked():
     assert "mt[2]: threads 2–16 → 2 (the benchmark needs them: more than the 2 cores, oversubscribed" in changes[2]
 
 
-def test_fit_refuses_sizes_beyond_memory():
-    with pytest.raises(hstudy.StudyError, match="sizes up to 16777216 bytes need about"):
-        fit.config(hstudy.load("seed000-partitioned"), "fit", figure="fig4", ncores=2, memory=64 << 20)
+def test_fit_leaves_out_sizes_beyond_memory_and_says_so():
+    # part: 8 buffers of the size on each of 2 ranks within a quarter of 64 MiB: up to 1M
+    data, changes = fit.config(hstudy.load("seed000-partitioned"), "fit", figure="fig4", ncores=2, memory=64 << 20)
+    assert {b["args"]["sizes"] for b in data["bench"]} == {"4K,16K,64K,256K,1M"}
+    assert any("sizes 4K–16M → 4K–1M (from 4M the ranks need about 64 MiB, more than a quarter of this "
+               "machine's 64 MiB)" in c for c in changes), changes
+    # halo3d's size is a face of a cubic block: a 16M face is a 1450^3-cell block, 24 GB a rank
+    assert fit.rank_bytes("halo3d", 16 << 20) == 1450 ** 3 * 8 + 12 * (16 << 20)
+    data, changes = fit.config(hstudy.load("seed000-partitioned"), "fit", figure="fig11", ncores=2, memory=24 << 30)
+    assert [b["args"]["sizes"] for b in data["bench"]] == ["64K,256K,1M,4M"]
+    assert any("halo3d[6]: sizes 64K–16M → 64K–4M" in c for c in changes), changes
+    with pytest.raises(hstudy.StudyError, match="sizes from 4096 bytes need about"):
+        fit.config(hstudy.load("seed000-partitioned"), "fit", figure="fig4", ncores=2, memory=64 << 10)
 
 
 def test_demo_runs_each_headline_with_its_launches():

@@ -8,13 +8,11 @@ memory. Every change is one line, printed and recorded beside the results (fit.t
 from __future__ import annotations
 
 import copy
+import math
 import os
-import re
 
+from .. import core
 from . import STUDY_ONLY_BENCH_KEYS, Study, StudyError
-
-_SIZE = re.compile(r"([0-9]+)([KMG]?)")
-_MULT = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
 def cores() -> int:
@@ -29,15 +27,6 @@ def memory_bytes() -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):
         return 1 << 34
-
-
-def max_size(sizes) -> int:
-    """The largest byte count in a sizes option ("8:64K", "4,1M", a list of those); 0 if none."""
-    best = 0
-    for text in (sizes if isinstance(sizes, list) else [sizes]):
-        for m in _SIZE.finditer(str(text).upper()):
-            best = max(best, int(m.group(1)) * _MULT[m.group(2)])
-    return best
 
 
 def _span(values: list) -> str:
@@ -157,14 +146,49 @@ def _fit_layout(b: dict, declared: dict, where: str, ncores: int, changes: list)
     b["threads"] = keep
 
 
+def rank_bytes(bench: str, size: int) -> int:
+    """About what one rank of `bench` allocates for message size `size`. halo3d's --sizes is
+    the face of a cubic block: side = round(sqrt(size / 8)) cells, a block of (side + 2)^3
+    8-byte cells (halo3d.c setup_faces) beside 6 faces sent and received. Every other benchmark:
+    send + receive buffers, partitioned and point-to-point copies, 8 buffers of the size."""
+    if bench == "halo3d":
+        side = round(math.sqrt(size / 8.0))
+        return (side + 2) ** 3 * 8 + 12 * size
+    return 8 * size
+
+
+def _size_text(n: int) -> str:
+    for suffix, mult in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= mult and n % mult == 0:
+            return f"{n // mult}{suffix}"
+    return str(n)
+
+
 def _fit_sizes(b: dict, where: str, memory: int, changes: list) -> None:
+    """Sizes whose ranks together need more than a quarter of this machine's memory are left
+    out, and the change says so; a benchmark none of whose sizes fit is refused."""
     args = b.get("args") or {}
     if "sizes" not in args:
         return
-    biggest = max_size(args["sizes"])
     ranks = max(b["ranks"]) if isinstance(b["ranks"], list) else b["ranks"]
-    # send + receive buffers, partitioned and point-to-point copies, per rank: 8 buffers
-    need = biggest * 8 * ranks
-    if biggest and need > memory // 4:
-        raise StudyError(f"{where}: sizes up to {biggest} bytes need about {need >> 20} MiB, more than a "
+    specs = args["sizes"] if isinstance(args["sizes"], list) else [args["sizes"]]
+    try:
+        lists = [core.size_list(str(spec)) for spec in specs]
+    except ValueError as e:
+        raise StudyError(f"{where}: sizes: {e}") from None
+    fits = lambda n: rank_bytes(b["name"], n) * ranks <= memory // 4   # noqa: E731
+    kept = [[n for n in sizes if fits(n)] for sizes in lists]
+    if all(len(k) == len(s) for k, s in zip(kept, lists)):
+        return
+    first_out = min(n for sizes in lists for n in sizes if not fits(n))
+    need = rank_bytes(b["name"], first_out) * ranks
+    if not any(kept):
+        raise StudyError(f"{where}: sizes from {first_out} bytes need about {need >> 20} MiB, more than a "
                          f"quarter of this machine's {memory >> 20} MiB: run it --as-published on a bigger one")
+    texts = [",".join(_size_text(n) for n in k) for k in kept if k]
+    args["sizes"] = texts if isinstance(args["sizes"], list) else texts[0]
+    every = sorted({n for sizes in lists for n in sizes})
+    left = sorted({n for k in kept for n in k})
+    changes.append(f"{where}: sizes {_size_text(every[0])}–{_size_text(every[-1])} → "
+                   f"{_size_text(left[0])}–{_size_text(left[-1])} (from {_size_text(first_out)} the ranks need "
+                   f"about {need >> 20} MiB, more than a quarter of this machine's {memory >> 20} MiB)")
