@@ -146,6 +146,10 @@ def test_corrupted_cell_names_its_place(mpi_name, tmp_path, mode):
     (["--thread-comm", "ring"], "ring"),
     # the x face of 2x3x3 has 3x3 = 9 cells: no 2 equal thread shares
     (["--thread-comm", "tag", "--domain", "2,3,3", "--tgrid", "2,1,1", "--threads", "2"], "2 equal thread shares"),
+    # a 1G face is an 11585^3-cell block: 12.4 TB a rank, refused before anything is allocated
+    # (a 16M face, 24 GB, was killed by the kernel part-way through a study on a 23 GB machine)
+    (["--sizes", "64K,1G"], "--sizes 1073741824: a 11585x11585x11585 block needs 1.24e+04 GB per rank"),
+    (["--domain", "20000,20000,20000"], "--domain: the block needs 6.4e+04 GB per rank"),
 ])
 def test_bad_input_is_one_line_exit_2(mpi_name, tmp_path, args, words):
     threads = 2 if "--threads" in args else 1

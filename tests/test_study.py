@@ -482,9 +482,13 @@ def test_budget_replaces_every_bench_budget_and_is_recorded():
     from hmb.study.cli import StudyError, with_budget
     data = {"sweep": {"args": {"budget": "10s"}}, "bench": [{"name": "part", "args": {"budget": "2s", "sizes": "4K"}},
                                                            {"name": "async"}]}
+    data["bench"][1]["args"] = {"iters": 10, "warmup": 0}
     assert with_budget(data, "0.5s") == ["budget per point 10s/2s → 0.5s (--budget: fewer iterations, "
-                                         "wider confidence intervals)"]
-    assert data["sweep"]["args"]["budget"] == "0.5s" and data["bench"][0]["args"] == {"sizes": "4K"}
+                                         "wider confidence intervals)",
+                                         "minimum iterations per point 10/20 → at most 5 (--budget)",
+                                         "warm-up iterations per point 0/3 → at most 1 (--budget)"]
+    assert data["sweep"]["args"] == {"budget": "0.5s", "iters": 5, "warmup": 1}
+    assert data["bench"][0]["args"] == {"sizes": "4K"} and data["bench"][1]["args"] == {"iters": 5, "warmup": 0}
     with pytest.raises(StudyError, match="has no unit"):
         with_budget(data, "5")
     assert cli.main(["study", "run", "seed004-async", "--budget", "0", "--dry-run"]) == 2

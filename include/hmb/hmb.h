@@ -107,6 +107,10 @@ int hmb_opt_given(const hmb_ctx *ctx, const char *name); /* given on the command
  * "hmb-bench BENCH: <message>" as one line on stderr; every rank must call it with the
  * same decision (use hmb_all_agree for rank-local conditions). Does not return: exit 2. */
 void hmb_usage_error(hmb_ctx *ctx, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
+/* A usage error (exit 2) unless bytes_per_rank fits this rank's share of its node's physical
+ * memory (the node's memory over the ranks on it): a size too large for the machine is refused
+ * at start-up, in one line, instead of the kernel killing the rank part-way through. */
+void hmb_require_memory(hmb_ctx *ctx, double bytes_per_rank, const char *what);
 
 /* Report "unsupported" for this benchmark/point: one line on stdout and in JSON
  * ("status":"unsupported","reason":...), then the harness goes on with the next point. */

@@ -256,6 +256,13 @@ static int cube_side(size_t face_bytes, int m)
     return above < below ? side + m : side;
 }
 
+/* What setup_faces allocates for an nx x ny x nz block: the block with its halo layer, 8-byte
+ * cells (its faces, a few of its face sizes, are small beside it). */
+static double block_bytes(long long nx, long long ny, long long nz)
+{
+    return (double)(nx + 2) * (double)(ny + 2) * (double)(nz + 2) * 8.0;
+}
+
 /* --face-partitions N: every tile piece of every face (n[b]/tdims[b] x n[c]/tdims[c] cells) must
  * split into N / (its face's tile pieces) equal partitions. */
 static void check_face_partitions(hmb_ctx *ctx, const hmb_topo *t, int parts, const long long n[3])
@@ -299,6 +306,16 @@ static void halo_check(hmb_ctx *ctx)
             check_thread_shares(ctx, hmb_threads(ctx), n);
         }
     }
+    if (!hmb_opt_given(ctx, "domain")) { /* the block is a cube whose face is the size */
+        int nsizes;
+        const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
+        for (int s = 0; s < nsizes; s++) {
+            long long side = cube_side(sizes[s], axis_multiple(&t));
+            char what[96];
+            snprintf(what, sizeof what, "--sizes %zu: a %lldx%lldx%lld block", sizes[s], side, side, side);
+            hmb_require_memory(ctx, block_bytes(side, side, side), what);
+        }
+    }
     if (parts > 0 && !hmb_opt_given(ctx, "domain")) {
         int nsizes;
         const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
@@ -319,6 +336,7 @@ static void halo_check(hmb_ctx *ctx)
                 hmb_usage_error(ctx, "--domain: %lld cells on axis %c do not split into %d thread tiles (--tgrid)",
                                 dom[a], "xyz"[a], t.tdims[a]);
         check_face_partitions(ctx, &t, parts, dom);
+        hmb_require_memory(ctx, block_bytes(dom[0], dom[1], dom[2]), "--domain: the block");
         if (tc)
             check_thread_shares(ctx, hmb_threads(ctx), dom);
     }

@@ -28,6 +28,18 @@ int hmb_all_agree(hmb_ctx *ctx, int cond)
     return all;
 }
 
+void hmb_require_memory(hmb_ctx *ctx, double bytes_per_rank, const char *what)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    int on_node = ctx->ranks_per_node > 0 ? ctx->ranks_per_node : 1;
+    double share = pages > 0 && page > 0 ? (double)pages * (double)page / on_node : INFINITY;
+    if (hmb_all_agree(ctx, bytes_per_rank <= share))
+        return;
+    hmb_usage_error(ctx, "%s needs %.3g GB per rank, more than a rank's share of this node's memory "
+                         "(%.3g GB over %d ranks: %.3g GB)",
+                    what, bytes_per_rank / 1e9, share * on_node / 1e9, on_node, share / 1e9);
+}
+
 double hmb_to_global(const hmb_ctx *ctx, double t_local) { return t_local - ctx->clock_offset_s; }
 double hmb_clock_offset(const hmb_ctx *ctx) { return ctx->clock_offset_s; }
 double hmb_timer_overhead_ns(const hmb_ctx *ctx) { return ctx->timer_overhead_ns; }

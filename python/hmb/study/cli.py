@@ -104,9 +104,13 @@ def _write_config(out: Path, data: dict, comment: str) -> Path:
     return path
 
 
+QUICK_ITERS, QUICK_WARMUP = 5, 1   # --budget: at most these per point (hmb-bench: 20 and 3)
+
+
 def with_budget(data: dict, budget: str) -> list[str]:
-    """--budget: every bench's time per point set to budget (hmb-bench --budget); returns the
-    change to record, naming the budgets it replaced."""
+    """--budget: every bench's time per point set to budget (hmb-bench --budget), and the
+    minimum and warm-up iterations to at most QUICK_ITERS and QUICK_WARMUP; returns the changes
+    to record, naming what they replaced."""
     from ..units import parse_duration
     try:
         if parse_duration(budget) <= 0:
@@ -119,8 +123,21 @@ def with_budget(data: dict, budget: str) -> list[str]:
         if "budget" in (b.get("args") or {}):
             was.add(str(b["args"].pop("budget")))
     common["budget"] = budget
-    return [f"budget per point {'/'.join(sorted(was))} → {budget} (--budget: fewer iterations, "
-            "wider confidence intervals)"]
+    changes = [f"budget per point {'/'.join(sorted(was))} → {budget} (--budget: fewer iterations, "
+               "wider confidence intervals)"]
+    # The minimum iterations would otherwise outlast the budget: seed000's 100 ms compute in
+    # three paired phases is 6.9 s a point at hmb-bench's 20 + 3 warm-up.
+    for name, quick, default in (("iters", QUICK_ITERS, 20), ("warmup", QUICK_WARMUP, 3)):
+        was = {int(common.get(name, default))} | {int(b["args"][name]) for b in data["bench"]
+                                                    if name in (b.get("args") or {})}
+        if max(was) > quick:
+            common[name] = min(quick, int(common.get(name, default)))
+            for b in data["bench"]:
+                if int((b.get("args") or {}).get(name, 0)) > quick:
+                    b["args"][name] = quick
+            label = "minimum iterations" if name == "iters" else "warm-up iterations"
+            changes.append(f"{label} per point {'/'.join(map(str, sorted(was)))} → at most {quick} (--budget)")
+    return changes
 
 
 def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_run=False,
