@@ -177,6 +177,26 @@ static uint64_t cell_value(int rank, long iter, const int n[3], int x, int y, in
 /* Cells [first, first + count) of face d in its packed order (piece by piece, each box in z, y, x
  * order) between the block and buf (buf[k] is cell k): the boundary layer's send boxes
  * (halo 0) or the halo's receive boxes (halo 1), copied into the block (to_block) or out of it. */
+/* A box of the block to buf (to_block 0) or buf into it (1), z, y, x order; a one-cell row (the
+ * x faces) is an assignment, not a memcpy call per cell. */
+static inline void box_copy(uint64_t *block, const int n[3], const int lo[3], const int cnt[3], uint64_t *buf,
+                            int to_block)
+{
+    size_t k = 0, row = (size_t)cnt[0];
+    for (int z = lo[2]; z < lo[2] + cnt[2]; z++)
+        for (int y = lo[1]; y < lo[1] + cnt[1]; y++, k += row) {
+            uint64_t *cells = block + cell_index(n, lo[0], y, z);
+            if (row == 1) {
+                if (to_block)
+                    *cells = buf[k];
+                else
+                    buf[k] = *cells;
+            } else {
+                memcpy(to_block ? cells : buf + k, to_block ? buf + k : cells, row * sizeof(uint64_t));
+            }
+        }
+}
+
 static void face_range(halo_state *st, int d, size_t first, size_t count, uint64_t *buf, int halo, int to_block)
 {
     const halo_face *f = &st->face[d];
@@ -187,6 +207,12 @@ static void face_range(halo_state *st, int d, size_t first, size_t count, uint64
             hmb_topo_recv_box(&st->topo, st->n, d, p, lo, cnt);
         else
             hmb_topo_send_box(&st->topo, st->n, d, p, lo, cnt);
+        size_t box = (size_t)cnt[0] * (size_t)cnt[1] * (size_t)cnt[2];
+        if (k >= first && k + box <= end) { /* the whole box (every pack and unpack): rows, no clipping */
+            box_copy(st->block, st->n, lo, cnt, buf + k, to_block);
+            k += box;
+            continue;
+        }
         for (int z = lo[2]; z < lo[2] + cnt[2] && k < end; z++)
             for (int y = lo[1]; y < lo[1] + cnt[1] && k < end; y++, k += (size_t)cnt[0]) {
                 size_t a = k > first ? k : first, b = k + (size_t)cnt[0] < end ? k + (size_t)cnt[0] : end;
