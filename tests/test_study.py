@@ -259,7 +259,12 @@ def test_claim_not_comparable_with_reasons(part_records):
     v = claims.judge(_claim(scope="network", value=1.3, tolerance=0.5), part_records, "EDR InfiniBand")
     assert v.verdict == claims.NOT_COMPARABLE and "the seed ran EDR InfiniBand" in v.reason
     v = claims.judge(_claim(where={"partitions": 64}, value=1.0), part_records)
-    assert v.verdict == claims.NOT_COMPARABLE and "no results" in v.reason
+    assert v.verdict == claims.NOT_COMPARABLE
+    assert v.reason == "partitions = 64 is not in this run (it ran partitions = 1, 4, 16)"
+    v = claims.judge(_claim(bench="async", value=1.0), part_records)
+    assert v.reason == "this run has no async results"
+    v = claims.judge(_claim(metric="no_such_metric", value=1.0), part_records)
+    assert v.reason.startswith("the claim's points ran but gave no result")
     v = claims.judge({"figure": "Fig. 5", "quote": "a shape", "reason": "read the figure"}, part_records)
     assert (v.verdict, v.reason) == (claims.NOT_COMPARABLE, "read the figure")
 

@@ -59,6 +59,30 @@ def same(value, want) -> bool:
         return str(value) == str(want)
 
 
+def _number_first(text: str):
+    try:
+        return (0, float(text), text)
+    except ValueError:
+        return (1, 0.0, text)
+
+
+def why_no_rows(df, bench: str | None, where: dict | None) -> str:
+    """Why a claim found no rows: the first of its filters this run's grid does not hold (with
+    what the run had), else the points ran but gave no result (unsupported or failed)."""
+    m = df if df is None or df.empty or not bench else df[df["bench"] == bench]
+    if m is None or m.empty:
+        return f"this run has no {bench} results" if bench else "this run has no results"
+    for col, want in (where or {}).items():
+        wants = want if isinstance(want, list) else [want]
+        had = sorted({str(v) for v in m[col].dropna()}, key=_number_first) if col in m.columns else []
+        kept = m[m[col].map(lambda v: any(same(v, w) for w in wants))] if col in m.columns else m.iloc[0:0]
+        if kept.empty:
+            ran = f"it ran {col} = {', '.join(had)}" if had else f"its {bench} results have no {col}"
+            return f"{col} = {'/'.join(str(w) for w in wants)} is not in this run ({ran})"
+        m = kept
+    return "the claim's points ran but gave no result for its metric (unsupported by this library, or failed)"
+
+
 def point_medians(rows):
     """The median of each point over its launches (launches are rows with equal parameters
     apart from the run id)."""
@@ -97,7 +121,7 @@ def judge(claim: dict, df, seed_setup: str = "", lacks: str = "") -> Verdict:
         return Verdict(claim, "–", NOT_COMPARABLE, claim.get("reason", "a qualitative claim: read the figure"))
     rows = select(df, claim.get("bench"), claim["metric"], claim.get("where"))
     if rows is None or rows.empty:
-        return Verdict(claim, "–", NOT_COMPARABLE, "no results for this claim's points (not run, or unsupported by this library)")
+        return Verdict(claim, "–", NOT_COMPARABLE, why_no_rows(df, claim.get("bench"), claim.get("where")))
     if claim.get("min_threads"):
         enough = rows[rows["threads"].astype(float) >= claim["min_threads"]]
         if enough.empty:
