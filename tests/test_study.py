@@ -125,6 +125,7 @@ def test_figure_draws_declared_axes_lines_and_context(part_records):
     assert len(hollow) == 1 and list(hollow[0].get_ydata()) == [60.0]
     legend = [t.get_text() for t in f.legends[0].get_texts()]
     assert any("oversubscribed" in t for t in legend)
+    assert "band: 95% CI, lowest to highest bound over launches" in legend   # the shading is named
     assert any(ln.get_ydata()[0] == 1.0 for ln in ax.get_lines() if ln.get_linestyle() == ":")  # reference line
     footer = [t.get_text() for t in f.texts]
     assert any("MPICH Version: 4.2.0" in t and "node1" in t for t in footer)

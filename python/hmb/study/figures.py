@@ -18,6 +18,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator  # noqa: E402
 
 from ..results import context_text, fmt_num, fmt_size  # noqa: E402
@@ -106,7 +107,7 @@ def render(fig: dict, df, title_prefix: str = ""):
     f, axes = plt.subplots(1, n, figsize=(4.8 * n + 1.5, 4.0), squeeze=False, sharey=True)
     hue_vals = sorted(rows[hue_col].dropna().astype(str).unique(), key=_sortkey) if hue_col else [None]
     mpis = sorted(rows["mpi"].unique())
-    handles, any_bad, any_spread = {}, False, False
+    handles, any_bad, any_spread, any_band = {}, False, False, False
     solid_y, hollow_pts = [], []    # what sets the y range; points that are no reading, per axes
     xfmt = _xfmt(x)
     for ax, pv in zip(axes[0], panel_vals):
@@ -141,6 +142,7 @@ def render(fig: dict, df, title_prefix: str = ""):
                                     capsize=3, linewidth=0.9)
                 band = [(p[0], p[2], p[3]) for p in pts if not (math.isnan(p[2]) or math.isnan(p[3]))]
                 if len(band) > 1:
+                    any_band = True
                     ax.fill_between([b[0] for b in band], [b[1] for b in band], [b[2] for b in band],
                                     color=color, alpha=0.12, linewidth=0)
                 handles.setdefault(label, Line2D([], [], color=color, linestyle=ls, marker="o"))
@@ -176,6 +178,9 @@ def render(fig: dict, df, title_prefix: str = ""):
                             label="hollow, dashed: oversubscribed or progress thread on a compute core (not a reading)"))
     if any_spread:
         extra.append(Line2D([], [], color="black", marker="|", linestyle="none", label="bar: range over launches"))
+    if any_band:
+        extra.append(Patch(facecolor="grey", alpha=0.25, linewidth=0,
+                           label="band: 95% CI, lowest to highest bound over launches"))
     f.legend(list(handles.values()) + extra, list(handles) + [e.get_label() for e in extra],
              loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
     f.text(0.01, -0.02, context_line(rows), fontsize=7, color="dimgrey", ha="left", va="top")
