@@ -259,6 +259,9 @@ def test_claim_not_comparable_with_reasons(part_records):
     assert v.verdict == claims.NOT_COMPARABLE and "oversubscribed" in v.reason
     v = claims.judge(_claim(scope="network", value=1.3, tolerance=0.5), part_records, "EDR InfiniBand")
     assert v.verdict == claims.NOT_COMPARABLE and "the seed ran EDR InfiniBand" in v.reason
+    assert v.reason.endswith("; here the reading meets the seed's value")      # 1.30 within 1.3 ± 50 %
+    v = claims.judge(_claim(scope="network", value=2.0, tolerance=0.1), part_records, "EDR InfiniBand")
+    assert v.reason.endswith("; here the reading does not meet the seed's value")
     v = claims.judge(_claim(where={"partitions": 64}, value=1.0), part_records)
     assert v.verdict == claims.NOT_COMPARABLE
     assert v.reason == "partitions = 64 is not in this run (it ran partitions = 1, 4, 16)"

@@ -165,7 +165,9 @@ def judge(claim: dict, df, seed_setup: str = "", lacks: str = "") -> Verdict:
     launches = solid["run_id"].nunique()
     reading = f"{fmt_num(value)} ({stat} of {len(point_medians(solid))} points, {launches} launch"\
               f"{'es' if launches != 1 else ''})"
-    if reason:
+    if reason:   # not judged; whether this machine's reading meets the seed's value is said beside it
+        if "value" in claim:
+            reason += f"; here the reading {'meets' if holds(claim, value) else 'does not meet'} the seed's value"
         return Verdict(claim, reading, NOT_COMPARABLE, reason)
     if "value" not in claim:
         return Verdict(claim, reading, NOT_COMPARABLE, "the seed gives no number: read the figure")
