@@ -501,3 +501,27 @@ def test_budget_replaces_every_bench_budget_and_is_recorded():
     with pytest.raises(StudyError, match="has no unit"):
         with_budget(data, "5")
     assert cli.main(["study", "run", "seed004-async", "--budget", "0", "--dry-run"]) == 2
+
+
+def test_a_claim_on_points_the_library_did_not_run_says_why(tmp_path):
+    """A claim whose points the library reported unsupported says so with the benchmark's
+    reason (Open MPI has no progress thread of its own); a claim whose filter value the run
+    never had says what it ran instead."""
+    recs = [_run("o", "async", impl="Open MPI", library="Open MPI v5.0.11", options={"progress": "none,impl"})]
+    recs.append(result("o", "async", {"size_bytes": 32, "op": "pt2pt", "progress": "none"},
+                       {"efficiency_pct": metric(40.0, unit="%", higher=True)}))
+    recs.append({"type": "result", "schema": 1, "run_id": "o", "bench": "async",
+                 "params": {"size_bytes": 32, "op": "pt2pt", "progress": "impl"}, "status": "unsupported",
+                 "reason": "impl: Open MPI has no asynchronous progress thread", "extra": {}})
+    path = write(tmp_path / "o.jsonl", recs)
+    from hmb import results, tidy
+    rs = results.load([str(path)])
+    df, un = tidy.frame(rs), tidy.unsupported(rs)
+    assert list(un["reason"]) == ["impl: Open MPI has no asynchronous progress thread"]
+    c = {"figure": "Fig. 1", "quote": "planted", "bench": "async", "metric": "efficiency_pct",
+         "where": {"op": "pt2pt", "progress": "impl"}, "op": "<=", "value": 0.0}
+    v = claims.judge(c, df, unsupported=un)
+    assert (v.verdict, v.reason) == (claims.NOT_COMPARABLE, "unsupported by this library: impl: Open MPI "
+                                     "has no asynchronous progress thread")
+    v = claims.judge({**c, "where": {"op": "pt2pt", "progress": "thread"}}, df, unsupported=un)
+    assert v.reason == "progress = thread is not in this run (it ran progress = none)"

@@ -52,40 +52,46 @@ def _host(run: dict) -> str:
     return ",".join(str(h) for h in hosts) if isinstance(hosts, list) else str(hosts)
 
 
+def _point(r) -> tuple[dict, dict]:
+    """A result's context columns and its parameters (run-level options included)."""
+    run = r.run
+    mpi_info = run.get("mpi") or {}
+    extra = r.record.get("extra") or {}
+    shares = extra.get("progress_shares_compute_core")
+    threads = r.params.get("threads", run.get("threads"))
+    base = {
+        "bench": r.bench, "mpi": r.mpi, "library": str(mpi_info.get("library") or ""),
+        "settings": r.settings, "noise": r.noise, "ranks": run.get("ranks"),
+        "threads": threads, "oversubscribed": r.oversubscribed,
+        "spare_core_missing": bool(run.get("spare_core_missing")),
+        "progress_shares_core": None if shares is None else bool(shares),
+        "host": _host(run), "cpus": run.get("cpus_available"),
+        "run_id": str(run.get("run_id") or r.record.get("run_id") or ""),
+        "tag": str(run.get("tag") or ""), "source": r.source,
+        **{k: _num(extra[k]) for k in RESOURCES if k in extra},
+    }
+    params = {k: v for k, v in r.params.items() if k not in base and k not in CONTEXT}
+    params.update(_readings(extra))
+    # Run-level options (compute, cache, progress, ...) are parameters too, unless the
+    # benchmark expanded them into params (sizes -> size_bytes) or they are context.
+    run_control = r.desc.run_control if r.desc else frozenset()
+    for name, value in (run.get("options") or {}).items():
+        key = name.replace("-", "_")
+        if value is None or key in params or key in CONTEXT or name in run_control \
+                or name in ("sizes", "noise", "threads", "json", "raw"):
+            continue
+        params[key] = hresults._text(value) if isinstance(value, bool) else value
+    return base, params
+
+
 def rows(rs: hresults.ResultSet) -> list[dict]:
     """One dict per (ok result, metric) of a ResultSet; unsupported points have no metric and
-    no row (results.ResultSet keeps them for the report's table of unsupported points)."""
+    no row here (unsupported() lists them, results.ResultSet keeps them for the report's table)."""
     out = []
     for r in rs.results:
         if r.status != "ok":
             continue
-        run = r.run
-        mpi_info = run.get("mpi") or {}
-        extra = r.record.get("extra") or {}
-        shares = extra.get("progress_shares_compute_core")
-        threads = r.params.get("threads", run.get("threads"))
-        base = {
-            "bench": r.bench, "mpi": r.mpi, "library": str(mpi_info.get("library") or ""),
-            "settings": r.settings, "noise": r.noise, "ranks": run.get("ranks"),
-            "threads": threads, "oversubscribed": r.oversubscribed,
-            "spare_core_missing": bool(run.get("spare_core_missing")),
-            "progress_shares_core": None if shares is None else bool(shares),
-            "host": _host(run), "cpus": run.get("cpus_available"),
-            "run_id": str(run.get("run_id") or r.record.get("run_id") or ""),
-            "tag": str(run.get("tag") or ""), "source": r.source,
-            **{k: _num(extra[k]) for k in RESOURCES if k in extra},
-        }
-        params = {k: v for k, v in r.params.items() if k not in base and k not in CONTEXT}
-        params.update(_readings(extra))
-        # Run-level options (compute, cache, progress, ...) are parameters too, unless the
-        # benchmark expanded them into params (sizes -> size_bytes) or they are context.
-        run_control = r.desc.run_control if r.desc else frozenset()
-        for name, value in (run.get("options") or {}).items():
-            key = name.replace("-", "_")
-            if value is None or key in params or key in CONTEXT or name in run_control \
-                    or name in ("sizes", "noise", "threads", "json", "raw"):
-                continue
-            params[key] = hresults._text(value) if isinstance(value, bool) else value
+        base, params = _point(r)
         for name, m in sorted((r.record.get("metrics") or {}).items()):
             if not isinstance(m, dict):
                 continue
@@ -133,6 +139,19 @@ def frame(rs: hresults.ResultSet):
         return pd.DataFrame(columns=CONTEXT)
     params = [c for c in df.columns if c not in CONTEXT]
     return df[[c for c in CONTEXT if c in df.columns] + params]
+
+
+def unsupported(rs: hresults.ResultSet):
+    """The points a library did not run (status other than ok): one row each with its context,
+    parameters, `status` and the benchmark's `reason`."""
+    import pandas as pd
+    out = []
+    for r in rs.results:
+        if r.status == "ok":
+            continue
+        base, params = _point(r)
+        out.append({**base, "status": r.status, "reason": str(r.record.get("reason") or ""), **params})
+    return pd.DataFrame(out)
 
 
 def load(paths, warn=True):

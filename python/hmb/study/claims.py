@@ -66,9 +66,14 @@ def _number_first(text: str):
         return (1, 0.0, text)
 
 
-def why_no_rows(df, bench: str | None, where: dict | None) -> str:
-    """Why a claim found no rows: the first of its filters this run's grid does not hold (with
-    what the run had), else the points ran but gave no result (unsupported or failed)."""
+def why_no_rows(df, bench: str | None, where: dict | None, unsupported=None) -> str:
+    """Why a claim found no rows: the library reported its points unsupported (with the
+    benchmark's reason); else the first of its filters this run's grid does not hold (with what
+    the run had); else the points ran but gave no result for the metric."""
+    if unsupported is not None and not unsupported.empty:
+        un = select(unsupported, bench, None, where)
+        if un is not None and not un.empty:
+            return f"unsupported by this library: {un['reason'].iloc[0] or un['status'].iloc[0]}"
     m = df if df is None or df.empty or not bench else df[df["bench"] == bench]
     if m is None or m.empty:
         return f"this run has no {bench} results" if bench else "this run has no results"
@@ -80,7 +85,7 @@ def why_no_rows(df, bench: str | None, where: dict | None) -> str:
             ran = f"it ran {col} = {', '.join(had)}" if had else f"its {bench} results have no {col}"
             return f"{col} = {'/'.join(str(w) for w in wants)} is not in this run ({ran})"
         m = kept
-    return "the claim's points ran but gave no result for its metric (unsupported by this library, or failed)"
+    return "the claim's points ran but gave no result for its metric"
 
 
 def point_medians(rows):
@@ -113,15 +118,16 @@ def _solid(rows):
     return rows[~(rows["oversubscribed"].astype(bool) | (rows["progress_shares_core"] == True))]  # noqa: E712
 
 
-def judge(claim: dict, df, seed_setup: str = "", lacks: str = "") -> Verdict:
-    """lacks: what HMB lacks for the claim's figure (the figure's `needs`)."""
+def judge(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupported=None) -> Verdict:
+    """lacks: what HMB lacks for the claim's figure (the figure's `needs`); unsupported: the
+    points the library did not run (tidy.unsupported), to say so when the claim has no rows."""
     if claim.get("needs") or lacks:
         return Verdict(claim, "–", NOT_COMPARABLE, f"HMB lacks {claim.get('needs') or lacks}")
     if "metric" not in claim:
         return Verdict(claim, "–", NOT_COMPARABLE, claim.get("reason", "a qualitative claim: read the figure"))
     rows = select(df, claim.get("bench"), claim["metric"], claim.get("where"))
     if rows is None or rows.empty:
-        return Verdict(claim, "–", NOT_COMPARABLE, why_no_rows(df, claim.get("bench"), claim.get("where")))
+        return Verdict(claim, "–", NOT_COMPARABLE, why_no_rows(df, claim.get("bench"), claim.get("where"), unsupported))
     if claim.get("min_threads"):
         enough = rows[rows["threads"].astype(float) >= claim["min_threads"]]
         if enough.empty:
@@ -210,8 +216,9 @@ def per_launch(claim: dict, df) -> list[str]:
     return [fmt_num(_stat(g, stat)) for _, g in rows.groupby("run_id", sort=False)]
 
 
-def table(study, df) -> list[Verdict]:
-    """Each claim judged once per MPI library in the table (a claim that reads nothing: once)."""
+def table(study, df, unsupported=None) -> list[Verdict]:
+    """Each claim judged once per MPI library in the table (a claim that reads nothing: once);
+    unsupported: tidy.unsupported of the same results."""
     needs = {f["id"]: f["needs"] for f in study.figures if f.get("needs")}
     mpis = sorted(df["mpi"].dropna().unique()) if df is not None and not df.empty else []
     out = []
@@ -221,7 +228,9 @@ def table(study, df) -> list[Verdict]:
             out.append(judge(c, df, study.meta.get("setup", ""), lacks))
             continue
         for m in mpis:
-            v = judge(c, df[df["mpi"] == m], study.meta.get("setup", ""))
+            un = unsupported[unsupported["mpi"] == m] if unsupported is not None and not unsupported.empty \
+                else None
+            v = judge(c, df[df["mpi"] == m], study.meta.get("setup", ""), unsupported=un)
             v.mpi = m
             out.append(v)
     return out

@@ -260,7 +260,7 @@ def report(study, paths, outdir=None, figures_only=None) -> tuple[str, list]:
         if figures_only and t["id"] not in figures_only:
             continue
         lines += [figures.table(t, df), t.get("note", ""), ""]
-    verdicts = claims.table(study, df)
+    verdicts = claims.table(study, df, tidy.unsupported(rs))
     if figures_only:
         verdicts = [v for v in verdicts if v.claim.get("figure_id") in figures_only]
     lines += ["## Claims beside HMB's readings", "", claims.markdown(verdicts)]
