@@ -138,8 +138,11 @@ def test_resume_after_killed_sweep_keeps_finished_and_redoes_none(tmp_path, sig)
     cfg = write_config(tmp_path, RESUME)
     env = fake_env(tmp_path, sleep_s=0.15)
     out = tmp_path / "out.jsonl"
+    # SIGINT as a terminal's Ctrl-C delivers it: a test run started in the background (`make test &`
+    # in a script) passes SIGINT on ignored, and Python then installs no KeyboardInterrupt handler.
     proc = subprocess.Popen([sys.executable, "-m", "hmb.cli", "sweep", str(cfg)], env=env, cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     # Kill in the middle of a launch: after two have finished and a third has started.
     while time.monotonic() < deadline:
