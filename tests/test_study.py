@@ -132,6 +132,19 @@ def test_figure_draws_declared_axes_lines_and_context(part_records):
     assert "3 launches" in note
 
 
+def test_a_figure_with_one_x_value_gives_each_line_its_own_slot(part_records):
+    """A --fit run that kept one x value (seed003's T = 1): each line has its own named slot on the
+    x axis instead of every point stacked on one tick, and the axis says the value."""
+    fig = {**FIG, "where": {"compute": "10ms", "size_bytes": 65536}, "logy": False}
+    f, _ = figures.render(fig, part_records)
+    ax = f.axes[0]
+    f.canvas.draw()
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["partitions=1", "partitions=4", "partitions=16"]
+    assert ax.get_xlabel() == "message size (bytes): 64K (the only value in this run)"
+    lines = {ln.get_label(): ln for ln in ax.get_lines() if not ln.get_label().startswith("_")}
+    assert list(lines["partitions=4"].get_xdata()) == [1.0] and list(lines["partitions=4"].get_ydata()) == [2.0]
+
+
 def test_a_point_that_is_no_reading_does_not_set_the_scale(part_records):
     """The oversubscribed 60x would squeeze the readings (1.2-2.0) to a line: the shared y range
     covers the readings and the reference line; the hollow point sits at the edge as a triangle

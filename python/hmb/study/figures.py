@@ -110,9 +110,13 @@ def render(fig: dict, df, title_prefix: str = ""):
     handles, any_bad, any_spread, any_band = {}, False, False, False
     solid_y, hollow_pts = [], []    # what sets the y range; points that are no reading, per axes
     xfmt = _xfmt(x)
+    # One x value in the whole figure (a --fit run left one thread count): each line gets its own
+    # slot on the x axis, named by the line, so points are not stacked on one tick.
+    x_values = {v for v in (_num(u) for u in rows[x].dropna().unique()) if v is not None}
+    one_x = next(iter(x_values)) if len(x_values) == 1 else None
     for ax, pv in zip(axes[0], panel_vals):
         sub = rows if pv is None else rows[rows[panel_col].astype(str) == pv]
-        xs_all = set()
+        xs_all, slots = set(), []
         for hi_, hv in enumerate(hue_vals):
             hsub = sub if hv is None else sub[sub[hue_col].astype(str) == hv]
             for mi, m in enumerate(mpis):
@@ -120,11 +124,14 @@ def render(fig: dict, df, title_prefix: str = ""):
                 if not pts:
                     continue
                 color, ls = COLORS[hi_ % len(COLORS)], MPI_STYLES[mi % len(MPI_STYLES)]
-                xs = [p[0] for p in pts]
-                xs_all.update(xs)
                 label = ", ".join(s for s in (m if len(mpis) > 1 else "",
                                               _label(hue_col, hv, fig.get("labels")) if hv is not None else "")
                                   if s) or m
+                if one_x is not None:
+                    pts = [(float(len(slots)), *p[1:]) for p in pts]
+                    slots.append(label)
+                xs = [p[0] for p in pts]
+                xs_all.update(xs)
                 solid = [p for p in pts if not p[7]]
                 ax.plot(xs, [p[1] for p in pts], linestyle=ls if solid else "--", color=color, linewidth=1.5,
                         label=label, alpha=1.0 if solid else 0.6)
@@ -146,14 +153,21 @@ def render(fig: dict, df, title_prefix: str = ""):
                     ax.fill_between([b[0] for b in band], [b[1] for b in band], [b[2] for b in band],
                                     color=color, alpha=0.12, linewidth=0)
                 handles.setdefault(label, Line2D([], [], color=color, linestyle=ls, marker="o"))
-        if fig.get("logx", x in SIZE_COLUMNS) and xs_all and min(xs_all) > 0:
+        if one_x is not None:
+            ticks = list(range(len(slots)))
+            ax.xaxis.set_major_locator(FixedLocator(ticks))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p, s=slots: s[int(round(v))]
+                                                       if 0 <= round(v) < len(s) else ""))
+            ax.set_xlim(-0.6, len(slots) - 0.4)
+        elif fig.get("logx", x in SIZE_COLUMNS) and xs_all and min(xs_all) > 0:
             ax.set_xscale("log", base=2)
-        ticks = sorted(xs_all)
+        ticks = sorted(xs_all) if one_x is None else ticks
         if len(ticks) > 10:   # readable: at most ~10 labels, always the first and last point
             step = math.ceil(len(ticks) / 10)
             ticks = ticks[::step] + ([ticks[-1]] if (len(ticks) - 1) % step else [])
-        ax.xaxis.set_major_locator(FixedLocator(ticks))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: xfmt(v)))
+        if one_x is None:
+            ax.xaxis.set_major_locator(FixedLocator(ticks))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: xfmt(v)))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_minor_formatter(NullFormatter())
         if fig.get("logy"):
@@ -162,10 +176,12 @@ def render(fig: dict, df, title_prefix: str = ""):
             ax.axhline(ref["y"], color="grey", linewidth=0.9, linestyle=":")
             ax.annotate(ref.get("label", fmt_num(ref["y"])), (0.01, ref["y"]), xycoords=("axes fraction", "data"),
                         fontsize=7, color="grey", va="bottom")
-        ax.set_xlabel(fig.get("xlabel", "message size (bytes)" if x in SIZE_COLUMNS else x))
+        xlabel = fig.get("xlabel", "message size (bytes)" if x in SIZE_COLUMNS else x)
+        ax.set_xlabel(xlabel if one_x is None else f"{xlabel}: {xfmt(one_x)} (the only value in this run)")
         ax.set_title(_label(panel_col, pv, fig.get("labels")) if pv is not None else "", fontsize=9)
         ax.grid(True, alpha=0.3)
-        plt.setp(ax.get_xticklabels(), rotation=45 if len(ticks) > 6 else 0, fontsize=8)
+        plt.setp(ax.get_xticklabels(), rotation=45 if len(ticks) > 6 or (one_x is not None and len(ticks) > 2) else 0,
+                 fontsize=8, ha="right" if one_x is not None and len(ticks) > 2 else "center")
     _clip_to_readings(axes[0][0], solid_y + [r["y"] for r in fig.get("ref", [])], hollow_pts,
                       bool(fig.get("logy")))
     ylabel = fig.get("ylabel") or (f"{fig['y']} ({rows['unit'].iloc[0]})" if isinstance(fig["y"], str)
