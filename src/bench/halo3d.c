@@ -174,9 +174,6 @@ static uint64_t cell_value(int rank, long iter, const int n[3], int x, int y, in
     return hmb_mix64(hmb_mix64(hmb_mix64((uint64_t)rank) ^ (uint64_t)iter) ^ cell);
 }
 
-/* Cells [first, first + count) of face d in its packed order (piece by piece, each box in z, y, x
- * order) between the block and buf (buf[k] is cell k): the boundary layer's send boxes
- * (halo 0) or the halo's receive boxes (halo 1), copied into the block (to_block) or out of it. */
 /* A box of the block to buf (to_block 0) or buf into it (1), z, y, x order; a one-cell row (the
  * x faces) is an assignment, not a memcpy call per cell. */
 static inline void box_copy(uint64_t *block, const int n[3], const int lo[3], const int cnt[3], uint64_t *buf,
@@ -197,6 +194,9 @@ static inline void box_copy(uint64_t *block, const int n[3], const int lo[3], co
         }
 }
 
+/* Cells [first, first + count) of face d in its packed order (piece by piece, each box in z, y, x
+ * order) between the block and buf (buf[k] is cell k): the boundary layer's send boxes
+ * (halo 0) or the halo's receive boxes (halo 1), copied into the block (to_block) or out of it. */
 static void face_range(halo_state *st, int d, size_t first, size_t count, uint64_t *buf, int halo, int to_block)
 {
     const halo_face *f = &st->face[d];
