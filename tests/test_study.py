@@ -538,3 +538,11 @@ def test_a_claim_on_points_the_library_did_not_run_says_why(tmp_path):
                                      "has no asynchronous progress thread")
     v = claims.judge({**c, "where": {"op": "pt2pt", "progress": "thread"}}, df, unsupported=un)
     assert v.reason == "progress = thread is not in this run (it ran progress = none)"
+
+
+def test_demo_lines_fold_to_the_terminal_width():
+    line = "    HMB (MPICH): 1.01 (median of 1 points, 3 launches) → not comparable (the seed ran " + "x " * 60
+    out = study_cli.wrap_line(line, 80).split("\n")
+    assert len(out) > 1 and all(len(x) <= 80 for x in out)
+    assert out[0].startswith("    HMB (MPICH): 1.01") and all(x.startswith("      ") for x in out[1:])
+    assert " ".join(x.strip() for x in out) == line.strip()        # nothing lost, nothing split mid-word

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import textwrap
 from pathlib import Path
 
 from . import StudyError, load, names
@@ -270,6 +271,14 @@ def report(study, paths, outdir=None, figures_only=None) -> tuple[str, list]:
     return text, verdicts
 
 
+def wrap_line(line: str, width: int) -> str:
+    """A demo line folded to width, its continuation indented two more than the line (a claim's
+    quote and verdict run to 300 characters)."""
+    indent = len(line) - len(line.lstrip(" "))
+    return textwrap.fill(line, width=width, subsequent_indent=" " * (indent + 2),
+                         break_long_words=False, break_on_hyphens=False)
+
+
 def cmd_demo(args) -> int:
     from .. import results, sweep
     try:
@@ -325,6 +334,7 @@ def demo(mpi: str, out: Path) -> int:
         raise StudyError("the demo produced no results")
     df = tidy.load([data["sweep"]["output"]], warn=False)
     lines = [f"hmb study demo: {took:.0f} s on {', '.join(mpis)}; what --fit changed: {out / 'fit.txt'}"]
+    width = max(60, min(shutil.get_terminal_size((120, 24)).columns, 120))
     for study, head in heads:
         sub = out / study.name
         sub.mkdir(parents=True, exist_ok=True)
@@ -335,9 +345,9 @@ def demo(mpi: str, out: Path) -> int:
         lines += ["", f"{study.name} — {fig.get('number', head)}: {fig.get('title', '')}",
                   f"  ({study.citation()})"]
         for v in verdicts:
-            lines += [f"  {v.claim['figure']}: \"{v.claim['quote']}\"",
-                      f"    HMB{f' ({v.mpi})' if v.mpi else ''}: {v.reading} → {v.verdict}"
-                      + (f" ({v.reason})" if v.reason else "")]
+            lines += [wrap_line(f"  {v.claim['figure']}: \"{v.claim['quote']}\"", width),
+                      wrap_line(f"    HMB{f' ({v.mpi})' if v.mpi else ''}: {v.reading} → {v.verdict}"
+                                + (f" ({v.reason})" if v.reason else ""), width)]
             launches = claims.per_launch(v.claim, df[df["mpi"] == v.mpi] if v.mpi else df)
             if len(launches) > 1 and "launches disagree" not in v.reason:
                 lines.append(f"    each launch alone: {', '.join(launches)}")
