@@ -342,8 +342,8 @@ def demo(mpi: str, out: Path) -> int:
         (sub / "fit.txt").write_text("\n".join([f"{study.name} demo --fit: {len(own)} changes"] + own) + "\n")
         _, verdicts = report(study, [data["sweep"]["output"]], sub, figures_only=[head])
         fig = next((f for f in study.figures + study.tables if f["id"] == head), {})
-        lines += ["", f"{study.name} — {fig.get('number', head)}: {fig.get('title', '')}",
-                  f"  ({study.citation()})"]
+        lines += ["", wrap_line(f"{study.name} — {fig.get('number', head)}: {fig.get('title', '')}", width),
+                  wrap_line(f"  ({study.citation()})", width)]
         for v in verdicts:
             lines += [wrap_line(f"  {v.claim['figure']}: \"{v.claim['quote']}\"", width),
                       wrap_line(f"    HMB{f' ({v.mpi})' if v.mpi else ''}: {v.reading} → {v.verdict}"
