@@ -25,7 +25,10 @@ HMB_MAX_OPTIONS = 160
 class Option(C.Structure):
     _fields_ = [("name", C.c_char_p), ("type", C.c_int), ("default_value", C.c_char_p),
                 ("help", C.c_char_p), ("min", C.c_double), ("max", C.c_double),
-                ("choices", C.c_char_p), ("role", C.c_int)]   # role: 0 parameter, 1 run control
+                ("choices", C.c_char_p), ("role", C.c_int),   # role: 0 parameter, 1 run control
+                # where the typed value and its given flag live (1 + offset; 0: none), names, modes, group
+                ("slot", C.c_size_t), ("given_slot", C.c_size_t), ("names", C.POINTER(C.c_char_p)),
+                ("modes", C.c_int), ("group", C.c_int)]
 
 
 class Default(C.Structure):
@@ -50,7 +53,9 @@ class OptVal(C.Structure):
 
 
 class OptSet(C.Structure):
-    _fields_ = [("count", C.c_int), ("vals", OptVal * HMB_MAX_OPTIONS)]
+    _fields_ = [("count", C.c_int), ("vals", OptVal * HMB_MAX_OPTIONS), ("rows", Option * HMB_MAX_OPTIONS),
+                ("common", C.c_ubyte * HMB_MAX_OPTIONS), ("owned", C.c_char_p * (2 * HMB_MAX_OPTIONS)),
+                ("nowned", C.c_int)]
 
 
 class Summary(C.Structure):
@@ -162,6 +167,7 @@ _SIGNATURES = {
                                     C.c_char_p, C.c_size_t]),
     "hmb_options_find": (_P(OptVal), [_P(OptSet), C.c_char_p]),
     "hmb_options_free": (None, [_P(OptSet)]),
+    "hmb_options_store": (None, [_P(OptSet), C.c_void_p, C.c_void_p]),
     "hmb_options_help": (None, [C.c_void_p, _P(Option), _P(Default), C.c_int]),
     # stats.c
     "hmb_median_ci_ranks": (C.c_int, [C.c_long, C.c_double, _P(C.c_long), _P(C.c_long)]),

@@ -102,7 +102,7 @@ def run_partitioned_bounded(mpi_name: str, args: list[str], **kw) -> "BenchRun |
     return r if partitioned_outcome(mpi_name, r, time.monotonic() - started) else None
 
 
-# --never-complete-at ITER (TEST ONLY): in that iteration the harness's bounded waits
+# --inject never-complete:ITER (TEST ONLY): in that iteration the harness's bounded waits
 # (hmb_parrived_bounded, hmb_parrived_each_bounded, hmb_waitall_bounded) see nothing arrive. With a
 # short --wait-bound the point must end with exit 3 naming the wait, well before the watchdog.
 PLANTED_BOUND = ["--wait-bound", "2s", "--timeout", "60s"]
@@ -114,13 +114,13 @@ def run_planted_never_complete(mpi_name: str, args: list[str], iteration: int, *
     naming the planted wait and the 2 s bound, within seconds. The run, for the caller to check
     which wait it names."""
     started = time.monotonic()
-    r = run_bench(mpi_name, args + PLANTED_BOUND + ["--never-complete-at", str(iteration)], timeout=90, **kw)
+    r = run_bench(mpi_name, args + PLANTED_BOUND + ["--inject", "never-complete:" + str(iteration)], timeout=90, **kw)
     took = time.monotonic() - started
     assert r.rc == 3, (r.rc, r.stderr)
     failures = [x for x in r.records if x.get("type") == "failure"]
     assert failures and {f["kind"] for f in failures} == {"validation"}, failures
     assert all(f["iteration"] == iteration for f in failures), failures
-    assert all("(--never-complete-at: planted by the test): library conformance problem" in f["message"]
+    assert all("(--inject never-complete: planted by the test): library conformance problem" in f["message"]
                for f in failures), failures
     assert took < 30, f"took {took:.0f} s: the 2 s bound did not end it"
     return r

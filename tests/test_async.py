@@ -126,9 +126,9 @@ def test_impl_with_mpich_progress_thread_on(tmp_path):
 @pytest.mark.mpi
 @pytest.mark.parametrize("op", ["pt2pt", "exch", "ialltoall", "allreduce", "allreduce_init"])
 def test_corrupted_data_is_caught(mpi_name, op, tmp_path):
-    """--corrupt-at flips one received byte; every check, the reduction's included, must see it."""
+    """--inject corrupt flips one received byte; every check, the reduction's included, must see it."""
     run = run_bench(mpi_name, ["async", "--op", op, "--sizes", "1K", "--progress", "none",
-                               "--corrupt-at", "2", *FAST], tmp_path=tmp_path)
+                               "--inject", "corrupt:2", *FAST], tmp_path=tmp_path)
     assert run.rc == 3, (run.rc, run.stderr)
     assert "validation failed" in run.stderr and "bench=async" in run.stderr
     failures = [r for r in run.records if r.get("type") == "failure"]

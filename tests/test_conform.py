@@ -101,14 +101,14 @@ def test_silent_partner_fails_within_the_bound(mpi_name, tmp_path):
     # naming what was outstanding, within its bound (1 s) plus start-up and the abort — not hang.
     t0 = time.monotonic()
     r = run_bench(mpi_name, ["conform", "--check", "inactive-buffer", "--requests", "1", "--bound", "1s",
-                             "--test-silent-partner"], tmp_path=tmp_path, timeout=60)
+                             "--inject", "silent-partner"], tmp_path=tmp_path, timeout=60)
     elapsed = time.monotonic() - t0
     assert r.rc != 0
     assert elapsed < 20, elapsed
     rec = conformance(r)["inactive-buffer requests=1"]
     assert rec["verdict"] == "FAIL"
     assert "not complete after 1.0 s (outstanding: 0)" in rec["reason"], rec["reason"]
-    assert rec["reproducer"].endswith("--bound 1s --test-silent-partner")
+    assert rec["reproducer"].endswith("--bound 1s --inject silent-partner")
     # (the run ends with MPI_Abort; its stderr line may be cut off by the launcher, so not asserted)
 
 

@@ -113,7 +113,7 @@ def test_mock_mode_validates_without_communication(mpi_name, tmp_path):
     # faces: x 4*2 = 8 cells, y 6*2 = 12, z 6*4 = 24; two of each: 88 cells
     assert bytes_per_mode(res) == {m: 88 * 8 for m in MODES}
     check_metrics(res)
-    bad = run_bench(mpi_name, ["halo3d", "--domain", "6,4,2", "--comm", "off", "--corrupt-at", "1"] + TINY,
+    bad = run_bench(mpi_name, ["halo3d", "--domain", "6,4,2", "--comm", "off", "--inject", "corrupt:1"] + TINY,
                     tmp_path=tmp_path)
     assert bad.rc == 3, bad.stderr
     # under the mock a rank is its own neighbour: rank 1's face came from rank 1
@@ -122,11 +122,11 @@ def test_mock_mode_validates_without_communication(mpi_name, tmp_path):
 
 @pytest.mark.parametrize("mode", ["multiple", "persistent"])
 def test_corrupted_cell_names_its_place(mpi_name, tmp_path, mode):
-    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--mode", mode, "--corrupt-at", "2"] + TINY,
+    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--mode", mode, "--inject", "corrupt:2"] + TINY,
                   tmp_path=tmp_path)
     assert r.rc == 3, r.stderr
     line = one_hmb_line(r.stderr)
-    # --corrupt-at picks the highest rank that checks (rank 1) and flips the middle byte of the
+    # --inject corrupt picks the highest rank that checks (rank 1) and flips the middle byte of the
     # first buffer it checks: its first received face, +x from rank 0 (4 x 4 cells, one piece)
     # the halo check (after unpack, before the registry checks the receive buffer) catches it
     for part in ("iteration=2", f"{mode} mode: rank 1 face of direction +x from rank 0", "in the halo after unpack",
@@ -146,10 +146,12 @@ def test_corrupted_cell_names_its_place(mpi_name, tmp_path, mode):
     (["--thread-comm", "ring"], "ring"),
     # the x face of 2x3x3 has 3x3 = 9 cells: no 2 equal thread shares
     (["--thread-comm", "tag", "--domain", "2,3,3", "--tgrid", "2,1,1", "--threads", "2"], "2 equal thread shares"),
-    # a 1G face is an 11585^3-cell block: 12.4 TB a rank, refused before anything is allocated
+    # a 1G face is an 11585^3-cell block: 12.4 TB a rank with its halo, and 14 face buffers (send
+    # and receive of 6 faces, 2 to check the halo): 12.5 TB, refused before anything is allocated
     # (a 16M face, 24 GB, was killed by the kernel part-way through a study on a 23 GB machine)
-    (["--sizes", "64K,1G"], "--sizes 1073741824: a 11585x11585x11585 block needs 1.24e+04 GB per rank"),
-    (["--domain", "20000,20000,20000"], "--domain: the block needs 6.4e+04 GB per rank"),
+    (["--sizes", "64K,1G"], "--sizes 1073741824: a 11585x11585x11585 block needs 1.25e+04 GB per rank"),
+    # 20002^3 cells and 14 faces of 20000^2 cells: 64.1 TB
+    (["--domain", "20000,20000,20000"], "--domain: the block needs 6.41e+04 GB per rank"),
 ])
 def test_bad_input_is_one_line_exit_2(mpi_name, tmp_path, args, words):
     threads = 2 if "--threads" in args else 1
@@ -211,7 +213,7 @@ def test_face_partitions_partitioned_mode(mpi_name, tmp_path):
 
 def test_face_partitions_corrupted_cell_names_its_partition(mpi_name, tmp_path):
     r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--threads", "2", "--face-partitions", "4",
-                             "--mode", "multiple", "--corrupt-at", "2"] + TINY, threads=2, tmp_path=tmp_path)
+                             "--mode", "multiple", "--inject", "corrupt:2"] + TINY, threads=2, tmp_path=tmp_path)
     assert r.rc == 3, r.stderr
     line = next(ln for ln in r.stderr.splitlines() if "validation failed" in ln)  # 2 x 2 threads: + a warning
     # the +x face from rank 0: 16 cells in 4 partitions of 4; the middle byte is cell 8, partition 2
@@ -249,7 +251,7 @@ def test_serial_baseline_same_bytes_every_draw_and_speedups(mpi_name, tmp_path):
 
 
 def test_serial_corrupted_cell_names_its_place(mpi_name, tmp_path):
-    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--mode", "serial", "--corrupt-at", "2"] + TINY,
+    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--mode", "serial", "--inject", "corrupt:2"] + TINY,
                   tmp_path=tmp_path)
     assert r.rc == 3, r.stderr
     line = one_hmb_line(r.stderr)
@@ -309,7 +311,7 @@ def test_thread_comm_stream_needs_reserved_vcis(mpi_name, tmp_path):
 @pytest.mark.parametrize("tc", ["shared", "comm", "tag"])
 def test_thread_comm_corrupted_cell_names_the_thread_share(mpi_name, tmp_path, tc):
     r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--threads", "2", "--thread-comm", tc,
-                             "--corrupt-at", "2"] + TINY, threads=2, tmp_path=tmp_path)
+                             "--inject", "corrupt:2"] + TINY, threads=2, tmp_path=tmp_path)
     assert r.rc == 3, r.stderr
     line = next(ln for ln in r.stderr.splitlines() if "validation failed" in ln)
     # rank 1's +x face from rank 0: 16 cells, thread t's share cells 8t..8t+7; the middle byte is

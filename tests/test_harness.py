@@ -189,7 +189,7 @@ def test_cache_cold(mpi_name, tmp_path):
 
 @pytest.mark.parametrize("mode", ["latency", "bw"])
 def test_validation_failure(mpi_name, mode, tmp_path):
-    r = run_bench(mpi_name, ["p2p", "--mode", mode, "--sizes", "64K", "--corrupt-at", "2", "--window", "4"]
+    r = run_bench(mpi_name, ["p2p", "--mode", mode, "--sizes", "64K", "--inject", "corrupt:2", "--window", "4"]
                   + FAST, tmp_path=tmp_path, timeout=120)
     # MPICH passes MPI_Abort's code through; Open MPI's prterun also returns it (checked here).
     assert r.rc == 3, (r.rc, r.stderr)
@@ -203,14 +203,14 @@ def test_validation_failure(mpi_name, mode, tmp_path):
 
 
 def test_no_validate_skips_checks(mpi_name, tmp_path):
-    r = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "1K", "--corrupt-at", "2",
+    r = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "1K", "--inject", "corrupt:2",
                              "--no-validate"] + FAST, tmp_path=tmp_path)
     assert r.rc == 0, r.stderr
     assert r.header()["options"]["no-validate"] == "1"
 
 
 def test_watchdog_timeout(mpi_name, tmp_path):
-    r = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "8", "--hang-at", "3", "--timeout", "3s"]
+    r = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "8", "--inject", "hang:3", "--timeout", "3s"]
                   + FAST, tmp_path=tmp_path, timeout=90)
     # MPICH returns the MPI_Abort code 4; Open MPI's prterun returns it as well.
     assert r.rc == 4, (r.rc, r.stderr)
@@ -219,6 +219,6 @@ def test_watchdog_timeout(mpi_name, tmp_path):
     # The hanging rank 1 names its phase; under Open MPI rank 0's watchdog may abort first,
     # naming the phase it waits in (the p2p latency loop's).
     assert all("p2p size=8 mode=latency" in line and "did not finish within 3 s" in line for line in lines), lines
-    assert any("rank 1 phase 'hang-at" in line or "rank 0 phase 'latency: " in line for line in lines), lines
+    assert any("rank 1 phase 'inject hang" in line or "rank 0 phase 'latency: " in line for line in lines), lines
     fail = [x for x in r.records if x["type"] == "failure"]
     assert fail and fail[0]["kind"] == "timeout" and fail[0]["params"]["size_bytes"] == 8

@@ -151,7 +151,7 @@ def test_real_27_ranks(mpi_name, tmp_path):
 # ------------------------------------------------------------------ failures
 
 def test_corrupted_piece_exits_3(mpi_name, tmp_path):
-    run = run_bench(mpi_name, ["match", "--variant", "lowcost", "--pattern", "2d9", "--corrupt-at", "1", "--threads", "2"] + TINY,
+    run = run_bench(mpi_name, ["match", "--variant", "lowcost", "--pattern", "2d9", "--inject", "corrupt:1", "--threads", "2"] + TINY,
                     ranks=2, threads=2, env=yield_env(mpi_name), tmp_path=tmp_path)
     assert run.rc == 3, run.stderr
     assert "direction" in run.stderr and "thread" in run.stderr and "byte" in run.stderr

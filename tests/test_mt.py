@@ -215,16 +215,16 @@ def test_corrupted_payload_fails(mpi_name, tmp_path, test, threads):
     """One flipped byte fails the run, also in `shared` with 2 threads, where a receive may
     take either thread's message and is checked against the pattern of the thread it claims."""
     r = run_bench(mpi_name, ["mt", "--threads", str(threads), "--test", test, "--mode", "shared",
-                             "--corrupt-at", "2", "--compute", "100us"] + TINY,
+                             "--inject", "corrupt:2", "--compute", "100us"] + TINY,
                   threads=threads, env=mt_env(mpi_name, threads), tmp_path=tmp_path)
     validation_failure(r)
 
 
 @pytest.mark.parametrize("mode", ["shared", "tag"])
 def test_stale_message_fails(mpi_name, tmp_path, mode):
-    """A well-formed message of the previous iteration (--stale-at, test only) is rejected:
+    """A well-formed message of the previous iteration (--inject stale, test only) is rejected:
     matching by any thread must not let old data pass as new."""
-    r = run_bench(mpi_name, ["mt", "--threads", "2", "--mode", mode, "--stale-at", "2"] + TINY,
+    r = run_bench(mpi_name, ["mt", "--threads", "2", "--mode", mode, "--inject", "stale:2"] + TINY,
                   threads=2, env=mt_env(mpi_name, 2), tmp_path=tmp_path)
     failure = validation_failure(r)
     assert "stamped for iteration 1 " in failure["message"], failure

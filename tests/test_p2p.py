@@ -109,7 +109,7 @@ def test_bad_mode_is_usage_error(mpi_name):
 def test_window_slots_validated(mpi_name, tmp_path):
     """bibw: both ranks receive windows; the corruption is caught on the highest checking rank."""
     r = run_bench(mpi_name, ["p2p", "--mode", "bibw", "--sizes", "1K", "--window", "3",
-                             "--corrupt-at", "3"] + FAST, tmp_path=tmp_path, timeout=120)
+                             "--inject", "corrupt:3"] + FAST, tmp_path=tmp_path, timeout=120)
     assert r.rc == 3, r.stderr
     assert any("validation failed: bench=p2p size=1K mode=bibw" in line and "iteration=3" in line
                and "rank=1" in line for line in r.stderr.splitlines())
@@ -138,7 +138,7 @@ FAULTS = [("latency", ["--batch", "4"], 1, 3), ("bw", ["--window", "8"], 1, 7),
 def test_stale_data_caught(mpi_name, mode, extra, rank, slot, data, tmp_path):
     """In iteration 3 the sender sends the previous generation's buffers: data that is right in
     every byte except that it belongs to another iteration must fail validation."""
-    r = run_bench(mpi_name, ["p2p", "--mode", mode, "--sizes", "1K", "--data", data, "--stale-at", "3"]
+    r = run_bench(mpi_name, ["p2p", "--mode", mode, "--sizes", "1K", "--data", data, "--inject", "stale:3"]
                   + extra + FAST, tmp_path=tmp_path, timeout=120)
     assert r.rc == 3, (r.rc, r.stderr)
     lines = [line for line in r.stderr.splitlines() if "validation failed: bench=p2p" in line]
@@ -149,7 +149,7 @@ def test_stale_data_caught(mpi_name, mode, extra, rank, slot, data, tmp_path):
 @pytest.mark.parametrize("mode,extra,rank,slot", FAULTS)
 def test_wrong_slot_caught(mpi_name, mode, extra, rank, slot, tmp_path):
     """The last message of iteration 2 carries the next slot's data: the slot it lands in fails."""
-    r = run_bench(mpi_name, ["p2p", "--mode", mode, "--sizes", "1K", "--wrong-slot-at", "2"] + extra + FAST,
+    r = run_bench(mpi_name, ["p2p", "--mode", mode, "--sizes", "1K", "--inject", "wrong-slot:2"] + extra + FAST,
                   tmp_path=tmp_path, timeout=120)
     assert r.rc == 3, (r.rc, r.stderr)
     lines = [line for line in r.stderr.splitlines() if "validation failed: bench=p2p" in line]
@@ -168,7 +168,7 @@ def test_window_slots_follow_the_cache(mpi_name, tmp_path):
     assert [x["extra"]["slots"] for x in cold.results()] == [8, 8, 8]
     # Message 7 lands in slot 7 % 4 = 3 and carries slot 0's data.
     bad = run_bench(mpi_name, ["p2p", "--mode", "bw", "--sizes", "1K", "--window", "8", "--llc-size", "1M",
-                               "--wrong-slot-at", "2"] + FAST, tmp_path=tmp_path, timeout=120)
+                               "--inject", "wrong-slot:2"] + FAST, tmp_path=tmp_path, timeout=120)
     assert bad.rc == 3, bad.stderr
     assert any("iteration=2 rank=1 partition=3:" in line for line in bad.stderr.splitlines()), bad.stderr
 
@@ -188,7 +188,7 @@ def test_latency_batch_recorded(mpi_name, tmp_path):
     small, big = auto.results()
     check_result(small, "latency")
     assert big["extra"]["batch"] == 1
-    bad = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "1K", "--batch", "6", "--corrupt-at", "2"]
+    bad = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "1K", "--batch", "6", "--inject", "corrupt:2"]
                     + FAST, tmp_path=tmp_path, timeout=120)
     assert bad.rc == 3, bad.stderr
     assert any("iteration=2 rank=1 partition=0:" in line for line in bad.stderr.splitlines()), bad.stderr
@@ -223,7 +223,7 @@ def test_poison_pages_marks_every_page_and_the_tail():
 def test_stale_data_caught_with_latency_rewarm(mpi_name, tmp_path):
     """Above 128 KB, hot-cache latency does one untimed round trip after the check (restoring the
     library's cache state) and poisons again: stale data in the timed sample must still fail."""
-    r = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "256K", "--stale-at", "3"] + FAST,
+    r = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "256K", "--inject", "stale:3"] + FAST,
                   tmp_path=tmp_path, timeout=120)
     assert r.rc == 3, (r.rc, r.stderr)
     assert "validation failed: bench=p2p" in r.stderr and "iteration=3" in r.stderr, r.stderr

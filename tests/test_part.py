@@ -96,7 +96,7 @@ def test_bad_values_are_usage_errors(mpi_name, tmp_path, args, named):
 
 @pytest.mark.parametrize("complete", ["test", "wait"])
 def test_corruption_is_detected(mpi_name, tmp_path, complete):
-    r = run_bench(mpi_name, ["part", "--sizes", "64K", "--threads", "2", "--partitions", "4", "--corrupt-at", "2",
+    r = run_bench(mpi_name, ["part", "--sizes", "64K", "--threads", "2", "--partitions", "4", "--inject", "corrupt:2",
                              "--complete", complete] + TINY, threads=2, tmp_path=tmp_path)
     assert r.rc == 3, (r.rc, r.stderr)
     assert "iteration=2" in r.stderr and "partition=" in r.stderr, r.stderr

@@ -133,7 +133,7 @@ def test_probe_view_step_records_costs_and_steps(mpi_name, tmp_path):
 
 
 def test_probe_view_step_validation_failure_exit_3(mpi_name, tmp_path):
-    r = run_bench(mpi_name, ["proto", "--view", "step", "--range", "1K:6K:+1K", "--corrupt-at", "1",
+    r = run_bench(mpi_name, ["proto", "--view", "step", "--range", "1K:6K:+1K", "--inject", "corrupt:1",
                              "--iters", "3", "--warmup", "0"], tmp_path=tmp_path)
     assert r.rc == 3, r.stderr
     assert any("validation failed: bench=proto" in ln and "iteration=1" in ln for ln in r.stderr.splitlines())
@@ -157,7 +157,7 @@ def test_bad_input_exit_2(mpi_name, args, needle):
 @pytest.mark.parametrize("test,view", [("probe", "recv-early"), ("probe", "both"), ("tradeoff", "both")])
 def test_validation_failure_exit_3(mpi_name, test, view, tmp_path):
     r = run_bench(mpi_name, ["proto", "--test", test, "--view", view, "--range", "1K,2K",
-                             "--sizes", "1K", "--window", "2", "--corrupt-at", "1", "--iters", "3",
+                             "--sizes", "1K", "--window", "2", "--inject", "corrupt:1", "--iters", "3",
                              "--warmup", "0", "--trials", "1", "--min-compute", "20us"], tmp_path=tmp_path)
     assert r.rc == 3, r.stderr
     assert any("validation failed: bench=proto" in ln and "iteration=1" in ln for ln in r.stderr.splitlines())

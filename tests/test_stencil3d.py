@@ -85,8 +85,7 @@ def test_mock_mode_validates_without_communication(mpi_name, tmp_path):
     rate = r["metrics"]["throughput_MBps"]["median"]
     assert rate is None or rate != rate  # NaN or absent: no bytes exchanged
     assert r["metrics"]["t_comm_us"]["median"] > 0
-    bad = run_bench(mpi_name, ["stencil3d", "--sizes", "1K", "--compute", "10us", "--comm", "off", "--corrupt-at",
-                               "2", *FAST], tmp_path=tmp_path)
+    bad = run_bench(mpi_name, ["stencil3d", "--sizes", "1K", "--compute", "10us", "--comm", "off", "--inject", "corrupt:2", *FAST], tmp_path=tmp_path)
     assert bad.rc == 3, (bad.rc, bad.stderr)
     line = next(ln for ln in bad.stderr.splitlines() if "validation failed" in ln)
     assert "direction 0 (offset +1,+0,+0) from rank" in line
@@ -94,7 +93,7 @@ def test_mock_mode_validates_without_communication(mpi_name, tmp_path):
 
 @pytest.mark.mpi
 def test_corrupted_data_exits_3_naming_the_place(mpi_name, tmp_path):
-    run = run_bench(mpi_name, ["stencil3d", "--sizes", "1K", "--compute", "10us", "--corrupt-at", "2", *FAST],
+    run = run_bench(mpi_name, ["stencil3d", "--sizes", "1K", "--compute", "10us", "--inject", "corrupt:2", *FAST],
                     tmp_path=tmp_path)
     assert run.rc == 3, (run.rc, run.stderr)
     line = next(ln for ln in run.stderr.splitlines() if "validation failed" in ln)

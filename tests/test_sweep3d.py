@@ -101,7 +101,7 @@ def test_mock_mode_validates_what_it_copies(mpi_name, tmp_path):
     assert res["extra"]["comm"] == "off"
     check_point(res, 2, 1, 4, 1024, comm=False)
     # the mock's copies are checked as received data is: a corrupted one fails naming its place
-    bad = sweep(mpi_name, tmp_path, ["--sizes", "1K", "--comm", "off", "--compute", "0", "--corrupt-at", "1"])
+    bad = sweep(mpi_name, tmp_path, ["--sizes", "1K", "--comm", "off", "--compute", "0", "--inject", "corrupt:1"])
     assert bad.rc == 3, bad.stderr
     assert "x face from rank" in bad.stderr and "iteration=1" in bad.stderr
 
@@ -136,18 +136,18 @@ def test_bad_input_exits_2(mpi_name, tmp_path, args, words):
 
 
 def test_corrupted_cell_exits_3_naming_its_place(mpi_name, tmp_path):
-    r = sweep(mpi_name, tmp_path, ["--sizes", "1K", "--compute", "0", "--corrupt-at", "1",
+    r = sweep(mpi_name, tmp_path, ["--sizes", "1K", "--compute", "0", "--inject", "corrupt:1",
                                    "--mode", ",".join(pattern_modes(mpi_name))])
     assert r.rc == 3, (r.rc, r.stderr)
     line = next(ln for ln in r.stderr.splitlines() if "validation failed" in ln)
-    # 1K face = 128 cells; --corrupt-at flips byte len / 2 = 512 of the first face checked:
+    # 1K face = 128 cells; --inject corrupt flips byte len / 2 = 512 of the first face checked:
     # cell 64, in the single mode's first octant (+x+y+z), k-block 0, x face from rank 0 to rank 1
     assert "bench=sweep3d" in line and "iteration=1" in line and "rank=1" in line
     assert "octant 0 (+++), k-block 0: x face from rank 0, piece 0 of 1, cell 64 of 128" in line
 
 
 def test_persistent_corrupted_cell_exits_3(mpi_name, tmp_path):
-    r = sweep(mpi_name, tmp_path, ["--sizes", "1K", "--compute", "0", "--corrupt-at", "1", "--mode", "persistent"])
+    r = sweep(mpi_name, tmp_path, ["--sizes", "1K", "--compute", "0", "--inject", "corrupt:1", "--mode", "persistent"])
     assert r.rc == 3, (r.rc, r.stderr)
     line = next(ln for ln in r.stderr.splitlines() if "validation failed" in ln)
     assert "persistent mode, octant 0 (+++), k-block 0: x face from rank 0, piece 0 of 1, cell 64 of 128" in line
@@ -195,7 +195,7 @@ def test_face_partitions_partitioned_mode(mpi_name, tmp_path):
 def test_face_partitions_corrupted_piece_named(mpi_name, tmp_path, mode):
     if mode == "partitioned" and mode not in pattern_modes(mpi_name):
         pytest.skip(OPENMPI_PARTITIONED)
-    r = sweep(mpi_name, tmp_path, ["--sizes", "1K", "--compute", "0", "--corrupt-at", "1", "--face-partitions", "4",
+    r = sweep(mpi_name, tmp_path, ["--sizes", "1K", "--compute", "0", "--inject", "corrupt:1", "--face-partitions", "4",
                                    "--mode", mode], threads=2)
     assert r.rc == 3, (r.rc, r.stderr)
     line = next(ln for ln in r.stderr.splitlines() if "validation failed" in ln)
@@ -241,7 +241,7 @@ def test_serial_is_opt_in_and_validated(mpi_name, tmp_path):
     assert r.rc == 0, r.stderr
     assert "t_sweep_serial_us" not in r.results()[0]["metrics"] or \
         r.results()[0]["metrics"]["t_sweep_serial_us"]["count"] == 0
-    bad = sweep(mpi_name, tmp_path, ["--sizes", "1K", "--compute", "0", "--corrupt-at", "1", "--mode", "serial"])
+    bad = sweep(mpi_name, tmp_path, ["--sizes", "1K", "--compute", "0", "--inject", "corrupt:1", "--mode", "serial"])
     assert bad.rc == 3, (bad.rc, bad.stderr)
     line = next(ln for ln in bad.stderr.splitlines() if "validation failed" in ln)
     assert "serial mode, octant 0 (+++), k-block 0: x face from rank 0, piece 0 of 1, cell 64 of 128" in line

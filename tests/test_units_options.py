@@ -243,14 +243,23 @@ def test_common_table_exactly(lib):
     table = C.cast(C.addressof(cl.Option.in_dll(lib, "hmb_common_options")), C.POINTER(cl.Option))
     rows, run_control = {}, set()
     i = 0
+    groups = {}
     while table[i].name:
         o = table[i]
-        if o.role == 1:
-            run_control.add(o.name.decode())
-        rows[o.name.decode()] = (o.type, o.default_value and o.default_value.decode(), o.min, o.max,
-                                 o.choices and o.choices.decode())
-        assert o.help and len(o.help) > 10
+        name = o.name.decode().replace("_", "-")   # declared as a C field: --max-iters is max_iters
         i += 1
+        assert o.help and len(o.help) > 10 and o.slot > 0 and o.given_slot > 0
+        if o.group:   # offered only to the benchmarks that use the group (bench->uses)
+            groups[name] = o.group
+            continue
+        if o.role == 1:
+            run_control.add(name)
+        names = []
+        while o.names and o.names[len(names)]:   # .names: the choices as an array
+            names.append(o.names[len(names)].decode())
+        rows[name] = (o.type, o.default_value and o.default_value.decode(), o.min, o.max,
+                      o.choices.decode() if o.choices else "|".join(names) or None)
+    assert groups == {"grid": 1, "tgrid": 1, "boundary": 1, "face-partitions": 4, "comm": 2, "format": 8}
     assert rows == {
         "sizes": (SIZES, "8:4M", 0, 0, None),
         "threads": (INT, "1", 1, 256, None),
@@ -267,10 +276,9 @@ def test_common_table_exactly(lib):
         "data": (CHOICE, "fresh", 0, 0, "reuse|fresh"),
         "llc-size": (SIZES, "0", 0, 0, None),
         "no-validate": (FLAG, "0", 0, 0, None),
-        "corrupt-at": (INT, "-1", -1, 1e9, None),
+        "inject": (CHOICE_ARGS, None, 0, 1e9, "corrupt:|never-complete:|stale:|wrong-slot:|hang:|silent-partner"),
         "timeout": (DURATION, "300s", 0, 0, None),
         "wait-bound": (DURATION, "10s", 0, 0, None),
-        "never-complete-at": (INT, "-1", -1, 1e9, None),
         "json": (STRING, None, 0, 0, None),
         "raw": (FLAG, "0", 0, 0, None),
         "metric": (STRING, None, 0, 0, None),
@@ -279,7 +287,7 @@ def test_common_table_exactly(lib):
     }
     # options that steer the run but never define what is measured (the toolkit groups by the rest)
     assert run_control == {"iters", "max-iters", "warmup", "ci-target", "budget", "seed", "llc-size",
-                           "no-validate", "corrupt-at", "timeout", "wait-bound", "never-complete-at", "json", "raw",
+                           "no-validate", "inject", "timeout", "wait-bound", "json", "raw",
                            "metric", "wide"}
 
 
@@ -291,7 +299,7 @@ def test_defaults_of_common_options(lib):
     assert p["ci-target"].dval == 5.0
     assert p["budget"].ns == 2_000_000_000 and p["timeout"].ns == 300_000_000_000
     assert p["compute"].ns == 0 and p["noise"].sval == b"none" and p["cache"].sval == b"hot"
-    assert p["corrupt-at"].ival == -1 and p["seed"].ival == 1
+    assert p["inject"].present == 0 and p["seed"].ival == 1
     assert p["no-validate"].ival == 0 and p["raw"].ival == 0
     assert p["json"].present == 0 and p["json"].sval is None
     assert all(not p[n].given for n in ("sizes", "iters", "raw"))
@@ -301,7 +309,7 @@ def test_defaults_of_common_options(lib):
 def test_values_both_spellings(lib):
     p = Parsed(lib, ["--sizes", "1K:4K", "--iters=7", "--partitions", "1,2,4", "--mode=multiple",
                      "--ratio", "0.25", "--poll", "1.5ms", "--label", "hello world", "--verbose",
-                     "--no-validate", "--corrupt-at", "-1", "--json=/tmp/x.jsonl", "--seed", "0"])
+                     "--no-validate", "--inject", "corrupt:3", "--json=/tmp/x.jsonl", "--seed", "0"])
     assert p.rc == 0, p.err
     assert p["sizes"].size_list() == [1024, 2048, 4096] and p["sizes"].given
     assert p["iters"].ival == 7 and p["iters"].given
@@ -309,13 +317,14 @@ def test_values_both_spellings(lib):
     assert p["mode"].sval == b"multiple" and p["ratio"].dval == 0.25
     assert p["poll"].ns == 1_500_000 and p["label"].sval == b"hello world"
     assert p["verbose"].ival == 1 and p["no-validate"].ival == 1 and p["raw"].ival == 0
-    assert p["corrupt-at"].ival == -1 and p["json"].sval == b"/tmp/x.jsonl" and p["seed"].ival == 0
+    assert p["inject"].choice_args() == [(0, 3.0)] and p["json"].sval == b"/tmp/x.jsonl" and p["seed"].ival == 0
 
 
 def test_negative_values_and_units_in_ints(lib):
-    p = Parsed(lib, ["--corrupt-at", "-1", "--iters", "2K", "--seed", "4611686018427387904"])
+    p = Parsed(lib, ["--partitions", "-1:1:+1", "--iters", "2K", "--seed", "4611686018427387904"],
+               bench=option_table(("partitions", INTS, "1", "any integers", 0, 0, None)))
     assert p.rc == 0, p.err
-    assert p["corrupt-at"].ival == -1 and p["iters"].ival == 2048 and p["seed"].ival == 1 << 62
+    assert p["partitions"].int_list() == [-1, 0, 1] and p["iters"].ival == 2048 and p["seed"].ival == 1 << 62
 
 
 def test_last_one_wins(lib):
@@ -369,7 +378,9 @@ def test_default_overrides(lib):
     (["--iters", "1.5"], "--iters: \"1.5\": must be a whole number"),
     (["--iters", "1,2"], "--iters: \"1,2\": one integer expected, not a list or range"),
     (["--warmup", "-1"], "--warmup: -1 is below the minimum 0"),
-    (["--corrupt-at", "-2"], "--corrupt-at: -2 is below the minimum -1"),
+    (["--inject", "corrupt:-2"], "--inject: -2 is below the minimum 0"),
+    (["--inject", "corrupt"], '--inject: "corrupt" is not one of corrupt:|never-complete:|stale:|wrong-slot:|hang:|'
+                              'silent-partner (a comma list; NAME:NUMBER where a name ends in :)'),
     (["--max-iters", "2000000000"], "--max-iters: 2000000000 is above the maximum 1000000000"),
     (["--ci-target", "101"], "--ci-target: 101 is above the maximum 100"),
     (["--ci-target", "abc"], '--ci-target: "abc" is not a number'),
@@ -438,11 +449,10 @@ def test_help_text(lib):
                  "timeout", "json", "raw", "metric", "wide"):
         assert any(line.startswith(f"  --{name} ") for line in lines[common_at:] + threads), name
     # TEST ONLY options (planted faults) are counted, listed only with --help-all (all = 1)
-    assert not any(line.startswith(("  --corrupt-at", "  --never-complete-at")) for line in lines)
-    assert "(2 TEST ONLY options for testing hmb-bench itself not shown: --help-all lists them)" in lines
+    assert not any(line.startswith("  --inject") for line in lines)
+    assert "(1 TEST ONLY option for testing hmb-bench itself not shown: --help-all lists them)" in lines
     full = _help(lib, 1)
-    for name in ("--corrupt-at INT", "--never-complete-at INT"):
-        assert any(line.startswith(f"  {name}") and "TEST ONLY" in line for line in full.splitlines()), name
+    assert any(line.startswith("  --inject LIST") and "TEST ONLY" in line for line in full.splitlines())
     assert "not shown" not in full
 
 
@@ -530,3 +540,63 @@ def test_a_desynchronised_mirror_is_named(lib, monkeypatch):
     assert "hmb_default: 24 bytes in the mirror, 16 in the library" in bad
     assert "hmb_default.name: offset/size 8/8 in the mirror, 0/8 in the library" in bad
     assert "hmb_default: mirror fields ['pad'] not in the library's table" in bad
+
+
+# ------------------------------------------------------------------ typed values (HMB_OPTIONS)
+
+class TypedBench(C.Structure):
+    """What HMB_OPTIONS generates for X(parts, INTS) X(mode, CHOICE) X(level, CHOICES) X(delay, DURATION)
+    X(label, STRING) X(count, INT): one typed field per option, then the given flags."""
+    _fields_ = [("parts_v", C.POINTER(C.c_longlong)), ("parts_n", C.c_int), ("mode", C.c_int),
+                ("level", C.c_ulonglong), ("delay", C.c_int64), ("label", C.c_char_p), ("count", C.c_longlong),
+                ("given", C.c_ubyte * 6)]
+
+
+def typed_table():
+    f = TypedBench
+    rows = [("parts", INTS, "1,2", f.parts_v.offset), ("mode", CHOICE, "b", f.mode.offset),
+            ("level", CHOICES, "x,z", f.level.offset), ("delay", DURATION, "10us", f.delay.offset),
+            ("label", STRING, None, f.label.offset), ("count", INT, "7", f.count.offset)]
+    arr = (cl.Option * (len(rows) + 1))()
+    keep = []
+    for i, (name, typ, default, offset) in enumerate(rows):
+        enc = [name.encode(), default and default.encode(), b"help", b"a|b|c" if typ == CHOICE else b"x|y|z"]
+        keep += enc
+        arr[i] = cl.Option(enc[0], typ, enc[1], enc[2], 0, 0, enc[3] if typ in (CHOICE, CHOICES) else None, 0,
+                           offset + 1, f.given.offset + i + 1)
+    arr._keep = keep
+    return arr
+
+
+def test_typed_values_land_in_the_struct(lib):
+    """The parser stores each value where its row's slot says, typed: what a benchmark reads."""
+    table = typed_table()
+    p = Parsed(lib, ["--mode", "c", "--delay", "1.5ms", "--label", "hi"], bench=table)
+    assert p.rc == 0, p.err
+    common = C.create_string_buffer(8192)   # hmb_common_opts: the harness's own
+    typed = TypedBench()
+    lib.hmb_options_store(C.byref(p.set), C.cast(common, C.c_void_p), C.byref(typed))
+    assert [typed.parts_v[i] for i in range(typed.parts_n)] == [1, 2]
+    assert typed.mode == 2 and typed.level == 0b101 and typed.delay == 1_500_000
+    assert typed.label == b"hi" and typed.count == 7
+    assert list(typed.given) == [0, 1, 0, 1, 1, 0]   # mode, delay, label given; the rest defaulted
+
+
+def test_unset_typed_values(lib):
+    """An option without default and not given: NULL string, -1 choice, empty list."""
+    table = option_table(("label", STRING, None, "free text", 0, 0, None),
+                         ("mode", CHOICE, None, "a choice", 0, 0, "a|b"))
+    table[0].slot, table[1].slot = 1, 9
+    p = Parsed(lib, [], bench=table)
+    assert p.rc == 0, p.err
+    out = (C.c_char * 16)()
+    C.memset(out, 0x5a, 16)
+    lib.hmb_options_store(C.byref(p.set), C.cast(C.create_string_buffer(8192), C.c_void_p), C.byref(out))
+    assert C.c_void_p.from_buffer(out, 0).value is None and C.c_int.from_buffer(out, 8).value == -1
+
+
+def test_option_names_spell_underscore_as_dash(lib):
+    table = option_table(("face_partitions", STRING, "tiles", "a name declared as a C field", 0, 0, None))
+    p = Parsed(lib, ["--face-partitions", "4"], bench=table)
+    assert p.rc == 0 and p["face-partitions"].sval == b"4"
+    assert p.set.vals[0].opt.contents.name == b"face-partitions"

@@ -7,16 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const op_names[ASYNC_OP_COUNT] = {
-    "pt2pt", "exch", "allreduce", "ialltoall", "ibcast", "neighbor_alltoall", "allreduce_init",
+const char *const async_op_names[ASYNC_OP_COUNT + 1] = {
+    "pt2pt", "exch", "allreduce", "ialltoall", "ibcast", "neighbor_alltoall", "allreduce_init", NULL,
 };
 
-const char *async_op_name(async_op op) { return op_names[op]; }
+const char *async_op_name(async_op op) { return async_op_names[op]; }
 
 int async_op_from_name(const char *name)
 {
     for (int i = 0; i < ASYNC_OP_COUNT; i++)
-        if (strcmp(name, op_names[i]) == 0)
+        if (strcmp(name, async_op_names[i]) == 0)
             return i;
     return -1;
 }

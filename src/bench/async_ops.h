@@ -55,6 +55,7 @@ typedef struct {
     int nreq;        /* requests of the posted non-blocking operation */
 } async_exchange;
 
+extern const char *const async_op_names[]; /* NULL-terminated, in async_op order */
 const char *async_op_name(async_op op);
 int async_op_from_name(const char *name); /* -1 if unknown */
 int async_op_uses_neighbors(async_op op);

@@ -33,112 +33,6 @@ typedef struct {
     void (*run)(cf *c, const hmb_point *pt);
 } check_def;
 
-/* ------------------------------------------------------------------ verdicts and bounded waits */
-
-void cf_set(cf *c, int verdict, const char *fmt, ...)
-{
-    if (verdict < c->verdict || (verdict == c->verdict && c->reason[0]))
-        return; /* the first reason of the worst verdict stays */
-    c->verdict = verdict;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->reason, sizeof c->reason, fmt, ap);
-    va_end(ap);
-}
-
-int cf_expired(const cf *c) { return hmb_now() > c->deadline; }
-
-/* Poll n requests until all completed or the deadline: 1, or 0 after a FAIL naming what was
- * outstanding (the run is then wedged: its requests cannot be freed). */
-int cf_complete(cf *c, int n, MPI_Request *req, const char *what)
-{
-    int left = n;
-    char *done = calloc((size_t)n, 1);
-    while (left > 0) {
-        for (int i = 0; i < n; i++) {
-            if (done[i])
-                continue;
-            int flag = 0;
-            MPI_Test(&req[i], &flag, MPI_STATUS_IGNORE);
-            if (flag) {
-                done[i] = 1;
-                left--;
-            }
-        }
-        if (left > 0 && cf_expired(c)) {
-            char list[160] = "";
-            size_t len = 0;
-            for (int i = 0; i < n && len < sizeof list - 12; i++)
-                if (!done[i])
-                    len += (size_t)snprintf(list + len, sizeof list - len, "%s%d", len ? "," : "", i);
-            cf_set(c, V_FAIL, "rank %d: %s: %d of %d request(s) not complete after %.1f s (outstanding: %s); "
-                              "the library stopped progressing", c->rank, what, left, n, c->bound_s, list);
-            c->wedged = 1;
-            free(done);
-            return 0;
-        }
-    }
-    free(done);
-    return 1;
-}
-
-/* A control message between the pair (bounded both ways). */
-int cf_ctl_send(cf *c, int peer, int tag)
-{
-    int one = 1;
-    MPI_Request r;
-    MPI_Isend(&one, 1, MPI_INT, peer, TAG_GO + tag, c->comm, &r);
-    return cf_complete(c, 1, &r, "control message send");
-}
-
-int cf_ctl_recv(cf *c, int peer, int tag)
-{
-    int v = 0;
-    MPI_Request r;
-    MPI_Irecv(&v, 1, MPI_INT, peer, TAG_GO + tag, c->comm, &r);
-    return cf_complete(c, 1, &r, "control message receive (the partner did not reach its step)");
-}
-
-/* ------------------------------------------------------------------ data */
-
-uint64_t cf_word_of(long round, size_t w) { return hmb_mix64(((uint64_t)round << 40) ^ (uint64_t)w ^ 0x5eedull); }
-
-void cf_fill(uint64_t *b, size_t lo, size_t hi, long round)
-{
-    for (size_t w = lo; w < hi; w++)
-        b[w] = cf_word_of(round, w);
-}
-
-void cf_poison(uint64_t *b, size_t n)
-{
-    for (size_t w = 0; w < n; w++)
-        b[w] = POISON;
-}
-
-/* First word of [lo, hi) that does not hold round's data, or -1. */
-long cf_bad_word(const uint64_t *b, size_t lo, size_t hi, long round)
-{
-    for (size_t w = lo; w < hi; w++)
-        if (b[w] != cf_word_of(round, w))
-            return (long)w;
-    return -1;
-}
-
-/* What a wrong word holds, for the message: gen is the data generation expected, stride the
- * step between one round's generation and the next (the requests per pair). */
-const char *cf_word_story_k(uint64_t v, long gen, size_t w, long stride)
-{
-    if (v == POISON)
-        return "the poison (nothing arrived)";
-    if (v == cf_word_of(gen + stride, w))
-        return "the next round's data";
-    if (gen >= stride && v == cf_word_of(gen - stride, w))
-        return "the previous round's data";
-    return "other bytes";
-}
-
-const char *cf_word_story(uint64_t v, long gen, size_t w) { return cf_word_story_k(v, gen, w, 1); }
-
 /* ------------------------------------------------------------------ the table of checks */
 
 #if HMB_HAVE_PARTITIONED
@@ -194,28 +88,6 @@ static const check_def checks[] = {
 };
 #define NCHECKS ((int)(sizeof checks / sizeof checks[0]))
 
-static const hmb_option conform_options[] = {
-    {"check", HMB_OPT_CHOICES, "all", "checks to run (one point each per variant)", 0, 0,
-     "inactive-buffer|pready-nonblocking|parrived-truth|parrived-inactive|part-counts|pready-order|third-rank|"
-     "many-partitions|restarts|request-free|multi-completion|mt-order|info-assertions|streams|thread-level"},
-    {"requests", HMB_OPT_INTS, "1,2,8", "inactive-buffer: partitioned requests per pair of ranks", 1, 64, NULL},
-    {"counts", HMB_OPT_STRING, "4:8,8:2,3:6,6:4", "part-counts: send:receive partition counts", 0, 0, NULL},
-    {"order", HMB_OPT_CHOICES, "reverse,random,threads,range,list",
-     "pready-order: reverse, random, from all --threads at once, MPI_Pready_range, MPI_Pready_list", 0, 0,
-     "reverse|random|threads|range|list"},
-    {"state", HMB_OPT_CHOICES, "unstarted,null,completed",
-     "parrived-inactive: a request never started, MPI_REQUEST_NULL, a completed request", 0, 0,
-     "unstarted|null|completed"},
-    {"many", HMB_OPT_INTS, "1024,65536", "many-partitions: partition counts", 1, 1 << 20, NULL},
-    {"restarts", HMB_OPT_INT, "1000", "restarts: MPI_Start/complete rounds", 300, 1000000, NULL},
-    {"delay", HMB_OPT_DURATION, "50ms", "pready-nonblocking: the receiver's delay before MPI_Start", 0, 0, NULL},
-    {"bound", HMB_OPT_DURATION, "3s", "deadline of one check: past it a check still waiting FAILs", 0, 0, NULL,
-     HMB_ROLE_RUN_CONTROL},
-    {"test-silent-partner", HMB_OPT_FLAG, "0",
-     "TEST ONLY: in inactive-buffer the receiver never posts its side (the check must FAIL within --bound)", 0, 0,
-     NULL, HMB_ROLE_RUN_CONTROL},
-    HMB_OPTION_END};
-
 static const hmb_default conform_defaults[] = {{"sizes", "0"},   {"warmup", "0"},   {"iters", "1"},
                                                {"max-iters", "1"}, {"ci-target", "0"}, {"timeout", "30s"},
                                                {NULL, NULL}};
@@ -251,19 +123,22 @@ static int parse_counts(const char *text, int (*out)[2], int max)
 static void conform_check(hmb_ctx *ctx)
 {
     int pairs[MAX_COUNTS][2];
-    if (parse_counts(hmb_opt_str(ctx, "counts"), pairs, MAX_COUNTS) < 1)
-        hmb_usage_error(ctx, "--counts: \"%s\" is not a list of SEND:RECV partition counts (e.g. 4:8,8:2)",
-                        hmb_opt_str(ctx, "counts"));
-    if (hmb_opt_duration_ns(ctx, "bound") <= 0)
+    const conform_opts *o = HMB_OPTS(conform_opts, ctx);
+    if (parse_counts(o->counts, pairs, MAX_COUNTS) < 1)
+        hmb_usage_error(ctx, "--counts: \"%s\" is not a list of SEND:RECV partition counts (e.g. 4:8,8:2)", o->counts);
+    if (o->bound <= 0)
         hmb_usage_error(ctx, "--bound: must be positive");
 }
 
-static int check_index(const char *name)
+const char *const cf_order_names[] = {"reverse", "random", "threads", "range", "list", NULL};
+const char *const cf_state_names[] = {"unstarted", "null", "completed", NULL};
+
+static cf_point *add_check(hmb_point_list *out, int i)
 {
-    for (int i = 0; i < NCHECKS; i++)
-        if (strcmp(checks[i].name, name) == 0)
-            return i;
-    abort();
+    cf_point *p = hmb_points_new(out, 0);
+    p->check = checks[i].name;
+    p->check_index = i;
+    return p;
 }
 
 /* Points in check order, except parrived-inactive on MPI_REQUEST_NULL, which goes last: it
@@ -271,86 +146,76 @@ static int check_index(const char *name)
  * a crash must not keep the others from running. `hmb conform` runs each check in its own launch. */
 static void conform_points(hmb_ctx *ctx, hmb_point_list *out)
 {
-    unsigned long long chosen = hmb_opt_choices(ctx, "check");
+    const conform_opts *o = HMB_OPTS(conform_opts, ctx);
+    unsigned long long chosen = o->check;
     int null_state = 0;
     for (int i = 0; i < NCHECKS; i++) {
         if (!(chosen & (1ull << i)))
             continue;
         const check_def *d = &checks[i];
         if (!d->variant) {
-            hmb_point_set_str(hmb_points_add(out, 0), "check", d->name);
+            add_check(out, i);
         } else if (strcmp(d->variant, "requests") == 0 || strcmp(d->variant, "many") == 0) {
-            int n = 0;
-            const long long *v = hmb_opt_ints(ctx, d->variant, &n);
-            for (int k = 0; k < n; k++) {
-                hmb_point *pt = hmb_points_add(out, 0);
-                hmb_point_set_str(pt, "check", d->name);
-                hmb_point_set_int(pt, strcmp(d->variant, "many") == 0 ? "partitions" : "requests", v[k]);
-            }
+            const hmb_ints v = strcmp(d->variant, "many") == 0 ? o->many : o->requests;
+            for (int k = 0; k < v.n; k++)
+                *(strcmp(d->variant, "many") == 0 ? &add_check(out, i)->partitions : &add_check(out, i)->requests) =
+                    v.v[k];
         } else if (strcmp(d->variant, "counts") == 0) {
             int pairs[MAX_COUNTS][2];
-            int n = parse_counts(hmb_opt_str(ctx, "counts"), pairs, MAX_COUNTS);
+            int n = parse_counts(o->counts, pairs, MAX_COUNTS);
             for (int k = 0; k < n; k++) {
-                hmb_point *pt = hmb_points_add(out, 0);
-                hmb_point_set_str(pt, "check", d->name);
-                hmb_point_set_int(pt, "send_partitions", pairs[k][0]);
-                hmb_point_set_int(pt, "recv_partitions", pairs[k][1]);
+                cf_point *p = add_check(out, i);
+                p->send_partitions = pairs[k][0];
+                p->recv_partitions = pairs[k][1];
             }
         } else { /* a CHOICES option: order, state */
-            static const char *const orders[] = {"reverse", "random", "threads", "range", "list"};
-            static const char *const states[] = {"unstarted", "null", "completed"};
             int is_order = strcmp(d->variant, "order") == 0;
-            unsigned long long o = hmb_opt_choices(ctx, d->variant);
-            for (int k = 0; k < (is_order ? 5 : 3); k++)
-                if (!is_order && k == 1 && (o & (1ull << k)))
-                    null_state = 1;
-                else if (o & (1ull << k)) {
-                    hmb_point *pt = hmb_points_add(out, 0);
-                    hmb_point_set_str(pt, "check", d->name);
-                    hmb_point_set_str(pt, d->variant, is_order ? orders[k] : states[k]);
-                }
+            unsigned long long mask = is_order ? o->order : o->state;
+            for (int k = 0; (is_order ? cf_order_names : cf_state_names)[k]; k++)
+                if (!is_order && k == STATE_NULL && (mask & (1ull << k)))
+                    null_state = i + 1;
+                else if (mask & (1ull << k))
+                    *(is_order ? &add_check(out, i)->order : &add_check(out, i)->state) = k;
         }
     }
-    if (null_state) {
-        hmb_point *pt = hmb_points_add(out, 0);
-        hmb_point_set_str(pt, "check", "parrived-inactive");
-        hmb_point_set_str(pt, "state", "null");
-    }
+    if (null_state)
+        add_check(out, null_state - 1)->state = STATE_NULL;
 }
 
 /* The check's name with its variant, and the command that runs it alone. */
 static void describe(cf *c, const hmb_point *pt)
 {
-    const char *name = hmb_point_str(pt, "check");
+    const cf_point *p = HMB_POINT(cf_point, pt);
+    const char *name = p->check;
     char variant[96] = "", args[160] = "";
     if (strcmp(name, "inactive-buffer") == 0) {
-        snprintf(variant, sizeof variant, " requests=%lld", hmb_point_int(pt, "requests"));
-        snprintf(args, sizeof args, " --requests %lld", hmb_point_int(pt, "requests"));
+        snprintf(variant, sizeof variant, " requests=%lld", p->requests);
+        snprintf(args, sizeof args, " --requests %lld", p->requests);
     } else if (strcmp(name, "many-partitions") == 0) {
-        snprintf(variant, sizeof variant, " partitions=%lld", hmb_point_int(pt, "partitions"));
-        snprintf(args, sizeof args, " --many %lld", hmb_point_int(pt, "partitions"));
+        snprintf(variant, sizeof variant, " partitions=%lld", p->partitions);
+        snprintf(args, sizeof args, " --many %lld", p->partitions);
     } else if (strcmp(name, "part-counts") == 0) {
-        snprintf(variant, sizeof variant, " %lld->%lld", hmb_point_int(pt, "send_partitions"),
-                 hmb_point_int(pt, "recv_partitions"));
-        snprintf(args, sizeof args, " --counts %lld:%lld", hmb_point_int(pt, "send_partitions"),
-                 hmb_point_int(pt, "recv_partitions"));
+        snprintf(variant, sizeof variant, " %lld->%lld", p->send_partitions, p->recv_partitions);
+        snprintf(args, sizeof args, " --counts %lld:%lld", p->send_partitions, p->recv_partitions);
     } else if (strcmp(name, "pready-order") == 0 || strcmp(name, "parrived-inactive") == 0) {
         const char *opt = name[1] == 'r' ? "order" : "state";
-        snprintf(variant, sizeof variant, " %s", hmb_point_str(pt, opt));
-        snprintf(args, sizeof args, " --%s %s", opt, hmb_point_str(pt, opt));
+        const char *value = name[1] == 'r' ? cf_order_names[p->order] : cf_state_names[p->state];
+        snprintf(variant, sizeof variant, " %s", value);
+        snprintf(args, sizeof args, " --%s %s", opt, value);
     } else if (strcmp(name, "thread-level") == 0) {
-        const char *lvl = hmb_opt_given(c->ctx, "thread-level") ? hmb_opt_str(c->ctx, "thread-level") : "multiple";
+        const hmb_common_opts *co = hmb_common(c->ctx);
+        const char *lvl = co->given.thread_level ? hmb_thread_level_choices[co->thread_level] : "multiple";
         snprintf(variant, sizeof variant, " %s", lvl);
         snprintf(args, sizeof args, " --thread-level %s", lvl);
     }
     char extra[128] = "";
     if (hmb_threads(c->ctx) > 1)
         snprintf(extra, sizeof extra, " --threads %d", hmb_threads(c->ctx));
-    if (hmb_opt_given(c->ctx, "bound"))
+    if (HMB_OPTS(conform_opts, c->ctx)->given.bound)
         snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " --bound %gs",
-                 (double)hmb_opt_duration_ns(c->ctx, "bound") * 1e-9);
-    if (hmb_opt_flag(c->ctx, "test-silent-partner"))
-        snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " --test-silent-partner");
+                 (double)HMB_OPTS(conform_opts, c->ctx)->bound * 1e-9);
+    if (c->silent)
+        snprintf(extra + strlen(extra), sizeof extra - strlen(extra), " --inject silent-partner");
     snprintf(c->name, sizeof c->name, "%s%s", name, variant);
     snprintf(c->reproducer, sizeof c->reproducer, "mpiexec -n %d hmb-bench conform --check %s%s%s", c->size, name,
              args, extra);
@@ -364,8 +229,8 @@ static void *conform_setup(hmb_ctx *ctx, const hmb_point *pt)
     c->ctx = ctx;
     c->rank = hmb_rank(ctx);
     c->size = hmb_size(ctx);
-    c->silent = hmb_opt_flag(ctx, "test-silent-partner");
-    c->bound_s = (double)hmb_opt_duration_ns(ctx, "bound") * 1e-9;
+    c->silent = hmb_inject_at(ctx, HMB_INJECT_SILENT_PARTNER) >= 0;
+    c->bound_s = (double)HMB_OPTS(conform_opts, ctx)->bound * 1e-9;
     c->final_verdict = -1;
     MPI_Comm_dup(hmb_comm(ctx), &c->ctl);
     describe(c, pt);
@@ -443,7 +308,7 @@ static int conform_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long 
 {
     (void)iter;
     cf *c = state;
-    const check_def *d = &checks[check_index(hmb_point_str(pt, "check"))];
+    const check_def *d = &checks[HMB_POINT(cf_point, pt)->check_index];
     c->verdict = V_PASS;
     c->wedged = 0;
     c->reason[0] = '\0';
@@ -495,7 +360,7 @@ static int conform_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long 
 static void conform_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
 {
     cf *c = state;
-    const check_def *d = &checks[check_index(hmb_point_str(pt, "check"))];
+    const check_def *d = &checks[HMB_POINT(cf_point, pt)->check_index];
     hmb_result_add_str(ctx, "verdict", verdict_names[c->final_verdict]);
     hmb_conformance_record(ctx, c->name, verdict_names[c->final_verdict], c->final_reason, d->clause, c->reproducer,
                            c->final_s);
@@ -515,7 +380,10 @@ static const hmb_bench conform_bench = {
     .group = "conformance",
     .summary = "conformance checks of partitioned communication and MPI + threads: PASS / FAIL / UNSUPPORTED "
                "with the clause and a one-line reproducer",
-    .options = conform_options,
+    HMB_BENCH_PARAMS(cf_point),
+    HMB_BENCH_OPTIONS(conform_opts),
+    .no_mock = "a check judges what the library does between two ranks (rank 1 sends, rank 0 receives): a "
+               "loopback without MPI has nothing to judge",
     .defaults = conform_defaults,
     .metrics = conform_metrics,
     .thread_level = MPI_THREAD_MULTIPLE,

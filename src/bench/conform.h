@@ -15,6 +15,34 @@ enum { TAG_DATA = 7, TAG_GO = 100 };
 #define REASON_LEN 600
 
 typedef enum { ORDER_FORWARD, ORDER_REVERSE, ORDER_RANDOM, ORDER_THREADS, ORDER_RANGE, ORDER_LIST } ready_order;
+/* --order's names: name k is ready_order k + 1 (forward is no choice). --state's names. */
+extern const char *const cf_order_names[], *const cf_state_names[];
+enum { STATE_UNSTARTED, STATE_NULL, STATE_COMPLETED };
+
+#define CONFORM_OPTIONS(X)                                                                                          \
+    X(check, CHOICES, .default_value = "all", .help = "checks to run (one point each per variant)",                  \
+      .choices = "inactive-buffer|pready-nonblocking|parrived-truth|parrived-inactive|part-counts|pready-order|"     \
+                 "third-rank|many-partitions|restarts|request-free|multi-completion|mt-order|info-assertions|"      \
+                 "streams|thread-level") /* the order of checks[] in conform.c */                                  \
+    X(requests, INTS, .default_value = "1,2,8", .min = 1, .max = 64,                                                \
+      .help = "inactive-buffer: partitioned requests per pair of ranks")                                           \
+    X(counts, STRING, .default_value = "4:8,8:2,3:6,6:4", .help = "part-counts: send:receive partition counts")     \
+    X(order, CHOICES, .default_value = "reverse,random,threads,range,list", .names = cf_order_names,                \
+      .help = "pready-order: reverse, random, from all --threads at once, MPI_Pready_range, MPI_Pready_list")        \
+    X(state, CHOICES, .default_value = "unstarted,null,completed", .names = cf_state_names,                         \
+      .help = "parrived-inactive: a request never started, MPI_REQUEST_NULL, a completed request")                 \
+    X(many, INTS, .default_value = "1024,65536", .min = 1, .max = 1 << 20, .help = "many-partitions: partition counts") \
+    X(restarts, INT, .default_value = "1000", .min = 300, .max = 1000000, .help = "restarts: MPI_Start/complete rounds") \
+    X(delay, DURATION, .default_value = "50ms", .help = "pready-nonblocking: the receiver's delay before MPI_Start") \
+    X(bound, DURATION, .default_value = "3s", .help = "deadline of one check: past it a check still waiting FAILs", \
+      HMB_RUN_CONTROL)
+HMB_OPTIONS(conform_opts, CONFORM_OPTIONS);
+
+/* A point: the check (its name, and its index in the table), and the variant it runs. */
+#define CONFORM_PARAMS(X)                                                                                           \
+    X(check, TEXT) X(requests, INT) X(partitions, INT) X(send_partitions, INT) X(recv_partitions, INT)             \
+    X(order, NAME, .names = cf_order_names) X(state, NAME, .names = cf_state_names) X(check_index, DATA)
+HMB_POINT_PARAMS(cf_point, CONFORM_PARAMS);
 
 typedef struct {
     hmb_ctx *ctx;
@@ -49,7 +77,24 @@ long cf_bad_word(const uint64_t *b, size_t lo, size_t hi, long gen);
 const char *cf_word_story_k(uint64_t v, long gen, size_t w, long stride);
 const char *cf_word_story(uint64_t v, long gen, size_t w);
 
-/* The checks (conform_part.c, conform_threads.c): set c's verdict and reason on every rank. */
+/* A partitioned pair (conform_part.c): rank 1 sends, rank 0 receives a message of `words` words,
+ * each side with its own partition count; pairs_round runs k pairs through one round (start,
+ * MPI_Pready in `order`, bounded completion, data checked): 1, or 0 after a verdict. */
+typedef struct {
+    MPI_Request req;
+    uint64_t *buf;
+    int parts;    /* this side's partition count */
+    size_t words; /* whole message */
+    int active;
+} pside;
+#define ROUNDS 5
+void pair_init(cf *c, pside *p, int send_parts, int recv_parts, size_t words, int tag);
+void pair_free(cf *c, pside *p, int n);
+int pairs_round(cf *c, pside *p, int k, long round, ready_order order);
+void ready_all(cf *c, pside *p, ready_order order, long round); /* the sender marks every partition */
+
+/* The checks (conform_part.c, conform_rounds.c, conform_threads.c): set c's verdict and reason on
+ * every rank. */
 void check_inactive_buffer(cf *c, const hmb_point *pt);
 void check_pready_nonblocking(cf *c, const hmb_point *pt);
 void check_parrived_truth(cf *c, const hmb_point *pt);

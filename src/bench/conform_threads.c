@@ -207,7 +207,8 @@ void check_thread_level(cf *c, const hmb_point *pt)
 {
     (void)pt;
     int provided = hmb_thread_level_provided(c->ctx), query = -1, main_thread = 0;
-    const char *requested = hmb_opt_given(c->ctx, "thread-level") ? hmb_opt_str(c->ctx, "thread-level") : "multiple";
+    const hmb_common_opts *co = hmb_common(c->ctx);
+    const char *requested = co->given.thread_level ? hmb_thread_level_choices[co->thread_level] : "multiple";
     MPI_Query_thread(&query);
     MPI_Is_thread_main(&main_thread);
     if (query != provided)

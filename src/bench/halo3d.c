@@ -1,134 +1,22 @@
-/* halo3d — 7-point halo exchange on a 3-D process grid (SPEC §3.5, seed 000 §3.2: Ember's Halo3D).
+/* halo3d — 7-point halo exchange on a 3-D process grid (SPEC §3.5, seed 000 §3.2: Ember's Halo3D;
+ * docs/metrics.md, "halo3d").
  *
- * Every rank owns a block of nx x ny x nz 8-byte cells with a one-cell halo; T threads split it
- * into tiles (--tgrid), and each face is cut into one piece per thread tile touching it (the
- * topology module's pieces; --face-partitions N cuts each piece into N / pieces equal partitions,
- * all packed and sent by the piece's thread). Each iteration the threads compute (harness compute + noise), then
- * the six faces are packed from the block into contiguous buffers, exchanged, and unpacked into
- * the halo, in up to three modes run back to back on the same compute draws, in counterbalanced
- * order (hmb_phase_order):
- *   single       fork-join: join, then one thread posts 6 Irecv, packs and Isends each face,
- *                Waitall, unpacks;
- *   multiple     receives posted per piece beforehand; each thread packs and Isends its pieces as
- *                soon as its own compute ends (tag = direction and piece), then waits for and
- *                unpacks the pieces landing next to its tile;
- *   partitioned  one MPI_Psend_init / MPI_Precv_init per face, partitions = its pieces; a thread
- *                packs and MPI_Preadys its pieces after its compute, then polls MPI_Parrived for
- *                the pieces landing next to its tile and unpacks them;
- *   persistent   fork-join as single, on one MPI_Send_init / MPI_Recv_init per face created once
- *                per point: MPI_Start of the receives, pack, MPI_Start of each send, Waitall;
- *   serial       the single-threaded baseline (seed 000): as single without the fork, the main
- *                thread computing every thread's draw in turn (opt-in: not in the default --mode).
- *   threadcomm   --thread-comm shared|comm|tag|stream (seed 003, Category 1; replaces --mode): every
- *                face cut into T equal shares in its packed order, thread t posts the receives of
- *                share t of every face, computes, packs and sends share t of every face, waits and
- *                unpacks, all threads at once (MPI_THREAD_MULTIPLE). Thread t talks to thread t of
- *                each neighbour on: shared, one communicator for all threads (tag = direction and
- *                thread); comm, a duplicated communicator per thread; tag, one communicator with
- *                the MPI 4.0 assertions (no_any_tag, no_any_source, exact_length,
- *                allow_overtaking), a tag per (direction, thread); stream, an MPIX stream and its
- *                communicator per thread (MPICH; elsewhere "unsupported"). One point per value.
- *                MPI everywhere is no value: it is this halo at --threads 1 on T times the ranks
- *                (the same face bytes per rank pair), and the record says layout = everywhere.
- * Every operation goes through the communication policy (hmb_comm_ops): --comm off (mock,
- * after LLNL Comb) runs the same modes without any MPI call, each message copied into this
- * rank's own receive buffers, so packing, unpacking and compute are measured alone and
- * validation still runs.
- * A cell's value encodes (source rank, iteration, cell): a received face names the face of the
- * sender it must come from, so a message from the wrong direction, rank or iteration fails.
- * The harness checks every mode's received faces right after the mode (outside its timed
- * region), against the sender's cells (face_received), and poisons the sends (validation as
- * data: register_faces). */
+ * Every rank owns a block of 8-byte cells with a one-cell halo, split into one tile per thread;
+ * each face is cut into one piece per thread tile touching it (--face-partitions N: N partitions).
+ * Each iteration the threads compute, then the six faces are packed, exchanged and unpacked, in
+ * every selected mode (a row of halo_modes, its own iterate) back to back on the same compute
+ * draws, counterbalanced; every operation goes through the communication policy (--comm off: the
+ * mock). A cell's value encodes (source rank, iteration, cell): a wrong face fails validation.
+ * Here: the exchanges, the modes, their metrics, the descriptor; halo3d_setup.c: options, points,
+ * memory, set-up; halo3d_verify.c: send data, validation, the record. */
 #include <math.h>
 #include <omp.h>
-#include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "hmb/hmb.h"
+#include "halo3d.h"
 #include "hmb/metrics.h"
 
+/* The modes, in the order of halo_modes: bit m of --mode is mode m (hidden modes last). */
 enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, MODE_PERSISTENT, MODE_SERIAL, MODE_THREADCOMM, NMODES };
-static const char *const mode_names[NMODES] = {"single", "multiple", "partitioned", "persistent", "serial",
-                                               "threadcomm"};
-#define NDIRS 6
-/* --thread-comm: how the threads of the threadcomm mode express their parallelism. */
-enum { TC_SHARED, TC_COMM, TC_TAG, TC_STREAM, NTC };
-static const char *const tc_names[NTC] = {"shared", "comm", "tag", "stream"};
-#define TC_NINFO 4
-static const char *const tc_info_keys[TC_NINFO] = {"mpi_assert_no_any_tag", "mpi_assert_no_any_source",
-                                                   "mpi_assert_exact_length", "mpi_assert_allow_overtaking"};
-
-typedef struct {
-    int to, from;         /* MPI_PROC_NULL past an open boundary */
-    int npieces;          /* tile pieces: one per thread tile touching the face */
-    size_t piece_cells;   /* every piece of a face has the same size (tiles divide the block) */
-    int sub;              /* partitions per tile piece (--face-partitions N: N / npieces; else 1) */
-    int nparts;           /* partitions (multiple: messages) of the face: npieces * sub */
-    uint64_t *send, *recv; /* npieces * piece_cells, piece p at p * piece_cells */
-    int flat;             /* index of partition 0 in the per-(direction, partition) arrays */
-    const void *state;    /* its halo_state, d its direction: the validation patterns' argument */
-    int d;
-} halo_face;
-
-typedef struct {
-    hmb_topo topo;
-    int n[3];
-    uint64_t *block; /* (nx+2)(ny+2)(nz+2) cells, x fastest, halo included */
-    halo_face face[NDIRS];
-    int nparts_total;
-    int face_parts;       /* --face-partitions: N, or 0 (tiles) */
-    int modes[NMODES], nmodes; /* selected modes, canonical order */
-    int mock;
-    int rank, threads;
-    int64_t compute_ns;
-    MPI_Comm comm[NMODES]; /* one per mode: no mode's message can match another's */
-    MPI_Request *piece_rreq, *piece_sreq; /* multiple: per (direction, piece) */
-    MPI_Request psend[NDIRS], precv[NDIRS];
-    MPI_Request persist_send[NDIRS], persist_recv[NDIRS]; /* persistent: per face */
-    const hmb_comm_ops *ops; /* --comm: MPI or the mock */
-    double *compute_end;                    /* per thread, local clock */
-    atomic_llong bytes_sent[NMODES];        /* this rank, this iteration */
-    double bytes_per_rank_iter[NMODES];     /* rank 0: mean over ranks, last iteration */
-    MPI_Request preq[2 * NDIRS];            /* the partitioned requests started for this mode */
-    int npreq;
-    const hmb_point *pt;                    /* the point being run (validation messages) */
-    hmb_ctx *ctx;                           /* ... and its context and iteration */
-    long iter;
-    double mode_start;                      /* the running mode's start: bounds MPI_Parrived polling */
-    char domain[64];
-    uint64_t *halo_seen, *halo_want;        /* the halo after unpack and its pattern, one face (check_halo) */
-    /* --thread-comm (threadcomm mode): thread t's communicator and tags; what set-up created */
-    int tc;                                 /* TC_*, or -1 */
-    MPI_Comm tc_comm[HMB_MAX_THREADS];      /* thread t's communicator (shared, tag: one for all) */
-    int tc_tag_per_thread;                  /* shared, tag: tag = direction * HMB_MAX_THREADS + thread */
-    MPI_Comm tc_created[HMB_MAX_THREADS];   /* communicators to free */
-    int tc_ncomms;
-    hmb_stream tc_streams[HMB_MAX_THREADS];
-    int tc_nstreams;
-    char tc_info[TC_NINFO][64];             /* tag: the assertions as the library kept them */
-    long vmrss_kib, vmhwm_kib;              /* after set-up; -1: unknown */
-    MPI_Request *tc_req;                    /* per thread, 2 * NDIRS */
-} halo_state;
-
-static const hmb_option halo_options[] = {
-    {"mode", HMB_OPT_CHOICES, "single,multiple,partitioned,persistent",
-     "exchange modes run in one iteration, paired and counterbalanced (serial: one thread computes and exchanges "
-     "the whole block; all: every mode)", 0, 0, "single|multiple|partitioned|persistent|serial"},
-    {"domain", HMB_OPT_INTS, NULL, "cells per rank nx,ny,nz (8 bytes each; default: a cube per --sizes face)", 1,
-     1 << 20, NULL},
-    HMB_FACE_PARTITIONS_OPTION,
-    {"thread-comm", HMB_OPT_CHOICES, NULL,
-     "instead of --mode: the threadcomm exchange, every thread sending its share of every face at once, one point "
-     "per value: shared (one communicator), comm (one per thread), tag (one, tag per thread, MPI 4 assertions), "
-     "stream (an MPIX stream per thread, MPICH: MPIR_CVAR_CH4_RESERVE_VCIS=T). MPI everywhere: --threads 1 on T "
-     "times the ranks", 0, 0, "shared|comm|tag|stream"},
-    HMB_COMM_OPTION,
-    HMB_TOPO_OPTIONS,
-    HMB_OPTION_END};
-
-static const hmb_default halo_defaults[] = {{"sizes", "4K:1M:x4"}, {"compute", "1ms"}, {NULL, NULL}};
 
 /* The metrics each mode adds ("{mode}": its name), bits of hmb_mode.metrics. */
 enum { MT_ITER, MT_COMM, MT_THROUGHPUT, MT_RATIO, MT_SPEEDUP };
@@ -147,539 +35,21 @@ static const hmb_metric halo_mode_metrics[] = {
                                    "iterations"},
     HMB_METRIC_END};
 
-/* ------------------------------------------------------------------ block geometry */
-
-static size_t cell_index(const int n[3], int x, int y, int z)
-{
-    return (size_t)(x + 1) + (size_t)(n[0] + 2) * ((size_t)(y + 1) + (size_t)(n[1] + 2) * (size_t)(z + 1));
-}
-
-/* Value of interior cell (x, y, z) of rank's block in iteration iter. */
-static uint64_t cell_value(int rank, long iter, const int n[3], int x, int y, int z)
-{
-    uint64_t cell = (uint64_t)x + (uint64_t)n[0] * ((uint64_t)y + (uint64_t)n[1] * (uint64_t)z);
-    return hmb_mix64(hmb_mix64(hmb_mix64((uint64_t)rank) ^ (uint64_t)iter) ^ cell);
-}
-
-/* A box of the block to buf (to_block 0) or buf into it (1), z, y, x order; a one-cell row (the
- * x faces) is an assignment, not a memcpy call per cell. */
-static inline void box_copy(uint64_t *block, const int n[3], const int lo[3], const int cnt[3], uint64_t *buf,
-                            int to_block)
-{
-    size_t k = 0, row = (size_t)cnt[0];
-    for (int z = lo[2]; z < lo[2] + cnt[2]; z++)
-        for (int y = lo[1]; y < lo[1] + cnt[1]; y++, k += row) {
-            uint64_t *cells = block + cell_index(n, lo[0], y, z);
-            if (row == 1) {
-                if (to_block)
-                    *cells = buf[k];
-                else
-                    buf[k] = *cells;
-            } else {
-                memcpy(to_block ? cells : buf + k, to_block ? buf + k : cells, row * sizeof(uint64_t));
-            }
-        }
-}
-
-/* Cells [first, first + count) of face d in its packed order (piece by piece, each box in z, y, x
- * order) between the block and buf (buf[k] is cell k): the boundary layer's send boxes
- * (halo 0) or the halo's receive boxes (halo 1), copied into the block (to_block) or out of it. */
-static void face_range(halo_state *st, int d, size_t first, size_t count, uint64_t *buf, int halo, int to_block)
-{
-    const halo_face *f = &st->face[d];
-    size_t end = first + count, k = first / f->piece_cells * f->piece_cells;
-    for (int p = (int)(first / f->piece_cells); p < f->npieces && k < end; p++) {
-        int lo[3], cnt[3];
-        if (halo)
-            hmb_topo_recv_box(&st->topo, st->n, d, p, lo, cnt);
-        else
-            hmb_topo_send_box(&st->topo, st->n, d, p, lo, cnt);
-        size_t box = (size_t)cnt[0] * (size_t)cnt[1] * (size_t)cnt[2];
-        if (k >= first && k + box <= end) { /* the whole box (every pack and unpack): rows, no clipping */
-            box_copy(st->block, st->n, lo, cnt, buf + k, to_block);
-            k += box;
-            continue;
-        }
-        for (int z = lo[2]; z < lo[2] + cnt[2] && k < end; z++)
-            for (int y = lo[1]; y < lo[1] + cnt[1] && k < end; y++, k += (size_t)cnt[0]) {
-                size_t a = k > first ? k : first, b = k + (size_t)cnt[0] < end ? k + (size_t)cnt[0] : end;
-                if (a >= b)
-                    continue;
-                uint64_t *cells = st->block + cell_index(st->n, lo[0] + (int)(a - k), y, z);
-                memcpy(to_block ? cells : buf + a, to_block ? buf + a : cells, (b - a) * sizeof(uint64_t));
-            }
-    }
-}
-
 static void pack_piece(halo_state *st, int d, int p)
 {
     size_t cells = st->face[d].piece_cells;
-    face_range(st, d, (size_t)p * cells, cells, st->face[d].send, 0, 0);
+    halo_face_range(st, d, (size_t)p * cells, cells, st->face[d].send, 0, 0);
 }
 
 /* Piece p of the message of direction d into the halo. */
 static void unpack_piece(halo_state *st, int d, int p)
 {
     size_t cells = st->face[d].piece_cells;
-    face_range(st, d, (size_t)p * cells, cells, st->face[d].recv, 1, 1);
-}
-
-/* Cells of face d, and how many validation pieces it has: threadcomm, one share per thread; else
- * its partitions (messages). */
-static size_t face_cells(const halo_face *f) { return (size_t)f->npieces * f->piece_cells; }
-static int face_pieces(const halo_state *st, const halo_face *f) { return st->tc >= 0 ? st->threads : f->nparts; }
-
-/* The mode's name in validation messages: "threadcomm/tag" names the --thread-comm value. */
-static const char *mode_label(const halo_state *st, int mode, char *buf, size_t len)
-{
-    if (mode != MODE_THREADCOMM)
-        return mode_names[mode];
-    snprintf(buf, len, "threadcomm/%s", tc_names[st->tc]);
-    return buf;
+    halo_face_range(st, d, (size_t)p * cells, cells, st->face[d].recv, 1, 1);
 }
 
 static long long piece_bytes(const halo_state *st, int d) { return (long long)(st->face[d].piece_cells * 8); }
-
-/* ------------------------------------------------------------------ options and points */
-
-/* Cells per axis must split evenly into the thread tiles: partitions of a face are equal. */
-static int axis_multiple(const hmb_topo *t)
-{
-    int m = 1;
-    for (int a = 0; a < 3; a++) {
-        int x = m, y = t->tdims[a];
-        while (y) {
-            int r = x % y;
-            x = y;
-            y = r;
-        }
-        m = m / x * t->tdims[a];
-    }
-    return m;
-}
-
-/* The cube side, a multiple of m, whose face (side^2 * 8 bytes) is closest to face_bytes. */
-static int cube_side(size_t face_bytes, int m)
-{
-    int side = m;
-    while ((double)(side + m) * (side + m) * 8.0 <= (double)face_bytes)
-        side += m;
-    double below = (double)face_bytes - (double)side * side * 8.0;
-    double above = (double)(side + m) * (side + m) * 8.0 - (double)face_bytes;
-    return above < below ? side + m : side;
-}
-
-/* What setup_faces allocates for an nx x ny x nz block: the block with its halo layer, 8-byte
- * cells (its faces, a few of its face sizes, are small beside it). */
-static double block_bytes(long long nx, long long ny, long long nz)
-{
-    return (double)(nx + 2) * (double)(ny + 2) * (double)(nz + 2) * 8.0;
-}
-
-/* --face-partitions N: every tile piece of every face (n[b]/tdims[b] x n[c]/tdims[c] cells) must
- * split into N / (its face's tile pieces) equal partitions. */
-static void check_face_partitions(hmb_ctx *ctx, const hmb_topo *t, int parts, const long long n[3])
-{
-    for (int a = 0; parts > 0 && a < 3; a++) {
-        int b = (a + 1) % 3, c = (a + 2) % 3, pieces = t->tdims[b] * t->tdims[c];
-        long long cells = n[b] / t->tdims[b] * (n[c] / t->tdims[c]);
-        if (cells % (parts / pieces) != 0)
-            hmb_usage_error(ctx, "--face-partitions %d: the %c face of a %lldx%lldx%lld block has %d tile pieces of "
-                                 "%lld cells, which do not split into %d equal partitions each", parts, "xyz"[a],
-                            n[0], n[1], n[2], pieces, cells, parts / pieces);
-    }
-}
-
-/* --thread-comm: every face (n[b] x n[c] cells) must split into T equal thread shares. */
-static void check_thread_shares(hmb_ctx *ctx, int threads, const long long n[3])
-{
-    for (int a = 0; a < 3; a++) {
-        long long cells = n[(a + 1) % 3] * n[(a + 2) % 3];
-        if (cells % threads != 0)
-            hmb_usage_error(ctx, "--thread-comm: the %c face of a %lldx%lldx%lld block has %lld cells, which do not "
-                                 "split into %d equal thread shares", "xyz"[a], n[0], n[1], n[2], cells, threads);
-    }
-}
-
-static void halo_check(hmb_ctx *ctx)
-{
-    hmb_topo t;
-    hmb_topo_from_options(ctx, 3, NDIRS, 1, &t);
-    int parts = hmb_face_partitions(ctx), tc = hmb_opt_given(ctx, "thread-comm");
-    if (tc && hmb_opt_given(ctx, "mode"))
-        hmb_usage_error(ctx, "--thread-comm and --mode both given: --thread-comm runs its own exchange (threadcomm)");
-    if (tc && hmb_opt_given(ctx, "face-partitions"))
-        hmb_usage_error(ctx, "--thread-comm and --face-partitions both given: threadcomm cuts each face into one "
-                             "share per thread");
-    if (tc && !hmb_opt_given(ctx, "domain")) {
-        int nsizes;
-        const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
-        for (int s = 0; s < nsizes; s++) {
-            long long side = cube_side(sizes[s], axis_multiple(&t)), n[3] = {side, side, side};
-            check_thread_shares(ctx, hmb_threads(ctx), n);
-        }
-    }
-    if (!hmb_opt_given(ctx, "domain")) { /* the block is a cube whose face is the size */
-        int nsizes;
-        const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
-        for (int s = 0; s < nsizes; s++) {
-            long long side = cube_side(sizes[s], axis_multiple(&t));
-            char what[96];
-            snprintf(what, sizeof what, "--sizes %zu: a %lldx%lldx%lld block", sizes[s], side, side, side);
-            hmb_require_memory(ctx, block_bytes(side, side, side), what);
-        }
-    }
-    if (parts > 0 && !hmb_opt_given(ctx, "domain")) {
-        int nsizes;
-        const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
-        for (int s = 0; s < nsizes; s++) {
-            long long side = cube_side(sizes[s], axis_multiple(&t)), n[3] = {side, side, side};
-            check_face_partitions(ctx, &t, parts, n);
-        }
-    }
-    if (hmb_opt_given(ctx, "domain")) {
-        int count;
-        const long long *dom = hmb_opt_ints(ctx, "domain", &count);
-        if (hmb_opt_given(ctx, "sizes"))
-            hmb_usage_error(ctx, "--domain and --sizes both given: give the block or its face size, not both");
-        if (count != 3)
-            hmb_usage_error(ctx, "--domain: %d values, give nx,ny,nz", count);
-        for (int a = 0; a < 3; a++)
-            if (dom[a] % t.tdims[a] != 0)
-                hmb_usage_error(ctx, "--domain: %lld cells on axis %c do not split into %d thread tiles (--tgrid)",
-                                dom[a], "xyz"[a], t.tdims[a]);
-        check_face_partitions(ctx, &t, parts, dom);
-        hmb_require_memory(ctx, block_bytes(dom[0], dom[1], dom[2]), "--domain: the block");
-        if (tc)
-            check_thread_shares(ctx, hmb_threads(ctx), dom);
-    }
-}
-
-/* One point per --sizes face (a cube whose face is that size, size_bytes = its real face), or
- * one for --domain (size_bytes = its mean face). */
-/* A --thread-comm point's parameters: the value, the layout (at --threads 1 every value is the
- * same single-threaded exchange: MPI everywhere) and the cores in use, ranks x threads (the axis
- * on which T-thread modes and everywhere's 2T ranks meet). */
-static void set_layout(hmb_ctx *ctx, hmb_point *p, int tc)
-{
-    if (tc < 0)
-        return;
-    hmb_point_set_str(p, "thread_comm", tc_names[tc]);
-    hmb_point_set_str(p, "layout", hmb_threads(ctx) == 1 ? "everywhere" : tc_names[tc]);
-    hmb_point_set_int(p, "ranks_x_threads", (long long)hmb_size(ctx) * hmb_threads(ctx));
-}
-
-static void halo_points(hmb_ctx *ctx, hmb_point_list *out)
-{
-    hmb_topo t;
-    hmb_topo_from_options(ctx, 3, NDIRS, 0, &t);
-    unsigned long long tcs = hmb_opt_given(ctx, "thread-comm") ? hmb_opt_choices(ctx, "thread-comm") : 0;
-    for (int tc = -1; tc < NTC; tc++) { /* -1: --mode's exchanges (no --thread-comm) */
-        if (tc < 0 ? tcs != 0 : !(tcs & (1ull << tc)))
-            continue;
-        hmb_point *p;
-        if (hmb_opt_given(ctx, "domain")) {
-            int count;
-            const long long *dom = hmb_opt_ints(ctx, "domain", &count);
-            p = hmb_points_add(out, (size_t)(8 * (dom[0] * dom[1] + dom[1] * dom[2] + dom[0] * dom[2]) / 3));
-            set_layout(ctx, p, tc);
-            continue;
-        }
-        int nsizes;
-        const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
-        for (int s = 0; s < nsizes; s++) {
-            int side = cube_side(sizes[s], axis_multiple(&t));
-            p = hmb_points_add(out, (size_t)side * side * 8);
-            set_layout(ctx, p, tc);
-        }
-    }
-}
-
-/* The block of a point: --domain, or the cube of the point's face. */
-static void point_domain(const hmb_ctx *ctx, const hmb_point *pt, int n[3])
-{
-    if (hmb_opt_given(ctx, "domain")) {
-        int count;
-        const long long *dom = hmb_opt_ints(ctx, "domain", &count);
-        for (int a = 0; a < 3; a++)
-            n[a] = (int)dom[a];
-        return;
-    }
-    int side = (int)llround(sqrt((double)pt->size_bytes / 8.0));
-    n[0] = n[1] = n[2] = side;
-}
-
-/* ------------------------------------------------------------------ set-up */
-
-static void direction_name(const hmb_topo *t, int d, char out[8])
-{
-    int k = 0;
-    for (int a = 0; a < 3; a++)
-        if (t->dir[d].off[a] != 0) {
-            out[k++] = t->dir[d].off[a] > 0 ? '+' : '-';
-            out[k++] = "xyz"[a];
-        }
-    out[k] = '\0';
-}
-
-/* The face of direction d as sent (sender geometry, this rank's cells) or as received (the
- * sender's boundary layer on the +off side of each halo cell), piece by piece in box order. */
-static void face_pattern(const halo_face *f, long iter, uint64_t *out, int received)
-{
-    const halo_state *st = f->state;
-    const int *off = st->topo.dir[f->d].off;
-    int src = received ? f->from : st->rank; /* this rank under the mock (hmb_comm_route) */
-    size_t k = 0;
-    for (int p = 0; p < f->npieces; p++) {
-        int lo[3], cnt[3], c[3], s[3];
-        if (received)
-            hmb_topo_recv_box(&st->topo, st->n, f->d, p, lo, cnt);
-        else
-            hmb_topo_send_box(&st->topo, st->n, f->d, p, lo, cnt);
-        for (c[2] = lo[2]; c[2] < lo[2] + cnt[2]; c[2]++)
-            for (c[1] = lo[1]; c[1] < lo[1] + cnt[1]; c[1]++)
-                for (c[0] = lo[0]; c[0] < lo[0] + cnt[0]; c[0]++) {
-                    for (int a = 0; a < 3; a++)
-                        s[a] = !received ? c[a] : off[a] > 0 ? st->n[a] - 1 : off[a] < 0 ? 0 : c[a];
-                    out[k++] = cell_value(src, iter, st->n, s[0], s[1], s[2]);
-                }
-    }
-}
-
-static void face_received(const void *face, long iter, uint64_t *out) { face_pattern(face, iter, out, 1); }
-
-/* Validation as data: every face this rank packs (the harness poisons it before and after each
- * mode) and every face it receives, per mode, checked right after the mode. */
-static void register_faces(hmb_ctx *ctx, halo_state *st)
-{
-    for (int d = 0; d < NDIRS; d++) {
-        halo_face *f = &st->face[d];
-        size_t bytes = (size_t)f->npieces * f->piece_cells * sizeof(uint64_t);
-        char dir[8];
-        direction_name(&st->topo, d, dir);
-        f->state = st, f->d = d;
-        int pieces = face_pieces(st, f);
-        if (f->to != MPI_PROC_NULL)
-            hmb_check_register(ctx, HMB_SEND_PACKED, f->send, bytes, st->rank, d, pieces, HMB_EACH_MODE, "send");
-        for (int k = 0; k < st->nmodes && f->from != MPI_PROC_NULL; k++) {
-            char name[32];
-            hmb_check_register_fn(ctx, HMB_RECEIVE, f->recv, bytes, face_received, f, pieces, st->modes[k],
-                                  "%s mode: rank %d face of direction %s from rank %d%s",
-                                  mode_label(st, st->modes[k], name, sizeof name), st->rank, dir, f->from,
-                                  st->tc >= 0 ? " (piece t: thread t's share)" : "");
-        }
-    }
-}
-
-/* The halo after the mode's unpack (untimed, before the registry checks the receive buffers):
- * every received face's halo cells, in its packed order, against its sender's cells.
- * --corrupt-at flips the middle byte of the first face checked (hmb_corrupt_pick). */
-static void check_halo(hmb_ctx *ctx, halo_state *st, int mode, long iter)
-{
-    if (!hmb_validate_enabled(ctx))
-        return;
-    for (int d = 0; d < NDIRS; d++) {
-        const halo_face *f = &st->face[d];
-        if (f->from == MPI_PROC_NULL)
-            continue;
-        size_t cells = face_cells(f), bytes = cells * sizeof(uint64_t);
-        face_range(st, d, 0, cells, st->halo_seen, 1, 0);
-        face_pattern(f, iter, st->halo_want, 1);
-        unsigned char *seen = (unsigned char *)st->halo_seen, *want = (unsigned char *)st->halo_want;
-        if (hmb_corrupt_pick(ctx, iter))
-            seen[bytes / 2] ^= 0x5a;
-        if (memcmp(seen, want, bytes) == 0)
-            continue;
-        size_t bad = 0;
-        while (seen[bad] == want[bad])
-            bad++;
-        int pieces = face_pieces(st, f), piece = (int)(bad / sizeof(uint64_t) / (cells / (size_t)pieces));
-        char dir[8], name[32], share[32] = "";
-        direction_name(&st->topo, d, dir);
-        if (st->tc >= 0)
-            snprintf(share, sizeof share, " (thread %d's share)", piece);
-        hmb_validation_failure(ctx, st->pt, iter, piece,
-                               "%s mode: rank %d face of direction %s from rank %d, piece %d of %d%s, cell %zu of "
-                               "%zu (byte %zu) in the halo after unpack is 0x%02x, expected 0x%02x",
-                               mode_label(st, mode, name, sizeof name), st->rank, dir, f->from, piece, pieces,
-                               share, bad / 8, cells, bad, seen[bad], want[bad]);
-    }
-}
-
-
-static void halo_free(halo_state *st)
-{
-    for (int d = 0; d < NDIRS; d++) {
-        free(st->face[d].send);
-        free(st->face[d].recv);
-    }
-    free(st->block);
-    free(st->piece_rreq);
-    free(st->piece_sreq);
-    free(st->compute_end);
-    free(st->halo_seen);
-    free(st->halo_want);
-    free(st->tc_req);
-    free(st);
-}
-
-static int setup_faces(hmb_ctx *ctx, halo_state *st)
-{
-    size_t halo_cells = (size_t)(st->n[0] + 2) * (st->n[1] + 2) * (st->n[2] + 2);
-    st->block = malloc(halo_cells * sizeof(uint64_t));
-    if (!st->block)
-        return -1;
-    memset(st->block, 0xA5, halo_cells * sizeof(uint64_t));
-    for (int d = 0; d < NDIRS; d++) {
-        halo_face *f = &st->face[d];
-        int lo[3], cnt[3];
-        hmb_topo_send_box(&st->topo, st->n, d, 0, lo, cnt);
-        f->to = st->topo.dir[d].to;
-        f->from = st->topo.dir[d].from;
-        f->npieces = hmb_topo_pieces(&st->topo, d);
-        f->piece_cells = (size_t)cnt[0] * cnt[1] * cnt[2];
-        f->sub = st->face_parts > 0 ? st->face_parts / f->npieces : 1;
-        f->nparts = f->npieces * f->sub;
-        f->flat = st->nparts_total;
-        st->nparts_total += f->nparts;
-        f->send = hmb_buffer_alloc(ctx, (size_t)f->npieces * f->piece_cells * sizeof(uint64_t));
-        f->recv = hmb_buffer_alloc(ctx, (size_t)f->npieces * f->piece_cells * sizeof(uint64_t));
-        if (!f->send || !f->recv)
-            return -1;
-    }
-    size_t most = 0;
-    for (int d = 0; d < NDIRS; d++)
-        most = face_cells(&st->face[d]) > most ? face_cells(&st->face[d]) : most;
-    st->halo_seen = malloc(most * sizeof(uint64_t));
-    st->halo_want = malloc(most * sizeof(uint64_t));
-    st->piece_rreq = malloc((size_t)st->nparts_total * sizeof(MPI_Request));
-    st->piece_sreq = malloc((size_t)st->nparts_total * sizeof(MPI_Request));
-    st->compute_end = calloc((size_t)st->threads, sizeof(double));
-    st->tc_req = malloc((size_t)st->threads * 2 * NDIRS * sizeof(MPI_Request));
-    return st->piece_rreq && st->piece_sreq && st->compute_end && st->halo_seen && st->halo_want && st->tc_req ? 0
-                                                                                                              : -1;
-}
-
-/* --thread-comm: thread t's communicator (and tag scheme), created once per point. */
-static MPI_Comm tc_new_comm(halo_state *st, MPI_Comm comm)
-{
-    st->tc_created[st->tc_ncomms++] = comm;
-    return comm;
-}
-
-static void threadcomm_setup(hmb_ctx *ctx, halo_state *st)
-{
-    MPI_Comm base = hmb_comm(ctx), one = MPI_COMM_NULL;
-    st->tc_tag_per_thread = st->tc == TC_SHARED || st->tc == TC_TAG;
-    if (st->tc == TC_SHARED) {
-        MPI_Comm_dup(base, &one);
-        tc_new_comm(st, one);
-    } else if (st->tc == TC_TAG) {
-        one = tc_new_comm(st, hmb_comm_dup_asserting(base, tc_info_keys, TC_NINFO, st->tc_info));
-    }
-    for (int t = 0; t < st->threads; t++) {
-        MPI_Comm comm = one;
-        if (st->tc == TC_COMM) {
-            MPI_Comm_dup(base, &comm);
-        } else if (st->tc == TC_STREAM) {
-            hmb_stream_create(&st->tc_streams[st->tc_nstreams++]);
-            hmb_stream_comm(base, st->tc_streams[t], &comm);
-        }
-        st->tc_comm[t] = one != MPI_COMM_NULL ? one : tc_new_comm(st, comm);
-    }
-}
-
-static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
-{
-    halo_state *st = calloc(1, sizeof *st);
-    if (!st) {
-        hmb_unsupported(ctx, "cannot allocate the benchmark state");
-        return NULL;
-    }
-    hmb_topo_from_options(ctx, 3, NDIRS, 0, &st->topo);
-    st->ops = hmb_comm_policy(ctx);
-    hmb_comm_route(st->ops, ctx, &st->topo);
-    point_domain(ctx, pt, st->n);
-    snprintf(st->domain, sizeof st->domain, "%d,%d,%d", st->n[0], st->n[1], st->n[2]);
-    st->rank = hmb_rank(ctx);
-    st->threads = hmb_threads(ctx);
-    st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
-    st->face_parts = hmb_face_partitions(ctx);
-    st->mock = st->ops->mock;
-    for (int d = 0; d < NDIRS; d++)
-        st->psend[d] = st->precv[d] = st->persist_send[d] = st->persist_recv[d] = MPI_REQUEST_NULL;
-    for (int m = 0; m < NMODES; m++)
-        st->comm[m] = MPI_COMM_NULL;
-    st->tc = -1;
-    st->vmrss_kib = st->vmhwm_kib = -1;
-    if (hmb_opt_given(ctx, "thread-comm")) {
-        for (int tc = 0; tc < NTC; tc++)
-            if (strcmp(hmb_point_str(pt, "thread_comm"), tc_names[tc]) == 0)
-                st->tc = tc;
-        char why[160];
-        const char *reason = st->tc == TC_STREAM ? hmb_streams_unsupported(ctx, st->threads, why, sizeof why) : NULL;
-        if (reason) {
-            hmb_unsupported(ctx, "%s", reason);
-            return st;
-        }
-        if (!st->mock && hmb_mode_refused(ctx, "threadcomm", st->threads > 1, 0))
-            return st;
-        st->modes[st->nmodes++] = MODE_THREADCOMM;
-        threadcomm_setup(ctx, st);
-    }
-    unsigned long long chosen = st->tc >= 0 ? 0 : hmb_opt_choices(ctx, "mode");
-    for (int m = 0; m < NMODES; m++) {
-        if (!(chosen & (1ull << m)))
-            continue;
-        if (!st->mock && hmb_mode_refused(ctx, mode_names[m], m == MODE_MULTIPLE, m == MODE_PARTITIONED))
-            return st;
-        st->modes[st->nmodes++] = m;
-        MPI_Comm_dup(hmb_comm(ctx), &st->comm[m]);
-    }
-    if (setup_faces(ctx, st) != 0) {
-        hmb_unsupported(ctx, "cannot allocate a block of %s cells with its face buffers", st->domain);
-        return st;
-    }
-    register_faces(ctx, st);
-    const hmb_comm_ops *ops = st->ops;
-    for (int d = 0; d < NDIRS; d++) {
-        halo_face *f = &st->face[d];
-        int count = (int)(f->npieces * f->piece_cells);
-        MPI_Comm persistent = st->comm[MODE_PERSISTENT], partitioned = st->comm[MODE_PARTITIONED];
-        if (persistent != MPI_COMM_NULL && f->to != MPI_PROC_NULL)
-            ops->send_init(f->send, count, MPI_UINT64_T, f->to, d, persistent, &st->persist_send[d]);
-        if (persistent != MPI_COMM_NULL && f->from != MPI_PROC_NULL)
-            ops->recv_init(f->recv, count, MPI_UINT64_T, f->from, d, persistent, &st->persist_recv[d]);
-        int part_cells = (int)(f->piece_cells / (size_t)f->sub);
-        if (partitioned != MPI_COMM_NULL && f->to != MPI_PROC_NULL)
-            ops->psend_init(f->send, f->nparts, part_cells, MPI_UINT64_T, f->to, d, partitioned, &st->psend[d]);
-        if (partitioned != MPI_COMM_NULL && f->from != MPI_PROC_NULL)
-            ops->precv_init(f->recv, f->nparts, part_cells, MPI_UINT64_T, f->from, d, partitioned, &st->precv[d]);
-    }
-    hmb_memory_kB(&st->vmrss_kib, &st->vmhwm_kib); /* resident memory after set-up (resources per mode) */
-    return st;
-}
-
-/* Outside timing, before any cold-cache flush: iteration iter's values in the block's boundary
- * layer (everything the faces send). */
-static void halo_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
-{
-    (void)ctx;
-    (void)pt;
-    halo_state *st = state;
-    for (int d = 0; d < NDIRS; d++) {
-        int lo[3], cnt[3];
-        for (int p = 0; p < st->face[d].npieces; p++) {
-            hmb_topo_send_box(&st->topo, st->n, d, p, lo, cnt);
-            for (int z = lo[2]; z < lo[2] + cnt[2]; z++)
-                for (int y = lo[1]; y < lo[1] + cnt[1]; y++)
-                    for (int x = lo[0]; x < lo[0] + cnt[0]; x++)
-                        st->block[cell_index(st->n, x, y, z)] = cell_value(st->rank, iter, st->n, x, y, z);
-        }
-    }
-}
-
-/* ------------------------------------------------------------------ the modes */
+/* ------------------------------------------------------------------ packing and the exchanges */
 
 static void compute(hmb_ctx *ctx, halo_state *st, int tid, long iter)
 {
@@ -687,15 +57,14 @@ static void compute(hmb_ctx *ctx, halo_state *st, int tid, long iter)
     st->compute_end[tid] = hmb_now();
 }
 
-/* single and persistent: join, then this one thread exchanges all six faces (Irecv/Isend, or
- * MPI_Start of the face's persistent requests). Returns bytes it sent. */
-static long long exchange_joined(halo_state *st, int mode)
+/* single, persistent and serial: after the join, this one thread exchanges all six faces
+ * (Irecv/Isend, or MPI_Start of the face's persistent requests). Returns bytes it sent. */
+static long long exchange_joined(halo_state *st, int mode, int persistent)
 {
     MPI_Request req[2 * NDIRS];
     int nreq = 0;
     long long bytes = 0;
     MPI_Comm comm = st->comm[mode];
-    const int persistent = mode == MODE_PERSISTENT;
     const hmb_comm_ops *ops = st->ops;
     for (int d = 0; d < NDIRS; d++) {
         halo_face *f = &st->face[d];
@@ -731,9 +100,9 @@ static long long exchange_joined(halo_state *st, int mode)
     return bytes;
 }
 
-/* multiple / partitioned, thread tid after its compute: pack and send (Isend or Pready) each
- * piece it owns. Returns bytes it sent. */
-static long long thread_send(halo_state *st, int mode, int tid)
+/* multiple / partitioned, thread tid after its compute: pack each piece it owns and post(st, d, q)
+ * each of its partitions (Isend or Pready). Returns bytes it sent. */
+static long long thread_send(halo_state *st, int tid, void (*post)(halo_state *st, int d, int q))
 {
     long long bytes = 0;
     for (int d = 0; d < NDIRS; d++) {
@@ -743,43 +112,42 @@ static long long thread_send(halo_state *st, int mode, int tid)
             continue;
         pack_piece(st, d, p);
         bytes += piece_bytes(st, d);
-        size_t part_cells = f->piece_cells / (size_t)f->sub;
-        for (int q = p * f->sub; q < (p + 1) * f->sub; q++) { /* the piece's partitions */
-            if (mode == MODE_MULTIPLE)
-                st->ops->isend(f->send + (size_t)q * part_cells, (int)part_cells, MPI_UINT64_T, f->to,
-                               d * HMB_MAX_THREADS + q, st->comm[mode], &st->piece_sreq[f->flat + q]);
-            else
-                st->ops->pready(q, st->psend[d]);
-        }
+        for (int q = p * f->sub; q < (p + 1) * f->sub; q++) /* the piece's partitions */
+            post(st, d, q);
     }
     return bytes;
 }
 
-/* Thread tid: wait for, then unpack, every piece landing in the halo next to its tile (piece p
- * of direction d lands beside the tile owning piece p of the opposite direction). */
-static void thread_receive(halo_state *st, int mode, int tid)
+/* Thread tid: arrive(st, d, q) for, then unpack, every piece landing in the halo next to its tile
+ * (piece p of direction d lands beside the tile owning piece p of the opposite direction). */
+static void thread_receive(halo_state *st, int tid, void (*arrive)(halo_state *st, int d, int q))
 {
     for (int d = 0; d < NDIRS; d++) {
         halo_face *f = &st->face[d];
         int p = hmb_topo_thread_piece(&st->topo, d ^ 1, tid);
         if (p < 0 || f->from == MPI_PROC_NULL)
             continue;
-        for (int q = p * f->sub; q < (p + 1) * f->sub; q++) {
-            if (mode == MODE_MULTIPLE)
-                st->ops->wait(&st->piece_rreq[f->flat + q]);
-            else
-                hmb_parrived_bounded(st->ctx, st->pt, st->iter, st->ops, st->precv[d], q, st->mode_start,
-                                     "the face from direction %d (partitioned mode)", d);
-        }
+        for (int q = p * f->sub; q < (p + 1) * f->sub; q++)
+            arrive(st, d, q);
         unpack_piece(st, d, p);
     }
-    if (mode == MODE_MULTIPLE)
-        for (int d = 0; d < NDIRS; d++) {
-            const halo_face *f = &st->face[d];
-            int p = hmb_topo_thread_piece(&st->topo, d, tid);
-            for (int q = p * f->sub; p >= 0 && f->to != MPI_PROC_NULL && q < (p + 1) * f->sub; q++)
-                st->ops->wait(&st->piece_sreq[f->flat + q]);
-        }
+}
+
+static void isend_partition(halo_state *st, int d, int q)
+{
+    halo_face *f = &st->face[d];
+    size_t part_cells = f->piece_cells / (size_t)f->sub;
+    st->ops->isend(f->send + (size_t)q * part_cells, (int)part_cells, MPI_UINT64_T, f->to, d * HMB_MAX_THREADS + q,
+                   st->comm[MODE_MULTIPLE], &st->piece_sreq[f->flat + q]);
+}
+
+static void wait_partition(halo_state *st, int d, int q) { st->ops->wait(&st->piece_rreq[st->face[d].flat + q]); }
+static void pready_partition(halo_state *st, int d, int q) { st->ops->pready(q, st->psend[d]); }
+
+static void parrived_partition(halo_state *st, int d, int q)
+{
+    hmb_parrived_bounded(st->ctx, st->pt, st->iter, st->ops, st->precv[d], q, st->mode_start,
+                         "the face from direction %d (partitioned mode)", d);
 }
 
 /* threadcomm, thread tid: post the receives of its share of every face, compute, pack and send its
@@ -792,7 +160,7 @@ static long long threadcomm_exchange(hmb_ctx *ctx, halo_state *st, int tid, long
     long long bytes = 0;
     for (int d = 0; d < NDIRS; d++) {
         const halo_face *f = &st->face[d];
-        size_t share = face_cells(f) / (size_t)st->threads;
+        size_t share = halo_face_cells(f) / (size_t)st->threads;
         int tag = st->tc_tag_per_thread ? d * HMB_MAX_THREADS + tid : d;
         if (f->from != MPI_PROC_NULL)
             st->ops->irecv(f->recv + (size_t)tid * share, (int)share, MPI_UINT64_T, f->from, tag, comm, &req[n++]);
@@ -800,11 +168,11 @@ static long long threadcomm_exchange(hmb_ctx *ctx, halo_state *st, int tid, long
     compute(ctx, st, tid, iter);
     for (int d = 0; d < NDIRS; d++) {
         halo_face *f = &st->face[d];
-        size_t share = face_cells(f) / (size_t)st->threads;
+        size_t share = halo_face_cells(f) / (size_t)st->threads;
         int tag = st->tc_tag_per_thread ? d * HMB_MAX_THREADS + tid : d;
         if (f->to == MPI_PROC_NULL)
             continue;
-        face_range(st, d, (size_t)tid * share, share, f->send, 0, 0);
+        halo_face_range(st, d, (size_t)tid * share, share, f->send, 0, 0);
         st->ops->isend(f->send + (size_t)tid * share, (int)share, MPI_UINT64_T, f->to, tag, comm, &req[n++]);
         bytes += (long long)(share * sizeof(uint64_t));
     }
@@ -812,82 +180,26 @@ static long long threadcomm_exchange(hmb_ctx *ctx, halo_state *st, int tid, long
         st->ops->waitall(n, req);
     for (int d = 0; d < NDIRS; d++) {
         halo_face *f = &st->face[d];
-        size_t share = face_cells(f) / (size_t)st->threads;
+        size_t share = halo_face_cells(f) / (size_t)st->threads;
         if (f->from != MPI_PROC_NULL)
-            face_range(st, d, (size_t)tid * share, share, f->recv, 1, 1);
+            halo_face_range(st, d, (size_t)tid * share, share, f->recv, 1, 1);
     }
     return bytes;
 }
 
-/* Requests a mode starts before its barrier: per-piece receives (multiple), the persistent
- * partitioned requests (partitioned). Returns how many partitioned requests were started. */
-static int start_requests(halo_state *st, int mode, MPI_Request *preq)
-{
-    int npreq = 0;
-    for (int d = 0; d < NDIRS; d++) {
-        halo_face *f = &st->face[d];
-        size_t part_cells = f->piece_cells / (size_t)f->sub;
-        if (mode == MODE_MULTIPLE && f->from != MPI_PROC_NULL)
-            for (int q = 0; q < f->nparts; q++)
-                st->ops->irecv(f->recv + (size_t)q * part_cells, (int)part_cells, MPI_UINT64_T, f->from,
-                               d * HMB_MAX_THREADS + q, st->comm[mode], &st->piece_rreq[f->flat + q]);
-        if (mode == MODE_PARTITIONED) {
-            if (st->psend[d] != MPI_REQUEST_NULL)
-                preq[npreq++] = st->psend[d];
-            if (st->precv[d] != MPI_REQUEST_NULL)
-                preq[npreq++] = st->precv[d];
-        }
-    }
-    if (npreq > 0)
-        st->ops->startall(npreq, preq);
-    return npreq;
-}
+/* ------------------------------------------------------------------ the modes */
 
-/* Untimed, before the mode's barrier. */
-static void mode_setup(hmb_ctx *ctx, void *state, int mode, long iter)
-{
-    (void)ctx, (void)iter;
-    halo_state *st = state;
-    st->npreq = start_requests(st, mode, st->preq);
-}
-
-/* One mode, timed by the harness from its barrier; times[1] = t_comm: last thread's compute
- * end to exchange complete (this rank's clock). */
-static void mode_iterate(hmb_ctx *ctx, void *state, int mode, long iter, double *times)
+/* A mode's start and end (timed by the harness from its barrier): times[1] = t_comm, the last
+ * thread's compute end to exchange complete (this rank's clock). */
+static halo_state *mode_begin(hmb_ctx *ctx, void *state, long iter)
 {
     halo_state *st = state;
-    long long bytes = 0;
     st->ctx = ctx, st->iter = iter, st->mode_start = hmb_now();
-    if (mode == MODE_SERIAL) {
-        for (int tid = 0; tid < st->threads; tid++) /* one thread: every thread's draw in turn */
-            compute(ctx, st, tid, iter);
-        hmb_phase(ctx, "serial exchange");
-        bytes = exchange_joined(st, mode);
-    } else if (mode == MODE_THREADCOMM) {
-        hmb_phase(ctx, "threadcomm exchange");
-#pragma omp parallel num_threads(st->threads) reduction(+ : bytes)
-        {
-            int tid = omp_get_thread_num();
-            bytes += threadcomm_exchange(ctx, st, tid, iter);
-        }
-    } else if (mode == MODE_SINGLE || mode == MODE_PERSISTENT) {
-#pragma omp parallel num_threads(st->threads)
-        compute(ctx, st, omp_get_thread_num(), iter);
-        hmb_phase(ctx, mode == MODE_SINGLE ? "single exchange" : "persistent exchange");
-        bytes = exchange_joined(st, mode);
-    } else {
-        hmb_phase(ctx, mode == MODE_MULTIPLE ? "multiple exchange" : "partitioned exchange (Parrived)");
-#pragma omp parallel num_threads(st->threads) reduction(+ : bytes)
-        {
-            int tid = omp_get_thread_num();
-            compute(ctx, st, tid, iter);
-            bytes += thread_send(st, mode, tid);
-            thread_receive(st, mode, tid);
-        }
-        if (st->npreq > 0) /* bounded: a library may never complete them (exit 3, not the watchdog) */
-            hmb_waitall_bounded(st->ctx, st->pt, st->iter, st->ops, st->npreq, st->preq, st->mode_start,
-                                "the partitioned halo exchange");
-    }
+    return st;
+}
+
+static void mode_end(halo_state *st, int mode, double *times, long long bytes)
+{
     double t_end = hmb_now(), last_compute = st->compute_end[0];
     for (int t = 1; t < st->threads; t++)
         last_compute = st->compute_end[t] > last_compute ? st->compute_end[t] : last_compute;
@@ -895,34 +207,186 @@ static void mode_iterate(hmb_ctx *ctx, void *state, int mode, long iter, double 
     atomic_store(&st->bytes_sent[mode], bytes);
 }
 
-/* ------------------------------------------------------------------ validation */
-
-
-/* ------------------------------------------------------------------ iteration */
-
-/* Untimed, right after the mode: count its bytes, check the halo it unpacked (the harness then
- * checks its received faces). */
-static void mode_verify(hmb_ctx *ctx, void *state, int mode, long iter, double *sums)
+/* Fork-join: the threads compute, join, then this thread exchanges all six faces. */
+static void fork_join(hmb_ctx *ctx, void *state, int mode, long iter, double *times, const char *phase, int persistent)
 {
-    halo_state *st = state;
-    sums[0] = (double)atomic_load(&st->bytes_sent[mode]);
-    check_halo(ctx, st, mode, iter);
+    halo_state *st = mode_begin(ctx, state, iter);
+#pragma omp parallel num_threads(st->threads)
+    compute(ctx, st, omp_get_thread_num(), iter);
+    hmb_phase(ctx, phase);
+    mode_end(st, mode, times, exchange_joined(st, mode, persistent));
 }
 
-static const hmb_mode halo_modes[NMODES + 1] = {
-    {.name = "single", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify,
-     .metrics = EXCHANGE_METRICS | HMB_METRIC_BIT(MT_SPEEDUP)},
-    {.name = "multiple", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify,
-     .metrics = EXCHANGE_METRICS | HMB_METRIC_BIT(MT_RATIO) | HMB_METRIC_BIT(MT_SPEEDUP)},
-    {.name = "partitioned", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify,
-     .metrics = EXCHANGE_METRICS | HMB_METRIC_BIT(MT_RATIO) | HMB_METRIC_BIT(MT_SPEEDUP)},
-    {.name = "persistent", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify,
-     .metrics = EXCHANGE_METRICS | HMB_METRIC_BIT(MT_RATIO) | HMB_METRIC_BIT(MT_SPEEDUP)},
-    {.name = "serial", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify,
-     .metrics = EXCHANGE_METRICS, .flags = HMB_MODE_OPT_IN},
-    {.name = "threadcomm", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify,
-     .metrics = EXCHANGE_METRICS, .flags = HMB_MODE_HIDDEN},
-    {.name = NULL}};
+/* single: fork-join, then one thread exchanges (Irecv, pack, Isend, Waitall, unpack). */
+static void iterate_single(hmb_ctx *ctx, void *state, int mode, long iter, double *times)
+{
+    fork_join(ctx, state, mode, iter, times, "single exchange", 0);
+}
+
+/* persistent: as single, on one MPI_Send_init / MPI_Recv_init per face (MPI_Start each). */
+static void iterate_persistent(hmb_ctx *ctx, void *state, int mode, long iter, double *times)
+{
+    fork_join(ctx, state, mode, iter, times, "persistent exchange", 1);
+}
+
+/* serial: one thread computes every thread's draw in turn, then exchanges as single. */
+static void iterate_serial(hmb_ctx *ctx, void *state, int mode, long iter, double *times)
+{
+    halo_state *st = mode_begin(ctx, state, iter);
+    for (int tid = 0; tid < st->threads; tid++)
+        compute(ctx, st, tid, iter);
+    hmb_phase(ctx, "serial exchange");
+    mode_end(st, mode, times, exchange_joined(st, mode, 0));
+}
+
+/* multiple: receives posted per partition before the barrier (setup_multiple); each thread packs
+ * and Isends its pieces after its compute, waits for and unpacks the pieces beside its tile, then
+ * completes its sends. */
+static void setup_multiple(hmb_ctx *ctx, void *state, int mode, long iter)
+{
+    (void)ctx, (void)iter;
+    halo_state *st = state;
+    for (int d = 0; d < NDIRS; d++) {
+        halo_face *f = &st->face[d];
+        size_t part_cells = f->piece_cells / (size_t)f->sub;
+        for (int q = 0; f->from != MPI_PROC_NULL && q < f->nparts; q++)
+            st->ops->irecv(f->recv + (size_t)q * part_cells, (int)part_cells, MPI_UINT64_T, f->from,
+                           d * HMB_MAX_THREADS + q, st->comm[mode], &st->piece_rreq[f->flat + q]);
+    }
+}
+
+/* Every thread: compute, pack and post its pieces, receive and unpack those beside its tile, then
+ * done(st, tid) if given. Returns the bytes the threads sent. */
+static long long each_thread(hmb_ctx *ctx, halo_state *st, long iter, void (*post)(halo_state *st, int d, int q),
+                             void (*arrive)(halo_state *st, int d, int q), void (*done)(halo_state *st, int tid))
+{
+    long long bytes = 0;
+#pragma omp parallel num_threads(st->threads) reduction(+ : bytes)
+    {
+        int tid = omp_get_thread_num();
+        compute(ctx, st, tid, iter);
+        bytes += thread_send(st, tid, post);
+        thread_receive(st, tid, arrive);
+        if (done)
+            done(st, tid);
+    }
+    return bytes;
+}
+
+/* multiple: thread tid completes the Isends of its own pieces. */
+static void wait_own_sends(halo_state *st, int tid)
+{
+    for (int d = 0; d < NDIRS; d++) {
+        const halo_face *f = &st->face[d];
+        int p = hmb_topo_thread_piece(&st->topo, d, tid);
+        for (int q = p * f->sub; p >= 0 && f->to != MPI_PROC_NULL && q < (p + 1) * f->sub; q++)
+            st->ops->wait(&st->piece_sreq[f->flat + q]);
+    }
+}
+
+static void iterate_multiple(hmb_ctx *ctx, void *state, int mode, long iter, double *times)
+{
+    halo_state *st = mode_begin(ctx, state, iter);
+    hmb_phase(ctx, "multiple exchange");
+    mode_end(st, mode, times, each_thread(ctx, st, iter, isend_partition, wait_partition, wait_own_sends));
+}
+
+/* partitioned: the partitioned requests of every face started before the barrier; each thread
+ * packs and MPI_Preadys its pieces after its compute, polls MPI_Parrived (bounded) for those beside
+ * its tile and unpacks them; the requests are then completed, bounded. */
+static void setup_partitioned(hmb_ctx *ctx, void *state, int mode, long iter)
+{
+    (void)ctx, (void)mode, (void)iter;
+    halo_state *st = state;
+    st->npreq = 0;
+    for (int d = 0; d < NDIRS; d++) {
+        if (st->psend[d] != MPI_REQUEST_NULL)
+            st->preq[st->npreq++] = st->psend[d];
+        if (st->precv[d] != MPI_REQUEST_NULL)
+            st->preq[st->npreq++] = st->precv[d];
+    }
+    if (st->npreq > 0)
+        st->ops->startall(st->npreq, st->preq);
+}
+
+static void iterate_partitioned(hmb_ctx *ctx, void *state, int mode, long iter, double *times)
+{
+    halo_state *st = mode_begin(ctx, state, iter);
+    hmb_phase(ctx, "partitioned exchange (Parrived)");
+    long long bytes = each_thread(ctx, st, iter, pready_partition, parrived_partition, NULL);
+    if (st->npreq > 0) /* bounded: a library may never complete them (exit 3, not the watchdog) */
+        hmb_waitall_bounded(st->ctx, st->pt, st->iter, st->ops, st->npreq, st->preq, st->mode_start,
+                            "the partitioned halo exchange");
+    mode_end(st, mode, times, bytes);
+}
+
+/* threadcomm (--thread-comm): every thread posts, computes, sends and waits on its own share. */
+static void iterate_threadcomm(hmb_ctx *ctx, void *state, int mode, long iter, double *times)
+{
+    halo_state *st = mode_begin(ctx, state, iter);
+    long long bytes = 0;
+    hmb_phase(ctx, "threadcomm exchange");
+#pragma omp parallel num_threads(st->threads) reduction(+ : bytes)
+    bytes += threadcomm_exchange(ctx, st, omp_get_thread_num(), iter);
+    mode_end(st, mode, times, bytes);
+}
+
+const hmb_mode halo_modes[NMODES + 1] = {
+    [MODE_SINGLE] = {.name = "single", .iterate = iterate_single, .verify = halo_mode_verify,
+                     .metrics = EXCHANGE_METRICS | HMB_METRIC_BIT(MT_SPEEDUP)},
+    [MODE_MULTIPLE] = {.name = "multiple", .setup = setup_multiple, .iterate = iterate_multiple, .verify = halo_mode_verify,
+                       .metrics = EXCHANGE_METRICS | HMB_METRIC_BIT(MT_RATIO) | HMB_METRIC_BIT(MT_SPEEDUP),
+                       .flags = HMB_MODE_MPI_THREADS},
+    [MODE_PARTITIONED] = {.name = "partitioned", .setup = setup_partitioned, .iterate = iterate_partitioned,
+                          .verify = halo_mode_verify, .flags = HMB_MODE_PARTITIONED,
+                          .metrics = EXCHANGE_METRICS | HMB_METRIC_BIT(MT_RATIO) | HMB_METRIC_BIT(MT_SPEEDUP)},
+    [MODE_PERSISTENT] = {.name = "persistent", .iterate = iterate_persistent, .verify = halo_mode_verify,
+                         .metrics = EXCHANGE_METRICS | HMB_METRIC_BIT(MT_RATIO) | HMB_METRIC_BIT(MT_SPEEDUP)},
+    [MODE_SERIAL] = {.name = "serial", .iterate = iterate_serial, .verify = halo_mode_verify, .metrics = EXCHANGE_METRICS,
+                     .flags = HMB_MODE_OPT_IN},
+    [MODE_THREADCOMM] = {.name = "threadcomm", .iterate = iterate_threadcomm, .verify = halo_mode_verify,
+                         .metrics = EXCHANGE_METRICS, .flags = HMB_MODE_HIDDEN | HMB_MODE_MPI_THREADS},
+    [NMODES] = {.name = NULL}};
+
+int halo_choose_modes(hmb_ctx *ctx, halo_state *st)
+{
+    if (st->tc >= 0) {
+        char why[160];
+        const char *reason = st->tc == TC_STREAM ? hmb_streams_unsupported(ctx, st->threads, why, sizeof why) : NULL;
+        if (reason)
+            hmb_unsupported(ctx, "%s", reason);
+        if (reason || hmb_modes_select(ctx, 1ull << MODE_THREADCOMM, st->mock, st->modes) < 0)
+            return 1;
+        st->nmodes = 1;
+        halo_threadcomm_setup(ctx, st);
+        return 0;
+    }
+    if ((st->nmodes = hmb_modes_select(ctx, HMB_OPTS(halo_opts, ctx)->mode, st->mock, st->modes)) < 0)
+        return 1;
+    for (int k = 0; k < st->nmodes; k++)
+        MPI_Comm_dup(hmb_comm(ctx), &st->comm[st->modes[k]]);
+    return 0;
+}
+
+void halo_create_requests(halo_state *st)
+{
+    const hmb_comm_ops *ops = st->ops;
+    MPI_Comm persistent = st->comm[MODE_PERSISTENT], partitioned = st->comm[MODE_PARTITIONED];
+    for (int d = 0; d < NDIRS; d++) {
+        halo_face *f = &st->face[d];
+        int count = (int)halo_face_cells(f), part_cells = (int)(f->piece_cells / (size_t)f->sub);
+        if (persistent != MPI_COMM_NULL && f->to != MPI_PROC_NULL)
+            ops->send_init(f->send, count, MPI_UINT64_T, f->to, d, persistent, &st->persist_send[d]);
+        if (persistent != MPI_COMM_NULL && f->from != MPI_PROC_NULL)
+            ops->recv_init(f->recv, count, MPI_UINT64_T, f->from, d, persistent, &st->persist_recv[d]);
+        if (partitioned != MPI_COMM_NULL && f->to != MPI_PROC_NULL)
+            ops->psend_init(f->send, f->nparts, part_cells, MPI_UINT64_T, f->to, d, partitioned, &st->psend[d]);
+        if (partitioned != MPI_COMM_NULL && f->from != MPI_PROC_NULL)
+            ops->precv_init(f->recv, f->nparts, part_cells, MPI_UINT64_T, f->from, d, partitioned, &st->precv[d]);
+    }
+}
+
+/* ------------------------------------------------------------------ the point's modes, one iteration */
 
 static int halo_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
 {
@@ -946,92 +410,36 @@ static int halo_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
         if (st->mock) /* nothing was exchanged: no throughput */
             continue;
         hmb_record_mode(ctx, out, MT_THROUGHPUT, m, throughput[m] * 1e-6);
-        if (m != MODE_SINGLE && m != MODE_SERIAL && !isnan(t_iter[MODE_SINGLE]))
+        const unsigned declared = halo_modes[m].metrics; /* the ratios a mode has: its row says */
+        if ((declared & HMB_METRIC_BIT(MT_RATIO)) && !isnan(t_iter[MODE_SINGLE]))
             hmb_record_mode(ctx, out, MT_RATIO, m, ratio[m]);
-        if (m != MODE_SERIAL && !isnan(t_iter[MODE_SERIAL]))
+        if ((declared & HMB_METRIC_BIT(MT_SPEEDUP)) && !isnan(t_iter[MODE_SERIAL]))
             hmb_record_mode(ctx, out, MT_SPEEDUP, m, throughput[m] / throughput[MODE_SERIAL]);
     }
     out->valid = 1;
     return 0;
 }
 
-static void halo_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
-{
-    (void)pt;
-    halo_state *st = state;
-    if (!st)
-        return;
-    for (int d = 0; d < NDIRS; d++) {
-        st->ops->request_free(&st->psend[d]);
-        st->ops->request_free(&st->precv[d]);
-        st->ops->request_free(&st->persist_send[d]);
-        st->ops->request_free(&st->persist_recv[d]);
-    }
-    for (int m = 0; m < NMODES; m++)
-        if (st->comm[m] != MPI_COMM_NULL)
-            MPI_Comm_free(&st->comm[m]);
-    for (int c = st->tc_ncomms - 1; c >= 0; c--)
-        MPI_Comm_free(&st->tc_created[c]);
-    for (int i = 0; i < st->tc_nstreams; i++)
-        hmb_stream_free(&st->tc_streams[i]);
-    halo_free(st);
-}
-
-static void halo_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
-{
-    (void)pt;
-    halo_state *st = state;
-    char key[64], tgrid[32];
-    hmb_result_add_str(ctx, "domain", st->domain);
-    double faces = 2.0 * ((double)st->n[0] * st->n[1] + (double)st->n[1] * st->n[2] + (double)st->n[0] * st->n[2]);
-    hmb_result_add_num(ctx, "face_bytes", 8.0 * faces / NDIRS); /* the real (mean) face */
-    snprintf(tgrid, sizeof tgrid, "%dx%dx%d", st->topo.tdims[0], st->topo.tdims[1], st->topo.tdims[2]);
-    hmb_result_add_str(ctx, "tgrid", tgrid);
-    hmb_result_add_num(ctx, "threads", st->threads);
-    hmb_result_add_num(ctx, "compute_ns", (double)st->compute_ns);
-    hmb_result_add_str(ctx, "noise", hmb_opt_str(ctx, "noise"));
-    hmb_result_add_num(ctx, "mock", st->mock);
-    for (int k = 0; k < st->nmodes; k++) {
-        snprintf(key, sizeof key, "bytes_per_rank_iter_%s", mode_names[st->modes[k]]);
-        hmb_result_add_num(ctx, key, st->bytes_per_rank_iter[st->modes[k]]);
-    }
-    for (int a = 0; a < 3; a++) {
-        snprintf(key, sizeof key, "partitions_face_%c", "xyz"[a]);
-        hmb_result_add_num(ctx, key, st->face[2 * a].nparts);
-    }
-    hmb_result_add_str(ctx, "face_partitions", hmb_opt_str(ctx, "face-partitions"));
-    /* Resources after set-up (rank 0's view), per point: the talk's performance/resource table. */
-    hmb_result_add_num(ctx, "vmrss_kib", st->vmrss_kib >= 0 ? (double)st->vmrss_kib : NAN);
-    hmb_result_add_num(ctx, "vmhwm_kib", st->vmhwm_kib >= 0 ? (double)st->vmhwm_kib : NAN);
-    if (st->tc < 0)
-        return;
-    hmb_result_add_num(ctx, "communicators", st->tc_ncomms);
-    hmb_result_add_num(ctx, "streams", st->tc_nstreams);
-    long long vcis;
-    hmb_result_add_num(ctx, "vcis", hmb_mpit_cvar_int("MPIR_CVAR_CH4_NUM_VCIS", &vcis) ? (double)vcis : NAN);
-    hmb_result_add_num(ctx, "reserve_vcis",
-                       hmb_mpit_cvar_int("MPIR_CVAR_CH4_RESERVE_VCIS", &vcis) ? (double)vcis : NAN);
-    if (st->tc == TC_TAG)
-        for (int k = 0; k < TC_NINFO; k++)
-            hmb_result_add_str(ctx, tc_info_keys[k], st->tc_info[k]);
-}
-
 static const hmb_bench halo_bench = {
     .name = "halo3d",
     .group = "patterns",
     .summary = "7-point 3-D halo exchange, threads: single (fork-join), multiple, partitioned, persistent, mock mode",
-    .options = halo_options,
-    .defaults = halo_defaults,
+    HMB_BENCH_OPTIONS(halo_opts),
+    HMB_BENCH_PARAMS(halo_point),
+    .uses = HMB_OPTS_FACE_PARTITIONS | HMB_OPTS_COMM | HMB_OPTS_TOPO,
+    .defaults = (const hmb_default[]){{"sizes", "4K:1M:x4"}, {"compute", "1ms"}, {NULL, NULL}},
+    .rules = (const hmb_option_rule[]){HMB_VCI_RULES("thread-comm", "shared,comm,tag"), {.option = NULL}},
     .modes = halo_modes,
     .mode_metrics = halo_mode_metrics,
     .thread_level = MPI_THREAD_MULTIPLE,
     .min_ranks = 1,
     .check = halo_check,
     .points = halo_points,
+    .rank_bytes = halo_rank_bytes,
     .setup = halo_setup,
     .prepare = halo_prepare,
     .iterate = halo_iterate,
-    .verify = NULL, /* iterate() checks every mode's halo right after the mode, outside its timing */
+    .verify = NULL, /* each mode's verify checks its halo right after the mode, outside its timing */
     .teardown = halo_teardown,
     .annotate = halo_annotate,
     .pivot_metrics = "throughput_single_MBps,throughput_multiple_MBps,throughput_partitioned_MBps,"

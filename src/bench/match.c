@@ -24,41 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hmb/hmb.h"
 #include "hmb/metrics.h"
-
-enum { VARIANT_REAL, VARIANT_LOWCOST };
-enum { PATTERN_2D5, PATTERN_2D9, PATTERN_3D7, PATTERN_3D27, NPATTERNS };
-static const struct {
-    const char *name;
-    int ndims, neighbours, ranks;
-} patterns[NPATTERNS] = {{"2d5", 2, 4, 9}, {"2d9", 2, 8, 9}, {"3d7", 3, 6, 27}, {"3d27", 3, 26, 27}};
-static const int grid3[3] = {3, 3, 3};
-
-/* MPI_T variables: ob1's per-peer queue lengths, MPICH's recvq variables (--enable-mpit-pvars). */
-enum { PV_OB1_POSTED, PV_OB1_UNEXPECTED, PV_POSTED, PV_UNEXPECTED, PV_POSTED_ATTEMPTS, PV_UNEXPECTED_ATTEMPTS,
-       PV_TIME_FAILED_POSTED, PV_TIME_UNEXPECTED, NPVARS };
-static const char *const pvar_names[NPVARS] = {
-    "pml_ob1_posted_recvq_length", "pml_ob1_unexpected_msgq_length", "posted_recvq_length",
-    "unexpected_recvq_length",     "posted_recvq_match_attempts",    "unexpected_recvq_match_attempts",
-    "time_failed_matching_postedq", "time_matching_unexpectedq"};
-
-enum { M_T_ITER, M_POST_PER_MSG, M_WAIT_PER_MSG, M_POSTED_Q, M_POSTED_Q_PEER_MAX, M_UNEXPECTED_Q,
-       M_UNEXPECTED_Q_PEER_MAX, M_SEARCHED_PER_MSG, M_MATCH_TIME_PER_MSG, NMETRICS };
-
-static const hmb_option match_options[] = {
-    {"pattern", HMB_OPT_CHOICES, "2d9",
-     "stencil: 2d5, 2d9 (3x3 ranks), 3d7, 3d27 (3x3x3); real runs need the grid's rank count", 0, 0,
-     "2d5|2d9|3d7|3d27", 0},
-    {"variant", HMB_OPT_CHOICE, "lowcost", "real: every rank runs the halo; lowcost: 2 ranks, rank 1 emulates the "
-     "centre's neighbours", 0, 0, "real|lowcost", 0},
-    {"shuffle", HMB_OPT_FLAG, "0", "shuffle each thread's posting order every iteration (seeded by --seed)", 0, 0,
-     NULL, 0},
-    {"no-pvars", HMB_OPT_FLAG, "0", "do not read MPI_T variables (queue reads cost time inside the iteration)", 0,
-     0, NULL, 0},
-    HMB_OPTION_END};
-
-static const hmb_default match_defaults[] = {{"sizes", "1K"}, {NULL, NULL}};
+#include "match.h"
 
 static const hmb_metric match_metrics[] = {
     {.name = "t_iter_us", .unit = "us", .higher_is_better = 0, .in_table = 1, .is_signed = 0,
@@ -82,226 +49,6 @@ static const hmb_metric match_metrics[] = {
      .description = "centre: time spent matching (MPI_T timers) per received message"},
     HMB_METRIC_END};
 
-typedef struct {
-    int variant, pattern, threads, ndirs;
-    int centre;         /* this rank is measured (real: grid centre; lowcost: rank 0) */
-    int emulator;       /* lowcost rank 1 */
-    int centre_rank;    /* the centre's MPI rank in this run (lowcost: 0) */
-    int shuffle_rank;   /* grid rank seeding the shuffle: the real centre's in lowcost */
-    int nrun;           /* threads this rank runs (emulator: directions x T) */
-    size_t bytes;
-    hmb_topo topo;      /* this rank's grid position (lowcost: the centre's) */
-    int send_peer[HMB_TOPO_MAX_DIRS], recv_peer[HMB_TOPO_MAX_DIRS]; /* MPI ranks here, or MPI_PROC_NULL */
-    int recv_label[HMB_TOPO_MAX_DIRS]; /* grid rank whose data receive slot d must hold */
-    int send_label[HMB_TOPO_MAX_DIRS]; /* grid rank whose data send slot d carries */
-    MPI_Comm comm, ctl;
-    unsigned char *sbuf, *rbuf; /* slot d T + t, bytes each */
-    MPI_Request *reqs;          /* 2 ndirs per running thread */
-    int *order;                 /* ndirs per running thread */
-    int *tag_log;               /* centre, iteration 0: per thread ndirs receive tags then ndirs send tags */
-    double *begin, *posted, *done, *paused;
-    hmb_pvars *pv;
-    int have_posted_q, have_unexpected_q, have_searched, have_match_time;
-    double *pv_values;          /* one read's values (count <= comm size) */
-    double q[4];                /* posted total, posted peer max, unexpected total, unexpected peer max */
-    long long seed;
-} match_state;
-
-static int tag_of(const match_state *st, int d, int t) { return d * st->threads + t; }
-static unsigned char *slot(unsigned char *buf, const match_state *st, int d, int t)
-{
-    return buf + (size_t)(d * st->threads + t) * st->bytes;
-}
-
-static int centre_grid_rank(const hmb_topo *t)
-{
-    int c[3] = {1, 1, t->ndims == 3 ? 1 : 0};
-    return hmb_topo_rank_of(t, c);
-}
-
-/* --pattern as a list of indices; real runs need every chosen pattern's grid to match the ranks. */
-static void match_check(hmb_ctx *ctx)
-{
-    unsigned long long chosen = hmb_opt_choices(ctx, "pattern");
-    int lowcost = strcmp(hmb_opt_str(ctx, "variant"), "lowcost") == 0;
-    if (lowcost && hmb_size(ctx) != 2)
-        hmb_usage_error(ctx, "--variant lowcost runs on exactly 2 ranks (centre and emulator), got %d", hmb_size(ctx));
-    for (int p = 0; p < NPATTERNS; p++) {
-        if (!(chosen & (1ull << p)))
-            continue;
-        if (!lowcost && hmb_size(ctx) != patterns[p].ranks)
-            hmb_usage_error(ctx, "--variant real --pattern %s needs a %s grid: %d ranks, got %d", patterns[p].name,
-                            patterns[p].ndims == 2 ? "3x3" : "3x3x3", patterns[p].ranks, hmb_size(ctx));
-        if (lowcost && patterns[p].neighbours * hmb_threads(ctx) > HMB_MAX_THREADS)
-            hmb_usage_error(ctx, "--pattern %s with --threads %d: the emulator needs %d threads (at most %d)",
-                            patterns[p].name, hmb_threads(ctx), patterns[p].neighbours * hmb_threads(ctx),
-                            HMB_MAX_THREADS);
-    }
-    if (hmb_opt_flag(ctx, "no-pvars")) {
-        hmb_header_add_str(ctx, "queue_depth", "not read (--no-pvars)");
-        hmb_header_add_str(ctx, "items_searched", "not read (--no-pvars)");
-        return;
-    }
-    /* What this library exposes, once, for the stdout header and the run record. */
-    hmb_pvars *pv = hmb_pvars_open(ctx, pvar_names, NPVARS, hmb_comm(ctx));
-    int ob1 = hmb_pvars_available(pv, PV_OB1_POSTED), recvq = hmb_pvars_available(pv, PV_POSTED);
-    int searched = hmb_pvars_available(pv, PV_POSTED_ATTEMPTS) && hmb_pvars_available(pv, PV_UNEXPECTED_ATTEMPTS);
-    hmb_header_add_str(ctx, "queue_depth", ob1 ? "pml_ob1_posted_recvq_length,pml_ob1_unexpected_msgq_length"
-                                           : recvq ? "posted_recvq_length,unexpected_recvq_length" : "unavailable");
-    hmb_header_add_str(ctx, "items_searched",
-                       searched ? "posted_recvq_match_attempts,unexpected_recvq_match_attempts" : "unavailable");
-    hmb_pvars_close(pv);
-}
-
-static void match_points(hmb_ctx *ctx, hmb_point_list *out)
-{
-    unsigned long long chosen = hmb_opt_choices(ctx, "pattern");
-    int nsizes = 0;
-    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
-    for (int p = 0; p < NPATTERNS; p++) {
-        if (!(chosen & (1ull << p)))
-            continue;
-        for (int s = 0; s < nsizes; s++) {
-            hmb_point *pt = hmb_points_add(out, sizes[s]);
-            hmb_point_set_str(pt, "pattern", patterns[p].name);
-            hmb_point_set_str(pt, "variant", hmb_opt_str(ctx, "variant"));
-            hmb_point_set_int(pt, "threads", hmb_threads(ctx));
-        }
-    }
-}
-
-static void match_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
-{
-    (void)pt;
-    match_state *st = state;
-    if (!st)
-        return;
-    hmb_cache_unregister_all(ctx);
-    hmb_pvars_close(st->pv);
-    if (st->comm != MPI_COMM_NULL)
-        MPI_Comm_free(&st->comm);
-    if (st->ctl != MPI_COMM_NULL)
-        MPI_Comm_free(&st->ctl);
-    free(st->sbuf);
-    free(st->rbuf);
-    free(st->reqs);
-    free(st->order);
-    free(st->tag_log);
-    free(st->begin);
-    free(st->posted);
-    free(st->done);
-    free(st->paused);
-    free(st->pv_values);
-    free(st);
-}
-
-static void open_pvars(hmb_ctx *ctx, match_state *st)
-{
-    st->pv = hmb_pvars_open(ctx, pvar_names, NPVARS, st->comm);
-    st->have_posted_q = hmb_pvars_available(st->pv, PV_OB1_POSTED) || hmb_pvars_available(st->pv, PV_POSTED);
-    st->have_unexpected_q =
-        hmb_pvars_available(st->pv, PV_OB1_UNEXPECTED) || hmb_pvars_available(st->pv, PV_UNEXPECTED);
-    st->have_searched =
-        hmb_pvars_available(st->pv, PV_POSTED_ATTEMPTS) && hmb_pvars_available(st->pv, PV_UNEXPECTED_ATTEMPTS);
-    /* a timer in library ticks has no known unit: not converted, not reported */
-    st->have_match_time = hmb_pvars_available(st->pv, PV_TIME_FAILED_POSTED) &&
-                          hmb_pvars_available(st->pv, PV_TIME_UNEXPECTED) &&
-                          strcmp(hmb_pvars_unit(st->pv, PV_TIME_FAILED_POSTED), "s") == 0 &&
-                          strcmp(hmb_pvars_unit(st->pv, PV_TIME_UNEXPECTED), "s") == 0;
-    int most = 1;
-    for (int i = 0; i < NPVARS; i++)
-        if (hmb_pvars_count(st->pv, i) > most)
-            most = hmb_pvars_count(st->pv, i);
-    st->pv_values = calloc((size_t)most, sizeof(double));
-    hmb_pvars_start(st->pv);
-}
-
-static void *match_setup(hmb_ctx *ctx, const hmb_point *pt)
-{
-    const char *pname = hmb_point_str(pt, "pattern");
-    match_state *st = calloc(1, sizeof *st);
-    if (!st) { /* every rank skips the point; no collective made yet */
-        hmb_unsupported(ctx, "cannot allocate the benchmark state");
-        return NULL;
-    }
-    /* collective: before any way out of setup */
-    MPI_Comm_dup(hmb_comm(ctx), &st->comm);
-    MPI_Comm_dup(hmb_comm(ctx), &st->ctl);
-    while (strcmp(patterns[st->pattern].name, pname) != 0)
-        st->pattern++;
-    st->variant = strcmp(hmb_point_str(pt, "variant"), "lowcost") == 0 ? VARIANT_LOWCOST : VARIANT_REAL;
-    st->threads = hmb_threads(ctx);
-    st->bytes = pt->size_bytes;
-    st->seed = hmb_opt_int(ctx, "seed");
-    int ndims = patterns[st->pattern].ndims, ranks = patterns[st->pattern].ranks;
-    int rank = hmb_rank(ctx);
-    /* lowcost: the centre's grid position; its rank in the grid comes from a first build */
-    const char *err = hmb_topo_build(&st->topo, ndims, patterns[st->pattern].neighbours, grid3, ranks,
-                                     st->variant == VARIANT_REAL ? rank : 0, NULL, 1, 0);
-    int centre_grid = centre_grid_rank(&st->topo);
-    if (!err && st->variant == VARIANT_LOWCOST)
-        err = hmb_topo_build(&st->topo, ndims, patterns[st->pattern].neighbours, grid3, ranks, centre_grid, NULL, 1,
-                             0);
-    if (err) { /* cannot happen for the fixed grids: a bug */
-        hmb_unsupported(ctx, "topology: %s", err);
-        return st;
-    }
-    st->ndirs = st->topo.ndirs;
-    st->shuffle_rank = st->variant == VARIANT_REAL ? rank : centre_grid;
-    st->centre_rank = st->variant == VARIANT_REAL ? centre_grid : 0;
-    st->centre = rank == st->centre_rank;
-    st->emulator = st->variant == VARIANT_LOWCOST && rank == 1;
-    st->nrun = st->emulator ? st->ndirs * st->threads : st->threads;
-    for (int d = 0; d < st->ndirs; d++) {
-        const hmb_topo_dir *dir = &st->topo.dir[d];
-        if (st->variant == VARIANT_REAL) {
-            st->send_peer[d] = dir->to;
-            st->recv_peer[d] = dir->from;
-            st->send_label[d] = rank;
-            st->recv_label[d] = dir->from;
-        } else if (!st->emulator) { /* the centre has every neighbour */
-            st->send_peer[d] = st->recv_peer[d] = 1;
-            st->send_label[d] = centre_grid;
-            st->recv_label[d] = dir->from;
-        } else { /* send slot d: the neighbour at dir[d].from's message to the centre */
-            st->send_peer[d] = st->recv_peer[d] = 0;
-            st->send_label[d] = dir->from;
-            st->recv_label[d] = centre_grid;
-        }
-    }
-    /* More threads than --threads on the emulator: OpenMP must give them all. */
-    int got = 0;
-#pragma omp parallel num_threads(st->nrun)
-#pragma omp single
-    got = omp_get_num_threads();
-    if (st->nrun > 1 && hmb_thread_level_provided(ctx) < MPI_THREAD_MULTIPLE)
-        hmb_unsupported(ctx, "%d threads communicate at once: needs MPI_THREAD_MULTIPLE, the library provides %s",
-                        st->nrun, hmb_thread_level_name(hmb_thread_level_provided(ctx)));
-    else if (got != st->nrun)
-        hmb_unsupported(ctx, "OpenMP gave %d of the %d threads this rank runs (OMP_THREAD_LIMIT?)", got, st->nrun);
-    size_t slots = (size_t)st->ndirs * (size_t)st->threads;
-    st->sbuf = malloc(slots * st->bytes + 1);
-    st->rbuf = malloc(slots * st->bytes + 1);
-    st->reqs = calloc((size_t)st->nrun * 2 * (size_t)st->ndirs, sizeof(MPI_Request));
-    st->order = calloc((size_t)st->nrun * (size_t)st->ndirs, sizeof(int));
-    st->tag_log = malloc((size_t)st->threads * 2 * (size_t)st->ndirs * sizeof(int));
-    st->begin = calloc((size_t)st->nrun, sizeof(double));
-    st->posted = calloc((size_t)st->nrun, sizeof(double));
-    st->done = calloc((size_t)st->nrun, sizeof(double));
-    st->paused = calloc((size_t)st->nrun, sizeof(double));
-    if (!st->sbuf || !st->rbuf || !st->reqs || !st->order || !st->tag_log || !st->begin || !st->posted ||
-        !st->done || !st->paused) {
-        hmb_unsupported(ctx, "cannot allocate 2 x %zu message slots of %zu bytes", slots, st->bytes);
-        return st;
-    }
-    hmb_cache_register(ctx, st->sbuf, slots * st->bytes);
-    hmb_cache_register(ctx, st->rbuf, slots * st->bytes);
-    if (!hmb_opt_flag(ctx, "no-pvars") && (st->centre || rank == 0))
-        open_pvars(ctx, st);
-    return st;
-}
-
-/* Send slots hold iteration iter's data; receive slots poison (a missing message is caught). */
 static void match_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
 {
     (void)pt;
@@ -311,7 +58,7 @@ static void match_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long i
         if (st->send_peer[d] == MPI_PROC_NULL)
             continue;
         for (int t = 0; t < st->threads; t++)
-            hmb_fill(slot(st->sbuf, st, d, t), st->bytes, st->send_label[d], tag_of(st, d, t), gen);
+            hmb_fill(match_slot(st->sbuf, st, d, t), st->bytes, st->send_label[d], match_tag(st, d, t), gen);
     }
     memset(st->rbuf, 0xA5, (size_t)st->ndirs * (size_t)st->threads * st->bytes);
 }
@@ -359,9 +106,9 @@ static void halo_thread(match_state *st, int t, long iter, int shuffle, int samp
     st->begin[t] = hmb_now();
     for (int k = 0; k < st->ndirs; k++) {
         int d = order[k];
-        log[k] = st->recv_peer[d] == MPI_PROC_NULL ? -1 : tag_of(st, d, t);
+        log[k] = st->recv_peer[d] == MPI_PROC_NULL ? -1 : match_tag(st, d, t);
         if (log[k] >= 0)
-            MPI_Irecv(slot(st->rbuf, st, d, t), (int)st->bytes, MPI_BYTE, st->recv_peer[d], log[k], st->comm,
+            MPI_Irecv(match_slot(st->rbuf, st, d, t), (int)st->bytes, MPI_BYTE, st->recv_peer[d], log[k], st->comm,
                       &req[n++]);
     }
     if (sample && t == 0) {
@@ -371,9 +118,9 @@ static void halo_thread(match_state *st, int t, long iter, int shuffle, int samp
     }
     for (int k = 0; k < st->ndirs; k++) {
         int d = order[k];
-        log[st->ndirs + k] = st->send_peer[d] == MPI_PROC_NULL ? -1 : tag_of(st, d, t);
+        log[st->ndirs + k] = st->send_peer[d] == MPI_PROC_NULL ? -1 : match_tag(st, d, t);
         if (log[st->ndirs + k] >= 0)
-            MPI_Isend(slot(st->sbuf, st, d, t), (int)st->bytes, MPI_BYTE, st->send_peer[d], log[st->ndirs + k],
+            MPI_Isend(match_slot(st->sbuf, st, d, t), (int)st->bytes, MPI_BYTE, st->send_peer[d], log[st->ndirs + k],
                       st->comm, &req[n++]);
     }
     st->posted[t] = hmb_now();
@@ -387,8 +134,8 @@ static void emulator_thread(match_state *st, int k)
 {
     int d = k / st->threads, t = k % st->threads, e = d ^ 1;
     MPI_Request *req = st->reqs + (size_t)k * 2;
-    MPI_Irecv(slot(st->rbuf, st, e, t), (int)st->bytes, MPI_BYTE, 0, tag_of(st, e, t), st->comm, &req[0]);
-    MPI_Isend(slot(st->sbuf, st, d, t), (int)st->bytes, MPI_BYTE, 0, tag_of(st, d, t), st->comm, &req[1]);
+    MPI_Irecv(match_slot(st->rbuf, st, e, t), (int)st->bytes, MPI_BYTE, 0, match_tag(st, e, t), st->comm, &req[0]);
+    MPI_Isend(match_slot(st->sbuf, st, d, t), (int)st->bytes, MPI_BYTE, 0, match_tag(st, d, t), st->comm, &req[1]);
     MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
 }
 
@@ -407,7 +154,8 @@ static double read_pair(match_state *st, int a, int b)
 
 /* The centre's sample of one iteration: to rank 0's out, or shipped to rank 0 (with iteration 0's
  * posted tags) when the centre is another rank. */
-static void centre_figures(match_state *st, long iter, int sample, double searched0, double time0, hmb_sample *out)
+static void centre_figures(hmb_ctx *ctx, match_state *st, long iter, int sample, double searched0, double time0,
+                           hmb_sample *out)
 {
     double v[NMETRICS];
     for (int m = 0; m < NMETRICS; m++)
@@ -436,7 +184,8 @@ static void centre_figures(match_state *st, long iter, int sample, double search
         if (iter == 0)
             MPI_Send(st->tag_log, st->threads * 2 * st->ndirs, MPI_INT, 0, 1, st->ctl);
     } else {
-        memcpy(out->value, v, sizeof v);
+        for (int m = 0; m < NMETRICS; m++)
+            hmb_record_at(ctx, out, m, v[m]);
     }
 }
 
@@ -444,7 +193,7 @@ static int match_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
 {
     (void)pt;
     match_state *st = state;
-    int shuffle = hmb_opt_flag(ctx, "shuffle");
+    int shuffle = HMB_OPTS(match_opts, ctx)->shuffle;
     int sample = st->centre && st->pv && (st->have_posted_q || st->have_unexpected_q);
     double searched0 = NAN, time0 = NAN;
     hmb_phase(ctx, "barrier");
@@ -463,10 +212,13 @@ static int match_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
             halo_thread(st, t, iter, shuffle, sample);
     }
     if (st->centre)
-        centre_figures(st, iter, sample, searched0, time0, out);
+        centre_figures(ctx, st, iter, sample, searched0, time0, out);
     if (hmb_rank(ctx) == 0 && st->centre_rank != 0) {
         hmb_phase(ctx, "centre's figures");
-        MPI_Recv(out->value, NMETRICS, MPI_DOUBLE, st->centre_rank, 0, st->ctl, MPI_STATUS_IGNORE);
+        double v[NMETRICS];
+        MPI_Recv(v, NMETRICS, MPI_DOUBLE, st->centre_rank, 0, st->ctl, MPI_STATUS_IGNORE);
+        for (int m = 0; m < NMETRICS; m++)
+            hmb_record_at(ctx, out, m, v[m]);
         if (iter == 0)
             MPI_Recv(st->tag_log, st->threads * 2 * st->ndirs, MPI_INT, st->centre_rank, 1, st->ctl,
                      MPI_STATUS_IGNORE);
@@ -484,8 +236,8 @@ static void match_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
             continue;
         for (int t = 0; t < st->threads; t++) {
             size_t bad = 0;
-            int tag = tag_of(st, d, t);
-            if (!hmb_check(ctx, slot(st->rbuf, st, d, t), st->bytes, st->recv_label[d], tag, iter, &bad)) {
+            int tag = match_tag(st, d, t);
+            if (!hmb_check(ctx, match_slot(st->rbuf, st, d, t), st->bytes, st->recv_label[d], tag, iter, &bad)) {
                 const int *o = st->topo.dir[d].off;
                 hmb_validation_failure(ctx, pt, iter, tag,
                                        "rank %d: message of direction %d (%+d,%+d,%+d), thread %d, tag %d from grid "
@@ -498,68 +250,15 @@ static void match_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
 }
 
 /* "t0:3,1,...;t1:..." — one thread's tags in posting order, -1 (no neighbour) left out. */
-static void tags_string(const match_state *st, int sends, char *buf, size_t len)
-{
-    size_t at = 0;
-    buf[0] = '\0';
-    for (int t = 0; t < st->threads && at < len; t++) {
-        at += (size_t)snprintf(buf + at, len - at, "%st%d:", t ? ";" : "", t);
-        const int *log = st->tag_log + (size_t)t * 2 * st->ndirs + (sends ? st->ndirs : 0);
-        int first = 1;
-        for (int k = 0; k < st->ndirs && at < len; k++) {
-            if (log[k] < 0)
-                continue;
-            at += (size_t)snprintf(buf + at, len - at, "%s%d", first ? "" : ",", log[k]);
-            first = 0;
-        }
-    }
-}
-
-static void match_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
-{
-    (void)pt;
-    match_state *st = state;
-    int recvs = 0, sends = 0;
-    /* rank 0 of a real run is a corner: count the centre's links from the centre's topology */
-    hmb_topo centre;
-    hmb_topo_build(&centre, st->topo.ndims, patterns[st->pattern].neighbours, grid3, st->topo.size,
-                   centre_grid_rank(&st->topo), NULL, 1, 0);
-    for (int d = 0; d < st->ndirs; d++) {
-        recvs += centre.dir[d].from != MPI_PROC_NULL;
-        sends += centre.dir[d].to != MPI_PROC_NULL;
-    }
-    hmb_result_add_str(ctx, "topology_grid", st->topo.ndims == 2 ? "3x3" : "3x3x3");
-    hmb_result_add_str(ctx, "topology_boundary", "open");
-    hmb_result_add_num(ctx, "centre_rank", st->centre_rank);
-    hmb_result_add_num(ctx, "centre_recvs_per_iter", recvs * st->threads);
-    hmb_result_add_num(ctx, "centre_sends_per_iter", sends * st->threads);
-    hmb_result_add_num(ctx, "centre_sources", st->variant == VARIANT_REAL ? recvs : 1);
-    hmb_result_add_num(ctx, "emulator_threads", st->variant == VARIANT_LOWCOST ? st->ndirs * st->threads : 0);
-    size_t len = (size_t)st->threads * 2 * (size_t)st->ndirs * 8 + 64;
-    char *buf = malloc(len);
-    if (buf) {
-        tags_string(st, 0, buf, len);
-        hmb_result_add_str(ctx, "centre_recv_tags_iter0", buf);
-        tags_string(st, 1, buf, len);
-        hmb_result_add_str(ctx, "centre_send_tags_iter0", buf);
-        free(buf);
-    }
-    if (!st->pv) {
-        hmb_result_add_str(ctx, "queue_depth", "not read (--no-pvars)");
-        return;
-    }
-    hmb_pvars_record(ctx, st->pv, "pvar.");
-    hmb_result_add_str(ctx, "queue_depth", st->have_posted_q ? "MPI_T" : "unavailable");
-    hmb_result_add_str(ctx, "items_searched", st->have_searched ? "MPI_T" : "unavailable");
-    hmb_result_add_str(ctx, "match_time", st->have_match_time ? "MPI_T" : "unavailable");
-}
-
 static const hmb_bench match_bench = {
     .name = "match",
     .group = "threads",
     .summary = "multithreaded message matching: real 9/27-rank halo vs 2-rank low-cost emulation (seed 002)",
-    .options = match_options,
-    .defaults = match_defaults,
+    HMB_BENCH_PARAMS(match_point),
+    HMB_BENCH_OPTIONS(match_opts),
+    .defaults = (const hmb_default[]){{"sizes", "1K"}, {NULL, NULL}},
+    .no_mock = "the centre's receives are matched against its neighbours' sends (or the emulator's): a rank "
+               "alone would match only its own, which is not the queue the benchmark measures",
     .metrics = match_metrics,
     .thread_level = MPI_THREAD_MULTIPLE,
     .min_ranks = 2,

@@ -19,37 +19,13 @@
 #include "hmb/hmb.h"
 #include "mt.h"
 
-static const char *const mt_test_names[MT_NTESTS] = {"rate", "contention", "get"};
-static const char *const mt_mode_names[MT_NMODES] = {"shared", "comm", "tag", "stream", "funneled", "everywhere"};
-static const char *const mt_progress_names[MT_NPROGRESS] = {"none", "thread"};
+const char *const mt_test_names[MT_NTESTS + 1] = {"rate", "contention", "get", NULL};
+const char *const mt_mode_names[MT_NMODES + 1] = {"shared", "comm", "tag", "stream", "funneled", "everywhere", NULL};
+const char *const mt_progress_names[MT_NPROGRESS + 1] = {"none", "thread", NULL};
 /* The MPI 4 assertions the tag mode sets on its communicator (and reads back). */
 static const char *const mt_tag_info_keys[MT_NINFO] = {"mpi_assert_no_any_tag", "mpi_assert_no_any_source",
                                                        "mpi_assert_allow_overtaking"};
 
-static const hmb_option mt_options[] = {
-    {"test", HMB_OPT_CHOICES, "rate", "what to measure", 0, 0, "rate|contention|get"},
-    {"mode", HMB_OPT_CHOICES, "shared,comm,tag,stream,funneled",
-     "how threads express parallelism (everywhere: run with --threads 1 on 2T ranks; stream on MPICH: export "
-     "MPIR_CVAR_CH4_RESERVE_VCIS=T, and MPIR_CVAR_CH4_NUM_VCIS=T+1 for per-thread VCIs)",
-     0, 0, "shared|comm|tag|stream|funneled|everywhere"},
-    {"window", HMB_OPT_INT, "64", "messages (or gets) in flight per lane before the window is completed", 1, 65536,
-     NULL},
-    {"windows-per-iter", HMB_OPT_INT, "4", "windows per lane in one timed iteration", 1, 4096, NULL},
-    {"target-progress", HMB_OPT_CHOICES, "none,thread",
-     "get test: none (target computes without MPI calls), thread (a helper thread polls MPI_Iprobe)", 0, 0,
-     "none|thread"},
-    {"get-window", HMB_OPT_CHOICE, "create", "get test: window memory from MPI_Win_create (malloc) or MPI_Win_allocate",
-     0, 0, "create|allocate"},
-    {"shuffle-delay", HMB_OPT_DURATION, "0",
-     "TEST ONLY (distorts every rate): before each post a thread may yield or sleep up to this long, at random, so "
-     "cross-thread matching orders vary",
-     0, 0, NULL},
-    {"stale-at", HMB_OPT_INT, "-1",
-     "TEST ONLY: at this iteration the sender sends, as lane 0's first message of each window, a well-formed message "
-     "of the previous iteration, which validation must reject (exit 3)",
-     -1, 1e9, NULL, HMB_ROLE_RUN_CONTROL},
-    HMB_OPTION_END,
-};
 
 /* --compute: the get test's target computes this long per iteration (rate/contention ignore it). */
 static const hmb_default mt_defaults[] = {{"sizes", "8"}, {"compute", "1ms"}, {NULL, NULL}};
@@ -74,13 +50,14 @@ enum { M_RATE, M_PER_THREAD, M_BW, M_OP_LAT, M_TARGET_COMPUTE };
 
 static void mt_check(hmb_ctx *ctx)
 {
-    unsigned long long tests = hmb_opt_choices(ctx, "test");
-    long long window = hmb_opt_int(ctx, "window"), windows = hmb_opt_int(ctx, "windows-per-iter");
+    const mt_opts *o = HMB_OPTS(mt_opts, ctx);
+    unsigned long long tests = o->test;
+    long long window = o->window, windows = o->windows_per_iter;
     if (window * windows > MT_SEQ_MASK + 1)
         hmb_usage_error(ctx, "--window x --windows-per-iter must be at most %d (sequence numbers carried in each "
                         "message), got %lld", MT_SEQ_MASK + 1, window * windows);
-    int nsizes = 0;
-    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
+    const size_t *sizes = hmb_common(ctx)->sizes.v;
+    const int nsizes = hmb_common(ctx)->sizes.n;
     for (int i = 0; i < nsizes; i++) {
         if ((tests & ~(1u << MT_GET)) && sizes[i] < MT_STAMP_BYTES)
             hmb_usage_error(ctx, "--sizes: %zu B is below %d B: every rate/contention message carries its (thread, "
@@ -113,10 +90,10 @@ static void mt_check(hmb_ctx *ctx)
 
 static void mt_points(hmb_ctx *ctx, hmb_point_list *out)
 {
-    unsigned long long tests = hmb_opt_choices(ctx, "test"), modes = hmb_opt_choices(ctx, "mode"),
-                       progress = hmb_opt_choices(ctx, "target-progress");
-    int nsizes = 0;
-    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
+    const mt_opts *o = HMB_OPTS(mt_opts, ctx);
+    unsigned long long tests = o->test, modes = o->mode, progress = o->target_progress;
+    const size_t *sizes = hmb_common(ctx)->sizes.v;
+    const int nsizes = hmb_common(ctx)->sizes.n;
     for (int test = 0; test < MT_NTESTS; test++) {
         if (!(tests & (1u << test)))
             continue;
@@ -129,11 +106,11 @@ static void mt_points(hmb_ctx *ctx, hmb_point_list *out)
                 if (test == MT_GET && !(progress & (1u << prog)))
                     continue;
                 for (int i = 0; i < nsizes; i++) {
-                    hmb_point *p = hmb_points_add(out, sizes[i]);
-                    hmb_point_set_str(p, "test", mt_test_names[test]);
-                    hmb_point_set_str(p, "mode", mt_mode_names[mode]);
+                    mt_point *p = hmb_points_new(out, sizes[i]);
+                    p->test = test;
+                    p->mode = mode;
                     if (test == MT_GET)
-                        hmb_point_set_str(p, "target_progress", mt_progress_names[prog]);
+                        p->target_progress = prog;
                 }
             }
         }
@@ -144,7 +121,7 @@ static void mt_points(hmb_ctx *ctx, hmb_point_list *out)
 
 static void *mt_setup(hmb_ctx *ctx, const hmb_point *pt)
 {
-    return mt_state_create(ctx, pt, mt_test_names, mt_mode_names, mt_tag_info_keys);
+    return mt_state_create(ctx, pt, mt_tag_info_keys);
 }
 
 static void mt_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
@@ -222,7 +199,8 @@ static void mt_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
         for (int k = 0; k < MT_NINFO; k++)
             hmb_result_add_str(ctx, mt_tag_info_keys[k], s->tag_info[k]);
     if (s->test == MT_GET) {
-        hmb_result_add_str(ctx, "get_window", hmb_opt_str(ctx, "get-window"));
+        hmb_result_add_str(ctx, "get_window",
+                           HMB_OPTS(mt_opts, ctx)->get_window == MT_WINDOW_ALLOCATE ? "allocate" : "create");
         hmb_result_add_num(ctx, "target_compute_request_us", (double)s->compute_ns / 1e3);
     }
     if (s->shuffle_delay_ns > 0)
@@ -235,7 +213,14 @@ static const hmb_bench mt_bench = {
     .name = "mt",
     .group = "threads",
     .summary = "multithreaded message rate (shared/comm/tag/stream/funneled/everywhere), contention, shared-progress get",
-    .options = mt_options,
+    HMB_BENCH_PARAMS(mt_point),
+    HMB_BENCH_OPTIONS(mt_opts),
+    .no_mock = "a lane's sender and receiver are threads of two ranks (rank i and i + n/2): a rank alone has no "
+               "receiver to loop its window back to",
+    .rules = (const hmb_option_rule[]){HMB_VCI_RULES("mode", "shared,comm,tag"),
+                                       {.option = "mode", .values = "everywhere", .layout = "everywhere",
+                                        .why = "T single-threaded processes per side: the MPI-everywhere baseline"},
+                                       {.option = NULL}},
     .defaults = mt_defaults,
     .metrics = mt_metrics,
     .thread_level = MPI_THREAD_MULTIPLE,

@@ -12,6 +12,33 @@ enum { MT_RATE, MT_CONTENTION, MT_GET, MT_NTESTS };
 enum { MT_SHARED, MT_COMM, MT_TAG, MT_STREAM, MT_FUNNELED, MT_EVERYWHERE, MT_NMODES };
 enum { MT_PROGRESS_NONE, MT_PROGRESS_THREAD, MT_NPROGRESS };
 #define MT_NINFO 3
+extern const char *const mt_test_names[MT_NTESTS + 1], *const mt_mode_names[MT_NMODES + 1],
+    *const mt_progress_names[MT_NPROGRESS + 1];
+
+#define MT_OPTIONS(X)                                                                                               \
+    X(test, CHOICES, .default_value = "rate", .names = mt_test_names, .help = "what to measure")                    \
+    X(mode, CHOICES, .default_value = "shared,comm,tag,stream,funneled", .names = mt_mode_names,                    \
+      .help = "how threads express parallelism (everywhere: run with --threads 1 on 2T ranks; stream on MPICH: "    \
+              "export MPIR_CVAR_CH4_RESERVE_VCIS=T, and MPIR_CVAR_CH4_NUM_VCIS=T+1 for per-thread VCIs)")          \
+    X(window, INT, .default_value = "64", .min = 1, .max = 65536,                                                   \
+      .help = "messages (or gets) in flight per lane before the window is completed")                              \
+    X(windows_per_iter, INT, .default_value = "4", .min = 1, .max = 4096,                                           \
+      .help = "windows per lane in one timed iteration")                                                           \
+    X(target_progress, CHOICES, .default_value = "none,thread", .names = mt_progress_names,                         \
+      .help = "get test: none (target computes without MPI calls), thread (a helper thread polls MPI_Iprobe)")     \
+    X(get_window, CHOICE, .default_value = "create", .choices = "create|allocate",                                  \
+      .help = "get test: window memory from MPI_Win_create (malloc) or MPI_Win_allocate")                          \
+    X(shuffle_delay, DURATION, .default_value = "0",                                                                \
+      .help = "TEST ONLY (distorts every rate): before each post a thread may yield or sleep up to this long, at "  \
+              "random, so cross-thread matching orders vary")
+HMB_OPTIONS(mt_opts, MT_OPTIONS);
+enum { MT_WINDOW_CREATE, MT_WINDOW_ALLOCATE };
+
+/* A point: the test, the mode, and for get the target's progress. */
+#define MT_PARAMS(X)                                                                                                \
+    X(test, NAME, .names = mt_test_names) X(mode, NAME, .names = mt_mode_names)                                    \
+    X(target_progress, NAME, .names = mt_progress_names)
+HMB_POINT_PARAMS(mt_point, MT_PARAMS);
 
 /* Every rate/contention message starts with a 64-bit stamp: iteration (low 24 bits), lane
  * (16 bits), sequence within the iteration (24 bits); the rest is hmb_fill's pattern. */
@@ -57,7 +84,7 @@ typedef struct {
 
     int64_t compute_ns;       /* get: the target's compute per iteration */
     int64_t shuffle_delay_ns; /* test only (--shuffle-delay): random pauses before each post */
-    long stale_at;            /* test only (--stale-at): iteration whose lane-0 slot 0 is stale */
+    long stale_at;            /* test only (--inject stale): iteration whose lane-0 slot 0 is stale */
     double target_compute_s;  /* get: measured compute of the last iteration (target) */
     double op_time_sum_s;     /* get: sum of Get+flush times of the last iteration (origin) */
     hmb_progress *helper;     /* get target with a helper: the MPI_Iprobe progress thread */
@@ -77,8 +104,7 @@ void mt_shuffle_init(mt_shuffle *sh, const mt_state *s, int rank, int tid, long 
 void mt_shuffle_pause(mt_shuffle *sh);
 
 /* mt_lanes.c */
-mt_state *mt_state_create(hmb_ctx *ctx, const hmb_point *pt, const char *const *test_names,
-                          const char *const *mode_names, const char *const *tag_info_keys);
+mt_state *mt_state_create(hmb_ctx *ctx, const hmb_point *pt, const char *const *tag_info_keys);
 void mt_state_free(mt_state *s);
 /* Untimed, before the cold-cache flush: this iteration's send data / target window. */
 void mt_rate_prepare(hmb_ctx *ctx, mt_state *s, long iter);

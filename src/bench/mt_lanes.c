@@ -11,14 +11,6 @@
 #include "hmb/hmb.h"
 #include "mt.h"
 
-static int mt_index_of(const char *name, const char *const *names, int count)
-{
-    for (int i = 0; i < count; i++)
-        if (strcmp(name, names[i]) == 0)
-            return i;
-    return -1;
-}
-
 /* Why this point cannot run here, or NULL. The same answer on every rank. */
 static const char *mt_unsupported_reason(hmb_ctx *ctx, const mt_state *s, char *buf, size_t len)
 {
@@ -92,21 +84,20 @@ static void mt_stream_comms(mt_state *s)
     }
 }
 
-mt_state *mt_state_create(hmb_ctx *ctx, const hmb_point *pt, const char *const *test_names,
-                          const char *const *mode_names, const char *const *tag_info_keys)
+mt_state *mt_state_create(hmb_ctx *ctx, const hmb_point *pt, const char *const *tag_info_keys)
 {
-    static const char *const progress_names[MT_NPROGRESS] = {"none", "thread"};
+    const mt_point *p = HMB_POINT(mt_point, pt);
     mt_state *s = calloc(1, sizeof *s);
-    s->test = mt_index_of(hmb_point_str(pt, "test"), test_names, MT_NTESTS);
-    s->mode = mt_index_of(hmb_point_str(pt, "mode"), mode_names, MT_NMODES);
-    s->progress = s->test == MT_GET ? mt_index_of(hmb_point_str(pt, "target_progress"), progress_names, MT_NPROGRESS)
-                                    : MT_PROGRESS_NONE;
+    s->test = p->test;
+    s->mode = p->mode;
+    s->progress = s->test == MT_GET ? p->target_progress : MT_PROGRESS_NONE;
     s->threads = hmb_threads(ctx);
     s->size = pt->size_bytes;
-    s->window = (int)hmb_opt_int(ctx, "window");
-    s->windows = s->test == MT_GET ? 1 : (int)hmb_opt_int(ctx, "windows-per-iter");
-    s->shuffle_delay_ns = hmb_opt_duration_ns(ctx, "shuffle-delay");
-    s->stale_at = (long)hmb_opt_int(ctx, "stale-at");
+    const mt_opts *o = HMB_OPTS(mt_opts, ctx);
+    s->window = (int)o->window;
+    s->windows = s->test == MT_GET ? 1 : (int)o->windows_per_iter;
+    s->shuffle_delay_ns = o->shuffle_delay;
+    s->stale_at = hmb_inject_at(ctx, HMB_INJECT_STALE);
     if (!hmb_mpit_cvar_int("MPIR_CVAR_CH4_NUM_VCIS", &s->num_vcis))
         s->num_vcis = -1;
     if (!hmb_mpit_cvar_int("MPIR_CVAR_CH4_RESERVE_VCIS", &s->reserve_vcis))
@@ -259,7 +250,7 @@ static void mt_rate_thread(hmb_ctx *ctx, mt_state *s, int tid, long iter)
     MPI_Request *reqs = s->reqs + (size_t)tid * s->reqs_per_thread;
     mt_shuffle shuffle;
     mt_shuffle_init(&shuffle, s, hmb_rank(ctx), tid, iter);
-    long slot0_iter = iter == s->stale_at ? iter - 1 : iter; /* --stale-at: lane 0, slot 0 */
+    long slot0_iter = iter == s->stale_at ? iter - 1 : iter; /* --inject stale: lane 0, slot 0 */
     for (int w = 0; w < s->windows; w++) {
         int n = 0;
         for (int l = 0; l < s->nlanes; l++) {
@@ -365,7 +356,7 @@ void mt_rate_verify(hmb_ctx *ctx, mt_state *s, const hmb_point *pt, long iter)
             if (ordered && seq <= last_seq[lane])
                 hmb_validation_failure(ctx, pt, iter, lane, "message %d of lane %d overtook message %d "
                                        "(mode %s promises order)", last_seq[lane], lane, seq,
-                                       hmb_point_str(pt, "mode"));
+                                       mt_mode_names[HMB_POINT(mt_point, pt)->mode]);
             last_seq[lane] = seq;
             /* The stamp checked, restore the pattern's first word and check every byte. */
             unsigned char prefix[MT_STAMP_BYTES];

@@ -23,7 +23,7 @@ static MPI_Win mt_make_window(hmb_ctx *ctx, mt_state *s, MPI_Comm comm, size_t b
     MPI_Win win;
     MPI_Aint len = s->sending ? 0 : (MPI_Aint)bytes;
     *mem = NULL;
-    if (strcmp(hmb_opt_str(ctx, "get-window"), "allocate") == 0) {
+    if (HMB_OPTS(mt_opts, ctx)->get_window == MT_WINDOW_ALLOCATE) {
         MPI_Win_allocate(len, 1, MPI_INFO_NULL, comm, mem, &win);
     } else {
         if (len)
@@ -39,7 +39,7 @@ static MPI_Win mt_make_window(hmb_ctx *ctx, mt_state *s, MPI_Comm comm, size_t b
 
 void mt_get_setup(hmb_ctx *ctx, mt_state *s)
 {
-    s->compute_ns = hmb_opt_duration_ns(ctx, "compute");
+    s->compute_ns = hmb_common(ctx)->compute;
     if (!s->sending)
         s->winmem = calloc((size_t)s->nlanes, s->size);
     int per_lane_window = s->mode == MT_COMM || s->mode == MT_EVERYWHERE;

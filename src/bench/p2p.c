@@ -14,7 +14,10 @@
 #include "hmb/hmb.h"
 
 enum { MODE_LATENCY, MODE_BW, MODE_BIBW, MODE_MSGRATE, MODE_COUNT };
-static const char *const mode_names[MODE_COUNT] = {"latency", "bw", "bibw", "msgrate"};
+static const char *const mode_names[MODE_COUNT + 1] = {"latency", "bw", "bibw", "msgrate", NULL};
+
+#define P2P_PARAMS(X) X(mode, NAME, .names = mode_names) X(window, INT) X(pairs, INT)
+HMB_POINT_PARAMS(p2p_point, P2P_PARAMS);
 
 enum { TAG_DATA = 1, TAG_READY = 2, TAG_ACK = 3, TAG_REWARM = 4 };
 enum { M_LATENCY, M_BANDWIDTH, M_RATE, M_ITER_TIME }; /* indices into p2p_metrics */
@@ -53,8 +56,8 @@ static void p2p_check(hmb_ctx *ctx)
     if ((hmb_opt_choices(ctx, "mode") & (1u << MODE_MSGRATE)) && hmb_size(ctx) % 2 != 0)
         hmb_usage_error(ctx, "--mode msgrate needs an even number of ranks (got %d); "
                              "choose --mode latency,bw,bibw or add a rank", hmb_size(ctx));
-    int nsizes = 0;
-    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
+    const size_t *sizes = hmb_common(ctx)->sizes.v;
+    const int nsizes = hmb_common(ctx)->sizes.n;
     const long long batch = hmb_opt_int(ctx, "batch");
     for (int i = 0; i < nsizes; i++) {
         if (sizes[i] > INT_MAX)
@@ -67,17 +70,17 @@ static void p2p_check(hmb_ctx *ctx)
 
 static void p2p_points(hmb_ctx *ctx, hmb_point_list *out)
 {
-    int nsizes = 0;
-    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
+    const size_t *sizes = hmb_common(ctx)->sizes.v;
+    const int nsizes = hmb_common(ctx)->sizes.n;
     const unsigned long long modes = hmb_opt_choices(ctx, "mode");
     for (int m = 0; m < MODE_COUNT; m++) {
         if (!(modes & (1u << m)))
             continue;
         for (int i = 0; i < nsizes; i++) {
-            hmb_point *pt = hmb_points_add(out, sizes[i]);
-            hmb_point_set_str(pt, "mode", mode_names[m]);
-            hmb_point_set_int(pt, "window", m == MODE_LATENCY ? 1 : hmb_opt_int(ctx, "window"));
-            hmb_point_set_int(pt, "pairs", m == MODE_MSGRATE ? hmb_size(ctx) / 2 : 1);
+            p2p_point *p = hmb_points_new(out, sizes[i]);
+            p->mode = m;
+            p->window = m == MODE_LATENCY ? 1 : hmb_opt_int(ctx, "window");
+            p->pairs = m == MODE_MSGRATE ? hmb_size(ctx) / 2 : 1;
         }
     }
 }
@@ -149,9 +152,8 @@ static int latency_batch(hmb_ctx *ctx, const p2p_state *st)
 static void *p2p_setup(hmb_ctx *ctx, const hmb_point *pt)
 {
     p2p_state *st = calloc(1, sizeof *st);
-    const char *mode = hmb_point_str(pt, "mode");
-    while (st->mode < MODE_COUNT && strcmp(mode_names[st->mode], mode) != 0)
-        st->mode++;
+    const p2p_point *p = HMB_POINT(p2p_point, pt);
+    st->mode = p->mode;
     st->size = pt->size_bytes;
     int rank = hmb_rank(ctx), half = hmb_size(ctx) / 2;
     if (st->mode == MODE_MSGRATE) {
@@ -161,13 +163,13 @@ static void *p2p_setup(hmb_ctx *ctx, const hmb_point *pt)
         st->is_sender = rank == 0;
         st->peer = rank == 0 ? 1 : rank == 1 ? 0 : -1;
     }
-    st->stale_at = hmb_opt_int(ctx, "stale-at");
-    st->wrong_slot_at = hmb_opt_int(ctx, "wrong-slot-at");
+    st->stale_at = hmb_inject_at(ctx, HMB_INJECT_STALE);
+    st->wrong_slot_at = hmb_inject_at(ctx, HMB_INJECT_WRONG_SLOT);
     if (st->mode == MODE_LATENCY) {
         st->count = latency_batch(ctx, st);
         st->slots = st->count; /* a batch is small: every round trip its own slot */
     } else {
-        st->count = (int)hmb_point_int(pt, "window");
+        st->count = (int)p->window;
         st->slots = window_slots(ctx, st->size, st->count);
     }
     /* Latency under --cache hot measures what osu_latency measures: one send buffer per side,
@@ -268,12 +270,7 @@ static int p2p_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter
 {
     p2p_state *st = state;
     MPI_Comm comm = hmb_comm(ctx);
-    const int rank = hmb_rank(ctx), n = st->count, size = (int)st->size;
-    if (iter == hmb_opt_int(ctx, "hang-at") && rank == 1) {
-        hmb_phase(ctx, "hang-at (test: rank 1 stopped participating)");
-        for (;;)
-            sleep(1);
-    }
+    const int n = st->count, size = (int)st->size;
     if (st->mode != MODE_MSGRATE && st->peer < 0)
         return 0;
     pick_send_data(st, iter);
@@ -433,16 +430,6 @@ static const hmb_option p2p_options[] = {
     {"batch", HMB_OPT_INT, "0",
      "latency: round trips timed back-to-back per sample (0 = auto: a sample of >= 20 us, at most 256)", 0, 4096,
      NULL},
-    {"stale-at", HMB_OPT_INT, "-1", "TEST ONLY: in this iteration senders send the other generation's data", -1, 1e9,
-     NULL, HMB_ROLE_RUN_CONTROL},
-    {"wrong-slot-at", HMB_OPT_INT, "-1",
-     "TEST ONLY: in this iteration the last message carries the next slot's data", -1, 1e9, NULL,
-     HMB_ROLE_RUN_CONTROL},
-    {"hang-at", HMB_OPT_INT, "-1", "TEST ONLY: rank 1 stops participating at this iteration (watchdog test)", -1, 1e9,
-     NULL, HMB_ROLE_RUN_CONTROL},
-    {"format", HMB_OPT_CHOICE, "table",
-     "stdout layout: table, or osu: '# Size  Latency (us)' rows per mode as osu_latency, osu_bw, osu_bibw, osu_mbw_mr "
-     "print them (sizes in bytes, medians)", 0, 0, "table|osu", HMB_ROLE_RUN_CONTROL},
     HMB_OPTION_END};
 
 /* --format osu: the columns the OSU micro-benchmarks print for each mode. */
@@ -464,7 +451,9 @@ static const hmb_bench p2p_bench = {
     .name = "p2p",
     .group = "baseline",
     .summary = "ping-pong latency, windowed uni/bi-directional bandwidth, multi-pair message rate",
+    HMB_BENCH_PARAMS(p2p_point),
     .options = p2p_options,
+    .uses = HMB_OPTS_FORMAT,
     .defaults = p2p_defaults,
     .data_reuse = 1,
     .metrics = p2p_metrics,

@@ -32,7 +32,10 @@ enum { SENDER = 0, RECEIVER = 1 };
 enum { TAG_SINGLE = 1, TAG_PART = 2, TAG_SENDER_DONE = 3, TAG_TIMES = 4, TAG_PERSIST = 5 };
 enum { PREADY_SINGLE, PREADY_RANGE, PREADY_LIST };
 enum { COMPLETE_TEST, COMPLETE_WAIT, NCOMPLETE };
-static const char *const complete_names[NCOMPLETE] = {"test", "wait"};
+static const char *const complete_names[NCOMPLETE + 1] = {"test", "wait", NULL};
+
+#define PART_PARAMS(X) X(partitions, INT) X(recv_partitions, INT) X(complete, NAME, .names = complete_names)
+HMB_POINT_PARAMS(part_point, PART_PARAMS);
 enum { PHASE_SINGLE, PHASE_PERSISTENT, PHASE_PARTITIONED, NPHASES };
 /* times_msg (receiver -> rank 0): both baselines' t_recv, then a_0 .. a_{P_recv-1} */
 enum { TIMES_RECV_SINGLE, TIMES_RECV_PERSIST, TIMES_ARRIVED };
@@ -183,10 +186,10 @@ static void part_points(hmb_ctx *ctx, hmb_point_list *out)
             for (int c = 0; c < NCOMPLETE; c++) {
                 if (!(completes & (1ull << c)))
                     continue;
-                hmb_point *pt = hmb_points_add(out, sizes[s]);
-                hmb_point_set_int(pt, "partitions", parts[p]);
-                hmb_point_set_int(pt, "recv_partitions", recv_partitions_of(ctx, (int)parts[p]));
-                hmb_point_set_str(pt, "complete", complete_names[c]);
+                part_point *pp = hmb_points_new(out, sizes[s]);
+                pp->partitions = parts[p];
+                pp->recv_partitions = recv_partitions_of(ctx, (int)parts[p]);
+                pp->complete = c;
             }
         }
     }
@@ -240,14 +243,15 @@ static void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
     st->rank = hmb_rank(ctx);
     st->threads = hmb_threads(ctx);
     st->size_bytes = pt->size_bytes;
-    st->nparts_send = (int)hmb_point_int(pt, "partitions");
-    st->nparts_recv = (int)hmb_point_int(pt, "recv_partitions");
+    const part_point *pp = HMB_POINT(part_point, pt);
+    st->nparts_send = (int)pp->partitions;
+    st->nparts_recv = (int)pp->recv_partitions;
     st->psize_send = st->size_bytes / (size_t)st->nparts_send;
     st->psize_recv = st->size_bytes / (size_t)st->nparts_recv;
     st->pready_mode = strcmp(pready, "range") == 0 ? PREADY_RANGE : strcmp(pready, "list") == 0 ? PREADY_LIST
                                                                                                    : PREADY_SINGLE;
     st->observe_poller = strcmp(hmb_opt_str(ctx, "observe"), "poller") == 0;
-    st->complete_wait = strcmp(hmb_point_str(pt, "complete"), complete_names[COMPLETE_WAIT]) == 0;
+    st->complete_wait = pp->complete == COMPLETE_WAIT;
     st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
     MPI_Comm_dup(hmb_comm(ctx), &st->data_comm);
     MPI_Comm_dup(hmb_comm(ctx), &st->ctl_comm);
@@ -653,14 +657,15 @@ static void part_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
         hmb_result_add_str(ctx, "invalid_reason", "the piece made ready last was reported arrived at or before its "
                                                   "ready time (a_L - s_L <= 0): no perceived bandwidth; a clock problem");
     }
-    hmb_result_add_num(ctx, "partitions_send", (double)hmb_point_int(pt, "partitions"));
-    hmb_result_add_num(ctx, "partitions_recv", (double)hmb_point_int(pt, "recv_partitions"));
+    const part_point *pp = HMB_POINT(part_point, pt);
+    hmb_result_add_num(ctx, "partitions_send", (double)pp->partitions);
+    hmb_result_add_num(ctx, "partitions_recv", (double)pp->recv_partitions);
     hmb_result_add_str(ctx, "pready", hmb_opt_str(ctx, "pready"));
     hmb_result_add_str(ctx, "observe", hmb_opt_str(ctx, "observe"));
     hmb_result_add_num(ctx, "threads", hmb_threads(ctx));
     hmb_result_add_num(ctx, "compute_ns", (double)hmb_opt_duration_ns(ctx, "compute"));
     hmb_result_add_str(ctx, "noise", hmb_opt_str(ctx, "noise"));
-    int wait = strcmp(hmb_point_str(pt, "complete"), complete_names[COMPLETE_WAIT]) == 0;
+    int wait = pp->complete == COMPLETE_WAIT;
     hmb_result_add_str(ctx, "single_send", wait ? "MPI_Send / MPI_Recv of the whole message"
                                                 : "MPI_Isend + MPI_Test polling / MPI_Recv of the whole message");
     hmb_result_add_str(ctx, "persistent", wait ? "MPI_Send_init + MPI_Wait / MPI_Recv_init started before the barrier"
@@ -679,6 +684,7 @@ static const hmb_bench part_bench = {
     .group = "partitioned",
     .summary = "partitioned point-to-point vs single and persistent send: overhead, perceived bandwidth, "
                "availability, early bird",
+    HMB_BENCH_PARAMS(part_point),
     .options = part_options,
     .defaults = part_defaults,
     .modes = part_modes,

@@ -25,9 +25,12 @@
 #include "hmb/metrics.h"
 
 enum { TEST_PROBE, TEST_TRADEOFF, TEST_COUNT };
-static const char *const test_names[TEST_COUNT] = {"probe", "tradeoff"};
+static const char *const test_names[TEST_COUNT + 1] = {"probe", "tradeoff", NULL};
 enum { VIEW_BOTH, VIEW_SENDER, VIEW_RECV_EARLY, VIEW_RECV_LATE, VIEW_STEP, VIEW_COUNT };
-static const char *const view_names[VIEW_COUNT] = {"both", "sender", "recv-early", "recv-late", "step"};
+static const char *const view_names[VIEW_COUNT + 1] = {"both", "sender", "recv-early", "recv-late", "step", NULL};
+
+#define PROTO_PARAMS(X) X(test, NAME, .names = test_names) X(view, NAME, .names = view_names) X(window, INT) X(pairs, INT)
+HMB_POINT_PARAMS(proto_point, PROTO_PARAMS);
 enum { M_SWITCHES, M_FIRST_SWITCH, M_RATE, M_BANDWIDTH, M_ITER_TIME };
 enum { TAG_DATA = 1, TAG_TOKEN = 2 };
 
@@ -121,24 +124,16 @@ static void proto_points(hmb_ctx *ctx, hmb_point_list *out)
     for (int v = 0; v < VIEW_COUNT && (tests & (1u << TEST_PROBE)); v++) {
         if (!(views & (1u << v)))
             continue;
-        hmb_point *pt = hmb_points_add(out, grid[ngrid - 1]);
-        hmb_point_set_str(pt, "test", "probe");
-        hmb_point_set_str(pt, "view", view_names[v]);
+        proto_point *p = hmb_points_new(out, grid[ngrid - 1]);
+        p->test = TEST_PROBE;
+        p->view = v;
     }
     for (int i = 0; i < nsizes && (tests & (1u << TEST_TRADEOFF)); i++) {
-        hmb_point *pt = hmb_points_add(out, sizes[i]);
-        hmb_point_set_str(pt, "test", "tradeoff");
-        hmb_point_set_int(pt, "window", hmb_opt_int(ctx, "window"));
-        hmb_point_set_int(pt, "pairs", hmb_size(ctx) / 2);
+        proto_point *p = hmb_points_new(out, sizes[i]);
+        p->test = TEST_TRADEOFF;
+        p->window = hmb_opt_int(ctx, "window");
+        p->pairs = hmb_size(ctx) / 2;
     }
-}
-
-static int index_of(const char *name, const char *const *names, int count)
-{
-    int i = 0;
-    while (i < count && strcmp(names[i], name) != 0)
-        i++;
-    return i;
 }
 
 /* One-way time of a blocking transfer of each grid size (the fastest of a few round trips),
@@ -434,12 +429,13 @@ static void *proto_setup(hmb_ctx *ctx, const hmb_point *pt)
     proto_state *st = calloc(1, sizeof *st);
     st->ctx = ctx;
     st->pt = pt;
-    st->test = index_of(hmb_point_str(pt, "test"), test_names, TEST_COUNT);
+    const proto_point *p = HMB_POINT(proto_point, pt);
+    st->test = p->test;
     const int rank = hmb_rank(ctx), half = hmb_size(ctx) / 2;
     size_t bytes;
     int ok = 1;
     if (st->test == TEST_PROBE) {
-        st->view = index_of(hmb_point_str(pt, "view"), view_names, VIEW_COUNT);
+        st->view = p->view;
         st->is_sender = rank == 0;
         st->peer = rank == 0 ? 1 : rank == 1 ? 0 : -1;
         st->trials = (int)hmb_opt_int(ctx, "trials");
@@ -457,7 +453,7 @@ static void *proto_setup(hmb_ctx *ctx, const hmb_point *pt)
         st->is_sender = rank < half;
         st->peer = st->is_sender ? rank + half : rank - half;
         st->size = pt->size_bytes;
-        st->window = (int)hmb_point_int(pt, "window");
+        st->window = (int)p->window;
         bytes = st->size * (size_t)st->window;
         ok &= (st->reqs = calloc((size_t)st->window, sizeof *st->reqs)) != NULL;
         touch_every_pair(ctx); /* before the benchmark's own buffers exist */
@@ -719,6 +715,7 @@ static const hmb_bench proto_bench = {
     .name = "proto",
     .group = "protocols",
     .summary = "eager/rendezvous switch probe (bisection) and the threshold trade-off: message rate, memory",
+    HMB_BENCH_PARAMS(proto_point),
     .options = proto_options,
     .defaults = proto_defaults,
     .metrics = proto_metrics,

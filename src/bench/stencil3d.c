@@ -28,6 +28,12 @@ enum { PHASE_COMM, PHASE_COMP, PHASE_OVERALL, NPHASES };
 enum { T_POST = 1, T_WAIT = 2 }; /* the overall phase's sub-times (hmb_mode_results) */
 static const char *const exchange_names[NEXCHANGES] = {"communication-only exchange", "overlapped exchange"};
 
+#define STENCIL_OPTIONS(X)                                                                                          \
+    X(calc_factor, DOUBLE, .default_value = "2.0", .min = 0.01, .max = 1000,                                        \
+      .help = "without --compute: compute = this factor x T_comm, the fastest of 5 exchanges measured before the "  \
+              "point")
+HMB_OPTIONS(stencil_opts, STENCIL_OPTIONS);
+
 
 typedef struct {
     hmb_topo topo;
@@ -54,23 +60,20 @@ static void stencil_check(hmb_ctx *ctx)
 {
     hmb_topo topo;
     hmb_topo_from_options(ctx, 3, NDIRS, 1, &topo);
-    int nsizes;
-    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
-    for (int i = 0; i < nsizes; i++)
-        if (sizes[i] == 0 || sizes[i] > INT_MAX)
-            hmb_usage_error(ctx, "--sizes: %zu bytes per neighbour (give 1 byte .. 2 GB - 1)", sizes[i]);
-    if (hmb_opt_given(ctx, "compute") && hmb_opt_duration_ns(ctx, "compute") <= 0)
+    const hmb_common_opts *c = hmb_common(ctx);
+    for (int i = 0; i < c->sizes.n; i++)
+        if (c->sizes.v[i] == 0 || c->sizes.v[i] > INT_MAX)
+            hmb_usage_error(ctx, "--sizes: %zu bytes per neighbour (give 1 byte .. 2 GB - 1)", c->sizes.v[i]);
+    if (c->given.compute && c->compute <= 0)
         hmb_usage_error(ctx, "--compute: must be > 0 (or leave it out: compute = --calc-factor x T_comm)");
-    if (hmb_opt_given(ctx, "compute") && hmb_opt_given(ctx, "calc-factor"))
+    if (c->given.compute && HMB_OPTS(stencil_opts, ctx)->given.calc_factor)
         hmb_usage_error(ctx, "--compute and --calc-factor both given: choose one");
 }
 
 static void stencil_points(hmb_ctx *ctx, hmb_point_list *out)
 {
-    int nsizes;
-    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
-    for (int i = 0; i < nsizes; i++)
-        hmb_points_add(out, sizes[i]);
+    for (int i = 0; i < hmb_common(ctx)->sizes.n; i++)
+        hmb_points_new(out, hmb_common(ctx)->sizes.v[i]);
 }
 
 static void post_exchange(hmb_ctx *ctx, stencil_state *st, int ex)
@@ -147,47 +150,53 @@ static void *stencil_setup(hmb_ctx *ctx, const hmb_point *pt)
     hmb_reduce_sum(ctx, &sent, 1);
     st->bytes_per_rank = sent / hmb_size(ctx);
     st->calib_t_comm_s = NAN;
-    if (hmb_opt_given(ctx, "compute")) {
-        st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
+    if (hmb_common(ctx)->given.compute) {
+        st->compute_ns = hmb_common(ctx)->compute;
     } else {
-        st->compute_ns = hmb_calc_factor_ns(ctx, hmb_comm(ctx), hmb_opt_double(ctx, "calc-factor"), exchange_alone,
-                                            &(calib_arg){ctx, st}, &st->calib_t_comm_s);
+        st->compute_ns = hmb_calc_factor_ns(ctx, hmb_comm(ctx), HMB_OPTS(stencil_opts, ctx)->calc_factor,
+                                            exchange_alone, &(calib_arg){ctx, st}, &st->calib_t_comm_s);
     }
     return st;
 }
 
-static void phase_iterate(hmb_ctx *ctx, void *state, int phase, long iter, double *times)
+/* comm: Irecv/Isend, Waitall, Allreduce -> T_comm */
+static void phase_comm(hmb_ctx *ctx, void *state, int phase, long iter, double *times)
 {
+    (void)phase, (void)times;
+    stencil_state *st = state;
+    post_exchange(ctx, st, EX_COMM);
+    wait_exchange(st);
+    allreduce(ctx, st, EX_COMM, iter);
+}
+
+/* comp: the compute alone -> T_comp */
+static void phase_comp(hmb_ctx *ctx, void *state, int phase, long iter, double *times)
+{
+    (void)phase, (void)times;
+    compute(ctx, state, iter);
+}
+
+/* overall: post, compute (the same draws), Waitall, Allreduce -> T_overall, T_post, T_wait */
+static void phase_overall(hmb_ctx *ctx, void *state, int phase, long iter, double *times)
+{
+    (void)phase;
     stencil_state *st = state;
     double t0 = hmb_now();
-    switch (phase) {
-    case PHASE_COMM:
-        post_exchange(ctx, st, EX_COMM);
-        wait_exchange(st);
-        allreduce(ctx, st, EX_COMM, iter);
-        break;
-    case PHASE_COMP:
-        compute(ctx, st, iter);
-        break;
-    case PHASE_OVERALL: {
-        post_exchange(ctx, st, EX_OVERALL);
-        double t_posted = hmb_now();
-        compute(ctx, st, iter);
-        double t_computed = hmb_now();
-        wait_exchange(st);
-        times[T_WAIT] = hmb_now() - t_computed;
-        allreduce(ctx, st, EX_OVERALL, iter);
-        times[T_POST] = t_posted - t0;
-        break;
-    }
-    }
+    post_exchange(ctx, st, EX_OVERALL);
+    double t_posted = hmb_now();
+    compute(ctx, st, iter);
+    double t_computed = hmb_now();
+    wait_exchange(st);
+    times[T_WAIT] = hmb_now() - t_computed;
+    allreduce(ctx, st, EX_OVERALL, iter);
+    times[T_POST] = t_posted - t0;
 }
 
 static const hmb_mode stencil_phases[NPHASES + 1] = {
-    {.name = "comm: Irecv/Isend, Waitall, Allreduce", .iterate = phase_iterate},
-    {.name = "comp: compute", .iterate = phase_iterate},
-    {.name = "overall: post, compute, Waitall, Allreduce", .iterate = phase_iterate},
-};
+    [PHASE_COMM] = {.name = "comm", .iterate = phase_comm, .flags = HMB_MODE_HIDDEN},
+    [PHASE_COMP] = {.name = "comp", .iterate = phase_comp, .flags = HMB_MODE_HIDDEN},
+    [PHASE_OVERALL] = {.name = "overall", .iterate = phase_overall, .flags = HMB_MODE_HIDDEN},
+    [NPHASES] = {.name = NULL}};
 static const int all_phases[NPHASES] = {PHASE_COMM, PHASE_COMP, PHASE_OVERALL};
 
 static int stencil_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
@@ -235,7 +244,7 @@ static void stencil_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
     hmb_result_add_num(ctx, "mock", st->mock);
     hmb_result_add_num(ctx, "compute_us", (double)st->compute_ns * 1e-3);
     if (calc) {
-        hmb_result_add_num(ctx, "calc_factor", hmb_opt_double(ctx, "calc-factor"));
+        hmb_result_add_num(ctx, "calc_factor", HMB_OPTS(stencil_opts, ctx)->calc_factor);
         hmb_result_add_num(ctx, "t_comm_calibration_us", st->calib_t_comm_s * 1e6);
     }
 }
@@ -249,14 +258,6 @@ static void stencil_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
 
 /* Default sizes span the eager/rendezvous switch of every library we know (SPEC §3.7). */
 static const hmb_default stencil_defaults[] = {{"sizes", "1K:1M"}, {NULL, NULL}};
-
-static const hmb_option stencil_options[] = {
-    HMB_COMM_OPTION,
-    HMB_TOPO_OPTIONS,
-    {"calc-factor", HMB_OPT_DOUBLE, "2.0",
-     "without --compute: compute = this factor x T_comm, the fastest of 5 exchanges measured before the point",
-     0.01, 1000, NULL, HMB_ROLE_PARAMETER},
-    HMB_OPTION_END};
 
 static const hmb_metric stencil_metrics[] = {
     {.name = "overlap_pct", .unit = "%", .higher_is_better = 1, .in_table = 1, .is_signed = 0,
@@ -279,7 +280,8 @@ static const hmb_bench stencil_bench = {
     .name = "stencil3d",
     .group = "patterns",
     .summary = "3-D 6-neighbour Irecv/Isend/Waitall + Allreduce: T_comm, T_comp, T_overall and overlap %",
-    .options = stencil_options,
+    HMB_BENCH_OPTIONS(stencil_opts),
+    .uses = HMB_OPTS_COMM | HMB_OPTS_TOPO,
     .defaults = stencil_defaults,
     .modes = stencil_phases,
     .metrics = stencil_metrics,

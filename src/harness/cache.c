@@ -102,10 +102,9 @@ static void probe(hmb_ctx *ctx)
 int hmb_cache_init(hmb_ctx *ctx)
 {
     hmb_cache_state *c = &ctx->cache;
-    c->cold = strcmp(hmb_opt_str(ctx, "cache"), "cold") == 0;
-    int n = 0;
-    const size_t *llc = hmb_opt_sizes(ctx, "llc-size", &n);
-    c->llc_bytes = n > 0 && llc[0] > 0 ? llc[0] : llc_from_sysfs();
+    c->cold = ctx->common.cache == HMB_CACHE_COLD;
+    const hmb_sizes llc = ctx->common.llc_size;
+    c->llc_bytes = llc.n > 0 && llc.v[0] > 0 ? llc.v[0] : llc_from_sysfs();
     if (c->llc_bytes == 0)
         c->llc_bytes = 64u << 20; /* unknown: assume a large LLC rather than a too-small flush */
     if (!c->cold)

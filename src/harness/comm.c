@@ -400,7 +400,7 @@ static const hmb_comm_ops mock_ops = {
 
 const hmb_comm_ops *hmb_comm_policy(hmb_ctx *ctx)
 {
-    if (strcmp(hmb_opt_str(ctx, "comm"), "off") != 0)
+    if (ctx->common.comm != HMB_COMM_OFF)
         return &mpi_ops;
     mock_ctx = ctx;
     return &mock_ops;

@@ -78,24 +78,38 @@ typedef struct {
 typedef struct {
     int count;
     hmb_optval vals[HMB_MAX_OPTIONS];
+    /* The effective rows vals[i].opt points to: the declarations with the name spelled with '-'
+     * and the choices of .names / .modes written out. */
+    hmb_option rows[HMB_MAX_OPTIONS];
+    unsigned char common[HMB_MAX_OPTIONS]; /* row i: 0 the benchmark's, 1 common, 2 a group (hmb_common_opts) */
+    char *owned[2 * HMB_MAX_OPTIONS];      /* names and choices built for rows */
+    int nowned;
 } hmb_optset;
 
-/* The options every benchmark has (harness-owned), HMB_OPTION_END-terminated. */
+/* The options every benchmark has (harness-owned, HMB_COMMON_OPTIONS), HMB_OPTION_END-terminated. */
 extern const hmb_option hmb_common_options[];
 
-/* Parse argv (argv[0] = first option, NOT the program/benchmark name) against the common
- * table plus the benchmark's table (may be NULL), with the benchmark's default overrides
- * (may be NULL). Accepts "--name value" and "--name=value"; flags take no value.
+/* Parse argv (argv[0] = first option, NOT the program/benchmark name) against the benchmark's
+ * table (may be NULL) plus the common table, with the benchmark's default overrides (may be NULL).
+ * Accepts "--name value" and "--name=value"; flags take no value.
  * Returns 0 ok, 1 if --help/-h was given, 2 if --help-all, -1 on error with a one-line message in err such
- * as "--partitions: 0 is below the minimum 1" or "unknown option --foo". */
+ * as "--partitions: 0 is below the minimum 1" or "unknown option --foo". Common options of a group
+ * (hmb_option.group) are left out. */
 int hmb_options_parse(hmb_optset *set, const hmb_option *bench_options,
                       const hmb_default *defaults, int argc, char **argv,
                       char *err, size_t errlen);
+/* The same for a benchmark's descriptor: its groups (bench->uses) and --mode from bench->modes. */
+int hmb_options_parse_bench(hmb_optset *set, const hmb_bench *bench, int argc, char **argv, char *err,
+                            size_t errlen);
+/* Copy the parsed values into the typed structs (the rows' slots): common into *common, the
+ * benchmark's own into *bench (may be NULL). A common option a benchmark re-declares lands in both. */
+void hmb_options_store(const hmb_optset *set, hmb_common_opts *common, void *bench);
 const hmb_optval *hmb_options_find(const hmb_optset *set, const char *name);
 void hmb_options_free(hmb_optset *set);
 /* Help text: one line per option with type, default and range, common options last; options
  * whose help starts with "TEST ONLY" only with all (--help-all), else one line counting them. */
 void hmb_options_help(FILE *out, const hmb_option *bench_options, const hmb_default *defaults, int all);
+void hmb_options_help_bench(FILE *out, const hmb_bench *bench, int all);
 
 /* ------------------------------------------------------------------ stats.c */
 

@@ -12,6 +12,12 @@
 /* ------------------------------------------------------------------ context */
 
 int hmb_rank(const hmb_ctx *ctx) { return ctx->rank; }
+const hmb_common_opts *hmb_common(const hmb_ctx *ctx) { return &ctx->common; }
+const void *hmb_bench_options(const hmb_ctx *ctx) { return ctx->bench_opts; }
+long hmb_inject_at(const hmb_ctx *ctx, int fault)
+{
+    return fault >= 0 && fault < HMB_INJECT_COUNT ? ctx->inject[fault] : -1;
+}
 int hmb_size(const hmb_ctx *ctx) { return ctx->size; }
 MPI_Comm hmb_comm(const hmb_ctx *ctx) { return ctx->comm; }
 int hmb_threads(const hmb_ctx *ctx) { return ctx->threads; }
@@ -44,15 +50,16 @@ double hmb_to_global(const hmb_ctx *ctx, double t_local) { return t_local - ctx-
 double hmb_clock_offset(const hmb_ctx *ctx) { return ctx->clock_offset_s; }
 double hmb_timer_overhead_ns(const hmb_ctx *ctx) { return ctx->timer_overhead_ns; }
 
-/* The thread levels, once: their names for the table and the JSON, and --thread-level's. */
+/* The thread levels, once, in the order of --thread-level's choices: their names for the table and
+ * the JSON. */
 static const struct {
     int level;
-    const char *name, *option;
+    const char *name;
 } thread_levels[] = {
-    {MPI_THREAD_SINGLE, "SINGLE", "single"},
-    {MPI_THREAD_FUNNELED, "FUNNELED", "funneled"},
-    {MPI_THREAD_SERIALIZED, "SERIALIZED", "serialized"},
-    {MPI_THREAD_MULTIPLE, "MULTIPLE", "multiple"},
+    {MPI_THREAD_SINGLE, "SINGLE"},
+    {MPI_THREAD_FUNNELED, "FUNNELED"},
+    {MPI_THREAD_SERIALIZED, "SERIALIZED"},
+    {MPI_THREAD_MULTIPLE, "MULTIPLE"},
 };
 
 const char *hmb_thread_level_name(int level)
@@ -63,12 +70,10 @@ const char *hmb_thread_level_name(int level)
     return "UNKNOWN";
 }
 
-int hmb_thread_level_of(const char *option)
+int hmb_thread_level_at(int choice)
 {
-    for (size_t i = 0; i < sizeof thread_levels / sizeof thread_levels[0]; i++)
-        if (strcmp(thread_levels[i].option, option) == 0)
-            return thread_levels[i].level;
-    return -1;
+    const int n = (int)(sizeof thread_levels / sizeof thread_levels[0]);
+    return choice >= 0 && choice < n ? thread_levels[choice].level : -1;
 }
 
 /* ------------------------------------------------------------------ options */
@@ -93,6 +98,16 @@ const hmb_optval *hmb_ctx_opt(const hmb_ctx *ctx, const char *name, int type_a, 
         abort();
     }
     return v;
+}
+
+const char *hmb_option_text(const hmb_ctx *ctx, const char *name)
+{
+    const hmb_optval *v = hmb_options_find(&ctx->opts, name);
+    if (!v) {
+        fprintf(stderr, "hmb-bench %s: internal error: no option --%s\n", ctx->bench->name, name);
+        abort();
+    }
+    return v->present ? v->sval : NULL;
 }
 
 int hmb_opt_flag(const hmb_ctx *ctx, const char *name)
@@ -198,61 +213,59 @@ void hmb_unsupported(hmb_ctx *ctx, const char *fmt, ...)
 
 /* ------------------------------------------------------------------ points */
 
-hmb_point *hmb_points_add(hmb_point_list *list, size_t size_bytes)
+void hmb_point_init(hmb_point *pt, const hmb_param *params, size_t size_bytes)
+{
+    memset(pt, 0, sizeof *pt);
+    pt->size_bytes = size_bytes;
+    pt->params = params;
+    for (const hmb_param *p = params; p && p->name; p++) {
+        void *at = pt->data.bytes + p->offset;
+        switch (p->kind) {
+        case HMB_PARAM_INT: *(long long *)at = HMB_PARAM_UNSET; break;
+        case HMB_PARAM_NAME: *(int *)at = -1; break;
+        case HMB_PARAM_TEXT: *(const char **)at = NULL; break;
+        case HMB_PARAM_DATA: *(long long *)at = 0; break;
+        }
+    }
+}
+
+void *hmb_points_new(hmb_point_list *list, size_t size_bytes)
 {
     list->items = hmb_grow(list->items, &list->capacity, (size_t)list->count, sizeof *list->items);
     hmb_point *pt = &list->items[list->count++];
-    memset(pt, 0, sizeof *pt);
-    pt->size_bytes = size_bytes;
-    return pt;
+    hmb_point_init(pt, list->params, size_bytes);
+    return pt->data.bytes;
 }
 
-static hmb_param *point_slot(hmb_point *p, const char *name)
+const void *hmb_point_params(const hmb_point *pt) { return pt->data.bytes; }
+
+int hmb_point_param_next(const hmb_point *pt, int i, const char **name, long long *ival, const char **sval)
 {
-    for (int i = 0; i < p->nparams; i++)
-        if (strcmp(p->params[i].name, name) == 0)
-            return &p->params[i];
-    if (p->nparams == HMB_MAX_PARAMS) {
-        fprintf(stderr, "hmb-bench: internal error: more than %d point parameters\n", HMB_MAX_PARAMS);
-        abort();
+    for (const hmb_param *p = pt && pt->params ? &pt->params[i] : NULL; p && p->name; p++, i++) {
+        const void *at = pt->data.bytes + p->offset;
+        *name = p->name;
+        *sval = NULL;
+        *ival = 0;
+        if (p->kind == HMB_PARAM_INT && (*ival = *(const long long *)at) != HMB_PARAM_UNSET)
+            return i + 1;
+        if (p->kind == HMB_PARAM_NAME && *(const int *)at >= 0) {
+            *sval = p->names[*(const int *)at];
+            return i + 1;
+        }
+        if (p->kind == HMB_PARAM_TEXT && (*sval = *(const char *const *)at) != NULL)
+            return i + 1;
     }
-    hmb_param *slot = &p->params[p->nparams++];
-    slot->name = name;
-    return slot;
+    return 0;
 }
 
-void hmb_point_set_int(hmb_point *p, const char *name, long long value)
+int hmb_point_param_is(const hmb_point *pt, const char *name, const char *value)
 {
-    hmb_param *slot = point_slot(p, name);
-    slot->ival = value;
-    slot->sval = NULL;
-}
-
-void hmb_point_set_str(hmb_point *p, const char *name, const char *value)
-{
-    hmb_param *slot = point_slot(p, name);
-    slot->ival = 0;
-    slot->sval = value;
-}
-
-static const hmb_param *point_find(const hmb_point *p, const char *name)
-{
-    for (int i = 0; i < p->nparams; i++)
-        if (strcmp(p->params[i].name, name) == 0)
-            return &p->params[i];
-    fprintf(stderr, "hmb-bench: internal error: point has no parameter '%s'\n", name);
-    abort();
-}
-
-long long hmb_point_int(const hmb_point *p, const char *name) { return point_find(p, name)->ival; }
-const char *hmb_point_str(const hmb_point *p, const char *name)
-{
-    const hmb_param *prm = point_find(p, name);
-    if (!prm->sval) {
-        fprintf(stderr, "hmb-bench: internal error: point parameter '%s' is not a string\n", name);
-        abort();
-    }
-    return prm->sval;
+    const char *n, *sval;
+    long long ival;
+    for (int i = 0; (i = hmb_point_param_next(pt, i, &n, &ival, &sval));)
+        if (strcmp(n, name) == 0 && sval && strcmp(sval, value) == 0)
+            return 1;
+    return 0;
 }
 
 void hmb_point_describe(const hmb_point *pt, char *buf, size_t len)
@@ -264,11 +277,13 @@ void hmb_point_describe(const hmb_point *pt, char *buf, size_t len)
     }
     hmb_format_size(pt->size_bytes, sz, sizeof sz);
     size_t used = (size_t)snprintf(buf, len, "size=%s", sz);
-    for (int i = 0; i < pt->nparams && used < len; i++) {
-        if (pt->params[i].sval)
-            used += (size_t)snprintf(buf + used, len - used, " %s=%s", pt->params[i].name, pt->params[i].sval);
+    const char *name, *sval;
+    long long ival;
+    for (int i = 0; used < len && (i = hmb_point_param_next(pt, i, &name, &ival, &sval));) {
+        if (sval)
+            used += (size_t)snprintf(buf + used, len - used, " %s=%s", name, sval);
         else
-            used += (size_t)snprintf(buf + used, len - used, " %s=%lld", pt->params[i].name, pt->params[i].ival);
+            used += (size_t)snprintf(buf + used, len - used, " %s=%lld", name, ival);
     }
 }
 

@@ -74,6 +74,8 @@ void hmb_checks_clear(hmb_ctx *ctx);                       /* after teardown */
 
 struct hmb_ctx {
     const hmb_bench *bench;
+    hmb_common_opts common; /* typed option values (hmb_common) */
+    void *bench_opts;       /* the benchmark's options struct (HMB_OPTS), bench->options_size bytes */
     hmb_metric_list metrics; /* the benchmark's metrics, fixed and per mode (hmb_sample.value) */
     hmb_optset opts;
     int argc;      /* full command line, for the record */
@@ -133,11 +135,11 @@ struct hmb_ctx {
     _Atomic(const char *) phase;
     hmb_watchdog *watchdog;
 
-    /* --corrupt-at: rank whose first check of that iteration is corrupted (-1: any). */
-    long corrupt_at;
-    /* Bounded waits (modes.c): --wait-bound in seconds; --never-complete-at (test only). */
+    /* --inject (TEST ONLY): the iteration of each planted fault, -1: none (hmb_inject_at). */
+    long inject[HMB_INJECT_COUNT];
+    /* Bounded waits (modes.c): --wait-bound in seconds. */
     double wait_bound_s;
-    long never_complete_at;
+    /* --inject corrupt: rank whose first check of that iteration is corrupted (-1: any). */
     int corrupt_rank;
     atomic_int corrupt_done;
     atomic_int checked_this_iter;
@@ -165,8 +167,9 @@ void hmb_pivot_print(hmb_ctx *ctx);
 void hmb_pivot_free(hmb_ctx *ctx);
 
 /* registry.c */
-/* --thread-level's value ("single" ... "multiple") as an MPI_THREAD_* level, or -1. */
-int hmb_thread_level_of(const char *option);
+/* --thread-level's choice (its index among single|funneled|serialized|multiple) as an MPI_THREAD_*
+ * level, or -1. */
+int hmb_thread_level_at(int choice);
 const hmb_bench *hmb_registry_find(const char *name);
 /* Sorted by group then name; returns the count, *out owned by the caller (free). */
 int hmb_registry_list(const hmb_bench ***out);
@@ -174,7 +177,11 @@ int hmb_registry_list(const hmb_bench ***out);
 void hmb_registry_describe_json(FILE *out, const hmb_bench *only);
 
 /* ctx.c */
+/* An option's effective text as given or defaulted (NULL: unset), for records and messages. */
+const char *hmb_option_text(const hmb_ctx *ctx, const char *name);
 const hmb_optval *hmb_ctx_opt(const hmb_ctx *ctx, const char *name, int type_a, int type_b);
+/* Whether pt has the text parameter name = value. */
+int hmb_point_param_is(const hmb_point *pt, const char *name, const char *value);
 /* "size=4K mode=latency" for messages and table rows. */
 void hmb_point_describe(const hmb_point *pt, char *buf, size_t len);
 void hmb_point_list_free(hmb_point_list *list);
@@ -223,6 +230,8 @@ void hmb_table_unsupported(hmb_ctx *ctx, const hmb_point *pt, const char *reason
 int hmb_table_metric_selected(const hmb_ctx *ctx, const char *name);
 enum { HMB_TABLE_COLUMNS = 120 };
 void hmb_json_option_value(hmb_json *j, const hmb_optval *v);
+/* The point's set parameters as JSON fields (name: number or text). */
+void hmb_json_point_params(hmb_json *j, const hmb_point *pt);
 
 /* measure.c */
 void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt);

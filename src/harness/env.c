@@ -75,9 +75,11 @@ static const char *spare_rule_values(const hmb_ctx *ctx, const hmb_point *pt)
         fprintf(stderr, "hmb-bench %s: spare_core_when \"%s\" is not \"option=value,...\"\n", ctx->bench->name, rule);
         abort();
     }
-    for (int i = 0; pt && i < pt->nparams; i++)
-        if (strcmp(pt->params[i].name, option) == 0 && pt->params[i].sval)
-            return pt->params[i].sval;
+    const char *name, *sval;
+    long long ival;
+    for (int i = 0; pt && (i = hmb_point_param_next(pt, i, &name, &ival, &sval));)
+        if (strcmp(name, option) == 0 && sval)
+            return sval;
     const hmb_optval *v = hmb_options_find(&ctx->opts, option);
     if (!v || !v->sval) {
         fprintf(stderr, "hmb-bench %s: spare_core_when names --%s, which is no string option\n", ctx->bench->name,
@@ -401,9 +403,9 @@ static void write_header_json(hmb_ctx *ctx, const rank_info *all, const char *li
     hmb_json_close_obj(&j);
 
     hmb_json_open_obj(&j, "noise");
-    hmb_json_str(&j, "model", hmb_opt_str(ctx, "noise"));
-    hmb_json_str(&j, "thread", hmb_opt_str(ctx, "noise-thread"));
-    hmb_json_int(&j, "seed", hmb_opt_int(ctx, "seed"));
+    hmb_json_str(&j, "model", ctx->common.noise);
+    hmb_json_str(&j, "thread", hmb_option_text(ctx, "noise-thread"));
+    hmb_json_int(&j, "seed", ctx->common.seed);
     hmb_json_close_obj(&j);
     hmb_json_open_obj(&j, "cache");
     hmb_json_str(&j, "mode", ctx->cache.cold ? "cold" : "hot");
@@ -414,7 +416,7 @@ static void write_header_json(hmb_ctx *ctx, const rank_info *all, const char *li
         hmb_json_int(&j, "probe_cold_ns", ctx->cache.probe_cold_ns);
     }
     hmb_json_close_obj(&j);
-    hmb_json_str(&j, "data", hmb_opt_str(ctx, "data"));
+    hmb_json_str(&j, "data", hmb_option_text(ctx, "data"));
     hmb_json_open_obj(&j, "options");
     for (int i = 0; i < ctx->opts.count; i++)
         hmb_json_option_value(&j, &ctx->opts.vals[i]);

@@ -1,4 +1,5 @@
 /* hmb-bench: the one executable. The life of a run is described in include/hmb/hmb.h. */
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,7 @@ static void print_usage(FILE *out)
 {
     fprintf(out, "usage: mpiexec -n N hmb-bench BENCH [options]\n"
                  "       hmb-bench --list [--json] | --version | BENCH --help[-all] | BENCH --describe --json\n"
-                 "       hmb-bench BENCH [options] --launch-needs   (no MPI: {\"spare_cores_per_rank\": N})\n"
+                 "       hmb-bench BENCH [options] --launch-needs   (no MPI: spare cores, memory per rank)\n"
                  "       mpiexec -n N hmb-bench --placement          (where ranks and threads run, one JSON line)\n"
                  "       hmb-bench --list-pvars                      (the MPI library's MPI_T performance variables)\n");
 }
@@ -64,7 +65,7 @@ static void print_bench_help(const hmb_bench *b, int all)
     if (b->rank_multiple > 1)
         printf(", a multiple of %d", b->rank_multiple);
     printf("; thread level %s)\n\n", hmb_thread_level_name(b->thread_level));
-    hmb_options_help(stdout, b->options, b->defaults, all);
+    hmb_options_help_bench(stdout, b, all);
     printf("\nmetrics:\n");
     for (int i = 0; i < metrics.count; i++)
         printf("  %-22s %-8s %s\n", metrics.items[i].name, metrics.items[i].unit, metrics.items[i].description);
@@ -74,11 +75,11 @@ static void print_bench_help(const hmb_bench *b, int all)
 /* --metric: every name one of the benchmark's metrics, none twice. */
 static void check_metric_names(hmb_ctx *ctx)
 {
-    const hmb_optval *v = hmb_options_find(&ctx->opts, "metric");
-    if (!v || !v->present)
+    const char *metric = ctx->common.metric;
+    if (!metric)
         return;
     const hmb_metric_list *ms = &ctx->metrics;
-    for (const char *p = v->sval;;) {
+    for (const char *p = metric;;) {
         size_t len = strcspn(p, ",");
         if (hmb_metric_list_find(ms, p, len) < 0) {
             char known[2048];
@@ -89,7 +90,7 @@ static void check_metric_names(hmb_ctx *ctx)
             hmb_usage_error(ctx, "--metric: \"%.*s\" is not a metric of %s (it has: %s)", (int)len, p,
                             ctx->bench->name, known);
         }
-        for (const char *q = v->sval; q < p; q += strcspn(q, ",") + 1)
+        for (const char *q = metric; q < p; q += strcspn(q, ",") + 1)
             if (strcspn(q, ",") == len && !strncmp(q, p, len))
                 hmb_usage_error(ctx, "--metric: \"%.*s\" is listed twice", (int)len, p);
         if (!p[len])
@@ -102,8 +103,7 @@ static void check_metric_names(hmb_ctx *ctx)
 static void parse_before_init(hmb_ctx *ctx, int argc, char **argv)
 {
     char err[512] = "";
-    int rc = hmb_options_parse(&ctx->opts, ctx->bench->options, ctx->bench->defaults, argc - 2, argv + 2, err,
-                               sizeof err);
+    int rc = hmb_options_parse_bench(&ctx->opts, ctx->bench, argc - 2, argv + 2, err, sizeof err);
     if (rc == 1 || rc == 2) {
         if (ctx->rank == 0)
             print_bench_help(ctx->bench, rc == 2);
@@ -111,30 +111,40 @@ static void parse_before_init(hmb_ctx *ctx, int argc, char **argv)
     }
     if (rc != 0)
         hmb_usage_error(ctx, "%s", err[0] ? err : "invalid command line");
-    ctx->threads = (int)hmb_opt_int(ctx, "threads");
+    if (!(ctx->bench_opts = calloc(1, ctx->bench->options_size ? ctx->bench->options_size : 1)))
+        abort();
+    hmb_options_store(&ctx->opts, &ctx->common, ctx->bench_opts);
+    const hmb_common_opts *o = &ctx->common;
+    ctx->threads = (int)o->threads;
     if (ctx->threads < 1 || ctx->threads > HMB_MAX_THREADS)
         hmb_usage_error(ctx, "--threads: %d is outside 1..%d", ctx->threads, HMB_MAX_THREADS);
-    if (hmb_noise_parse(hmb_opt_str(ctx, "noise"), &ctx->noise, err, sizeof err) != 0)
+    if (hmb_noise_parse(o->noise, &ctx->noise, err, sizeof err) != 0)
         hmb_usage_error(ctx, "--noise: %s", err);
-    ctx->noise.thread_random = strcmp(hmb_opt_str(ctx, "noise-thread"), "rand") == 0;
-    ctx->noise.seed = (uint64_t)hmb_opt_int(ctx, "seed");
-    if (hmb_opt_duration_ns(ctx, "timeout") <= 0)
+    ctx->noise.thread_random = o->noise_thread == HMB_NOISE_THREAD_RAND;
+    ctx->noise.seed = (uint64_t)o->seed;
+    if (o->timeout <= 0)
         hmb_usage_error(ctx, "--timeout: must be positive");
-    if (hmb_opt_duration_ns(ctx, "wait-bound") <= 0)
+    if (o->wait_bound <= 0)
         hmb_usage_error(ctx, "--wait-bound: must be positive");
-    if (hmb_opt_int(ctx, "max-iters") < hmb_opt_int(ctx, "iters"))
+    if (o->max_iters < o->iters)
         hmb_usage_error(ctx, "--max-iters %lld is below --iters %lld (the minimum number of iterations)",
-                        hmb_opt_int(ctx, "max-iters"), hmb_opt_int(ctx, "iters"));
-    if (!ctx->bench->data_reuse && strcmp(hmb_opt_str(ctx, "data"), "reuse") == 0)
+                        o->max_iters, o->iters);
+    if (!ctx->bench->data_reuse && o->data == HMB_DATA_REUSE)
         hmb_usage_error(ctx, "--data reuse: %s writes its send data before every send (--data fresh); "
                              "reusing send data is not implemented for it",
                         ctx->bench->name);
     check_metric_names(ctx);
-    ctx->validate = !hmb_opt_flag(ctx, "no-validate");
-    ctx->corrupt_at = hmb_opt_int(ctx, "corrupt-at");
-    ctx->wait_bound_s = (double)hmb_opt_duration_ns(ctx, "wait-bound") * 1e-9;
-    ctx->never_complete_at = hmb_opt_int(ctx, "never-complete-at");
-    ctx->json_path = hmb_options_find(&ctx->opts, "json")->present ? hmb_opt_str(ctx, "json") : NULL;
+    ctx->validate = !o->no_validate;
+    for (int f = 0; f < HMB_INJECT_COUNT; f++)
+        ctx->inject[f] = -1;
+    for (int i = 0; i < o->inject.n; i++) { /* --inject corrupt:2,hang:3,silent-partner */
+        double at = isnan(o->inject.arg[i]) ? 0.0 : o->inject.arg[i];
+        if (at != floor(at))
+            hmb_usage_error(ctx, "--inject: the iteration %g is not a whole number", at);
+        ctx->inject[o->inject.choice[i]] = (long)at;
+    }
+    ctx->wait_bound_s = (double)o->wait_bound * 1e-9;
+    ctx->json_path = o->json;
     omp_set_num_threads(ctx->threads);
 }
 
@@ -143,8 +153,8 @@ static void init_mpi(hmb_ctx *ctx, int *argc, char ***argv)
     /* --thread-level overrides the benchmark's request (e.g. mt's thread-safety cost: the same
      * one-thread test at SINGLE and at MULTIPLE); the benchmark checks what was provided. */
     ctx->thread_level_requested = ctx->bench->thread_level;
-    if (hmb_options_find(&ctx->opts, "thread-level")->present)
-        ctx->thread_level_requested = hmb_thread_level_of(hmb_opt_str(ctx, "thread-level"));
+    if (ctx->common.thread_level >= 0)
+        ctx->thread_level_requested = hmb_thread_level_at(ctx->common.thread_level);
     hmb_env_before_init(ctx);
     MPI_Init_thread(argc, argv, ctx->thread_level_requested, &ctx->thread_level_provided);
     hmb_env_after_init(ctx);
@@ -161,6 +171,27 @@ static void init_mpi(hmb_ctx *ctx, int *argc, char ***argv)
         hmb_usage_error(ctx, "%s needs at least %d ranks (got %d)", b->name, b->min_ranks, ctx->size);
     if (b->rank_multiple > 1 && ctx->size % b->rank_multiple != 0)
         hmb_usage_error(ctx, "%s needs a multiple of %d ranks (got %d)", b->name, b->rank_multiple, ctx->size);
+}
+
+/* {"spare_cores_per_rank": N, "rank_bytes": {"SIZE": BYTES, ...}}: one JSON line. */
+static void print_launch_needs(hmb_ctx *ctx)
+{
+    hmb_json j;
+    hmb_json_init(&j);
+    hmb_json_open_obj(&j, NULL);
+    hmb_json_int(&j, "spare_cores_per_rank", hmb_env_spare_cores_needed(ctx));
+    hmb_json_open_obj(&j, "rank_bytes");
+    for (int i = 0; i < ctx->common.sizes.n; i++) {
+        char key[32];
+        size_t size = ctx->common.sizes.v[i];
+        snprintf(key, sizeof key, "%zu", size);
+        hmb_json_num(&j, key, ctx->bench->rank_bytes ? ctx->bench->rank_bytes(ctx, size)
+                                                     : (double)HMB_RANK_BUFFERS * (double)size);
+    }
+    hmb_json_close_obj(&j);
+    hmb_json_close_obj(&j);
+    printf("%.*s\n", (int)j.len, j.data);
+    hmb_json_free(&j);
 }
 
 /* run_id and start time from rank 0, shared so any rank can write a failure record. */
@@ -282,8 +313,11 @@ int main(int argc, char **argv)
     ctx->rank = print_rank;
     ctx->size = 1;
     ctx->corrupt_rank = -1;
+    for (int f = 0; f < HMB_INJECT_COUNT; f++)
+        ctx->inject[f] = -1;
     /* --launch-needs: for the toolkit, what this invocation needs from the launcher (a spare
-     * core per rank for a progress thread), answered without MPI. */
+     * core per rank for a progress thread) and the machine (memory per rank for each --sizes
+     * value: bench->rank_bytes), answered without MPI. */
     int launch_needs = 0;
     for (int i = 2; i < argc; i++)
         if (strcmp(argv[i], "--launch-needs") == 0) {
@@ -297,8 +331,10 @@ int main(int argc, char **argv)
     parse_before_init(ctx, argc, argv);
     if (launch_needs) {
         if (print_rank == 0)
-            printf("{\"spare_cores_per_rank\": %d}\n", hmb_env_spare_cores_needed(ctx));
+            print_launch_needs(ctx);
         hmb_options_free(&ctx->opts);
+        free(ctx->bench_opts);
+        hmb_metric_list_free(&ctx->metrics);
         free(ctx);
         return HMB_EXIT_OK;
     }
@@ -319,13 +355,14 @@ int main(int argc, char **argv)
 
     hmb_point_list points = {0};
     /* points() may measure (async calibrates its compute per operation and size): guarded too. */
-    hmb_watchdog_arm(ctx->watchdog, hmb_opt_duration_ns(ctx, "timeout"));
+    hmb_watchdog_arm(ctx->watchdog, ctx->common.timeout);
     hmb_phase(ctx, "points (enumeration and calibration)");
+    points.params = bench->params;
     bench->points(ctx, &points);
     hmb_watchdog_disarm(ctx->watchdog);
     for (int i = 0; i < points.count; i++)
         hmb_measure_point(ctx, &points.items[i]);
-    hmb_watchdog_arm(ctx->watchdog, hmb_opt_duration_ns(ctx, "timeout"));
+    hmb_watchdog_arm(ctx->watchdog, ctx->common.timeout);
     hmb_phase(ctx, "clock re-check (end of run)");
     hmb_clocks_recheck(ctx);
     hmb_watchdog_disarm(ctx->watchdog);
@@ -341,6 +378,7 @@ int main(int argc, char **argv)
     MPI_Comm_free(&ctx->comm);
     MPI_Finalize();
     hmb_options_free(&ctx->opts);
+    free(ctx->bench_opts);
     hmb_clocks_free(ctx);
     hmb_extras_clear(&ctx->header_extra);
     hmb_extras_clear(&ctx->result_extra);

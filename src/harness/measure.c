@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ctx.h"
 
@@ -59,8 +60,20 @@ static int primary_metric(const sample_store *st)
     return 0;
 }
 
+/* --inject hang:ITER (test only): rank 1 stops participating before iteration ITER, outside every
+ * timed region; the watchdog must end the run naming the phase. */
+static void inject_hang(hmb_ctx *ctx, long iter)
+{
+    if (iter != ctx->inject[HMB_INJECT_HANG] || ctx->rank != 1)
+        return;
+    hmb_phase(ctx, "inject hang (test: rank 1 stopped participating)");
+    for (;;)
+        sleep(1);
+}
+
 static int run_iteration(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *sample)
 {
+    inject_hang(ctx, iter);
     atomic_store(&ctx->iter, iter);
     atomic_store(&ctx->checked_this_iter, 0);
     hmb_checks_prepare(ctx, iter); /* registered buffers: sends filled, receives poisoned */
@@ -88,7 +101,7 @@ static int run_iteration(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
     }
     hmb_checks_run(ctx, iter, HMB_AFTER_ITERATION);
     /* --corrupt-at (test only): learn, one iteration ahead, the highest rank that checks. */
-    if (ctx->corrupt_at >= 0 && iter == ctx->corrupt_at - 1) {
+    if (ctx->inject[HMB_INJECT_CORRUPT] >= 0 && iter == ctx->inject[HMB_INJECT_CORRUPT] - 1) {
         int mine = atomic_load(&ctx->checked_this_iter) ? ctx->rank : -1;
         MPI_Allreduce(&mine, &ctx->corrupt_rank, 1, MPI_INT, MPI_MAX, ctx->comm);
     }
@@ -115,12 +128,7 @@ static void write_result(hmb_ctx *ctx, const hmb_point *pt, const char *status, 
     hmb_json_str(&j, "bench", ctx->bench->name);
     hmb_json_open_obj(&j, "params");
     hmb_json_int(&j, "size_bytes", (long long)pt->size_bytes);
-    for (int i = 0; i < pt->nparams; i++) {
-        if (pt->params[i].sval)
-            hmb_json_str(&j, pt->params[i].name, pt->params[i].sval);
-        else
-            hmb_json_int(&j, pt->params[i].name, pt->params[i].ival);
-    }
+    hmb_json_point_params(&j, pt);
     hmb_json_int(&j, "threads", ctx->threads);
     hmb_json_close_obj(&j);
     hmb_json_str(&j, "status", status);
@@ -130,7 +138,7 @@ static void write_result(hmb_ctx *ctx, const hmb_point *pt, const char *status, 
         hmb_json_int(&j, "warmup", warmup);
         hmb_json_int(&j, "iterations", iterations);
         hmb_json_int(&j, "invalid", invalid);
-        hmb_json_num(&j, "ci_target", hmb_opt_double(ctx, "ci-target") / 100.0);
+        hmb_json_num(&j, "ci_target", ctx->common.ci_target / 100.0);
         hmb_json_bool(&j, "ci_target_met", ci_met);
         hmb_json_str(&j, "stop_reason", stop_name(why));
         hmb_json_num(&j, "elapsed_s", elapsed_s);
@@ -154,7 +162,7 @@ static void write_result(hmb_ctx *ctx, const hmb_point *pt, const char *status, 
             hmb_json_close_obj(&j);
         }
         hmb_json_close_obj(&j);
-        if (hmb_opt_flag(ctx, "raw")) {
+        if (ctx->common.raw) {
             hmb_json_open_obj(&j, "samples");
             for (int m = 0; m < st->nmetrics; m++) {
                 hmb_json_open_arr(&j, ctx->metrics.items[m].name);
@@ -182,7 +190,7 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
     atomic_store(&ctx->corrupt_done, 0);
     atomic_store(&ctx->iter, 0);
     hmb_extras_clear(&ctx->result_extra);
-    hmb_watchdog_arm(ctx->watchdog, hmb_opt_duration_ns(ctx, "timeout"));
+    hmb_watchdog_arm(ctx->watchdog, ctx->common.timeout);
     double t_point_start_s = hmb_now();
 
     /* A registration left from outside a point (a calibration in points()) would make the
@@ -209,11 +217,11 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
         return;
     }
 
-    const long warmup = hmb_opt_int(ctx, "warmup");
-    const long min_iters = hmb_opt_int(ctx, "iters");
-    const long max_iters = hmb_opt_int(ctx, "max-iters");
-    const double ci_target = hmb_opt_double(ctx, "ci-target") / 100.0;
-    const double budget_s = (double)hmb_opt_duration_ns(ctx, "budget") * 1e-9;
+    const long warmup = ctx->common.warmup;
+    const long min_iters = ctx->common.iters;
+    const long max_iters = ctx->common.max_iters;
+    const double ci_target = ctx->common.ci_target / 100.0;
+    const double budget_s = (double)ctx->common.budget * 1e-9;
 
     ctx->cache.flushes = 0; /* counted from the point's first iteration */
     sample_store st = {.nmetrics = ctx->metrics.count};

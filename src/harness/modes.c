@@ -45,6 +45,21 @@ int64_t hmb_calc_factor_ns(hmb_ctx *ctx, MPI_Comm comm, double factor, void (*ru
     return c_ns < HMB_MIN_COMPUTE_NS ? HMB_MIN_COMPUTE_NS : (int64_t)c_ns;
 }
 
+int hmb_modes_select(hmb_ctx *ctx, unsigned long long mask, int mock, int *run)
+{
+    int n = 0;
+    for (int m = 0; ctx->bench->modes && ctx->bench->modes[m].name && m < HMB_MAX_MODES; m++) {
+        const hmb_mode *mode = &ctx->bench->modes[m];
+        if (!(mask >> m & 1ull))
+            continue;
+        if (!mock && hmb_mode_refused(ctx, mode->name, (mode->flags & HMB_MODE_MPI_THREADS) != 0,
+                                      (mode->flags & HMB_MODE_PARTITIONED) != 0))
+            return -1;
+        run[n++] = m;
+    }
+    return n;
+}
+
 int hmb_modes_run(hmb_ctx *ctx, void *state, const int *run, int nrun, long iter, hmb_mode_results *out)
 {
     const hmb_mode *modes = ctx->bench->modes;
@@ -147,8 +162,8 @@ void hmb_record_mode(hmb_ctx *ctx, hmb_sample *out, int k, int mode, double valu
 
 double hmb_wait_bound_s(const hmb_ctx *ctx) { return ctx->wait_bound_s; }
 
-/* --never-complete-at (test only): in that iteration every bounded wait sees nothing arrive. */
-static int never_completes(const hmb_ctx *ctx, long iter) { return iter == ctx->never_complete_at; }
+/* --inject never-complete:ITER (test only): in that iteration every bounded wait sees nothing arrive. */
+static int never_completes(const hmb_ctx *ctx, long iter) { return iter == ctx->inject[HMB_INJECT_NEVER_COMPLETE]; }
 
 /* Poll done(arg, partition) until it reports completion (1), or --wait-bound past since (0). */
 static int poll_bounded(const hmb_ctx *ctx, long iter, double since, int (*done)(void *arg, int partition),
@@ -171,7 +186,7 @@ static void bound_failure(hmb_ctx *ctx, const hmb_point *pt, long iter, int part
     char what[200];
     vsnprintf(what, sizeof what, fmt, ap);
     hmb_validation_failure(ctx, pt, iter, partition, "%s %s %s%s: %s", never, what, when,
-                           never_completes(ctx, iter) ? " (--never-complete-at: planted by the test)" : "", problem);
+                           never_completes(ctx, iter) ? " (--inject never-complete: planted by the test)" : "", problem);
 }
 
 /* "within N s" of a wait bounded by --wait-bound */

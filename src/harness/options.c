@@ -18,58 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-const hmb_option hmb_common_options[] = {
-    {"sizes", HMB_OPT_SIZES, "8:4M", "message sizes (total message size per point)", 0, 0, NULL},
-    {"threads", HMB_OPT_INT, "1", "OpenMP threads per rank", 1, 256, NULL},
-    {"iters", HMB_OPT_INT, "20", "minimum measured iterations per point (N_min)", 1, 1e9, NULL, HMB_ROLE_RUN_CONTROL},
-    {"max-iters", HMB_OPT_INT, "100000", "maximum measured iterations per point", 1, 1e9, NULL, HMB_ROLE_RUN_CONTROL},
-    {"warmup", HMB_OPT_INT, "3", "warm-up iterations per point (discarded, counted)", 0, 1e6, NULL, HMB_ROLE_RUN_CONTROL},
-    {"ci-target", HMB_OPT_DOUBLE, "5",
-     "stop when the 95% CI half-width of the median is within this % of it (0 = run exactly --iters)",
-     0, 100, NULL, HMB_ROLE_RUN_CONTROL},
-    {"budget", HMB_OPT_DURATION, "2s", "time budget per point for adaptive repetitions", 0, 0, NULL, HMB_ROLE_RUN_CONTROL},
-    {"compute", HMB_OPT_DURATION, "0", "compute time per iteration per thread (benchmarks that compute)",
-     0, 0, NULL},
-    {"noise", HMB_OPT_STRING, "none", "compute noise model: none | single:P | uniform:P | gaussian:P",
-     0, 0, NULL},
-    {"noise-thread", HMB_OPT_CHOICE, "fixed",
-     "single:P noise hits the same thread every iteration (fixed) or one drawn per iteration (rand)",
-     0, 0, "fixed|rand"},
-    {"seed", HMB_OPT_INT, "1", "seed of the noise generator (recorded; same seed, same draws)", 0,
-     4611686018427387904.0 /* 2^62 */, NULL, HMB_ROLE_RUN_CONTROL},
-    {"cache", HMB_OPT_CHOICE, "hot",
-     "hot: buffers stay cached; cold: evict the caches before every timed iteration", 0, 0, "hot|cold"},
-    {"data", HMB_OPT_CHOICE, "fresh",
-     "send data: fresh = written before every send, as an application does; reuse = written once per "
-     "point in two generations by iteration parity, as OSU/IMB (p2p's default; other benchmarks: fresh only)",
-     0, 0, "reuse|fresh"},
-    {"llc-size", HMB_OPT_SIZES, "0", "last-level cache size: --cache cold eviction, p2p window slots (0 = sysfs)", 0,
-     0, NULL, HMB_ROLE_RUN_CONTROL},
-    {"no-validate", HMB_OPT_FLAG, "0", "do not check received data (checked every iteration by default)",
-     0, 0, NULL, HMB_ROLE_RUN_CONTROL},
-    {"corrupt-at", HMB_OPT_INT, "-1",
-     "TEST ONLY: corrupt one received byte in this iteration (validation must catch it)", -1, 1e9, NULL, HMB_ROLE_RUN_CONTROL},
-    {"timeout", HMB_OPT_DURATION, "300s", "watchdog: abort if one point runs longer than this", 0, 0,
-     NULL, HMB_ROLE_RUN_CONTROL},
-    {"wait-bound", HMB_OPT_DURATION, "10s",
-     "a partition never reported arrived, or a request never completed, this long after its wait began ends the "
-     "point (exit 3)", 0, 0, NULL, HMB_ROLE_RUN_CONTROL},
-    {"never-complete-at", HMB_OPT_INT, "-1",
-     "TEST ONLY: in this iteration bounded waits see nothing arrive or complete (must end with exit 3 within "
-     "--wait-bound)", -1, 1e9, NULL, HMB_ROLE_RUN_CONTROL},
-    {"json", HMB_OPT_STRING, NULL, "append JSON Lines results to this file", 0, 0, NULL, HMB_ROLE_RUN_CONTROL},
-    {"raw", HMB_OPT_FLAG, "0", "also write every sample to the JSON", 0, 0, NULL, HMB_ROLE_RUN_CONTROL},
-    {"metric", HMB_OPT_STRING, NULL,
-     "table columns: only these metrics, in this order (comma list; default: the table's that fit 120 columns)", 0, 0,
-     NULL, HMB_ROLE_RUN_CONTROL},
-    {"wide", HMB_OPT_FLAG, "0", "table: every metric's columns, however wide (the JSON always has all)", 0, 0, NULL,
-     HMB_ROLE_RUN_CONTROL},
-    {"thread-level", HMB_OPT_CHOICE, NULL,
-     "MPI thread level to request (default: the benchmark's own); modes the provided level cannot run are reported unsupported",
-     0, 0, "single|funneled|serialized|multiple"},
-    HMB_OPTION_END,
-};
+const char *const hmb_thread_level_choices[] = {"single", "funneled", "serialized", "multiple", NULL};
 
+typedef hmb_common_opts hmb_opts_self_;
+const hmb_option hmb_common_options[] = {HMB_COMMON_OPTIONS(HMB_OPT_ROW_) HMB_OPTION_END};
 
 /* Integers print as integers (1000000000, not 1e+09). */
 static void format_number(double x, char *buf, size_t len)
@@ -147,11 +99,6 @@ static int choice_index(const char *choices, const char *text, size_t len, int *
     if (count)
         *count = index;
     return found;
-}
-
-static int is_choice(const char *choices, const char *text)
-{
-    return choice_index(choices, text, strlen(text), NULL) >= 0;
 }
 
 /* "bw,latency" -> bit mask over the declared choices; "all" -> every one. */
@@ -322,7 +269,8 @@ static int parse_value(hmb_optval *v, const char *text, char *err, size_t errlen
     case HMB_OPT_STRING:
         break;
     case HMB_OPT_CHOICE:
-        if (!is_choice(o->choices, text)) {
+        v->ival = choice_index(o->choices, text, strlen(text), NULL);
+        if (v->ival < 0) {
             hmb_set_err(err, errlen, "--%s: \"%s\" is not one of %s", o->name, text, o->choices);
             return -1;
         }
@@ -341,28 +289,94 @@ static int parse_value(hmb_optval *v, const char *text, char *err, size_t errlen
     return 0;
 }
 
+static char *own(hmb_optset *set, char *text)
+{
+    if (!text || set->nowned == (int)(sizeof set->owned / sizeof set->owned[0]))
+        abort();
+    return set->owned[set->nowned++] = text;
+}
+
+/* "a|b|c" from a NULL-terminated array of names, or from the modes a --mode row lists (not
+ * HMB_MODE_HIDDEN; those must come last, so bit i of the mask is mode i). */
+static char *join_names(const char *const *names, const hmb_mode *modes, int defaults_only, char sep)
+{
+    size_t len = 1;
+    for (int i = 0; names ? names[i] != NULL : modes && modes[i].name != NULL; i++)
+        len += strlen(names ? names[i] : modes[i].name) + 1;
+    char *out = calloc(len, 1);
+    if (!out)
+        abort();
+    int hidden_seen = 0;
+    for (int i = 0; names ? names[i] != NULL : modes && modes[i].name != NULL; i++) {
+        if (!names && (modes[i].flags & HMB_MODE_HIDDEN)) {
+            hidden_seen = 1;
+            continue;
+        }
+        if (!names && hidden_seen)
+            abort(); /* a --mode choice after a hidden mode: the mask's bits would not be the modes' */
+        if (defaults_only && (modes[i].flags & HMB_MODE_OPT_IN))
+            continue;
+        if (*out)
+            strncat(out, &sep, 1);
+        strcat(out, names ? names[i] : modes[i].name);
+    }
+    return out;
+}
+
+/* Row o as the parser sees it: the name spelled with '-', choices written out. */
+static void effective_row(hmb_optset *set, int i, const hmb_option *o, const hmb_mode *modes)
+{
+    hmb_option *r = &set->rows[i];
+    *r = *o;
+    if (strchr(o->name, '_')) {
+        char *name = own(set, strdup(o->name));
+        for (char *c = name; *c; c++)
+            *c = *c == '_' ? '-' : *c;
+        r->name = name;
+    }
+    if (o->names)
+        r->choices = own(set, join_names(o->names, NULL, 0, '|'));
+    if (o->modes) {
+        r->choices = own(set, join_names(NULL, modes, 0, '|'));
+        r->default_value = own(set, join_names(NULL, modes, 1, ','));
+    }
+    set->vals[i].opt = r;
+}
+
+/* o's name equals name[0..len), '_' and '-' alike. */
+static int same_name(const char *o, const char *name, size_t len)
+{
+    for (size_t k = 0; k < len; k++, o++)
+        if (!*o || (*o != name[k] && !(*o == '_' && name[k] == '-') && !(*o == '-' && name[k] == '_')))
+            return 0;
+    return *o == '\0';
+}
+
 static const hmb_option *find_in_table(const hmb_option *table, const char *name, size_t len)
 {
     for (const hmb_option *o = table; o && o->name; o++)
-        if (strlen(o->name) == len && !strncmp(o->name, name, len))
+        if (same_name(o->name, name, len))
             return o;
     return NULL;
 }
 
-/* The effective table: benchmark options first, then the common ones it does not replace. */
-static int merge_tables(hmb_optset *set, const hmb_option *bench_options, char *err, size_t errlen)
+/* The effective table: benchmark options first, then the harness groups it uses (hmb_option.group),
+ * then the common ones it does not replace. */
+static int merge_tables(hmb_optset *set, const hmb_option *bench_options, const hmb_mode *modes, int uses,
+                        char *err, size_t errlen)
 {
-    const hmb_option *tables[2] = {bench_options, hmb_common_options};
     memset(set, 0, sizeof *set);
-    for (int t = 0; t < 2; t++) {
-        for (const hmb_option *o = tables[t]; o && o->name; o++) {
-            if (t == 1 && find_in_table(bench_options, o->name, strlen(o->name)))
+    for (int pass = 0; pass < 3; pass++) {
+        for (const hmb_option *o = pass == 0 ? bench_options : hmb_common_options; o && o->name; o++) {
+            if (pass > 0 && (find_in_table(bench_options, o->name, strlen(o->name)) ||
+                             (pass == 1) != (o->group != 0) || (o->group && !(o->group & uses))))
                 continue;
             if (set->count == HMB_MAX_OPTIONS) {
                 hmb_set_err(err, errlen, "too many options (more than %d)", HMB_MAX_OPTIONS);
                 return -1;
             }
-            set->vals[set->count++].opt = o;
+            set->common[set->count] = (unsigned char)(pass == 0 ? 0 : pass == 1 ? 2 : 1); /* own, group, common */
+            effective_row(set, set->count++, o, modes);
         }
     }
     return 0;
@@ -371,7 +385,7 @@ static int merge_tables(hmb_optset *set, const hmb_option *bench_options, char *
 static hmb_optval *find_val(hmb_optset *set, const char *name, size_t len)
 {
     for (int i = 0; i < set->count; i++)
-        if (strlen(set->vals[i].opt->name) == len && !strncmp(set->vals[i].opt->name, name, len))
+        if (same_name(set->vals[i].opt->name, name, len))
             return &set->vals[i];
     return NULL;
 }
@@ -379,16 +393,30 @@ static hmb_optval *find_val(hmb_optset *set, const char *name, size_t len)
 static const char *default_text(const hmb_option *o, const hmb_default *defaults)
 {
     for (const hmb_default *d = defaults; d && d->name; d++)
-        if (!strcmp(d->name, o->name))
+        if (same_name(o->name, d->name, strlen(d->name)))
             return d->value;
     return o->default_value;
 }
+
+static int parse_impl(hmb_optset *set, const hmb_option *bench_options, const hmb_default *defaults,
+                      const hmb_mode *modes, int uses, int argc, char **argv, char *err, size_t errlen);
 
 int hmb_options_parse(hmb_optset *set, const hmb_option *bench_options,
                       const hmb_default *defaults, int argc, char **argv,
                       char *err, size_t errlen)
 {
-    if (merge_tables(set, bench_options, err, errlen))
+    return parse_impl(set, bench_options, defaults, NULL, 0, argc, argv, err, errlen);
+}
+
+int hmb_options_parse_bench(hmb_optset *set, const hmb_bench *b, int argc, char **argv, char *err, size_t errlen)
+{
+    return parse_impl(set, b->options, b->defaults, b->modes, b->uses, argc, argv, err, errlen);
+}
+
+static int parse_impl(hmb_optset *set, const hmb_option *bench_options, const hmb_default *defaults,
+                      const hmb_mode *modes, int uses, int argc, char **argv, char *err, size_t errlen)
+{
+    if (merge_tables(set, bench_options, modes, uses, err, errlen))
         return -1;
     for (const hmb_default *d = defaults; d && d->name; d++)
         if (!find_val(set, d->name, strlen(d->name))) {
@@ -462,7 +490,7 @@ fail:
 const hmb_optval *hmb_options_find(const hmb_optset *set, const char *name)
 {
     for (int i = 0; i < set->count; i++)
-        if (!strcmp(set->vals[i].opt->name, name))
+        if (same_name(set->vals[i].opt->name, name, strlen(name)))
             return &set->vals[i];
     return NULL;
 }
@@ -471,6 +499,45 @@ void hmb_options_free(hmb_optset *set)
 {
     for (int i = 0; i < set->count; i++)
         free_value(&set->vals[i]);
+    for (int i = 0; i < set->nowned; i++)
+        free(set->owned[i]);
+    set->nowned = 0;
+}
+
+/* v's value into the typed field at base + o->slot - 1 (and its given flag). */
+static void store_value(const hmb_optval *v, const hmb_option *o, void *base)
+{
+    if (!base || !o->slot)
+        return;
+    void *at = (char *)base + o->slot - 1;
+    if (o->given_slot)
+        *((unsigned char *)base + o->given_slot - 1) = (unsigned char)v->given;
+    switch (o->type) {
+    case HMB_OPT_FLAG: *(int *)at = (int)v->ival; break;
+    case HMB_OPT_INT: *(long long *)at = v->ival; break;
+    case HMB_OPT_DOUBLE: *(double *)at = v->dval; break;
+    case HMB_OPT_SIZES: *(hmb_sizes *)at = (hmb_sizes){v->present ? v->sizes : NULL, v->present ? v->count : 0}; break;
+    case HMB_OPT_INTS: *(hmb_ints *)at = (hmb_ints){v->present ? v->ints : NULL, v->present ? v->count : 0}; break;
+    case HMB_OPT_DURATION: *(int64_t *)at = v->ns; break;
+    case HMB_OPT_STRING: *(const char **)at = v->present ? v->sval : NULL; break;
+    case HMB_OPT_CHOICE: *(int *)at = v->present ? (int)v->ival : -1; break;
+    case HMB_OPT_CHOICES: *(unsigned long long *)at = v->present ? (unsigned long long)v->ival : 0; break;
+    case HMB_OPT_CHOICE_ARGS:
+        *(hmb_choice_args *)at = (hmb_choice_args){v->ints, v->args, v->present ? v->count : 0};
+        break;
+    }
+}
+
+void hmb_options_store(const hmb_optset *set, hmb_common_opts *common, void *bench)
+{
+    for (int i = 0; i < set->count; i++)
+        store_value(&set->vals[i], set->vals[i].opt, set->common[i] ? (void *)common : bench);
+    /* a common option the benchmark re-declares: its value in the common struct too */
+    for (const hmb_option *o = hmb_common_options; o->name; o++) {
+        const hmb_optval *v = hmb_options_find(set, o->name);
+        if (v && v->opt->type == o->type && !set->common[v - set->vals])
+            store_value(v, o, common);
+    }
 }
 
 static const char *type_name(const hmb_option *o)
@@ -521,10 +588,24 @@ static void help_line(FILE *out, const hmb_option *o, const hmb_default *default
 /* Options for tests of the harness itself (planted faults): help says "TEST ONLY" first. */
 static int test_only(const hmb_option *o) { return o->help && !strncmp(o->help, "TEST ONLY", 9); }
 
+static void help_impl(FILE *out, const hmb_option *bench_options, const hmb_default *defaults,
+                      const hmb_mode *modes, int uses, int all);
+
 void hmb_options_help(FILE *out, const hmb_option *bench_options, const hmb_default *defaults, int all)
 {
+    help_impl(out, bench_options, defaults, NULL, 0, all);
+}
+
+void hmb_options_help_bench(FILE *out, const hmb_bench *b, int all)
+{
+    help_impl(out, b->options, b->defaults, b->modes, b->uses, all);
+}
+
+static void help_impl(FILE *out, const hmb_option *bench_options, const hmb_default *defaults,
+                      const hmb_mode *modes, int uses, int all)
+{
     hmb_optset *set = malloc(sizeof *set);
-    if (!set || merge_tables(set, bench_options, NULL, 0)) {
+    if (!set || merge_tables(set, bench_options, modes, uses, NULL, 0)) {
         free(set);
         return;
     }
@@ -534,8 +615,7 @@ void hmb_options_help(FILE *out, const hmb_option *bench_options, const hmb_defa
         int w = (int)(strlen(o->name) + 2 + (*type_name(o) ? 1 + strlen(type_name(o)) : 0));
         if (w > width && w <= 24) /* a long head (many choices) just pushes its help right */
             width = w;
-        if (find_in_table(bench_options, o->name, strlen(o->name)))
-            nbench++;
+        nbench += set->common[i] != 1; /* its own, and the harness groups it uses */
     }
     int hidden = 0;
     for (int i = 0; i < set->count; i++)
@@ -556,5 +636,6 @@ void hmb_options_help(FILE *out, const hmb_option *bench_options, const hmb_defa
     if (hidden)
         fprintf(out, "(%d TEST ONLY option%s for testing hmb-bench itself not shown: --help-all lists them)\n", hidden,
                 hidden == 1 ? "" : "s");
+    hmb_options_free(set);
     free(set);
 }

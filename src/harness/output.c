@@ -359,17 +359,24 @@ void hmb_conformance_record(hmb_ctx *ctx, const char *check, const char *verdict
     fflush(stdout);
 }
 
+void hmb_json_point_params(hmb_json *j, const hmb_point *pt)
+{
+    const char *name, *sval;
+    long long ival;
+    for (int i = 0; (i = hmb_point_param_next(pt, i, &name, &ival, &sval));) {
+        if (sval)
+            hmb_json_str(j, name, sval);
+        else
+            hmb_json_int(j, name, ival);
+    }
+}
+
 static void write_params(hmb_ctx *ctx, hmb_json *j, const hmb_point *pt)
 {
     hmb_json_open_obj(j, "params");
     if (pt) {
         hmb_json_int(j, "size_bytes", (long long)pt->size_bytes);
-        for (int i = 0; i < pt->nparams; i++) {
-            if (pt->params[i].sval)
-                hmb_json_str(j, pt->params[i].name, pt->params[i].sval);
-            else
-                hmb_json_int(j, pt->params[i].name, pt->params[i].ival);
-        }
+        hmb_json_point_params(j, pt);
     }
     hmb_json_int(j, "threads", ctx->threads);
     hmb_json_close_obj(j);
@@ -474,9 +481,9 @@ static void format_value(double v, char *buf, size_t len)
         snprintf(buf, len, "%.4g", v);
 }
 
-static int param_width(const hmb_param *p)
+static int param_width(const char *name)
 {
-    int w = (int)strlen(p->name);
+    int w = (int)strlen(name);
     return w > PARAM_WIDTH ? w : PARAM_WIDTH;
 }
 
@@ -559,8 +566,7 @@ static int in_list(const char *list, const char *name)
 
 int hmb_table_metric_selected(const hmb_ctx *ctx, const char *name)
 {
-    const hmb_optval *v = hmb_options_find(&ctx->opts, "metric");
-    return !v || !v->present || in_list(v->sval, name);
+    return !ctx->common.metric || in_list(ctx->common.metric, name);
 }
 
 /* The metric columns: --metric's, in its order, else the benchmark's in_table ones; those that
@@ -568,14 +574,14 @@ int hmb_table_metric_selected(const hmb_ctx *ctx, const char *name)
 static void choose_columns(hmb_ctx *ctx, const hmb_point *pt, char *hidden, size_t hidden_len)
 {
     const hmb_metric *ms = ctx->metrics.items;
-    const hmb_optval *chosen = hmb_options_find(&ctx->opts, "metric");
+    const char *chosen = ctx->common.metric;
     int *wanted = calloc((size_t)ctx->metrics.count + 1, sizeof *wanted), nwanted = 0;
     free(ctx->table_metrics);
     ctx->table_metrics = calloc((size_t)ctx->metrics.count + 1, sizeof *ctx->table_metrics);
     if (!wanted || !ctx->table_metrics)
         abort();
-    if (chosen && chosen->present) {
-        for (const char *p = chosen->sval; *p;) {
+    if (chosen) {
+        for (const char *p = chosen; *p;) {
             size_t len = strcspn(p, ",");
             int k = hmb_metric_list_find(&ctx->metrics, p, len);
             if (k >= 0) /* --metric names each once (checked at start-up) */
@@ -588,9 +594,11 @@ static void choose_columns(hmb_ctx *ctx, const hmb_point *pt, char *hidden, size
                 wanted[nwanted++] = k;
     }
     int used = SIZE_WIDTH + 1 + ITERS_WIDTH;
-    for (int i = 0; i < pt->nparams; i++)
-        used += 1 + param_width(&pt->params[i]);
-    const int wide = hmb_opt_flag(ctx, "wide");
+    const char *name, *sval;
+    long long ival;
+    for (int i = 0; (i = hmb_point_param_next(pt, i, &name, &ival, &sval));)
+        used += 1 + param_width(name);
+    const int wide = ctx->common.wide;
     const size_t names_room = HIDDEN_NAMES_ROOM < hidden_len ? HIDDEN_NAMES_ROOM : hidden_len - 1;
     size_t hl = 0;
     int more = 0;
@@ -630,7 +638,7 @@ void hmb_table_header(hmb_ctx *ctx)
     if (ctx->unbound > 0 && ctx->unbound < 4) /* one line: the scheduler moves unbound ranks, and the timings */
         comment_line("warning: %s", bind_how[ctx->unbound]);
     comment_line("cache: %s (llc %zu bytes), data: %s, noise: %s, validation: %s", ctx->cache.cold ? "cold" : "hot",
-                 ctx->cache.llc_bytes, hmb_opt_str(ctx, "data"), hmb_opt_str(ctx, "noise"), ctx->validate ? "on" : "off");
+                 ctx->cache.llc_bytes, hmb_option_text(ctx, "data"), ctx->common.noise, ctx->validate ? "on" : "off");
     double max_offset = 0;
     for (int r = 0; r < ctx->size; r++)
         if (fabs(ctx->clock_offsets_estimated_s[r]) > max_offset)
@@ -663,9 +671,10 @@ static void table_columns(hmb_ctx *ctx, const hmb_point *pt)
     char line[4096];
     size_t used = 0;
     used += (size_t)snprintf(line + used, sizeof line - used, "%*s", SIZE_WIDTH, "size");
-    for (int i = 0; i < pt->nparams && used < sizeof line; i++)
-        used += (size_t)snprintf(line + used, sizeof line - used, " %*s", param_width(&pt->params[i]),
-                                 pt->params[i].name);
+    const char *name, *sval;
+    long long ival;
+    for (int i = 0; used < sizeof line && (i = hmb_point_param_next(pt, i, &name, &ival, &sval));)
+        used += (size_t)snprintf(line + used, sizeof line - used, " %*s", param_width(name), name);
     for (int c = 0; c < ctx->table_nmetrics && used < sizeof line; c++) {
         const hmb_metric *m = &ctx->metrics.items[ctx->table_metrics[c]];
         char ci[64];
@@ -680,13 +689,11 @@ static void table_columns(hmb_ctx *ctx, const hmb_point *pt)
 /* --format osu: the block of the benchmark's layout this point belongs to, or NULL. */
 static const hmb_osu_block *osu_block_of(const hmb_ctx *ctx, const hmb_point *pt)
 {
-    const hmb_optval *format = hmb_options_find(&ctx->opts, "format");
-    if (!ctx->bench->osu || !format || !format->present || strcmp(format->sval, "osu") != 0)
+    if (!ctx->bench->osu || !(ctx->bench->uses & HMB_OPTS_FORMAT) || ctx->common.format != HMB_FORMAT_OSU)
         return NULL;
     for (const hmb_osu_block *b = ctx->bench->osu; b->param; b++)
-        for (int i = 0; i < pt->nparams; i++)
-            if (!strcmp(pt->params[i].name, b->param) && pt->params[i].sval && !strcmp(pt->params[i].sval, b->value))
-                return b;
+        if (hmb_point_param_is(pt, b->param, b->value))
+            return b;
     return NULL;
 }
 
@@ -732,11 +739,13 @@ void hmb_table_row(hmb_ctx *ctx, const hmb_point *pt, const hmb_summary *summari
     char sz[32];
     hmb_format_size(pt->size_bytes, sz, sizeof sz);
     printf("%*s", SIZE_WIDTH, sz);
-    for (int i = 0; i < pt->nparams; i++) {
-        if (pt->params[i].sval)
-            printf(" %*s", param_width(&pt->params[i]), pt->params[i].sval);
+    const char *name, *sval;
+    long long ival;
+    for (int i = 0; (i = hmb_point_param_next(pt, i, &name, &ival, &sval));) {
+        if (sval)
+            printf(" %*s", param_width(name), sval);
         else
-            printf(" %*lld", param_width(&pt->params[i]), pt->params[i].ival);
+            printf(" %*lld", param_width(name), ival);
     }
     for (int c = 0; c < ctx->table_nmetrics; c++) {
         const hmb_metric *m = &ctx->metrics.items[ctx->table_metrics[c]];

@@ -50,16 +50,17 @@ static const char *option_type_name(hmb_opt_type type)
     return (unsigned)type < sizeof names / sizeof names[0] ? names[type] : "unknown";
 }
 
-/* "a|b|c" as a JSON array of names. */
-static void write_choices(hmb_json *j, const char *choices)
+/* "a|b|c" (sep '|') or "a,b,c" as a JSON array of names under key. */
+static void write_names(hmb_json *j, const char *key, const char *text, char sep)
 {
-    hmb_json_open_arr(j, "choices");
-    for (const char *p = choices; *p;) {
-        size_t n = strcspn(p, "|");
+    const char seps[2] = {sep, '\0'};
+    hmb_json_open_arr(j, key);
+    for (const char *p = text; *p;) {
+        size_t n = strcspn(p, seps);
         char name[128];
         snprintf(name, sizeof name, "%.*s", (int)n, p);
         hmb_json_str(j, NULL, name);
-        p += n + (p[n] == '|');
+        p += n + (p[n] == sep);
     }
     hmb_json_close_arr(j);
 }
@@ -69,7 +70,7 @@ static void write_choices(hmb_json *j, const char *choices)
 static void write_options(hmb_json *j, const hmb_bench *b)
 {
     hmb_optset *set = calloc(1, sizeof *set);
-    if (!set || hmb_options_parse(set, b->options, b->defaults, 0, NULL, NULL, 0) != 0)
+    if (!set || hmb_options_parse_bench(set, b, 0, NULL, NULL, 0) != 0)
         abort(); /* a descriptor whose own defaults do not parse is a programming error */
     hmb_json_open_arr(j, "options");
     for (int i = 0; i < set->count; i++) {
@@ -88,7 +89,7 @@ static void write_options(hmb_json *j, const hmb_bench *b)
             hmb_json_null(j, "range");
         }
         if (o->choices)
-            write_choices(j, o->choices);
+            write_names(j, "choices", o->choices, '|');
         else
             hmb_json_null(j, "choices");
         hmb_json_str(j, "help", o->help);
@@ -98,6 +99,47 @@ static void write_options(hmb_json *j, const hmb_bench *b)
     hmb_json_close_arr(j);
     hmb_options_free(set);
     free(set);
+}
+
+/* rules: [{"option", "values": [...], "env": {"mpich": {"VAR": "template"}}, "layout", "why"}] */
+static void write_rules(hmb_json *j, const hmb_option_rule *rules)
+{
+    hmb_json_open_arr(j, "rules");
+    for (const hmb_option_rule *r = rules; r && r->option; r++) {
+        hmb_json_open_obj(j, NULL);
+        hmb_json_str(j, "option", r->option);
+        write_names(j, "values", r->values, ',');
+        hmb_json_open_obj(j, "env");
+        const char *flavors[] = {"mpich", "openmpi", "impi"};
+        for (int f = 0; f < 3; f++) {
+            size_t flen = strlen(flavors[f]);
+            int opened = 0;
+            for (const char *p = r->env ? r->env : ""; *p;) {
+                size_t n = strcspn(p, " ");
+                const char *colon = memchr(p, ':', n), *eq = colon ? memchr(colon, '=', n - (size_t)(colon - p)) : NULL;
+                if (!colon || !eq) {
+                    fprintf(stderr, "hmb-bench: rule of --%s: \"%.*s\" is not FLAVOR:VAR=TEMPLATE\n", r->option, (int)n, p);
+                    abort();
+                }
+                if ((size_t)(colon - p) == flen && strncmp(p, flavors[f], flen) == 0) {
+                    char var[96], tmpl[96];
+                    snprintf(var, sizeof var, "%.*s", (int)(eq - colon - 1), colon + 1);
+                    snprintf(tmpl, sizeof tmpl, "%.*s", (int)(p + n - eq - 1), eq + 1);
+                    if (!opened++)
+                        hmb_json_open_obj(j, flavors[f]);
+                    hmb_json_str(j, var, tmpl);
+                }
+                p += n + (p[n] == ' ');
+            }
+            if (opened)
+                hmb_json_close_obj(j);
+        }
+        hmb_json_close_obj(j);
+        hmb_json_str(j, "layout", r->layout ? r->layout : "");
+        hmb_json_str(j, "why", r->why);
+        hmb_json_close_obj(j);
+    }
+    hmb_json_close_arr(j);
 }
 
 static void write_descriptor(hmb_json *j, const hmb_bench *b)
@@ -111,7 +153,12 @@ static void write_descriptor(hmb_json *j, const hmb_bench *b)
     hmb_json_str(j, "thread_level", hmb_thread_level_name(b->thread_level));
     hmb_json_str(j, "spare_core_when", b->spare_core_when);
     hmb_json_bool(j, "data_reuse", b->data_reuse);
+    if (b->uses & HMB_OPTS_COMM) /* --comm off: the mock runs the pattern */
+        hmb_json_bool(j, "comm_off", 1);
+    else
+        hmb_json_str(j, "comm_off", b->no_mock ? b->no_mock : "not declared (hmb_bench.no_mock)");
     write_options(j, b);
+    write_rules(j, b->rules);
     hmb_metric_list list;
     hmb_metric_list_build(&list, b);
     hmb_json_open_arr(j, "metrics");

@@ -1,4 +1,4 @@
-/* hmb_topo_from_options: the topology options (HMB_TOPO_OPTIONS) -> hmb_topo, usage errors and the
+/* hmb_topo_from_options: the topology options (HMB_OPTS_TOPO) -> hmb_topo, usage errors and the
  * run-header record. The grid arithmetic itself is pure (topology.c). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,18 +6,16 @@
 
 #include "hmb/hmb.h"
 
-/* An INTS option of exactly ndims entries, or NULL when not given. */
-static const int *axes_option(hmb_ctx *ctx, const char *name, int ndims, int out[3])
+/* An INTS option (--name) of exactly ndims entries, or NULL when not given. */
+static const int *axes_option(hmb_ctx *ctx, const char *name, hmb_ints v, int given, int ndims, int out[3])
 {
-    if (!hmb_opt_given(ctx, name))
+    if (!given)
         return NULL;
-    int count;
-    const long long *v = hmb_opt_ints(ctx, name, &count);
-    if (count != ndims)
-        hmb_usage_error(ctx, "--%s: %d values for a %d-D grid (give %d, e.g. %s)", name, count, ndims, ndims,
+    if (v.n != ndims)
+        hmb_usage_error(ctx, "--%s: %d values for a %d-D grid (give %d, e.g. %s)", name, v.n, ndims, ndims,
                         ndims == 2 ? "2,2" : "2,2,2");
     for (int a = 0; a < ndims; a++)
-        out[a] = (int)v[a];
+        out[a] = (int)v.v[a];
     return out;
 }
 
@@ -29,9 +27,10 @@ static void format_dims(char *buf, size_t len, const int *dims, int ndims)
 void hmb_topo_from_options(hmb_ctx *ctx, int ndims, int neighbours, int record, hmb_topo *t)
 {
     int grid_v[3], tgrid_v[3];
-    const int *grid = axes_option(ctx, "grid", ndims, grid_v);
-    const int *tgrid = axes_option(ctx, "tgrid", ndims, tgrid_v);
-    int periodic = strcmp(hmb_opt_str(ctx, "boundary"), "periodic") == 0;
+    const hmb_common_opts *o = hmb_common(ctx);
+    const int *grid = axes_option(ctx, "grid", o->grid, o->given.grid, ndims, grid_v);
+    const int *tgrid = axes_option(ctx, "tgrid", o->tgrid, o->given.tgrid, ndims, tgrid_v);
+    int periodic = o->boundary == HMB_BOUNDARY_PERIODIC;
     const char *err = hmb_topo_build(t, ndims, neighbours, grid, hmb_size(ctx), hmb_rank(ctx), tgrid,
                                      hmb_threads(ctx), periodic);
     if (err) {
@@ -60,7 +59,7 @@ void hmb_topo_from_options(hmb_ctx *ctx, int ndims, int neighbours, int record, 
 
 int hmb_face_partitions(hmb_ctx *ctx)
 {
-    const char *v = hmb_opt_str(ctx, "face-partitions");
+    const char *v = hmb_common(ctx)->face_partitions;
     int threads = hmb_threads(ctx);
     if (strcmp(v, "tiles") == 0)
         return 0;

@@ -75,7 +75,7 @@ int hmb_corrupt_pick(hmb_ctx *ctx, long iter)
     if (!ctx->validate)
         return 0;
     atomic_store(&ctx->checked_this_iter, 1);
-    return iter == ctx->corrupt_at && (ctx->corrupt_rank < 0 || ctx->corrupt_rank == ctx->rank) &&
+    return iter == ctx->inject[HMB_INJECT_CORRUPT] && (ctx->corrupt_rank < 0 || ctx->corrupt_rank == ctx->rank) &&
            atomic_exchange(&ctx->corrupt_done, 1) == 0;
 }
 
@@ -123,7 +123,7 @@ int hmb_check_buffer(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len, i
 
 /* --data: reuse writes send data once per point in two generations (iteration parity), so data
  * left over from the previous iteration still differs; fresh writes it before every send. */
-static int data_reuse(const hmb_ctx *ctx) { return strcmp(hmb_opt_str(ctx, "data"), "reuse") == 0; }
+static int data_reuse(const hmb_ctx *ctx) { return ctx->common.data == HMB_DATA_REUSE; }
 
 long hmb_data_gen(const hmb_ctx *ctx, long iter) { return data_reuse(ctx) ? (iter & 1) : iter; }
 

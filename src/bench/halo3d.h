@@ -1,0 +1,126 @@
+/* Private to halo3d (halo3d.c: the exchange pattern, its modes and metrics, the descriptor;
+ * halo3d_setup.c: options, points, memory, set-up; halo3d_verify.c: send data, validation, the
+ * record). The family's description is at the top of halo3d.c. */
+#ifndef HMB_BENCH_HALO3D_H
+#define HMB_BENCH_HALO3D_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "hmb/hmb.h"
+
+#define NDIRS 6
+/* --thread-comm: how the threads of the threadcomm mode express their parallelism. */
+enum { TC_SHARED, TC_COMM, TC_TAG, TC_STREAM, NTC };
+extern const char *const halo_tc_names[NTC + 1];
+#define TC_NINFO 4
+
+#define HALO_OPTIONS(X)                                                                                             \
+    X(mode, CHOICES, .modes = 1,                                                                                    \
+      .help = "exchange modes run in one iteration, paired and counterbalanced (serial: one thread computes and "   \
+              "exchanges the whole block; all: every mode)")                                                        \
+    X(domain, INTS, .min = 1, .max = 1 << 20,                                                                       \
+      .help = "cells per rank nx,ny,nz (8 bytes each; default: a cube per --sizes face)")                          \
+    X(thread_comm, CHOICES, .names = halo_tc_names,                                                                 \
+      .help = "instead of --mode: the threadcomm exchange, every thread sending its share of every face at once, " \
+              "one point per value: shared (one communicator), comm (one per thread), tag (one, tag per thread, "   \
+              "MPI 4 assertions), stream (an MPIX stream per thread, MPICH: MPIR_CVAR_CH4_RESERVE_VCIS=T). MPI "     \
+              "everywhere: --threads 1 on T times the ranks")
+HMB_OPTIONS(halo_opts, HALO_OPTIONS);
+
+/* A point: the --thread-comm value, its layout (the value, or everywhere at --threads 1) and the
+ * cores in use; none of them without --thread-comm. */
+#define HALO_PARAMS(X) X(thread_comm, NAME, .names = halo_tc_names) X(layout, TEXT) X(ranks_x_threads, INT)
+HMB_POINT_PARAMS(halo_point, HALO_PARAMS);
+
+typedef struct {
+    int to, from;          /* MPI_PROC_NULL past an open boundary */
+    int npieces;           /* tile pieces: one per thread tile touching the face */
+    size_t piece_cells;    /* every piece of a face has the same size (tiles divide the block) */
+    int sub;               /* partitions per tile piece (--face-partitions N: N / npieces; else 1) */
+    int nparts;            /* partitions (multiple: messages) of the face: npieces * sub */
+    uint64_t *send, *recv; /* npieces * piece_cells, piece p at p * piece_cells */
+    int flat;              /* index of partition 0 in the per-(direction, partition) arrays */
+    const void *state;     /* its halo_state, d its direction: the validation patterns' argument */
+    int d;
+} halo_face;
+
+typedef struct {
+    hmb_topo topo;
+    int n[3];
+    uint64_t *block; /* (nx+2)(ny+2)(nz+2) cells, x fastest, halo included */
+    halo_face face[NDIRS];
+    int nparts_total;
+    int face_parts;            /* --face-partitions: N, or 0 (tiles) */
+    int modes[HMB_MAX_MODES], nmodes; /* selected modes (ids into halo_modes, halo3d.c), canonical order */
+    int mock;
+    int rank, threads;
+    int64_t compute_ns;
+    MPI_Comm comm[HMB_MAX_MODES]; /* one per mode: no mode's message can match another's */
+    MPI_Request *piece_rreq, *piece_sreq; /* multiple: per (direction, piece) */
+    MPI_Request psend[NDIRS], precv[NDIRS];
+    MPI_Request persist_send[NDIRS], persist_recv[NDIRS]; /* persistent: per face */
+    const hmb_comm_ops *ops;                /* --comm: MPI or the mock */
+    double *compute_end;                    /* per thread, local clock */
+    atomic_llong bytes_sent[HMB_MAX_MODES]; /* this rank, this iteration */
+    double bytes_per_rank_iter[HMB_MAX_MODES]; /* rank 0: mean over ranks, last iteration */
+    MPI_Request preq[2 * NDIRS];            /* the partitioned requests started for this mode */
+    int npreq;
+    const hmb_point *pt;                    /* the point being run (validation messages) */
+    hmb_ctx *ctx;                           /* ... and its context and iteration */
+    long iter;
+    double mode_start;                      /* the running mode's start: bounds MPI_Parrived polling */
+    char domain[64];
+    uint64_t *halo_seen, *halo_want;        /* the halo after unpack and its pattern, one face (check_halo) */
+    /* --thread-comm (threadcomm mode): thread t's communicator and tags; what set-up created */
+    int tc;                                 /* TC_*, or -1 */
+    MPI_Comm tc_comm[HMB_MAX_THREADS];      /* thread t's communicator (shared, tag: one for all) */
+    int tc_tag_per_thread;                  /* shared, tag: tag = direction * HMB_MAX_THREADS + thread */
+    MPI_Comm tc_created[HMB_MAX_THREADS];   /* communicators to free */
+    int tc_ncomms;
+    hmb_stream tc_streams[HMB_MAX_THREADS];
+    int tc_nstreams;
+    char tc_info[TC_NINFO][64];             /* tag: the assertions as the library kept them */
+    long vmrss_kib, vmhwm_kib;              /* after set-up; -1: unknown */
+    MPI_Request *tc_req;                    /* per thread, 2 * NDIRS */
+} halo_state;
+
+extern const hmb_mode halo_modes[]; /* halo3d.c */
+
+/* Index of cell (x, y, z) of a block of n interior cells (the halo at -1 and n), x fastest. */
+static inline size_t halo_cell_index(const int n[3], int x, int y, int z)
+{
+    return (size_t)(x + 1) + (size_t)(n[0] + 2) * ((size_t)(y + 1) + (size_t)(n[1] + 2) * (size_t)(z + 1));
+}
+static inline size_t halo_face_cells(const halo_face *f) { return (size_t)f->npieces * f->piece_cells; }
+
+/* halo3d.c: the point's modes (threadcomm with --thread-comm, else --mode's), each with its
+ * communicator; 1 when one of them is unsupported here (reported). Then the persistent and
+ * partitioned requests of the modes chosen, once per point. */
+int halo_choose_modes(hmb_ctx *ctx, halo_state *st);
+void halo_create_requests(halo_state *st);
+
+/* halo3d_setup.c */
+extern const char *const halo_tc_info_keys[TC_NINFO];
+/* Cells [first, first + count) of face d in its packed order between the block and buf: the
+ * boundary layer's send boxes (halo 0) or the halo's receive boxes (halo 1), into the block
+ * (to_block) or out of it. */
+void halo_face_range(halo_state *st, int d, size_t first, size_t count, uint64_t *buf, int halo, int to_block);
+void halo_threadcomm_setup(hmb_ctx *ctx, halo_state *st);
+void halo_check(hmb_ctx *ctx);
+void halo_points(hmb_ctx *ctx, hmb_point_list *out);
+double halo_rank_bytes(hmb_ctx *ctx, size_t size_bytes);
+/* The state of a point, its modes chosen and their requests created; NULL (or a state after
+ * hmb_unsupported) as hmb_bench.setup. */
+void *halo_setup(hmb_ctx *ctx, const hmb_point *pt);
+void halo_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt);
+
+/* halo3d_verify.c */
+void register_faces(hmb_ctx *ctx, halo_state *st); /* validation as data: every face, every mode */
+void halo_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter);
+/* Every mode's verify: untimed, right after the mode, its bytes (sums[0]) and the halo it unpacked
+ * against the senders' cells (the harness then checks its received faces). */
+void halo_mode_verify(hmb_ctx *ctx, void *state, int mode, long iter, double *sums);
+void halo_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt);
+
+#endif

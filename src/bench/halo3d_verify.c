@@ -1,0 +1,185 @@
+/* halo3d outside the timed exchange: the send data of every iteration (prepare), every mode's
+ * validation (registered faces, the unpacked halo) and the result record. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "halo3d.h"
+
+/* Value of interior cell (x, y, z) of rank's block in iteration iter. */
+static uint64_t cell_value(int rank, long iter, const int n[3], int x, int y, int z)
+{
+    uint64_t cell = (uint64_t)x + (uint64_t)n[0] * ((uint64_t)y + (uint64_t)n[1] * (uint64_t)z);
+    return hmb_mix64(hmb_mix64(hmb_mix64((uint64_t)rank) ^ (uint64_t)iter) ^ cell);
+}
+
+static void direction_name(const hmb_topo *t, int d, char out[8])
+{
+    int k = 0;
+    for (int a = 0; a < 3; a++)
+        if (t->dir[d].off[a] != 0) {
+            out[k++] = t->dir[d].off[a] > 0 ? '+' : '-';
+            out[k++] = "xyz"[a];
+        }
+    out[k] = '\0';
+}
+
+/* How many validation pieces a face has: threadcomm, one share per thread; else its partitions. */
+static int face_pieces(const halo_state *st, const halo_face *f) { return st->tc >= 0 ? st->threads : f->nparts; }
+
+/* The mode's name in validation messages: "threadcomm/tag" names the --thread-comm value. */
+static const char *mode_label(const halo_state *st, int mode, char *buf, size_t len)
+{
+    if (st->tc < 0) /* else the mode is threadcomm */
+        return halo_modes[mode].name;
+    snprintf(buf, len, "threadcomm/%s", halo_tc_names[st->tc]);
+    return buf;
+}
+
+/* The face of direction d as sent (sender geometry, this rank's cells) or as received (the
+ * sender's boundary layer on the +off side of each halo cell), piece by piece in box order. */
+static void face_pattern(const halo_face *f, long iter, uint64_t *out, int received)
+{
+    const halo_state *st = f->state;
+    const int *off = st->topo.dir[f->d].off;
+    int src = received ? f->from : st->rank; /* this rank under the mock (hmb_comm_route) */
+    size_t k = 0;
+    for (int p = 0; p < f->npieces; p++) {
+        int lo[3], cnt[3], c[3], s[3];
+        if (received)
+            hmb_topo_recv_box(&st->topo, st->n, f->d, p, lo, cnt);
+        else
+            hmb_topo_send_box(&st->topo, st->n, f->d, p, lo, cnt);
+        for (c[2] = lo[2]; c[2] < lo[2] + cnt[2]; c[2]++)
+            for (c[1] = lo[1]; c[1] < lo[1] + cnt[1]; c[1]++)
+                for (c[0] = lo[0]; c[0] < lo[0] + cnt[0]; c[0]++) {
+                    for (int a = 0; a < 3; a++)
+                        s[a] = !received ? c[a] : off[a] > 0 ? st->n[a] - 1 : off[a] < 0 ? 0 : c[a];
+                    out[k++] = cell_value(src, iter, st->n, s[0], s[1], s[2]);
+                }
+    }
+}
+
+static void face_received(const void *face, long iter, uint64_t *out) { face_pattern(face, iter, out, 1); }
+
+/* Validation as data: every face this rank packs (the harness poisons it before and after each
+ * mode) and every face it receives, per mode, checked right after the mode. */
+void register_faces(hmb_ctx *ctx, halo_state *st)
+{
+    for (int d = 0; d < NDIRS; d++) {
+        halo_face *f = &st->face[d];
+        size_t bytes = (size_t)f->npieces * f->piece_cells * sizeof(uint64_t);
+        char dir[8];
+        direction_name(&st->topo, d, dir);
+        f->state = st, f->d = d;
+        int pieces = face_pieces(st, f);
+        if (f->to != MPI_PROC_NULL)
+            hmb_check_register(ctx, HMB_SEND_PACKED, f->send, bytes, st->rank, d, pieces, HMB_EACH_MODE, "send");
+        for (int k = 0; k < st->nmodes && f->from != MPI_PROC_NULL; k++) {
+            char name[32];
+            hmb_check_register_fn(ctx, HMB_RECEIVE, f->recv, bytes, face_received, f, pieces, st->modes[k],
+                                  "%s mode: rank %d face of direction %s from rank %d%s",
+                                  mode_label(st, st->modes[k], name, sizeof name), st->rank, dir, f->from,
+                                  st->tc >= 0 ? " (piece t: thread t's share)" : "");
+        }
+    }
+}
+
+/* The halo after the mode's unpack (untimed, before the registry checks the receive buffers):
+ * every received face's halo cells, in its packed order, against its sender's cells.
+ * --inject corrupt flips the middle byte of the first face checked (hmb_corrupt_pick). */
+static void check_halo(hmb_ctx *ctx, halo_state *st, int mode, long iter)
+{
+    if (!hmb_validate_enabled(ctx))
+        return;
+    for (int d = 0; d < NDIRS; d++) {
+        const halo_face *f = &st->face[d];
+        if (f->from == MPI_PROC_NULL)
+            continue;
+        size_t cells = halo_face_cells(f), bytes = cells * sizeof(uint64_t);
+        halo_face_range(st, d, 0, cells, st->halo_seen, 1, 0);
+        face_pattern(f, iter, st->halo_want, 1);
+        unsigned char *seen = (unsigned char *)st->halo_seen, *want = (unsigned char *)st->halo_want;
+        if (hmb_corrupt_pick(ctx, iter))
+            seen[bytes / 2] ^= 0x5a;
+        if (memcmp(seen, want, bytes) == 0)
+            continue;
+        size_t bad = 0;
+        while (seen[bad] == want[bad])
+            bad++;
+        int pieces = face_pieces(st, f), piece = (int)(bad / sizeof(uint64_t) / (cells / (size_t)pieces));
+        char dir[8], name[32], share[32] = "";
+        direction_name(&st->topo, d, dir);
+        if (st->tc >= 0)
+            snprintf(share, sizeof share, " (thread %d's share)", piece);
+        hmb_validation_failure(ctx, st->pt, iter, piece,
+                               "%s mode: rank %d face of direction %s from rank %d, piece %d of %d%s, cell %zu of "
+                               "%zu (byte %zu) in the halo after unpack is 0x%02x, expected 0x%02x",
+                               mode_label(st, mode, name, sizeof name), st->rank, dir, f->from, piece, pieces,
+                               share, bad / 8, cells, bad, seen[bad], want[bad]);
+    }
+}
+
+/* Outside timing, before any cold-cache flush: iteration iter's values in the block's boundary
+ * layer (everything the faces send). */
+void halo_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
+{
+    (void)ctx, (void)pt;
+    halo_state *st = state;
+    for (int d = 0; d < NDIRS; d++) {
+        int lo[3], cnt[3];
+        for (int p = 0; p < st->face[d].npieces; p++) {
+            hmb_topo_send_box(&st->topo, st->n, d, p, lo, cnt);
+            for (int z = lo[2]; z < lo[2] + cnt[2]; z++)
+                for (int y = lo[1]; y < lo[1] + cnt[1]; y++)
+                    for (int x = lo[0]; x < lo[0] + cnt[0]; x++)
+                        st->block[halo_cell_index(st->n, x, y, z)] = cell_value(st->rank, iter, st->n, x, y, z);
+        }
+    }
+}
+
+void halo_mode_verify(hmb_ctx *ctx, void *state, int mode, long iter, double *sums)
+{
+    halo_state *st = state;
+    sums[0] = (double)atomic_load(&st->bytes_sent[mode]);
+    check_halo(ctx, st, mode, iter);
+}
+
+void halo_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
+{
+    (void)pt;
+    halo_state *st = state;
+    char key[64], tgrid[32];
+    hmb_result_add_str(ctx, "domain", st->domain);
+    double faces = 2.0 * ((double)st->n[0] * st->n[1] + (double)st->n[1] * st->n[2] + (double)st->n[0] * st->n[2]);
+    hmb_result_add_num(ctx, "face_bytes", 8.0 * faces / NDIRS); /* the real (mean) face */
+    snprintf(tgrid, sizeof tgrid, "%dx%dx%d", st->topo.tdims[0], st->topo.tdims[1], st->topo.tdims[2]);
+    hmb_result_add_str(ctx, "tgrid", tgrid);
+    hmb_result_add_num(ctx, "threads", st->threads);
+    hmb_result_add_num(ctx, "compute_ns", (double)st->compute_ns);
+    hmb_result_add_str(ctx, "noise", hmb_common(ctx)->noise);
+    hmb_result_add_num(ctx, "mock", st->mock);
+    for (int k = 0; k < st->nmodes; k++) {
+        snprintf(key, sizeof key, "bytes_per_rank_iter_%s", halo_modes[st->modes[k]].name);
+        hmb_result_add_num(ctx, key, st->bytes_per_rank_iter[st->modes[k]]);
+    }
+    for (int a = 0; a < 3; a++) {
+        snprintf(key, sizeof key, "partitions_face_%c", "xyz"[a]);
+        hmb_result_add_num(ctx, key, st->face[2 * a].nparts);
+    }
+    hmb_result_add_str(ctx, "face_partitions", hmb_common(ctx)->face_partitions);
+    /* Resources after set-up (rank 0's view), per point: the talk's performance/resource table. */
+    hmb_result_add_num(ctx, "vmrss_kib", st->vmrss_kib >= 0 ? (double)st->vmrss_kib : NAN);
+    hmb_result_add_num(ctx, "vmhwm_kib", st->vmhwm_kib >= 0 ? (double)st->vmhwm_kib : NAN);
+    if (st->tc < 0)
+        return;
+    hmb_result_add_num(ctx, "communicators", st->tc_ncomms);
+    hmb_result_add_num(ctx, "streams", st->tc_nstreams);
+    long long vcis;
+    hmb_result_add_num(ctx, "vcis", hmb_mpit_cvar_int("MPIR_CVAR_CH4_NUM_VCIS", &vcis) ? (double)vcis : NAN);
+    hmb_result_add_num(ctx, "reserve_vcis",
+                       hmb_mpit_cvar_int("MPIR_CVAR_CH4_RESERVE_VCIS", &vcis) ? (double)vcis : NAN);
+    if (st->tc == TC_TAG)
+        for (int k = 0; k < TC_NINFO; k++)
+            hmb_result_add_str(ctx, halo_tc_info_keys[k], st->tc_info[k]);
+}
