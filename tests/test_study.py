@@ -349,8 +349,11 @@ def test_fit_leaves_out_sizes_beyond_memory_and_says_so():
     assert {b["args"]["sizes"] for b in data["bench"]} == {"4K,16K,64K,256K,1M"}
     assert any("sizes 4K–16M → 4K–1M (from 4M the ranks need about 64 MiB, more than a quarter of this "
                "machine's 64 MiB)" in c for c in changes), changes
-    # halo3d's size is a face of a cubic block: a 16M face is a 1450^3-cell block, 24 GB a rank
-    assert fit.rank_bytes("halo3d", 16 << 20) == 1450 ** 3 * 8 + 12 * (16 << 20)
+    # halo3d's size is a face of a cubic block, as hmb-bench says (--launch-needs): a 16M face is a
+    # side of 1448 cells (1448^2 x 8 B = 16,773,632 B), a 1450^3-cell block with its halo beside 14
+    # face buffers (send and receive of 6 faces, 2 to check the halo): 24.6 GB a rank
+    assert fit.rank_bytes("halo3d", [16 << 20]) == {16 << 20: (1450 ** 3 + 14 * 1448 ** 2) * 8}
+    assert fit.rank_bytes("part", [1 << 20]) == {1 << 20: 8 << 20}   # no model of its own: 8 buffers
     data, changes = fit.config(hstudy.load("seed000-partitioned"), "fit", figure="fig11", ncores=2, memory=24 << 30)
     assert [b["args"]["sizes"] for b in data["bench"]] == ["64K,256K,1M,4M"]
     assert any("halo3d[6]: sizes 64K–16M → 64K–4M" in c for c in changes), changes

@@ -50,6 +50,10 @@ class Bench:
     rank_multiple: int = 1
     thread_level: str = "SINGLE"
     spare_core_when: str | None = None
+    # what some option values need from a launch: {"option", "values", "env": {flavor: {VAR: template}},
+    # "layout", "why"} (the benchmark's hmb_option_rule rows); the paired modes with their metrics
+    rules: tuple = ()
+    modes: tuple = ()
 
     def metric(self, name: str) -> Metric | None:
         return next((m for m in self.metrics if m.name == name), None)
@@ -85,7 +89,8 @@ def parse_obj(data: dict) -> dict:
                             for m in b.get("metrics", []))
             out[b["name"]] = Bench(b["name"], b.get("group", ""), b.get("summary", ""), options, metrics,
                                    int(b.get("min_ranks", 1)), int(b.get("rank_multiple", 1)),
-                                   b.get("thread_level", "SINGLE"), b.get("spare_core_when"))
+                                   b.get("thread_level", "SINGLE"), b.get("spare_core_when"),
+                                   tuple(b.get("rules") or ()), tuple(b.get("modes") or ()))
         return out
     except (ValueError, KeyError, TypeError) as e:
         raise DescriptorError(f"hmb-bench --list --json: unexpected output ({e})") from None
@@ -120,13 +125,28 @@ def load(command: list[str], env: dict | None = None) -> dict:
     return _cache[key]
 
 
+def local_binaries() -> list:
+    """The hmb-bench executables built in this repository, newest first."""
+    from .mpi import REPO
+    root = REPO / os.environ.get("HMB_BUILD_ROOT", "build")
+    return sorted(root.glob("*/hmb-bench"), key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+def local_binary(build: bool = True):
+    """The newest hmb-bench built here; when none is and build is set, the default MPI's is built
+    first (hmb.mpi.MPIError when it cannot be). None: none built."""
+    built = local_binaries()
+    if not built and build:
+        from . import mpi as hmpi
+        hmpi.build(hmpi.find(hmpi.KNOWN[0]))
+        built = local_binaries()
+    return built[0] if built else None
+
+
 def local() -> dict:
     """Descriptors of the newest hmb-bench built in this repository ({} when none is built):
     what the report and compare use to read metrics of results files."""
-    from .mpi import REPO
-    root = REPO / os.environ.get("HMB_BUILD_ROOT", "build")
-    built = sorted(root.glob("*/hmb-bench"), key=lambda p: p.stat().st_mtime, reverse=True)
-    for path in built:
+    for path in local_binaries():
         try:
             return load([str(path)])
         except DescriptorError:

@@ -1,4 +1,4 @@
-"""Library settings and launch layouts that a benchmark mode needs — the one table.
+"""Library settings and launch layouts that a benchmark mode needs — as hmb-bench declares them.
 
 A benchmark option value (``async --progress impl``, ``mt --mode stream``) may need an
 environment variable that only some MPI libraries know, or a different launch layout
@@ -6,11 +6,21 @@ environment variable that only some MPI libraries know, or a different launch la
 Values with different needs cannot share a launch, so a list option is split into groups
 of values with the same needs; each group becomes its own launch.
 
-To teach the driver a new need, add a row to RULES; nothing else changes.
+The needs are the benchmarks' own (their ``hmb_option_rule`` rows, exported by
+``hmb-bench --list --json`` as ``rules``): this module keeps no table of its own. To teach the
+driver a new need, add a rule to the benchmark's descriptor.
 """
 from __future__ import annotations
 
 import dataclasses
+
+from . import descriptors
+from .mpi import MPIError
+
+
+class RequirementsError(MPIError):
+    """No hmb-bench to read the rules from (one line)."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Rule:
@@ -22,27 +32,24 @@ class Rule:
     why: str = ""
 
 
-RULES = (
-    Rule("async", "progress", ("impl",),
-         {"mpich": {"MPIR_CVAR_ASYNC_PROGRESS": "1"}, "impi": {"I_MPI_ASYNC_PROGRESS": "1"}},
-         why="the library's own progress thread (Open MPI has none: the benchmark reports it)"),
-    Rule("mt", "mode", ("shared", "comm", "tag"),
-         {"mpich": {"MPIR_CVAR_CH4_NUM_VCIS": "{threads}"}},
-         why="one VCI per thread so threads can map to distinct VCIs"),
-    # Measured on MPICH 5.0.2: T streams need T reserved VCIs on top of the default VCI
-    # (RESERVE=2, NUM=3 at T=2).
-    Rule("mt", "mode", ("stream",),
-         {"mpich": {"MPIR_CVAR_CH4_RESERVE_VCIS": "{threads}", "MPIR_CVAR_CH4_NUM_VCIS": "{threads_plus_one}"}},
-         why="MPIX_Stream_create needs a reserved VCI per stream, beside the default one"),
-    Rule("mt", "mode", ("everywhere",), {}, layout="everywhere",
-         why="T single-threaded processes per side: the MPI-everywhere baseline"),
-    Rule("halo3d", "thread-comm", ("shared", "comm", "tag"),
-         {"mpich": {"MPIR_CVAR_CH4_NUM_VCIS": "{threads}"}},
-         why="one VCI per thread so threads can map to distinct VCIs"),
-    Rule("halo3d", "thread-comm", ("stream",),
-         {"mpich": {"MPIR_CVAR_CH4_RESERVE_VCIS": "{threads}", "MPIR_CVAR_CH4_NUM_VCIS": "{threads_plus_one}"}},
-         why="MPIX_Stream_create needs a reserved VCI per stream, beside the default one"),
-)
+_rules: tuple | None = None
+
+
+def rules(build: bool = True) -> tuple:
+    """Every benchmark's rules, from the newest hmb-bench built here, read once; when none is
+    built, the default MPI's is built (build False: no rules then)."""
+    global _rules
+    if _rules is None:
+        try:
+            exe = descriptors.local_binary(build)
+            known = descriptors.load([str(exe)]) if exe else {}
+        except (MPIError, descriptors.DescriptorError) as e:
+            raise RequirementsError(f"no hmb-bench to read the benchmarks' launch needs from: {e}") from None
+        if not known:
+            return ()
+        _rules = tuple(Rule(b.name, r["option"], tuple(r["values"]), r.get("env") or {}, r.get("layout") or "",
+                            r.get("why", "")) for b in known.values() for r in b.rules)
+    return _rules
 
 
 @dataclasses.dataclass
@@ -57,7 +64,7 @@ class Launch:
 
 def _rules_for(bench: str, option: str, value: str) -> list[Rule]:
     head = value.split(":", 1)[0].strip()
-    return [r for r in RULES if r.bench == bench and r.option == option and head in r.values]
+    return [r for r in rules() if r.bench == bench and r.option == option and head in r.values]
 
 
 def _needs(bench: str, option: str, value: str, flavor: str, threads: int):
@@ -76,7 +83,7 @@ def plan(bench: str, args: dict, ranks: int, threads: int, flavor: str) -> list[
     flavor: mpich | openmpi | impi (the launcher dialect of the chosen MPI).
     """
     split_option = None
-    for option in {r.option for r in RULES if r.bench == bench}:
+    for option in {r.option for r in rules() if r.bench == bench}:
         if option in args:
             split_option = option
             break
@@ -100,9 +107,11 @@ def plan(bench: str, args: dict, ranks: int, threads: int, flavor: str) -> list[
 
 
 def explain() -> str:
-    """The table as text (for docs and `hmb run --help`)."""
+    """The rules as text (for docs and `hmb run --help`), from the hmb-bench built here."""
     lines = []
-    for r in RULES:
+    if not rules(build=False):
+        return "(read from hmb-bench --list --json: run `hmb build` first)"
+    for r in rules(build=False):
         env = "; ".join(f"{fl}: " + " ".join(f"{k}={v.format(threads='T', threads_plus_one='T+1')}"
                                               for k, v in e.items())
                         for fl, e in r.env.items()) or "-"

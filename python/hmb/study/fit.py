@@ -8,8 +8,9 @@ memory. Every change is one line, printed and recorded beside the results (fit.t
 from __future__ import annotations
 
 import copy
-import math
+import json
 import os
+import subprocess
 
 from .. import core
 from . import STUDY_ONLY_BENCH_KEYS, Study, StudyError
@@ -146,15 +147,31 @@ def _fit_layout(b: dict, declared: dict, where: str, ncores: int, changes: list)
     b["threads"] = keep
 
 
-def rank_bytes(bench: str, size: int) -> int:
-    """About what one rank of `bench` allocates for message size `size`. halo3d's --sizes is
-    the face of a cubic block: side = round(sqrt(size / 8)) cells, a block of (side + 2)^3
-    8-byte cells (halo3d.c setup_faces) beside 6 faces sent and received. Every other benchmark:
-    send + receive buffers, partitioned and point-to-point copies, 8 buffers of the size."""
-    if bench == "halo3d":
-        side = round(math.sqrt(size / 8.0))
-        return (side + 2) ** 3 * 8 + 12 * size
-    return 8 * size
+_rank_bytes_cache: dict = {}
+
+
+def rank_bytes(bench: str, sizes: list, args: dict | None = None, threads: int = 1) -> dict:
+    """{size: bytes}: what one rank of `bench` allocates for each message size, as hmb-bench says
+    (`hmb-bench BENCH --sizes ... --launch-needs`, the benchmark's own rank_bytes: halo3d's size is
+    the face of a cubic block, so its block and face buffers; others a fixed number of buffers of
+    the size). args: the bench's other options (lists, the sweep's axes, are left out)."""
+    from .. import descriptors, launch
+    from ..mpi import MPIError
+    scalar = {k: v for k, v in (args or {}).items() if k not in ("sizes", "threads") and not isinstance(v, list)}
+    argv = [bench, "--sizes", ",".join(str(n) for n in sizes), "--threads", str(threads)] + launch.bench_argv(scalar)
+    key = tuple(argv)
+    if key not in _rank_bytes_cache:
+        try:
+            exe = descriptors.local_binary()
+        except MPIError as e:
+            raise StudyError(f"{bench}: cannot ask hmb-bench for the memory per rank: {e}") from None
+        p = subprocess.run([str(exe)] + argv + ["--launch-needs"], capture_output=True, text=True, errors="replace",
+                           timeout=60)
+        if p.returncode != 0:
+            last = (p.stderr.strip().splitlines() or ["no message"])[-1]
+            raise StudyError(f"{bench}: hmb-bench --launch-needs: {last}")
+        _rank_bytes_cache[key] = {int(k): int(v) for k, v in json.loads(p.stdout)["rank_bytes"].items()}
+    return _rank_bytes_cache[key]
 
 
 def _size_text(n: int) -> str:
@@ -176,12 +193,14 @@ def _fit_sizes(b: dict, where: str, memory: int, changes: list) -> None:
         lists = [core.size_list(str(spec)) for spec in specs]
     except ValueError as e:
         raise StudyError(f"{where}: sizes: {e}") from None
-    fits = lambda n: rank_bytes(b["name"], n) * ranks <= memory // 4   # noqa: E731
+    threads = max(b["threads"]) if isinstance(b.get("threads"), list) else b.get("threads", 1)
+    per_rank = rank_bytes(b["name"], sorted({n for sizes in lists for n in sizes}), args, threads)
+    fits = lambda n: per_rank[n] * ranks <= memory // 4   # noqa: E731
     kept = [[n for n in sizes if fits(n)] for sizes in lists]
     if all(len(k) == len(s) for k, s in zip(kept, lists)):
         return
     first_out = min(n for sizes in lists for n in sizes if not fits(n))
-    need = rank_bytes(b["name"], first_out) * ranks
+    need = per_rank[first_out] * ranks
     if not any(kept):
         raise StudyError(f"{where}: sizes from {first_out} bytes need about {need >> 20} MiB, more than a "
                          f"quarter of this machine's {memory >> 20} MiB: run it --as-published on a bigger one")
