@@ -70,3 +70,14 @@ def test_durations_with_units(text, seconds):
 def test_durations_without_a_unit_are_refused(text):
     with pytest.raises(ValueError):
         parse_duration(text)
+
+
+def test_every_benchmark_says_whether_it_runs_without_mpi(described):
+    """--comm off (the mock communication policy) where the pattern allows it, else the reason why
+    not, in the benchmark's own words."""
+    _, _, doc = described
+    for b in doc["benchmarks"]:
+        off = b["comm_off"]
+        takes = any(o["name"] == "comm" for o in b["options"])
+        assert off is True if takes else (isinstance(off, str) and len(off) > 30 and "not declared" not in off), b
+    assert {b["name"] for b in doc["benchmarks"] if b["comm_off"] is True} >= {"halo3d", "sweep3d", "stencil3d"}

@@ -229,6 +229,8 @@ static const hmb_bench async_bench = {
     .summary = "overlap of non-blocking communication with compute, per progress mode (IMB-ASYNC style)",
     HMB_BENCH_PARAMS(async_point),
     HMB_BENCH_OPTIONS(async_opts),
+    .no_mock = "it measures how much of a transfer the library progresses while ranks compute: a loopback "
+               "without MPI has no progress to measure, and its collectives have no loopback",
     .rules = (const hmb_option_rule[]){{.option = "progress", .values = "impl",
                                         .env = "mpich:MPIR_CVAR_ASYNC_PROGRESS=1 impi:I_MPI_ASYNC_PROGRESS=1",
                                         .why = "the library's own progress thread (Open MPI has none: the benchmark "

@@ -25,71 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hmb/hmb.h"
 #include "hmb/metrics.h"
-
-enum { SENDER = 0, RECEIVER = 1 };
-enum { TAG_SINGLE = 1, TAG_PART = 2, TAG_SENDER_DONE = 3, TAG_TIMES = 4, TAG_PERSIST = 5 };
-enum { PREADY_SINGLE, PREADY_RANGE, PREADY_LIST };
-enum { COMPLETE_TEST, COMPLETE_WAIT, NCOMPLETE };
-static const char *const complete_names[NCOMPLETE + 1] = {"test", "wait", NULL};
-
-#define PART_PARAMS(X) X(partitions, INT) X(recv_partitions, INT) X(complete, NAME, .names = complete_names)
-HMB_POINT_PARAMS(part_point, PART_PARAMS);
-enum { PHASE_SINGLE, PHASE_PERSISTENT, PHASE_PARTITIONED, NPHASES };
-/* times_msg (receiver -> rank 0): both baselines' t_recv, then a_0 .. a_{P_recv-1} */
-enum { TIMES_RECV_SINGLE, TIMES_RECV_PERSIST, TIMES_ARRIVED };
-
-/* A partition not reported this long after the sender completed is never coming. */
-#define NEVER_REPORTED_MIN_GRACE_S 1.0
-#define NEVER_REPORTED_PT2PT_FACTOR 1000.0
-
-typedef struct {
-    int nparts_send, nparts_recv, threads;
-    size_t size_bytes, psize_send, psize_recv;
-    int pready_mode;
-    int observe_poller; /* one thread polls every partition */
-    int complete_wait;  /* the sender completes with MPI_Wait, else by polling MPI_Test */
-    int64_t compute_ns;
-    int rank;
-    MPI_Comm data_comm; /* both phases' messages */
-    MPI_Comm ctl_comm;  /* sender-done message and timestamps: never matches data */
-    unsigned char *send_buf, *recv_buf_single, *recv_buf_persist, *recv_buf_part;
-    MPI_Request part_req;
-    MPI_Request persist_req; /* MPI_Send_init on the sender, MPI_Recv_init on the receiver */
-    int *pready_list;     /* identity list: a thread passes its own slice to Pready_list */
-    double *ready_local;  /* sender: s_i, local clock */
-    double *compute_end;  /* sender: per thread, local clock */
-    double *arrived;      /* receiver: a_j, local clock (then global on the wire) */
-    double *times_msg;    /* receiver -> rank 0, global time base: see TIMES_* */
-    int npieces;          /* lcm(P_send, P_recv): the message cut where either side cuts it */
-    double *piece_ready, *piece_arrived; /* rank 0: s and a of every piece (global) */
-    /* receiver's sender-done watch, shared by its polling threads (under omp critical) */
-    MPI_Request done_req;
-    int done_flag, done_payload;
-    double done_at_s;
-    double grace_s;       /* receiver: how long a partition may lag the sender's completion */
-    double poll_since_s;  /* receiver: where --wait-bound of the partitioned phase starts */
-    const hmb_point *pt;           /* the point being run (validation messages) */
-    double t_baseline[NPHASES];    /* sender: the baseline phase's join; receiver: its t_recv (local) */
-    long no_perceived_bw; /* samples whose last-ready piece arrived at or before its ready time */
-} part_state;
-
-static const hmb_option part_options[] = {
-    {"partitions", HMB_OPT_INTS, NULL, "send partitions P, each a multiple of --threads (default: P = threads)",
-     1, 1 << 20, NULL},
-    {"recv-partitions", HMB_OPT_INT, NULL, "receive partitions (default: same as the send partitions)", 1, 1 << 20,
-     NULL},
-    {"pready", HMB_OPT_CHOICE, "single", "mark ready with MPI_Pready per partition, MPI_Pready_range or MPI_Pready_list",
-     0, 0, "single|range|list"},
-    {"observe", HMB_OPT_CHOICE, "thread", "receiver polls MPI_Parrived per thread (own partitions) or in one poller",
-     0, 0, "thread|poller"},
-    {"complete", HMB_OPT_CHOICES, "test",
-     "how the sender completes its request in every phase: polling MPI_Test or MPI_Wait (one point each)", 0, 0,
-     "test|wait"},
-    HMB_OPTION_END};
-
-static const hmb_default part_defaults[] = {{"sizes", "4K:4M:x4"}, {"compute", "1ms"}, {NULL, NULL}};
+#include "part.h"
 
 static const hmb_metric part_metrics[] = {
     {.name = "overhead", .unit = "ratio", .higher_is_better = 0, .in_table = 1,
@@ -111,203 +48,6 @@ static const hmb_metric part_metrics[] = {
     {.name = "t_after_join_us", .unit = "us", .higher_is_better = 0, .in_table = 0,
      .description = "max(0, last arrival - join)"},
     HMB_METRIC_END};
-
-static int recv_partitions_of(const hmb_ctx *ctx, int nparts_send)
-{
-    return hmb_opt_given(ctx, "recv-partitions") ? (int)hmb_opt_int(ctx, "recv-partitions") : nparts_send;
-}
-
-/* The send partition counts to sweep: --partitions, or one point with P = threads. */
-static const long long *send_partition_list(const hmb_ctx *ctx, int *count, long long *fallback)
-{
-    if (hmb_opt_given(ctx, "partitions"))
-        return hmb_opt_ints(ctx, "partitions", count);
-    *fallback = hmb_threads(ctx);
-    *count = 1;
-    return fallback;
-}
-
-/* Metrics pair each ready time with the arrival of the same bytes (see pair_pieces). */
-#define MAX_PIECES (1 << 20)
-
-static long long lcm_ll(long long a, long long b)
-{
-    long long x = a, y = b;
-    while (y != 0) {
-        long long r = x % y;
-        x = y;
-        y = r;
-    }
-    return a / x * b;
-}
-
-static void part_check(hmb_ctx *ctx)
-{
-    int threads = hmb_threads(ctx), nsizes = 0, nparts = 0;
-    long long fallback;
-    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
-    const long long *parts = send_partition_list(ctx, &nparts, &fallback);
-    for (int p = 0; p < nparts; p++) {
-        if (parts[p] < 1)
-            hmb_usage_error(ctx, "--partitions: %lld is below 1", parts[p]);
-        if (parts[p] % threads != 0)
-            hmb_usage_error(ctx, "--partitions: %lld is not a multiple of --threads %d (each thread owns P/T partitions)",
-                            parts[p], threads);
-    }
-    for (int s = 0; s < nsizes; s++) {
-        size_t m = sizes[s];
-        if (m / 8 > (size_t)2147483647)
-            hmb_usage_error(ctx, "--sizes: %zu bytes is more than MPI int counts of 8-byte elements allow", m);
-        for (int p = 0; p < nparts; p++) {
-            long long counts[2] = {parts[p], recv_partitions_of(ctx, (int)parts[p])};
-            for (int side = 0; side < 2; side++) {
-                size_t n = (size_t)counts[side];
-                if (m == 0 || m % n != 0 || (m / n) % 8 != 0)
-                    hmb_usage_error(ctx,
-                                    "size %zu bytes does not split into %zu %s partitions of whole 8-byte elements",
-                                    m, n, side == 0 ? "send" : "receive");
-            }
-            if (lcm_ll(counts[0], counts[1]) > MAX_PIECES)
-                hmb_usage_error(ctx, "--partitions %lld with --recv-partitions %lld: lcm %lld exceeds %d pieces",
-                                counts[0], counts[1], lcm_ll(counts[0], counts[1]), MAX_PIECES);
-        }
-    }
-}
-
-static void part_points(hmb_ctx *ctx, hmb_point_list *out)
-{
-    int nsizes = 0, nparts = 0;
-    long long fallback;
-    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
-    const long long *parts = send_partition_list(ctx, &nparts, &fallback);
-    const unsigned long long completes = hmb_opt_choices(ctx, "complete");
-    for (int s = 0; s < nsizes; s++) {
-        for (int p = 0; p < nparts; p++) {
-            for (int c = 0; c < NCOMPLETE; c++) {
-                if (!(completes & (1ull << c)))
-                    continue;
-                part_point *pp = hmb_points_new(out, sizes[s]);
-                pp->partitions = parts[p];
-                pp->recv_partitions = recv_partitions_of(ctx, (int)parts[p]);
-                pp->complete = c;
-            }
-        }
-    }
-}
-
-static void part_free(part_state *st)
-{
-    free(st->send_buf);
-    free(st->recv_buf_single);
-    free(st->recv_buf_persist);
-    free(st->recv_buf_part);
-    free(st->pready_list);
-    free(st->ready_local);
-    free(st->compute_end);
-    free(st->arrived);
-    free(st->times_msg);
-    free(st->piece_ready);
-    free(st->piece_arrived);
-    free(st);
-}
-
-static void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
-{
-    /* no partitioned communication, or several threads calling MPI_Pready/MPI_Parrived without MULTIPLE */
-    if (hmb_mode_refused(ctx, NULL, 0, 1))
-        return NULL;
-#if !HMB_HAVE_PARTITIONED
-    (void)pt;
-    return NULL;
-#else
-    const char *pready = hmb_opt_str(ctx, "pready");
-#ifndef HMB_HAVE_MPI_PREADY_RANGE
-    if (strcmp(pready, "range") == 0) {
-        hmb_unsupported(ctx, "this MPI library has no MPI_Pready_range");
-        return NULL;
-    }
-#endif
-#ifndef HMB_HAVE_MPI_PREADY_LIST
-    if (strcmp(pready, "list") == 0) {
-        hmb_unsupported(ctx, "this MPI library has no MPI_Pready_list");
-        return NULL;
-    }
-#endif
-    part_state *st = calloc(1, sizeof *st);
-    if (!st) {
-        hmb_unsupported(ctx, "cannot allocate the benchmark state");
-        return NULL;
-    }
-    st->part_req = MPI_REQUEST_NULL;
-    st->persist_req = MPI_REQUEST_NULL;
-    st->rank = hmb_rank(ctx);
-    st->threads = hmb_threads(ctx);
-    st->size_bytes = pt->size_bytes;
-    const part_point *pp = HMB_POINT(part_point, pt);
-    st->nparts_send = (int)pp->partitions;
-    st->nparts_recv = (int)pp->recv_partitions;
-    st->psize_send = st->size_bytes / (size_t)st->nparts_send;
-    st->psize_recv = st->size_bytes / (size_t)st->nparts_recv;
-    st->pready_mode = strcmp(pready, "range") == 0 ? PREADY_RANGE : strcmp(pready, "list") == 0 ? PREADY_LIST
-                                                                                                   : PREADY_SINGLE;
-    st->observe_poller = strcmp(hmb_opt_str(ctx, "observe"), "poller") == 0;
-    st->complete_wait = pp->complete == COMPLETE_WAIT;
-    st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
-    MPI_Comm_dup(hmb_comm(ctx), &st->data_comm);
-    MPI_Comm_dup(hmb_comm(ctx), &st->ctl_comm);
-
-    int count_send = (int)(st->psize_send / 8), count_recv = (int)(st->psize_recv / 8);
-    int count_whole = (int)(st->size_bytes / 8);
-    if (st->rank == SENDER) {
-        st->send_buf = hmb_buffer_alloc(ctx, st->size_bytes);
-        st->ready_local = calloc((size_t)st->nparts_send, sizeof(double));
-        st->compute_end = calloc((size_t)st->threads, sizeof(double));
-        st->times_msg = calloc((size_t)st->nparts_recv + TIMES_ARRIVED, sizeof(double));
-        st->npieces = (int)lcm_ll(st->nparts_send, st->nparts_recv);
-        st->piece_ready = calloc((size_t)st->npieces, sizeof(double));
-        st->piece_arrived = calloc((size_t)st->npieces, sizeof(double));
-        st->pready_list = malloc((size_t)st->nparts_send * sizeof(int));
-        if (!st->send_buf || !st->ready_local || !st->compute_end || !st->times_msg || !st->piece_ready ||
-            !st->piece_arrived || !st->pready_list) {
-            hmb_unsupported(ctx, "cannot allocate %zu bytes of message buffer and timestamps on the sender",
-                            st->size_bytes);
-            return st; /* every rank skips the point; teardown frees what exists */
-        }
-        for (int i = 0; i < st->nparts_send; i++)
-            st->pready_list[i] = i;
-        MPI_Psend_init(st->send_buf, st->nparts_send, count_send, MPI_UINT64_T, RECEIVER, TAG_PART, st->data_comm,
-                       MPI_INFO_NULL, &st->part_req);
-        MPI_Send_init(st->send_buf, count_whole, MPI_UINT64_T, RECEIVER, TAG_PERSIST, st->data_comm, &st->persist_req);
-        for (int i = 0; i < st->nparts_send; i++) /* validation as data: the harness writes each partition */
-            hmb_check_register(ctx, HMB_SEND, st->send_buf + (size_t)i * st->psize_send, st->psize_send, SENDER, i, 1,
-                               HMB_AFTER_ITERATION, "send");
-    } else if (st->rank == RECEIVER) {
-        st->recv_buf_single = hmb_buffer_alloc(ctx, st->size_bytes);
-        st->recv_buf_persist = hmb_buffer_alloc(ctx, st->size_bytes);
-        st->recv_buf_part = hmb_buffer_alloc(ctx, st->size_bytes);
-        st->arrived = calloc((size_t)st->nparts_recv, sizeof(double));
-        st->times_msg = calloc((size_t)st->nparts_recv + TIMES_ARRIVED, sizeof(double));
-        if (!st->recv_buf_single || !st->recv_buf_persist || !st->recv_buf_part || !st->arrived || !st->times_msg) {
-            hmb_unsupported(ctx, "cannot allocate 3 x %zu bytes of receive buffers on the receiver", st->size_bytes);
-            return st;
-        }
-        MPI_Precv_init(st->recv_buf_part, st->nparts_recv, count_recv, MPI_UINT64_T, SENDER, TAG_PART, st->data_comm,
-                       MPI_INFO_NULL, &st->part_req);
-        MPI_Recv_init(st->recv_buf_persist, count_whole, MPI_UINT64_T, SENDER, TAG_PERSIST, st->data_comm,
-                      &st->persist_req);
-        /* validation as data: every send partition in every phase's buffer, checked after the
-         * iteration; poisoned before it, so a reported-but-unwritten partition is visible */
-        unsigned char *bufs[3] = {st->recv_buf_part, st->recv_buf_single, st->recv_buf_persist};
-        static const char *const phase[3] = {"partitioned", "single-send", "persistent"};
-        for (int b = 0; b < 3; b++)
-            for (int i = 0; i < st->nparts_send; i++)
-                hmb_check_register(ctx, HMB_RECEIVE, bufs[b] + (size_t)i * st->psize_send, st->psize_send, SENDER,
-                                   i, 1, HMB_AFTER_ITERATION, "%s phase, send partition %d (%zu bytes)", phase[b], i,
-                                   st->psize_send);
-    }
-    return st;
-#endif
-}
 
 #if HMB_HAVE_PARTITIONED
 /* What the receiver's poll callbacks need. */
@@ -574,9 +314,11 @@ static void pair_pieces(hmb_ctx *ctx, part_state *st)
 }
 
 static const hmb_mode part_modes[NPHASES + 1] = {
-    [PHASE_SINGLE] = {.name = "single send", .iterate = phase_baseline},
-    [PHASE_PERSISTENT] = {.name = "persistent", .setup = persistent_setup, .iterate = phase_baseline},
-    [PHASE_PARTITIONED] = {.name = "partitioned", .setup = partitioned_setup, .iterate = phase_partitioned},
+    [PHASE_SINGLE] = {.name = "single send", .iterate = phase_baseline, .flags = HMB_MODE_HIDDEN},
+    [PHASE_PERSISTENT] = {.name = "persistent", .setup = persistent_setup, .iterate = phase_baseline,
+                          .flags = HMB_MODE_HIDDEN},
+    [PHASE_PARTITIONED] = {.name = "partitioned", .setup = partitioned_setup, .iterate = phase_partitioned,
+                           .flags = HMB_MODE_HIDDEN},
 };
 static const int all_phases[NPHASES] = {PHASE_SINGLE, PHASE_PERSISTENT, PHASE_PARTITIONED};
 
@@ -618,7 +360,7 @@ static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
     int rc = hmb_part_metrics_compute(st->npieces, st->piece_ready, st->piece_arrived, t_join, t_pt2pt, t_persist,
                                       st->size_bytes, &m);
     out->valid = rc == 0;
-    if (rc == 1 && iter >= hmb_opt_int(ctx, "warmup")) /* counted where the harness counts invalid samples */
+    if (rc == 1 && iter >= hmb_common(ctx)->warmup) /* counted where the harness counts invalid samples */
         st->no_perceived_bw++;
     hmb_record(ctx, out, "overhead", m.overhead);
     hmb_record(ctx, out, "overhead_persistent", m.overhead_persistent);
@@ -634,45 +376,6 @@ static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
 
 #endif /* HMB_HAVE_PARTITIONED */
 
-static void part_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
-{
-    (void)pt;
-    part_state *st = state;
-    if (!st)
-        return;
-    if (st->part_req != MPI_REQUEST_NULL)
-        MPI_Request_free(&st->part_req);
-    if (st->persist_req != MPI_REQUEST_NULL)
-        MPI_Request_free(&st->persist_req);
-    MPI_Comm_free(&st->data_comm);
-    MPI_Comm_free(&st->ctl_comm);
-    part_free(st);
-}
-
-static void part_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
-{
-    const part_state *st = state;
-    if (st->no_perceived_bw > 0) {
-        hmb_result_add_num(ctx, "invalid_no_perceived_bw", (double)st->no_perceived_bw);
-        hmb_result_add_str(ctx, "invalid_reason", "the piece made ready last was reported arrived at or before its "
-                                                  "ready time (a_L - s_L <= 0): no perceived bandwidth; a clock problem");
-    }
-    const part_point *pp = HMB_POINT(part_point, pt);
-    hmb_result_add_num(ctx, "partitions_send", (double)pp->partitions);
-    hmb_result_add_num(ctx, "partitions_recv", (double)pp->recv_partitions);
-    hmb_result_add_str(ctx, "pready", hmb_opt_str(ctx, "pready"));
-    hmb_result_add_str(ctx, "observe", hmb_opt_str(ctx, "observe"));
-    hmb_result_add_num(ctx, "threads", hmb_threads(ctx));
-    hmb_result_add_num(ctx, "compute_ns", (double)hmb_opt_duration_ns(ctx, "compute"));
-    hmb_result_add_str(ctx, "noise", hmb_opt_str(ctx, "noise"));
-    int wait = pp->complete == COMPLETE_WAIT;
-    hmb_result_add_str(ctx, "single_send", wait ? "MPI_Send / MPI_Recv of the whole message"
-                                                : "MPI_Isend + MPI_Test polling / MPI_Recv of the whole message");
-    hmb_result_add_str(ctx, "persistent", wait ? "MPI_Send_init + MPI_Wait / MPI_Recv_init started before the barrier"
-                                               : "MPI_Send_init + MPI_Test polling / MPI_Recv_init started before the "
-                                                 "barrier");
-}
-
 #if HMB_HAVE_PARTITIONED
 #define PART_ITERATE part_iterate
 #else
@@ -685,8 +388,10 @@ static const hmb_bench part_bench = {
     .summary = "partitioned point-to-point vs single and persistent send: overhead, perceived bandwidth, "
                "availability, early bird",
     HMB_BENCH_PARAMS(part_point),
-    .options = part_options,
-    .defaults = part_defaults,
+    HMB_BENCH_OPTIONS(part_opts),
+    .defaults = (const hmb_default[]){{"sizes", "4K:4M:x4"}, {"compute", "1ms"}, {NULL, NULL}},
+    .no_mock = "rank 0 sends and rank 1 receives, each timing its own side (the sender's ready times against the "
+               "receiver's arrivals): one rank alone has no receiver to time",
     .modes = part_modes,
     .metrics = part_metrics,
     .thread_level = MPI_THREAD_MULTIPLE,

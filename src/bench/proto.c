@@ -717,6 +717,8 @@ static const hmb_bench proto_bench = {
     .summary = "eager/rendezvous switch probe (bisection) and the threshold trade-off: message rate, memory",
     HMB_BENCH_PARAMS(proto_point),
     .options = proto_options,
+    .no_mock = "the probe judges whether the library moves a message while both sides compute, between two "
+               "ranks: a loopback without MPI has no protocol to probe",
     .defaults = proto_defaults,
     .metrics = proto_metrics,
     .thread_level = MPI_THREAD_SINGLE,

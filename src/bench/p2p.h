@@ -1,0 +1,63 @@
+/* Private to p2p (p2p.c: the timed exchanges, metrics and descriptor; p2p_setup.c: options,
+ * points, slots, the latency batch, set-up, send data and validation). The family's description is
+ * at the top of p2p.c. */
+#ifndef HMB_BENCH_P2P_H
+#define HMB_BENCH_P2P_H
+
+#include "hmb/hmb.h"
+
+enum { MODE_LATENCY, MODE_BW, MODE_BIBW, MODE_MSGRATE, MODE_COUNT };
+extern const char *const p2p_mode_names[MODE_COUNT + 1];
+
+#define P2P_OPTIONS(X)                                                                                              \
+    X(mode, CHOICES, .default_value = "all", .names = p2p_mode_names, .help = "what to measure")                       \
+    X(window, INT, .default_value = "64", .min = 1, .max = 4096,                                                    \
+      .help = "messages in flight per iteration for bw, bibw, msgrate (osu: 64)")                                  \
+    X(batch, INT, .default_value = "0", .min = 0, .max = 4096,                                                      \
+      .help = "latency: round trips timed back-to-back per sample (0 = auto: a sample of >= 20 us, at most 256)")
+HMB_OPTIONS(p2p_opts, P2P_OPTIONS);
+
+#define P2P_PARAMS(X) X(mode, NAME, .names = p2p_mode_names) X(window, INT) X(pairs, INT)
+HMB_POINT_PARAMS(p2p_point, P2P_PARAMS);
+
+enum { TAG_DATA = 1, TAG_READY = 2, TAG_ACK = 3, TAG_REWARM = 4 };
+enum { M_LATENCY, M_BANDWIDTH, M_RATE, M_ITER_TIME }; /* indices into p2p_metrics */
+
+/* Latency batching: a sample lasts at least BATCH_SAMPLE_NS (and 100 timer calls), so the
+ * ~0.1 us the harness spends around a sample (ready handshake, phase marks, checks) stays
+ * below 0.5% of it; at most BATCH_MAX round trips. */
+#define BATCH_SAMPLE_NS 20000.0
+#define BATCH_TIMER_CALLS 100.0
+#define BATCH_MAX 256
+#define BATCH_PROBE_ROUND_TRIPS 8
+#define BATCH_PROBE_REPEATS 3
+/* --cache hot: the receive slots of a window take at most this fraction of the LLC, and at most
+ * SLOTS_HOT_MAX_BYTES. */
+#define SLOTS_LLC_FRACTION 256
+#define SLOTS_HOT_MAX_BYTES (128u << 10)
+
+typedef struct {
+    int mode;
+    size_t size;
+    int count;       /* messages per direction per iteration: window, or latency round trips (batch) */
+    int slots;       /* distinct receive slots (and send patterns); message j uses slot j % slots */
+    int peer;        /* -1: idle in this mode */
+    int is_sender;   /* latency: the pinger (rank 0) */
+    long stale_at, wrong_slot_at; /* test-only faults (-1: none) */
+    int rewarm;      /* latency: one untimed round trip after the check, before the sample (see p2p_setup) */
+    int nsets;                 /* send sets: 2 (generations, set iter & 1), or 1 (latency, --cache hot) */
+    unsigned char *send_sets;  /* nsets sets of slots x size */
+    unsigned char *recv_slots; /* slots x size */
+    unsigned char **send_msg, **recv_msg; /* per message of this iteration: its send data, its slot */
+    MPI_Request *reqs;         /* 2 * count */
+} p2p_state;
+
+void p2p_check(hmb_ctx *ctx);
+void p2p_points(hmb_ctx *ctx, hmb_point_list *out);
+void *p2p_setup(hmb_ctx *ctx, const hmb_point *pt);
+void p2p_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter);
+void p2p_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter);
+void p2p_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt);
+void p2p_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt);
+
+#endif

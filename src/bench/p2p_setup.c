@@ -1,0 +1,242 @@
+/* p2p's options, points, message slots, the latency batch, set-up, send data (both regimes and the
+ * planted stale and wrong-slot faults), validation and teardown. The timed exchanges: p2p.c. */
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "p2p.h"
+
+const char *const p2p_mode_names[MODE_COUNT + 1] = {"latency", "bw", "bibw", "msgrate", NULL};
+
+void p2p_check(hmb_ctx *ctx)
+{
+    const p2p_opts *o = HMB_OPTS(p2p_opts, ctx);
+    if ((o->mode & (1u << MODE_MSGRATE)) && hmb_size(ctx) % 2 != 0)
+        hmb_usage_error(ctx, "--mode msgrate needs an even number of ranks (got %d); "
+                             "choose --mode latency,bw,bibw or add a rank", hmb_size(ctx));
+    const size_t *sizes = hmb_common(ctx)->sizes.v;
+    const int nsizes = hmb_common(ctx)->sizes.n;
+    const long long batch = o->batch;
+    for (int i = 0; i < nsizes; i++) {
+        if (sizes[i] > INT_MAX)
+            hmb_usage_error(ctx, "--sizes: %zu bytes is more than one MPI_BYTE count can hold", sizes[i]);
+        if ((o->mode & (1u << MODE_LATENCY)) && (double)batch * (double)sizes[i] > (1u << 28))
+            hmb_usage_error(ctx, "--batch %lld x %zu bytes: more than 256 MB of ping-pong slots; "
+                                 "use a smaller --batch or 0 (auto)", batch, sizes[i]);
+    }
+}
+
+void p2p_points(hmb_ctx *ctx, hmb_point_list *out)
+{
+    const size_t *sizes = hmb_common(ctx)->sizes.v;
+    const int nsizes = hmb_common(ctx)->sizes.n;
+    const unsigned long long modes = HMB_OPTS(p2p_opts, ctx)->mode;
+    for (int m = 0; m < MODE_COUNT; m++) {
+        if (!(modes & (1u << m)))
+            continue;
+        for (int i = 0; i < nsizes; i++) {
+            p2p_point *p = hmb_points_new(out, sizes[i]);
+            p->mode = m;
+            p->window = m == MODE_LATENCY ? 1 : HMB_OPTS(p2p_opts, ctx)->window;
+            p->pairs = m == MODE_MSGRATE ? hmb_size(ctx) / 2 : 1;
+        }
+    }
+}
+
+/* Window slots: --cache cold gives every message its own slot (what a window of distinct
+ * application buffers touches). --cache hot keeps the window near osu_bw's one reused buffer:
+ * the receive slots take at most 1/SLOTS_LLC_FRACTION of the LLC and at most 128 KB (with the
+ * sender's two generations that stays within a core's L2 — at 64 KB, 8 slots were already
+ * ~20% slower than one on Open MPI), so slots are reused once the window would exceed it; a
+ * message larger than that gets one slot. The 128 KB cap: a VM may report its host's whole L3
+ * (480 MB here), and 1/256 of it (1.9 MB of slots, 3.75 MB on the sender with two generations)
+ * no longer fits a 2 MB L2 — bw at 64-256 KB read 3-10 GB/s against osu_bw's 21-31 GB/s, and
+ * 21-31 GB/s with the cap (MPICH and Open MPI, alternating launches). The same count on every
+ * rank (LLCs may differ between hosts): the smallest. */
+static int window_slots(hmb_ctx *ctx, size_t size, int window)
+{
+    long long slots = window;
+    if (hmb_common(ctx)->cache == HMB_CACHE_HOT && size > 0) {
+        size_t budget = hmb_cache_llc_bytes(ctx) / SLOTS_LLC_FRACTION;
+        budget = budget < SLOTS_HOT_MAX_BYTES ? budget : SLOTS_HOT_MAX_BYTES;
+        long long fit = (long long)(budget / size);
+        slots = fit < 1 ? 1 : fit < window ? fit : window;
+    }
+    int mine = (int)slots, all = 0;
+    MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, hmb_comm(ctx));
+    return all;
+}
+
+/* Round trips per latency sample: --batch, or enough that a sample spans BATCH_SAMPLE_NS and
+ * BATCH_TIMER_CALLS timer calls, from the fastest of a few back-to-back probes (rank 0
+ * decides; the untimed probe data are not part of any sample). */
+static int latency_batch(hmb_ctx *ctx, const p2p_state *st)
+{
+    int batch = (int)HMB_OPTS(p2p_opts, ctx)->batch;
+    if (batch > 0)
+        return batch;
+    MPI_Comm comm = hmb_comm(ctx);
+    unsigned char *buf = NULL;
+    if (st->peer >= 0 && !(buf = calloc(st->size ? st->size : 1, 1)))
+        abort();
+    double best_rtt_s = HUGE_VAL;
+    hmb_phase(ctx, "latency: batch probe");
+    for (int rep = 0; rep <= BATCH_PROBE_REPEATS && st->peer >= 0; rep++) {
+        int trips = rep == 0 ? 1 : BATCH_PROBE_ROUND_TRIPS; /* rep 0: warm-up */
+        double t_start_s = hmb_now();
+        for (int k = 0; k < trips; k++) {
+            if (st->is_sender) {
+                MPI_Send(buf, (int)st->size, MPI_BYTE, st->peer, TAG_DATA, comm);
+                MPI_Recv(buf, (int)st->size, MPI_BYTE, st->peer, TAG_DATA, comm, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(buf, (int)st->size, MPI_BYTE, st->peer, TAG_DATA, comm, MPI_STATUS_IGNORE);
+                MPI_Send(buf, (int)st->size, MPI_BYTE, st->peer, TAG_DATA, comm);
+            }
+        }
+        double rtt_s = (hmb_now() - t_start_s) / trips;
+        if (rep > 0 && rtt_s < best_rtt_s)
+            best_rtt_s = rtt_s;
+    }
+    free(buf);
+    if (hmb_rank(ctx) == 0) {
+        double sample_ns = fmax(BATCH_SAMPLE_NS, BATCH_TIMER_CALLS * hmb_timer_overhead_ns(ctx));
+        double want = ceil(sample_ns / (best_rtt_s * 1e9));
+        batch = want < 1 ? 1 : want > BATCH_MAX ? BATCH_MAX : (int)want;
+    }
+    MPI_Bcast(&batch, 1, MPI_INT, 0, comm);
+    return batch;
+}
+
+void *p2p_setup(hmb_ctx *ctx, const hmb_point *pt)
+{
+    p2p_state *st = calloc(1, sizeof *st);
+    const p2p_point *p = HMB_POINT(p2p_point, pt);
+    st->mode = p->mode;
+    st->size = pt->size_bytes;
+    int rank = hmb_rank(ctx), half = hmb_size(ctx) / 2;
+    if (st->mode == MODE_MSGRATE) {
+        st->is_sender = rank < half;
+        st->peer = st->is_sender ? rank + half : rank - half;
+    } else {
+        st->is_sender = rank == 0;
+        st->peer = rank == 0 ? 1 : rank == 1 ? 0 : -1;
+    }
+    st->stale_at = hmb_inject_at(ctx, HMB_INJECT_STALE);
+    st->wrong_slot_at = hmb_inject_at(ctx, HMB_INJECT_WRONG_SLOT);
+    if (st->mode == MODE_LATENCY) {
+        st->count = latency_batch(ctx, st);
+        st->slots = st->count; /* a batch is small: every round trip its own slot */
+    } else {
+        st->count = (int)p->window;
+        st->slots = window_slots(ctx, st->size, st->count);
+    }
+    /* Latency under --cache hot measures what osu_latency measures: one send buffer per side,
+     * written once per point (--data reuse) and never again, and the receive slots. A second
+     * send set (generations by parity) adds m bytes per side to the working set (at 1 MB: 3 MB
+     * against a 2 MB L2: 1.32x slower on MPICH, alternating launches); rewriting the one set
+     * before every sample leaves its lines dirty in the sender's cache (2.1x at 64 KB, 1.2x at
+     * 1 MB). Stale data are caught instead by poisoning the receive slots before every sample
+     * (the receiver's own writes, as its previous receive left them). */
+    st->nsets = st->mode == MODE_LATENCY && hmb_common(ctx)->cache == HMB_CACHE_HOT ? 1 : 2;
+    /* The check reads every received byte after the sample; above the hot-slot cap that read
+     * displaces what the library's own copy left in this core's caches, and the next sample paid
+     * for it (MPICH 4 MB: +18 %, 491 against 411 us; osu_latency -c does 5 untimed round trips
+     * before each timed one for the same reason). So under --cache hot with validation on, one
+     * untimed round trip of the batch's slots restores the state the library leaves, the receive
+     * slots are poisoned again (hmb_poison_pages: not dirtying them), then the sample is timed. */
+    st->rewarm = st->mode == MODE_LATENCY && st->nsets == 1 && hmb_validate_enabled(ctx) &&
+                 st->size * (size_t)st->slots > SLOTS_HOT_MAX_BYTES;
+    int sends = st->peer >= 0 && (st->is_sender || st->mode == MODE_LATENCY || st->mode == MODE_BIBW);
+    int recvs = st->peer >= 0 && (!st->is_sender || st->mode == MODE_LATENCY || st->mode == MODE_BIBW);
+    const size_t slots_bytes = st->size * (size_t)st->slots;
+    int ok = 1;
+    if (sends)
+        ok &= (st->send_sets = hmb_buffer_alloc(ctx, (size_t)st->nsets * slots_bytes)) != NULL;
+    if (recvs)
+        ok &= (st->recv_slots = hmb_buffer_alloc(ctx, slots_bytes)) != NULL;
+    st->send_msg = calloc((size_t)st->count, sizeof *st->send_msg);
+    st->recv_msg = calloc((size_t)st->count, sizeof *st->recv_msg);
+    st->reqs = calloc(2 * (size_t)st->count, sizeof *st->reqs);
+    ok &= st->send_msg && st->recv_msg && st->reqs;
+    if (!hmb_all_agree(ctx, ok))
+        hmb_unsupported(ctx, "cannot allocate %d x %zu bytes of message slots", st->slots, st->size);
+    else if (st->recv_slots)
+        for (int j = 0; j < st->count; j++)
+            st->recv_msg[j] = st->recv_slots + (size_t)(j % st->slots) * st->size;
+    return st;
+}
+
+/* The generation iteration iter's messages carry with one send set: 0 under --data reuse
+ * (written once), iter under --data fresh (written before every sample). */
+static long one_set_gen(const hmb_ctx *ctx, long iter)
+{
+    return hmb_common(ctx)->data == HMB_DATA_REUSE ? 0 : iter;
+}
+
+/* One send set: (re)write it when its generation changes (the test-only --stale-at fault sends
+ * another generation in that iteration and restores it in the next), poison the receive slots. */
+static void one_set_prepare(hmb_ctx *ctx, p2p_state *st, long iter)
+{
+    if (st->send_sets) {
+        const int stale = iter == st->stale_at && st->is_sender;
+        const long gen = stale ? one_set_gen(ctx, iter) ^ 1 : one_set_gen(ctx, iter);
+        if (iter == 0 || stale || iter == st->stale_at + 1 || gen != one_set_gen(ctx, iter - 1))
+            for (int k = 0; k < st->slots; k++)
+                hmb_fill(st->send_sets + (size_t)k * st->size, st->size, hmb_rank(ctx), k, gen);
+    }
+    if (st->recv_slots && hmb_validate_enabled(ctx))
+        for (int k = 0; k < st->slots; k++)
+            hmb_poison_pages(st->recv_slots + (size_t)k * st->size, st->size);
+}
+
+/* Send data: slot k of a set holds the pattern (rank, k, generation). Written before the
+ * harness's cold-cache flush, and under --data reuse only in a point's first two iterations
+ * (one set: one_set_prepare). */
+void p2p_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
+{
+    p2p_state *st = state;
+    if (st->nsets == 1) {
+        one_set_prepare(ctx, st, iter);
+        return;
+    }
+    if (!st->send_sets || !hmb_data_refill(ctx, iter))
+        return;
+    unsigned char *set = st->send_sets + (size_t)(iter & 1) * st->size * (size_t)st->slots;
+    for (int k = 0; k < st->slots; k++)
+        hmb_fill(set + (size_t)k * st->size, st->size, hmb_rank(ctx), k, hmb_data_gen(ctx, iter));
+}
+
+/* Every slot's last message of the iteration (in a cache-sized window, earlier messages into
+ * the same slot are overwritten by it before they can be checked). */
+void p2p_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
+{
+    p2p_state *st = state;
+    if (!st->recv_slots)
+        return;
+    for (int k = 0; k < st->slots; k++)
+        if (st->nsets == 1)
+            hmb_check_gen(ctx, pt, st->recv_slots + (size_t)k * st->size, st->size, st->peer, k, iter,
+                          one_set_gen(ctx, iter));
+        else
+            hmb_check_data(ctx, pt, st->recv_slots + (size_t)k * st->size, st->size, st->peer, k, iter);
+}
+
+void p2p_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
+{
+    const p2p_state *st = state;
+    if (st->mode == MODE_LATENCY)
+        hmb_result_add_num(ctx, "batch", st->count);
+    hmb_result_add_num(ctx, "slots", st->slots);
+}
+
+void p2p_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
+{
+    p2p_state *st = state;
+    free(st->send_sets);
+    free(st->recv_slots);
+    free(st->send_msg);
+    free(st->recv_msg);
+    free(st->reqs);
+    free(st);
+}

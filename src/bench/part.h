@@ -1,0 +1,76 @@
+/* Private to part (part.c: the three phases, their metrics and the descriptor; part_setup.c:
+ * options, points, set-up, teardown and the record). The family's description is at the top of
+ * part.c. */
+#ifndef HMB_BENCH_PART_H
+#define HMB_BENCH_PART_H
+
+#include "hmb/hmb.h"
+
+enum { SENDER = 0, RECEIVER = 1 };
+enum { TAG_SINGLE = 1, TAG_PART = 2, TAG_SENDER_DONE = 3, TAG_TIMES = 4, TAG_PERSIST = 5 };
+enum { PREADY_SINGLE, PREADY_RANGE, PREADY_LIST };
+enum { COMPLETE_TEST, COMPLETE_WAIT, NCOMPLETE };
+extern const char *const part_complete_names[NCOMPLETE + 1];
+
+#define PART_PARAMS(X) X(partitions, INT) X(recv_partitions, INT) X(complete, NAME, .names = part_complete_names)
+HMB_POINT_PARAMS(part_point, PART_PARAMS);
+enum { PHASE_SINGLE, PHASE_PERSISTENT, PHASE_PARTITIONED, NPHASES };
+/* times_msg (receiver -> rank 0): both baselines' t_recv, then a_0 .. a_{P_recv-1} */
+enum { TIMES_RECV_SINGLE, TIMES_RECV_PERSIST, TIMES_ARRIVED };
+
+/* A partition not reported this long after the sender completed is never coming. */
+#define NEVER_REPORTED_MIN_GRACE_S 1.0
+#define NEVER_REPORTED_PT2PT_FACTOR 1000.0
+
+typedef struct {
+    int nparts_send, nparts_recv, threads;
+    size_t size_bytes, psize_send, psize_recv;
+    int pready_mode;
+    int observe_poller; /* one thread polls every partition */
+    int complete_wait;  /* the sender completes with MPI_Wait, else by polling MPI_Test */
+    int64_t compute_ns;
+    int rank;
+    MPI_Comm data_comm; /* both phases' messages */
+    MPI_Comm ctl_comm;  /* sender-done message and timestamps: never matches data */
+    unsigned char *send_buf, *recv_buf_single, *recv_buf_persist, *recv_buf_part;
+    MPI_Request part_req;
+    MPI_Request persist_req; /* MPI_Send_init on the sender, MPI_Recv_init on the receiver */
+    int *pready_list;     /* identity list: a thread passes its own slice to Pready_list */
+    double *ready_local;  /* sender: s_i, local clock */
+    double *compute_end;  /* sender: per thread, local clock */
+    double *arrived;      /* receiver: a_j, local clock (then global on the wire) */
+    double *times_msg;    /* receiver -> rank 0, global time base: see TIMES_* */
+    int npieces;          /* lcm(P_send, P_recv): the message cut where either side cuts it */
+    double *piece_ready, *piece_arrived; /* rank 0: s and a of every piece (global) */
+    /* receiver's sender-done watch, shared by its polling threads (under omp critical) */
+    MPI_Request done_req;
+    int done_flag, done_payload;
+    double done_at_s;
+    double grace_s;       /* receiver: how long a partition may lag the sender's completion */
+    double poll_since_s;  /* receiver: where --wait-bound of the partitioned phase starts */
+    const hmb_point *pt;           /* the point being run (validation messages) */
+    double t_baseline[NPHASES];    /* sender: the baseline phase's join; receiver: its t_recv (local) */
+    long no_perceived_bw; /* samples whose last-ready piece arrived at or before its ready time */
+} part_state;
+
+#define PART_OPTIONS(X)                                                                                             \
+    X(partitions, INTS, .min = 1, .max = 1 << 20,                                                                   \
+      .help = "send partitions P, each a multiple of --threads (default: P = threads)")                           \
+    X(recv_partitions, INT, .min = 1, .max = 1 << 20,                                                               \
+      .help = "receive partitions (default: same as the send partitions)")                                         \
+    X(pready, CHOICE, .default_value = "single", .choices = "single|range|list", /* PREADY_* order */              \
+      .help = "mark ready with MPI_Pready per partition, MPI_Pready_range or MPI_Pready_list")                     \
+    X(observe, CHOICE, .default_value = "thread", .choices = "thread|poller",                                       \
+      .help = "receiver polls MPI_Parrived per thread (own partitions) or in one poller")                          \
+    X(complete, CHOICES, .default_value = "test", .names = part_complete_names,                                    \
+      .help = "how the sender completes its request in every phase: polling MPI_Test or MPI_Wait (one point each)")
+HMB_OPTIONS(part_opts, PART_OPTIONS);
+enum { OBSERVE_THREAD, OBSERVE_POLLER };
+
+void part_check(hmb_ctx *ctx);
+void part_points(hmb_ctx *ctx, hmb_point_list *out);
+void *part_setup(hmb_ctx *ctx, const hmb_point *pt);
+void part_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt);
+void part_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt);
+
+#endif
