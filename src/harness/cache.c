@@ -102,8 +102,8 @@ static void probe(hmb_ctx *ctx)
 int hmb_cache_init(hmb_ctx *ctx)
 {
     hmb_cache_state *c = &ctx->cache;
-    c->cold = ctx->common.cache == HMB_CACHE_COLD;
-    const hmb_sizes llc = ctx->common.llc_size;
+    c->cold = ctx->opt.common.cache == HMB_CACHE_COLD;
+    const hmb_sizes llc = ctx->opt.common.llc_size;
     c->llc_bytes = llc.n > 0 && llc.v[0] > 0 ? llc.v[0] : llc_from_sysfs();
     if (c->llc_bytes == 0)
         c->llc_bytes = 64u << 20; /* unknown: assume a large LLC rather than a too-small flush */
@@ -206,7 +206,7 @@ void hmb_cache_evict(hmb_ctx *ctx)
         return;
     hmb_phase(ctx, "cache flush between modes");
     hmb_cache_flush(ctx);
-    MPI_Barrier(ctx->comm);
+    MPI_Barrier(ctx->run.comm);
 }
 
 void hmb_cache_free(hmb_ctx *ctx)

@@ -339,7 +339,7 @@ static void mock_wait(MPI_Request *req)
     mock_entry *e = entry(idx);
     double since = hmb_now();
     for (unsigned polls = 1; atomic_load(&e->done) < e->partitions; polls++)
-        if (polls % 1024 == 0 && hmb_now() - since > mock_ctx->wait_bound_s)
+        if (polls % 1024 == 0 && hmb_now() - since > mock_ctx->val.wait_bound_s)
             mock_fail(e->kind == MOCK_SEND ? "a send never met its receive on this rank"
                                            : "a receive never met its send on this rank (a pattern feeding itself "
                                              "later cannot wait for it first)",
@@ -400,7 +400,7 @@ static const hmb_comm_ops mock_ops = {
 
 const hmb_comm_ops *hmb_comm_policy(hmb_ctx *ctx)
 {
-    if (ctx->common.comm != HMB_COMM_OFF)
+    if (ctx->opt.common.comm != HMB_COMM_OFF)
         return &mpi_ops;
     mock_ctx = ctx;
     return &mock_ops;

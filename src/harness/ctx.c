@@ -11,18 +11,18 @@
 
 /* ------------------------------------------------------------------ context */
 
-int hmb_rank(const hmb_ctx *ctx) { return ctx->rank; }
-const hmb_common_opts *hmb_common(const hmb_ctx *ctx) { return &ctx->common; }
-const void *hmb_bench_options(const hmb_ctx *ctx) { return ctx->bench_opts; }
+int hmb_rank(const hmb_ctx *ctx) { return ctx->run.rank; }
+const hmb_common_opts *hmb_common(const hmb_ctx *ctx) { return &ctx->opt.common; }
+const void *hmb_bench_options(const hmb_ctx *ctx) { return ctx->opt.bench; }
 long hmb_inject_at(const hmb_ctx *ctx, int fault)
 {
-    return fault >= 0 && fault < HMB_INJECT_COUNT ? ctx->inject[fault] : -1;
+    return fault >= 0 && fault < HMB_INJECT_COUNT ? ctx->hooks.inject[fault] : -1;
 }
-int hmb_size(const hmb_ctx *ctx) { return ctx->size; }
-MPI_Comm hmb_comm(const hmb_ctx *ctx) { return ctx->comm; }
-int hmb_threads(const hmb_ctx *ctx) { return ctx->threads; }
-int hmb_thread_level_provided(const hmb_ctx *ctx) { return ctx->thread_level_provided; }
-int hmb_validate_enabled(const hmb_ctx *ctx) { return ctx->validate; }
+int hmb_size(const hmb_ctx *ctx) { return ctx->run.size; }
+MPI_Comm hmb_comm(const hmb_ctx *ctx) { return ctx->run.comm; }
+int hmb_threads(const hmb_ctx *ctx) { return ctx->run.threads; }
+int hmb_thread_level_provided(const hmb_ctx *ctx) { return ctx->run.thread_level_provided; }
+int hmb_validate_enabled(const hmb_ctx *ctx) { return ctx->val.validate; }
 const char *hmb_bench_name(const hmb_ctx *ctx) { return ctx->bench->name; }
 
 void hmb_phase(hmb_ctx *ctx, const char *phase) { atomic_store(&ctx->phase, phase); }
@@ -30,25 +30,13 @@ void hmb_phase(hmb_ctx *ctx, const char *phase) { atomic_store(&ctx->phase, phas
 int hmb_all_agree(hmb_ctx *ctx, int cond)
 {
     int local = cond ? 1 : 0, all = 0;
-    MPI_Allreduce(&local, &all, 1, MPI_INT, MPI_LAND, ctx->comm);
+    MPI_Allreduce(&local, &all, 1, MPI_INT, MPI_LAND, ctx->run.comm);
     return all;
 }
 
-void hmb_require_memory(hmb_ctx *ctx, double bytes_per_rank, const char *what)
-{
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    int on_node = ctx->ranks_per_node > 0 ? ctx->ranks_per_node : 1;
-    double share = pages > 0 && page > 0 ? (double)pages * (double)page / on_node : INFINITY;
-    if (hmb_all_agree(ctx, bytes_per_rank <= share))
-        return;
-    hmb_usage_error(ctx, "%s needs %.3g GB per rank, more than a rank's share of this node's memory "
-                         "(%.3g GB over %d ranks: %.3g GB)",
-                    what, bytes_per_rank / 1e9, share * on_node / 1e9, on_node, share / 1e9);
-}
-
-double hmb_to_global(const hmb_ctx *ctx, double t_local) { return t_local - ctx->clock_offset_s; }
-double hmb_clock_offset(const hmb_ctx *ctx) { return ctx->clock_offset_s; }
-double hmb_timer_overhead_ns(const hmb_ctx *ctx) { return ctx->timer_overhead_ns; }
+double hmb_to_global(const hmb_ctx *ctx, double t_local) { return t_local - ctx->run.clock_offset_s; }
+double hmb_clock_offset(const hmb_ctx *ctx) { return ctx->run.clock_offset_s; }
+double hmb_timer_overhead_ns(const hmb_ctx *ctx) { return ctx->run.timer_overhead_ns; }
 
 /* The thread levels, once, in the order of --thread-level's choices: their names for the table and
  * the JSON. */
@@ -87,7 +75,7 @@ static const char *type_name(int type)
 
 const hmb_optval *hmb_ctx_opt(const hmb_ctx *ctx, const char *name, int type_a, int type_b)
 {
-    const hmb_optval *v = hmb_options_find(&ctx->opts, name);
+    const hmb_optval *v = hmb_options_find(&ctx->opt.set, name);
     if (!v) {
         fprintf(stderr, "hmb-bench %s: internal error: no option --%s\n", ctx->bench->name, name);
         abort();
@@ -102,7 +90,7 @@ const hmb_optval *hmb_ctx_opt(const hmb_ctx *ctx, const char *name, int type_a, 
 
 const char *hmb_option_text(const hmb_ctx *ctx, const char *name)
 {
-    const hmb_optval *v = hmb_options_find(&ctx->opts, name);
+    const hmb_optval *v = hmb_options_find(&ctx->opt.set, name);
     if (!v) {
         fprintf(stderr, "hmb-bench %s: internal error: no option --%s\n", ctx->bench->name, name);
         abort();
@@ -132,7 +120,7 @@ int64_t hmb_opt_duration_ns(const hmb_ctx *ctx, const char *name)
 
 const char *hmb_opt_str(const hmb_ctx *ctx, const char *name)
 {
-    const hmb_optval *v = hmb_options_find(&ctx->opts, name);
+    const hmb_optval *v = hmb_options_find(&ctx->opt.set, name);
     int listed = v && v->opt->type == HMB_OPT_CHOICE_ARGS; /* its text too (point labels) */
     return hmb_ctx_opt(ctx, name, listed ? HMB_OPT_CHOICE_ARGS : HMB_OPT_STRING, HMB_OPT_CHOICE)->sval;
 }
@@ -166,41 +154,11 @@ const long long *hmb_opt_ints(const hmb_ctx *ctx, const char *name, int *count)
 
 int hmb_opt_given(const hmb_ctx *ctx, const char *name)
 {
-    const hmb_optval *v = hmb_options_find(&ctx->opts, name);
+    const hmb_optval *v = hmb_options_find(&ctx->opt.set, name);
     return v && v->given;
 }
 
 /* ------------------------------------------------------------------ errors */
-
-void hmb_usage_error(hmb_ctx *ctx, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    if (ctx->rank == 0) {
-        fprintf(stderr, "hmb-bench %s: %s\n", ctx->bench->name, msg);
-        fflush(stderr);
-    }
-    if (ctx->watchdog) {
-        hmb_watchdog_stop(ctx->watchdog);
-        ctx->watchdog = NULL;
-    }
-    if (ctx->mpi_initialized) {
-        fflush(stdout);
-        MPI_Finalize();
-    } else if (ctx->rank != 0 && getenv("OMPI_COMM_WORLD_RANK")) {
-        /* Before MPI_Init nothing synchronises the ranks, and Open MPI's launcher kills the job
-         * when the first process exits nonzero: let rank 0 print its line first. Rank 0 reaches
-         * the same decision, and its exit makes the launcher end this process; the wait is long
-         * because on a loaded machine rank 0 may start seconds later (half a second lost its
-         * line under load). Hydra and srun wait for every process: no need to wait there. */
-        for (int i = 0; i < 200; i++)
-            usleep(100 * 1000);
-    }
-    exit(HMB_EXIT_USAGE);
-}
 
 void hmb_unsupported(hmb_ctx *ctx, const char *fmt, ...)
 {
@@ -331,10 +289,10 @@ static void reduce_to_root(hmb_ctx *ctx, double *vals, int n, MPI_User_function 
 {
     if (*op == MPI_OP_NULL) /* created on first use, after MPI_Init; released by MPI_Finalize */
         MPI_Op_create(fn, 1, op);
-    if (ctx->rank == 0)
-        MPI_Reduce(MPI_IN_PLACE, vals, n, MPI_DOUBLE, *op, 0, ctx->comm);
+    if (ctx->run.rank == 0)
+        MPI_Reduce(MPI_IN_PLACE, vals, n, MPI_DOUBLE, *op, 0, ctx->run.comm);
     else
-        MPI_Reduce(vals, NULL, n, MPI_DOUBLE, *op, 0, ctx->comm);
+        MPI_Reduce(vals, NULL, n, MPI_DOUBLE, *op, 0, ctx->run.comm);
 }
 
 static MPI_Op scalar_max = MPI_OP_NULL, scalar_sum = MPI_OP_NULL;
@@ -346,10 +304,10 @@ void hmb_reduce_sum(hmb_ctx *ctx, double *vals, int n) { reduce_to_root(ctx, val
 static hmb_calib *thread_calib(hmb_ctx *ctx)
 {
     int tid = omp_get_thread_num();
-    if (tid < 0 || tid >= ctx->threads)
+    if (tid < 0 || tid >= ctx->run.threads)
         tid = 0; /* a thread outside the team uses thread 0's rate (no harness helper thread
                   * computes: the owning thread alone raises a rate, hmb_compute_observe) */
-    return &ctx->calib[tid];
+    return &ctx->run.calib[tid];
 }
 
 int64_t hmb_compute_ns(hmb_ctx *ctx, int64_t ns)
@@ -391,28 +349,28 @@ double hmb_compute_calibration_error(const hmb_ctx *ctx, int64_t ns)
      * disturbed, which says nothing about how fast an undisturbed run can be. Every thread
      * checked its own rate: the worst one counts. */
     double shortfall = 0.0;
-    for (int t = 0; t < ctx->threads; t++) {
+    for (int t = 0; t < ctx->run.threads; t++) {
         for (int i = 0; i < HMB_COMPUTE_CHECKS; i++) {
             double request_ns = (double)hmb_compute_check_ns[i];
-            double measured_ns = (double)ctx->compute_check_measured_ns[t][i];
+            double measured_ns = (double)ctx->run.compute_check_measured_ns[t][i];
             if (measured_ns > 0.0 && measured_ns < request_ns)
                 shortfall = fmax(shortfall, (request_ns - measured_ns) / request_ns);
         }
     }
     double interrupt_share = 0.0;
-    for (int t = 0; t < ctx->threads; t++)
-        interrupt_share = fmax(interrupt_share, hmb_compute_interrupt_share(&ctx->calib[t], ns));
+    for (int t = 0; t < ctx->run.threads; t++)
+        interrupt_share = fmax(interrupt_share, hmb_compute_interrupt_share(&ctx->run.calib[t], ns));
     return shortfall + interrupt_share;
 }
 
 double hmb_compute_rate(const hmb_ctx *ctx, int tid)
 {
-    if (tid < 0 || tid >= ctx->threads)
+    if (tid < 0 || tid >= ctx->run.threads)
         return NAN;
-    return ctx->calib[tid].iters_per_ns;
+    return ctx->run.calib[tid].iters_per_ns;
 }
 
 int64_t hmb_noise_ns(const hmb_ctx *ctx, int tid, long iter, int64_t base_ns)
 {
-    return hmb_noise_draw(&ctx->noise, ctx->rank, tid, ctx->threads, iter, base_ns);
+    return hmb_noise_draw(&ctx->run.noise, ctx->run.rank, tid, ctx->run.threads, iter, base_ns);
 }

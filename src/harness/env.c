@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include "ctx.h"
+#include "env.h"
+#include "output.h"
 #include "hmb_buildinfo.h"
 
 extern char **environ;
@@ -21,13 +23,13 @@ enum { CALIBRATION_TARGET_MS = 40, CALIBRATION_TRIES = 3 };
 
 void hmb_env_calibrate(hmb_ctx *ctx)
 {
-    hmb_timer_measure(&ctx->timer_resolution_ns, &ctx->timer_overhead_ns);
+    hmb_timer_measure(&ctx->run.timer_resolution_ns, &ctx->run.timer_overhead_ns);
     /* Every thread calibrates itself at once, as the threads will later compute together. */
-#pragma omp parallel num_threads(ctx->threads)
+#pragma omp parallel num_threads(ctx->run.threads)
     {
         int tid = omp_get_thread_num();
-        ctx->calibrations[tid] = hmb_compute_calibrate_verified(
-            &ctx->calib[tid], CALIBRATION_TARGET_MS * 1e-3, CALIBRATION_TRIES, ctx->compute_check_measured_ns[tid]);
+        ctx->run.calibrations[tid] = hmb_compute_calibrate_verified(
+            &ctx->run.calib[tid], CALIBRATION_TARGET_MS * 1e-3, CALIBRATION_TRIES, ctx->run.compute_check_measured_ns[tid]);
     }
 }
 
@@ -36,8 +38,8 @@ void hmb_env_calibrate(hmb_ctx *ctx)
 void hmb_env_probe_cpus(hmb_ctx *ctx)
 {
     hmb_cpus rank = {0}, compute = {0};
-    hmb_cpus_of_thread(0, &ctx->main_cpus);
-    hmb_cpus_or(&rank, &ctx->main_cpus);
+    hmb_cpus_of_thread(0, &ctx->run.main_cpus);
+    hmb_cpus_or(&rank, &ctx->run.main_cpus);
     for (int place = 0; place < omp_get_num_places(); place++) {
         int n = omp_get_place_num_procs(place);
         int *ids = n > 0 ? malloc((size_t)n * sizeof *ids) : NULL;
@@ -48,7 +50,7 @@ void hmb_env_probe_cpus(hmb_ctx *ctx)
             hmb_cpus_set(&rank, ids[i]);
         free(ids);
     }
-#pragma omp parallel num_threads(ctx->threads)
+#pragma omp parallel num_threads(ctx->run.threads)
     {
         hmb_cpus mine;
         if (hmb_cpus_of_thread(0, &mine) == 0) {
@@ -57,11 +59,11 @@ void hmb_env_probe_cpus(hmb_ctx *ctx)
         }
     }
     hmb_cpus_or(&rank, &compute);
-    ctx->rank_cpus = rank;
-    ctx->compute_cpus = compute;
-    hmb_cpus_minus(&ctx->spare_cpus, &rank, &compute);
-    hmb_cpulist_format(&rank, ctx->cpuset, sizeof ctx->cpuset);
-    ctx->spare_cores_needed = hmb_env_spare_cores_needed(ctx);
+    ctx->run.rank_cpus = rank;
+    ctx->run.compute_cpus = compute;
+    hmb_cpus_minus(&ctx->run.spare_cpus, &rank, &compute);
+    hmb_cpulist_format(&rank, ctx->run.cpuset, sizeof ctx->run.cpuset);
+    ctx->run.spare_cores_needed = hmb_env_spare_cores_needed(ctx);
 }
 
 /* The text of the option named by spare_core_when ("progress=impl,thread" -> --progress). */
@@ -80,7 +82,7 @@ static const char *spare_rule_values(const hmb_ctx *ctx, const hmb_point *pt)
     for (int i = 0; pt && (i = hmb_point_param_next(pt, i, &name, &ival, &sval));)
         if (strcmp(name, option) == 0 && sval)
             return sval;
-    const hmb_optval *v = hmb_options_find(&ctx->opts, option);
+    const hmb_optval *v = hmb_options_find(&ctx->opt.set, option);
     if (!v || !v->sval) {
         fprintf(stderr, "hmb-bench %s: spare_core_when names --%s, which is no string option\n", ctx->bench->name,
                 option);
@@ -97,36 +99,36 @@ int hmb_env_spare_cores_needed(const hmb_ctx *ctx)
 
 void hmb_env_before_init(hmb_ctx *ctx)
 {
-    ctx->n_init_tids = hmb_task_list(ctx->init_tids, (int)(sizeof ctx->init_tids / sizeof ctx->init_tids[0]));
-    if (hmb_cpus_count(&ctx->spare_cpus) > 0)
-        hmb_cpus_apply(0, &ctx->spare_cpus);
+    ctx->run.n_init_tids = hmb_task_list(ctx->run.init_tids, (int)(sizeof ctx->run.init_tids / sizeof ctx->run.init_tids[0]));
+    if (hmb_cpus_count(&ctx->run.spare_cpus) > 0)
+        hmb_cpus_apply(0, &ctx->run.spare_cpus);
 }
 
 void hmb_env_after_init(hmb_ctx *ctx)
 {
-    if (hmb_cpus_count(&ctx->spare_cpus) > 0)
-        hmb_cpus_apply(0, &ctx->main_cpus);
-    enum { MAX_TIDS = sizeof ctx->init_tids / sizeof ctx->init_tids[0] };
+    if (hmb_cpus_count(&ctx->run.spare_cpus) > 0)
+        hmb_cpus_apply(0, &ctx->run.main_cpus);
+    enum { MAX_TIDS = sizeof ctx->run.init_tids / sizeof ctx->run.init_tids[0] };
     int before[MAX_TIDS], now[MAX_TIDS];
-    int n_before = ctx->n_init_tids, n_now = hmb_task_list(now, MAX_TIDS);
-    memcpy(before, ctx->init_tids, sizeof before);
-    ctx->n_init_tids = 0;
+    int n_before = ctx->run.n_init_tids, n_now = hmb_task_list(now, MAX_TIDS);
+    memcpy(before, ctx->run.init_tids, sizeof before);
+    ctx->run.n_init_tids = 0;
     for (int i = 0; i < n_now; i++) {
         int existed = 0;
         for (int k = 0; k < n_before && !existed; k++)
             existed = before[k] == now[i];
         if (!existed)
-            ctx->init_tids[ctx->n_init_tids++] = now[i];
+            ctx->run.init_tids[ctx->run.n_init_tids++] = now[i];
     }
 }
 
 int hmb_pin_progress_thread(hmb_ctx *ctx)
 {
-    atomic_store(&ctx->progress_tid, (int)syscall(SYS_gettid));
-    int cpu = hmb_cpus_first(&ctx->spare_cpus);
+    atomic_store(&ctx->run.progress_tid, (int)syscall(SYS_gettid));
+    int cpu = hmb_cpus_first(&ctx->run.spare_cpus);
     hmb_cpus one = {0};
     hmb_cpus_set(&one, cpu);
-    if (hmb_cpus_apply(0, cpu >= 0 ? &one : &ctx->rank_cpus) != 0)
+    if (hmb_cpus_apply(0, cpu >= 0 ? &one : &ctx->run.rank_cpus) != 0)
         return -1;
     return cpu;
 }
@@ -136,9 +138,9 @@ static int library_progress_tid(const hmb_ctx *ctx)
 {
     int best = 0;
     long long best_ticks = -1, ticks;
-    for (int i = 0; i < ctx->n_init_tids; i++)
-        if (hmb_task_stat(ctx->init_tids[i], NULL, &ticks) == 0 && ticks > best_ticks) {
-            best = ctx->init_tids[i];
+    for (int i = 0; i < ctx->run.n_init_tids; i++)
+        if (hmb_task_stat(ctx->run.init_tids[i], NULL, &ticks) == 0 && ticks > best_ticks) {
+            best = ctx->run.init_tids[i];
             best_ticks = ticks;
         }
     return best;
@@ -150,7 +152,7 @@ void hmb_env_progress_annotate(hmb_ctx *ctx, const hmb_point *pt)
     if (!values || !hmb_spare_rule_matches(ctx->bench->spare_core_when, values))
         return;
     /* HMB's own thread while it lives (it is joined in teardown, after this); else the library's. */
-    int tid = atomic_load(&ctx->progress_tid), last_cpu = -1;
+    int tid = atomic_load(&ctx->run.progress_tid), last_cpu = -1;
     if (tid && hmb_task_stat(tid, NULL, NULL) != 0)
         tid = 0;
     if (!tid)
@@ -163,7 +165,7 @@ void hmb_env_progress_annotate(hmb_ctx *ctx, const hmb_point *pt)
     hmb_result_add_str(ctx, "progress_cpus_allowed", text);
     hmb_result_add_num(ctx, "progress_last_cpu", known ? last_cpu : -1);
     hmb_result_add_num(ctx, "progress_shares_compute_core",
-                       known ? hmb_cpus_intersect(&allowed, &ctx->compute_cpus) : NAN);
+                       known ? hmb_cpus_intersect(&allowed, &ctx->run.compute_cpus) : NAN);
 }
 
 typedef struct {
@@ -205,88 +207,88 @@ static void node_layout(hmb_ctx *ctx)
 {
     MPI_Comm node;
     int node_ranks = 1, node_threads = 0;
-    MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL, &node);
+    MPI_Comm_split_type(ctx->run.comm, MPI_COMM_TYPE_SHARED, ctx->run.rank, MPI_INFO_NULL, &node);
     MPI_Comm_size(node, &node_ranks);
     hmb_cpus node_cpus, node_compute;
-    MPI_Allreduce(ctx->rank_cpus.bits, node_cpus.bits, HMB_CPUS_WORDS, MPI_UINT64_T, MPI_BOR, node);
-    MPI_Allreduce(ctx->compute_cpus.bits, node_compute.bits, HMB_CPUS_WORDS, MPI_UINT64_T, MPI_BOR, node);
-    MPI_Allreduce(&ctx->threads, &node_threads, 1, MPI_INT, MPI_SUM, node);
+    MPI_Allreduce(ctx->run.rank_cpus.bits, node_cpus.bits, HMB_CPUS_WORDS, MPI_UINT64_T, MPI_BOR, node);
+    MPI_Allreduce(ctx->run.compute_cpus.bits, node_compute.bits, HMB_CPUS_WORDS, MPI_UINT64_T, MPI_BOR, node);
+    MPI_Allreduce(&ctx->run.threads, &node_threads, 1, MPI_INT, MPI_SUM, node);
     MPI_Comm_free(&node);
-    ctx->node_compute_cpus = hmb_cpus_count(&node_compute);
+    ctx->run.node_compute_cpus = hmb_cpus_count(&node_compute);
     int oversub = hmb_cpus_oversubscribed(node_threads, &node_compute);
     /* The busiest node (most ranks; among equals the fewest CPUs) is the one reported. */
     int busiest_in[2] = {node_ranks, -hmb_cpus_count(&node_cpus)}, busiest[2];
-    MPI_Allreduce(busiest_in, busiest, 1, MPI_2INT, MPI_MAXLOC, ctx->comm);
-    MPI_Allreduce(&oversub, &ctx->oversubscribed, 1, MPI_INT, MPI_LOR, ctx->comm);
-    ctx->ranks_per_node = busiest[0];
-    ctx->cpus_available = -busiest[1];
+    MPI_Allreduce(busiest_in, busiest, 1, MPI_2INT, MPI_MAXLOC, ctx->run.comm);
+    MPI_Allreduce(&oversub, &ctx->run.oversubscribed, 1, MPI_INT, MPI_LOR, ctx->run.comm);
+    ctx->run.ranks_per_node = busiest[0];
+    ctx->run.cpus_available = -busiest[1];
     /* A launch by hand leaves ranks or threads unbound: a rank whose mask holds more than its
      * share of the node's CPUs (all of them, typically), or threads with OMP_PROC_BIND unset.
      * Oversubscription is warned about on its own (hmb run leaves such ranks unbound). */
     int share = hmb_cpus_count(&node_cpus) / node_ranks;
-    int loose = (node_ranks > 1 && hmb_cpus_count(&ctx->rank_cpus) > (share > 1 ? share : 1))
-                | (ctx->threads > 1 && omp_get_proc_bind() == omp_proc_bind_false) << 1;
-    MPI_Allreduce(&loose, &ctx->unbound, 1, MPI_INT, MPI_BOR, ctx->comm);
-    if (ctx->oversubscribed)
-        ctx->unbound = 0;
+    int loose = (node_ranks > 1 && hmb_cpus_count(&ctx->run.rank_cpus) > (share > 1 ? share : 1))
+                | (ctx->run.threads > 1 && omp_get_proc_bind() == omp_proc_bind_false) << 1;
+    MPI_Allreduce(&loose, &ctx->run.unbound, 1, MPI_INT, MPI_BOR, ctx->run.comm);
+    if (ctx->run.oversubscribed)
+        ctx->run.unbound = 0;
 }
 
 /* Every rank's placement gathered on rank 0 (returned there; NULL elsewhere), node layout
  * and a missing spare core decided on every rank. */
 static rank_info *gather_placement(hmb_ctx *ctx, rank_info *mine)
 {
-    rank_info *all = ctx->rank == 0 ? calloc((size_t)ctx->size, sizeof *all) : NULL;
-    if (ctx->rank == 0 && !all)
+    rank_info *all = ctx->run.rank == 0 ? calloc((size_t)ctx->run.size, sizeof *all) : NULL;
+    if (ctx->run.rank == 0 && !all)
         abort();
     int name_len = 0;
     MPI_Get_processor_name(mine->host, &name_len);
-    snprintf(mine->cpuset, sizeof mine->cpuset, "%s", ctx->cpuset);
-    hmb_cpulist_format(&ctx->compute_cpus, mine->compute_cpus, sizeof mine->compute_cpus);
-    hmb_cpulist_format(&ctx->spare_cpus, mine->spare_cpus, sizeof mine->spare_cpus);
+    snprintf(mine->cpuset, sizeof mine->cpuset, "%s", ctx->run.cpuset);
+    hmb_cpulist_format(&ctx->run.compute_cpus, mine->compute_cpus, sizeof mine->compute_cpus);
+    hmb_cpulist_format(&ctx->run.spare_cpus, mine->spare_cpus, sizeof mine->spare_cpus);
     hmb_cpus library = {0}, one;
-    for (int i = 0; i < ctx->n_init_tids; i++)
-        if (hmb_cpus_of_thread(ctx->init_tids[i], &one) == 0)
+    for (int i = 0; i < ctx->run.n_init_tids; i++)
+        if (hmb_cpus_of_thread(ctx->run.init_tids[i], &one) == 0)
             hmb_cpus_or(&library, &one);
     hmb_cpulist_format(&library, mine->library_thread_cpus, sizeof mine->library_thread_cpus);
-    mine->library_threads = ctx->n_init_tids;
-#pragma omp parallel num_threads(ctx->threads)
+    mine->library_threads = ctx->run.n_init_tids;
+#pragma omp parallel num_threads(ctx->run.threads)
     mine->thread_cpu[omp_get_thread_num()] = sched_getcpu();
-    MPI_Gather(mine, (int)sizeof *mine, MPI_BYTE, all, (int)sizeof *mine, MPI_BYTE, 0, ctx->comm);
+    MPI_Gather(mine, (int)sizeof *mine, MPI_BYTE, all, (int)sizeof *mine, MPI_BYTE, 0, ctx->run.comm);
     node_layout(ctx);
-    int spare_missing = ctx->spare_cores_needed && hmb_cpus_count(&ctx->spare_cpus) == 0, any_missing = 0;
-    MPI_Allreduce(&spare_missing, &any_missing, 1, MPI_INT, MPI_LOR, ctx->comm);
-    ctx->spare_core_missing = any_missing;
+    int spare_missing = ctx->run.spare_cores_needed && hmb_cpus_count(&ctx->run.spare_cpus) == 0, any_missing = 0;
+    MPI_Allreduce(&spare_missing, &any_missing, 1, MPI_INT, MPI_LOR, ctx->run.comm);
+    ctx->run.spare_core_missing = any_missing;
     return all;
 }
 
 /* Rank 0, once placement is gathered and the options are known to be good. */
 static void warn_placement(const hmb_ctx *ctx, const rank_info *all)
 {
-    if (ctx->oversubscribed)
+    if (ctx->run.oversubscribed)
         fprintf(stderr,
                 "hmb-bench: warning: oversubscribed: %d ranks per node x %d threads > %d CPUs their threads may "
                 "run on; timings will be distorted\n",
-                ctx->ranks_per_node, ctx->threads, ctx->node_compute_cpus);
-    for (int r = 0; r < ctx->size && ctx->spare_core_missing; r++)
+                ctx->run.ranks_per_node, ctx->run.threads, ctx->run.node_compute_cpus);
+    for (int r = 0; r < ctx->run.size && ctx->run.spare_core_missing; r++)
         if (!all[r].spare_cpus[0]) {
             fprintf(stderr,
                     "hmb-bench: warning: no spare core for the progress thread (%s): rank %d's CPUs %s are all "
                     "taken by its %d compute thread(s), so the progress thread shares a compute core\n",
-                    ctx->bench->spare_core_when, r, all[r].cpuset, ctx->threads);
+                    ctx->bench->spare_core_when, r, all[r].cpuset, ctx->run.threads);
             break;
         }
 }
 
 static void write_placement(hmb_json *j, const hmb_ctx *ctx, const rank_info *all)
 {
-    hmb_json_int(j, "ranks_per_node", ctx->ranks_per_node);
-    hmb_json_int(j, "threads", ctx->threads);
-    hmb_json_int(j, "cpus_available", ctx->cpus_available);
-    hmb_json_bool(j, "oversubscribed", ctx->oversubscribed);
-    hmb_json_int(j, "spare_cores_per_rank", ctx->spare_cores_needed);
-    hmb_json_bool(j, "spare_core_missing", ctx->spare_core_missing);
+    hmb_json_int(j, "ranks_per_node", ctx->run.ranks_per_node);
+    hmb_json_int(j, "threads", ctx->run.threads);
+    hmb_json_int(j, "cpus_available", ctx->run.cpus_available);
+    hmb_json_bool(j, "oversubscribed", ctx->run.oversubscribed);
+    hmb_json_int(j, "spare_cores_per_rank", ctx->run.spare_cores_needed);
+    hmb_json_bool(j, "spare_core_missing", ctx->run.spare_core_missing);
     hmb_json_open_arr(j, "placement");
-    for (int r = 0; r < ctx->size; r++) {
+    for (int r = 0; r < ctx->run.size; r++) {
         hmb_json_open_obj(j, NULL);
         hmb_json_int(j, "rank", r);
         hmb_json_str(j, "host", all[r].host);
@@ -296,7 +298,7 @@ static void write_placement(hmb_json *j, const hmb_ctx *ctx, const rank_info *al
         hmb_json_int(j, "library_threads", all[r].library_threads);
         hmb_json_str(j, "library_thread_cpus", all[r].library_thread_cpus);
         hmb_json_open_arr(j, "thread_cpus");
-        for (int t = 0; t < ctx->threads; t++)
+        for (int t = 0; t < ctx->run.threads; t++)
             hmb_json_int(j, NULL, all[r].thread_cpu[t]);
         hmb_json_close_arr(j);
         hmb_json_close_obj(j);
@@ -314,30 +316,30 @@ static void write_header_json(hmb_ctx *ctx, const rank_info *all, const char *li
     hmb_json_str(&j, "compiler", HMB_COMPILER);
     hmb_json_str(&j, "cflags", HMB_CFLAGS);
     hmb_json_open_arr(&j, "argv");
-    for (int i = 0; i < ctx->argc; i++)
-        hmb_json_str(&j, NULL, ctx->argv[i]);
+    for (int i = 0; i < ctx->run.argc; i++)
+        hmb_json_str(&j, NULL, ctx->run.argv[i]);
     hmb_json_close_arr(&j);
     hmb_json_str(&j, "tag", getenv("HMB_TAG"));
-    hmb_json_str(&j, "start_time", ctx->start_time);
+    hmb_json_str(&j, "start_time", ctx->run.start_time);
 
     int major = 0, minor = 0;
     char standard[16];
     MPI_Get_version(&major, &minor);
     snprintf(standard, sizeof standard, "%d.%d", major, minor);
     hmb_json_open_obj(&j, "mpi");
-    hmb_json_str(&j, "library", ctx->mpi_library_line);
+    hmb_json_str(&j, "library", ctx->run.mpi_library_line);
     hmb_json_str(&j, "library_full", library_full);
     hmb_json_str(&j, "impl", impl_name(library_full));
     hmb_json_str(&j, "standard", standard);
     hmb_json_close_obj(&j);
     hmb_json_open_obj(&j, "thread_level");
-    hmb_json_str(&j, "requested", hmb_thread_level_name(ctx->thread_level_requested));
-    hmb_json_str(&j, "provided", hmb_thread_level_name(ctx->thread_level_provided));
+    hmb_json_str(&j, "requested", hmb_thread_level_name(ctx->run.thread_level_requested));
+    hmb_json_str(&j, "provided", hmb_thread_level_name(ctx->run.thread_level_provided));
     hmb_json_close_obj(&j);
 
-    hmb_json_int(&j, "ranks", ctx->size);
+    hmb_json_int(&j, "ranks", ctx->run.size);
     hmb_json_open_arr(&j, "hosts");
-    for (int r = 0; r < ctx->size; r++) {
+    for (int r = 0; r < ctx->run.size; r++) {
         int seen = 0;
         for (int q = 0; q < r && !seen; q++)
             seen = strcmp(all[q].host, all[r].host) == 0;
@@ -360,22 +362,22 @@ static void write_header_json(hmb_ctx *ctx, const rank_info *all, const char *li
 
     hmb_json_open_obj(&j, "timer");
     hmb_json_str(&j, "clock", "CLOCK_MONOTONIC");
-    hmb_json_num(&j, "resolution_ns", ctx->timer_resolution_ns);
-    hmb_json_num(&j, "overhead_ns", ctx->timer_overhead_ns);
+    hmb_json_num(&j, "resolution_ns", ctx->run.timer_resolution_ns);
+    hmb_json_num(&j, "overhead_ns", ctx->run.timer_overhead_ns);
     hmb_json_close_obj(&j);
     hmb_json_open_arr(&j, "clock_offsets_s");
-    for (int r = 0; r < ctx->size; r++)
-        hmb_json_num(&j, NULL, ctx->clock_offsets_s[r]);
+    for (int r = 0; r < ctx->run.size; r++)
+        hmb_json_num(&j, NULL, ctx->run.clock_offsets_s[r]);
     hmb_json_close_arr(&j);
     hmb_json_open_arr(&j, "clock_offsets_estimated_s");
-    for (int r = 0; r < ctx->size; r++)
-        hmb_json_num(&j, NULL, ctx->clock_offsets_estimated_s[r]);
+    for (int r = 0; r < ctx->run.size; r++)
+        hmb_json_num(&j, NULL, ctx->run.clock_offsets_estimated_s[r]);
     hmb_json_close_arr(&j);
 
     hmb_json_open_obj(&j, "calibration");
     hmb_json_open_arr(&j, "per_thread");
-    for (int r = 0; r < ctx->size; r++) {
-        for (int t = 0; t < ctx->threads; t++) {
+    for (int r = 0; r < ctx->run.size; r++) {
+        for (int t = 0; t < ctx->run.threads; t++) {
             hmb_json_open_obj(&j, NULL);
             hmb_json_int(&j, "rank", r);
             hmb_json_int(&j, "thread", t);
@@ -403,9 +405,9 @@ static void write_header_json(hmb_ctx *ctx, const rank_info *all, const char *li
     hmb_json_close_obj(&j);
 
     hmb_json_open_obj(&j, "noise");
-    hmb_json_str(&j, "model", ctx->common.noise);
+    hmb_json_str(&j, "model", ctx->opt.common.noise);
     hmb_json_str(&j, "thread", hmb_option_text(ctx, "noise-thread"));
-    hmb_json_int(&j, "seed", ctx->common.seed);
+    hmb_json_int(&j, "seed", ctx->opt.common.seed);
     hmb_json_close_obj(&j);
     hmb_json_open_obj(&j, "cache");
     hmb_json_str(&j, "mode", ctx->cache.cold ? "cold" : "hot");
@@ -418,10 +420,10 @@ static void write_header_json(hmb_ctx *ctx, const rank_info *all, const char *li
     hmb_json_close_obj(&j);
     hmb_json_str(&j, "data", hmb_option_text(ctx, "data"));
     hmb_json_open_obj(&j, "options");
-    for (int i = 0; i < ctx->opts.count; i++)
-        hmb_json_option_value(&j, &ctx->opts.vals[i]);
+    for (int i = 0; i < ctx->opt.set.count; i++)
+        hmb_json_option_value(&j, &ctx->opt.set.vals[i]);
     hmb_json_close_obj(&j);
-    hmb_extras_write(&j, "extra", &ctx->header_extra);
+    hmb_extras_write(&j, "extra", &ctx->out.header_extra);
     hmb_json_close_obj(&j);
     hmb_output_record(ctx, &j);
     hmb_json_free(&j);
@@ -432,14 +434,14 @@ void hmb_env_record(hmb_ctx *ctx)
     rank_info *mine = calloc(1, sizeof *mine);
     if (!mine)
         abort();
-    for (int t = 0; t < ctx->threads; t++) {
-        mine->iters_per_ns[t] = ctx->calib[t].iters_per_ns;
-        mine->calib_cpu[t] = ctx->calib[t].cpu;
-        mine->interrupt_lost_frac[t] = ctx->calib[t].interrupt_lost_frac;
-        mine->interrupts_per_s[t] = ctx->calib[t].interrupts_per_ns * 1e9;
-        mine->calibrations[t] = ctx->calibrations[t];
+    for (int t = 0; t < ctx->run.threads; t++) {
+        mine->iters_per_ns[t] = ctx->run.calib[t].iters_per_ns;
+        mine->calib_cpu[t] = ctx->run.calib[t].cpu;
+        mine->interrupt_lost_frac[t] = ctx->run.calib[t].interrupt_lost_frac;
+        mine->interrupts_per_s[t] = ctx->run.calib[t].interrupts_per_ns * 1e9;
+        mine->calibrations[t] = ctx->run.calibrations[t];
         for (int i = 0; i < HMB_COMPUTE_CHECKS; i++)
-            mine->check_measured_ns[t][i] = ctx->compute_check_measured_ns[t][i];
+            mine->check_measured_ns[t][i] = ctx->run.compute_check_measured_ns[t][i];
     }
     rank_info *all = gather_placement(ctx, mine);
 
@@ -447,12 +449,12 @@ void hmb_env_record(hmb_ctx *ctx)
     int lib_len = 0;
     MPI_Get_library_version(library_full, &lib_len);
     size_t first_line = strcspn(library_full, "\n");
-    snprintf(ctx->mpi_library_line, sizeof ctx->mpi_library_line, "%.*s", (int)first_line, library_full);
+    snprintf(ctx->run.mpi_library_line, sizeof ctx->run.mpi_library_line, "%.*s", (int)first_line, library_full);
 
     if (ctx->bench->check)
         ctx->bench->check(ctx);
 
-    if (ctx->rank == 0) {
+    if (ctx->run.rank == 0) {
         warn_placement(ctx, all);
         write_header_json(ctx, all, library_full);
     }
@@ -464,23 +466,23 @@ int hmb_env_placement_main(hmb_ctx *ctx, int *argc, char ***argv)
 {
     hmb_env_probe_cpus(ctx);
     hmb_env_before_init(ctx);
-    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &ctx->thread_level_provided);
+    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &ctx->run.thread_level_provided);
     hmb_env_after_init(ctx);
-    ctx->mpi_initialized = 1;
-    MPI_Comm_dup(MPI_COMM_WORLD, &ctx->comm);
-    MPI_Comm_rank(ctx->comm, &ctx->rank);
-    MPI_Comm_size(ctx->comm, &ctx->size);
+    ctx->run.mpi_initialized = 1;
+    MPI_Comm_dup(MPI_COMM_WORLD, &ctx->run.comm);
+    MPI_Comm_rank(ctx->run.comm, &ctx->run.rank);
+    MPI_Comm_size(ctx->run.comm, &ctx->run.size);
     rank_info *mine = calloc(1, sizeof *mine);
     if (!mine)
         abort();
     rank_info *all = gather_placement(ctx, mine);
-    if (ctx->rank == 0) {
+    if (ctx->run.rank == 0) {
         warn_placement(ctx, all);
         hmb_json j;
         hmb_json_init(&j);
         hmb_json_open_obj(&j, NULL);
         hmb_json_str(&j, "type", "placement");
-        hmb_json_int(&j, "ranks", ctx->size);
+        hmb_json_int(&j, "ranks", ctx->run.size);
         write_placement(&j, ctx, all);
         hmb_json_close_obj(&j);
         printf("%s\n", j.data);
@@ -488,7 +490,7 @@ int hmb_env_placement_main(hmb_ctx *ctx, int *argc, char ***argv)
     }
     free(mine);
     free(all);
-    MPI_Comm_free(&ctx->comm);
+    MPI_Comm_free(&ctx->run.comm);
     MPI_Finalize();
     return HMB_EXIT_OK;
 }

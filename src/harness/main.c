@@ -7,6 +7,11 @@
 #include <unistd.h>
 
 #include "ctx.h"
+#include "env.h"
+#include "output.h"
+#include "pivot.h"
+#include "registry.h"
+#include "watchdog.h"
 #include "hmb_buildinfo.h"
 
 /* Before MPI_Init the rank is only known from the launcher's environment: print errors once. */
@@ -75,7 +80,7 @@ static void print_bench_help(const hmb_bench *b, int all)
 /* --metric: every name one of the benchmark's metrics, none twice. */
 static void check_metric_names(hmb_ctx *ctx)
 {
-    const char *metric = ctx->common.metric;
+    const char *metric = ctx->opt.common.metric;
     if (!metric)
         return;
     const hmb_metric_list *ms = &ctx->metrics;
@@ -103,25 +108,25 @@ static void check_metric_names(hmb_ctx *ctx)
 static void parse_before_init(hmb_ctx *ctx, int argc, char **argv)
 {
     char err[512] = "";
-    int rc = hmb_options_parse_bench(&ctx->opts, ctx->bench, argc - 2, argv + 2, err, sizeof err);
+    int rc = hmb_options_parse_bench(&ctx->opt.set, ctx->bench, argc - 2, argv + 2, err, sizeof err);
     if (rc == 1 || rc == 2) {
-        if (ctx->rank == 0)
+        if (ctx->run.rank == 0)
             print_bench_help(ctx->bench, rc == 2);
         exit(HMB_EXIT_OK);
     }
     if (rc != 0)
         hmb_usage_error(ctx, "%s", err[0] ? err : "invalid command line");
-    if (!(ctx->bench_opts = calloc(1, ctx->bench->options_size ? ctx->bench->options_size : 1)))
+    if (!(ctx->opt.bench = calloc(1, ctx->bench->options_size ? ctx->bench->options_size : 1)))
         abort();
-    hmb_options_store(&ctx->opts, &ctx->common, ctx->bench_opts);
-    const hmb_common_opts *o = &ctx->common;
-    ctx->threads = (int)o->threads;
-    if (ctx->threads < 1 || ctx->threads > HMB_MAX_THREADS)
-        hmb_usage_error(ctx, "--threads: %d is outside 1..%d", ctx->threads, HMB_MAX_THREADS);
-    if (hmb_noise_parse(o->noise, &ctx->noise, err, sizeof err) != 0)
+    hmb_options_store(&ctx->opt.set, &ctx->opt.common, ctx->opt.bench);
+    const hmb_common_opts *o = &ctx->opt.common;
+    ctx->run.threads = (int)o->threads;
+    if (ctx->run.threads < 1 || ctx->run.threads > HMB_MAX_THREADS)
+        hmb_usage_error(ctx, "--threads: %d is outside 1..%d", ctx->run.threads, HMB_MAX_THREADS);
+    if (hmb_noise_parse(o->noise, &ctx->run.noise, err, sizeof err) != 0)
         hmb_usage_error(ctx, "--noise: %s", err);
-    ctx->noise.thread_random = o->noise_thread == HMB_NOISE_THREAD_RAND;
-    ctx->noise.seed = (uint64_t)o->seed;
+    ctx->run.noise.thread_random = o->noise_thread == HMB_NOISE_THREAD_RAND;
+    ctx->run.noise.seed = (uint64_t)o->seed;
     if (o->timeout <= 0)
         hmb_usage_error(ctx, "--timeout: must be positive");
     if (o->wait_bound <= 0)
@@ -134,43 +139,43 @@ static void parse_before_init(hmb_ctx *ctx, int argc, char **argv)
                              "reusing send data is not implemented for it",
                         ctx->bench->name);
     check_metric_names(ctx);
-    ctx->validate = !o->no_validate;
+    ctx->val.validate = !o->no_validate;
     for (int f = 0; f < HMB_INJECT_COUNT; f++)
-        ctx->inject[f] = -1;
+        ctx->hooks.inject[f] = -1;
     for (int i = 0; i < o->inject.n; i++) { /* --inject corrupt:2,hang:3,silent-partner */
         double at = isnan(o->inject.arg[i]) ? 0.0 : o->inject.arg[i];
         if (at != floor(at))
             hmb_usage_error(ctx, "--inject: the iteration %g is not a whole number", at);
-        ctx->inject[o->inject.choice[i]] = (long)at;
+        ctx->hooks.inject[o->inject.choice[i]] = (long)at;
     }
-    ctx->wait_bound_s = (double)o->wait_bound * 1e-9;
-    ctx->json_path = o->json;
-    omp_set_num_threads(ctx->threads);
+    ctx->val.wait_bound_s = (double)o->wait_bound * 1e-9;
+    ctx->out.json_path = o->json;
+    omp_set_num_threads(ctx->run.threads);
 }
 
 static void init_mpi(hmb_ctx *ctx, int *argc, char ***argv)
 {
     /* --thread-level overrides the benchmark's request (e.g. mt's thread-safety cost: the same
      * one-thread test at SINGLE and at MULTIPLE); the benchmark checks what was provided. */
-    ctx->thread_level_requested = ctx->bench->thread_level;
-    if (ctx->common.thread_level >= 0)
-        ctx->thread_level_requested = hmb_thread_level_at(ctx->common.thread_level);
+    ctx->run.thread_level_requested = ctx->bench->thread_level;
+    if (ctx->opt.common.thread_level >= 0)
+        ctx->run.thread_level_requested = hmb_thread_level_at(ctx->opt.common.thread_level);
     hmb_env_before_init(ctx);
-    MPI_Init_thread(argc, argv, ctx->thread_level_requested, &ctx->thread_level_provided);
+    MPI_Init_thread(argc, argv, ctx->run.thread_level_requested, &ctx->run.thread_level_provided);
     hmb_env_after_init(ctx);
-    ctx->mpi_initialized = 1;
-    MPI_Comm_dup(MPI_COMM_WORLD, &ctx->comm);
-    MPI_Comm_rank(ctx->comm, &ctx->rank);
-    MPI_Comm_size(ctx->comm, &ctx->size);
+    ctx->run.mpi_initialized = 1;
+    MPI_Comm_dup(MPI_COMM_WORLD, &ctx->run.comm);
+    MPI_Comm_rank(ctx->run.comm, &ctx->run.rank);
+    MPI_Comm_size(ctx->run.comm, &ctx->run.size);
     const hmb_bench *b = ctx->bench;
-    if (ctx->thread_level_provided < ctx->thread_level_requested)
+    if (ctx->run.thread_level_provided < ctx->run.thread_level_requested)
         hmb_usage_error(ctx, "the MPI library provides MPI_THREAD_%s, but %s needs MPI_THREAD_%s",
-                        hmb_thread_level_name(ctx->thread_level_provided), b->name,
-                        hmb_thread_level_name(ctx->thread_level_requested));
-    if (ctx->size < b->min_ranks)
-        hmb_usage_error(ctx, "%s needs at least %d ranks (got %d)", b->name, b->min_ranks, ctx->size);
-    if (b->rank_multiple > 1 && ctx->size % b->rank_multiple != 0)
-        hmb_usage_error(ctx, "%s needs a multiple of %d ranks (got %d)", b->name, b->rank_multiple, ctx->size);
+                        hmb_thread_level_name(ctx->run.thread_level_provided), b->name,
+                        hmb_thread_level_name(ctx->run.thread_level_requested));
+    if (ctx->run.size < b->min_ranks)
+        hmb_usage_error(ctx, "%s needs at least %d ranks (got %d)", b->name, b->min_ranks, ctx->run.size);
+    if (b->rank_multiple > 1 && ctx->run.size % b->rank_multiple != 0)
+        hmb_usage_error(ctx, "%s needs a multiple of %d ranks (got %d)", b->name, b->rank_multiple, ctx->run.size);
 }
 
 /* {"spare_cores_per_rank": N, "rank_bytes": {"SIZE": BYTES, ...}}: one JSON line. */
@@ -181,9 +186,9 @@ static void print_launch_needs(hmb_ctx *ctx)
     hmb_json_open_obj(&j, NULL);
     hmb_json_int(&j, "spare_cores_per_rank", hmb_env_spare_cores_needed(ctx));
     hmb_json_open_obj(&j, "rank_bytes");
-    for (int i = 0; i < ctx->common.sizes.n; i++) {
+    for (int i = 0; i < ctx->opt.common.sizes.n; i++) {
         char key[32];
-        size_t size = ctx->common.sizes.v[i];
+        size_t size = ctx->opt.common.sizes.v[i];
         snprintf(key, sizeof key, "%zu", size);
         hmb_json_num(&j, key, ctx->bench->rank_bytes ? ctx->bench->rank_bytes(ctx, size)
                                                      : (double)HMB_RANK_BUFFERS * (double)size);
@@ -197,21 +202,21 @@ static void print_launch_needs(hmb_ctx *ctx)
 /* run_id and start time from rank 0, shared so any rank can write a failure record. */
 static void identify_run(hmb_ctx *ctx)
 {
-    if (ctx->rank == 0) {
+    if (ctx->run.rank == 0) {
         char host[64] = "host";
         gethostname(host, sizeof host - 1);
         host[sizeof host - 1] = '\0';
         time_t now = time(NULL);
         struct tm utc;
         gmtime_r(&now, &utc);
-        strftime(ctx->start_time, sizeof ctx->start_time, "%Y-%m-%dT%H:%M:%SZ", &utc);
+        strftime(ctx->run.start_time, sizeof ctx->run.start_time, "%Y-%m-%dT%H:%M:%SZ", &utc);
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        snprintf(ctx->run_id, sizeof ctx->run_id, "%s-%ld-%lld.%06ld", host, (long)getpid(), (long long)ts.tv_sec,
+        snprintf(ctx->run.run_id, sizeof ctx->run.run_id, "%s-%ld-%lld.%06ld", host, (long)getpid(), (long long)ts.tv_sec,
                  ts.tv_nsec / 1000);
     }
-    MPI_Bcast(ctx->run_id, (int)sizeof ctx->run_id, MPI_CHAR, 0, ctx->comm);
-    MPI_Bcast(ctx->start_time, (int)sizeof ctx->start_time, MPI_CHAR, 0, ctx->comm);
+    MPI_Bcast(ctx->run.run_id, (int)sizeof ctx->run.run_id, MPI_CHAR, 0, ctx->run.comm);
+    MPI_Bcast(ctx->run.start_time, (int)sizeof ctx->run.start_time, MPI_CHAR, 0, ctx->run.comm);
 }
 
 int main(int argc, char **argv)
@@ -268,8 +273,8 @@ int main(int argc, char **argv)
         hmb_ctx *ctx = calloc(1, sizeof *ctx);
         if (!ctx)
             return 1;
-        ctx->rank = print_rank;
-        ctx->threads = omp_get_max_threads() < HMB_MAX_THREADS ? omp_get_max_threads() : HMB_MAX_THREADS;
+        ctx->run.rank = print_rank;
+        ctx->run.threads = omp_get_max_threads() < HMB_MAX_THREADS ? omp_get_max_threads() : HMB_MAX_THREADS;
         int rc = hmb_env_placement_main(ctx, &argc, &argv);
         free(ctx);
         return rc;
@@ -310,11 +315,11 @@ int main(int argc, char **argv)
         return 1;
     ctx->bench = bench;
     hmb_metric_list_build(&ctx->metrics, bench);
-    ctx->rank = print_rank;
-    ctx->size = 1;
-    ctx->corrupt_rank = -1;
+    ctx->run.rank = print_rank;
+    ctx->run.size = 1;
+    ctx->hooks.corrupt_rank = -1;
     for (int f = 0; f < HMB_INJECT_COUNT; f++)
-        ctx->inject[f] = -1;
+        ctx->hooks.inject[f] = -1;
     /* --launch-needs: for the toolkit, what this invocation needs from the launcher (a spare
      * core per rank for a progress thread) and the machine (memory per rank for each --sizes
      * value: bench->rank_bytes), answered without MPI. */
@@ -326,14 +331,14 @@ int main(int argc, char **argv)
             argc--;
             break;
         }
-    ctx->argc = argc;
-    ctx->argv = argv;
+    ctx->run.argc = argc;
+    ctx->run.argv = argv;
     parse_before_init(ctx, argc, argv);
     if (launch_needs) {
         if (print_rank == 0)
             print_launch_needs(ctx);
-        hmb_options_free(&ctx->opts);
-        free(ctx->bench_opts);
+        hmb_options_free(&ctx->opt.set);
+        free(ctx->opt.bench);
         hmb_metric_list_free(&ctx->metrics);
         free(ctx);
         return HMB_EXIT_OK;
@@ -346,8 +351,8 @@ int main(int argc, char **argv)
     if (!hmb_all_agree(ctx, hmb_cache_init(ctx)))
         hmb_usage_error(ctx, "--cache cold: cannot allocate the eviction buffer (%zu bytes)", ctx->cache.flush_bytes);
     hmb_output_open(ctx);
-    if (!hmb_all_agree(ctx, ctx->rank != 0 || !ctx->json_path || ctx->json))
-        hmb_usage_error(ctx, "--json: cannot open '%s' for appending", ctx->json_path);
+    if (!hmb_all_agree(ctx, ctx->run.rank != 0 || !ctx->out.json_path || ctx->out.json))
+        hmb_usage_error(ctx, "--json: cannot open '%s' for appending", ctx->out.json_path);
     hmb_clocks_sync(ctx);
     ctx->watchdog = hmb_watchdog_start(ctx);
     hmb_env_record(ctx); /* runs bench->check() first, then writes the run header */
@@ -355,14 +360,14 @@ int main(int argc, char **argv)
 
     hmb_point_list points = {0};
     /* points() may measure (async calibrates its compute per operation and size): guarded too. */
-    hmb_watchdog_arm(ctx->watchdog, ctx->common.timeout);
+    hmb_watchdog_arm(ctx->watchdog, ctx->opt.common.timeout);
     hmb_phase(ctx, "points (enumeration and calibration)");
     points.params = bench->params;
     bench->points(ctx, &points);
     hmb_watchdog_disarm(ctx->watchdog);
     for (int i = 0; i < points.count; i++)
         hmb_measure_point(ctx, &points.items[i]);
-    hmb_watchdog_arm(ctx->watchdog, ctx->common.timeout);
+    hmb_watchdog_arm(ctx->watchdog, ctx->opt.common.timeout);
     hmb_phase(ctx, "clock re-check (end of run)");
     hmb_clocks_recheck(ctx);
     hmb_watchdog_disarm(ctx->watchdog);
@@ -375,16 +380,16 @@ int main(int argc, char **argv)
     hmb_output_close(ctx);
     hmb_point_list_free(&points);
     hmb_cache_free(ctx);
-    MPI_Comm_free(&ctx->comm);
+    MPI_Comm_free(&ctx->run.comm);
     MPI_Finalize();
-    hmb_options_free(&ctx->opts);
-    free(ctx->bench_opts);
+    hmb_options_free(&ctx->opt.set);
+    free(ctx->opt.bench);
     hmb_clocks_free(ctx);
-    hmb_extras_clear(&ctx->header_extra);
-    hmb_extras_clear(&ctx->result_extra);
-    free(ctx->header_extra.items);
-    free(ctx->result_extra.items);
-    free(ctx->table_metrics);
+    hmb_extras_clear(&ctx->out.header_extra);
+    hmb_extras_clear(&ctx->out.result_extra);
+    free(ctx->out.header_extra.items);
+    free(ctx->out.result_extra.items);
+    free(ctx->out.table_metrics);
     hmb_metric_list_free(&ctx->metrics);
     free(ctx);
     return HMB_EXIT_OK;

@@ -7,6 +7,11 @@
 #include <unistd.h>
 
 #include "ctx.h"
+#include "env.h"
+#include "output.h"
+#include "pivot.h"
+#include "validate.h"
+#include "watchdog.h"
 
 typedef enum { STOP_NONE, STOP_CI, STOP_BUDGET, STOP_MAX_ITERS, STOP_FIXED } stop_reason;
 
@@ -64,7 +69,7 @@ static int primary_metric(const sample_store *st)
  * timed region; the watchdog must end the run naming the phase. */
 static void inject_hang(hmb_ctx *ctx, long iter)
 {
-    if (iter != ctx->inject[HMB_INJECT_HANG] || ctx->rank != 1)
+    if (iter != ctx->hooks.inject[HMB_INJECT_HANG] || ctx->run.rank != 1)
         return;
     hmb_phase(ctx, "inject hang (test: rank 1 stopped participating)");
     for (;;)
@@ -75,7 +80,7 @@ static int run_iteration(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
 {
     inject_hang(ctx, iter);
     atomic_store(&ctx->iter, iter);
-    atomic_store(&ctx->checked_this_iter, 0);
+    atomic_store(&ctx->hooks.checked_this_iter, 0);
     hmb_checks_prepare(ctx, iter); /* registered buffers: sends filled, receives poisoned */
     if (ctx->bench->prepare) {
         hmb_phase(ctx, "prepare");
@@ -84,7 +89,7 @@ static int run_iteration(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
     if (ctx->cache.cold) {
         hmb_phase(ctx, "cache flush");
         hmb_cache_flush(ctx);
-        MPI_Barrier(ctx->comm);
+        MPI_Barrier(ctx->run.comm);
     }
     for (int m = 0; m < sample->nvalues; m++)
         sample->value[m] = NAN;
@@ -92,8 +97,8 @@ static int run_iteration(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
     hmb_phase(ctx, "iterate");
     int rc = ctx->bench->iterate(ctx, state, pt, iter, sample);
     if (rc != 0) {
-        fprintf(stderr, "hmb-bench: %s: iteration %ld failed on rank %d\n", ctx->bench->name, iter, ctx->rank);
-        MPI_Abort(ctx->comm, HMB_EXIT_VALIDATION);
+        fprintf(stderr, "hmb-bench: %s: iteration %ld failed on rank %d\n", ctx->bench->name, iter, ctx->run.rank);
+        MPI_Abort(ctx->run.comm, HMB_EXIT_VALIDATION);
     }
     if (ctx->bench->verify) {
         hmb_phase(ctx, "verify");
@@ -101,9 +106,9 @@ static int run_iteration(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
     }
     hmb_checks_run(ctx, iter, HMB_AFTER_ITERATION);
     /* --corrupt-at (test only): learn, one iteration ahead, the highest rank that checks. */
-    if (ctx->inject[HMB_INJECT_CORRUPT] >= 0 && iter == ctx->inject[HMB_INJECT_CORRUPT] - 1) {
-        int mine = atomic_load(&ctx->checked_this_iter) ? ctx->rank : -1;
-        MPI_Allreduce(&mine, &ctx->corrupt_rank, 1, MPI_INT, MPI_MAX, ctx->comm);
+    if (ctx->hooks.inject[HMB_INJECT_CORRUPT] >= 0 && iter == ctx->hooks.inject[HMB_INJECT_CORRUPT] - 1) {
+        int mine = atomic_load(&ctx->hooks.checked_this_iter) ? ctx->run.rank : -1;
+        MPI_Allreduce(&mine, &ctx->hooks.corrupt_rank, 1, MPI_INT, MPI_MAX, ctx->run.comm);
     }
     return sample->valid;
 }
@@ -111,11 +116,11 @@ static int run_iteration(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
 /* Skip the point on every rank if any rank called hmb_unsupported(); rank 0 gets the reason. */
 static int agree_unsupported(hmb_ctx *ctx)
 {
-    int mine = ctx->unsupported ? ctx->rank : ctx->size, first = ctx->size;
-    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, ctx->comm);
-    if (first == ctx->size)
+    int mine = ctx->unsupported ? ctx->run.rank : ctx->run.size, first = ctx->run.size;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, ctx->run.comm);
+    if (first == ctx->run.size)
         return 0;
-    MPI_Bcast(ctx->unsupported_reason, (int)sizeof ctx->unsupported_reason, MPI_CHAR, first, ctx->comm);
+    MPI_Bcast(ctx->unsupported_reason, (int)sizeof ctx->unsupported_reason, MPI_CHAR, first, ctx->run.comm);
     return 1;
 }
 
@@ -129,7 +134,7 @@ static void write_result(hmb_ctx *ctx, const hmb_point *pt, const char *status, 
     hmb_json_open_obj(&j, "params");
     hmb_json_int(&j, "size_bytes", (long long)pt->size_bytes);
     hmb_json_point_params(&j, pt);
-    hmb_json_int(&j, "threads", ctx->threads);
+    hmb_json_int(&j, "threads", ctx->run.threads);
     hmb_json_close_obj(&j);
     hmb_json_str(&j, "status", status);
     if (strcmp(status, "ok") != 0) {
@@ -138,7 +143,7 @@ static void write_result(hmb_ctx *ctx, const hmb_point *pt, const char *status, 
         hmb_json_int(&j, "warmup", warmup);
         hmb_json_int(&j, "iterations", iterations);
         hmb_json_int(&j, "invalid", invalid);
-        hmb_json_num(&j, "ci_target", ctx->common.ci_target / 100.0);
+        hmb_json_num(&j, "ci_target", ctx->opt.common.ci_target / 100.0);
         hmb_json_bool(&j, "ci_target_met", ci_met);
         hmb_json_str(&j, "stop_reason", stop_name(why));
         hmb_json_num(&j, "elapsed_s", elapsed_s);
@@ -162,7 +167,7 @@ static void write_result(hmb_ctx *ctx, const hmb_point *pt, const char *status, 
             hmb_json_close_obj(&j);
         }
         hmb_json_close_obj(&j);
-        if (ctx->common.raw) {
+        if (ctx->opt.common.raw) {
             hmb_json_open_obj(&j, "samples");
             for (int m = 0; m < st->nmetrics; m++) {
                 hmb_json_open_arr(&j, ctx->metrics.items[m].name);
@@ -174,7 +179,7 @@ static void write_result(hmb_ctx *ctx, const hmb_point *pt, const char *status, 
             hmb_json_close_obj(&j);
         }
     }
-    hmb_extras_write(&j, "extra", &ctx->result_extra);
+    hmb_extras_write(&j, "extra", &ctx->out.result_extra);
     hmb_json_close_obj(&j);
     hmb_output_record(ctx, &j);
     hmb_json_free(&j);
@@ -186,11 +191,11 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
     ctx->point = pt;
     ctx->unsupported = 0;
     ctx->unsupported_reason[0] = '\0';
-    ctx->corrupt_rank = -1;
-    atomic_store(&ctx->corrupt_done, 0);
+    ctx->hooks.corrupt_rank = -1;
+    atomic_store(&ctx->hooks.corrupt_done, 0);
     atomic_store(&ctx->iter, 0);
-    hmb_extras_clear(&ctx->result_extra);
-    hmb_watchdog_arm(ctx->watchdog, ctx->common.timeout);
+    hmb_extras_clear(&ctx->out.result_extra);
+    hmb_watchdog_arm(ctx->watchdog, ctx->opt.common.timeout);
     double t_point_start_s = hmb_now();
 
     /* A registration left from outside a point (a calibration in points()) would make the
@@ -198,7 +203,7 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
     if (ctx->cache.count != 0) {
         fprintf(stderr, "hmb-bench: %s: %d buffer(s) still registered for --cache cold before setup() "
                 "(freed without hmb_cache_unregister?)\n", b->name, ctx->cache.count);
-        MPI_Abort(ctx->comm, 1);
+        MPI_Abort(ctx->run.comm, 1);
     }
     hmb_phase(ctx, "setup");
     void *state = b->setup ? b->setup(ctx, pt) : NULL;
@@ -207,7 +212,7 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
             b->teardown(ctx, state, pt);
         hmb_cache_unregister_all(ctx);
         hmb_checks_clear(ctx);
-        if (ctx->rank == 0) {
+        if (ctx->run.rank == 0) {
             write_result(ctx, pt, "unsupported", NULL, NULL, 0, 0, 0, STOP_NONE, 0, 0);
             hmb_table_unsupported(ctx, pt, ctx->unsupported_reason);
             hmb_pivot_add(ctx, pt, NULL);
@@ -217,11 +222,11 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
         return;
     }
 
-    const long warmup = ctx->common.warmup;
-    const long min_iters = ctx->common.iters;
-    const long max_iters = ctx->common.max_iters;
-    const double ci_target = ctx->common.ci_target / 100.0;
-    const double budget_s = (double)ctx->common.budget * 1e-9;
+    const long warmup = ctx->opt.common.warmup;
+    const long min_iters = ctx->opt.common.iters;
+    const long max_iters = ctx->opt.common.max_iters;
+    const double ci_target = ctx->opt.common.ci_target / 100.0;
+    const double budget_s = (double)ctx->opt.common.budget * 1e-9;
 
     ctx->cache.flushes = 0; /* counted from the point's first iteration */
     sample_store st = {.nmetrics = ctx->metrics.count};
@@ -239,7 +244,7 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
     stop_reason why = STOP_NONE;
     while (why == STOP_NONE) {
         if (run_iteration(ctx, state, pt, iter, &sample)) {
-            if (ctx->rank == 0)
+            if (ctx->run.rank == 0)
                 store_add(&st, &sample);
         } else {
             invalid++;
@@ -255,7 +260,7 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
             /* Rank 0 decides; checked every ~1/16 of the iterations so far, so the broadcast
              * costs next to nothing per iteration (and is never inside a timed region). */
             int decision = STOP_NONE;
-            if (ctx->rank == 0) {
+            if (ctx->run.rank == 0) {
                 hmb_summary s;
                 hmb_summarize(st.values[primary_metric(&st)], st.count, 0.95, &s);
                 if (st.count > 0 && hmb_ci_target_met(&s, ci_target))
@@ -263,7 +268,7 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
                 else if (hmb_now() - t_measure_start_s >= budget_s)
                     decision = STOP_BUDGET;
             }
-            MPI_Bcast(&decision, 1, MPI_INT, 0, ctx->comm);
+            MPI_Bcast(&decision, 1, MPI_INT, 0, ctx->run.comm);
             why = (stop_reason)decision;
             next_check = measured + (measured / 16 > 1 ? measured / 16 : 1);
         }
@@ -272,12 +277,12 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
     /* How far any rank's compute rate was raised above its start-up figure so far
      * (hmb_compute_observe): recorded when it was. */
     double rate_raised = 0.0;
-    for (int t = 0; t < ctx->threads; t++)
-        if (ctx->calib[t].start_iters_per_ns > 0.0)
-            rate_raised = fmax(rate_raised, ctx->calib[t].iters_per_ns / ctx->calib[t].start_iters_per_ns - 1.0);
+    for (int t = 0; t < ctx->run.threads; t++)
+        if (ctx->run.calib[t].start_iters_per_ns > 0.0)
+            rate_raised = fmax(rate_raised, ctx->run.calib[t].iters_per_ns / ctx->run.calib[t].start_iters_per_ns - 1.0);
     hmb_reduce_max(ctx, &rate_raised, 1);
 
-    if (ctx->rank == 0) {
+    if (ctx->run.rank == 0) {
         hmb_summary *summaries = calloc((size_t)st.nmetrics + 1, sizeof *summaries);
         if (!summaries)
             abort();

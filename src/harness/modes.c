@@ -8,6 +8,7 @@
 
 #include "core.h"
 #include "ctx.h"
+#include "validate.h"
 
 int hmb_mode_refused(hmb_ctx *ctx, const char *mode, int threads_call_mpi, int partitioned)
 {
@@ -160,10 +161,10 @@ void hmb_record_mode(hmb_ctx *ctx, hmb_sample *out, int k, int mode, double valu
     record_checked(ctx, out, i, ctx->metrics.items[i].name, value);
 }
 
-double hmb_wait_bound_s(const hmb_ctx *ctx) { return ctx->wait_bound_s; }
+double hmb_wait_bound_s(const hmb_ctx *ctx) { return ctx->val.wait_bound_s; }
 
 /* --inject never-complete:ITER (test only): in that iteration every bounded wait sees nothing arrive. */
-static int never_completes(const hmb_ctx *ctx, long iter) { return iter == ctx->inject[HMB_INJECT_NEVER_COMPLETE]; }
+static int never_completes(const hmb_ctx *ctx, long iter) { return iter == ctx->hooks.inject[HMB_INJECT_NEVER_COMPLETE]; }
 
 /* Poll done(arg, partition) until it reports completion (1), or --wait-bound past since (0). */
 static int poll_bounded(const hmb_ctx *ctx, long iter, double since, int (*done)(void *arg, int partition),
@@ -173,7 +174,7 @@ static int poll_bounded(const hmb_ctx *ctx, long iter, double since, int (*done)
     for (unsigned polls = 1;; polls++) {
         if (!blocked && done(arg, partition))
             return 1;
-        if (polls % 256 == 0 && hmb_now() - since > ctx->wait_bound_s)
+        if (polls % 256 == 0 && hmb_now() - since > ctx->val.wait_bound_s)
             return 0;
     }
 }
@@ -192,7 +193,7 @@ static void bound_failure(hmb_ctx *ctx, const hmb_point *pt, long iter, int part
 /* "within N s" of a wait bounded by --wait-bound */
 static const char *within_bound(const hmb_ctx *ctx, char *buf, size_t len)
 {
-    snprintf(buf, len, "within %g s (--wait-bound)", ctx->wait_bound_s);
+    snprintf(buf, len, "within %g s (--wait-bound)", ctx->val.wait_bound_s);
     return buf;
 }
 
@@ -254,7 +255,7 @@ void hmb_parrived_each_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, con
         next_check = now + EACH_CHECK_INTERVAL_S;
         double done_at = w->peer_done ? w->peer_done(w->arg) : -1.0;
         overdue = done_at >= 0.0 && now - done_at > w->grace_s;
-        if (overdue || now - w->since > ctx->wait_bound_s)
+        if (overdue || now - w->since > ctx->val.wait_bound_s)
             break;
     }
     for (int j = first; j < last; j++) {

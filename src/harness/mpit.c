@@ -9,6 +9,7 @@
 
 #include "hmb/hmb.h"
 #include "ctx.h"
+#include "env.h"
 
 int hmb_mpit_hold(void)
 {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "ctx.h"
+#include "output.h"
 
 /* ------------------------------------------------------------------ JSON writer */
 
@@ -202,18 +203,18 @@ void hmb_extras_write(hmb_json *j, const char *key, const hmb_extras *e)
 
 void hmb_result_add_num(hmb_ctx *ctx, const char *key, double value)
 {
-    hmb_extras_add(&ctx->result_extra, key, NULL, value);
+    hmb_extras_add(&ctx->out.result_extra, key, NULL, value);
 }
 
 void hmb_result_add_str(hmb_ctx *ctx, const char *key, const char *value)
 {
-    hmb_extras_add(&ctx->result_extra, key, value ? value : "", 0);
+    hmb_extras_add(&ctx->out.result_extra, key, value ? value : "", 0);
 }
 
 void hmb_result_add_rows(hmb_ctx *ctx, const char *key, const double *values, int nrows, int width)
 {
-    hmb_extras_add(&ctx->result_extra, key, NULL, 0);
-    hmb_extra_field *f = &ctx->result_extra.items[ctx->result_extra.count - 1];
+    hmb_extras_add(&ctx->out.result_extra, key, NULL, 0);
+    hmb_extra_field *f = &ctx->out.result_extra.items[ctx->out.result_extra.count - 1];
     size_t n = (size_t)(nrows > 0 ? nrows : 0) * (size_t)(width > 0 ? width : 1);
     if (!(f->rows = malloc(n ? n * sizeof(double) : 1)))
         abort();
@@ -225,12 +226,12 @@ void hmb_result_add_rows(hmb_ctx *ctx, const char *key, const double *values, in
 
 void hmb_header_add_num(hmb_ctx *ctx, const char *key, double value)
 {
-    hmb_extras_add(&ctx->header_extra, key, NULL, value);
+    hmb_extras_add(&ctx->out.header_extra, key, NULL, value);
 }
 
 void hmb_header_add_str(hmb_ctx *ctx, const char *key, const char *value)
 {
-    hmb_extras_add(&ctx->header_extra, key, value ? value : "", 0);
+    hmb_extras_add(&ctx->out.header_extra, key, value ? value : "", 0);
 }
 
 /* ------------------------------------------------------------------ records */
@@ -244,7 +245,7 @@ static void output_failed(hmb_ctx *ctx, const char *path, int err)
 {
     struct stat st;
     int removed = 0;
-    if (path == ctx->json_path && ctx->rank == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+    if (path == ctx->out.json_path && ctx->run.rank == 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
         /* no half-written line, and no empty file this run created */
         if (st.st_size > json_good && truncate(path, json_good) != 0)
             json_good = -1;
@@ -253,32 +254,32 @@ static void output_failed(hmb_ctx *ctx, const char *path, int err)
     fprintf(stderr, "hmb-bench: cannot write results to '%s': %s%s\n", path, strerror(err ? err : EIO),
             removed ? " (removed the empty file this run created)" : "");
     fflush(stderr);
-    MPI_Abort(ctx->comm, 1);
+    MPI_Abort(ctx->run.comm, 1);
 }
 
 void hmb_output_open(hmb_ctx *ctx)
 {
-    if (ctx->rank != 0 || !ctx->json_path)
+    if (ctx->run.rank != 0 || !ctx->out.json_path)
         return;
     struct stat st;
-    json_created = stat(ctx->json_path, &st) != 0;
+    json_created = stat(ctx->out.json_path, &st) != 0;
     json_good = json_created ? 0 : st.st_size;
-    ctx->json = fopen(ctx->json_path, "a");
+    ctx->out.json = fopen(ctx->out.json_path, "a");
 }
 
 void hmb_output_close(hmb_ctx *ctx)
 {
-    if (ctx->json) {
+    if (ctx->out.json) {
         errno = 0;
-        int failed = fflush(ctx->json) != 0 || ferror(ctx->json);
+        int failed = fflush(ctx->out.json) != 0 || ferror(ctx->out.json);
         int err = errno;
-        if (fclose(ctx->json) != 0 && !failed) {
+        if (fclose(ctx->out.json) != 0 && !failed) {
             failed = 1;
             err = errno;
         }
-        ctx->json = NULL;
+        ctx->out.json = NULL;
         if (failed)
-            output_failed(ctx, ctx->json_path, err);
+            output_failed(ctx, ctx->out.json_path, err);
     }
     if (fflush(stdout) != 0 && errno != EPIPE)
         output_failed(ctx, "stdout", errno);
@@ -290,30 +291,30 @@ void hmb_output_begin_record(hmb_ctx *ctx, hmb_json *j, const char *type)
     hmb_json_open_obj(j, NULL);
     hmb_json_str(j, "type", type);
     hmb_json_int(j, "schema", HMB_SCHEMA_VERSION);
-    hmb_json_str(j, "run_id", ctx->run_id);
+    hmb_json_str(j, "run_id", ctx->run.run_id);
 }
 
 void hmb_output_record(hmb_ctx *ctx, hmb_json *record)
 {
-    if (ctx->rank == 0 && ctx->json) {
+    if (ctx->run.rank == 0 && ctx->out.json) {
         errno = 0;
-        if (fputs(record->data, ctx->json) == EOF || fputc('\n', ctx->json) == EOF
-            || fflush(ctx->json) != 0
-            || (fsync(fileno(ctx->json)) != 0 && errno != EINVAL)) /* an interrupted run keeps every finished point; EINVAL: a device or pipe */
-            output_failed(ctx, ctx->json_path, errno);
-        json_good = ftello(ctx->json);
+        if (fputs(record->data, ctx->out.json) == EOF || fputc('\n', ctx->out.json) == EOF
+            || fflush(ctx->out.json) != 0
+            || (fsync(fileno(ctx->out.json)) != 0 && errno != EINVAL)) /* an interrupted run keeps every finished point; EINVAL: a device or pipe */
+            output_failed(ctx, ctx->out.json_path, errno);
+        json_good = ftello(ctx->out.json);
     }
 }
 
 void hmb_output_record_any_rank(hmb_ctx *ctx, hmb_json *record)
 {
-    if (!ctx->json_path)
+    if (!ctx->out.json_path)
         return;
-    if (ctx->json && fflush(ctx->json) != 0) /* rank 0: keep the stdio stream's order */
-        output_failed(ctx, ctx->json_path, errno);
-    int fd = open(ctx->json_path, O_WRONLY | O_APPEND | O_CREAT, 0644);
+    if (ctx->out.json && fflush(ctx->out.json) != 0) /* rank 0: keep the stdio stream's order */
+        output_failed(ctx, ctx->out.json_path, errno);
+    int fd = open(ctx->out.json_path, O_WRONLY | O_APPEND | O_CREAT, 0644);
     if (fd < 0)
-        output_failed(ctx, ctx->json_path, errno);
+        output_failed(ctx, ctx->out.json_path, errno);
     json_puts(record, "\n");
     /* One write() with O_APPEND: lines of several ranks never interleave. */
     ssize_t written = write(fd, record->data, record->len);
@@ -322,19 +323,19 @@ void hmb_output_record_any_rank(hmb_ctx *ctx, hmb_json *record)
         if (written == (ssize_t)record->len)
             err = errno;
         close(fd);
-        output_failed(ctx, ctx->json_path, err);
+        output_failed(ctx, ctx->out.json_path, err);
     }
     struct stat st;
-    if (ctx->rank == 0 && fstat(fd, &st) == 0)
+    if (ctx->run.rank == 0 && fstat(fd, &st) == 0)
         json_good = st.st_size;
     if (close(fd) != 0)
-        output_failed(ctx, ctx->json_path, errno);
+        output_failed(ctx, ctx->out.json_path, errno);
 }
 
 void hmb_conformance_record(hmb_ctx *ctx, const char *check, const char *verdict, const char *reason,
                             const char *clause, const char *reproducer, double seconds)
 {
-    if (ctx->rank != 0)
+    if (ctx->run.rank != 0)
         return;
     char when[40];
     time_t now = time(NULL);
@@ -343,7 +344,7 @@ void hmb_conformance_record(hmb_ctx *ctx, const char *check, const char *verdict
     strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &utc);
     hmb_json j;
     hmb_output_begin_record(ctx, &j, "conformance");
-    hmb_json_str(&j, "library", ctx->mpi_library_line);
+    hmb_json_str(&j, "library", ctx->run.mpi_library_line);
     hmb_json_str(&j, "check", check);
     hmb_json_str(&j, "verdict", verdict);
     hmb_json_str(&j, "reason", reason && *reason ? reason : NULL);
@@ -378,7 +379,7 @@ static void write_params(hmb_ctx *ctx, hmb_json *j, const hmb_point *pt)
         hmb_json_int(j, "size_bytes", (long long)pt->size_bytes);
         hmb_json_point_params(j, pt);
     }
-    hmb_json_int(j, "threads", ctx->threads);
+    hmb_json_int(j, "threads", ctx->run.threads);
     hmb_json_close_obj(j);
 }
 
@@ -390,7 +391,7 @@ void hmb_output_failure(hmb_ctx *ctx, const char *kind, int partition, const cha
     hmb_json_str(&j, "bench", ctx->bench->name);
     write_params(ctx, &j, ctx->point);
     hmb_json_int(&j, "iteration", atomic_load(&ctx->iter));
-    hmb_json_int(&j, "rank", ctx->rank);
+    hmb_json_int(&j, "rank", ctx->run.rank);
     if (partition >= 0)
         hmb_json_int(&j, "partition", partition);
     else
@@ -542,7 +543,7 @@ static void comment_line(const char *fmt, ...)
 
 void hmb_note(hmb_ctx *ctx, const char *fmt, ...)
 {
-    if (ctx->rank != 0)
+    if (ctx->run.rank != 0)
         return;
     va_list ap;
     va_start(ap, fmt);
@@ -566,7 +567,7 @@ static int in_list(const char *list, const char *name)
 
 int hmb_table_metric_selected(const hmb_ctx *ctx, const char *name)
 {
-    return !ctx->common.metric || in_list(ctx->common.metric, name);
+    return !ctx->opt.common.metric || in_list(ctx->opt.common.metric, name);
 }
 
 /* The metric columns: --metric's, in its order, else the benchmark's in_table ones; those that
@@ -574,11 +575,11 @@ int hmb_table_metric_selected(const hmb_ctx *ctx, const char *name)
 static void choose_columns(hmb_ctx *ctx, const hmb_point *pt, char *hidden, size_t hidden_len)
 {
     const hmb_metric *ms = ctx->metrics.items;
-    const char *chosen = ctx->common.metric;
+    const char *chosen = ctx->opt.common.metric;
     int *wanted = calloc((size_t)ctx->metrics.count + 1, sizeof *wanted), nwanted = 0;
-    free(ctx->table_metrics);
-    ctx->table_metrics = calloc((size_t)ctx->metrics.count + 1, sizeof *ctx->table_metrics);
-    if (!wanted || !ctx->table_metrics)
+    free(ctx->out.table_metrics);
+    ctx->out.table_metrics = calloc((size_t)ctx->metrics.count + 1, sizeof *ctx->out.table_metrics);
+    if (!wanted || !ctx->out.table_metrics)
         abort();
     if (chosen) {
         for (const char *p = chosen; *p;) {
@@ -598,18 +599,18 @@ static void choose_columns(hmb_ctx *ctx, const hmb_point *pt, char *hidden, size
     long long ival;
     for (int i = 0; (i = hmb_point_param_next(pt, i, &name, &ival, &sval));)
         used += 1 + param_width(name);
-    const int wide = ctx->common.wide;
+    const int wide = ctx->opt.common.wide;
     const size_t names_room = HIDDEN_NAMES_ROOM < hidden_len ? HIDDEN_NAMES_ROOM : hidden_len - 1;
     size_t hl = 0;
     int more = 0;
     hidden[0] = '\0';
-    ctx->table_nmetrics = 0;
+    ctx->out.table_nmetrics = 0;
     for (int i = 0; i < nwanted; i++) {
         const hmb_metric *m = &ms[wanted[i]];
         int w = 1 + median_width(m) + 1 + ci_width(m);
         if (wide || used + w <= HMB_TABLE_COLUMNS) {
             used += w;
-            ctx->table_metrics[ctx->table_nmetrics++] = wanted[i];
+            ctx->out.table_metrics[ctx->out.table_nmetrics++] = wanted[i];
         } else if (hl + 2 + strlen(m->name) <= names_room)
             hl += (size_t)snprintf(hidden + hl, hidden_len - hl, "%s%s", hl ? ", " : "", m->name);
         else
@@ -622,35 +623,35 @@ static void choose_columns(hmb_ctx *ctx, const hmb_point *pt, char *hidden, size
 
 void hmb_table_header(hmb_ctx *ctx)
 {
-    if (ctx->rank != 0)
+    if (ctx->run.rank != 0)
         return;
     comment_line("hmb-bench %s — %s", ctx->bench->name, ctx->bench->summary);
-    comment_line("MPI: %s", ctx->mpi_library_line);
-    comment_line("ranks: %d (%d per node), threads: %d, thread level: %s (requested %s)", ctx->size,
-                 ctx->ranks_per_node, ctx->threads, hmb_thread_level_name(ctx->thread_level_provided),
-                 hmb_thread_level_name(ctx->thread_level_requested));
-    comment_line("cpus: rank 0 cpuset %s, %d available per node, oversubscribed: %s", ctx->cpuset,
-                 ctx->cpus_available, ctx->oversubscribed ? "YES" : "no");
+    comment_line("MPI: %s", ctx->run.mpi_library_line);
+    comment_line("ranks: %d (%d per node), threads: %d, thread level: %s (requested %s)", ctx->run.size,
+                 ctx->run.ranks_per_node, ctx->run.threads, hmb_thread_level_name(ctx->run.thread_level_provided),
+                 hmb_thread_level_name(ctx->run.thread_level_requested));
+    comment_line("cpus: rank 0 cpuset %s, %d available per node, oversubscribed: %s", ctx->run.cpuset,
+                 ctx->run.cpus_available, ctx->run.oversubscribed ? "YES" : "no");
     static const char *const bind_how[4] = {
         NULL, "ranks not bound: hmb run binds them; by hand: mpiexec -bind-to core (MPICH) or --bind-to core (Open MPI)",
         "threads not bound: hmb run binds them; by hand: OMP_PLACES=cores OMP_PROC_BIND=close",
         "ranks and threads not bound: hmb run binds them; by hand: -bind-to core / --bind-to core, OMP_PROC_BIND=close"};
-    if (ctx->unbound > 0 && ctx->unbound < 4) /* one line: the scheduler moves unbound ranks, and the timings */
-        comment_line("warning: %s", bind_how[ctx->unbound]);
+    if (ctx->run.unbound > 0 && ctx->run.unbound < 4) /* one line: the scheduler moves unbound ranks, and the timings */
+        comment_line("warning: %s", bind_how[ctx->run.unbound]);
     comment_line("cache: %s (llc %zu bytes), data: %s, noise: %s, validation: %s", ctx->cache.cold ? "cold" : "hot",
-                 ctx->cache.llc_bytes, hmb_option_text(ctx, "data"), ctx->common.noise, ctx->validate ? "on" : "off");
+                 ctx->cache.llc_bytes, hmb_option_text(ctx, "data"), ctx->opt.common.noise, ctx->val.validate ? "on" : "off");
     double max_offset = 0;
-    for (int r = 0; r < ctx->size; r++)
-        if (fabs(ctx->clock_offsets_estimated_s[r]) > max_offset)
-            max_offset = fabs(ctx->clock_offsets_estimated_s[r]);
+    for (int r = 0; r < ctx->run.size; r++)
+        if (fabs(ctx->run.clock_offsets_estimated_s[r]) > max_offset)
+            max_offset = fabs(ctx->run.clock_offsets_estimated_s[r]);
     comment_line("timer: %.0f ns resolution, %.1f ns per call, clock offset estimate max %.3f us (0 applied on rank 0's "
-                 "host)", ctx->timer_resolution_ns, ctx->timer_overhead_ns, max_offset * 1e6);
-    comment_line("run_id: %s", ctx->run_id);
-    if (ctx->header_extra.count > 0) { /* what the benchmark's check() recorded (run header "extra") */
+                 "host)", ctx->run.timer_resolution_ns, ctx->run.timer_overhead_ns, max_offset * 1e6);
+    comment_line("run_id: %s", ctx->run.run_id);
+    if (ctx->out.header_extra.count > 0) { /* what the benchmark's check() recorded (run header "extra") */
         char text[4096];
         size_t used = (size_t)snprintf(text, sizeof text, "%s:", ctx->bench->name);
-        for (int i = 0; i < ctx->header_extra.count && used < sizeof text; i++) {
-            const hmb_extra_field *f = &ctx->header_extra.items[i];
+        for (int i = 0; i < ctx->out.header_extra.count && used < sizeof text; i++) {
+            const hmb_extra_field *f = &ctx->out.header_extra.items[i];
             if (f->str)
                 used += (size_t)snprintf(text + used, sizeof text - used, "%s %s=%s", i ? "," : "", f->key, f->str);
             else
@@ -675,8 +676,8 @@ static void table_columns(hmb_ctx *ctx, const hmb_point *pt)
     long long ival;
     for (int i = 0; used < sizeof line && (i = hmb_point_param_next(pt, i, &name, &ival, &sval));)
         used += (size_t)snprintf(line + used, sizeof line - used, " %*s", param_width(name), name);
-    for (int c = 0; c < ctx->table_nmetrics && used < sizeof line; c++) {
-        const hmb_metric *m = &ctx->metrics.items[ctx->table_metrics[c]];
+    for (int c = 0; c < ctx->out.table_nmetrics && used < sizeof line; c++) {
+        const hmb_metric *m = &ctx->metrics.items[ctx->out.table_metrics[c]];
         char ci[64];
         ci_header(m, ci, sizeof ci);
         used += (size_t)snprintf(line + used, sizeof line - used, " %*s %*s", median_width(m), m->name, ci_width(m), ci);
@@ -689,7 +690,7 @@ static void table_columns(hmb_ctx *ctx, const hmb_point *pt)
 /* --format osu: the block of the benchmark's layout this point belongs to, or NULL. */
 static const hmb_osu_block *osu_block_of(const hmb_ctx *ctx, const hmb_point *pt)
 {
-    if (!ctx->bench->osu || !(ctx->bench->uses & HMB_OPTS_FORMAT) || ctx->common.format != HMB_FORMAT_OSU)
+    if (!ctx->bench->osu || !(ctx->bench->uses & HMB_OPTS_FORMAT) || ctx->opt.common.format != HMB_FORMAT_OSU)
         return NULL;
     for (const hmb_osu_block *b = ctx->bench->osu; b->param; b++)
         if (hmb_point_param_is(pt, b->param, b->value))
@@ -700,7 +701,7 @@ static const hmb_osu_block *osu_block_of(const hmb_ctx *ctx, const hmb_point *pt
 /* osu_latency's "%-10d%18.2f" rows: size in bytes, then each value with two decimals. */
 static void osu_row(hmb_ctx *ctx, const hmb_osu_block *b, const hmb_point *pt, const hmb_summary *summaries)
 {
-    if (ctx->osu_block != b) {
+    if (ctx->out.osu_block != b) {
         comment_line("%s", b->title);
         printf("# %-8s", "Size");
         for (const char *p = b->header; *p;) {
@@ -709,7 +710,7 @@ static void osu_row(hmb_ctx *ctx, const hmb_osu_block *b, const hmb_point *pt, c
             p += len + (p[len] == ',');
         }
         printf("\n");
-        ctx->osu_block = b;
+        ctx->out.osu_block = b;
     }
     printf("%-10zu", pt->size_bytes);
     for (const char *p = b->metrics; *p;) {
@@ -725,16 +726,16 @@ static void osu_row(hmb_ctx *ctx, const hmb_osu_block *b, const hmb_point *pt, c
 
 void hmb_table_row(hmb_ctx *ctx, const hmb_point *pt, const hmb_summary *summaries, long iterations)
 {
-    if (ctx->rank != 0)
+    if (ctx->run.rank != 0)
         return;
     const hmb_osu_block *osu = osu_block_of(ctx, pt);
     if (osu) {
         osu_row(ctx, osu, pt, summaries);
         return;
     }
-    if (!ctx->table_columns_printed) {
+    if (!ctx->out.table_columns_printed) {
         table_columns(ctx, pt);
-        ctx->table_columns_printed = 1;
+        ctx->out.table_columns_printed = 1;
     }
     char sz[32];
     hmb_format_size(pt->size_bytes, sz, sizeof sz);
@@ -747,9 +748,9 @@ void hmb_table_row(hmb_ctx *ctx, const hmb_point *pt, const hmb_summary *summari
         else
             printf(" %*lld", param_width(name), ival);
     }
-    for (int c = 0; c < ctx->table_nmetrics; c++) {
-        const hmb_metric *m = &ctx->metrics.items[ctx->table_metrics[c]];
-        const hmb_summary *s = &summaries[ctx->table_metrics[c]];
+    for (int c = 0; c < ctx->out.table_nmetrics; c++) {
+        const hmb_metric *m = &ctx->metrics.items[ctx->out.table_metrics[c]];
+        const hmb_summary *s = &summaries[ctx->out.table_metrics[c]];
         char med[32], lo[32], hi[32], ci[80];
         format_value(s->count ? s->median : NAN, med, sizeof med);
         format_value(s->ci_lo, lo, sizeof lo);
@@ -766,7 +767,7 @@ void hmb_table_row(hmb_ctx *ctx, const hmb_point *pt, const hmb_summary *summari
 
 void hmb_table_unsupported(hmb_ctx *ctx, const hmb_point *pt, const char *reason)
 {
-    if (ctx->rank != 0)
+    if (ctx->run.rank != 0)
         return;
     char where[512];
     hmb_point_describe(pt, where, sizeof where);

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "ctx.h"
+#include "output.h"
+#include "pivot.h"
 
 #define PIVOT_MAX_METRICS 8
 #define PIVOT_CELL_WIDTH 12
@@ -48,11 +50,11 @@ static hmb_pivot *pivot_create(const hmb_ctx *ctx)
 
 void hmb_pivot_add(hmb_ctx *ctx, const hmb_point *pt, const hmb_summary *summaries)
 {
-    if (ctx->rank != 0 || !ctx->bench->pivot_metrics)
+    if (ctx->run.rank != 0 || !ctx->bench->pivot_metrics)
         return;
-    if (!ctx->pivot && !(ctx->pivot = pivot_create(ctx)))
+    if (!ctx->out.pivot && !(ctx->out.pivot = pivot_create(ctx)))
         return;
-    hmb_pivot *pv = ctx->pivot;
+    hmb_pivot *pv = ctx->out.pivot;
     pv->cells = hmb_grow(pv->cells, &pv->capacity, (size_t)pv->count, sizeof *pv->cells);
     pivot_cell *c = &pv->cells[pv->count++];
     char described[sizeof c->group];
@@ -100,8 +102,8 @@ static void print_block(const hmb_pivot *pv, int i, const size_t *sizes, int fro
 
 void hmb_pivot_print(hmb_ctx *ctx)
 {
-    hmb_pivot *pv = ctx->pivot;
-    if (ctx->rank != 0 || !pv || pv->count == 0 || pv->nmetrics == 0)
+    hmb_pivot *pv = ctx->out.pivot;
+    if (ctx->run.rank != 0 || !pv || pv->count == 0 || pv->nmetrics == 0)
         return;
     size_t *sizes = malloc((size_t)pv->count * sizeof *sizes);
     if (!sizes)
@@ -141,9 +143,9 @@ void hmb_pivot_print(hmb_ctx *ctx)
 
 void hmb_pivot_free(hmb_ctx *ctx)
 {
-    if (ctx->pivot) {
-        free(ctx->pivot->cells);
-        free(ctx->pivot);
-        ctx->pivot = NULL;
+    if (ctx->out.pivot) {
+        free(ctx->out.pivot->cells);
+        free(ctx->out.pivot);
+        ctx->out.pivot = NULL;
     }
 }

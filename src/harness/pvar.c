@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ctx.h"
+#include "env.h"
 
 typedef struct {
     char *name;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ctx.h"
+#include "registry.h"
 
 extern const hmb_bench *const __start_hmb_benchmarks[] __attribute__((weak));
 extern const hmb_bench *const __stop_hmb_benchmarks[] __attribute__((weak));

@@ -8,6 +8,8 @@
 
 #include "core.h"
 #include "ctx.h"
+#include "output.h"
+#include "validate.h"
 
 static uint64_t pattern_base(int rank, int part, long iter)
 {
@@ -72,18 +74,18 @@ static int find_mismatch(const unsigned char *p, size_t len, uint64_t base, size
  * prove that validation catches it. Every check calls it (so the harness learns which ranks check). */
 int hmb_corrupt_pick(hmb_ctx *ctx, long iter)
 {
-    if (!ctx->validate)
+    if (!ctx->val.validate)
         return 0;
-    atomic_store(&ctx->checked_this_iter, 1);
-    return iter == ctx->inject[HMB_INJECT_CORRUPT] && (ctx->corrupt_rank < 0 || ctx->corrupt_rank == ctx->rank) &&
-           atomic_exchange(&ctx->corrupt_done, 1) == 0;
+    atomic_store(&ctx->hooks.checked_this_iter, 1);
+    return iter == ctx->hooks.inject[HMB_INJECT_CORRUPT] && (ctx->hooks.corrupt_rank < 0 || ctx->hooks.corrupt_rank == ctx->run.rank) &&
+           atomic_exchange(&ctx->hooks.corrupt_done, 1) == 0;
 }
 
 /* hmb_check against the pattern of generation gen while --corrupt-at keys on the iteration. */
 static int check_pattern(hmb_ctx *ctx, void *buf, size_t len, int rank, int part, long iter, long gen,
                          size_t *bad_offset)
 {
-    if (!ctx->validate)
+    if (!ctx->val.validate)
         return 1;
     if (len > 0 && hmb_corrupt_pick(ctx, iter))
         ((unsigned char *)buf)[len / 2] ^= 0x5a;
@@ -123,7 +125,7 @@ int hmb_check_buffer(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len, i
 
 /* --data: reuse writes send data once per point in two generations (iteration parity), so data
  * left over from the previous iteration still differs; fresh writes it before every send. */
-static int data_reuse(const hmb_ctx *ctx) { return ctx->common.data == HMB_DATA_REUSE; }
+static int data_reuse(const hmb_ctx *ctx) { return ctx->opt.common.data == HMB_DATA_REUSE; }
 
 long hmb_data_gen(const hmb_ctx *ctx, long iter) { return data_reuse(ctx) ? (iter & 1) : iter; }
 
@@ -158,11 +160,11 @@ void hmb_validation_failure(hmb_ctx *ctx, const hmb_point *pt, long iter, int pa
     if (part >= 0)
         snprintf(partition, sizeof partition, " partition=%d", part);
     fprintf(stderr, "hmb-bench: validation failed: bench=%s %s iteration=%ld rank=%d%s: %s\n", ctx->bench->name,
-            where, iter, ctx->rank, partition, msg);
+            where, iter, ctx->run.rank, partition, msg);
     fflush(stderr);
     hmb_output_failure(ctx, "validation", part, msg);
     fflush(stdout);
-    MPI_Abort(ctx->comm, HMB_EXIT_VALIDATION);
+    MPI_Abort(ctx->run.comm, HMB_EXIT_VALIDATION);
     _exit(HMB_EXIT_VALIDATION);
 }
 
@@ -179,8 +181,8 @@ struct hmb_checked {
 
 static void add_entry(hmb_ctx *ctx, const struct hmb_checked *entry, const char *label, va_list ap)
 {
-    ctx->checked = hmb_grow(ctx->checked, &ctx->checked_cap, ctx->nchecked, sizeof *ctx->checked);
-    struct hmb_checked *c = &ctx->checked[ctx->nchecked++];
+    ctx->val.checked = hmb_grow(ctx->val.checked, &ctx->val.checked_cap, ctx->val.nchecked, sizeof *ctx->val.checked);
+    struct hmb_checked *c = &ctx->val.checked[ctx->val.nchecked++];
     *c = *entry;
     c->pieces = c->pieces > 0 ? c->pieces : 1;
     vsnprintf(c->label, sizeof c->label, label, ap);
@@ -214,18 +216,18 @@ void hmb_check_unregister(hmb_ctx *ctx, const void *buf, size_t len)
 {
     const unsigned char *lo = buf, *hi = lo + len;
     size_t k = 0;
-    for (size_t i = 0; i < ctx->nchecked; i++)
-        if (ctx->checked[i].buf < lo || ctx->checked[i].buf >= hi)
-            ctx->checked[k++] = ctx->checked[i];
-    ctx->nchecked = k;
+    for (size_t i = 0; i < ctx->val.nchecked; i++)
+        if (ctx->val.checked[i].buf < lo || ctx->val.checked[i].buf >= hi)
+            ctx->val.checked[k++] = ctx->val.checked[i];
+    ctx->val.nchecked = k;
 }
 
 void hmb_checks_clear(hmb_ctx *ctx)
 {
-    ctx->nchecked = 0;
-    free(ctx->check_scratch);
-    ctx->check_scratch = NULL;
-    ctx->check_scratch_cap = 0;
+    ctx->val.nchecked = 0;
+    free(ctx->val.check_scratch);
+    ctx->val.check_scratch = NULL;
+    ctx->val.check_scratch_cap = 0;
 }
 
 /* The content c must hold in iteration iter, into out (c->len bytes). */
@@ -239,22 +241,22 @@ static void expected(const struct hmb_checked *c, long iter, unsigned char *out)
 
 static unsigned char *scratch(hmb_ctx *ctx, size_t len)
 {
-    if (len > ctx->check_scratch_cap) {
-        free(ctx->check_scratch);
-        ctx->check_scratch = malloc(len);
-        if (!ctx->check_scratch)
+    if (len > ctx->val.check_scratch_cap) {
+        free(ctx->val.check_scratch);
+        ctx->val.check_scratch = malloc(len);
+        if (!ctx->val.check_scratch)
             abort(); /* the size of a buffer the benchmark holds: nothing sensible to report */
-        ctx->check_scratch_cap = len;
+        ctx->val.check_scratch_cap = len;
     }
-    return ctx->check_scratch;
+    return ctx->val.check_scratch;
 }
 
 void hmb_checks_prepare(hmb_ctx *ctx, long iter)
 {
-    if (!ctx->validate)
+    if (!ctx->val.validate)
         return;
-    for (size_t i = 0; i < ctx->nchecked; i++) {
-        struct hmb_checked *c = &ctx->checked[i];
+    for (size_t i = 0; i < ctx->val.nchecked; i++) {
+        struct hmb_checked *c = &ctx->val.checked[i];
         if (c->role == HMB_SEND)
             expected(c, iter, c->buf);
         else
@@ -286,7 +288,7 @@ static void check_one(hmb_ctx *ctx, struct hmb_checked *c, long iter)
             c->buf[c->len / 2] ^= 0x5a;
         unsigned char *want = scratch(ctx, c->len);
         expected(c, iter, want);
-        if (memcmp(want, c->buf, c->len) == 0 || !ctx->validate) {
+        if (memcmp(want, c->buf, c->len) == 0 || !ctx->val.validate) {
             memset(c->buf, HMB_POISON_BYTE, c->len);
             return;
         }
@@ -329,14 +331,14 @@ static int in_group(const struct hmb_checked *c, int group)
 
 void hmb_checks_run(hmb_ctx *ctx, long iter, int group)
 {
-    if (!ctx->validate)
+    if (!ctx->val.validate)
         return;
     /* The sends first: the application's buffers again, as it may reuse them; a library that
      * still reads them sends the sender's poison, named by the receiver's check. */
-    for (size_t i = 0; i < ctx->nchecked; i++)
-        if (ctx->checked[i].role != HMB_RECEIVE && in_group(&ctx->checked[i], group))
-            memset(ctx->checked[i].buf, HMB_SENT_BYTE, ctx->checked[i].len);
-    for (size_t i = 0; i < ctx->nchecked; i++)
-        if (ctx->checked[i].role == HMB_RECEIVE && in_group(&ctx->checked[i], group))
-            check_one(ctx, &ctx->checked[i], iter);
+    for (size_t i = 0; i < ctx->val.nchecked; i++)
+        if (ctx->val.checked[i].role != HMB_RECEIVE && in_group(&ctx->val.checked[i], group))
+            memset(ctx->val.checked[i].buf, HMB_SENT_BYTE, ctx->val.checked[i].len);
+    for (size_t i = 0; i < ctx->val.nchecked; i++)
+        if (ctx->val.checked[i].role == HMB_RECEIVE && in_group(&ctx->val.checked[i], group))
+            check_one(ctx, &ctx->val.checked[i], iter);
 }

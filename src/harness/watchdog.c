@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "ctx.h"
+#include "output.h"
+#include "watchdog.h"
 
 struct hmb_watchdog {
     hmb_ctx *ctx;
@@ -26,13 +28,13 @@ static void fire(hmb_watchdog *w)
     hmb_point_describe(ctx->point, where, sizeof where);
     const char *phase = atomic_load(&ctx->phase);
     snprintf(msg, sizeof msg, "%s %s rank %d phase '%s' did not finish within %.6g s", ctx->bench->name, where,
-             ctx->rank, phase ? phase : "", (double)w->timeout_ns * 1e-9);
+             ctx->run.rank, phase ? phase : "", (double)w->timeout_ns * 1e-9);
     fprintf(stderr, "hmb-bench: timeout: %s\n", msg);
     fflush(stderr);
     /* Whichever rank fires first aborts the others, so each writes its own record. */
     hmb_output_failure(ctx, "timeout", -1, msg);
     fflush(stdout);
-    MPI_Abort(ctx->comm, HMB_EXIT_TIMEOUT);
+    MPI_Abort(ctx->run.comm, HMB_EXIT_TIMEOUT);
     _exit(HMB_EXIT_TIMEOUT);
 }
 

@@ -152,9 +152,9 @@ int main(int argc, char **argv)
         /* What a benchmark's annotate() would put on its result record. */
         hmb_ctx ctx = {0};
         hmb_pvars_record(&ctx, pv, "pvar.");
-        hmb_extras_write(&j, "record", &ctx.result_extra);
-        hmb_extras_clear(&ctx.result_extra);
-        free(ctx.result_extra.items);
+        hmb_extras_write(&j, "record", &ctx.out.result_extra);
+        hmb_extras_clear(&ctx.out.result_extra);
+        free(ctx.out.result_extra.items);
         hmb_json_close_obj(&j);
         printf("%.*s\n", (int)j.len, j.data);
         hmb_json_free(&j);
