@@ -59,8 +59,8 @@ typedef enum {
     HMB_OPT_CHOICE,   /* one of "a|b|c" */
     HMB_OPT_CHOICES,  /* comma list of names from "a|b|c", or "all"; read as a bit mask */
     HMB_OPT_CHOICE_ARGS /* ordered comma list of names from "a|b:|c"; a name declared with a
-                           trailing ':' takes a number (b:2.5) within [min, max]; read with
-                           hmb_opt_choice_args; a repeated item is a usage error */
+                           trailing ':' takes a number (b:2.5) within [min, max]; read as
+                           hmb_choice_args; a repeated item is a usage error */
 } hmb_opt_type;
 
 typedef struct {
@@ -261,18 +261,6 @@ const void *hmb_bench_options(const hmb_ctx *ctx);
  * an iteration: silent-partner). */
 long hmb_inject_at(const hmb_ctx *ctx, int fault);
 
-/* Transitional accessors by name (harness-internal users only; benchmarks read HMB_OPTS). Calling
- * with an unknown name or the wrong type is a programming error: the harness aborts. */
-int hmb_opt_flag(const hmb_ctx *ctx, const char *name);
-long long hmb_opt_int(const hmb_ctx *ctx, const char *name);
-double hmb_opt_double(const hmb_ctx *ctx, const char *name);
-int64_t hmb_opt_duration_ns(const hmb_ctx *ctx, const char *name);
-const char *hmb_opt_str(const hmb_ctx *ctx, const char *name); /* STRING, CHOICE(S): the text */
-unsigned long long hmb_opt_choices(const hmb_ctx *ctx, const char *name);
-int hmb_opt_choice_args(const hmb_ctx *ctx, const char *name, const long long **choice, const double **arg);
-const size_t *hmb_opt_sizes(const hmb_ctx *ctx, const char *name, int *count);
-const long long *hmb_opt_ints(const hmb_ctx *ctx, const char *name, int *count);
-int hmb_opt_given(const hmb_ctx *ctx, const char *name); /* given on the command line */
 
 /* Report a usage problem found after parsing (e.g. in check()): rank 0 prints
  * "hmb-bench BENCH: <message>" as one line on stderr; every rank must call it with the
@@ -439,9 +427,10 @@ typedef struct hmb_bench {
      * statistics are final, may add JSON fields via hmb_result_add_*(). May be NULL. */
     void (*annotate)(hmb_ctx *ctx, void *state, const hmb_point *pt);
     /* Optional seed-style summary printed on stdout after all points: a comma list of metric
-     * names (e.g. "t_sync_us,c_us,t_over_us,efficiency_pct"). For each combination of the
-     * points' non-size parameters, one row per listed metric, message sizes as columns, cells
-     * the medians. NULL: no pivot table. */
+     * names (e.g. "t_sync_us,c_us,t_over_us,efficiency_pct"); an item with "{mode}" is a row for
+     * each mode that has that metric ("throughput_{mode}_MBps"). For each combination of the
+     * points' non-size parameters, one row per listed metric, message sizes as columns, cells the
+     * medians. NULL: no pivot table. */
     const char *pivot_metrics;
     const char *spare_core_when; /* "option=value,value": runs with one of these values need one spare core per rank for a progress thread; NULL: never */
     /* 1: honours --data reuse (send data through hmb_data_gen/hmb_data_refill, see below) and
@@ -563,7 +552,7 @@ int64_t hmb_calc_factor_ns(hmb_ctx *ctx, MPI_Comm comm, double factor, void (*ru
  * it does not hang the run until the watchdog: --wait-bound (default 10 s, hmb_wait_bound_s) past
  * `since` (the mode's start, hmb_now()) the point fails with exit 3 (hmb_validation_failure)
  * naming the request (fmt: formatted only then, never in the timed path) and the partition
- * as a library conformance problem. --never-complete-at ITER (test only) makes every bounded
+ * as a library conformance problem. --inject never-complete:ITER (test only) makes every bounded
  * wait of iteration ITER see nothing arrive, so that this failure is tested. */
 typedef struct hmb_comm_ops_s hmb_comm_ops;
 void hmb_parrived_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, const hmb_comm_ops *ops, MPI_Request req,
@@ -712,7 +701,7 @@ void hmb_cache_evict(hmb_ctx *ctx);
 
 /* Pattern depending on (rank, part, iter) — part is a partition or thread index. */
 void hmb_fill(void *buf, size_t len, int rank, int part, long iter);
-/* Returns 1 if buf holds the pattern (and applies the test-only --corrupt-at switch
+/* Returns 1 if buf holds the pattern (and applies the test-only --inject corrupt switch
  * first). On mismatch returns 0 and stores the first bad byte offset in *bad_offset. */
 int hmb_check(hmb_ctx *ctx, void *buf, size_t len, int rank, int part, long iter, size_t *bad_offset);
 /* hmb_check + on mismatch hmb_validation_failure naming the place. Returns 1 if good. */
@@ -730,7 +719,7 @@ int hmb_check_buffer(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len,
  * hmb_data_gen: the generation whose pattern iteration iter sends (iter, or iter & 1 under reuse).
  * hmb_data_refill: 1 when prepare() must write iteration iter's set (always under fresh; in
  * iterations 0 and 1 of a point under reuse — iterations are numbered from 0 per point).
- * hmb_check_data: hmb_check_buffer expecting generation hmb_data_gen(ctx, iter); --corrupt-at
+ * hmb_check_data: hmb_check_buffer expecting generation hmb_data_gen(ctx, iter); --inject corrupt
  * and a failure name the iteration iter. */
 long hmb_data_gen(const hmb_ctx *ctx, long iter);
 int hmb_data_refill(const hmb_ctx *ctx, long iter);
@@ -744,7 +733,7 @@ int hmb_check_data(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len, int
  * one, leaves poison the check finds; every byte is still compared with the pattern. */
 void hmb_poison_pages(void *buf, size_t len);
 /* hmb_check_buffer expecting generation gen (a benchmark that keeps one send set, e.g. p2p's
- * hot-cache latency); --corrupt-at and a failure name the iteration iter. */
+ * hot-cache latency); --inject corrupt and a failure name the iteration iter. */
 int hmb_check_gen(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len, int src_rank, int part, long iter,
                   long gen);
 /* Validation as data: a benchmark registers each buffer with its pattern identity in setup();
@@ -762,7 +751,7 @@ int hmb_check_gen(hmb_ctx *ctx, const hmb_point *pt, void *buf, size_t len, int 
  * hmb_validation_failure) naming label, piece (the buffer cut into `pieces` equal pieces; the
  * failure's partition), 8-byte cell and byte, the byte found and expected, and what the piece
  * holds instead when it is recognisable: either poison, or the data of iteration - 1 / + 1
- * (never delivered / written after its requests completed). --corrupt-at flips a byte of the
+ * (never delivered / written after its requests completed). --inject corrupt flips a byte of the
  * first buffer checked in that iteration, so tests prove a mismatch is caught and named.
  * hmb_check_register_fn: the pattern is computed by the benchmark (a halo is its sender's cells):
  * fn(arg, iter, out) writes the len / 8 words the buffer holds in iteration iter.
@@ -779,8 +768,8 @@ void hmb_check_register(hmb_ctx *ctx, int role, void *buf, size_t len, int rank,
 void hmb_check_register_fn(hmb_ctx *ctx, int role, void *buf, size_t len, hmb_pattern_fn fn, const void *arg,
                            int pieces, int group, const char *label, ...) __attribute__((format(printf, 9, 10)));
 void hmb_check_unregister(hmb_ctx *ctx, const void *buf, size_t len); /* every one inside [buf, buf+len) */
-/* --corrupt-at for data a benchmark checks itself (a reduction's result, a halo it unpacked):
- * 1 exactly once, when this is the check --corrupt-at picks (the first check of the picked rank
+/* --inject corrupt for data a benchmark checks itself (a reduction's result, a halo it unpacked):
+ * 1 exactly once, when this is the check --inject corrupt picks (the first check of the picked rank
  * in that iteration); the caller then flips a byte of what it is about to check. */
 int hmb_corrupt_pick(hmb_ctx *ctx, long iter);
 

@@ -323,7 +323,7 @@ void async_post(async_exchange *ex)
     }
 }
 
-/* --corrupt-at: when the harness picks this check, the result gets one flipped byte (its middle
+/* --inject corrupt: when the harness picks this check, the result gets one flipped byte (its middle
  * byte), so tests prove that the reduction check catches it. */
 static void corrupt_if_picked(async_exchange *ex, double *result, long iter)
 {

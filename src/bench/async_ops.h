@@ -80,7 +80,7 @@ void async_blocking(async_exchange *ex);
  * ex->reqs[0 .. nreq-1]. */
 void async_post(async_exchange *ex);
 /* Checks every received element of a phase; a mismatch is fatal (exit 3). Honours the
- * test-only --corrupt-at like every hmb_check. */
+ * test-only --inject corrupt like every hmb_check. */
 void async_verify(async_exchange *ex, long iter, int phase);
 
 #endif

@@ -442,7 +442,6 @@ static const hmb_bench halo_bench = {
     .verify = NULL, /* each mode's verify checks its halo right after the mode, outside its timing */
     .teardown = halo_teardown,
     .annotate = halo_annotate,
-    .pivot_metrics = "throughput_single_MBps,throughput_multiple_MBps,throughput_partitioned_MBps,"
-                     "throughput_persistent_MBps,throughput_serial_MBps,throughput_threadcomm_MBps",
+    .pivot_metrics = "throughput_{mode}_MBps,ratio_{mode},speedup_{mode}_vs_serial", /* every mode's */
 };
 HMB_REGISTER(halo_bench);

@@ -44,9 +44,9 @@ static long long lcm_ll(long long a, long long b)
 
 void part_check(hmb_ctx *ctx)
 {
-    int threads = hmb_threads(ctx), nsizes = 0, nparts = 0;
+    int threads = hmb_threads(ctx), nsizes = hmb_common(ctx)->sizes.n, nparts = 0;
     long long fallback;
-    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
+    const size_t *sizes = hmb_common(ctx)->sizes.v;
     const long long *parts = send_partition_list(ctx, &nparts, &fallback);
     for (int p = 0; p < nparts; p++) {
         if (parts[p] < 1)
@@ -77,9 +77,9 @@ void part_check(hmb_ctx *ctx)
 
 void part_points(hmb_ctx *ctx, hmb_point_list *out)
 {
-    int nsizes = 0, nparts = 0;
+    int nsizes = hmb_common(ctx)->sizes.n, nparts = 0;
     long long fallback;
-    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
+    const size_t *sizes = hmb_common(ctx)->sizes.v;
     const long long *parts = send_partition_list(ctx, &nparts, &fallback);
     const unsigned long long completes = HMB_OPTS(part_opts, ctx)->complete;
     for (int s = 0; s < nsizes; s++) {

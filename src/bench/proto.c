@@ -15,126 +15,11 @@
  * tradeoff: multi-pair message rate and bandwidth (windows of non-blocking messages, all pairs
  *   at once), with the ranks' resident memory after MPI_Init, after every pair communicated and
  *   after the traffic, so the memory per peer can be projected (docs/metrics.md, "proto"). */
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
-#include <stdio.h>
 #include <string.h>
 
-#include "hmb/hmb.h"
-#include "hmb/metrics.h"
-
-enum { TEST_PROBE, TEST_TRADEOFF, TEST_COUNT };
-static const char *const test_names[TEST_COUNT + 1] = {"probe", "tradeoff", NULL};
-enum { VIEW_BOTH, VIEW_SENDER, VIEW_RECV_EARLY, VIEW_RECV_LATE, VIEW_STEP, VIEW_COUNT };
-static const char *const view_names[VIEW_COUNT + 1] = {"both", "sender", "recv-early", "recv-late", "step", NULL};
-
-#define PROTO_PARAMS(X) X(test, NAME, .names = test_names) X(view, NAME, .names = view_names) X(window, INT) X(pairs, INT)
-HMB_POINT_PARAMS(proto_point, PROTO_PARAMS);
-enum { M_SWITCHES, M_FIRST_SWITCH, M_RATE, M_BANDWIDTH, M_ITER_TIME };
-enum { TAG_DATA = 1, TAG_TOKEN = 2 };
-
-#define MAX_SWITCHES 8
-#define MAX_FOUND 64            /* iterations whose switch lists are kept for the consensus */
-#define CALIBRATION_ROUND_TRIPS 5
-#define PROBE_ATTEMPTS_PER_TRIAL 3  /* a trial without a verdict is repeated, up to this many times */
-#define STEP_ROUND_TRIPS 15         /* view step: fresh-data round trips per size, the fastest counts */
-#define STEP_BISECT_ROUND_TRIPS 45  /* view step: the same for the three sizes of a bisection step */
-
-typedef struct {
-    int count;
-    size_t lo_hi[2 * MAX_SWITCHES];
-    int progressed_after[MAX_SWITCHES];
-} switch_list;
-
-/* Memory of the run (max over ranks, rank 0): read as early as a benchmark can, in points(). */
-typedef struct {
-    double rss_init_kB, hwm_init_kB;
-} proto_run;
-
-typedef struct {
-    hmb_ctx *ctx;
-    const hmb_point *pt;
-    int test, view, peer, is_sender, trials;
-    long iter;
-    int probe_no;              /* probes in this iteration: the validation pattern's part */
-    size_t element;
-    int ngrid;
-    const size_t *grid;
-    double *transfer_s;        /* per grid size: one-way blocking transfer time (rank 0) */
-    double *share_at;          /* view both, per grid size: median outstanding share (rank 0) */
-    double *shares;            /* view both: this size's trials' shares */
-    double *cost_s;            /* view step, per grid size: fastest fresh-data one-way time, all iterations */
-    hmb_changepoint steps[MAX_SWITCHES]; /* view step: the steps of cost_s (annotate) */
-    int nsteps;
-    double min_compute_s;
-    size_t size;               /* tradeoff: message size */
-    int window;
-    unsigned char *send, *recv;
-    MPI_Request *reqs;
-    int nfound;
-    long trials_run, trials_without_verdict; /* probe: trials made; sizes' trials never judged */
-    switch_list found[MAX_FOUND];
-    double rss_pairs_kB, rss_traffic_kB, hwm_kB;
-} proto_state;
-
-static void proto_check(hmb_ctx *ctx)
-{
-    int n = 0;
-    const size_t *grid = hmb_opt_sizes(ctx, "range", &n);
-    const size_t element = (size_t)hmb_opt_int(ctx, "element");
-    for (int i = 0; i < n; i++) {
-        if (grid[i] % element)
-            hmb_usage_error(ctx, "--range: %zu bytes is not a multiple of --element %zu", grid[i], element);
-        if (grid[i] > INT_MAX)
-            hmb_usage_error(ctx, "--range: %zu bytes is more than one MPI_BYTE count can hold", grid[i]);
-        if (i > 0 && grid[i] <= grid[i - 1])
-            hmb_usage_error(ctx, "--range must increase (%zu after %zu)", grid[i], grid[i - 1]);
-    }
-    if ((hmb_opt_choices(ctx, "test") & (1u << TEST_PROBE)) && n < 2)
-        hmb_usage_error(ctx, "--range needs at least two sizes to find a switch between (e.g. 1K:1M)");
-    if ((hmb_opt_choices(ctx, "test") & (1u << TEST_PROBE)) && (hmb_opt_choices(ctx, "view") & (1u << VIEW_STEP)) &&
-        n < 2 * HMB_CHANGEPOINT_MIN_SIDE)
-        hmb_usage_error(ctx, "--view step needs at least %d --range sizes to fit a line on each side of a break "
-                        "(e.g. 3K:5K:+64)", 2 * HMB_CHANGEPOINT_MIN_SIDE);
-    int ns = 0;
-    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &ns);
-    for (int i = 0; i < ns; i++)
-        if (sizes[i] > INT_MAX)
-            hmb_usage_error(ctx, "--sizes: %zu bytes is more than one MPI_BYTE count can hold", sizes[i]);
-    if ((hmb_opt_choices(ctx, "test") & (1u << TEST_TRADEOFF)) && hmb_size(ctx) % 2)
-        hmb_usage_error(ctx, "--test tradeoff needs an even number of ranks (pairs), got %d", hmb_size(ctx));
-}
-
-static void proto_points(hmb_ctx *ctx, hmb_point_list *out)
-{
-    proto_run *run = calloc(1, sizeof *run);
-    long rss = -1, hwm = -1;
-    hmb_memory_kB(&rss, &hwm);
-    double mem[2] = {(double)rss, (double)hwm};
-    hmb_reduce_max(ctx, mem, 2);
-    run->rss_init_kB = mem[0];
-    run->hwm_init_kB = mem[1];
-    hmb_set_run_data(ctx, run);
-
-    const unsigned long long tests = hmb_opt_choices(ctx, "test"), views = hmb_opt_choices(ctx, "view");
-    int ngrid = 0, nsizes = 0;
-    const size_t *grid = hmb_opt_sizes(ctx, "range", &ngrid);
-    const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
-    for (int v = 0; v < VIEW_COUNT && (tests & (1u << TEST_PROBE)); v++) {
-        if (!(views & (1u << v)))
-            continue;
-        proto_point *p = hmb_points_new(out, grid[ngrid - 1]);
-        p->test = TEST_PROBE;
-        p->view = v;
-    }
-    for (int i = 0; i < nsizes && (tests & (1u << TEST_TRADEOFF)); i++) {
-        proto_point *p = hmb_points_new(out, sizes[i]);
-        p->test = TEST_TRADEOFF;
-        p->window = hmb_opt_int(ctx, "window");
-        p->pairs = hmb_size(ctx) / 2;
-    }
-}
+#include "proto.h"
 
 /* One-way time of a blocking transfer of each grid size (the fastest of a few round trips),
  * broadcast from rank 0: the probe computes about twice as long. */
@@ -160,7 +45,7 @@ static double transfer_time(proto_state *st, size_t size)
     return best;
 }
 
-static void calibrate_transfers(proto_state *st)
+void proto_calibrate_transfers(proto_state *st)
 {
     hmb_phase(st->ctx, "probe: transfer calibration");
     for (int g = 0; g < st->ngrid; g++)
@@ -202,7 +87,7 @@ static int probe_once(proto_state *st, size_t size)
     const int n = (int)size, part = st->probe_no++;
     const int observed = st->view == VIEW_SENDER ? st->is_sender : !st->is_sender;
     const int64_t c_ns = (int64_t)(compute_for(st, size) * 1e9);
-    const int64_t lead_ns = c_ns + hmb_opt_duration_ns(ctx, "min-compute");
+    const int64_t lead_ns = c_ns + HMB_OPTS(proto_opts, ctx)->min_compute;
     const int64_t compute_ns = observed ? c_ns : c_ns + lead_ns;
     double wait_start = -HUGE_VAL, wait_end = -HUGE_VAL;
     MPI_Request req;
@@ -401,87 +286,6 @@ static int probe_size(size_t size, void *arg)
     return hmb_probe_majority(progressed, judged);
 }
 
-static void max_memory(hmb_ctx *ctx, double *rss_kB, double *hwm_kB)
-{
-    long rss = -1, hwm = -1;
-    hmb_memory_kB(&rss, &hwm);
-    double mem[2] = {(double)rss, (double)hwm};
-    hmb_reduce_max(ctx, mem, 2);
-    *rss_kB = mem[0];
-    *hwm_kB = mem[1];
-}
-
-/* Every rank exchanges one small message with every other rank: each pair has communicated. */
-static void touch_every_pair(hmb_ctx *ctx)
-{
-    const int size = hmb_size(ctx);
-    int *out = calloc((size_t)size, sizeof *out), *in = calloc((size_t)size, sizeof *in);
-    if (!out || !in)
-        abort();
-    hmb_phase(ctx, "tradeoff: every pair");
-    MPI_Alltoall(out, 1, MPI_INT, in, 1, MPI_INT, hmb_comm(ctx));
-    free(out);
-    free(in);
-}
-
-static void *proto_setup(hmb_ctx *ctx, const hmb_point *pt)
-{
-    proto_state *st = calloc(1, sizeof *st);
-    st->ctx = ctx;
-    st->pt = pt;
-    const proto_point *p = HMB_POINT(proto_point, pt);
-    st->test = p->test;
-    const int rank = hmb_rank(ctx), half = hmb_size(ctx) / 2;
-    size_t bytes;
-    int ok = 1;
-    if (st->test == TEST_PROBE) {
-        st->view = p->view;
-        st->is_sender = rank == 0;
-        st->peer = rank == 0 ? 1 : rank == 1 ? 0 : -1;
-        st->trials = (int)hmb_opt_int(ctx, "trials");
-        st->element = (size_t)hmb_opt_int(ctx, "element");
-        st->grid = hmb_opt_sizes(ctx, "range", &st->ngrid);
-        st->min_compute_s = (double)hmb_opt_duration_ns(ctx, "min-compute") * 1e-9;
-        bytes = st->grid[st->ngrid - 1];
-        ok &= (st->transfer_s = calloc((size_t)st->ngrid, sizeof *st->transfer_s)) != NULL;
-        ok &= (st->share_at = calloc((size_t)st->ngrid, sizeof *st->share_at)) != NULL;
-        ok &= (st->shares = calloc((size_t)st->trials, sizeof *st->shares)) != NULL;
-        ok &= (st->cost_s = calloc((size_t)st->ngrid, sizeof *st->cost_s)) != NULL;
-        for (int g = 0; g < st->ngrid && st->share_at && st->cost_s; g++)
-            st->share_at[g] = NAN, st->cost_s[g] = HUGE_VAL;
-    } else {
-        st->is_sender = rank < half;
-        st->peer = st->is_sender ? rank + half : rank - half;
-        st->size = pt->size_bytes;
-        st->window = (int)p->window;
-        bytes = st->size * (size_t)st->window;
-        ok &= (st->reqs = calloc((size_t)st->window, sizeof *st->reqs)) != NULL;
-        touch_every_pair(ctx); /* before the benchmark's own buffers exist */
-        max_memory(ctx, &st->rss_pairs_kB, &st->hwm_kB);
-    }
-    ok &= (st->send = hmb_buffer_alloc(ctx, bytes)) != NULL && (st->recv = hmb_buffer_alloc(ctx, bytes)) != NULL;
-    if (!hmb_all_agree(ctx, ok)) {
-        hmb_unsupported(ctx, "cannot allocate 2 x %zu bytes of message buffers", bytes);
-        return st;
-    }
-    if (st->test == TEST_PROBE)
-        calibrate_transfers(st);
-    return st;
-}
-
-static void tradeoff_prepare(proto_state *st, long iter)
-{
-    for (int j = 0; j < st->window && st->is_sender; j++)
-        hmb_fill(st->send + (size_t)j * st->size, st->size, hmb_rank(st->ctx), j, iter);
-}
-
-static void proto_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
-{
-    proto_state *st = state;
-    if (st->test == TEST_TRADEOFF)
-        tradeoff_prepare(st, iter);
-}
-
 static void tradeoff_iterate(proto_state *st, hmb_sample *out)
 {
     hmb_ctx *ctx = st->ctx;
@@ -504,12 +308,12 @@ static void tradeoff_iterate(proto_state *st, hmb_sample *out)
     double bounds[2] = {-hmb_to_global(ctx, t_start), hmb_to_global(ctx, t_end)};
     hmb_reduce_max(ctx, bounds, 2);
     const double span_s = bounds[0] + bounds[1], messages = (double)st->window * (hmb_size(ctx) / 2);
-    out->value[M_RATE] = messages / span_s;
-    out->value[M_BANDWIDTH] = messages * (double)st->size / span_s / 1e6;
-    out->value[M_ITER_TIME] = span_s * 1e6;
+    hmb_record_at(ctx, out, M_RATE, messages / span_s);
+    hmb_record_at(ctx, out, M_BANDWIDTH, messages * (double)st->size / span_s / 1e6);
+    hmb_record_at(ctx, out, M_ITER_TIME, span_s * 1e6);
     out->valid = span_s > 0;
     double hwm = 0;
-    max_memory(ctx, &st->rss_traffic_kB, &hwm);
+    proto_max_memory(ctx, &st->rss_traffic_kB, &hwm);
     st->rss_traffic_kB -= 2.0 * (double)(st->size * (size_t)st->window) / 1024; /* not the library's */
     st->hwm_kB = hwm > st->hwm_kB ? hwm : st->hwm_kB;
 }
@@ -529,9 +333,9 @@ static int proto_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
                                       : hmb_find_switches(st->grid, st->ngrid, st->element, probe_size, st,
                                                           found.lo_hi, found.progressed_after, MAX_SWITCHES);
     found.count = count < MAX_SWITCHES ? count : MAX_SWITCHES;
-    out->value[M_SWITCHES] = count;
-    out->value[M_FIRST_SWITCH] = count > 0 ? (double)found.lo_hi[1] : NAN;
-    out->value[M_ITER_TIME] = (hmb_now() - t0) * 1e6;
+    hmb_record_at(ctx, out, M_SWITCHES, count);
+    hmb_record_at(ctx, out, M_FIRST_SWITCH, count > 0 ? (double)found.lo_hi[1] : NAN);
+    hmb_record_at(ctx, out, M_ITER_TIME, (hmb_now() - t0) * 1e6);
     if (st->nfound < MAX_FOUND)
         st->found[st->nfound++] = found;
     return 0;
@@ -547,161 +351,9 @@ static void proto_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
         hmb_check_buffer(ctx, pt, st->recv + (size_t)j * st->size, st->size, st->peer, j, iter);
 }
 
-static int same_switches(const switch_list *a, const switch_list *b)
-{
-    if (a->count != b->count)
-        return 0;
-    for (int k = 0; k < a->count; k++)
-        if (a->lo_hi[2 * k] != b->lo_hi[2 * k] || a->lo_hi[2 * k + 1] != b->lo_hi[2 * k + 1] ||
-            a->progressed_after[k] != b->progressed_after[k])
-            return 0;
-    return 1;
-}
-
-/* View step: the fastest fresh-data cost of each grid size over all iterations, and its steps:
- * per step the break interval, the jump, both slopes and the residual spread (docs/metrics.md,
- * "proto"). */
-static void step_annotate(hmb_ctx *ctx, proto_state *st)
-{
-    double *x = malloc((size_t)st->ngrid * sizeof *x), *rows = malloc((size_t)st->ngrid * 2 * sizeof *rows);
-    if (!x || !rows)
-        abort();
-    for (int g = 0; g < st->ngrid; g++)
-        x[g] = (double)st->grid[g];
-    int n = hmb_changepoint_steps(st->ngrid, x, st->cost_s, st->steps, MAX_SWITCHES);
-    st->nsteps = n < 0 ? 0 : n < MAX_SWITCHES ? n : MAX_SWITCHES;
-    hmb_result_add_num(ctx, "step_noise_us", hmb_cost_noise(st->ngrid, st->cost_s) * 1e6);
-    for (int g = 0; g < st->ngrid; g++) {
-        rows[2 * g] = x[g];
-        rows[2 * g + 1] = st->cost_s[g] * 1e6;
-    }
-    hmb_result_add_rows(ctx, "cost_us", rows, st->ngrid, 2);
-    free(x);
-    free(rows);
-    double fit[6 * MAX_SWITCHES];
-    for (int j = 0; j < st->nsteps; j++) {
-        const hmb_changepoint *cp = &st->steps[j];
-        double one[6] = {cp->lo, cp->hi, cp->jump * 1e6, cp->b_left * 1e6 * 1024, cp->b_right * 1e6 * 1024,
-                         cp->sigma * 1e6};
-        memcpy(fit + 6 * j, one, sizeof one);
-    }
-    /* [last grid size left of the break, first right of it, jump µs, slope left, slope right
-     * (µs per KB), residual spread µs] */
-    hmb_result_add_rows(ctx, "steps", fit, st->nsteps, 6);
-}
-
-static void probe_annotate(hmb_ctx *ctx, proto_state *st)
-{
-    int best = -1, best_votes = 0;
-    for (int i = 0; i < st->nfound; i++) {
-        int votes = 0;
-        for (int k = 0; k < st->nfound; k++)
-            votes += same_switches(&st->found[i], &st->found[k]);
-        if (votes > best_votes)
-            best = i, best_votes = votes;
-    }
-    double rows[2 * MAX_SWITCHES], after[MAX_SWITCHES], bw[2 * 64];
-    const switch_list *s = best >= 0 ? &st->found[best] : NULL;
-    const int count = s ? s->count : 0;
-    for (int k = 0; k < count; k++) {
-        rows[2 * k] = (double)s->lo_hi[2 * k];
-        rows[2 * k + 1] = (double)s->lo_hi[2 * k + 1];
-        after[k] = s->progressed_after[k];
-    }
-    hmb_result_add_rows(ctx, "switch_bytes", rows, count, 2);
-    hmb_result_add_rows(ctx, "switch_progressed_after", after, count, 1);
-    hmb_result_add_num(ctx, "switch_agreement", st->nfound ? (double)best_votes / st->nfound : NAN);
-    hmb_result_add_num(ctx, "trials", st->trials);
-    hmb_result_add_num(ctx, "trials_run", (double)st->trials_run);
-    hmb_result_add_num(ctx, "trials_without_verdict", (double)st->trials_without_verdict);
-    hmb_result_add_num(ctx, "element_bytes", (double)st->element);
-    int nbw = st->ngrid < 64 ? st->ngrid : 64;
-    for (int g = 0; g < nbw; g++) {
-        bw[2 * g] = (double)st->grid[g];
-        bw[2 * g + 1] = st->transfer_s[g] > 0 ? (double)st->grid[g] / st->transfer_s[g] / 1e6 : NAN;
-    }
-    hmb_result_add_rows(ctx, "bandwidth_MBps", bw, nbw, 2);
-    if (st->view == VIEW_BOTH) {
-        for (int g = 0; g < nbw; g++)
-            bw[2 * g + 1] = st->share_at[g];
-        hmb_result_add_rows(ctx, "outstanding_share", bw, nbw, 2);
-        hmb_result_add_num(ctx, "outstanding_share_max", HMB_PROBE_OUTSTANDING_MAX);
-    }
-    if (st->view == VIEW_STEP)
-        step_annotate(ctx, st);
-    char text[64 * MAX_SWITCHES] = "";
-    for (int k = 0; k < count; k++) {
-        size_t len = strlen(text);
-        snprintf(text + len, sizeof text - len, "%s%zu-%zu%s", k ? " " : "", s->lo_hi[2 * k],
-                 s->lo_hi[2 * k + 1], s->progressed_after[k] ? "(+)" : "");
-    }
-    hmb_result_add_str(ctx, "switches", count ? text : "none");
-    static const char *const meaning[VIEW_COUNT] = {
-        "both sides computed after posting: below a switch the transfer progressed during the compute (eager)",
-        "the sender's request completes without the receiver below a switch (eager or inline send)",
-        "the receiver completes without the sender below a switch (none: it copies by itself, e.g. CMA)",
-        "the receiver completes without the sender below a switch (none: it copies by itself, e.g. CMA)",
-        "the cost of a blocking transfer of fresh data jumps at a switch (up: a handshake; down: one copy, not two)"};
-    hmb_note(ctx, "probe view %s: switches %s (agreement %.2f, %ld trials, %ld without verdict); %s",
-             view_names[st->view], count ? text : "none", st->nfound ? (double)best_votes / st->nfound : 0.0,
-             st->trials_run, st->trials_without_verdict, meaning[st->view]);
-    for (int j = 0; st->view == VIEW_STEP && j < st->nsteps; j++)
-        hmb_note(ctx, "probe view step: the fastest costs step at %.0f-%.0f B: jump %+.3f us, slopes %.4f | %.4f us/KB",
-                 st->steps[j].lo, st->steps[j].hi, st->steps[j].jump * 1e6, st->steps[j].b_left * 1e6 * 1024,
-                 st->steps[j].b_right * 1e6 * 1024);
-}
-
-static void proto_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
-{
-    proto_state *st = state;
-    if (st->test == TEST_PROBE) {
-        probe_annotate(ctx, st);
-        return;
-    }
-    const proto_run *run = hmb_run_data(ctx);
-    const int peers = hmb_size(ctx) - 1;
-    const double per_peer = hmb_memory_per_peer_kB(run->rss_init_kB, st->rss_pairs_kB, peers);
-    hmb_result_add_num(ctx, "rss_init_kB", run->rss_init_kB);
-    hmb_result_add_num(ctx, "rss_pairs_kB", st->rss_pairs_kB);
-    hmb_result_add_num(ctx, "rss_traffic_kB", st->rss_traffic_kB);
-    hmb_result_add_num(ctx, "hwm_kB", st->hwm_kB);
-    hmb_result_add_num(ctx, "per_peer_kB", per_peer);
-    /* projections (a straight line from the peers of this run), not measurements: named so */
-    hmb_result_add_num(ctx, "rss_1000_peers_projected_kB", hmb_memory_projected_kB(run->rss_init_kB, per_peer, 1000));
-    hmb_result_add_num(ctx, "rss_8000_peers_projected_kB", hmb_memory_projected_kB(run->rss_init_kB, per_peer, 8000));
-}
-
-static void proto_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
-{
-    proto_state *st = state;
-    free(st->send);
-    free(st->recv);
-    free(st->reqs);
-    free(st->transfer_s);
-    free(st->share_at);
-    free(st->shares);
-    free(st->cost_s);
-    free(st);
-}
-
 static const hmb_default proto_defaults[] = {
     {"sizes", "1K:1M:x4"}, {"iters", "5"}, {"warmup", "1"}, {"budget", "1s"}, {NULL, NULL}};
 
-static const hmb_option proto_options[] = {
-    {"test", HMB_OPT_CHOICES, "probe", "what to measure", 0, 0, "probe|tradeoff"},
-    {"view", HMB_OPT_CHOICES, "both",
-     "probe: both = both sides compute after posting (does the transfer progress during compute?); "
-     "sender/recv-early/recv-late = whose request completes without the peer's MPI calls; "
-     "step = where the cost of a blocking transfer of fresh data jumps (steps of the cost curve; give a linear --range)",
-     0, 0, "both|sender|recv-early|recv-late|step"},
-    {"range", HMB_OPT_SIZES, "1K:1M", "probe: size grid scanned for switches (then bisected)", 1, 1 << 30, NULL},
-    {"element", HMB_OPT_INT, "8", "probe: bisection resolution in bytes (grid sizes must be multiples)", 1, 1 << 20,
-     NULL},
-    {"trials", HMB_OPT_INT, "5", "probe: trials per size; a size progressed when most of them did", 1, 101, NULL},
-    {"min-compute", HMB_OPT_DURATION, "50us", "probe: least compute per trial (else 2x the transfer time)", 0, 0,
-     NULL},
-    {"window", HMB_OPT_INT, "64", "tradeoff: messages in flight per pair per iteration", 1, 4096, NULL},
-    HMB_OPTION_END};
 
 static const hmb_metric proto_metrics[] = {
     {"switches", "count", "probe: switch points found in --range (this iteration)", 0, 1},
@@ -716,7 +368,7 @@ static const hmb_bench proto_bench = {
     .group = "protocols",
     .summary = "eager/rendezvous switch probe (bisection) and the threshold trade-off: message rate, memory",
     HMB_BENCH_PARAMS(proto_point),
-    .options = proto_options,
+    HMB_BENCH_OPTIONS(proto_opts),
     .no_mock = "the probe judges whether the library moves a message while both sides compute, between two "
                "ranks: a loopback without MPI has no protocol to probe",
     .defaults = proto_defaults,

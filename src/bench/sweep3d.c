@@ -353,7 +353,6 @@ static const hmb_bench sweep_bench = {
     .verify = NULL,
     .teardown = sweep_teardown,
     .annotate = sweep_annotate,
-    .pivot_metrics = "throughput_single_MBps,throughput_multiple_MBps,throughput_partitioned_MBps,"
-                     "throughput_persistent_MBps,throughput_serial_MBps",
+    .pivot_metrics = "throughput_{mode}_MBps,speedup_{mode}_vs_serial", /* every mode's */
 };
 HMB_REGISTER(sweep_bench);

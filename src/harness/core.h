@@ -36,6 +36,8 @@ typedef struct {
 } hmb_metric_list;
 
 int hmb_bench_nmodes(const hmb_bench *b);
+/* text with every "{mode}" replaced by mode, as a new string (free it). */
+char *hmb_metric_name_for(const char *text, const char *mode);
 void hmb_metric_list_build(hmb_metric_list *l, const hmb_bench *b);
 void hmb_metric_list_free(hmb_metric_list *l);
 /* Index of the metric named name[0..len), or -1. */

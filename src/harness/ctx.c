@@ -66,28 +66,6 @@ int hmb_thread_level_at(int choice)
 
 /* ------------------------------------------------------------------ options */
 
-static const char *type_name(int type)
-{
-    static const char *names[] = {"FLAG",     "INT",    "DOUBLE", "SIZES",  "INTS",
-                                  "DURATION", "STRING", "CHOICE", "CHOICES", "CHOICE_ARGS"};
-    return type >= 0 && type < (int)(sizeof names / sizeof names[0]) ? names[type] : "?";
-}
-
-const hmb_optval *hmb_ctx_opt(const hmb_ctx *ctx, const char *name, int type_a, int type_b)
-{
-    const hmb_optval *v = hmb_options_find(&ctx->opt.set, name);
-    if (!v) {
-        fprintf(stderr, "hmb-bench %s: internal error: no option --%s\n", ctx->bench->name, name);
-        abort();
-    }
-    if ((int)v->opt->type != type_a && (int)v->opt->type != type_b) {
-        fprintf(stderr, "hmb-bench %s: internal error: option --%s is %s, read as %s\n", ctx->bench->name,
-                name, type_name(v->opt->type), type_name(type_a));
-        abort();
-    }
-    return v;
-}
-
 const char *hmb_option_text(const hmb_ctx *ctx, const char *name)
 {
     const hmb_optval *v = hmb_options_find(&ctx->opt.set, name);
@@ -96,66 +74,6 @@ const char *hmb_option_text(const hmb_ctx *ctx, const char *name)
         abort();
     }
     return v->present ? v->sval : NULL;
-}
-
-int hmb_opt_flag(const hmb_ctx *ctx, const char *name)
-{
-    return (int)hmb_ctx_opt(ctx, name, HMB_OPT_FLAG, HMB_OPT_FLAG)->ival;
-}
-
-long long hmb_opt_int(const hmb_ctx *ctx, const char *name)
-{
-    return hmb_ctx_opt(ctx, name, HMB_OPT_INT, HMB_OPT_INT)->ival;
-}
-
-double hmb_opt_double(const hmb_ctx *ctx, const char *name)
-{
-    return hmb_ctx_opt(ctx, name, HMB_OPT_DOUBLE, HMB_OPT_DOUBLE)->dval;
-}
-
-int64_t hmb_opt_duration_ns(const hmb_ctx *ctx, const char *name)
-{
-    return hmb_ctx_opt(ctx, name, HMB_OPT_DURATION, HMB_OPT_DURATION)->ns;
-}
-
-const char *hmb_opt_str(const hmb_ctx *ctx, const char *name)
-{
-    const hmb_optval *v = hmb_options_find(&ctx->opt.set, name);
-    int listed = v && v->opt->type == HMB_OPT_CHOICE_ARGS; /* its text too (point labels) */
-    return hmb_ctx_opt(ctx, name, listed ? HMB_OPT_CHOICE_ARGS : HMB_OPT_STRING, HMB_OPT_CHOICE)->sval;
-}
-
-unsigned long long hmb_opt_choices(const hmb_ctx *ctx, const char *name)
-{
-    return (unsigned long long)hmb_ctx_opt(ctx, name, HMB_OPT_CHOICES, HMB_OPT_CHOICES)->ival;
-}
-
-int hmb_opt_choice_args(const hmb_ctx *ctx, const char *name, const long long **choice, const double **arg)
-{
-    const hmb_optval *v = hmb_ctx_opt(ctx, name, HMB_OPT_CHOICE_ARGS, HMB_OPT_CHOICE_ARGS);
-    *choice = v->ints;
-    *arg = v->args;
-    return v->count;
-}
-
-const size_t *hmb_opt_sizes(const hmb_ctx *ctx, const char *name, int *count)
-{
-    const hmb_optval *v = hmb_ctx_opt(ctx, name, HMB_OPT_SIZES, HMB_OPT_SIZES);
-    *count = v->present ? v->count : 0;
-    return v->sizes;
-}
-
-const long long *hmb_opt_ints(const hmb_ctx *ctx, const char *name, int *count)
-{
-    const hmb_optval *v = hmb_ctx_opt(ctx, name, HMB_OPT_INTS, HMB_OPT_INTS);
-    *count = v->present ? v->count : 0;
-    return v->ints;
-}
-
-int hmb_opt_given(const hmb_ctx *ctx, const char *name)
-{
-    const hmb_optval *v = hmb_options_find(&ctx->opt.set, name);
-    return v && v->given;
 }
 
 /* ------------------------------------------------------------------ errors */

@@ -128,7 +128,6 @@ struct hmb_ctx {
 int hmb_thread_level_at(int choice);
 /* An option's effective text as given or defaulted (NULL: unset), for records and messages. */
 const char *hmb_option_text(const hmb_ctx *ctx, const char *name);
-const hmb_optval *hmb_ctx_opt(const hmb_ctx *ctx, const char *name, int type_a, int type_b);
 /* Whether pt has the text parameter name = value. */
 int hmb_point_param_is(const hmb_point *pt, const char *name, const char *value);
 /* "size=4K mode=latency" for messages and table rows. */

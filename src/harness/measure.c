@@ -105,7 +105,7 @@ static int run_iteration(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
         ctx->bench->verify(ctx, state, pt, iter);
     }
     hmb_checks_run(ctx, iter, HMB_AFTER_ITERATION);
-    /* --corrupt-at (test only): learn, one iteration ahead, the highest rank that checks. */
+    /* --inject corrupt (test only): learn, one iteration ahead, the highest rank that checks. */
     if (ctx->hooks.inject[HMB_INJECT_CORRUPT] >= 0 && iter == ctx->hooks.inject[HMB_INJECT_CORRUPT] - 1) {
         int mine = atomic_load(&ctx->hooks.checked_this_iter) ? ctx->run.rank : -1;
         MPI_Allreduce(&mine, &ctx->hooks.corrupt_rank, 1, MPI_INT, MPI_MAX, ctx->run.comm);

@@ -7,8 +7,7 @@
 
 #include "core.h"
 
-/* text with every "{mode}" replaced by mode (a new string). */
-static char *substitute(const char *text, const char *mode)
+char *hmb_metric_name_for(const char *text, const char *mode)
 {
     static const char token[] = "{mode}";
     const size_t tlen = sizeof token - 1, mlen = strlen(mode);
@@ -75,9 +74,9 @@ void hmb_metric_list_build(hmb_metric_list *l, const hmb_bench *b)
                 continue;
             hmb_metric *mt = &l->items[l->count];
             *mt = b->mode_metrics[k];
-            mt->name = l->owned[l->count] = substitute(b->mode_metrics[k].name, b->modes[m].name);
+            mt->name = l->owned[l->count] = hmb_metric_name_for(b->mode_metrics[k].name, b->modes[m].name);
             /* the description is owned too: freed with the list */
-            mt->description = substitute(b->mode_metrics[k].description ? b->mode_metrics[k].description : "",
+            mt->description = hmb_metric_name_for(b->mode_metrics[k].description ? b->mode_metrics[k].description : "",
                                          b->modes[m].name);
             l->slot[k * nmodes + m] = l->count++;
         }

@@ -9,7 +9,7 @@
  *    SECONDS (min 1e-6 = 1 µs).
  *  - Every present value also keeps its text in sval (the effective value as written), so
  *    the run record can list all options uniformly.
- *  - A value may start with '-' (negative numbers: --corrupt-at -1), but never with "--":
+ *  - A value may start with '-' (negative numbers: --min -1), but never with "--":
  *    "--iters --warmup 1" is "--iters needs a value", not iters = "--warmup". */
 #include "core.h"
 

@@ -10,40 +10,63 @@
 #include "output.h"
 #include "pivot.h"
 
-#define PIVOT_MAX_METRICS 8
 #define PIVOT_CELL_WIDTH 12
 
 typedef struct {
     char group[256]; /* "op=pt2pt progress=none" */
     size_t size_bytes;
-    double median[PIVOT_MAX_METRICS];
+    double *median;  /* nmetrics */
 } pivot_cell;
 
 struct hmb_pivot {
     int nmetrics;
-    int metric_index[PIVOT_MAX_METRICS]; /* into bench->metrics, -1 if unknown */
-    char metric_name[PIVOT_MAX_METRICS][48];
+    int *metric_index;  /* into ctx->metrics, -1 if unknown */
+    char **metric_name;
     int count;
-    size_t capacity;
+    size_t capacity, names_capacity;
     pivot_cell *cells;
 };
 
+static void pivot_row(hmb_pivot *pv, const hmb_ctx *ctx, char *name)
+{
+    if (!hmb_table_metric_selected(ctx, name)) { /* --metric names others */
+        free(name);
+        return;
+    }
+    size_t cap = pv->names_capacity;
+    pv->metric_name = hmb_grow(pv->metric_name, &cap, (size_t)pv->nmetrics, sizeof *pv->metric_name);
+    pv->metric_index = hmb_grow(pv->metric_index, &pv->names_capacity, (size_t)pv->nmetrics, sizeof *pv->metric_index);
+    pv->metric_name[pv->nmetrics] = name;
+    pv->metric_index[pv->nmetrics++] = hmb_metric_list_find(&ctx->metrics, name, strlen(name));
+}
+
+/* The rows: bench->pivot_metrics in order; an item with "{mode}" is a row for every mode that
+ * has that metric ("throughput_{mode}_MBps"). No cap: the list is as long as it says. */
 static hmb_pivot *pivot_create(const hmb_ctx *ctx)
 {
     const hmb_bench *b = ctx->bench;
     hmb_pivot *pv = calloc(1, sizeof *pv);
     if (!pv)
         return NULL;
-    const char *p = b->pivot_metrics;
-    while (*p && pv->nmetrics < PIVOT_MAX_METRICS) {
+    for (const char *p = b->pivot_metrics; *p;) {
         size_t n = strcspn(p, ",");
-        char *name = pv->metric_name[pv->nmetrics];
-        snprintf(name, sizeof pv->metric_name[0], "%.*s", (int)n, p);
+        char *item = malloc(n + 1);
+        if (!item)
+            abort();
+        snprintf(item, n + 1, "%.*s", (int)n, p);
         p += n + (p[n] == ',');
-        if (!hmb_table_metric_selected(ctx, name))
-            continue; /* --metric names others */
-        pv->metric_index[pv->nmetrics] = hmb_metric_list_find(&ctx->metrics, name, strlen(name));
-        pv->nmetrics++;
+        if (!strstr(item, "{mode}")) {
+            pivot_row(pv, ctx, item);
+            continue;
+        }
+        for (int m = 0; b->modes && b->modes[m].name; m++) {
+            char *name = hmb_metric_name_for(item, b->modes[m].name);
+            if (hmb_metric_list_find(&ctx->metrics, name, strlen(name)) >= 0)
+                pivot_row(pv, ctx, name);
+            else
+                free(name);
+        }
+        free(item);
     }
     return pv;
 }
@@ -62,6 +85,8 @@ void hmb_pivot_add(hmb_ctx *ctx, const hmb_point *pt, const hmb_summary *summari
     const char *rest = strchr(described, ' ');             /* the row group: all but the size */
     snprintf(c->group, sizeof c->group, "%s", rest ? rest + 1 : "(all)");
     c->size_bytes = pt->size_bytes;
+    if (!(c->median = calloc((size_t)pv->nmetrics + 1, sizeof *c->median)))
+        abort();
     for (int i = 0; i < pv->nmetrics; i++) {
         int m = pv->metric_index[i];
         c->median[i] = summaries && m >= 0 && summaries[m].count > 0 ? summaries[m].median : NAN;
@@ -143,9 +168,16 @@ void hmb_pivot_print(hmb_ctx *ctx)
 
 void hmb_pivot_free(hmb_ctx *ctx)
 {
-    if (ctx->out.pivot) {
-        free(ctx->out.pivot->cells);
-        free(ctx->out.pivot);
-        ctx->out.pivot = NULL;
-    }
+    hmb_pivot *pv = ctx->out.pivot;
+    if (!pv)
+        return;
+    for (int i = 0; i < pv->count; i++)
+        free(pv->cells[i].median);
+    for (int m = 0; m < pv->nmetrics; m++)
+        free(pv->metric_name[m]);
+    free(pv->metric_name);
+    free(pv->metric_index);
+    free(pv->cells);
+    free(pv);
+    ctx->out.pivot = NULL;
 }

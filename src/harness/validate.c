@@ -1,6 +1,6 @@
 /* Data validation: a pattern that depends on (rank, part, iteration) and on every 8-byte
  * word's position, so a swapped, misplaced, missing or stale (previous-iteration) byte is
- * caught; the test-only --corrupt-at switch; the fatal validation report. */
+ * caught; the test-only --inject corrupt switch; the fatal validation report. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +70,7 @@ static int find_mismatch(const unsigned char *p, size_t len, uint64_t base, size
     return 1;
 }
 
-/* Test-only: the first check of iteration --corrupt-at on the chosen rank is corrupted, to
+/* Test-only: the first check of iteration --inject corrupt:I on the chosen rank is corrupted, to
  * prove that validation catches it. Every check calls it (so the harness learns which ranks check). */
 int hmb_corrupt_pick(hmb_ctx *ctx, long iter)
 {
@@ -81,7 +81,7 @@ int hmb_corrupt_pick(hmb_ctx *ctx, long iter)
            atomic_exchange(&ctx->hooks.corrupt_done, 1) == 0;
 }
 
-/* hmb_check against the pattern of generation gen while --corrupt-at keys on the iteration. */
+/* hmb_check against the pattern of generation gen while --inject corrupt keys on the iteration. */
 static int check_pattern(hmb_ctx *ctx, void *buf, size_t len, int rank, int part, long iter, long gen,
                          size_t *bad_offset)
 {

@@ -1,0 +1,93 @@
+/* Private to proto (proto.c: the probe and the trade-off, their metrics and the descriptor;
+ * proto_setup.c: options, points, memory, set-up and the record). The family's description is at
+ * the top of proto.c. */
+#ifndef HMB_BENCH_PROTO_H
+#define HMB_BENCH_PROTO_H
+
+#include "hmb/hmb.h"
+#include "hmb/metrics.h"
+
+enum { TEST_PROBE, TEST_TRADEOFF, TEST_COUNT };
+extern const char *const proto_test_names[TEST_COUNT + 1];
+enum { VIEW_BOTH, VIEW_SENDER, VIEW_RECV_EARLY, VIEW_RECV_LATE, VIEW_STEP, VIEW_COUNT };
+extern const char *const proto_view_names[VIEW_COUNT + 1];
+
+#define PROTO_OPTIONS(X)                                                                                            \
+    X(test, CHOICES, .default_value = "probe", .names = proto_test_names, .help = "what to measure")                \
+    X(view, CHOICES, .default_value = "both", .names = proto_view_names,                                            \
+      .help = "probe: both = both sides compute after posting (does the transfer progress during compute?); "       \
+              "sender/recv-early/recv-late = whose request completes without the peer's MPI calls; step = where "   \
+              "the cost of a blocking transfer of fresh data jumps (steps of the cost curve; give a linear --range)") \
+    X(range, SIZES, .default_value = "1K:1M", .min = 1, .max = 1 << 30,                                             \
+      .help = "probe: size grid scanned for switches (then bisected)")                                             \
+    X(element, INT, .default_value = "8", .min = 1, .max = 1 << 20,                                                 \
+      .help = "probe: bisection resolution in bytes (grid sizes must be multiples)")                               \
+    X(trials, INT, .default_value = "5", .min = 1, .max = 101,                                                      \
+      .help = "probe: trials per size; a size progressed when most of them did")                                   \
+    X(min_compute, DURATION, .default_value = "50us",                                                               \
+      .help = "probe: least compute per trial (else 2x the transfer time)")                                        \
+    X(window, INT, .default_value = "64", .min = 1, .max = 4096,                                                    \
+      .help = "tradeoff: messages in flight per pair per iteration")
+HMB_OPTIONS(proto_opts, PROTO_OPTIONS);
+
+#define PROTO_PARAMS(X) X(test, NAME, .names = proto_test_names) X(view, NAME, .names = proto_view_names) X(window, INT) X(pairs, INT)
+HMB_POINT_PARAMS(proto_point, PROTO_PARAMS);
+enum { M_SWITCHES, M_FIRST_SWITCH, M_RATE, M_BANDWIDTH, M_ITER_TIME };
+enum { TAG_DATA = 1, TAG_TOKEN = 2 };
+
+#define MAX_SWITCHES 8
+#define MAX_FOUND 64            /* iterations whose switch lists are kept for the consensus */
+#define CALIBRATION_ROUND_TRIPS 5
+#define PROBE_ATTEMPTS_PER_TRIAL 3  /* a trial without a verdict is repeated, up to this many times */
+#define STEP_ROUND_TRIPS 15         /* view step: fresh-data round trips per size, the fastest counts */
+#define STEP_BISECT_ROUND_TRIPS 45  /* view step: the same for the three sizes of a bisection step */
+
+typedef struct {
+    int count;
+    size_t lo_hi[2 * MAX_SWITCHES];
+    int progressed_after[MAX_SWITCHES];
+} switch_list;
+
+/* Memory of the run (max over ranks, rank 0): read as early as a benchmark can, in points(). */
+typedef struct {
+    double rss_init_kB, hwm_init_kB;
+} proto_run;
+
+typedef struct {
+    hmb_ctx *ctx;
+    const hmb_point *pt;
+    int test, view, peer, is_sender, trials;
+    long iter;
+    int probe_no;              /* probes in this iteration: the validation pattern's part */
+    size_t element;
+    int ngrid;
+    const size_t *grid;
+    double *transfer_s;        /* per grid size: one-way blocking transfer time (rank 0) */
+    double *share_at;          /* view both, per grid size: median outstanding share (rank 0) */
+    double *shares;            /* view both: this size's trials' shares */
+    double *cost_s;            /* view step, per grid size: fastest fresh-data one-way time, all iterations */
+    hmb_changepoint steps[MAX_SWITCHES]; /* view step: the steps of cost_s (annotate) */
+    int nsteps;
+    double min_compute_s;
+    size_t size;               /* tradeoff: message size */
+    int window;
+    unsigned char *send, *recv;
+    MPI_Request *reqs;
+    int nfound;
+    long trials_run, trials_without_verdict; /* probe: trials made; sizes' trials never judged */
+    switch_list found[MAX_FOUND];
+    double rss_pairs_kB, rss_traffic_kB, hwm_kB;
+} proto_state;
+
+/* proto.c */
+void proto_calibrate_transfers(proto_state *st);
+/* proto_setup.c */
+void proto_check(hmb_ctx *ctx);
+void proto_points(hmb_ctx *ctx, hmb_point_list *out);
+void *proto_setup(hmb_ctx *ctx, const hmb_point *pt);
+void proto_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter);
+void proto_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt);
+void proto_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt);
+void proto_max_memory(hmb_ctx *ctx, double *rss_kB, double *hwm_kB);
+
+#endif
