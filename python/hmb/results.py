@@ -15,6 +15,7 @@ import collections
 import dataclasses
 import json
 import math
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -168,22 +169,103 @@ def read_records(path: Path, bad: list | None = None):
     return records
 
 
-def _parse_line(raw: bytes) -> tuple[str | None, dict | None]:
-    """(problem, record) of one line; (None, None) for a blank line."""
-    if b"\0" in raw:
+# Lines that may hold a number Python cannot use as a double (a run of 20 digits, a 3-digit
+# exponent) or a lone surrogate escape: only these take the slower checks of decode().
+_NUMBER_SHAPE = bytes.maketrans(b"123456789E-", b"000000000e+")   # digits as 0, e, signs as +
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+BLANK = object()                  # decode()'s value for a blank line
+JSON_WHITESPACE = " \t\r\n"   # RFC 8259's; str.strip() would also eat U+2028 and friends
+MAX_INT_DIGITS = 20               # an unsigned 64-bit integer; hmb-bench writes nothing longer
+
+
+class _NotANumber(ValueError):
+    """A number token decode() refuses (its message is the bad line's reason)."""
+
+
+def _constant(name: str):
+    raise _NotANumber(f"{name} is not a JSON number (hmb-bench writes null for a value it has not got)")
+
+
+def _finite_float(text: str) -> float:
+    v = float(text)
+    if not math.isfinite(v):
+        raise _NotANumber(f"the number {text[:24]}{'...' if len(text) > 24 else ''} is beyond a double's range")
+    return v
+
+
+def _bounded_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise _NotANumber(f"an integer of {digits} digits (more than 64 bits)")
+    return int(text)
+
+
+def _lone_surrogate(value) -> str | None:
+    """The first string (or key) of a decoded value holding a lone surrogate, escaped."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return v.encode("utf-8", "backslashreplace").decode("ascii", "replace")[:40]
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return None
+
+
+def decode(data: bytes) -> tuple[str | None, object]:
+    """(problem, value) of one JSON text: the one decoder of hmb's JSON readers (this module's
+    records, `hmb validate`, hmb.load), so they agree on every line. A line is refused, with
+    the reason, for: a NUL byte, bytes that are not UTF-8 (latin-1 text too), what is not JSON
+    (records separated by CR alone included), NaN or Infinity (not JSON; hmb-bench writes
+    null), a number beyond a double's range or an integer beyond 64 bits, a lone surrogate in a
+    string (not Unicode text: it could not be written out again), and nesting too deep.
+    (None, BLANK) for a blank line. A U+2028 inside a string is text like any other."""
+    if b"\0" in data:
         return "a NUL byte (binary data?)", None
     try:
-        line = raw.decode("utf-8").strip()
-    except UnicodeDecodeError:
-        return "not UTF-8 text (binary data?)", None
-    if not line:
-        return None, None
+        text = data.decode("utf-8").strip(JSON_WHITESPACE)
+    except UnicodeDecodeError as e:
+        return (f"not UTF-8 text (byte 0x{data[e.start]:02x} at column {e.start + 1}: binary data, or "
+                "latin-1 text?)"), None
+    if not text:
+        return None, BLANK
+    hooks = {"parse_constant": _constant}
+    shape = data.translate(_NUMBER_SHAPE)
+    if b"0" * MAX_INT_DIGITS in shape or b"e000" in shape or b"e+000" in shape:
+        hooks.update(parse_float=_finite_float, parse_int=_bounded_int)
     try:
-        rec = json.loads(line)
+        value = json.loads(text, **hooks)
     except RecursionError:
         return "JSON nested too deeply", None
-    except ValueError as e:
-        return f"not JSON ({e.msg}; a line cut short?)", None
+    except _NotANumber as e:
+        return f"not JSON: {e}", None
+    except json.JSONDecodeError as e:
+        hint = ("; records separated by CR alone? JSON Lines ends each with LF" if "\r" in text
+                else "; a line cut short?")
+        return f"not JSON ({e.msg} at column {e.colno}{hint})", None
+    except ValueError as e:   # anything else the decoder refuses, in one line
+        return f"not JSON ({str(e).splitlines()[0][:120]})", None
+    if _SURROGATE_ESCAPE.search(data):
+        try:
+            bad = _lone_surrogate(value)
+        except RecursionError:
+            return "JSON nested too deeply", None
+        if bad is not None:
+            return f"a lone surrogate in a string ('{bad}'): not Unicode text", None
+    return None, value
+
+
+def _parse_line(raw: bytes) -> tuple[str | None, dict | None]:
+    """(problem, record) of one line; (None, None) for a blank line."""
+    problem, rec = decode(raw)
+    if problem or rec is BLANK:
+        return problem, None
     if not isinstance(rec, dict):
         return f"a JSON {type(rec).__name__.replace('dict', 'object')}, not a record (an object)", None
     try:
@@ -195,6 +277,15 @@ def _parse_line(raw: bytes) -> tuple[str | None, dict | None]:
 
 def _read(path: Path, bad: list) -> list[tuple[int, dict]]:
     return read_records(path, bad)
+
+
+_SAMPLE_TYPES = frozenset((int, float, type(None)))
+
+
+def only_numbers(values: list) -> bool:
+    """Every item a number or null (not a bool): a --raw samples list, at C speed (10^5 and
+    more items per metric)."""
+    return set(map(type, values)) <= _SAMPLE_TYPES
 
 
 def _is_number(v) -> bool:
@@ -256,7 +347,7 @@ def _malformed(rec: dict) -> str | None:
                 if m.get(field) is not None and not _is_number(m[field]):
                     return f"result record: {name}.{field} must be a number"
         for name, s in (rec.get("samples") or {}).items():
-            if not isinstance(s, list) or not all(_is_number(x) or x is None for x in s):
+            if not isinstance(s, list) or not only_numbers(s):
                 return f"result record: samples.{name} must be a list of numbers"
     return None
 
@@ -307,7 +398,9 @@ def load(paths, warn=True) -> ResultSet:
         for n, rec in records:
             kind = rec.get("type")
             try:
-                text = json.dumps(rec, sort_keys=True)
+                # --raw samples (10^5 and more numbers) are left out of the comparison: a
+                # record's summaries tell it apart, and the encoding took seconds
+                text = json.dumps({k: v for k, v in rec.items() if k != "samples"}, sort_keys=True)
             except RecursionError:
                 text = None
             if text is not None and text in seen:
