@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import errno
 import json
 import math
+import os
 import re
 import statistics
 import sys
@@ -149,9 +151,10 @@ def read_records(path: Path, bad: list | None = None):
     Each line that is not one (cut short, binary, a NUL byte, not UTF-8, nested too deeply, a
     JSON value that is not an object, a record whose fields have the wrong types) is appended
     to `bad` as "FILE:LINE: why" and skipped. A byte-order mark at the start is allowed."""
-    if not path.is_file():
-        raise ResultsError(f"results file not found: {path}" if not path.exists()
-                           else f"{path}: not a regular file")
+    problem = file_problem(path)
+    if problem:
+        raise ResultsError(f"results file not found: {path}" if problem == "no such file"
+                           else f"{path}: {problem}")
     bad = [] if bad is None else bad
     records = []
     try:
@@ -352,8 +355,27 @@ def _malformed(rec: dict) -> str | None:
     return None
 
 
-def _files(paths) -> list[Path]:
-    """The files named (a directory: its *.jsonl), each once, in the order given."""
+def file_problem(path) -> str | None:
+    """Why a path is no file to read (None when it is a regular file, links followed): no such
+    file, a symbolic link loop or to nothing, a directory, a FIFO or device (reading one would
+    block)."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "a symbolic link loop"
+        if os.path.islink(path):
+            return f"a symbolic link to nothing ({os.readlink(path)})"
+        return "no such file" if e.errno == errno.ENOENT else (e.strerror or str(e))
+    if os.path.isdir(path):
+        return "a directory, not a file"
+    return None if os.path.isfile(path) else "not a regular file (a FIFO or a device?)"
+
+
+def _files(paths, skipped: list) -> list[Path]:
+    """The files named (a directory: its *.jsonl), each once, in the order given. A file of a
+    directory that cannot be read (a link loop, a link to nothing, a FIFO) is named in
+    `skipped` as "FILE:0: why"; a file named itself is read (read_records names its problem)."""
     files, seen = [], set()
     for p in map(Path, paths):
         found = [p]
@@ -361,8 +383,16 @@ def _files(paths) -> list[Path]:
             found = sorted(p.glob("*.jsonl"))
             if not found:
                 raise ResultsError(f"no *.jsonl files in {p}")
+            for f in [f for f in found if file_problem(f)]:
+                skipped.append(f"{f}:0: {file_problem(f)}")
+                found.remove(f)
+            if not found:
+                raise ResultsError(f"{skipped[-1]} (and no other *.jsonl file in {p})")
         for f in found:
-            real = f.resolve()
+            try:
+                real = f.resolve(strict=True)
+            except (OSError, RuntimeError):   # named by read_records
+                real = f.absolute()
             if real not in seen:   # the same file twice (or a directory and a file in it)
                 seen.add(real)
                 files.append(f)
@@ -379,8 +409,9 @@ def load(paths, warn=True) -> ResultSet:
     (the file concatenated with itself) is read once. Unreadable lines are skipped, named
     (FILE:LINE: why) on `warn` and counted in ResultSet.bad_lines; duplicates in .duplicates."""
     warn = sys.stderr if warn is True else warn
-    files = _files(paths)
-    runs, launches, results, failures, bad_lines, conformance = {}, [], [], [], [], []
+    bad_lines = []
+    files = _files(paths, bad_lines)
+    runs, launches, results, failures, conformance = {}, [], [], [], []
     duplicates = 0
     # The descriptors a sweep recorded beside its results, else those of the local build.
     described = dict(descriptors.local())
@@ -392,7 +423,8 @@ def load(paths, warn=True) -> ResultSet:
             if file_bad:
                 raise ResultsError(f"{file_bad[0]} (and no readable hmb-bench record in the file"
                                    f"{f'; {len(file_bad)} bad lines' if len(file_bad) > 1 else ''})")
-            raise ResultsError(f"{path}: no hmb-bench records (is it a JSON Lines results file?)")
+            raise ResultsError(_failed_launches(path, records)
+                               or f"{path}: no hmb-bench records (is it a JSON Lines results file?)")
         file_runs, file_launches, last_run_of_tag, items = {}, {}, {}, []
         seen, sweep_no, file_dups = set(), 0, 0
         for n, rec in records:
@@ -452,6 +484,47 @@ def load(paths, warn=True) -> ResultSet:
         r.desc = described.get(r.bench)
     return ResultSet(results, runs, launches, failures, [str(f) for f in files], described,
                      bad_lines, duplicates, conformance)
+
+
+def _failed_launches(path: Path, records: list) -> str | None:
+    """When a sweep's every launch failed (its file holds launch records, no run header): one
+    line saying so, how many, and why (hmb-bench's own line from the sweep's log, the most
+    common reason first); None otherwise."""
+    last = {}
+    for _, r in records:
+        if r.get("type") == "launch":
+            last[r.get("tag")] = r
+    failed = [r for r in last.values() if r.get("status") != "done"]
+    if not failed or len(failed) < len(last):
+        return None
+    log = path.with_name(path.name + ".log")
+    why = collections.Counter(_launch_failure(log, r) for r in failed)
+    reasons = "; ".join(f"{n} × {w}" if len(failed) > 1 else w for w, n in why.most_common(2))
+    more = f"; {len(why) - 2} other reasons" if len(why) > 2 else ""
+    return (f"{path}: all {len(failed)} launch{'es' if len(failed) != 1 else ''} failed, no results: "
+            f"{reasons}{more} (each launch's output: {log})")
+
+
+def _launch_failure(log: Path, launch: dict) -> str:
+    """Why a launch failed: from its part of the sweep's log (sweep.failure_reason), else its
+    exit status."""
+    from .sweep import log_reason
+    rc = launch.get("rc")
+    rc = rc if isinstance(rc, int) and not isinstance(rc, bool) else 1
+    if rc == 124:
+        return "killed by the launch timeout"
+    try:
+        with open(log, "rb") as f:
+            text = f.read()
+    except OSError:
+        return f"exit {rc}"
+    headers = list(re.finditer(rb"^### [^\n]* " + re.escape(str(launch.get("tag")).encode("utf-8", "replace"))
+                               + rb": [^\n]*\n", text, re.MULTILINE))
+    if not headers:
+        return f"exit {rc}"
+    start = headers[-1].end()
+    end = text.find(b"\n### ", start)
+    return f"exit {rc}: {log_reason(text[start:end if end >= 0 else len(text)].decode('utf-8', 'replace'), rc)}"
 
 
 def _mixed_types(numbered: list, bad_lines: list) -> list:

@@ -591,7 +591,12 @@ def failure_reason(path: Path, offset: int, rc: int, timeout: float = 0) -> str:
     last line."""
     with open(path, errors="replace") as f:
         f.seek(offset)
-        lines = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
+        return log_reason(f.read(), rc, timeout)
+
+
+def log_reason(text: str, rc: int, timeout: float = 0) -> str:
+    """failure_reason of one launch's part of the log, given as text."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     own = [ln[ln.index("hmb-bench"):] for ln in lines
            if re.search(r"(^|\W)hmb-bench( [a-z0-9_]+)?: (?!warning:)", ln)]
     if own:

@@ -95,11 +95,13 @@ def validate_file(path: Path) -> tuple[int, list[str]]:
 
 
 def main(paths: list[str], out=print) -> int:
+    from .results import file_problem
     total, bad = 0, []
     for p in paths:
         path = Path(p)
-        if not path.is_file():
-            bad.append(f"{p}:0: {'not a file' if path.exists() else 'no such file'}")
+        problem = file_problem(path)
+        if problem:
+            bad.append(f"{p}:0: {problem}")
             continue
         n, b = validate_file(path)
         total += n
