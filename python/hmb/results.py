@@ -677,3 +677,36 @@ def fmt_num(v: float) -> str:
     if a >= 10:
         return f"{v:.1f}"
     return f"{v:.2f}"
+
+
+_MD_SPECIAL = re.compile(r"([\\\[\]<>|])")
+# What starts a block at a line's start: a quote, a heading or list item (before a space), a
+# fence, a rule or setext underline (a line of = - _ *); a number with . or ) before a space.
+_MD_LINE_START = re.compile(r"^(>|[#+*-](?=\s|$)|```|~~~|[=_*-]+\s*$)")
+_MD_ORDERED = re.compile(r"^(\d{1,9})([.)])(?=\s|$)")
+
+
+def md_text(value) -> str:
+    """Text from a file (a study, a results file) as one line of markdown that reads as the text:
+    line breaks and control characters become spaces, and what would make a link, an image,
+    HTML, a table cell or a heading ([ ] < > | \\, a leading #) is escaped ("Fig. 1](x)" stays
+    text, never a link)."""
+    text = "".join(" " if not c.isprintable() else c for c in str(value))
+    text = _MD_SPECIAL.sub(r"\\\1", text)
+    return _MD_ORDERED.sub(r"\1\\\2", _MD_LINE_START.sub(r"\\\1", text))
+
+
+def md_code(text: str) -> str:
+    """text as a fenced markdown block, its fence longer than any run of backticks inside."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text}\n{fence}"
+
+
+LABEL_CHARS = 80   # the most characters of one label a figure draws (a 100k-character one took 4 min)
+
+
+def clip_text(text, limit: int = LABEL_CHARS) -> str:
+    """Text for a figure's label, legend or title: at most `limit` characters (cut with …)."""
+    text = str(text)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
