@@ -367,8 +367,7 @@ def make_parser() -> argparse.ArgumentParser:
         bad = [x for x in libs if x not in mpi.KNOWN]
         if not libs or bad:
             raise UsageError(f"conform --mpi: unknown MPI '{','.join(bad) or a.mpi}' (choose from {', '.join(mpi.KNOWN)})")
-        only = [x.strip() for x in a.check.split(",") if x.strip()] if a.check else None
-        return conform.run(libs, a.json, only)
+        return conform.run(libs, a.json, conform.parse_checks(a.check))
     cf.set_defaults(func=cmd_conform)
 
     va = sub.add_parser("validate", help="check HMB output files against the JSON Schema",

@@ -48,7 +48,7 @@ def script(cfg: Config, config_path: str, nodes: int, ranks_per_node: int, threa
            job_name: str = "hmb-sweep", mpi: str | None = None) -> str:
     if nodes < 1 or ranks_per_node < 1 or threads < 1:
         raise ConfigError("--nodes, --ranks-per-node and --threads must be at least 1")
-    if not TIME_RE.match(time):
+    if not TIME_RE.fullmatch(time):   # match's $ let a trailing newline through
         raise ConfigError(f"--time {time!r}: expected [D-]HH:MM:SS, MM:SS or minutes")
     _sbatch_value("--job-name", job_name)
     if partition:
