@@ -230,7 +230,7 @@ def decode(data: bytes) -> tuple[str | None, object]:
     string (not Unicode text: it could not be written out again), and nesting too deep.
     (None, BLANK) for a blank line. A U+2028 inside a string is text like any other."""
     if b"\0" in data:
-        return "a NUL byte (binary data?)", None
+        return "a NUL byte (binary data, or UTF-16 text?)", None
     try:
         text = data.decode("utf-8").strip(JSON_WHITESPACE)
     except UnicodeDecodeError as e:
@@ -251,7 +251,8 @@ def decode(data: bytes) -> tuple[str | None, object]:
     except json.JSONDecodeError as e:
         hint = ("; records separated by CR alone? JSON Lines ends each with LF" if "\r" in text
                 else "; a line cut short?")
-        return f"not JSON ({e.msg} at column {e.colno}{hint})", None
+        where = f"line {e.lineno} column {e.colno}" if e.lineno > 1 else f"column {e.colno}"
+        return f"not JSON ({e.msg} at {where}{hint})", None
     except ValueError as e:   # anything else the decoder refuses, in one line
         return f"not JSON ({str(e).splitlines()[0][:120]})", None
     if _SURROGATE_ESCAPE.search(data):

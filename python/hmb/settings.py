@@ -51,12 +51,12 @@ def _family(mpi: str) -> str:
     return mpi
 
 
-MAX_THRESHOLD = 1 << 40   # far beyond any library's (Intel MPI's cells: 64 MB); a bound for the arithmetic
+MAX_THRESHOLD = 1 << 40   # 1024G: far beyond any library's (Intel MPI's cells: 64 MB); a bound for the arithmetic
 
 
 def parse_bytes(text) -> int:
     """Bytes from 16384, "16384", "16K", "1M" (powers of two, like hmb-bench sizes), at most
-    MAX_THRESHOLD (1T): a 23-digit threshold was printed back as variables."""
+    MAX_THRESHOLD (1024G): a 23-digit threshold was printed back as variables."""
     if isinstance(text, int) and not isinstance(text, bool):
         n = text
     else:
@@ -66,7 +66,7 @@ def parse_bytes(text) -> int:
             raise ValueError(f"'{shown[:40]}' is not a byte count (write e.g. 16384, 16K or 1M)")
         n = int(m.group(1)) * _UNITS[m.group(2).upper()]
     if not 0 <= n <= MAX_THRESHOLD:
-        raise ValueError(f"{n} bytes is no eager threshold (at most 1T; the libraries take up to 64M)")
+        raise ValueError(f"{n} bytes is no eager threshold (at most 1024G; the libraries take up to 64M)")
     return n
 
 

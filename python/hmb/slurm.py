@@ -10,6 +10,7 @@ import shlex
 
 from .sweep import Config, ConfigError, expand
 
+MAX_COUNT = 1 << 20   # a bound for the #SBATCH lines (a 31-digit --nodes was written as is)
 TIME_RE = re.compile(r"^(\d+-)?\d{1,3}(:\d{2}){0,2}$")
 # #SBATCH lines are not shell: a value is written as is, so it must be one plain word
 # (a newline would end the line and stop sbatch reading every #SBATCH after it).
@@ -48,6 +49,9 @@ def script(cfg: Config, config_path: str, nodes: int, ranks_per_node: int, threa
            job_name: str = "hmb-sweep", mpi: str | None = None) -> str:
     if nodes < 1 or ranks_per_node < 1 or threads < 1:
         raise ConfigError("--nodes, --ranks-per-node and --threads must be at least 1")
+    if max(nodes, ranks_per_node, threads) > MAX_COUNT:
+        raise ConfigError(f"--nodes, --ranks-per-node and --threads must be at most {MAX_COUNT:,} "
+                          f"(got {max(nodes, ranks_per_node, threads):,})")
     if not TIME_RE.fullmatch(time):   # match's $ let a trailing newline through
         raise ConfigError(f"--time {time!r}: expected [D-]HH:MM:SS, MM:SS or minutes")
     _sbatch_value("--job-name", job_name)

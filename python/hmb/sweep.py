@@ -18,6 +18,7 @@ import fcntl
 import hashlib
 import itertools
 import json
+import math
 import os
 import random
 import re
@@ -113,6 +114,8 @@ def _check_args(args, what: str) -> dict:
                 raise ConfigError(f"{what}.{key}: expected text, number, boolean or a list of them")
             if isinstance(v, str) and any(ord(c) < 32 or ord(c) == 127 for c in v):
                 raise ConfigError(f"{what}.{key}: {v!r} holds a control character (NUL, newline, ...)")
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ConfigError(f"{what}.{key}: {v} is not a finite number")
         if not re.fullmatch(r"[a-z][a-z0-9_-]*", str(key)):
             raise ConfigError(f"{what}: {key!r} is not an option name (lower-case letters, digits, - and _)")
         if key in ("threads", "json", "raw"):

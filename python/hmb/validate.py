@@ -73,8 +73,8 @@ def records(path: Path):
     first = next((i for i, line in enumerate(lines) if line.strip(b" \t\r\n")), None)
     if first is not None and (decode(lines[first])[0] or "").startswith("not JSON ("):
         problem, doc = decode(data)     # one indented document
-        if problem is None:
-            yield first + 1, doc, None
+        if problem is None or not problem.startswith("not JSON ("):   # a whole document (NaN in it: said once)
+            yield first + 1, doc, problem
             return
     for i, line in enumerate(lines, 1):
         problem, value = decode(line)

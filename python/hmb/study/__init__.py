@@ -224,5 +224,5 @@ def load(name: str) -> Study:
     if name.endswith(".toml") or os.sep in name:
         return load_file(name)
     if name not in names():
-        raise StudyError(f"no study {shown(name[:100])!r} (hmb study list names them: {', '.join(names())})")
+        raise StudyError(f"no study '{shown(name[:100])}' (hmb study list names them: {', '.join(names())})")
     return load_file(studies_dir() / f"{name}.toml")

@@ -6,6 +6,7 @@ finished launches are kept, `--resume` continues, and the machine lock applies.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -279,10 +280,12 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
     from . import fit
     if repeats is not None and repeats < 1:
         raise StudyError(f"--repeats: expected a positive integer, got {repeats}")
+    if outdir is not None and not str(outdir).strip():
+        raise StudyError("--out: an empty directory name (leave --out out for results/study-NAME)")
     mpis = _mpis(mpi)
     study = load(name)
-    if figure and figure not in [f["id"] for f in study.figures + study.tables]:
-        raise StudyError(f"study {study.name}: no figure or table {shown(figure)[:80]!r} (has: "
+    if figure is not None and figure not in [f["id"] for f in study.figures + study.tables]:
+        raise StudyError(f"study {study.name}: no figure or table '{shown(figure)[:80]}' (has: "
                          f"{', '.join(f['id'] for f in study.figures + study.tables)})")
     mode = mode or default_mode(study)
     for line in study.not_run(figure):
@@ -302,12 +305,11 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
         print(f"hmb study: {header}", file=sys.stderr)
         for c in changes:
             print(f"  {c}", file=sys.stderr)
-    if dry_run:   # nothing written: the config goes to a temporary directory
-        with tempfile.TemporaryDirectory(prefix="hmb-study-") as tmp:
-            cfg = sweep.load(str(_write_config(Path(tmp), data, comment)), mpis_override=mpis)
+    with checked_config(study, data, comment, mpis) as cfg:   # refused before anything is written
+        if dry_run:
             rc = sweep.run(cfg, dry_run=True, skip_missing=True, quiet=quiet)
-        print(f"hmb study: --dry-run: nothing written (a run would write {out})", file=sys.stderr)
-        return rc
+            print(f"hmb study: --dry-run: nothing written (a run would write {out})", file=sys.stderr)
+            return rc
     claim_dir(out, study, data)
     done = out / "results.jsonl"
     if done.exists() and done.stat().st_size > 0 and not resume:
@@ -326,16 +328,43 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
     return rc
 
 
+@contextlib.contextmanager
+def checked_config(study, data: dict, comment: str, mpis=None):
+    """The grid as hmb sweep reads it (sweep.load and its expansion), from a temporary copy:
+    a grid hmb sweep refuses (an unknown MPI, a timeout without a unit, too many launches) is a
+    StudyError naming the study file, before anything is written to the study directory.
+    Yields the loaded config (its file is gone after the with block)."""
+    from .. import sweep
+    with tempfile.TemporaryDirectory(prefix="hmb-study-") as tmp:
+        path = _write_config(Path(tmp), data, comment)
+        try:
+            cfg = sweep.load(str(path), mpis_override=mpis)
+            sweep.expand(cfg, probe_mpi=False)
+        except sweep.ConfigError as e:
+            raise StudyError(f"{shown(study.path)}: {str(e).replace(f'{path}: ', '').replace(str(path), 'its grid')}") \
+                from None
+        yield cfg
+
+
+def _check_options(study, cfg) -> None:
+    """Each launch's options against the benchmarks' descriptors of the local build, as hmb sweep
+    checks them before its first launch (a study's iters = "5x" would otherwise be found on the
+    cluster); skipped when no hmb-bench is built here."""
+    from .. import descriptors, sweep
+    described = descriptors.local()   # {} with no build here: the cluster's hmb sweep checks them
+    try:
+        sweep.check_launches(sweep.expand(cfg, probe_mpi=False), described, "srun", None)
+    except sweep.ConfigError as e:
+        raise StudyError(f"{shown(study.path)}: {e}") from None
+
+
 def check_metrics(study, data: dict) -> None:
     """Before any launch: each metric the run's figures and tables read (y, a table's rows) is
     one hmb-bench's descriptor names for the bench, or a reading (*_kB); a study naming another
     is refused in one line (a misspelt row was found only after the launches). Skipped when no
     hmb-bench is built to describe the benchmarks."""
     from .. import descriptors, tidy
-    try:
-        described = descriptors.local()
-    except Exception:   # no build, or one that cannot describe itself: the report will say
-        return
+    described = descriptors.local()   # {} with no build here
     ran = {b["name"] for b in data["bench"]}
     for kind, decls, key in (("figure", study.figures, "y"), ("table", study.tables, "rows")):
         for d in decls:
@@ -361,9 +390,11 @@ def slurm_config(name: str) -> str:
     data["sweep"]["output"] = str(out / "results.jsonl")
     for line in study.not_run():
         print(f"hmb study: {line}", file=sys.stderr)
+    comment = f"hmb slurm --study {study.name} (as published): the grid of study.toml beside this file"
+    with checked_config(study, data, comment) as cfg:
+        _check_options(study, cfg)
     claim_dir(out, study, data, what="hmb slurm --study")
-    path = _write_config(out, data, f"hmb slurm --study {study.name} (as published): the grid of study.toml "
-                         "beside this file")
+    path = _write_config(out, data, comment)
     write_file(out / "study.toml", study.path.read_bytes())
     return str(path)
 
