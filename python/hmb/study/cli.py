@@ -440,8 +440,14 @@ def _columns_missing(decl: dict, df, keys: tuple) -> str | None:
         col = decl.get(key)
         if col is not None and col not in have:
             params = sorted(c for c in have if c not in tidy.CONTEXT)
-            return (f"its {key} {shown(col)[:60]!r} is not a column of this run's {decl.get('bench')} results "
+            return (f"its {key} '{shown(col)[:60]}' is not a column of this run's {decl.get('bench')} results "
                     f"(they have: {', '.join(params) or 'no parameters'})")
+    key = "y" if "y" in decl else "rows"
+    wanted = decl.get(key) if isinstance(decl.get(key), list) else [decl.get(key)]
+    metrics = set(rows["metric"].dropna()) | {c for c in have if tidy.is_reading(c)}
+    if wanted and not any(m in metrics for m in wanted):
+        return (f"its {key} '{shown(', '.join(map(str, wanted)))[:60]}' is no metric of this run's {decl.get('bench')} "
+                f"results (they have: {', '.join(sorted(metrics)) or 'none'})")
     return None
 
 
