@@ -125,6 +125,8 @@ def cmd_compare(args) -> int:
 
 def cmd_slurm(args) -> int:
     from . import slurm, sweep
+    slurm.check_options(args.nodes, args.ranks_per_node, args.threads, args.time, args.partition, args.account,
+                        args.job_name)
     if args.study:   # hmb slurm --study NAME: the study as published (study/cli.py writes its config)
         from .study import StudyError
         from .study import cli as study_cli

@@ -44,9 +44,10 @@ def check(cfg: Config, nodes: int, ranks_per_node: int, threads: int) -> None:
                               f"CPUs per rank")
 
 
-def script(cfg: Config, config_path: str, nodes: int, ranks_per_node: int, threads: int,
-           time: str = "01:00:00", partition: str | None = None, account: str | None = None,
-           job_name: str = "hmb-sweep", mpi: str | None = None) -> str:
+def check_options(nodes: int, ranks_per_node: int, threads: int, time: str = "01:00:00",
+                  partition: str | None = None, account: str | None = None, job_name: str = "hmb-sweep") -> None:
+    """The allocation's options (one ConfigError line): checked before anything is written
+    (slurm --study wrote its config before a bad --time was refused)."""
     if nodes < 1 or ranks_per_node < 1 or threads < 1:
         raise ConfigError("--nodes, --ranks-per-node and --threads must be at least 1")
     if max(nodes, ranks_per_node, threads) > MAX_COUNT:
@@ -59,6 +60,12 @@ def script(cfg: Config, config_path: str, nodes: int, ranks_per_node: int, threa
         _sbatch_value("--partition", partition)
     if account:
         _sbatch_value("--account", account)
+
+
+def script(cfg: Config, config_path: str, nodes: int, ranks_per_node: int, threads: int,
+           time: str = "01:00:00", partition: str | None = None, account: str | None = None,
+           job_name: str = "hmb-sweep", mpi: str | None = None) -> str:
+    check_options(nodes, ranks_per_node, threads, time, partition, account, job_name)
     for what, value in (("config", config_path), ("--results", cfg.output), ("--mpi", mpi or "")):
         _no_control(what, value)
     check(cfg, nodes, ranks_per_node, threads)
