@@ -71,11 +71,14 @@ def cmd_run(args) -> int:
         raise UsageError(f"--timeout: {e}") from None
     if args.metric and "metric" not in launch.parse_bench_argv(args.bench_args):
         args.bench_args = list(args.bench_args) + ["--metric", args.metric]   # every table, not only the summary
+    if args.ranks_per_node is not None and args.ranks_per_node < 1:
+        raise UsageError("--ranks-per-node must be at least 1")
+    args.hosts = launch.parse_hosts(args.hosts)
     target = launch.prepare(args.mpi, build="always" if args.rebuild else "missing")
     if args.repeats == 1:
         return launch.run_bench(target, args.bench, args.bench_args, args.ranks, args.threads,
                                 json_path=args.json, launcher=args.launcher, timeout=timeout or None,
-                                dry_run=args.dry_run)
+                                dry_run=args.dry_run, hosts=args.hosts, ranks_per_node=args.ranks_per_node)
     return repeats.run(target, args, timeout or None)
 
 
@@ -218,6 +221,10 @@ def make_parser() -> argparse.ArgumentParser:
                    help="auto: srun inside a Slurm allocation (SLURM_JOB_ID set), else mpiexec")
     r.add_argument("--timeout", metavar="DURATION",
                    help="kill a launch after this long (30s, 5min; 0 = never, the default)")
+    r.add_argument("--hosts", metavar="lab|lab:NAME|FILE",
+                   help="launch across hosts: the nodes of the lab that is up (hmb lab up; docs/lab.md) or the "
+                   "hosts of a hostfile; ranks are spread evenly (one per node for 2 ranks on 2 nodes)")
+    r.add_argument("--ranks-per-node", type=int, metavar="R", help="with --hosts or srun: R ranks on each node")
     r.add_argument("--repeats", type=int, default=1, metavar="N",
                    help="launch N times (the same command) and show, per point and metric, the median "
                    "of launch medians, their min-max and the within-launch 95%% CI (default 1)")
@@ -417,10 +424,59 @@ def make_parser() -> argparse.ArgumentParser:
         return 0
     se.set_defaults(func=cmd_settings)
 
+    add_lab_parser(sub)
+
     # hmb study: the seed studies (hmb/study/, python/hmb/studies/*.toml)
     from .study import cli as study_cli
     study_cli.add_parser(sub)
     return p
+
+
+def add_lab_parser(sub) -> None:
+    """hmb lab up|down|status|exec: nodes on one machine (hmb/lab.py, docs/lab.md)."""
+    from . import lab
+    la = sub.add_parser("lab", help="a lab of N nodes on this machine (namespaces on a bridge; root)",
+                        description="Lay out N nodes on this machine, each its own network and UTS namespace "
+                        "(hostname) on one bridge with an address and its share of the CPUs, so MPI traffic between "
+                        "ranks on different nodes takes the library's network path (TCP); optionally a real Slurm "
+                        "on them. hmb run/sweep/study/check --hosts lab launch across them (docs/lab.md).")
+    ls = la.add_subparsers(dest="lab_cmd", metavar="{up,down,status,exec}", required=True, parser_class=_Parser)
+    up = ls.add_parser("up", help="create the nodes (and with --slurm, munged, slurmctld and a slurmd per node)")
+    up.add_argument("--nodes", type=int, default=2, help="nodes (default 2)")
+    up.add_argument("--subnet", metavar="CIDR", help="a private IPv4 /24 (default: one chosen from the name)")
+    up.add_argument("--slurm", action="store_true", help="also start Slurm on the nodes (scripts/slurm-lab.sh "
+                    "up installs it); prints the SLURM_CONF to export")
+    dn = ls.add_parser("down", help="stop every process in the nodes and remove namespaces, links, hosts entries")
+    st = ls.add_parser("status", help="the nodes, their addresses, CPUs and processes (exit 1 if not up)")
+    ex = ls.add_parser("exec", help="run a command inside a node: hmb lab exec NODE -- COMMAND ...")
+    ex.add_argument("node", metavar="NODE", help="a node's hostname or address")
+    for q in (up, dn, st, ex):
+        q.add_argument("--name", default=lab.DEFAULT_NAME, help=f"the lab's name (default {lab.DEFAULT_NAME})")
+
+    def cmd_lab(a) -> int:
+        try:
+            if a.lab_cmd == "up":
+                made = lab.up(a.name, a.nodes, a.subnet)
+                conf = None
+                if a.slurm:
+                    try:
+                        conf = lab.slurm_up(made)
+                    except BaseException:
+                        lab.down(a.name, quiet=True)
+                        raise
+                lab.status(a.name)
+                if conf:
+                    print(f"export SLURM_CONF={conf}")
+                return 0
+            if a.lab_cmd == "down":
+                lab.down(a.name)
+                return 0
+            if a.lab_cmd == "status":
+                return lab.status(a.name)
+            return lab.main_exec(a.name, a.node, a.program)
+        except lab.LabError as e:
+            raise UsageError(str(e)) from None
+    la.set_defaults(func=cmd_lab, program=[])
 
 
 def _split_run_argv(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -440,7 +496,7 @@ def main(argv=None) -> int:
     if is_run:
         args, unknown = parser.parse_known_args(own)
         args.bench_args = unknown + passthrough
-    elif own and own[0] == "advise":   # the program to verify follows --
+    elif own and own[0] in ("advise", "lab"):   # the program to verify (run) follows --
         args = parser.parse_args(own)
         args.program = passthrough
     else:
