@@ -88,6 +88,7 @@ def cmd_sweep(args) -> int:
                      output_override=args.output)
     if args.launcher:
         cfg.launcher = args.launcher
+    cfg.hosts = args.hosts
     cfg.max_launches = args.max_launches
     return sweep.run(cfg, resume=args.resume, dry_run=args.dry_run, overwrite=args.overwrite,
                      ranks_per_node=args.ranks_per_node, build="always" if args.rebuild else "missing")
@@ -123,16 +124,20 @@ def cmd_slurm(args) -> int:
         if args.config:
             raise UsageError("slurm: give a CONFIG or --study NAME, not both")
         try:
-            args.config = study_cli.slurm_config(args.study)
+            args.config = study_cli.slurm_config(args.study, fit_cores=args.nodes * args.ranks_per_node * args.threads
+                                                 if args.fit else None)
         except StudyError as e:
             raise UsageError(str(e)) from None
+    elif args.fit:
+        raise UsageError("slurm: --fit goes with --study NAME")
     elif not args.config:
         raise UsageError("slurm: give a CONFIG.toml or --study NAME")
     cfg = sweep.load(args.config, mpis_override=args.mpi.split(",") if args.mpi else None,
                      output_override=args.results)
     text = slurm.script(cfg, args.config, args.nodes, args.ranks_per_node, args.threads,
                         time=args.time, partition=args.partition, account=args.account,
-                        job_name=args.job_name, mpi=args.mpi)
+                        job_name=args.job_name, mpi=args.mpi, hosts=args.hosts,
+                        study_dir=str(Path(args.config).parent) if args.study else None)
     if args.output in (None, "-"):
         sys.stdout.write(text)
     else:
@@ -247,7 +252,9 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--overwrite", action="store_true", help="start over, deleting an existing output")
     s.add_argument("--mpi", metavar="LIST", help="only these MPIs (comma-separated), overriding the config")
     s.add_argument("--launcher", choices=("auto", "mpiexec", "srun"), help="override sweep.launcher")
-    s.add_argument("--ranks-per-node", type=int, help="with srun: spread ranks over ceil(ranks/R) nodes")
+    s.add_argument("--ranks-per-node", type=int, help="with srun or --hosts: spread ranks over ceil(ranks/R) nodes")
+    s.add_argument("--hosts", metavar="lab|lab:NAME|FILE", help="launch across the lab's nodes (hmb lab up) or a "
+                   "hostfile's hosts; ranks spread evenly unless --ranks-per-node (docs/lab.md)")
     s.add_argument("--rebuild", action="store_true", help="run an incremental build of hmb-bench first")
     s.add_argument("--max-launches", type=int, default=sweep_limits.MAX_LAUNCHES, metavar="N",
                    help=f"refuse grids of more launches (default {sweep_limits.MAX_LAUNCHES})")
@@ -288,6 +295,10 @@ def make_parser() -> argparse.ArgumentParser:
     sl.add_argument("--job-name", default="hmb-sweep")
     sl.add_argument("--mpi", help="only these MPIs (comma-separated; e.g. system)")
     sl.add_argument("--results", metavar="FILE", help="results file (default: sweep.output)")
+    sl.add_argument("--fit", action="store_true", help="with --study: the study fitted to the allocation's "
+                    "nodes x ranks-per-node x threads cores (default: as published)")
+    sl.add_argument("--hosts", metavar="lab|lab:NAME", help="the allocation is on an hmb lab: its network settings "
+                    "and path check (docs/lab.md)")
     sl.add_argument("-o", "--output", metavar="FILE", help="script file (default: stdout)")
     sl.set_defaults(func=cmd_slurm)
 
@@ -444,8 +455,8 @@ def add_lab_parser(sub) -> None:
     up = ls.add_parser("up", help="create the nodes (and with --slurm, munged, slurmctld and a slurmd per node)")
     up.add_argument("--nodes", type=int, default=2, help="nodes (default 2)")
     up.add_argument("--subnet", metavar="CIDR", help="a private IPv4 /24 (default: one chosen from the name)")
-    up.add_argument("--slurm", action="store_true", help="also start Slurm on the nodes (scripts/slurm-lab.sh "
-                    "up installs it); prints the SLURM_CONF to export")
+    up.add_argument("--slurm", action="store_true", help="also start Slurm on the nodes (on a lab already up: "
+                    "only Slurm; scripts/slurm-lab.sh up installs it); prints the SLURM_CONF to export")
     dn = ls.add_parser("down", help="stop every process in the nodes and remove namespaces, links, hosts entries")
     st = ls.add_parser("status", help="the nodes, their addresses, CPUs and processes (exit 1 if not up)")
     ex = ls.add_parser("exec", help="run a command inside a node: hmb lab exec NODE -- COMMAND ...")
@@ -456,9 +467,11 @@ def add_lab_parser(sub) -> None:
     def cmd_lab(a) -> int:
         try:
             if a.lab_cmd == "up":
-                made = lab.up(a.name, a.nodes, a.subnet)
+                made = lab.load(a.name) if a.slurm and lab.is_up(a.name) else lab.up(a.name, a.nodes, a.subnet)
                 conf = None
-                if a.slurm:
+                if a.slurm and lab.slurm_running(made):
+                    conf = lab.slurm_conf(made)
+                elif a.slurm:
                     try:
                         conf = lab.slurm_up(made)
                     except BaseException:

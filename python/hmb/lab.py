@@ -473,7 +473,7 @@ def path_of(flavor: str, text: str) -> tuple[str | None, str]:
         hits = _OMPI_TCP.findall(text)
         if hits:
             host, a, b = hits[0]
-            return "tcp", f"Open MPI btl tcp: {host} connect() to {a or b}"
+            return "tcp", f"Open MPI btl tcp: {host} connect() to {(a or b).rstrip(',.')}"
         return None, "Open MPI printed no btl tcp connection between the nodes (btl_base_verbose 30)"
     cfgs = _UCX_CFG.findall(text)
     if not cfgs:
@@ -541,6 +541,22 @@ def _slurm_conf_text(lab: Lab) -> str:
         f"PartitionName=lab Nodes={','.join(lab.hostnames)} Default=YES MaxTime=INFINITE State=UP",
         "",
     ])
+
+
+def is_up(name: str) -> bool:
+    try:
+        return _complete(load(name))
+    except LabError:
+        return False
+
+
+def slurm_running(lab: Lab) -> bool:
+    """Is this lab's slurmctld alive (its pid file names a live process in the first node)?"""
+    try:
+        pid = int((lab.dir / "slurm" / "slurmctld.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return False
+    return pid in processes(lab.name).get(lab.nodes[0].name, [])
 
 
 def slurm_missing() -> list[str]:

@@ -39,6 +39,8 @@ def add_parser(sub) -> None:
     r.add_argument("-o", "--out", "--output-dir", dest="out", metavar="DIR", help="default results/study-NAME")
     r.add_argument("--dry-run", action="store_true", help="print the launches, run nothing")
     r.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    r.add_argument("--hosts", metavar="lab|lab:NAME|FILE", help="across the lab's nodes (hmb lab up) or a "
+                   "hostfile's: ranks spread evenly, one per node for the seeds' pairs (docs/lab.md)")
     r.set_defaults(func=cmd_run, mode=None)
     rp = ss.add_parser("report", help="a study run's figures and its claims beside HMB's readings")
     rp.add_argument("dir", metavar="DIR", help="the directory hmb study run wrote (study.toml, results.jsonl)")
@@ -71,7 +73,8 @@ def cmd_run(args) -> int:
     from .. import sweep
     try:
         return run(args.name, mode=args.mode, mpi=args.mpi, figure=args.figure, repeats=args.repeats,
-                   outdir=args.out, dry_run=args.dry_run, resume=args.resume, budget=args.budget)
+                   outdir=args.out, dry_run=args.dry_run, resume=args.resume, budget=args.budget,
+                   hosts=args.hosts)
     except (StudyError, sweep.ConfigError) as e:
         return _fail(e)
 
@@ -142,7 +145,7 @@ def with_budget(data: dict, budget: str) -> list[str]:
 
 
 def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_run=False,
-        resume=False, quiet=False, budget=None) -> int:
+        resume=False, quiet=False, budget=None, hosts=None) -> int:
     """Run a study (or one figure of it) through hmb sweep; the study file, the fitted config
     and its changes are written beside the results (study.toml, config.toml, fit.txt), then the
     report (study.md, figures/). Returns hmb sweep's status."""
@@ -163,6 +166,9 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
     data, changes = fit.config(study, mode, figure=figure, repeats=repeats)
     if budget is not None:
         changes += with_budget(data, budget)
+    if hosts:
+        changes.append(f"--hosts {hosts}: ranks spread evenly over the nodes (one per node for 2 ranks on 2 "
+                       "nodes, as the seeds' pairs ran)")
     out = Path(outdir or f"results/study-{study.name}")
     data["sweep"]["output"] = str(out / "results.jsonl")
     done = out / "results.jsonl"
@@ -179,6 +185,7 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
         for c in changes:
             print(f"  {c}", file=sys.stderr)
     cfg = sweep.load(str(config), mpis_override=mpis)
+    cfg.hosts = hosts
     rc = sweep.run(cfg, resume=resume, dry_run=dry_run, skip_missing=True, quiet=quiet)
     if dry_run or rc == 130 or not Path(cfg.output).exists():
         return rc
@@ -188,18 +195,23 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
     return rc
 
 
-def slurm_config(name: str) -> str:
-    """hmb slurm --study NAME: write the study's grid as published to results/study-NAME/config.toml
-    (the sbatch script runs hmb sweep on it with --resume); returns its path."""
+def slurm_config(name: str, fit_cores: int | None = None) -> str:
+    """hmb slurm --study NAME: write the study's grid as published (with fit_cores: fitted to that
+    many cores, the allocation's) to results/study-NAME/config.toml (the sbatch script runs hmb
+    sweep on it with --resume); returns its path."""
     from . import fit
     study = load(name)
-    data, _ = fit.config(study, "as-published")
+    data, changes = fit.config(study, "fit" if fit_cores else "as-published", ncores=fit_cores)
     out = Path(f"results/study-{study.name}")
     data["sweep"]["output"] = str(out / "results.jsonl")
     for line in study.not_run():
         print(f"hmb study: {line}", file=sys.stderr)
-    path = _write_config(out, data, f"hmb slurm --study {study.name} (as published; {study.citation()})")
+    path = _write_config(out, data, f"hmb slurm --study {study.name} ({'--fit' if fit_cores else 'as published'}; "
+                         f"{study.citation()})")
     shutil.copyfile(study.path, out / "study.toml")
+    if fit_cores:
+        (out / "fit.txt").write_text("\n".join([f"{study.name} --fit: {len(changes)} changes for {fit_cores} cores "
+                                                 "(the allocation's)"] + changes) + "\n")
     return str(path)
 
 
