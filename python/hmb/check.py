@@ -55,6 +55,8 @@ EXPECTATIONS = {
         "us", (-1000, 1000), (-3000, 3000), "compute loads (part, async, mt) are only as exact as this (SPEC: 1%)"),
     "clock_offset_same_host_us": Expectation(
         "us", (0, 10), (0, 100), "one clock on one host: the offset estimator must find ~0, or one-way times are off"),
+    "clock_offset_one_clock_us": Expectation(
+        "us", (0, 10), (0, 100), "nodes of one machine (hmb lab) share its clock: the estimate across hosts must be ~0"),
     "clock_end_residual_us": Expectation(
         "us", (0, 10), (0, 100), "how far cross-process timestamps drifted by the end of a run"),
     "clock_drift_ppm": Expectation(
@@ -214,12 +216,15 @@ def check_interruptions(headers: list[dict], steal_frac: float | None, load_per_
             classify("load_per_core", load_per_core, "1-min load average before the check")]
 
 
-def check_clocks(headers: list[dict], clocks: list[dict]) -> list[Check]:
-    same_host = []
+def check_clocks(headers: list[dict], clocks: list[dict], one_clock: bool = False) -> list[Check]:
+    """one_clock: the hosts share one clock (the nodes of an hmb lab): the offsets estimated for
+    ranks on other hosts than rank 0's, which are applied, must be ~0 too."""
+    same_host, other_hosts = [], []
     for h in headers:
         applied, estimated = h.get("clock_offsets_s", []), h.get("clock_offsets_estimated_s", [])
         # The exact 0 is applied on rank 0's host: those are the ranks whose estimate must be ~0.
         same_host += [abs(e) * 1e6 for a, e in zip(applied[1:], estimated[1:]) if a == 0]
+        other_hosts += [abs(e) * 1e6 for a, e in zip(applied[1:], estimated[1:]) if a != 0]
     residual = [max((abs(x) for x in c["end_residual_s"]), default=0) * 1e6 for c in clocks if "end_residual_s" in c]
     # Drift from the launch with the longest span: over a short span the fit sees only the
     # estimator's noise (0.1 us over 0.05 s reads as 2 ppm).
@@ -229,8 +234,11 @@ def check_clocks(headers: list[dict], clocks: list[dict]) -> list[Check]:
                            "" if longest is None else f"over {longest['span_s']:.2g} s")
     if longest is not None and longest["span_s"] < MIN_DRIFT_SPAN_S and drift_check.status == PASS:
         drift_check.status, drift_check.detail = WARN, drift_check.detail + ", too short to resolve drift"
+    one = [classify("clock_offset_one_clock_us", max(other_hosts) if other_hosts else None,
+                    f"max over ranks on other hosts and launches, {len(other_hosts)} estimates")] if one_clock else []
     return [classify("clock_offset_same_host_us", max(same_host) if same_host else None,
-                     "max over ranks and launches"),
+                     "max over ranks and launches" if same_host else "no other rank on rank 0's host"),
+            *one,
             classify("clock_end_residual_us", statistics.median(residual) if residual else None, _spread(residual)),
             drift_check]
 
@@ -352,13 +360,24 @@ def build_pingpong(impl: hmpi.MPI) -> Path:
 
 
 class Runner:
-    def __init__(self, impl: hmpi.MPI, ranks: int, workdir: Path, timeout: float = 300):
+    """hosts (launch.Hosts): launch across them (hmb check --hosts lab), with the settings a launch
+    there gets (lab_env: the lab's network settings and checked path)."""
+    def __init__(self, impl: hmpi.MPI, ranks: int, workdir: Path, timeout: float = 300, hosts=None,
+                 lab_env: dict | None = None):
         self.impl, self.ranks, self.workdir, self.timeout = impl, ranks, workdir, timeout
+        self.hosts, self.lab_env = hosts, lab_env or {}
         self.count = 0
+
+    def launch_args(self, ranks: int) -> list[str]:
+        if self.hosts is None:
+            return self.impl.launch_args(ranks)
+        from . import launch
+        return launch.hosts_prefix(launch.Target(self.impl.name, self.impl.flavor, self.impl), ranks, 1, self.hosts)
 
     def _run(self, what: str, cmd: list[str], env: dict | None = None) -> subprocess.CompletedProcess:
         e = self.impl.env()
         e["OMP_NUM_THREADS"] = "1"
+        e.update(self.lab_env)
         e.update(env or {})
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=self.timeout, env=e)
@@ -373,11 +392,11 @@ class Runner:
         self.count += 1
         out = self.workdir / f"bench-{self.count}.jsonl"
         self._run(f"hmb-bench {args[0]}",
-                  self.impl.launch_args(self.ranks) + [str(self.impl.bench)] + args + ["--json", str(out)], env)
+                  self.launch_args(self.ranks) + [str(self.impl.bench)] + args + ["--json", str(out)], env)
         return [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
 
     def pingpong(self, exe: Path, iters: int, batch: int, sizes: list[int]) -> dict[int, float]:
-        p = self._run("the minimal ping-pong", self.impl.launch_args(2) + [str(exe), str(iters), str(batch)]
+        p = self._run("the minimal ping-pong", self.launch_args(2) + [str(exe), str(iters), str(batch)]
                       + [str(s) for s in sizes])
         return {int(a): float(b) for a, b in (line.split() for line in p.stdout.splitlines() if line.strip())}
 
@@ -386,17 +405,23 @@ def _of(records: list[dict], kind: str) -> list[dict]:
     return [r for r in records if r.get("type") == kind]
 
 
-def run(mpi_name: str, ranks: int, quick: bool, json_path: str | None, out=print) -> int:
+def run(mpi_name: str, ranks: int, quick: bool, json_path: str | None, out=print, hosts=None) -> int:
+    """hosts (launch.Hosts): the ranks spread over them; on an hmb lab (one machine's clock) the
+    offsets estimated across hosts are checked against the true 0 too."""
     impl = hmpi.find(mpi_name)
     if not impl.bench.exists():
         hmpi.build(impl)
     exe = build_pingpong(impl)
+    lab_env = {}
+    if hosts is not None and hosts.lab is not None:
+        from . import launch
+        lab_env = launch.lab_network(launch.Target(impl.name, impl.flavor, impl), hosts, "mpiexec")
     rounds_n, iters = (2, 300) if quick else (7, 5000)
     load = load_per_core()
     stat_before, t0 = read_proc_stat(), time.monotonic()
     headers, clocks, rounds = [], [], []
     with tempfile.TemporaryDirectory(prefix="hmb-check-") as d:
-        runner = Runner(impl, ranks, Path(d))
+        runner = Runner(impl, ranks, Path(d), hosts=hosts, lab_env=lab_env)
         # Both sides report the median of samples of LATENCY_BATCH back-to-back round trips: the
         # same statistic, so the ratio is the harness's own cost, not batch means vs single trips.
         lat_args = ["p2p", "--mode", "latency", "--sizes", "8,1K", "--iters", str(iters), "--warmup",
@@ -435,7 +460,8 @@ def run(mpi_name: str, ranks: int, quick: bool, json_path: str | None, out=print
         clocks += _of(async_recs, "clocks") + _of(thread_recs, "clocks")
     steal = steal_fraction(stat_before, read_proc_stat())
     checks = (check_binding(headers[0]) + check_timer(headers) + check_calibration(headers)
-              + check_clocks(headers, clocks) + check_interruptions(headers, steal, load)
+              + check_clocks(headers, clocks, one_clock=bool(lab_env))
+              + check_interruptions(headers, steal, load)
               + check_latency(rounds) + check_async(_of(async_recs, "result"), _of(thread_recs, "result"))
               + check_cache(_of(cold_recs, "run")))
     h = headers[0]
@@ -447,6 +473,7 @@ def run(mpi_name: str, ranks: int, quick: bool, json_path: str | None, out=print
     counts = {s: sum(c.status == s for c in checks) for s in (PASS, WARN, FAIL)}
     out(f"# {counts[PASS]} PASS, {counts[WARN]} WARN, {counts[FAIL]} FAIL")
     record = {"type": "check", "schema": 1, "mpi": impl.name, "ranks": ranks, "quick": quick, "host": platform.node(),
+              **({"hosts": hosts.text} if hosts is not None else {}),
               "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "run_header": h, "rounds": [
                   {k: {str(s): v for s, v in r.items()} for k, r in rnd.items()} for rnd in rounds],
               "checks": [dataclasses.asdict(c) | {"unit": EXPECTATIONS[c.name].unit,

@@ -179,8 +179,9 @@ def cmd_check(args) -> int:
     from . import check
     if args.ranks < 2:
         raise UsageError("check: -n must be at least 2 (a ping-pong needs two ranks)")
-    json_path = args.json or f"results/check-{args.mpi}.json"
-    return check.run(args.mpi, args.ranks, args.quick, json_path)
+    from . import launch
+    json_path = args.json or f"results/check-{args.mpi}{'-' + args.hosts.replace(':', '-') if args.hosts else ''}.json"
+    return check.run(args.mpi, args.ranks, args.quick, json_path, hosts=launch.parse_hosts(args.hosts))
 
 
 def cmd_project(args) -> int:
@@ -311,6 +312,8 @@ def make_parser() -> argparse.ArgumentParser:
     ck.add_argument("-n", "--ranks", type=int, default=2, help="MPI processes (default 2)")
     ck.add_argument("--json", metavar="FILE", help="machine record (default results/check-MPI.json)")
     ck.add_argument("--quick", action="store_true", help="fewer rounds and iterations (about half a minute)")
+    ck.add_argument("--hosts", metavar="lab|lab:NAME|FILE", help="ranks spread over these hosts; on an hmb lab "
+                    "(one machine's clock) the offsets estimated across hosts must be ~0 (docs/lab.md)")
     ck.set_defaults(func=cmd_check)
 
     av = sub.add_parser(

@@ -461,8 +461,8 @@ def verbose_env(flavor: str) -> dict:
     return {"OMPI_MCA_btl_base_verbose": "30"} if flavor == "openmpi" else {"UCX_LOG_LEVEL": "info"}
 
 
-_UCX_CFG = re.compile(r"\[([^:\]]+):\d+:\d+\].*?ucp_context_\d+ (inter-node|intra-node) cfg#\d+ tag\(([^)]*)\)")
-_OMPI_TCP = re.compile(r"\[([^:\]]+):\d+\] btl: ?tcp: (?:attempting to connect\(\) to \S+ address (\S+)|"
+_UCX_CFG = re.compile(r"\[([^:\]]+):\s*\d+\s*:\d+\].*?ucp_context_\d+ (inter-node|intra-node) cfg#\d+ tag\(([^)]*)\)")
+_OMPI_TCP = re.compile(r"\[([^:\]]+):\s*\d+\] btl: ?tcp: (?:attempting to connect\(\) to \S+ address (\S+)|"
                        r"now connected to (\S+))")
 
 
