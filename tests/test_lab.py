@@ -213,3 +213,16 @@ def test_network_claim_read_on_lab_nodes_is_labelled_and_not_judged(tmp_path):
     cluster = _two_host_records(tmp_path, None)
     assert set(cluster["network"]) == {""}
     assert claims.judge(claim, cluster, "InfiniBand").verdict == claims.AGREES
+
+
+def test_srun_asks_for_the_spare_core_only_where_the_allocation_has_it(monkeypatch):
+    # a progress thread wants a core beside the compute threads; a step asking for more CPUs per
+    # task than the allocation holds is refused by Slurm, so it gets T (the thread shares a core)
+    t = _fake_target("mpich")
+    monkeypatch.setattr(launch, "spare_cores", lambda *a: 1)
+    monkeypatch.delenv("SLURM_CPUS_PER_TASK", raising=False)
+    assert launch.cores_per_rank(t, "async", [], 2, 1, "srun") == 2
+    monkeypatch.setenv("SLURM_CPUS_PER_TASK", "1")
+    assert launch.cores_per_rank(t, "async", [], 2, 1, "srun") == 1
+    monkeypatch.setenv("SLURM_CPUS_PER_TASK", "2")
+    assert launch.cores_per_rank(t, "async", [], 2, 1, "srun") == 2

@@ -140,14 +140,18 @@ def spare_cores(target: Target, bench: str, args: list[str]) -> int:
 def cores_per_rank(target: Target, bench: str, args: list[str], ranks: int, threads: int,
                    launcher: str) -> int:
     """Cores to bind each rank to: T for the compute threads, plus a spare one when the run has a
-    progress thread and the host has room (OMP_PLACES=cores with OMP_PROC_BIND=close keeps the T
-    threads on the first T; hmb-bench moves progress threads to the rest). Without room: T, and
-    hmb-bench warns and records that the progress thread shares a compute core."""
+    progress thread and the host (or, under srun, the allocation's CPUs per task) has room
+    (OMP_PLACES=cores with OMP_PROC_BIND=close keeps the T threads on the first T; hmb-bench moves
+    progress threads to the rest). Without room: T, and hmb-bench warns and records that the
+    progress thread shares a compute core."""
     spare = spare_cores(target, bench, args)
     if not spare:
         return threads
     if launcher == "srun":     # Slurm knows the node; the allocation must hold the extra core
-        return threads + spare
+        # Inside an allocation of fewer CPUs per task, a step asking for more is refused ("More
+        # processors requested than permitted"): T, as without room on one host.
+        room = os.environ.get("SLURM_CPUS_PER_TASK", "")
+        return threads if room.isdigit() and int(room) < threads + spare else threads + spare
     return threads + spare if ranks * (threads + spare) <= (os.cpu_count() or 1) else threads
 
 
