@@ -381,6 +381,10 @@ def down(name: str = DEFAULT_NAME, quiet: bool = False, out=print) -> list[str]:
     if d.is_dir():
         shutil.rmtree(d, ignore_errors=True)
         (left if d.exists() else removed).append(f"state {d}")
+    try:
+        base_dir().rmdir()      # the last lab's
+    except OSError:
+        pass
     if left:
         raise LabError(f"lab {name}: could not remove {', '.join(left)}")
     if not quiet:
