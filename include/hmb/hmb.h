@@ -406,20 +406,29 @@ void hmb_recordf(hmb_ctx *ctx, hmb_sample *out, double value, const char *fmt, .
 
 /* ------------------------------------------------------------------ compute & noise */
 
-/* Busy floating-point work for the given number of nanoseconds, using the calibration of
- * the calling OpenMP thread (omp_get_thread_num()). No system calls inside. Returns the
- * measured duration in ns. */
+/* Compute loads (SPEC §2 "Compute load", docs/methodology.md). Both kinds run the same busy
+ * floating-point kernel with the calling OpenMP thread's calibration, make no system call, and
+ * return the measured duration in ns; the harness records every call in the point's result
+ * ("compute": measured per iteration, median and worst thread).
+ *
+ * TIME: exact in time, busy work re-checked against the clock until ns have passed, whatever
+ * the core's speed does. For benchmarks that vary a delay (part, halo3d, sweep3d, mt,
+ * stencil3d): the result is >= ns, and over by about 0.1 us unless the thread loses its core
+ * at the very end. */
 int64_t hmb_compute_ns(hmb_ctx *ctx, int64_t ns);
-/* Same, in a callback-friendly form for progress loops: runs compute in slices of
- * slice_ns, calling poll(arg) between slices (poll time is NOT counted in the returned
- * compute time). Returns total time inside the kernel (C_actual), ns. */
-int64_t hmb_compute_sliced_ns(hmb_ctx *ctx, int64_t ns, int64_t slice_ns, void (*poll)(void *), void *arg);
-/* The undisturbed kernel rate, iterations per ns, for thread tid (from calibration). */
+/* WORK: the fixed work a request of ns is at the thread's sustained rate (calibrated before
+ * MPI_Init, every thread at once, checked in both directions). A core slowed down by anything
+ * (a progress thread, steal) takes longer: the returned C_actual shows it (async). */
+int64_t hmb_compute_work_ns(hmb_ctx *ctx, int64_t ns);
+/* WORK in slices of about slice_ns, calling poll(arg) between slices (poll time is NOT counted
+ * in the returned compute time). Returns the total time inside the kernel (C_actual), ns. */
+int64_t hmb_compute_work_sliced_ns(hmb_ctx *ctx, int64_t ns, int64_t slice_ns, void (*poll)(void *), void *arg);
+/* The sustained kernel rate, iterations per ns, for thread tid (from calibration). */
 double hmb_compute_rate(const hmb_ctx *ctx, int tid);
-/* Calibration error of this rank, as a fraction: how much shorter than requested an
- * undisturbed compute request of ns may come out — the largest shortfall of the start-up
- * check (run header "calibration.check") plus the interruption share the request is
- * compensated for (a run that meets no interruption comes out that much short). */
+/* Calibration error of this rank for a WORK request of ns, as a fraction: how much shorter than
+ * requested an undisturbed request may come out — the shortfall of the start-up check's WORK
+ * request nearest to ns (run header "calibration", worst thread of this rank) plus the share of
+ * machine interruptions the sustained rate includes (a run that meets none is that much short). */
 double hmb_compute_calibration_error(const hmb_ctx *ctx, int64_t ns);
 
 /* Compute amount (ns) for OpenMP thread tid in iteration iter under the run's noise model
