@@ -179,6 +179,7 @@ _SIGNATURES = {
     "hmb_noise_parse": (C.c_int, [C.c_char_p, _P(Noise), C.c_char_p, C.c_size_t]),
     "hmb_noise_draw": (C.c_int64, [_P(Noise), C.c_int, C.c_int, C.c_int, C.c_long, C.c_int64]),
     "hmb_noise_single_thread": (C.c_int, [_P(Noise), C.c_int, C.c_int, C.c_long]),
+    "hmb_noise_max_draw": (C.c_int64, [_P(Noise), C.c_int64]),
     # compute.c
     "hmb_compute_kernel": (C.c_double, [C.c_uint64]),
     "hmb_compute_calibrate": (C.c_int, [_P(Calib), C.c_double]),

@@ -134,6 +134,22 @@ def test_summarize_by_hand(lib):
     assert s.present == 0
 
 
+@pytest.mark.parametrize("spec,base,expected", [
+    ("none", 1000, 1000),
+    ("single:50", 1000, 1500),
+    ("uniform:10", 1_000_000, 1_100_000),
+    ("gaussian:10", 1_000_000, math.ceil(1_000_000 * (1 + 0.1 * math.sqrt(106 * math.log(2))))),
+    ("gaussian:10", 0, 0),
+])
+def test_noise_max_draw_by_hand(lib, spec, base, expected):
+    nz = cl.Noise()
+    assert lib.hmb_noise_parse(spec.encode(), C.byref(nz), None, 0) == 0
+    assert lib.hmb_noise_max_draw(C.byref(nz), base) == expected
+    # ... and no draw ever exceeds it
+    assert max(lib.hmb_noise_draw(C.byref(nz), r, t, 4, i, base) for r in range(3) for t in range(4)
+               for i in range(200)) <= expected
+
+
 # ------------------------------------------------------------------ a simulated core (test hook)
 
 BASE_RATE = 0.5    # iterations per ns of the simulated core at speed 1

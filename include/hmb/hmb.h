@@ -349,6 +349,14 @@ void hmb_waitall_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, const hmb
  * millisecond, possibly by several threads at once), by w->grace_s after it: a partition still
  * unreported then fails the point (exit 3) naming it and the request (fmt). */
 double hmb_wait_bound_s(const hmb_ctx *ctx); /* --wait-bound, seconds */
+/* The same bound for a blocking MPI_Wait the harness cannot poll (part --complete wait: the
+ * application blocks): hmb_wait_bound_prepare, untimed and before the wait's region, names the
+ * request (fmt) for iteration iter; hmb_wait_bounded then blocks in MPI_Wait on req, and if it
+ * has not returned --wait-bound past `since` (hmb_now()), the watchdog thread fails the point
+ * with exit 3 naming it as a library conformance problem. Costs a lock and no system call in
+ * the timed path. Without a watchdog thread the wait is unbounded. */
+void hmb_wait_bound_prepare(hmb_ctx *ctx, long iter, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void hmb_wait_bounded(hmb_ctx *ctx, long iter, MPI_Request *req, double since);
 typedef struct {
     double since;
     void (*on_arrival)(void *arg, int partition);
@@ -436,6 +444,9 @@ double hmb_compute_calibration_error(const hmb_ctx *ctx, int64_t ns);
  * Deterministic for (seed, rank, tid, iter): the same draw for both phases of a paired
  * design. Thread-safe. */
 int64_t hmb_noise_ns(const hmb_ctx *ctx, int tid, long iter, int64_t base_ns);
+/* The largest compute hmb_noise_ns can draw around base_ns on any rank, thread and iteration
+ * (hmb_noise_max_draw): for wait bounds that must start after any peer's compute. */
+int64_t hmb_noise_max_ns(const hmb_ctx *ctx, int64_t base_ns);
 
 /* splitmix64's step: a bijective 64-bit mixer with full avalanche. hmb_mix64(counter++) over a
  * caller-owned counter is a per-thread random stream; hashing coordinates (seed, rank, tid,

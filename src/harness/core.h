@@ -120,6 +120,10 @@ int hmb_noise_parse(const char *spec, hmb_noise *out, char *err, size_t errlen);
  *   uniform:  base * (1 + U[0, P/100])
  *   gaussian: max(0, N(base, (base P/100)^2)) */
 int64_t hmb_noise_draw(const hmb_noise *nz, int rank, int tid, int nthreads, long iter, int64_t base_ns);
+/* The largest draw hmb_noise_draw can give around base_ns, for any rank, thread and iteration:
+ * base for none, base (1 + P/100) for single and uniform, base (1 + P/100 sqrt(106 ln 2)) for
+ * gaussian (Box-Muller's |z| with u1 >= 2^-53). For bounds that must cover any compute. */
+int64_t hmb_noise_max_draw(const hmb_noise *nz, int64_t base_ns);
 /* The noisy thread of `single` for this iteration (for tests and the record). */
 int hmb_noise_single_thread(const hmb_noise *nz, int rank, int nthreads, long iter);
 

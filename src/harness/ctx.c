@@ -414,3 +414,5 @@ int64_t hmb_noise_ns(const hmb_ctx *ctx, int tid, long iter, int64_t base_ns)
 {
     return hmb_noise_draw(&ctx->noise, ctx->rank, tid, ctx->threads, iter, base_ns);
 }
+
+int64_t hmb_noise_max_ns(const hmb_ctx *ctx, int64_t base_ns) { return hmb_noise_max_draw(&ctx->noise, base_ns); }
