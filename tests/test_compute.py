@@ -18,6 +18,7 @@ import statistics
 import pytest
 
 import _corelib as cl
+from conftest import TEST_MPIS, run_bench
 
 
 @pytest.fixture(scope="module")
@@ -229,3 +230,48 @@ def test_verified_calibration_follows_the_core_both_ways(lib, core, after):
     assert cal.iters_per_ns == pytest.approx(BASE_RATE * after, rel=0.005)
     assert abs(cal.verify_error) <= 0.01
     assert abs(median_error(lib.hmb_compute_work, cal, 1_000_000, 5)) <= 0.01
+
+
+# ------------------------------------------------------------------ hmb-bench's record of it
+
+@pytest.fixture(params=TEST_MPIS)
+def mpi_name(request):
+    return request.param
+
+
+def _off(measured, request_ns):
+    return abs(measured - request_ns)
+
+
+@pytest.mark.mpi
+def test_startup_check_covers_every_thread_of_every_rank(mpi_name, tmp_path):
+    """The run header's check: every thread of every rank at the run's thread count, both kinds;
+    per request the median over them and the worst thread, consistent with the per-thread figures."""
+    r = run_bench(mpi_name, ["part", "--sizes", "4K", "--threads", "2", "--compute", "200us", "--iters", "4",
+                             "--warmup", "1", "--ci-target", "0"], threads=2, tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    cal = r.header()["calibration"]
+    assert (cal["rate"], cal["ranks"], cal["threads"]) == ("sustained", 2, 2)
+    threads = cal["per_thread"]
+    assert [(t["rank"], t["thread"]) for t in threads] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    for t in threads:
+        assert t["iters_per_ns"] > 0 and 1 <= t["calibrations"] <= 3 and t["rate_spread"] >= 0
+        assert all(got >= req for got, req in zip(t["check_measured_ns"], (10_000, 1_000_000, 100_000_000)))
+    for i, c in enumerate(cal["check"]):
+        req = c["request_ns"]
+        for key, prefix in (("check_measured_ns", ""), ("check_work_measured_ns", "work_")):
+            values = [t[key][i] for t in threads]
+            assert c[prefix + "measured_ns"] == pytest.approx(statistics.median(values))
+            worst = max(range(len(threads)), key=lambda k: _off(values[k], req))
+            assert _off(c[prefix + "worst_measured_ns"], req) == _off(values[worst], req)
+            w = threads[[k for k in range(len(threads)) if (threads[k]["rank"], threads[k]["thread"]) ==
+                         (c[prefix + "worst_rank"], c[prefix + "worst_thread"])][0]]
+            assert w[key][i] == c[prefix + "worst_measured_ns"]
+    # The result's measured compute: the sender's 2 threads computed their draws of 200 us in every
+    # phase of every measured iteration, as delays of the TIME kind (never short).
+    (res,) = r.results()
+    comp = res["compute"]
+    assert comp["kind"] == "time" and comp["threads"] >= 2
+    assert comp["requested_ns"] > 0 and comp["requested_ns"] % 200_000 == 0
+    assert comp["measured_ns"] >= comp["requested_ns"] and comp["error"] >= 0
+    assert abs(comp["worst"]["error"]) >= abs(comp["error"]) and comp["worst"]["rank"] in (0, 1)
