@@ -216,14 +216,17 @@ def test_a_rate_from_short_bursts_runs_long_on_the_stepping_core(lib, core):
 
 @pytest.mark.parametrize("after", [0.9, 1.1])
 def test_verified_calibration_follows_the_core_both_ways(lib, core, after):
-    """A level change right after the first calibration: the verification finds the rate off
-    by 10 % (long when the core slowed, short when it sped up), calibrates again, and keeps the
-    new level's rate — the latest, never the fastest."""
+    """A level change right after the rate was measured, inside the first 10 ms verification
+    run: the verification finds the rate off by 10 % (long when the core slowed, short when it
+    sped up), takes its own runs as the new measurement, verifies that, and keeps the new level's
+    rate — the latest, never the fastest."""
     core([(1e12, 1.0)])
-    first = cl.Calib()
-    assert lib.hmb_compute_calibrate(C.byref(first), 0.04) == 0
-    duration_ns = first.calib_s * 1e9  # virtual time: the same calibration takes exactly as long again
-    core([(duration_ns + 1000.0, 1.0), (1e12, after)], repeat=False)
+    steady = cl.Calib()
+    assert lib.hmb_compute_calibrate_verified(C.byref(steady), 0.04, 3) == 1
+    # Virtual time: the same calibration measures for exactly as long again, then verifies (3 x
+    # 10 ms) and probes interruptions (5 x 5 ms); step 2 ms into the first verification run.
+    step_ns = steady.calib_s * 1e9 - 55e6 + 2e6
+    core([(step_ns, 1.0), (1e12, after)], repeat=False)
     cal = cl.Calib()
     tries = lib.hmb_compute_calibrate_verified(C.byref(cal), 0.04, 3)
     assert tries == 2

@@ -214,6 +214,9 @@ int64_t hmb_compute_for(const hmb_calib *c, int64_t ns)
  * descheduled (another process ran: wall minus thread CPU time) are scheduling, not the
  * machine's baseline, and are taken out. The median of several chunks resists a burst (a
  * launcher starting processes at the same moment). */
+#define PROBE_CHUNK_NS 5e6
+enum { PROBE_CHUNKS = 5 };
+
 static void probe_interruptions(hmb_calib *out, double chunk_ns, int chunks)
 {
     enum { MAX_CHUNKS = 15 };
@@ -264,12 +267,18 @@ static double on_core_run_ns(uint64_t iters)
     return on_core > 0.0 && on_core < wall ? on_core : wall;
 }
 
-int hmb_compute_calibrate(hmb_calib *out, double target_s)
+/* The median of n run rates (sorted in place) and their spread, into out. */
+static void keep_rate(hmb_calib *out, double *rates, int n)
 {
-    if (!(target_s > 0.0))
-        target_s = 0.04;
-    int64_t t_start_ns = clock_ns();
-    out->cpu = sched_getcpu();
+    qsort(rates, (size_t)n, sizeof rates[0], hmb_cmp_double);
+    double rate = hmb_quantile_sorted(rates, n, 0.5);
+    out->iters_per_ns = rate;
+    out->rate_spread = rate > 0.0 ? (rates[n - 1] - rates[0]) / rate : 0.0;
+}
+
+/* Warm-up, then sustained runs for about target_s: the rate into out. */
+static void measure_rate(hmb_calib *out, double target_s, int64_t t_start_ns)
+{
     /* Warm-up: grow the run until it lasts SUSTAINED_RUN_NS (~20 ms of work in all: the core
      * reaches the speed it keeps under load). */
     uint64_t iters = 1024;
@@ -289,14 +298,18 @@ int hmb_compute_calibrate(hmb_calib *out, double target_s)
         rates[nruns++] = run_ns > 0.0 ? (double)iters / run_ns : 0.0;
         spent_s = (double)(clock_ns() - t_start_ns) * 1e-9;
     }
-    qsort(rates, (size_t)nruns, sizeof rates[0], hmb_cmp_double);
-    double rate = hmb_quantile_sorted(rates, nruns, 0.5);
-    out->iters_per_ns = rate;
-    out->rate_spread = rate > 0.0 ? (rates[nruns - 1] - rates[0]) / rate : 0.0;
+    keep_rate(out, rates, nruns);
+}
+
+int hmb_compute_calibrate(hmb_calib *out, double target_s)
+{
+    int64_t t_start_ns = clock_ns();
+    out->cpu = sched_getcpu();
+    measure_rate(out, target_s > 0.0 ? target_s : 0.04, t_start_ns);
     out->verify_error = 0.0;
-    probe_interruptions(out, 10e6, 5);
+    probe_interruptions(out, PROBE_CHUNK_NS, PROBE_CHUNKS);
     out->calib_s = (double)(clock_ns() - t_start_ns) * 1e-9;
-    return rate > 0.0 && isfinite(rate) ? 0 : -1;
+    return out->iters_per_ns > 0.0 && isfinite(out->iters_per_ns) ? 0 : -1;
 }
 
 double hmb_compute_rate_error(double calibrated_iters_per_ns, uint64_t iters, int64_t measured_ns)
@@ -307,7 +320,7 @@ double hmb_compute_rate_error(double calibrated_iters_per_ns, uint64_t iters, in
     return (double)measured_ns * calibrated_iters_per_ns / (double)iters - 1.0;
 }
 
-/* The verification: VERIFY_RUNS work requests of VERIFY_NS at the new rate, their median. */
+/* The verification: VERIFY_RUNS work requests of VERIFY_NS at the rate, their median error. */
 #define VERIFY_NS 10000000
 enum { VERIFY_RUNS = 3 };
 
@@ -316,25 +329,33 @@ int hmb_compute_calibrate_verified(hmb_calib *out, double target_s, int max_trie
     /* A core's speed moves between levels a few % apart (on the 2-core dev VM 0.632, 0.665,
      * 0.682, 0.699 iterations/ns), each lasting longer than one calibration: a calibration
      * that straddled a change is off for the level that follows. Work requests at the rate
-     * then come out long or short; beyond SPEC's 1 % either way the rate is measured again and
-     * the latest calibration kept (the core's current level), never the fastest one. */
-    for (int tries = 1;; tries++) {
-        hmb_calib c;
-        if (hmb_compute_calibrate(&c, target_s) != 0) {
-            if (tries == 1)
-                return -1;
-            return tries - 1; /* the previous calibration stays */
+     * then come out long or short; beyond SPEC's 1 % either way the verification's own runs,
+     * sustained runs too, are the new measurement: the rate becomes theirs (the latest, never
+     * the fastest) and is verified again, at most max_tries measurements in all. */
+    int64_t t_start_ns = clock_ns();
+    out->cpu = sched_getcpu();
+    measure_rate(out, target_s > 0.0 ? target_s : 0.04, t_start_ns);
+    if (!(out->iters_per_ns > 0.0 && isfinite(out->iters_per_ns)))
+        return -1;
+    int tries = 1;
+    for (;;) {
+        uint64_t iters = hmb_compute_iters(out, VERIFY_NS);
+        double errors[VERIFY_RUNS], rates[VERIFY_RUNS];
+        for (int k = 0; k < VERIFY_RUNS; k++) { /* on-core time, as the rate: descheduling is not speed */
+            double run_ns = on_core_run_ns(iters);
+            errors[k] = hmb_compute_rate_error(out->iters_per_ns, iters, (int64_t)run_ns);
+            rates[k] = run_ns > 0.0 ? (double)iters / run_ns : 0.0;
         }
-        uint64_t iters = hmb_compute_iters(&c, VERIFY_NS);
-        double errors[VERIFY_RUNS];
-        for (int k = 0; k < VERIFY_RUNS; k++) /* on-core time, as the rate: descheduling is not speed */
-            errors[k] = hmb_compute_rate_error(c.iters_per_ns, iters, (int64_t)on_core_run_ns(iters));
         qsort(errors, VERIFY_RUNS, sizeof errors[0], hmb_cmp_double);
-        c.verify_error = errors[VERIFY_RUNS / 2];
-        *out = c;
-        if (fabs(c.verify_error) <= HMB_COMPUTE_TOLERANCE || tries >= max_tries)
-            return tries;
+        out->verify_error = errors[VERIFY_RUNS / 2];
+        if (fabs(out->verify_error) <= HMB_COMPUTE_TOLERANCE || tries >= max_tries)
+            break;
+        keep_rate(out, rates, VERIFY_RUNS);
+        tries++;
     }
+    probe_interruptions(out, PROBE_CHUNK_NS, PROBE_CHUNKS);
+    out->calib_s = (double)(clock_ns() - t_start_ns) * 1e-9;
+    return tries;
 }
 
 const int64_t hmb_compute_check_ns[HMB_COMPUTE_CHECKS] = {10000, 1000000, 100000000};

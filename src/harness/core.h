@@ -151,9 +151,11 @@ double hmb_compute_kernel(uint64_t iters);
 /* Calibrate the calling thread's sustained rate (about target_s seconds of work, plus the
  * interruption probe). Returns 0, or -1 if no rate came out. */
 int hmb_compute_calibrate(hmb_calib *out, double target_s);
-/* Calibrate, then verify the rate with work runs of 10 ms: while their median is off by over
- * 1 % in either direction, calibrate again, at most max_tries in all, keeping the LATEST
- * calibration. Returns the calibrations made, -1 if the first failed. */
+/* Measure the rate as hmb_compute_calibrate does, then verify it with three work runs of 10 ms:
+ * while their median is off by over 1 % in either direction, their own rate becomes the rate
+ * (the LATEST measurement, never the fastest) and is verified again, at most max_tries
+ * measurements in all; then the interruption probe. Returns the measurements made, -1 if the
+ * first found no rate. */
 int hmb_compute_calibrate_verified(hmb_calib *out, double target_s, int max_tries);
 /* Signed error of iters run in measured_ns against calibrated_iters_per_ns: measured / expected
  * - 1 (> 0: ran long, the rate is too high; < 0: ran short, the rate is too low); 0 when there
