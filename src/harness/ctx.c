@@ -336,25 +336,21 @@ static int compute_tid(const hmb_ctx *ctx)
     return tid < 0 || tid >= ctx->threads ? 0 : tid;
 }
 
-int64_t hmb_compute_ns(hmb_ctx *ctx, int64_t ns)
+/* One compute request of either kind on the calling thread, recorded in the point's log. */
+static int64_t compute_logged(hmb_ctx *ctx, int64_t ns, int kind)
 {
     if (ns <= 0)
         return 0;
     int tid = compute_tid(ctx);
-    int64_t measured_ns = hmb_compute_for(&ctx->calib[tid], ns);
-    hmb_compute_log_add(ctx, tid, HMB_COMPUTE_TIME, ns, measured_ns);
+    const hmb_calib *c = &ctx->calib[tid];
+    int64_t measured_ns = kind == HMB_COMPUTE_TIME ? hmb_compute_for(c, ns) : hmb_compute_work(c, ns);
+    hmb_compute_log_add(ctx, tid, kind, ns, measured_ns);
     return measured_ns;
 }
 
-int64_t hmb_compute_work_ns(hmb_ctx *ctx, int64_t ns)
-{
-    if (ns <= 0)
-        return 0;
-    int tid = compute_tid(ctx);
-    int64_t measured_ns = hmb_compute_work(&ctx->calib[tid], ns);
-    hmb_compute_log_add(ctx, tid, HMB_COMPUTE_WORK, ns, measured_ns);
-    return measured_ns;
-}
+int64_t hmb_compute_ns(hmb_ctx *ctx, int64_t ns) { return compute_logged(ctx, ns, HMB_COMPUTE_TIME); }
+
+int64_t hmb_compute_work_ns(hmb_ctx *ctx, int64_t ns) { return compute_logged(ctx, ns, HMB_COMPUTE_WORK); }
 
 int64_t hmb_compute_work_sliced_ns(hmb_ctx *ctx, int64_t ns, int64_t slice_ns, void (*poll)(void *), void *arg)
 {
