@@ -68,7 +68,8 @@ class Noise(C.Structure):
 class Calib(C.Structure):
     _fields_ = [("iters_per_ns", C.c_double), ("calib_s", C.c_double), ("cpu", C.c_int),
                 ("interrupt_lost_frac", C.c_double), ("interrupts_per_ns", C.c_double),
-                ("rate_spread", C.c_double), ("verify_error", C.c_double)]
+                ("rate_spread", C.c_double), ("verify_error", C.c_double),
+                ("alone_iters_per_ns", C.c_double), ("concurrent", C.c_int)]
 
 
 class ComputeSummary(C.Structure):
@@ -188,6 +189,7 @@ _SIGNATURES = {
     "hmb_compute_iters": (C.c_uint64, [_P(Calib), C.c_int64]),
     "hmb_compute_run_iters": (C.c_int64, [C.c_uint64]),
     "hmb_compute_rate_error": (C.c_double, [C.c_double, C.c_uint64, C.c_int64]),
+    "hmb_compute_sustained_rate": (C.c_double, [_P(Calib), C.c_int]),
     "hmb_compute_calibrate_verified": (C.c_int, [_P(Calib), C.c_double, C.c_int]),
     "hmb_compute_allowed_error_ns": (C.c_double, [C.c_int64]),
     "hmb_compute_thread_medians": (None, [C.c_long, _P(C.c_double), _P(C.c_double), _P(C.c_double)]),

@@ -214,6 +214,15 @@ def test_a_rate_from_short_bursts_runs_long_on_the_stepping_core(lib, core):
     assert err > 0.05
 
 
+def test_sustained_rate_now(lib, core):
+    """The rate re-measured after MPI_Init with every rank computing: ~10 ms runs sized with the
+    old rate, their median, whatever the old rate said."""
+    core([(1e12, 0.8)])
+    assert lib.hmb_compute_sustained_rate(C.byref(cl.Calib(iters_per_ns=BASE_RATE)), 3) == pytest.approx(
+        0.8 * BASE_RATE, rel=1e-5)
+    assert lib.hmb_compute_sustained_rate(C.byref(cl.Calib()), 3) == 0.0   # no rate to size the runs
+
+
 @pytest.mark.parametrize("after", [0.9, 1.1])
 def test_verified_calibration_follows_the_core_both_ways(lib, core, after):
     """A level change right after the rate was measured, inside the first 10 ms verification
@@ -259,6 +268,8 @@ def test_startup_check_covers_every_thread_of_every_rank(mpi_name, tmp_path):
     assert [(t["rank"], t["thread"]) for t in threads] == [(0, 0), (0, 1), (1, 0), (1, 1)]
     for t in threads:
         assert t["iters_per_ns"] > 0 and 1 <= t["calibrations"] <= 3 and t["rate_spread"] >= 0
+        # no library thread computes here: the rate is the one measured with every rank at once
+        assert t["measured"] == "concurrent" and t["alone_iters_per_ns"] > 0
         assert all(got >= req for got, req in zip(t["check_measured_ns"], (10_000, 1_000_000, 100_000_000)))
     for i, c in enumerate(cal["check"]):
         req = c["request_ns"]

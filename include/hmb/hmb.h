@@ -425,8 +425,9 @@ void hmb_recordf(hmb_ctx *ctx, hmb_sample *out, double value, const char *fmt, .
  * at the very end. */
 int64_t hmb_compute_ns(hmb_ctx *ctx, int64_t ns);
 /* WORK: the fixed work a request of ns is at the thread's sustained rate (calibrated before
- * MPI_Init, every thread at once, checked in both directions). A core slowed down by anything
- * (a progress thread, steal) takes longer: the returned C_actual shows it (async). */
+ * MPI_Init and checked in both directions, then measured again with every thread of every rank
+ * computing at once: docs/methodology.md). A core slowed down by anything (a progress thread,
+ * steal) takes longer: the returned C_actual shows it (async). */
 int64_t hmb_compute_work_ns(hmb_ctx *ctx, int64_t ns);
 /* WORK in slices of about slice_ns, calling poll(arg) between slices (poll time is NOT counted
  * in the returned compute time). Returns the total time inside the kernel (C_actual), ns. */

@@ -17,7 +17,9 @@
  *   reports as C_actual / C. A deadline loop would hide it.
  *
  * The rate is the sustained one: after a warm-up, the median of runs of SUSTAINED_RUN_NS,
- * with every thread of the rank calibrating at once (hmb_env_calibrate). On a core whose
+ * with every thread of the rank calibrating at once (hmb_env_calibrate), measured again after
+ * MPI_Init with every thread of every rank at once (hmb_compute_sustained_rate,
+ * hmb_env_check_compute). On a core whose
  * speed moves, short bursts run faster than sustained work (turn 4, three 16-core nodes: a
  * rate from the 90th percentile of 100 us trials, only ever raised, ran requests +2..+8 % long
  * in the median); a run of ~10 ms sees the core as a long request does, interruptions
@@ -356,6 +358,22 @@ int hmb_compute_calibrate_verified(hmb_calib *out, double target_s, int max_trie
     probe_interruptions(out, PROBE_CHUNK_NS, PROBE_CHUNKS);
     out->calib_s = (double)(clock_ns() - t_start_ns) * 1e-9;
     return tries;
+}
+
+double hmb_compute_sustained_rate(const hmb_calib *c, int runs)
+{
+    enum { MAX_RUNS = 16 };
+    runs = runs < 1 ? 1 : runs > MAX_RUNS ? MAX_RUNS : runs;
+    uint64_t iters = hmb_compute_iters(c, (int64_t)SUSTAINED_RUN_NS);
+    if (iters == 0)
+        return 0.0;
+    double rates[MAX_RUNS];
+    for (int k = 0; k < runs; k++) {
+        double run_ns = on_core_run_ns(iters);
+        rates[k] = run_ns > 0.0 ? (double)iters / run_ns : 0.0;
+    }
+    qsort(rates, (size_t)runs, sizeof rates[0], hmb_cmp_double);
+    return hmb_quantile_sorted(rates, runs, 0.5);
 }
 
 const int64_t hmb_compute_check_ns[HMB_COMPUTE_CHECKS] = {10000, 1000000, 100000000};

@@ -139,6 +139,8 @@ typedef struct {
     double interrupts_per_ns;
     double rate_spread;  /* (fastest - slowest) / median of the sustained runs */
     double verify_error; /* median error of the work runs that verified the rate (signed fraction) */
+    double alone_iters_per_ns; /* the rate before MPI_Init, this rank's threads alone computing */
+    int concurrent;            /* 1: iters_per_ns was measured with every thread of every rank at once */
 } hmb_calib;
 
 /* SPEC's compute accuracy: max(1 us, 1 %) of the request. */
@@ -157,6 +159,9 @@ int hmb_compute_calibrate(hmb_calib *out, double target_s);
  * measurements in all; then the interruption probe. Returns the measurements made, -1 if the
  * first found no rate. */
 int hmb_compute_calibrate_verified(hmb_calib *out, double target_s, int max_tries);
+/* The sustained rate of the calling thread now: the median of `runs` runs of ~10 ms (sized
+ * with c's rate) in on-core time, as the calibration measures it. 0 without a rate in c. */
+double hmb_compute_sustained_rate(const hmb_calib *c, int runs);
 /* Signed error of iters run in measured_ns against calibrated_iters_per_ns: measured / expected
  * - 1 (> 0: ran long, the rate is too high; < 0: ran short, the rate is too low); 0 when there
  * is nothing to judge. */

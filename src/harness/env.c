@@ -32,10 +32,63 @@ void hmb_env_calibrate(hmb_ctx *ctx)
     }
 }
 
+/* CPU time (ns) the threads the library started inside MPI_Init have had, summed over those
+ * allowed on a CPU of this rank's compute threads: /proc's schedstat (ns), else stat's ticks. */
+static double library_ns_on_compute_cpus(const hmb_ctx *ctx)
+{
+    double sum_ns = 0.0;
+    for (int i = 0; i < ctx->n_init_tids; i++) {
+        hmb_cpus allowed;
+        int tid = ctx->init_tids[i];
+        if (hmb_cpus_of_thread(tid, &allowed) != 0 || !hmb_cpus_intersect(&allowed, &ctx->compute_cpus))
+            continue;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
+        FILE *f = fopen(path, "r");
+        long long ns = -1, ticks;
+        if (f) {
+            if (fscanf(f, "%lld", &ns) != 1)
+                ns = -1;
+            fclose(f);
+        }
+        if (ns < 0 && hmb_task_stat(tid, NULL, &ticks) == 0)
+            ns = ticks * (1000000000LL / sysconf(_SC_CLK_TCK));
+        sum_ns += ns > 0 ? (double)ns : 0.0;
+    }
+    return sum_ns;
+}
+
+/* Runs of the concurrent rate measurement (each ~10 ms). */
+enum { CONCURRENT_RUNS = 3 };
+
 void hmb_env_check_compute(hmb_ctx *ctx)
 {
-    /* Under the run's own concurrency: every thread of every rank starts each request at once
-     * (a barrier between requests), the TIME kind then the WORK kind. */
+    /* The sustained rate under the run's own concurrency: from a barrier, every thread of every
+     * rank measures it at once (turbo and power limits depend on how many cores compute), and
+     * it replaces the rate measured before MPI_Init, this rank's threads alone. Unless a thread
+     * the library started inside MPI_Init (MPICH's progress thread, when there is no spare core
+     * to move it to) ran on the compute CPUs meanwhile: its time would be in the rate, and
+     * async could no longer see it steal compute; the rate before MPI_Init stays then. */
+    double library_before_ns = library_ns_on_compute_cpus(ctx);
+    MPI_Barrier(ctx->comm);
+    double t_start = hmb_now();
+    double concurrent[HMB_MAX_THREADS];
+#pragma omp parallel num_threads(ctx->threads)
+    {
+        int tid = omp_get_thread_num();
+        concurrent[tid] = hmb_compute_sustained_rate(&ctx->calib[tid], CONCURRENT_RUNS);
+    }
+    double wall_ns = (hmb_now() - t_start) * 1e9;
+    int disturbed = library_ns_on_compute_cpus(ctx) - library_before_ns > 0.01 * wall_ns;
+    for (int t = 0; t < ctx->threads; t++) {
+        hmb_calib *c = &ctx->calib[t];
+        c->alone_iters_per_ns = c->iters_per_ns;
+        c->concurrent = !disturbed && concurrent[t] > 0.0;
+        if (c->concurrent)
+            c->iters_per_ns = concurrent[t];
+    }
+    /* The check, under the same concurrency: every thread of every rank starts each request at
+     * once (a barrier between requests), the TIME kind then the WORK kind. */
     for (int i = 0; i < HMB_COMPUTE_CHECKS; i++) {
         for (int kind = 0; kind < 2; kind++) {
             MPI_Barrier(ctx->comm);
@@ -193,7 +246,8 @@ typedef struct {
     int calib_cpu[HMB_MAX_THREADS];
     double iters_per_ns[HMB_MAX_THREADS];
     double interrupt_lost_frac[HMB_MAX_THREADS], interrupts_per_s[HMB_MAX_THREADS];
-    double rate_spread[HMB_MAX_THREADS], verify_error[HMB_MAX_THREADS];
+    double rate_spread[HMB_MAX_THREADS], verify_error[HMB_MAX_THREADS], alone_iters_per_ns[HMB_MAX_THREADS];
+    int concurrent[HMB_MAX_THREADS];
     int calibrations[HMB_MAX_THREADS];
     int64_t check_time_ns[HMB_MAX_THREADS][HMB_COMPUTE_CHECKS], check_work_ns[HMB_MAX_THREADS][HMB_COMPUTE_CHECKS];
 } rank_info;
@@ -374,6 +428,8 @@ static void write_calibration(hmb_json *j, const hmb_ctx *ctx, const rank_info *
             hmb_json_int(j, "rank", r);
             hmb_json_int(j, "thread", t);
             hmb_json_num(j, "iters_per_ns", all[r].iters_per_ns[t]);
+            hmb_json_str(j, "measured", all[r].concurrent[t] ? "concurrent" : "alone");
+            hmb_json_num(j, "alone_iters_per_ns", all[r].alone_iters_per_ns[t]);
             hmb_json_num(j, "rate_spread", all[r].rate_spread[t]);
             hmb_json_num(j, "verify_error", all[r].verify_error[t]);
             hmb_json_int(j, "cpu", all[r].calib_cpu[t]);
@@ -511,6 +567,8 @@ void hmb_env_record(hmb_ctx *ctx)
         mine->interrupts_per_s[t] = ctx->calib[t].interrupts_per_ns * 1e9;
         mine->rate_spread[t] = ctx->calib[t].rate_spread;
         mine->verify_error[t] = ctx->calib[t].verify_error;
+        mine->alone_iters_per_ns[t] = ctx->calib[t].alone_iters_per_ns;
+        mine->concurrent[t] = ctx->calib[t].concurrent;
         mine->calibrations[t] = ctx->calibrations[t];
         for (int i = 0; i < HMB_COMPUTE_CHECKS; i++) {
             mine->check_time_ns[t][i] = ctx->compute_check_time_ns[t][i];
