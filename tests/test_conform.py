@@ -166,7 +166,7 @@ def test_hmb_conform_rejects_unknown_mpi_and_check(capsys):
     assert cli.main(["conform", "--mpi", "nosuch"]) == 2
     assert "unknown MPI 'nosuch'" in capsys.readouterr().err
     assert cli.main(["conform", "--mpi", "mpich", "--check", "nosuch"]) == 2
-    assert "--check: no check named nosuch" in capsys.readouterr().err
+    assert "--check: no check named 'nosuch'" in capsys.readouterr().err
 
 
 def test_report_has_the_matrix(tmp_path):
