@@ -5,13 +5,18 @@ VENV   := .venv
 HMB    := $(VENV)/bin/hmb
 HMB_MPI ?= mpich
 
-.PHONY: demo test check setup build clean container
+.PHONY: demo test test-lab check setup build clean container
 # The demo is the small studies: each seed paper's headline figure, fitted to this machine.
 demo: setup
 	$(HMB) study demo --mpi $(HMB_MPI)
 
 test: setup
 	$(VENV)/bin/python -m pytest
+
+# Nodes on this machine and a real Slurm on them (root, ip netns; installs Debian's Slurm where it is
+# missing): docs/lab.md. Separate from `make test`, which stays within minutes.
+test-lab: setup
+	$(VENV)/bin/python -m pytest -m lab tests/test_lab_nodes.py
 
 # Machine physics (binding, timer, calibration, clocks, latency, async): PASS/WARN/FAIL per expectation.
 check: setup

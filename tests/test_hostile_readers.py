@@ -291,3 +291,11 @@ def test_advise_refuses_an_infinite_bandwidth(tmp_path, capsys):
     for bw in ("inf", "1e400", "nan"):
         assert cli.main(["advise", str(f), "--mpi", "mpich", "--threshold", "8192", "--bandwidth", bw]) == 2
         assert "--bandwidth > 0 (a finite number)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value, shown", [("FAIL [1]", "FAIL [1]"), ("-", "-"), ("#", "#"), ("1. x", "1. x"),
+                                          ("[x](http://e)", "\\[x\\](http://e)"), ("![i](p.png)", "!\\[i\\](p.png)"),
+                                          ("[a][ref]", "\\[a\\]\\[ref\\]"), ("[r]: http://e", "\\[r\\]: http://e"),
+                                          ("a|b", "a\\|b"), ("<b>", "\\<b\\>"), ("two\nlines", "two lines")])
+def test_md_cell_escapes_what_makes_links_or_breaks_the_row(value, shown):
+    assert results.md_cell(value) == shown

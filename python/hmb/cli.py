@@ -82,11 +82,14 @@ def cmd_run(args) -> int:
         raise UsageError(f"--timeout: {e}") from None
     if args.metric and "metric" not in launch.parse_bench_argv(args.bench_args):
         args.bench_args = list(args.bench_args) + ["--metric", args.metric]   # every table, not only the summary
+    if args.ranks_per_node is not None and args.ranks_per_node < 1:
+        raise UsageError("--ranks-per-node must be at least 1")
+    args.hosts = launch.parse_hosts(args.hosts)
     target = launch.prepare(args.mpi, build="always" if args.rebuild else "missing")
     if args.repeats == 1:
         return launch.run_bench(target, args.bench, args.bench_args, args.ranks, args.threads,
                                 json_path=args.json, launcher=args.launcher, timeout=timeout or None,
-                                dry_run=args.dry_run)
+                                dry_run=args.dry_run, hosts=args.hosts, ranks_per_node=args.ranks_per_node)
     return repeats.run(target, args, timeout or None)
 
 
@@ -96,6 +99,7 @@ def cmd_sweep(args) -> int:
                      output_override=args.output)
     if args.launcher:
         cfg.launcher = args.launcher
+    cfg.hosts = args.hosts
     cfg.max_launches = args.max_launches
     return sweep.run(cfg, resume=args.resume, dry_run=args.dry_run, overwrite=args.overwrite,
                      ranks_per_node=args.ranks_per_node, build="always" if args.rebuild else "missing")
@@ -133,16 +137,20 @@ def cmd_slurm(args) -> int:
         if args.config:
             raise UsageError("slurm: give a CONFIG or --study NAME, not both")
         try:
-            args.config = study_cli.slurm_config(args.study)
+            args.config = study_cli.slurm_config(args.study, fit_cores=args.nodes * args.ranks_per_node * args.threads
+                                                 if args.fit else None)
         except StudyError as e:
             raise UsageError(str(e)) from None
+    elif args.fit:
+        raise UsageError("slurm: --fit goes with --study NAME")
     elif not args.config:
         raise UsageError("slurm: give a CONFIG.toml or --study NAME")
     cfg = sweep.load(args.config, mpis_override=args.mpi.split(",") if args.mpi else None,
                      output_override=args.results)
     text = slurm.script(cfg, args.config, args.nodes, args.ranks_per_node, args.threads,
                         time=args.time, partition=args.partition, account=args.account,
-                        job_name=args.job_name, mpi=args.mpi)
+                        job_name=args.job_name, mpi=args.mpi, hosts=args.hosts,
+                        study_dir=str(Path(args.config).parent) if args.study else None)
     if args.output in (None, "-"):
         sys.stdout.write(text)
     else:
@@ -184,8 +192,12 @@ def cmd_check(args) -> int:
     from . import check
     if args.ranks < 2:
         raise UsageError("check: -n must be at least 2 (a ping-pong needs two ranks)")
-    json_path = args.json or f"results/check-{args.mpi}.json"
-    return check.run(args.mpi, args.ranks, args.quick, json_path)
+    if args.threads < 1:
+        raise UsageError("check: --threads must be at least 1")
+    from . import launch
+    json_path = args.json or f"results/check-{args.mpi}{'-' + args.hosts.replace(':', '-') if args.hosts else ''}.json"
+    return check.run(args.mpi, args.ranks, args.quick, json_path, threads=args.threads,
+                     hosts=launch.parse_hosts(args.hosts))
 
 
 def cmd_project(args) -> int:
@@ -231,6 +243,10 @@ def make_parser() -> argparse.ArgumentParser:
                    help="auto: srun inside a Slurm allocation (SLURM_JOB_ID set), else mpiexec")
     r.add_argument("--timeout", metavar="DURATION",
                    help="kill a launch after this long (30s, 5min; 0 = never, the default)")
+    r.add_argument("--hosts", metavar="lab|lab:NAME|FILE",
+                   help="launch across hosts: the nodes of the lab that is up (hmb lab up; docs/lab.md) or the "
+                   "hosts of a hostfile; ranks are spread evenly (one per node for 2 ranks on 2 nodes)")
+    r.add_argument("--ranks-per-node", type=int, metavar="R", help="with --hosts or srun: R ranks on each node")
     r.add_argument("--repeats", type=int, default=1, metavar="N",
                    help="launch N times (the same command) and show, per point and metric, the median "
                    "of launch medians, their min-max and the within-launch 95%% CI (default 1)")
@@ -253,7 +269,9 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--overwrite", action="store_true", help="start over, deleting an existing output")
     s.add_argument("--mpi", metavar="LIST", help="only these MPIs (comma-separated), overriding the config")
     s.add_argument("--launcher", choices=("auto", "mpiexec", "srun"), help="override sweep.launcher")
-    s.add_argument("--ranks-per-node", type=int, help="with srun: spread ranks over ceil(ranks/R) nodes")
+    s.add_argument("--ranks-per-node", type=int, help="with srun or --hosts: spread ranks over ceil(ranks/R) nodes")
+    s.add_argument("--hosts", metavar="lab|lab:NAME|FILE", help="launch across the lab's nodes (hmb lab up) or a "
+                   "hostfile's hosts; ranks spread evenly unless --ranks-per-node (docs/lab.md)")
     s.add_argument("--rebuild", action="store_true", help="run an incremental build of hmb-bench first")
     s.add_argument("--max-launches", type=int, default=sweep_limits.MAX_LAUNCHES, metavar="N",
                    help=f"refuse grids of more launches (default {sweep_limits.MAX_LAUNCHES})")
@@ -294,6 +312,10 @@ def make_parser() -> argparse.ArgumentParser:
     sl.add_argument("--job-name", default="hmb-sweep")
     sl.add_argument("--mpi", help="only these MPIs (comma-separated; e.g. system)")
     sl.add_argument("--results", metavar="FILE", help="results file (default: sweep.output)")
+    sl.add_argument("--fit", action="store_true", help="with --study: the study fitted to the allocation's "
+                    "nodes x ranks-per-node x threads cores (default: as published)")
+    sl.add_argument("--hosts", metavar="lab|lab:NAME", help="the allocation is on an hmb lab: its network settings "
+                    "and path check (docs/lab.md)")
     sl.add_argument("-o", "--output", metavar="FILE", help="script file (default: stdout)")
     sl.set_defaults(func=cmd_slurm)
 
@@ -304,8 +326,13 @@ def make_parser() -> argparse.ArgumentParser:
                         "expectation with why it matters (docs/methodology.md). Exit status 1 if any FAIL.")
     ck.add_argument("--mpi", default="mpich", choices=mpi.KNOWN, help="MPI implementation (default mpich)")
     ck.add_argument("-n", "--ranks", type=int, default=2, help="MPI processes (default 2)")
+    ck.add_argument("--threads", type=int, default=1,
+                    help="OpenMP threads per rank, as the runs to be trusted use (default 1): the start-up compute "
+                    "check runs on every thread of every rank at once")
     ck.add_argument("--json", metavar="FILE", help="machine record (default results/check-MPI.json)")
     ck.add_argument("--quick", action="store_true", help="fewer rounds and iterations (about half a minute)")
+    ck.add_argument("--hosts", metavar="lab|lab:NAME|FILE", help="ranks spread over these hosts; on an hmb lab "
+                    "(one machine's clock) the offsets estimated across hosts must be ~0 (docs/lab.md)")
     ck.set_defaults(func=cmd_check)
 
     av = sub.add_parser(
@@ -434,10 +461,61 @@ def make_parser() -> argparse.ArgumentParser:
         return 0
     se.set_defaults(func=cmd_settings)
 
+    add_lab_parser(sub)
+
     # hmb study: the seed studies (hmb/study/, python/hmb/studies/*.toml)
     from .study import cli as study_cli
     study_cli.add_parser(sub)
     return p
+
+
+def add_lab_parser(sub) -> None:
+    """hmb lab up|down|status|exec: nodes on one machine (hmb/lab.py, docs/lab.md)."""
+    from . import lab
+    la = sub.add_parser("lab", help="a lab of N nodes on this machine (namespaces on a bridge; root)",
+                        description="Lay out N nodes on this machine, each its own network and UTS namespace "
+                        "(hostname) on one bridge with an address and its share of the CPUs, so MPI traffic between "
+                        "ranks on different nodes takes the library's network path (TCP); optionally a real Slurm "
+                        "on them. hmb run/sweep/study/check --hosts lab launch across them (docs/lab.md).")
+    ls = la.add_subparsers(dest="lab_cmd", metavar="{up,down,status,exec}", required=True, parser_class=_Parser)
+    up = ls.add_parser("up", help="create the nodes (and with --slurm, munged, slurmctld and a slurmd per node)")
+    up.add_argument("--nodes", type=int, default=2, help="nodes (default 2)")
+    up.add_argument("--subnet", metavar="CIDR", help="a private IPv4 /24 (default: one chosen from the name)")
+    up.add_argument("--slurm", action="store_true", help="also start Slurm on the nodes (on a lab already up: "
+                    "only Slurm; scripts/slurm-lab.sh up installs it); prints the SLURM_CONF to export")
+    dn = ls.add_parser("down", help="stop every process in the nodes and remove namespaces, links, hosts entries")
+    st = ls.add_parser("status", help="the nodes, their addresses, CPUs and processes (exit 1 if not up)")
+    ex = ls.add_parser("exec", help="run a command inside a node: hmb lab exec NODE -- COMMAND ...")
+    ex.add_argument("node", metavar="NODE", help="a node's hostname or address")
+    for q in (up, dn, st, ex):
+        q.add_argument("--name", default=lab.DEFAULT_NAME, help=f"the lab's name (default {lab.DEFAULT_NAME})")
+
+    def cmd_lab(a) -> int:
+        try:
+            if a.lab_cmd == "up":
+                made = lab.load(a.name) if a.slurm and lab.is_up(a.name) else lab.up(a.name, a.nodes, a.subnet)
+                conf = None
+                if a.slurm and lab.slurm_running(made):
+                    conf = lab.slurm_conf(made)
+                elif a.slurm:
+                    try:
+                        conf = lab.slurm_up(made)
+                    except BaseException:
+                        lab.down(a.name, quiet=True)
+                        raise
+                lab.status(a.name)
+                if conf:
+                    print(f"export SLURM_CONF={conf}")
+                return 0
+            if a.lab_cmd == "down":
+                lab.down(a.name)
+                return 0
+            if a.lab_cmd == "status":
+                return lab.status(a.name)
+            return lab.main_exec(a.name, a.node, a.program)
+        except lab.LabError as e:
+            raise UsageError(str(e)) from None
+    la.set_defaults(func=cmd_lab, program=[])
 
 
 def _split_run_argv(argv: list[str]) -> tuple[list[str], list[str]]:
@@ -457,7 +535,7 @@ def main(argv=None) -> int:
     if is_run:
         args, unknown = parser.parse_known_args(own)
         args.bench_args = unknown + passthrough
-    elif own and own[0] == "advise":   # the program to verify follows --
+    elif own and own[0] in ("advise", "lab"):   # the program to verify (run) follows --
         args = parser.parse_args(own)
         args.program = passthrough
     else:

@@ -140,34 +140,121 @@ def spare_cores(target: Target, bench: str, args: list[str]) -> int:
 def cores_per_rank(target: Target, bench: str, args: list[str], ranks: int, threads: int,
                    launcher: str) -> int:
     """Cores to bind each rank to: T for the compute threads, plus a spare one when the run has a
-    progress thread and the host has room (OMP_PLACES=cores with OMP_PROC_BIND=close keeps the T
-    threads on the first T; hmb-bench moves progress threads to the rest). Without room: T, and
-    hmb-bench warns and records that the progress thread shares a compute core."""
+    progress thread and the host (or, under srun, the allocation's CPUs per task) has room
+    (OMP_PLACES=cores with OMP_PROC_BIND=close keeps the T threads on the first T; hmb-bench moves
+    progress threads to the rest). Without room: T, and hmb-bench warns and records that the
+    progress thread shares a compute core."""
     spare = spare_cores(target, bench, args)
     if not spare:
         return threads
     if launcher == "srun":     # Slurm knows the node; the allocation must hold the extra core
-        return threads + spare
+        # Inside an allocation of fewer CPUs per task, a step asking for more is refused ("More
+        # processors requested than permitted"): T, as without room on one host.
+        room = os.environ.get("SLURM_CPUS_PER_TASK", "")
+        return threads if room.isdigit() and int(room) < threads + spare else threads + spare
     return threads + spare if ranks * (threads + spare) <= (os.cpu_count() or 1) else threads
+
+
+# The PMI each library's wheel speaks to srun (`srun --mpi=...`; a config's srun_args naming
+# --mpi wins): the MPICH wheel's own PMI client speaks PMI-1/PMI-2 (no PMIx library in it), Open
+# MPI 5 only PMIx. Without one, srun starts N singletons of one rank each.
+SRUN_MPI = {"mpich": "pmi2", "impi": "pmi2", "openmpi": "pmix"}
+
+
+@dataclasses.dataclass
+class Hosts:
+    """Where ranks go: the nodes of a lab (--hosts lab, lab:NAME; hmb/lab.py) or of a hostfile."""
+    text: str
+    names: list
+    lab: object = None              # hmb.lab.Lab
+    hostfile: str | None = None
+
+    def per_node(self, ranks: int, ranks_per_node: int | None = None) -> int:
+        """Ranks per node: as asked, else spread evenly (2 ranks on 2 nodes: one per node, the
+        seeds' pairs)."""
+        return ranks_per_node or -(-ranks // len(self.names))
+
+
+def parse_hosts(text: str | None) -> Hosts | None:
+    """--hosts: 'lab' (the lab that is up, hmb lab up), 'lab:NAME', or a hostfile (one host per
+    line, first word, an optional :slots or slots= ignored)."""
+    if not text:
+        return None
+    if text == "lab" or text.startswith("lab:"):
+        from . import lab as hlab
+        try:
+            up = hlab.load(text.split(":", 1)[1] if ":" in text else hlab.DEFAULT_NAME)
+        except hlab.LabError as e:
+            raise LaunchError(f"--hosts {text}: {e}") from None
+        return Hosts(text, up.hostnames, lab=up)
+    path = os.path.abspath(text)
+    try:
+        with open(path) as f:
+            names = [w.split()[0].split(":")[0] for w in (ln.split("#")[0] for ln in f) if w.strip()]
+    except OSError as e:
+        raise LaunchError(f"--hosts {text}: not 'lab', 'lab:NAME' or a readable hostfile ({e.strerror})") from None
+    except UnicodeDecodeError:
+        raise LaunchError(f"--hosts {text}: not a text file") from None
+    if not names:
+        raise LaunchError(f"--hosts {text}: no host in the file")
+    return Hosts(text, list(dict.fromkeys(names)), hostfile=path)
+
+
+def hosts_prefix(target: Target, ranks: int, threads: int, hosts: Hosts,
+                 ranks_per_node: int | None = None) -> list[str]:
+    """mpiexec across hosts, ranks_per_node on each of the first ceil(ranks / it) hosts.
+
+    On a lab the launcher's agent starts each node's proxy inside the node (hydra
+    -launcher-exec, prte plm_ssh_agent), and hydra listens on the lab's bridge (its own hostname
+    means nothing inside a node). Ranks are not bound by the launcher there: hydra and prte
+    bind to the machine's cores, not the node's share (measured: the rank of the second node
+    bound to CPU 0 beside the first node's, 1.4 ms per 8 B message); a node's share of the CPUs
+    is its ranks' binding."""
+    per = hosts.per_node(ranks, ranks_per_node)
+    nodes = -(-ranks // per)
+    if nodes > len(hosts.names):
+        raise LaunchError(f"{ranks} ranks at {per} per node need {nodes} nodes; --hosts {hosts.text} has "
+                          f"{len(hosts.names)}")
+    used = [f"{h}:{per}" for h in hosts.names[:nodes]]
+    impl = target.impl
+    agent = str(hosts.lab.agent) if hosts.lab is not None else None
+    cmd = [impl.mpiexec, "-n", str(ranks)]
+    if target.flavor == "openmpi":
+        if os.geteuid() == 0:
+            cmd.append("--allow-run-as-root")
+        cmd += ["--host", ",".join(used)]
+        if agent:
+            return cmd + ["--prtemca", "plm_ssh_agent", agent, "--bind-to", "none"]
+        return cmd + (["--map-by", f"slot:PE={threads}"] if threads > 1 else []) + ["--bind-to", "core"]
+    if target.flavor != "mpich":
+        raise LaunchError(f"--hosts: {target.name}'s launcher is not set up for other hosts (MPICH and Open MPI are)")
+    cmd += ["-hosts", ",".join(used)]
+    if agent:
+        return cmd + ["-launcher", "ssh", "-launcher-exec", agent, "-iface", hosts.lab.bridge, "-bind-to", "none"]
+    return cmd + ["-bind-to", f"core:{threads}" if threads > 1 else "core"]
 
 
 def launcher_prefix(target: Target, ranks: int, threads: int, launcher: str = "auto",
                     ranks_per_node: int | None = None, srun_args: list[str] | None = None,
-                    env_names: list[str] = ()) -> list[str]:
-    """The launcher part of the command: srun inside Slurm (or on request), else mpiexec.
-    threads: cores bound per rank (the compute threads plus any spare core)."""
+                    env_names: list[str] = (), hosts: Hosts | None = None) -> list[str]:
+    """The launcher part of the command: srun inside Slurm (or on request), else mpiexec (across
+    `hosts` when given). threads: cores bound per rank (the compute threads plus any spare core)."""
     if launcher == "auto":
         launcher = "srun" if in_slurm() else "mpiexec"
     if launcher == "srun":
         cmd = ["srun", "--cpu-bind=cores", "-n", str(ranks), "-c", str(threads)]
-        if ranks_per_node:
-            cmd[1:1] = ["-N", str(-(-ranks // ranks_per_node))]
-        return cmd + list(srun_args or [])
+        if ranks_per_node or hosts:
+            cmd[1:1] = ["-N", str(-(-ranks // (hosts.per_node(ranks, ranks_per_node) if hosts else ranks_per_node)))]
+        extra = list(srun_args or [])
+        if not any(a.startswith("--mpi") for a in extra) and target.flavor in SRUN_MPI:
+            extra.insert(0, f"--mpi={SRUN_MPI[target.flavor]}")
+        return cmd + extra
     if launcher != "mpiexec":
         raise LaunchError(f"unknown launcher '{launcher}' (choose auto, mpiexec or srun)")
     if target.impl is None:
         return []
-    cmd = target.impl.launch_args(ranks, threads)
+    cmd = hosts_prefix(target, ranks, threads, hosts, ranks_per_node) if hosts else \
+        target.impl.launch_args(ranks, threads)
     if target.flavor == "openmpi":
         # Open MPI forwards only what it is told to remote nodes; be explicit.
         for name in env_names:
@@ -177,14 +264,15 @@ def launcher_prefix(target: Target, ranks: int, threads: int, launcher: str = "a
 
 def command(target: Target, bench: str, args: list[str], ranks: int, threads: int,
             launcher: str = "auto", ranks_per_node: int | None = None,
-            srun_args: list[str] | None = None, env_names: list[str] = ()) -> list[str]:
+            srun_args: list[str] | None = None, env_names: list[str] = (),
+            hosts: Hosts | None = None) -> list[str]:
     if override():
         return override() + [bench] + args
     if launcher == "auto":
         launcher = "srun" if in_slurm() else "mpiexec"
     cores = cores_per_rank(target, bench, args, ranks, threads, launcher)
     prefix = launcher_prefix(target, ranks, cores, launcher, ranks_per_node, srun_args,
-                             env_names)
+                             env_names, hosts)
     return prefix + target.bench_cmd + [bench] + args
 
 
@@ -214,7 +302,7 @@ _said_oversub: dict[str, bool] = {}   # the oversubscription line is said once p
 
 
 def environment(target: Target, threads: int, env_added: dict, tag: str | None, ranks: int | None = None,
-                launcher: str = "auto") -> tuple[dict, dict]:
+                launcher: str = "auto", hosts: Hosts | None = None) -> tuple[dict, dict]:
     """(full environment, the variables HMB added) for one launch.
 
     Threads are pinned (OMP_PLACES=cores, OMP_PROC_BIND=close) inside a rank bound to its cores.
@@ -247,10 +335,17 @@ def environment(target: Target, threads: int, env_added: dict, tag: str | None, 
     if launcher == "auto":
         launcher = "srun" if in_slurm() else "mpiexec"
     unbound = launcher == "mpiexec" and target.impl is not None and ranks is not None \
-        and not target.impl.binds_ranks(ranks)
+        and not target.impl.binds_ranks(ranks) and hosts is None
     omp = {"OMP_PROC_BIND": "false"} if unbound else OMP_ENV
     oversub = {}
-    if launcher == "mpiexec" and target.impl is not None and ranks is not None:
+    if hosts is not None and hosts.lab is not None:
+        # Across lab nodes: the library's network settings and the path a probe took (checked).
+        env_added = {**lab_network(target, hosts, launcher), **env_added}
+        node_cpus = min(len(n.cpus) for n in hosts.lab.nodes)
+        if target.flavor == "openmpi" and "OMPI_MCA_mpi_yield_when_idle" not in os.environ \
+                and hosts.per_node(ranks or 1) * threads > node_cpus:
+            oversub = {"OMPI_MCA_mpi_yield_when_idle": "1"}
+    elif launcher == "mpiexec" and target.impl is not None and ranks is not None and hosts is None:
         oversub = {k: v for k, v in target.impl.oversubscribed_env(ranks, threads).items() if k not in env_added}
         if oversub and not _said_oversub.get(target.name):
             _said_oversub[target.name] = True
@@ -262,6 +357,73 @@ def environment(target: Target, threads: int, env_added: dict, tag: str | None, 
         added["HMB_TAG"] = tag
     env.update(added)
     return env, added
+
+
+_paths: dict = {}
+
+
+def lab_network(target: Target, hosts: Hosts, launcher: str = "auto") -> dict:
+    """What a launch across lab nodes adds: the library's network settings (lab.network_env; a
+    value the user exported wins) and the path the library took with them, from a probe launch
+    (one rank on each of two nodes, the library's own verbose selection output, once per MPI,
+    lab and launcher in a process): HMB_LAB, HMB_NETWORK (lab.NETWORK_LABEL) and
+    HMB_NETWORK_EVIDENCE (what the library printed, and the probe's 8 B latency), which every
+    run header records. A library that did not take TCP between the nodes is a LaunchError."""
+    from . import lab as hlab
+    try:
+        net = {k: v for k, v in hlab.network_env(target.flavor).items() if k not in os.environ}
+    except hlab.LabError as e:
+        raise LaunchError(str(e)) from None
+    if launcher == "auto":
+        launcher = "srun" if in_slurm() else "mpiexec"
+    key = (target.name, hosts.lab.name, launcher, tuple(sorted(net.items())))
+    if key not in _paths:
+        _paths[key] = _probe_path(target, hosts, launcher, net)
+    return {**net, **_paths[key]}
+
+
+def _probe_path(target: Target, hosts: Hosts, launcher: str, net: dict) -> dict:
+    from . import lab as hlab
+    found = {"HMB_LAB": hosts.lab.name, "HMB_NETWORK": hlab.NETWORK_LABEL}
+    if target.impl is None:    # the testing override runs no MPI
+        return {**found, "HMB_NETWORK_EVIDENCE": f"not probed ({OVERRIDE_VAR})"}
+    if len(hosts.names) < 2:
+        raise LaunchError(f"--hosts {hosts.text}: a network path needs two nodes")
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="probe-", dir=hosts.lab.dir) as d:
+        out = os.path.join(d, "probe.jsonl")
+        args = ["--mode", "latency", "--sizes", "8", "--iters", "50", "--warmup", "5", "--ci-target", "0",
+                "--threads", "1", "--json", out]
+        cmd = command(target, "p2p", args, 2, 1, launcher, 1, hosts=hosts)
+        env = target.impl.env()
+        env.update({"OMP_NUM_THREADS": "1", **OMP_ENV, **net, **hlab.verbose_env(target.flavor)})
+        try:
+            with machine_lock(f"hmb lab network probe: {target.name} on {hosts.text}"):
+                p = subprocess.run(cmd, env=env, capture_output=True, text=True, errors="replace", timeout=180)
+        except subprocess.TimeoutExpired:
+            raise LaunchError(f"--hosts {hosts.text}: the network probe ({target.name}, one rank on each of "
+                              f"{', '.join(hosts.names[:2])}) did not end in 180 s") from None
+        if p.returncode != 0:
+            last = ([ln for ln in (p.stderr + p.stdout).splitlines() if ln.strip()] or ["no output"])[-1]
+            raise LaunchError(f"--hosts {hosts.text}: the network probe ({target.name}, one rank on each of "
+                              f"{', '.join(hosts.names[:2])}) failed (exit {p.returncode}): {last.strip()[:200]}")
+        latency = None
+        try:
+            with open(out) as f:
+                for line in f:
+                    rec = json.loads(line)
+                    if rec.get("type") == "result" and rec.get("status") == "ok":
+                        latency = rec["metrics"]["latency_us"]["median"]
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    path, evidence = hlab.path_of(target.flavor, p.stdout + p.stderr)
+    if path != "tcp":
+        raise LaunchError(f"--hosts {hosts.text}: {target.name} did not take TCP between the nodes: {evidence}"
+                          + (f" (check {', '.join(k for k in hlab.network_env(target.flavor) if k in os.environ)}"
+                             " in your environment)" if any(k in os.environ for k in hlab.network_env(target.flavor))
+                             else ""))
+    lat = f"; probe 8 B latency {latency:.3g} us" if isinstance(latency, (int, float)) else ""
+    return {**found, "HMB_NETWORK_EVIDENCE": f"{evidence}{lat}"}
 
 
 MACHINE_LOCK_VAR = "HMB_MACHINE_LOCK"      # the lock file (default /tmp/hmb-machine.lock)
@@ -401,7 +563,8 @@ def _stop_group(proc: subprocess.Popen) -> None:
 
 def run_bench(target: Target, bench: str, bench_args: list[str], ranks: int, threads: int,
               json_path: str | None = None, launcher: str = "auto",
-              timeout: float | None = None, dry_run: bool = False) -> int:
+              timeout: float | None = None, dry_run: bool = False, hosts: Hosts | None = None,
+              ranks_per_node: int | None = None) -> int:
     """`hmb run`: split by the requirement table, launch each part, stream its output."""
     opts = parse_bench_argv(bench_args)
     split_opts = {k: v for k, v in opts.items() if k != "_positional" and v is not True}
@@ -412,11 +575,12 @@ def run_bench(target: Target, bench: str, bench_args: list[str], ranks: int, thr
         argv = _without(argv, "--threads") + ["--threads", str(launch.threads)]
         if json_path:
             argv = _without(argv, "--json") + ["--json", json_path]
-        env, added = environment(target, launch.threads, launch.env_added, None, launch.ranks, launcher)
-        cmd = command(target, bench, argv, launch.ranks, launch.threads, launcher,
-                      env_names=sorted(added))
+        env, added = environment(target, launch.threads, launch.env_added, None, launch.ranks, launcher,
+                                 hosts=None if dry_run and hosts and hosts.lab else hosts)
+        cmd = command(target, bench, argv, launch.ranks, launch.threads, launcher, ranks_per_node,
+                      env_names=sorted(added), hosts=hosts)
         note = f" ({launch.split})" if launch.split else ""
-        added_txt = " ".join(f"{k}={v}" for k, v in added.items())
+        added_txt = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in added.items())
         print(f"# hmb: {added_txt} {' '.join(cmd)}{note}", file=sys.stderr, flush=True)
         if dry_run:
             continue

@@ -26,7 +26,8 @@ def run(target, args, timeout: float | None) -> int:
             path = Path(tmp) / f"launch-{i}.jsonl"
             rc = launch.run_bench(target, args.bench, args.bench_args, args.ranks, args.threads,
                                   json_path=str(path), launcher=args.launcher, timeout=timeout,
-                                  dry_run=args.dry_run)
+                                  dry_run=args.dry_run, hosts=getattr(args, "hosts", None),
+                                  ranks_per_node=getattr(args, "ranks_per_node", None))
             worst = worst or rc
             if rc == 2 and not path.exists():
                 break   # a usage error: the same command fails the same way every time

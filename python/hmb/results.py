@@ -697,6 +697,19 @@ def md_text(value) -> str:
     return _MD_ORDERED.sub(r"\1\\\2", _MD_LINE_START.sub(r"\\\1", text))
 
 
+_MD_CELL_SPECIAL = re.compile(r"([\\|<>])")
+_MD_LINKISH = re.compile(r"\]\s*[(\[:]|!\[")
+
+
+def md_cell(value) -> str:
+    """Text for one markdown table cell: as md_text, but a cell is inline, so nothing at its
+    start can open a block ("-", "#", "1." stay as they are), and brackets are escaped only where
+    they could make a link or an image ("[1]" stays, "[x](http://..)" does not link)."""
+    text = "".join(" " if not c.isprintable() else c for c in str(value))
+    text = _MD_CELL_SPECIAL.sub(r"\\\1", text)
+    return re.sub(r"([\[\]])", r"\\\1", text) if _MD_LINKISH.search(text) else text
+
+
 def md_code(text: str) -> str:
     """text as a fenced markdown block, its fence longer than any run of backticks inside."""
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)

@@ -64,6 +64,7 @@ class Config:
     srun_args: list
     benches: list       # dicts: name, ranks (list), threads (list), mpis, repeats, args
     max_launches: int = MAX_LAUNCHES
+    hosts: str | None = None    # --hosts: lab, lab:NAME or a hostfile (launch.parse_hosts)
 
 
 @dataclasses.dataclass
@@ -498,7 +499,14 @@ def _run_locked(cfg, specs, output, resume, overwrite, skip_missing, ranks_per_n
     described = {}
     for have in (hlaunch.available_benches(t) for t in targets.values()):
         described.update({n: d for n, d in (have or {}).items() if any(s.bench == n for s in todo)})
-    check_launches(todo, described, cfg.launcher, ranks_per_node)
+    try:
+        hosts = hlaunch.parse_hosts(cfg.hosts)
+        if hosts is not None and hosts.lab is not None:
+            for name in sorted({s.mpi for s in todo}):   # the path each library takes, before any launch
+                hlaunch.lab_network(targets[name], hosts, cfg.launcher)
+    except hlaunch.LaunchError as e:
+        raise ConfigError(str(e)) from None
+    check_launches(todo, described, cfg.launcher if hosts is None else "srun", ranks_per_node)
     output.parent.mkdir(parents=True, exist_ok=True)
     log_path = output.with_name(output.name + ".log")
     append_record(output, {"type": "sweep", "schema": SCHEMA, "config": cfg.path, "seed": cfg.seed,
@@ -519,7 +527,7 @@ def _run_locked(cfg, specs, output, resume, overwrite, skip_missing, ranks_per_n
         for i, spec in enumerate(todo, 1):
             bar.set_postfix_str(f"{spec.bench} {spec.mpi} {spec.split or ''}".strip(), refresh=False)
             t0 = time.monotonic()
-            rc = _run_one(spec, targets[spec.mpi], cfg, output, log_path, ranks_per_node, bar)
+            rc = _run_one(spec, targets[spec.mpi], cfg, output, log_path, ranks_per_node, bar, hosts)
             failed += rc != 0
             bar.update(1)
             if lines:
@@ -558,12 +566,16 @@ def _raise_interrupt(signum, frame):
 
 
 def _run_one(spec: LaunchSpec, target: hlaunch.Target, cfg: Config, output: Path,
-             log_path: Path, ranks_per_node, bar) -> int:
+             log_path: Path, ranks_per_node, bar, hosts=None) -> int:
     argv = hlaunch.bench_argv(spec.args) + ["--threads", str(spec.threads),
                                             "--json", str(output), "--raw"]
-    env, added = hlaunch.environment(target, spec.threads, spec.env_added, spec.tag, spec.ranks, cfg.launcher)
-    cmd = hlaunch.command(target, spec.bench, argv, spec.ranks, spec.threads, cfg.launcher,
-                          ranks_per_node, cfg.srun_args, env_names=sorted(added))
+    try:
+        env, added = hlaunch.environment(target, spec.threads, spec.env_added, spec.tag, spec.ranks, cfg.launcher,
+                                         hosts=hosts)
+        cmd = hlaunch.command(target, spec.bench, argv, spec.ranks, spec.threads, cfg.launcher,
+                              ranks_per_node, cfg.srun_args, env_names=sorted(added), hosts=hosts)
+    except hlaunch.LaunchError as e:     # e.g. the lab's network probe: the same for every launch
+        raise ConfigError(str(e)) from None
     with open(log_path, "a") as log:
         log.write(f"### {_now()} {spec.tag}: {' '.join(cmd)}\n")
         log.flush()

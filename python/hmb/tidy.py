@@ -4,7 +4,8 @@
 skipped and named, resumed launches counted once) and flattens them: every parameter of a
 point is a column of its own, beside the metric's name, median, 95% CI, sample count and unit,
 and the run's context (benchmark, MPI, library version, settings, noise, ranks, threads,
-oversubscription, run id, file). The report's study figures and `hmb export --csv` use it.
+oversubscription, hosts and the network between them, run id, file). The report's study
+figures and `hmb export --csv` use it.
 
 A result's readings (numbers in its `extra` named `*_kB`: the resident memory `proto` records,
 docs/metrics.md) are columns too, on each of that result's rows. They are readings, not
@@ -21,7 +22,7 @@ from . import results as hresults
 # Columns every table has, in this order; the point's parameters follow them.
 CONTEXT = ["bench", "metric", "median", "ci_lo", "ci_hi", "count", "unit", "higher_is_better",
            "mpi", "library", "settings", "noise", "ranks", "threads", "oversubscribed",
-           "spare_core_missing", "progress_shares_core", "host", "cpus", "run_id", "tag", "source"]
+           "spare_core_missing", "progress_shares_core", "host", "network", "cpus", "run_id", "tag", "source"]
 # Resources a point recorded after its set-up (mt, halo3d --thread-comm: docs/metrics.md), columns
 # beside the context where the record has them: what a mode cost, not a parameter of the point
 # (they vary from launch to launch: claims group launches without them).
@@ -52,6 +53,12 @@ def _host(run: dict) -> str:
     return ",".join(str(h) for h in hosts) if isinstance(hosts, list) else str(hosts)
 
 
+def _network(run: dict) -> str:
+    """The network between the run's hosts as its header records it ("" where it says nothing:
+    one node, or hosts HMB did not lay out): HMB_NETWORK, set on an hmb lab (docs/lab.md)."""
+    return str((run.get("env") or {}).get("HMB_NETWORK") or "")
+
+
 def _point(r) -> tuple[dict, dict]:
     """A result's context columns and its parameters (run-level options included)."""
     run = r.run
@@ -65,7 +72,7 @@ def _point(r) -> tuple[dict, dict]:
         "threads": threads, "oversubscribed": r.oversubscribed,
         "spare_core_missing": bool(run.get("spare_core_missing")),
         "progress_shares_core": None if shares is None else bool(shares),
-        "host": _host(run), "cpus": run.get("cpus_available"),
+        "host": _host(run), "network": _network(run), "cpus": run.get("cpus_available"),
         "run_id": str(run.get("run_id") or r.record.get("run_id") or ""),
         "tag": str(run.get("tag") or ""), "source": r.source,
         **{k: _num(extra[k]) for k in RESOURCES if k in extra},

@@ -69,7 +69,7 @@ typedef struct {
     const hmb_point *pt;                    /* the point being run (validation messages) */
     hmb_ctx *ctx;                           /* ... and its context and iteration */
     long iter;
-    double mode_start;                      /* the running mode's start: bounds MPI_Parrived polling */
+    double wait_since;                      /* where the running mode's wait bounds start: after its compute */
     char domain[64];
     uint64_t *halo_seen, *halo_want;        /* the halo after unpack and its pattern, one face (check_halo) */
     /* --thread-comm (threadcomm mode): thread t's communicator and tags; what set-up created */

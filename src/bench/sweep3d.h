@@ -56,7 +56,7 @@ typedef struct {
     hmb_ctx *ctx;                                 /* the running sweep: point, iteration, start */
     const hmb_point *pt;
     long iter;
-    double mode_start;
+    double wait_since; /* where the running sweep's wait bounds start: after the compute it may wait for */
     double *bytes_sent;                           /* [tid]: bytes this thread sent in the mode */
     double bytes_per_rank[NMODES];                /* rank 0: mean over ranks of bytes sent per sweep */
 } sweep_state;

@@ -1,8 +1,9 @@
 /* The runtime state of one hmb-bench process (struct hmb_ctx, in its parts: run, options, output,
  * validation, test hooks) and ctx.c's accessors. Benchmarks never see this header. The harness's
  * other modules have their own headers, included where used: json.h, cache.h <- ctx.h (types);
- * output.h, validate.h, pivot.h, registry.h, env.h, watchdog.h (functions). No header includes
- * another module's functions, and ctx.c calls none: ctx <- output <- watchdog <- errors. */
+ * output.h, validate.h, pivot.h, registry.h, env.h, watchdog.h, computelog.h (functions). No header includes
+ * another module's functions, and ctx.c calls only computelog.c's (which calls none):
+ * ctx <- computelog, ctx <- output <- watchdog <- errors. */
 #ifndef HMB_CTX_H
 #define HMB_CTX_H
 
@@ -15,6 +16,17 @@
 #include "json.h"
 
 typedef struct hmb_watchdog hmb_watchdog;
+
+/* computelog.c: one thread's compute in the point in flight. requested_ns / measured_ns: its
+ * compute calls of the running iteration (written by that thread only); iter_requested_ns /
+ * iter_measured_ns: their totals per measured iteration, appended between iterations. */
+typedef struct {
+    int64_t requested_ns, measured_ns;
+    int kinds;
+    char pad[64 - 2 * sizeof(int64_t) - sizeof(int)]; /* one cache line per thread */
+    double *iter_requested_ns, *iter_measured_ns;
+    size_t count, capacity;
+} hmb_compute_log;
 
 /* The parts of one hmb-bench process's state. */
 
@@ -31,10 +43,14 @@ typedef struct {
 
     hmb_noise noise;
     hmb_calib calib[HMB_MAX_THREADS];
-    /* Each thread's start-up check (hmb_compute_check_ns requests at its own rate) and how
-     * many calibrations it took (hmb_compute_calibrate_verified). */
-    int64_t compute_check_measured_ns[HMB_MAX_THREADS][HMB_COMPUTE_CHECKS];
+    /* How many calibrations each thread took (hmb_compute_calibrate_verified), and its start-up
+     * check after MPI_Init, every thread of every rank at once (hmb_env_check_compute): the
+     * hmb_compute_check_ns requests as TIME and as WORK compute, measured ns. */
     int calibrations[HMB_MAX_THREADS];
+    int64_t compute_check_time_ns[HMB_MAX_THREADS][HMB_COMPUTE_CHECKS];
+    int64_t compute_check_work_ns[HMB_MAX_THREADS][HMB_COMPUTE_CHECKS];
+    /* The measured compute of the point in flight, per thread (computelog.c). */
+    hmb_compute_log compute_log[HMB_MAX_THREADS];
     double timer_resolution_ns, timer_overhead_ns;
 
     double clock_offset_s;

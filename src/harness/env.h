@@ -32,7 +32,10 @@ int hmb_env_placement_main(hmb_ctx *ctx, int *argc, char ***argv);
 int hmb_pvars_list(FILE *out);
 /* MPI_T_init_thread once per process, never finalised (mpit.c): 1 when the tool interface is up. */
 int hmb_mpit_hold(void);
-/* Calibration and compute check, before MPI_Init. */
+/* Calibration of every thread at once, before MPI_Init. */
 void hmb_env_calibrate(hmb_ctx *ctx);
+/* The start-up compute check, after MPI_Init (collective): every thread of every rank runs the
+ * check requests at once, as TIME and as WORK compute. */
+void hmb_env_check_compute(hmb_ctx *ctx);
 
 #endif

@@ -8,7 +8,9 @@ their difference, for signed metrics), `min_threads` (rows with fewer threads pe
 reading of the claim), and `value` with `op`
 ("~": within `tolerance` relative; "<=" / ">=": at most / at least value×(1±tolerance)).
 `needs` (a feature HMB lacks) and `scope = "network"` (the seed's reading depends on an
-inter-node network) make it not comparable, with the reason.
+inter-node network) make it not comparable, with the reason; a network claim read across the
+nodes of an hmb lab says so ("network: TCP between namespaces on one machine, not the seed's
+InfiniBand", from the run header's HMB_NETWORK).
 """
 from __future__ import annotations
 
@@ -113,6 +115,20 @@ def _single_node(df) -> bool:
     return len(hosts) <= 1
 
 
+def _lab_network(rows) -> str:
+    """The network a run's headers name between its hosts (tidy's `network`: HMB_NETWORK, set
+    across the nodes of an hmb lab), "" where none does."""
+    if "network" not in rows.columns:
+        return ""
+    return ", ".join(sorted({str(v) for v in rows["network"].dropna() if str(v)}))
+
+
+def _seed_network(setup: str) -> str:
+    """The seed's network, as its setup names it first (InfiniBand, Omni-Path), else "network"."""
+    found = [(setup.find(n), n) for n in ("InfiniBand", "Omni-Path") if n in setup]
+    return min(found)[1] if found else "network"
+
+
 def _solid(rows):
     """Rows that are readings: not oversubscribed, no progress thread on a compute core."""
     return rows[~(rows["oversubscribed"].astype(bool) | (rows["progress_shares_core"] == True))]  # noqa: E712
@@ -135,7 +151,10 @@ def judge(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupported=No
             return Verdict(claim, "–", NOT_COMPARABLE, f"the claim needs at least {claim['min_threads']} threads "
                            f"per rank (the seed: one per partition); this run had T = {ran} (--fit)")
         rows = enough
-    if claim.get("scope") == "network" and _single_node(df):
+    lab_net = _lab_network(rows) if claim.get("scope") == "network" else ""
+    if lab_net:     # nodes of one machine (hmb lab): the protocol's behaviour, never the seed's network
+        reason = f"network: {lab_net}, not the seed's {_seed_network(seed_setup)}"
+    elif claim.get("scope") == "network" and _single_node(df):
         reason = f"the seed ran {seed_setup}; this run is one node's shared memory" if seed_setup \
             else "the seed's reading depends on its network; this run is one node's shared memory"
     else:

@@ -42,6 +42,8 @@ def add_parser(sub) -> None:
     r.add_argument("-o", "--out", "--output-dir", dest="out", metavar="DIR", help="default results/study-NAME")
     r.add_argument("--dry-run", action="store_true", help="print the launches, run nothing")
     r.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    r.add_argument("--hosts", metavar="lab|lab:NAME|FILE", help="across the lab's nodes (hmb lab up) or a "
+                   "hostfile's: ranks spread evenly, one per node for the seeds' pairs (docs/lab.md)")
     r.set_defaults(func=cmd_run, mode=None)
     rp = ss.add_parser("report", help="a study run's figures and its claims beside HMB's readings")
     rp.add_argument("dir", metavar="DIR", help="the directory hmb study run wrote (study.toml, results.jsonl)")
@@ -74,7 +76,8 @@ def cmd_run(args) -> int:
     from .. import sweep
     try:
         return run(args.name, mode=args.mode, mpi=args.mpi, figure=args.figure, repeats=args.repeats,
-                   outdir=args.out, dry_run=args.dry_run, resume=args.resume, budget=args.budget)
+                   outdir=args.out, dry_run=args.dry_run, resume=args.resume, budget=args.budget,
+                   hosts=args.hosts)
     except (StudyError, sweep.ConfigError) as e:
         return _fail(e)
 
@@ -270,7 +273,7 @@ def _capped(value, counts: list[int], quick: int):
 
 
 def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_run=False,
-        resume=False, quiet=False, budget=None) -> int:
+        resume=False, quiet=False, budget=None, hosts=None) -> int:
     """Run a study (or one figure of it) through hmb sweep; the study file, the fitted config
     and its changes are written beside the results (study.toml, config.toml, fit.txt), then the
     report (study.md, figures/). A directory holding another study's run, or this study's with
@@ -295,6 +298,9 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
     data, changes = fit.config(study, mode, figure=figure, repeats=repeats)
     if budget is not None:
         changes += with_budget(data, budget)
+    if hosts:
+        changes.append(f"--hosts {hosts}: ranks spread evenly over the nodes (one per node for 2 ranks on 2 "
+                       "nodes, as the seeds' pairs ran)")
     check_metrics(study, data)
     out = Path(outdir or f"results/study-{study.name}")
     data["sweep"]["output"] = str(out / "results.jsonl")
@@ -319,6 +325,7 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
     write_file(out / "study.toml", study.path.read_bytes())
     write_file(out / "fit.txt", "\n".join([header] + changes) + "\n")
     cfg = sweep.load(str(config), mpis_override=mpis)
+    cfg.hosts = hosts
     rc = sweep.run(cfg, resume=resume, dry_run=False, skip_missing=True, quiet=quiet)
     if rc == 130 or not Path(cfg.output).exists():
         return rc
@@ -379,23 +386,28 @@ def check_metrics(study, data: dict) -> None:
                                  f"not a metric of {d['bench']} (hmb-bench {d['bench']} has: {', '.join(sorted(known))})")
 
 
-def slurm_config(name: str) -> str:
-    """hmb slurm --study NAME: write the study's grid as published to
-    results/study-NAME-slurm/config.toml (the sbatch script runs hmb sweep on it with --resume;
-    not hmb study run's results/study-NAME); returns its path."""
+def slurm_config(name: str, fit_cores: int | None = None) -> str:
+    """hmb slurm --study NAME: write the study's grid as published (with fit_cores: fitted to that
+    many cores, the allocation's, its changes in fit.txt) to results/study-NAME-slurm/config.toml
+    (the sbatch script runs hmb sweep on it with --resume; not hmb study run's
+    results/study-NAME); returns its path."""
     from . import fit
     study = load(name)
-    data, _ = fit.config(study, "as-published")
+    data, changes = fit.config(study, "fit" if fit_cores else "as-published", ncores=fit_cores)
     out = Path(f"results/study-{study.name}-slurm")
     data["sweep"]["output"] = str(out / "results.jsonl")
     for line in study.not_run():
         print(f"hmb study: {line}", file=sys.stderr)
-    comment = f"hmb slurm --study {study.name} (as published): the grid of study.toml beside this file"
+    comment = f"hmb slurm --study {study.name} ({'--fit' if fit_cores else 'as published'}): the grid of " \
+              "study.toml beside this file"
     with checked_config(study, data, comment) as cfg:
         _check_options(study, cfg)
     claim_dir(out, study, data, what="hmb slurm --study")
     path = _write_config(out, data, comment)
     write_file(out / "study.toml", study.path.read_bytes())
+    if fit_cores:
+        write_file(out / "fit.txt", "\n".join([f"{study.name} --fit: {len(changes)} changes for {fit_cores} cores "
+                                                "(the allocation's)"] + changes) + "\n")
     return str(path)
 
 

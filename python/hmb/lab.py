@@ -1,0 +1,631 @@
+"""`hmb lab up|down|status|exec`: N "nodes" on one machine, so MPI traffic takes the network path.
+
+A node is a network namespace and a UTS namespace (its own hostname) with a veth on one bridge,
+an address, `lo`, a default route through the bridge, and its share of the machine's CPUs (a
+command started in it is confined to them, as on a node of its own). Ranks on different nodes
+see different hostnames and different interfaces, so an MPI library treats them as remote and
+uses its network path (TCP over the veths); docs/lab.md.
+
+Everything a lab owns is named after it (NAME, default "hmblab"): namespaces NAME-n1..NAME-nN
+(also the nodes' hostnames, in an /etc/hosts block), the bridge NAMEbr, host-side veths
+NAMEv1.., the state directory /run/hmb-lab/NAME (lab.json, the nodes' UTS namespace files, the
+launcher agent `exec`). `down` stops every process living in a node's network namespace
+(slurmd, MPI proxies, ranks), then removes namespaces, links, the hosts block and the state,
+also when a failed `up` left only part of it.
+
+The launcher agent (DIR/exec HOST COMMAND..., rsh-style) runs a command inside a node:
+MPICH's hydra calls it with -launcher-exec, Open MPI's prte as plm_rsh_agent.
+"""
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zlib
+from pathlib import Path
+
+DEFAULT_NAME = "hmblab"
+NAME_RE = re.compile(r"[a-z][a-z0-9]{0,9}")     # interface names hold 15 characters: NAMEbr, NAMEv12
+BASE_VAR = "HMB_LAB_DIR"                        # where labs keep their state (default /run/hmb-lab)
+HOSTS_FILE = Path(os.environ.get("HMB_LAB_HOSTS_FILE", "/etc/hosts"))
+NODE_IFACE = "lab0"                             # the veth end inside every node
+MAX_NODES = 16
+
+
+class LabError(Exception):
+    """A one-line, user-facing problem (exit status 2)."""
+
+
+@dataclasses.dataclass
+class Node:
+    name: str       # hostname and network namespace name
+    addr: str
+    uts: str        # the bind-mounted UTS namespace file
+    cpus: list
+
+    @property
+    def netns(self) -> str:
+        return f"/run/netns/{self.name}"
+
+
+@dataclasses.dataclass
+class Lab:
+    name: str
+    subnet: str
+    head_addr: str      # the bridge's address in the machine's own namespace
+    nodes: list
+
+    @property
+    def dir(self) -> Path:
+        return base_dir() / self.name
+
+    @property
+    def bridge(self) -> str:
+        return f"{self.name}br"
+
+    @property
+    def agent(self) -> Path:
+        """The launcher agent: `agent [-opts] HOST COMMAND...` runs COMMAND in node HOST."""
+        return self.dir / "exec"
+
+    @property
+    def hostnames(self) -> list[str]:
+        return [n.name for n in self.nodes]
+
+    def node(self, host: str) -> Node:
+        for n in self.nodes:
+            if host in (n.name, n.addr):
+                return n
+        raise LabError(f"lab {self.name} has no node {host!r} (nodes: {', '.join(self.hostnames)})")
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "subnet": self.subnet, "head_addr": self.head_addr,
+                "nodes": [dataclasses.asdict(n) for n in self.nodes]}
+
+
+def base_dir() -> Path:
+    return Path(os.environ.get(BASE_VAR) or "/run/hmb-lab")
+
+
+def check_name(name: str) -> str:
+    if not NAME_RE.fullmatch(name or ""):
+        raise LabError(f"lab name {name!r}: expected a lower-case letter, then up to 9 letters or digits "
+                       f"(its interfaces are named NAMEbr and NAMEv1..)")
+    return name
+
+
+def default_subnet(name: str) -> str:
+    """A /24 of 10.77-10.78.x.0 chosen from the name, so two labs (two test runs) do not meet."""
+    h = zlib.crc32(name.encode())
+    return f"10.{77 + (h >> 8) % 2}.{h % 250 + 1}.0/24"
+
+
+def _run(cmd: list[str], check: bool = True, **kw) -> subprocess.CompletedProcess:
+    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", **kw)
+    if check and p.returncode != 0:
+        msg = (p.stderr.strip() or p.stdout.strip() or f"exit {p.returncode}").splitlines()[-1]
+        raise LabError(f"{' '.join(cmd[:6])}: {msg}")
+    return p
+
+
+def can_make_labs() -> str | None:
+    """Why this machine cannot lay out a lab (None: it can): not root, no `ip`, `nsenter`,
+    `unshare` or `taskset`, or network namespaces refused."""
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, veth pairs and a bridge)"
+    for tool in ("ip", "nsenter", "unshare", "taskset"):
+        if shutil.which(tool) is None:
+            return f"needs `{tool}` on PATH (packages iproute2, util-linux)"
+    probe = f"hmbprobe{os.getpid() % 100000}"
+    p = _run(["ip", "netns", "add", probe], check=False)
+    if p.returncode != 0:
+        return f"`ip netns add` fails here: {(p.stderr.strip() or 'exit ' + str(p.returncode)).splitlines()[-1]}"
+    _run(["ip", "netns", "del", probe], check=False)
+    return None
+
+
+def load(name: str = DEFAULT_NAME) -> Lab:
+    """The lab that is up under this name (LabError if none)."""
+    check_name(name)
+    path = base_dir() / name / "lab.json"
+    try:
+        data = json.loads(path.read_text())
+        lab = Lab(data["name"], data["subnet"], data["head_addr"], [Node(**n) for n in data["nodes"]])
+    except FileNotFoundError:
+        raise LabError(f"no lab {name!r} is up (hmb lab up{'' if name == DEFAULT_NAME else ' --name ' + name})") from None
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise LabError(f"lab {name}: unreadable state {path}: {e} (hmb lab down --name {name} clears it)") from None
+    return lab
+
+
+def layout(name: str, nodes: int, subnet: str | None = None, cpus: list | None = None) -> Lab:
+    """The lab's plan (nothing is created): addresses .1..N for the nodes, .254 for the bridge;
+    the machine's CPUs dealt out in equal consecutive shares (every node gets all of them when
+    there are fewer CPUs than nodes: then the nodes share cores, said by `status`)."""
+    check_name(name)
+    if not 2 <= nodes <= MAX_NODES:
+        raise LabError(f"--nodes {nodes}: a lab has 2 to {MAX_NODES} nodes")
+    try:
+        net = ipaddress.ip_network(subnet or default_subnet(name))
+    except ValueError as e:
+        raise LabError(f"--subnet: {e}") from None
+    if net.version != 4 or net.prefixlen > 24 or not net.is_private:
+        raise LabError(f"--subnet {net}: expected a private IPv4 network of at least /24 (e.g. 10.77.5.0/24)")
+    hosts = list(net.hosts())
+    cpus = sorted(cpus if cpus is not None else os.sched_getaffinity(0))
+    share = len(cpus) // nodes
+    out = []
+    for i in range(1, nodes + 1):
+        mine = cpus[(i - 1) * share:i * share] if share else cpus
+        out.append(Node(f"{name}-n{i}", str(hosts[i - 1]), str(base_dir() / name / f"uts-n{i}"), mine))
+    return Lab(name, str(net), str(hosts[253] if len(hosts) > 253 else hosts[-1]), out)
+
+
+def _agent_text(lab: Lab) -> str:
+    """The launcher agent: rsh-style `exec [-opts] HOST COMMAND...`; COMMAND's words are joined
+    and run by /bin/sh inside the node (as ssh does), confined to the node's CPUs. With --argv
+    first, COMMAND is run as given (no shell).
+
+    Inside a node: its network and UTS namespaces, and a mount namespace of its own whose /sys is
+    a sysfs of the node's network namespace (as `ip netns exec` mounts it: libraries that list
+    interfaces in /sys/class/net, UCX among them, see the node's own), with the machine's cgroup
+    hierarchies bound back under /sys/fs/cgroup (slurmd will not start without them)."""
+    cases = []
+    for n in lab.nodes:
+        cpus = ",".join(map(str, n.cpus))
+        cases.append(f"  {n.name}|{n.addr}) ns={n.name}; uts={shlex.quote(n.uts)}; cpus={cpus} ;;")
+    keep = shlex.quote(str(lab.dir / "cgroup-mnt"))
+    return "\n".join([
+        "#!/bin/sh",
+        f"# hmb lab {lab.name}: run a command inside a node, rsh-style: exec [-x ...] HOST COMMAND...",
+        "# (MPICH hydra: -launcher ssh -launcher-exec THIS; Open MPI: --prtemca plm_ssh_agent THIS)",
+        "# exec --argv HOST PROGRAM ARGS...: run PROGRAM with ARGS as given, no shell.",
+        "argv=0",
+        "while [ $# -gt 0 ]; do case \"$1\" in --argv) argv=1; shift ;; -*) shift ;; *) break ;; esac; done",
+        "host=$1",
+        "[ $# -gt 0 ] && shift",
+        "case \"$host\" in",
+        *cases,
+        f"  *) echo \"hmb lab {lab.name}: no node '$host' (nodes: {' '.join(lab.hostnames)})\" >&2; exit 255 ;;",
+        "esac",
+        "[ $# -gt 0 ] || { echo \"hmb lab: no command for $host\" >&2; exit 255; }",
+        "if [ \"$HMB_LAB_INSIDE\" != \"$ns\" ]; then",
+        "  export HMB_LAB_INSIDE=\"$ns\"",
+        "  exec nsenter --uts=\"$uts\" --net=\"/run/netns/$ns\" -- unshare --mount --propagation private -- \"$0\" "
+        "$([ $argv = 1 ] && echo --argv) \"$host\" \"$@\"",
+        "fi",
+        f"keep={keep}",
+        "if mountpoint -q /sys/fs/cgroup; then mount --rbind /sys/fs/cgroup \"$keep\" || exit 255; fi",
+        "umount -l /sys && mount -t sysfs \"$ns\" /sys || { echo \"hmb lab: cannot mount the node's /sys\" >&2; exit 255; }",
+        "if mountpoint -q \"$keep\"; then mount --move \"$keep\" /sys/fs/cgroup || exit 255; fi",
+        "unset HMB_LAB_INSIDE",
+        "if [ $argv = 1 ]; then exec taskset -c \"$cpus\" \"$@\"; fi",
+        "exec taskset -c \"$cpus\" /bin/sh -c \"$*\"",
+        "",
+    ])
+
+
+def _hosts_block(lab: Lab) -> list[str]:
+    return ([f"# hmb lab {lab.name} begin"] + [f"{n.addr} {n.name}" for n in lab.nodes]
+            + [f"{lab.head_addr} {lab.name}-head", f"# hmb lab {lab.name} end"])
+
+
+def _set_hosts(name: str, block: list[str]) -> None:
+    """Replace this lab's block in the hosts file (written in place: it may be a bind mount)."""
+    try:
+        lines = HOSTS_FILE.read_text().splitlines()
+    except FileNotFoundError:
+        lines = []
+    out, inside = [], False
+    for ln in lines:
+        if ln.strip() == f"# hmb lab {name} begin":
+            inside = True
+        elif inside and ln.strip() == f"# hmb lab {name} end":
+            inside = False
+        elif not inside:
+            out.append(ln)
+    if out == lines and not block:
+        return
+    with open(HOSTS_FILE, "w") as f:
+        f.write("\n".join(out + block) + "\n")
+
+
+def up(name: str = DEFAULT_NAME, nodes: int = 2, subnet: str | None = None, out=print) -> Lab:
+    """Lay the lab out; on any failure take down what was made and raise LabError."""
+    lab = layout(name, nodes, subnet)
+    why = can_make_labs()
+    if why:
+        raise LabError(f"hmb lab: {why}")
+    if (lab.dir / "lab.json").exists():
+        old = load(name)
+        if _complete(old):
+            raise LabError(f"lab {name} is already up ({', '.join(old.hostnames)}): hmb lab down first")
+    taken = _run(["ip", "-4", "route", "show", "to", "match", lab.nodes[0].addr], check=False).stdout
+    for ln in taken.splitlines():
+        if ln.split()[0] != "default" and f"dev {lab.bridge} " not in ln + " ":
+            raise LabError(f"--subnet {lab.subnet}: already routed here ({ln.strip()}); choose another")
+    down(name, quiet=True)      # remnants of an earlier lab of this name
+    try:
+        lab.dir.mkdir(parents=True, exist_ok=True)
+        _run(["ip", "link", "add", lab.bridge, "type", "bridge"])
+        _run(["ip", "addr", "add", f"{lab.head_addr}/{ipaddress.ip_network(lab.subnet).prefixlen}", "dev", lab.bridge])
+        _run(["ip", "link", "set", lab.bridge, "up"])
+        prefix = ipaddress.ip_network(lab.subnet).prefixlen
+        for i, n in enumerate(lab.nodes, 1):
+            veth = f"{name}v{i}"
+            _run(["ip", "netns", "add", n.name])
+            _run(["ip", "link", "add", veth, "type", "veth", "peer", "name", NODE_IFACE, "netns", n.name])
+            _run(["ip", "link", "set", veth, "master", lab.bridge])
+            _run(["ip", "link", "set", veth, "up"])
+            _run(["ip", "-n", n.name, "addr", "add", f"{n.addr}/{prefix}", "dev", NODE_IFACE])
+            _run(["ip", "-n", n.name, "link", "set", NODE_IFACE, "up"])
+            _run(["ip", "-n", n.name, "link", "set", "lo", "up"])
+            _run(["ip", "-n", n.name, "route", "add", "default", "via", lab.head_addr])
+            Path(n.uts).touch()
+            _run(["unshare", f"--uts={n.uts}", "hostname", n.name])
+        (lab.dir / "cgroup-mnt").mkdir(exist_ok=True)
+        lab.agent.write_text(_agent_text(lab))
+        lab.agent.chmod(0o755)
+        _set_hosts(name, _hosts_block(lab))
+        (lab.dir / "lab.json").write_text(json.dumps(lab.to_json(), indent=1) + "\n")
+    except BaseException:
+        down(name, quiet=True)
+        raise
+    return lab
+
+
+def _complete(lab: Lab) -> bool:
+    have = set(_run(["ip", "netns", "list"], check=False).stdout.split())
+    return all(n.name in have and os.path.exists(n.uts) for n in lab.nodes)
+
+
+def _netns_names(name: str) -> list[str]:
+    """The lab's network namespaces that exist now (also those a lost lab.json no longer lists)."""
+    out = _run(["ip", "netns", "list"], check=False).stdout.split()
+    return sorted({w for w in out if re.fullmatch(rf"{re.escape(name)}-n\d+", w)})
+
+
+def _links(name: str) -> list[str]:
+    out = _run(["ip", "-o", "link", "show"], check=False).stdout
+    names = [ln.split(":")[1].strip().split("@")[0] for ln in out.splitlines() if ln.count(":") >= 2]
+    return sorted(n for n in names if n == f"{name}br" or re.fullmatch(rf"{re.escape(name)}v\d+", n))
+
+
+def _ns_inode(path: str) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def processes(name: str) -> dict[str, list[int]]:
+    """node namespace -> pids of the processes living in it (slurmd, proxies, ranks...)."""
+    wanted = {}
+    for ns in _netns_names(name):
+        ino = _ns_inode(f"/run/netns/{ns}")
+        if ino is not None:
+            wanted[ino] = ns
+    found: dict[str, list[int]] = {ns: [] for ns in wanted.values()}
+    if not wanted:
+        return found
+    me = os.getpid()
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == me:
+            continue
+        ino = _ns_inode(f"/proc/{d}/ns/net")
+        if ino in wanted:
+            found[wanted[ino]].append(int(d))
+    return found
+
+
+def _stop(pids: list[int], grace: float = 5.0) -> list[int]:
+    """SIGTERM, then SIGKILL what is left after grace; returns the pids still alive."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        for p in pids:
+            try:
+                os.kill(p, sig)
+            except ProcessLookupError:
+                pass
+        end = time.monotonic() + wait
+        while pids and time.monotonic() < end:
+            pids = [p for p in pids if _alive(p)]
+            if pids:
+                time.sleep(0.1)
+        if not pids:
+            return []
+    return pids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def down(name: str = DEFAULT_NAME, quiet: bool = False, out=print) -> list[str]:
+    """Take the lab down completely; returns what was removed (one phrase each). Raises
+    LabError naming what could not be removed."""
+    check_name(name)
+    removed, left = [], []
+    pids = [p for ps in processes(name).values() for p in ps]
+    if pids:
+        still = _stop(pids)
+        removed.append(f"{len(pids) - len(still)} process{'es' if len(pids) - len(still) != 1 else ''}")
+        left += [f"process {p}" for p in still]
+    for ns in _netns_names(name):
+        r = _run(["ip", "netns", "del", ns], check=False)
+        (removed if r.returncode == 0 else left).append(f"namespace {ns}")
+    for link in _links(name):
+        r = _run(["ip", "link", "del", link], check=False)
+        if r.returncode == 0 or link not in _links(name):   # a veth goes with its peer's namespace
+            removed.append(f"link {link}")
+        else:
+            left.append(f"link {link}")
+    d = base_dir() / name
+    for uts in sorted(d.glob("uts-n*")) if d.is_dir() else []:
+        _run(["umount", str(uts)], check=False)
+    try:
+        _set_hosts(name, [])
+    except OSError as e:
+        left.append(f"the {HOSTS_FILE} block ({e.strerror})")
+    if d.is_dir():
+        shutil.rmtree(d, ignore_errors=True)
+        (left if d.exists() else removed).append(f"state {d}")
+    try:
+        base_dir().rmdir()      # the last lab's
+    except OSError:
+        pass
+    if left:
+        raise LabError(f"lab {name}: could not remove {', '.join(left)}")
+    if not quiet:
+        out(f"hmb lab: {name} is down" + (f" (removed {', '.join(removed)})" if removed else " (nothing was up)"))
+    return removed
+
+
+def leftovers(name: str) -> list[str]:
+    """What of the lab still exists (empty after a complete `down`): for the tests and `status`."""
+    out = [f"namespace {n}" for n in _netns_names(name)] + [f"link {link}" for link in _links(name)]
+    out += [f"process {p} in {ns}" for ns, ps in processes(name).items() for p in ps]
+    if (base_dir() / name).exists():
+        out.append(f"state {base_dir() / name}")
+    try:
+        if f"# hmb lab {name} begin" in HOSTS_FILE.read_text():
+            out.append(f"{HOSTS_FILE} block")
+    except OSError:
+        pass
+    mounts = Path("/proc/self/mountinfo").read_text() if Path("/proc/self/mountinfo").exists() else ""
+    out += [f"mount {m}" for m in re.findall(rf"\S*{re.escape(str(base_dir() / name))}/uts-n\d+", mounts)]
+    return out
+
+
+def status(name: str = DEFAULT_NAME, out=print) -> int:
+    """Print the lab's nodes (hostname, address, CPUs, processes); 0 if up, 1 if not."""
+    try:
+        lab = load(name)
+    except LabError as e:
+        rest = leftovers(name)
+        out(f"hmb lab: {e}" + (f"; remnants: {', '.join(rest)} (hmb lab down clears them)" if rest else ""))
+        return 1
+    procs = processes(name)
+    shared = len({tuple(n.cpus) for n in lab.nodes}) < len(lab.nodes)
+    out(f"lab {lab.name}: {len(lab.nodes)} nodes on bridge {lab.bridge} ({lab.subnet}, this machine "
+        f"{lab.head_addr}); launcher agent {lab.agent}")
+    for n in lab.nodes:
+        names = []
+        for p in procs.get(n.name, []):
+            try:
+                names.append(Path(f"/proc/{p}/comm").read_text().strip())
+            except OSError:
+                continue
+        out(f"  {n.name:<14} {n.addr:<15} cpus {','.join(map(str, n.cpus)):<8} "
+            f"{len(names)} process{'es' if len(names) != 1 else ''}{': ' + ', '.join(sorted(set(names))) if names else ''}")
+    if shared:
+        out("  (fewer CPUs than nodes: the nodes share cores, every timing is oversubscribed)")
+    if not _complete(lab):
+        out("  incomplete: a namespace is missing (hmb lab down, then up)")
+        return 1
+    return 0
+
+
+# ------------------------------------------------------------------ MPI on the lab's network
+
+# What a run header's env says of a launch across lab nodes (tidy's `network` column; the
+# study claims label their readings with it).
+NETWORK_LABEL = "TCP between namespaces on one machine"
+
+
+def network_env(flavor: str) -> dict:
+    """The library settings that put traffic between lab nodes on TCP over the nodes' veths.
+
+    MPICH (ch4:ucx): UCX takes the peers for one machine (it compares boot ids, not hostnames)
+    and would move their messages through shared memory (sysv, cma) between the namespaces
+    (measured: `inter-node` never appears, `intra-node cfg tag(sysv/memory cma/memory)`), so
+    its transports are self and tcp on the node's interface; ranks on one node still talk
+    through MPICH's own shared memory. Open MPI (ob1): btl tcp on the node's interface beside
+    sm and self (no uct, no ofi). FI_TCP_IFACE is for MPICH's ofi netmod when a user picks it."""
+    if flavor == "openmpi":
+        return {"OMPI_MCA_pml": "ob1", "OMPI_MCA_btl": "self,sm,tcp", "OMPI_MCA_btl_tcp_if_include": NODE_IFACE}
+    if flavor == "mpich":
+        return {"UCX_TLS": "self,tcp", "UCX_NET_DEVICES": NODE_IFACE, "FI_TCP_IFACE": NODE_IFACE}
+    raise LabError(f"--hosts lab: the {flavor} launcher is not set up for the lab (MPICH and Open MPI are)")
+
+
+def verbose_env(flavor: str) -> dict:
+    """Settings that make the library print which transport each peer got (path_of reads it)."""
+    return {"OMPI_MCA_btl_base_verbose": "30"} if flavor == "openmpi" else {"UCX_LOG_LEVEL": "info"}
+
+
+_UCX_CFG = re.compile(r"\[([^:\]]+):\s*\d+\s*:\d+\].*?ucp_context_\d+ (inter-node|intra-node) cfg#\d+ tag\(([^)]*)\)")
+_OMPI_TCP = re.compile(r"\[([^:\]]+):\s*\d+\] btl: ?tcp: (?:attempting to connect\(\) to \S+ address (\S+)|"
+                       r"now connected to (\S+))")
+
+
+def path_of(flavor: str, text: str) -> tuple[str | None, str]:
+    """(transport between nodes or None, the evidence) from a launch's verbose output
+    (verbose_env). None when the output shows shared memory between nodes or nothing at all."""
+    if flavor == "openmpi":
+        hits = _OMPI_TCP.findall(text)
+        if hits:
+            host, a, b = hits[0]
+            return "tcp", f"Open MPI btl tcp: {host} connect() to {(a or b).rstrip(',.')}"
+        return None, "Open MPI printed no btl tcp connection between the nodes (btl_base_verbose 30)"
+    cfgs = _UCX_CFG.findall(text)
+    if not cfgs:
+        return None, "UCX printed no endpoint configuration (UCX_LOG_LEVEL=info): not the ucx netmod?"
+    intra = [c for c in cfgs if c[1] == "intra-node"]
+    if intra:
+        return None, f"UCX took the other node for its own: {intra[0][0]} intra-node tag({intra[0][2]})"
+    tls = sorted({t.strip() for c in cfgs for t in c[2].split()})
+    if all(t.startswith("tcp/") for t in tls):
+        return "tcp", f"UCX inter-node tag({' '.join(tls)})"
+    return None, f"UCX inter-node tag({' '.join(tls)}): not TCP"
+
+
+# ------------------------------------------------------------------ Slurm on the lab
+
+SLURM_TOOLS = ("slurmctld", "slurmd", "munged", "sbatch", "srun", "sinfo", "scontrol")
+SLURM_PACKAGES = "slurmctld slurmd slurm-client munge"   # Debian's (22.05 in bookworm)
+
+
+def slurm_conf(lab: Lab) -> Path:
+    return lab.dir / "slurm" / "slurm.conf"
+
+
+def _slurm_conf_text(lab: Lab) -> str:
+    d = lab.dir / "slurm"
+    head = lab.nodes[0]
+    nodes = [f"NodeName={n.name} NodeAddr={n.addr} CPUs={len(n.cpus)} State=UNKNOWN" for n in lab.nodes]
+    return "\n".join([
+        f"# hmb lab {lab.name}: Slurm on the lab's nodes (written by hmb lab up --slurm; docs/lab.md)",
+        f"ClusterName={lab.name}",
+        f"SlurmctldHost={head.name}({head.addr})",
+        "SlurmUser=root",
+        "SlurmdUser=root",
+        "AuthType=auth/munge",
+        "CredType=cred/munge",
+        f"AuthInfo=socket={d / 'munge.sock'}",
+        f"StateSaveLocation={d / 'state'}",
+        f"SlurmdSpoolDir={d / 'spool-%n'}",
+        # Node-local temporary files (Slurm's PMIx server makes spmix_appdir_* there: one /tmp
+        # shared by the nodes makes the second node's step fail with "File exists").
+        f"TmpFS={d / 'tmp-%n'}",
+        f"SlurmctldPidFile={d / 'slurmctld.pid'}",
+        f"SlurmdPidFile={d / 'slurmd-%n.pid'}",
+        f"SlurmctldLogFile={d / 'slurmctld.log'}",
+        f"SlurmdLogFile={d / 'slurmd-%n.log'}",
+        "SlurmctldPort=6817",
+        "SlurmdPort=6818",
+        # No cgroup here: processes are tracked by parentage, and tasks are not re-bound by
+        # Slurm (its view of the CPUs is the whole machine's, so task/affinity would put every
+        # node's first task on CPU 0); a task keeps its node's share of the CPUs.
+        "ProctrackType=proctrack/linuxproc",
+        "TaskPlugin=task/none",
+        "SelectType=select/cons_tres",
+        "SelectTypeParameters=CR_Core",
+        "SchedulerType=sched/backfill",
+        "MpiDefault=none",
+        "ReturnToService=2",
+        "JobCompType=jobcomp/none",
+        "AccountingStorageType=accounting_storage/none",
+        "JobAcctGatherType=jobacct_gather/none",
+        "SlurmdTimeout=60",
+        "InactiveLimit=0",
+        "KillWait=5",
+        *nodes,
+        f"PartitionName=lab Nodes={','.join(lab.hostnames)} Default=YES MaxTime=INFINITE State=UP",
+        "",
+    ])
+
+
+def is_up(name: str) -> bool:
+    try:
+        return _complete(load(name))
+    except LabError:
+        return False
+
+
+def slurm_running(lab: Lab) -> bool:
+    """Is this lab's slurmctld alive (its pid file names a live process in the first node)?"""
+    try:
+        pid = int((lab.dir / "slurm" / "slurmctld.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return False
+    return pid in processes(lab.name).get(lab.nodes[0].name, [])
+
+
+def slurm_missing() -> list[str]:
+    return [t for t in SLURM_TOOLS if shutil.which(t) is None and not Path("/usr/sbin", t).exists()]
+
+
+def slurm_up(lab: Lab, timeout: float = 60.0, out=print) -> Path:
+    """munged, slurmctld (on the first node) and one slurmd per node, each inside its node's
+    namespaces; returns slurm.conf (clients need SLURM_CONF=it). Waits until every node is idle."""
+    missing = slurm_missing()
+    if missing:
+        raise LabError(f"Slurm is not installed ({', '.join(missing)} missing): scripts/slurm-lab.sh up installs "
+                       f"Debian's {SLURM_PACKAGES}")
+    d = lab.dir / "slurm"
+    (d / "state").mkdir(parents=True, exist_ok=True)
+    for n in lab.nodes:
+        (d / f"spool-{n.name}").mkdir(exist_ok=True)
+        (d / f"tmp-{n.name}").mkdir(exist_ok=True)
+        os.chmod(d / f"tmp-{n.name}", 0o1777)
+    os.chmod(d, 0o755)
+    key = d / "munge.key"
+    key.write_bytes(os.urandom(1024))
+    os.chmod(key, 0o400)
+    conf = slurm_conf(lab)
+    conf.write_text(_slurm_conf_text(lab))
+    head = lab.nodes[0]
+    _run(exec_argv(lab, head.name, ["/usr/sbin/munged", "--force", f"--key-file={key}", f"--socket={d / 'munge.sock'}",
+                                    f"--pid-file={d / 'munged.pid'}", f"--log-file={d / 'munged.log'}",
+                                    f"--seed-file={d / 'munged.seed'}"]))
+    env = dict(os.environ, SLURM_CONF=str(conf))
+    _run(exec_argv(lab, head.name, ["/usr/sbin/slurmctld", "-f", str(conf)]), env=env)
+    for n in lab.nodes:
+        _run(exec_argv(lab, n.name, ["/usr/sbin/slurmd", "-f", str(conf), "-N", n.name]), env=env)
+    end = time.monotonic() + timeout
+    state = ""
+    while time.monotonic() < end:
+        p = _run(["sinfo", "-h", "-N", "-o", "%N %T"], check=False, env=env)
+        state = p.stdout.strip() or p.stderr.strip()
+        if p.returncode == 0 and all(ln.split()[-1].rstrip("*") == "idle" for ln in state.splitlines()) \
+                and len(state.splitlines()) == len(lab.nodes):
+            return conf
+        time.sleep(1)
+    raise LabError(f"lab {lab.name}: Slurm's nodes did not come up in {timeout:.0f} s (sinfo: "
+                   f"{' '.join(state.split())[:200]}; logs in {d})")
+
+
+def exec_argv(lab: Lab, host: str, argv: list[str]) -> list[str]:
+    """argv run inside node `host` (its namespaces and CPUs), without a shell in between."""
+    return [str(lab.agent), "--argv", lab.node(host).name, *argv]
+
+
+def main_exec(name: str, host: str, argv: list[str]) -> int:
+    if not argv:
+        raise LabError("hmb lab exec NODE -- COMMAND: no command")
+    lab = load(name)
+    try:
+        return subprocess.call(exec_argv(lab, host, argv))
+    except OSError as e:
+        raise LabError(f"cannot run {argv[0]} in {host}: {e.strerror}") from None
+
+
+def hosts_file_text(lab: Lab) -> str:
+    """One host per line (for tools that take a hostfile)."""
+    return "".join(f"{h}\n" for h in lab.hostnames)
+
+
+if __name__ == "__main__":   # the agent's equivalent in Python, for debugging: python -m hmb.lab NAME HOST CMD
+    sys.exit(main_exec(sys.argv[1], sys.argv[2], sys.argv[3:]))

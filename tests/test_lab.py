@@ -1,0 +1,228 @@
+"""hmb lab without a lab: the layout, the launcher agent, the hosts block, the path read from a
+library's verbose output, the launch lines across hosts, the Slurm configuration, the clock check
+across hosts of one machine. (tests/test_lab_nodes.py brings real nodes up: make test-lab.)"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hmb import check, lab, launch
+from hmb import mpi as hmpi
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def state(tmp_path, monkeypatch):
+    monkeypatch.setenv(lab.BASE_VAR, str(tmp_path / "state"))
+    monkeypatch.setattr(lab, "HOSTS_FILE", tmp_path / "hosts")
+    return tmp_path
+
+
+def test_layout_addresses_and_cpu_shares(state):
+    lb = lab.layout("hmbt", 2, "10.77.200.0/24", cpus=[0, 1, 2, 3, 4])
+    assert [n.name for n in lb.nodes] == ["hmbt-n1", "hmbt-n2"]
+    assert [n.addr for n in lb.nodes] == ["10.77.200.1", "10.77.200.2"] and lb.head_addr == "10.77.200.254"
+    assert [n.cpus for n in lb.nodes] == [[0, 1], [2, 3]]       # equal consecutive shares, CPU 4 left over
+    assert lb.bridge == "hmbtbr" and lb.nodes[0].uts == str(state / "state" / "hmbt" / "uts-n1")
+    # fewer CPUs than nodes: every node gets all of them (status says they share)
+    assert [n.cpus for n in lab.layout("hmbt", 3, "10.77.200.0/24", cpus=[0, 1]).nodes] == [[0, 1]] * 3
+
+
+@pytest.mark.parametrize("name, nodes, subnet, words", [
+    ("Hmb", 2, None, "lab name"), ("abcdefghijk", 2, None, "lab name"), ("hmbt", 1, None, "2 to 16"),
+    ("hmbt", 2, "8.8.8.0/24", "private"), ("hmbt", 2, "10.1.2.0/25", "at least /24"), ("hmbt", 2, "10.1.2", "--subnet"),
+])
+def test_layout_refuses_bad_input(state, name, nodes, subnet, words):
+    with pytest.raises(lab.LabError) as e:
+        lab.layout(name, nodes, subnet)
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_default_subnets_differ_by_name():
+    assert lab.default_subnet("hmblab") != lab.default_subnet("hmbt1")
+    assert lab.default_subnet("hmblab") == lab.default_subnet("hmblab")
+
+
+def test_hosts_block_is_replaced_and_removed(state):
+    hosts = state / "hosts"
+    hosts.write_text("127.0.0.1 localhost\n10.0.0.9 other\n")
+    lb = lab.layout("hmbt", 2, "10.77.200.0/24", cpus=[0, 1])
+    lab._set_hosts("hmbt", lab._hosts_block(lb))
+    lab._set_hosts("hmbt", lab._hosts_block(lb))      # twice: still one block
+    text = hosts.read_text()
+    assert text.count("# hmb lab hmbt begin") == 1 and "10.77.200.2 hmbt-n2\n" in text
+    assert text.startswith("127.0.0.1 localhost\n10.0.0.9 other\n")
+    lab._set_hosts("hmbt", [])
+    assert hosts.read_text() == "127.0.0.1 localhost\n10.0.0.9 other\n"
+
+
+def test_agent_maps_hosts_and_refuses_others(state):
+    lb = lab.layout("hmbt", 2, "10.77.200.0/24", cpus=[0, 1])
+    lb.dir.mkdir(parents=True)
+    lb.agent.write_text(lab._agent_text(lb))
+    lb.agent.chmod(0o755)
+    text = lb.agent.read_text()
+    assert "hmbt-n2|10.77.200.2) ns=hmbt-n2;" in text and "cpus=1 ;;" in text
+    # rsh-style options before the host are skipped; an unknown host is refused before entering anything
+    r = subprocess.run([str(lb.agent), "-x", "-n", "nohost", "true"], capture_output=True, text=True)
+    assert r.returncode == 255 and "no node 'nohost'" in r.stderr and "hmbt-n1 hmbt-n2" in r.stderr
+    r = subprocess.run([str(lb.agent), "hmbt-n1"], capture_output=True, text=True)
+    assert r.returncode == 255 and "no command" in r.stderr
+
+
+UCX_TCP = """\
+[1795737840.907539] [hmbt-n1:25777:0]      ucp_worker.c:1912 UCX  INFO    ucp_context_0 self cfg#0 tag(self/memory tcp/lab0)  rma(self/memory)  am(self/memory tcp/lab0)
+[1795737841.162236] [hmbt-n1:3621 :0]      ucp_worker.c:1912 UCX  INFO    ucp_context_0 inter-node cfg#1 tag(tcp/lab0)  rma_am(tcp/lab0)  am(tcp/lab0)
+"""
+UCX_SHM = """\
+[1795737822.259492] [hmbt-n1:25020:0]      ucp_worker.c:1912 UCX  INFO    ucp_context_0 intra-node cfg#1 tag(sysv/memory cma/memory)  rma(sysv/memory posix/memory)  am(sysv/memory cma/memory)
+"""
+OMPI_TCP = "[hmbt-n1:07766] btl: tcp: attempting to connect() to [[7302,1],1] address 10.77.133.2, on port 1024\n"
+
+
+def test_path_of_reads_the_library_output():
+    assert lab.path_of("mpich", UCX_TCP) == ("tcp", "UCX inter-node tag(tcp/lab0)")
+    path, why = lab.path_of("mpich", UCX_SHM)       # UCX took the other node for its own: shared memory
+    assert path is None and "intra-node tag(sysv/memory cma/memory)" in why
+    path, why = lab.path_of("mpich", UCX_TCP.replace("tag(tcp/lab0)", "tag(tcp/lab0 ud_verbs/mlx5_0:1)"))
+    assert path is None and "not TCP" in why
+    assert lab.path_of("mpich", "8 latency 7.1\n")[0] is None
+    assert lab.path_of("openmpi", OMPI_TCP) == ("tcp", "Open MPI btl tcp: hmbt-n1 connect() to 10.77.133.2")
+    assert lab.path_of("openmpi", UCX_TCP)[0] is None
+
+
+def _fake_target(flavor: str) -> launch.Target:
+    impl = hmpi.MPI(flavor, flavor, None, "mpicc", "/x/mpiexec")
+    return launch.Target(flavor, flavor, impl)
+
+
+def test_launch_lines_across_lab_nodes(state):
+    lb = lab.layout("hmbt", 3, "10.77.200.0/24", cpus=[0, 1, 2])
+    hosts = launch.Hosts("lab:hmbt", lb.hostnames, lab=lb)
+    m = launch.hosts_prefix(_fake_target("mpich"), 2, 1, hosts)
+    assert m[:5] == ["/x/mpiexec", "-n", "2", "-hosts", "hmbt-n1:1,hmbt-n2:1"]      # one rank per node
+    assert m[m.index("-launcher-exec") + 1] == str(lb.agent) and m[m.index("-iface") + 1] == "hmbtbr"
+    assert m[-2:] == ["-bind-to", "none"]      # the node's CPU share binds, not hydra
+    o = launch.hosts_prefix(_fake_target("openmpi"), 4, 1, hosts, ranks_per_node=2)
+    assert o[o.index("--host") + 1] == "hmbt-n1:2,hmbt-n2:2"
+    assert o[o.index("plm_ssh_agent") + 1] == str(lb.agent) and o[-2:] == ["--bind-to", "none"]
+    assert launch.hosts_prefix(_fake_target("mpich"), 3, 1, hosts)[4] == "hmbt-n1:1,hmbt-n2:1,hmbt-n3:1"
+    with pytest.raises(launch.LaunchError) as e:
+        launch.hosts_prefix(_fake_target("mpich"), 7, 1, hosts, ranks_per_node=2)
+    assert "need 4 nodes" in str(e.value) and "has 3" in str(e.value)
+    s = launch.launcher_prefix(_fake_target("openmpi"), 2, 1, "srun", hosts=hosts)
+    assert s[:3] == ["srun", "-N", "2"] and "--mpi=pmix" in s
+    s = launch.launcher_prefix(_fake_target("mpich"), 2, 1, "srun", srun_args=["--mpi=pmix_v4"])
+    assert "--mpi=pmix_v4" in s and "--mpi=pmi2" not in s     # the config's choice wins
+
+
+def test_hostfile_hosts(tmp_path):
+    f = tmp_path / "hosts.txt"
+    f.write_text("# cluster\nnode1 slots=4\nnode2:4\n\nnode1\n")
+    h = launch.parse_hosts(str(f))
+    assert h.names == ["node1", "node2"] and h.lab is None and h.per_node(6) == 3
+    m = launch.hosts_prefix(_fake_target("mpich"), 4, 2, h)
+    assert m[3:] == ["-hosts", "node1:2,node2:2", "-bind-to", "core:2"]
+    for bad in (str(tmp_path / "none.txt"), str(tmp_path)):
+        with pytest.raises(launch.LaunchError):
+            launch.parse_hosts(bad)
+
+
+def test_hosts_lab_without_a_lab_is_one_line(state):
+    r = subprocess.run([sys.executable, "-m", "hmb.cli", "run", "p2p", "--hosts", "lab:nolab", "--dry-run"],
+                       capture_output=True, text=True, cwd=REPO, env={**__import__("os").environ,
+                                                                      lab.BASE_VAR: str(state / "state")})
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no lab 'nolab' is up" in r.stderr
+
+
+def test_slurm_conf_needs_no_cgroup(state):
+    lb = lab.layout("hmbt", 2, "10.77.200.0/24", cpus=[0, 1])
+    text = lab._slurm_conf_text(lb)
+    assert "ProctrackType=proctrack/linuxproc" in text and "TaskPlugin=task/none" in text
+    assert "SlurmctldHost=hmbt-n1(10.77.200.1)" in text
+    assert "NodeName=hmbt-n2 NodeAddr=10.77.200.2 CPUs=1" in text
+    assert "TmpFS=" in text and "tmp-%n" in text       # node-local: Slurm's PMIx directories collide otherwise
+
+
+def _header(applied, estimated):
+    return {"clock_offsets_s": applied, "clock_offsets_estimated_s": estimated}
+
+
+def test_clock_check_across_hosts_of_one_clock():
+    # rank 1 on another host of the same machine: its estimate is applied and must be ~0
+    near = [_header([0, 3e-7], [0, 3e-7]), _header([0, -2e-6], [0, -2e-6])]
+    c = {x.name: x for x in check.check_clocks(near, [], one_clock=True)}
+    assert c["clock_offset_one_clock_us"].status == check.PASS and c["clock_offset_one_clock_us"].figure == 2.0
+    far = [_header([0, 4.2e-5], [0, 4.2e-5])]          # 42 us: the estimator is off
+    assert {x.name: x for x in check.check_clocks(far, [], one_clock=True)}["clock_offset_one_clock_us"].status \
+        == check.WARN
+    broken = [_header([0, 0.35], [0, 0.35])]              # a sign or clock-kind error: seconds
+    assert {x.name: x for x in check.check_clocks(broken, [], one_clock=True)}["clock_offset_one_clock_us"].status \
+        == check.FAIL
+    # without one clock (a real cluster) the offsets across hosts are not judged
+    assert "clock_offset_one_clock_us" not in {x.name for x in check.check_clocks(far, [])}
+
+
+def test_slurm_script_for_the_lab(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "hmb.cli", "slurm", "tests/data/slurm.toml", "--nodes", "2",
+                        "--ranks-per-node", "1", "--threads", "4", "--hosts", "lab"],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 0, r.stderr
+    assert "--launcher srun --ranks-per-node 1 --hosts lab --output results/cluster.jsonl" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "hmb.cli", "slurm", "tests/data/slurm.toml", "--nodes", "2",
+                        "--ranks-per-node", "1", "--threads", "4", "--fit"], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2 and "--fit goes with --study" in r.stderr
+
+
+def test_network_label_in_the_schema():
+    schema = json.loads((REPO / "python/hmb/schema/hmb-output.schema.json").read_text())
+    assert lab.NETWORK_LABEL in schema["$defs"]["run"]["properties"]["env"]["description"]
+
+
+def _two_host_records(tmp_path, network: str | None):
+    import hmb as hmb_pkg
+    from _planted import metric, result, run, write
+    recs = []
+    for rid, e in (("a", 80.0), ("b", 84.0)):
+        r = run(rid, "async")
+        r["hosts"] = ["hmbt-n1", "hmbt-n2"]
+        r["env"] = {"HMB_NETWORK": network, "HMB_LAB": "hmbt"} if network else {}
+        recs += [r, result(rid, "async", {"size_bytes": 4194304, "op": "pt2pt", "progress": "none"},
+                           {"efficiency_mean_pct": metric(e, unit="%", higher=True)})]
+    return hmb_pkg.load(write(tmp_path / f"{bool(network)}.jsonl", recs))
+
+
+def test_network_claim_read_on_lab_nodes_is_labelled_and_not_judged(tmp_path):
+    from hmb.study import claims
+    claim = {"figure": "Table 1", "quote": "E_0, 2 nodes: 82%", "bench": "async", "metric": "efficiency_mean_pct",
+             "where": {"op": "pt2pt", "progress": "none"}, "value": 82.0, "tolerance": 0.15, "scope": "network"}
+    lab_df = _two_host_records(tmp_path, lab.NETWORK_LABEL)
+    assert set(lab_df["network"]) == {lab.NETWORK_LABEL}
+    v = claims.judge(claim, lab_df, "Lomonosov-2, Intel MPI 2017.1, InfiniBand")
+    assert v.verdict == claims.NOT_COMPARABLE and v.reading.startswith("82.0")     # median of 80 and 84
+    assert v.reason == ("network: TCP between namespaces on one machine, not the seed's InfiniBand; "
+                        "here the reading meets the seed's value")
+    v = claims.judge(claim, lab_df, "MPICH/OFI on Intel Omni-Path (OPA); Mellanox InfiniBand Verbs for the table")
+    assert "not the seed's Omni-Path" in v.reason
+    # two hosts HMB did not lay out (a cluster): a reading of the network, judged
+    cluster = _two_host_records(tmp_path, None)
+    assert set(cluster["network"]) == {""}
+    assert claims.judge(claim, cluster, "InfiniBand").verdict == claims.AGREES
+
+
+def test_srun_asks_for_the_spare_core_only_where_the_allocation_has_it(monkeypatch):
+    # a progress thread wants a core beside the compute threads; a step asking for more CPUs per
+    # task than the allocation holds is refused by Slurm, so it gets T (the thread shares a core)
+    t = _fake_target("mpich")
+    monkeypatch.setattr(launch, "spare_cores", lambda *a: 1)
+    monkeypatch.delenv("SLURM_CPUS_PER_TASK", raising=False)
+    assert launch.cores_per_rank(t, "async", [], 2, 1, "srun") == 2
+    monkeypatch.setenv("SLURM_CPUS_PER_TASK", "1")
+    assert launch.cores_per_rank(t, "async", [], 2, 1, "srun") == 1
+    monkeypatch.setenv("SLURM_CPUS_PER_TASK", "2")
+    assert launch.cores_per_rank(t, "async", [], 2, 1, "srun") == 2

@@ -1,0 +1,159 @@
+"""A real lab (make test-lab; needs root and `ip netns`): nodes come up and go down leaving nothing,
+a 2-node p2p run takes each library's network path and finds the clocks' offset ~0, and `hmb
+slurm` submits a 2-node job to the lab's own Slurm whose results pass `hmb validate`.
+
+Each test module lays out its own lab, named after the process, so two runs on one machine
+(two worktrees) do not meet; scripts/slurm-lab.sh installs Slurm where it is missing."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hmb import lab
+
+from conftest import TEST_MPIS, get_mpi
+
+pytestmark = pytest.mark.lab
+REPO = Path(__file__).resolve().parents[1]
+WHY_NOT = lab.can_make_labs()
+if WHY_NOT:
+    pytestmark = [pytest.mark.lab, pytest.mark.skip(reason=f"hmb lab {WHY_NOT}")]
+
+NAME = f"hmbt{os.getpid() % 100000}"
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    # conftest's OMPI_MCA_btl=^ofi is for one node; across nodes the lab's own settings apply (an
+    # exported value would win over them).
+    env.pop("OMPI_MCA_btl", None)
+    # These tests check paths, placement and bounds that hold under any load; waiting for the
+    # machine lock behind another run's long launches would only run them into the timeout.
+    env["HMB_CONCURRENT"] = "1"
+    return env
+
+
+def hmb(*args, timeout=600, env=None):
+    return subprocess.run([sys.executable, "-m", "hmb.cli", *args], capture_output=True, text=True,
+                          cwd=REPO, timeout=timeout, env=env or _env())
+
+
+def _records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_lab_comes_up_and_goes_down_leaving_nothing():
+    name = f"hmbu{os.getpid() % 100000}"
+    r = hmb("lab", "up", "--name", name, "--nodes", "2")
+    try:
+        assert r.returncode == 0, r.stderr
+        for i in (1, 2):
+            inside = hmb("lab", "exec", f"{name}-n{i}", "--name", name, "--", "sh", "-c",
+                         "hostname; ls /sys/class/net; grep Cpus_allowed_list /proc/self/status")
+            assert inside.returncode == 0, inside.stderr
+            words = inside.stdout.split()
+            assert words[0] == f"{name}-n{i}" and lab.NODE_IFACE in words and "lo" in words
+        # a process left running inside a node (a stray proxy) is stopped by down
+        stray = hmb("lab", "exec", f"{name}-n2", "--name", name, "--", "sh", "-c", "sleep 600 >/dev/null 2>&1 & echo $!")
+        pid = int(stray.stdout.split()[-1])
+        assert Path(f"/proc/{pid}").exists()
+    finally:
+        down = hmb("lab", "down", "--name", name)
+    assert down.returncode == 0, down.stderr
+    assert lab.leftovers(name) == []
+    status = Path(f"/proc/{pid}/stat")
+    assert not status.exists() or status.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    again = hmb("lab", "down", "--name", name)
+    assert again.returncode == 0 and "nothing was up" in again.stdout
+
+
+@pytest.fixture(scope="module")
+def slurm_lab():
+    """A 2-node lab with Slurm (installed by scripts/slurm-lab.sh where missing); the SLURM_CONF."""
+    r = subprocess.run(["scripts/slurm-lab.sh", "up", "--name", NAME, "--nodes", "2"], capture_output=True,
+                       text=True, cwd=REPO, timeout=900, env=_env())
+    assert r.returncode == 0, r.stderr + r.stdout
+    conf = next(ln.split("=", 1)[1] for ln in r.stdout.splitlines() if ln.startswith("export SLURM_CONF="))
+    yield conf
+    subprocess.run(["scripts/slurm-lab.sh", "down", "--name", NAME], capture_output=True, cwd=REPO, timeout=120)
+
+
+@pytest.mark.parametrize("mpi", TEST_MPIS)
+def test_two_node_latency_takes_the_network_path(slurm_lab, mpi, tmp_path):
+    get_mpi(mpi)
+    out = tmp_path / "p2p.jsonl"
+    r = hmb("run", "p2p", "--mpi", mpi, "--hosts", f"lab:{NAME}", "--", "--mode", "latency", "--sizes", "8",
+            "--iters", "200", "--warmup", "20", "--ci-target", "0", "--json", str(out))
+    assert r.returncode == 0, r.stderr
+    recs = _records(out)
+    run = next(x for x in recs if x["type"] == "run")
+    assert run["hosts"] == [f"{NAME}-n1", f"{NAME}-n2"] and run["ranks_per_node"] == 1
+    assert [p["host"] for p in run["placement"]] == [f"{NAME}-n1", f"{NAME}-n2"]
+    env = run["env"]
+    assert env["HMB_NETWORK"] == lab.NETWORK_LABEL and env["HMB_LAB"] == NAME
+    # the library's own words: UCX's endpoint configuration, Open MPI's btl tcp connection
+    assert ("inter-node tag(tcp/" if get_mpi(mpi).flavor == "mpich" else "btl tcp") in env["HMB_NETWORK_EVIDENCE"]
+    latency = next(x for x in recs if x["type"] == "result")["metrics"]["latency_us"]["median"]
+    # One machine, one clock: the true offset is 0. A ping-pong estimate is off by at most half a
+    # round trip (the one-way latency) however the machine is loaded.
+    offset_us = abs(run["clock_offsets_estimated_s"][1]) * 1e6
+    assert offset_us <= latency, f"rank 1's clock offset estimated at {offset_us:.3g} us, one-way latency {latency:.3g} us"
+    assert run["clock_offsets_s"][1] == run["clock_offsets_estimated_s"][1]   # applied across hosts
+
+
+def test_check_estimates_no_offset_between_lab_nodes(slurm_lab, tmp_path):
+    get_mpi(TEST_MPIS[0])
+    out = tmp_path / "check.json"
+    r = hmb("check", "--mpi", TEST_MPIS[0], "--hosts", f"lab:{NAME}", "--quick", "--json", str(out))
+    assert r.returncode in (0, 1), r.stderr      # 1: some machine expectation failed (a loaded machine)
+    rec = json.loads(out.read_text())
+    assert rec["hosts"] == f"lab:{NAME}"
+    checks = {c["name"]: c for c in rec["checks"]}
+    clock, latency = checks["clock_offset_one_clock_us"], checks["latency_8B_us"]
+    assert clock["figure"] is not None and latency["figure"] is not None
+    assert clock["figure"] <= latency["figure"], (clock, latency)
+
+
+@pytest.mark.timeout(900)
+def test_slurm_runs_a_two_node_job_whose_results_validate(slurm_lab, tmp_path):
+    for m in TEST_MPIS:
+        get_mpi(m)
+    cfg = tmp_path / "p2p.toml"
+    results = tmp_path / "results" / "p2p.jsonl"
+    mpis = ", ".join(f'"{m}"' for m in TEST_MPIS)
+    cfg.write_text(f'[sweep]\nmpis = [{mpis}]\nseed = 5\noutput = "{results}"\n'
+                   '[[bench]]\nname = "p2p"\nranks = 2\n'
+                   'args = { mode = "latency", sizes = "8,64K", iters = 20, warmup = 2, ci-target = 0 }\n')
+    job = tmp_path / "job.sbatch"
+    r = hmb("slurm", str(cfg), "--nodes", "2", "--ranks-per-node", "1", "--threads", "1", "--time", "00:10:00",
+            "--hosts", f"lab:{NAME}", "-o", str(job))
+    assert r.returncode == 0, r.stderr
+    env = {**_env(), "SLURM_CONF": slurm_lab}
+    r = subprocess.run(["sbatch", "--wait", f"--output={tmp_path}/job-%j.out", str(job)], capture_output=True,
+                       text=True, cwd=REPO, env=env, timeout=600)
+    log = "".join(p.read_text() for p in tmp_path.glob("job-*.out"))
+    assert r.returncode == 0, r.stderr + log
+    v = hmb("validate", str(results))
+    assert v.returncode == 0, v.stdout + v.stderr
+    recs = _records(results)
+    launches = [x for x in recs if x["type"] == "launch"]
+    assert len(launches) == len(TEST_MPIS) and all(x["status"] == "done" for x in launches)
+    assert all(x["command"][0] == "srun" and "-N" in x["command"] for x in launches)
+    runs = [x for x in recs if x["type"] == "run"]
+    assert all(x["hosts"] == [f"{NAME}-n1", f"{NAME}-n2"] and x["env"]["HMB_NETWORK"] == lab.NETWORK_LABEL
+               for x in runs)
+    assert sum(x["type"] == "result" and x["status"] == "ok" for x in recs) == 2 * len(TEST_MPIS)
+
+
+def test_slurm_lab_down_leaves_nothing(slurm_lab):
+    r = subprocess.run(["scripts/slurm-lab.sh", "down", "--name", NAME], capture_output=True, text=True,
+                       cwd=REPO, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert lab.leftovers(NAME) == []
+    daemons = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
+    assert not [ln for ln in daemons.splitlines() if f"/hmb-lab/{NAME}/" in ln and not ln.startswith("Z")]
