@@ -804,6 +804,12 @@ static void probe_annotate(hmb_ctx *ctx, proto_state *st)
     hmb_note(ctx, "probe view %s: switches %s (agreement %.2f, %ld trials, %ld without verdict); %s",
              view_names[st->view], count ? text : "none", st->nfound ? (double)best_votes / st->nfound : 0.0,
              st->trials_run, st->trials_without_verdict, meaning[st->view]);
+    int even = 1;
+    for (int g = 2; g < st->ngrid; g++)
+        even &= st->grid[g] - st->grid[g - 1] == st->grid[1] - st->grid[0];
+    if (!even && (st->view == VIEW_STEP || st->view == VIEW_BOTH))
+        hmb_note(ctx, "probe view %s: --range is not evenly spaced; the lines fitted on each side of a step "
+                 "assume a linear grid (e.g. 512:96K:+512)", view_names[st->view]);
     for (int j = 0; j < st->nsteps; j++)
         hmb_note(ctx, "probe view %s: the %s step at %.0f-%.0f B: jump %+.3f us, slopes %.4f | %.4f us/KB",
                  view_names[st->view], st->view == VIEW_STEP ? "fastest costs" : "outstanding times", st->steps[j].lo,
