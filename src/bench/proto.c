@@ -866,7 +866,9 @@ static const hmb_option proto_options[] = {
      "probe: size grid scanned for switches (then bisected); views both and step want a linear one", 1, 1 << 30, NULL},
     {"element", HMB_OPT_INT, "8", "probe: bisection resolution in bytes (grid sizes must be multiples)", 1, 1 << 20,
      NULL},
-    {"trials", HMB_OPT_INT, "5", "probe: trials per size; a size progressed when most of them did", 1, 101, NULL},
+    {"trials", HMB_OPT_INT, "5",
+     "probe: trials per size per iteration (both: pooled over iterations; sender, recv-*: a size progressed "
+     "when most of them did)", 1, 101, NULL},
     {"min-compute", HMB_OPT_DURATION, "50us", "probe: least compute per trial (else 2x the transfer time)", 0, 0,
      NULL},
     {"window", HMB_OPT_INT, "64", "tradeoff: messages in flight per pair per iteration", 1, 4096, NULL},
