@@ -48,6 +48,9 @@ METRICS = {
     "bandwidth_MBps": ("osu_bw", 0, "bw", "bandwidth_MBps"),
     "msg_rate": ("osu_mbw_mr", 1, "msgrate", "msg_rate"),
 }
+# --osu-stat p50: OSU 7.x's -z adds per-iteration percentiles after the mean columns; the P50
+# column after the size per program (osu_mbw_mr's is MB/s: messages/s = MB/s * 1e6 / size)
+P50_COLUMN = {"osu_latency": 1, "osu_bw": 1, "osu_mbw_mr": 2}
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -89,9 +92,12 @@ def build_osu(impl: hmpi.MPI, src: Path, workdir: Path) -> Path:
     return pt2pt
 
 
-def run_osu(impl: hmpi.MPI, env: dict, program: Path, column: int) -> dict[int, float]:
-    """size -> value of the given column of an OSU table (all sizes 1 B .. 4 MB in one launch)."""
-    cmd = impl.launch_args(2) + [str(program)]
+def run_osu(impl: hmpi.MPI, env: dict, program: Path, column: int, sizes: list[int], p50: bool) -> dict[int, float]:
+    """size -> value of the given column of an OSU table (sizes from the smallest to the largest
+    asked, one launch); with p50 the median over OSU's iterations (-z) instead of its mean."""
+    cmd = impl.launch_args(2) + [str(program), "-m", f"{min(sizes)}:{max(sizes)}"] + (["-z"] if p50 else [])
+    if p50:
+        column = P50_COLUMN[program.name]
     with hlaunch.machine_lock(" ".join(cmd)):   # one launch at a time with every other hmb launch
         out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=600, env=env).stdout
     values = {}
@@ -99,6 +105,8 @@ def run_osu(impl: hmpi.MPI, env: dict, program: Path, column: int) -> dict[int, 
         fields = line.split()
         if len(fields) > column + 1 and fields[0].isdigit():
             values[int(fields[0])] = float(fields[column + 1])
+            if p50 and program.name == "osu_mbw_mr":
+                values[int(fields[0])] *= 1e6 / int(fields[0])
     return values
 
 
@@ -136,6 +144,10 @@ def main() -> int:
     ap.add_argument("--osu-src", type=Path, default=None,
                     help="OSU source to build when no OSU directory is given: git directory or source tree")
     ap.add_argument("--workdir", type=Path, default=None, help="OSU build directory (default /tmp/hmb-osu-<mpi>)")
+    ap.add_argument("--osu-stat", choices=("mean", "p50"), default="mean",
+                    help="OSU's figure: its mean over the timed loop (what it prints by default), or the median "
+                         "of its per-iteration values (OSU 7.x -z), which a loaded machine's preemptions "
+                         "move far less (osu_bw 8 B here: mean 1.6 MB/s, P50 11.9 MB/s in one launch)")
     ap.add_argument("--hmb-args", default="", help="extra hmb-bench options, e.g. \"--data fresh\"")
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
                     help="an hmb-bench variant with its own options (after --hmb-args), repeatable: each is "
@@ -188,7 +200,8 @@ def main() -> int:
         for metric, (program, column, mode, hmb_metric) in METRICS.items():
             for tool in order:
                 if tool == "osu":
-                    osu_runs[metric].append(run_osu(impl, env, osu_dir / program, column))
+                    osu_runs[metric].append(run_osu(impl, env, osu_dir / program, column, sizes[metric],
+                                                    args.osu_stat == "p50"))
                 else:
                     hmb_runs[tool][metric].append(run_hmb(impl, env, mode, hmb_metric, sizes[metric],
                                                           hmb_extra + variants[tool]))
@@ -198,7 +211,8 @@ def main() -> int:
     library = " ".join(hmb_runs[first]["latency_us"][0]["library"].split())
     print(f"# OSU ({args.osu_dir or args.osu_src}) vs hmb-bench p2p on {impl.name} ({library})")
     print(f"# {args.rounds} alternating rounds; figures are medians over rounds; spread = min-max of "
-          f"per-round HMB/OSU; hmb options: {args.hmb_args or '(defaults)'}"
+          f"per-round HMB/OSU; OSU's {'median over its iterations (-z P50)' if args.osu_stat == 'p50' else 'mean'}; "
+          f"hmb options: {args.hmb_args or '(defaults)'}"
           + "".join(f"; {v}: {' '.join(a) or '(none)'}" for v, a in variants.items() if args.variant))
     print(f"{'metric':<15} {'size':>8} {'variant':>10} {'OSU':>11} {'HMB':>11} {'HMB/OSU':>8} {'spread':>13} "
           f"{'batch/slots':>11}")
