@@ -1,10 +1,12 @@
 /* p2p — the baselines: ping-pong latency, windowed uni-/bi-directional bandwidth and
  * multi-pair message rate (osu_latency / osu_bw / osu_bibw / osu_mbw_mr, with one sample per
- * iteration: a window, or a batch of back-to-back round trips for short latencies). Before every
- * timed region the receiver pre-posts its first receive(s) and says so with a zero-byte "ready"
- * message (a barrier for msgrate), so the previous iteration's validation never leaks into the
- * timing; the timed region is the communication only. Slots, batches and the send data regime
- * (--data): docs/methodology.md, "Point-to-point baselines". */
+ * iteration: a window, or a batch of back-to-back round trips for short latencies). Every timed
+ * region starts at a zero-byte "ready" message from the receiver (a barrier for msgrate), so the
+ * previous iteration's validation never leaks into the timing: latency and --post ahead send it
+ * after posting the first receive(s); --post racing (bw, msgrate, the default) before posting
+ * the window, as osu_bw's receiver posts after its ack. The timed region is the communication
+ * only. Slots, batches, the posting and the send data regime (--data): docs/methodology.md,
+ * "Point-to-point baselines". */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -28,8 +30,10 @@ enum { M_LATENCY, M_BANDWIDTH, M_RATE, M_ITER_TIME }; /* indices into p2p_metric
 #define BATCH_PROBE_ROUND_TRIPS 8
 #define BATCH_PROBE_REPEATS 3
 /* --cache hot: the receive slots of a window take at most this fraction of the LLC, and at most
- * SLOTS_HOT_MAX_BYTES. */
+ * WINDOW_HOT_MAX_BYTES (window_slots); latency rewarms a batch's slots after the check above
+ * SLOTS_HOT_MAX_BYTES (p2p_setup). */
 #define SLOTS_LLC_FRACTION 256
+#define WINDOW_HOT_MAX_BYTES (16u << 10)
 #define SLOTS_HOT_MAX_BYTES (128u << 10)
 
 typedef struct {
@@ -41,6 +45,7 @@ typedef struct {
     int is_sender;   /* latency: the pinger (rank 0) */
     long stale_at, wrong_slot_at; /* test-only faults (-1: none) */
     int rewarm;      /* latency: one untimed round trip after the check, before the sample (see p2p_setup) */
+    int racing;      /* bw, msgrate: --post racing (the start signal before the receives, as osu_bw's ack) */
     int nsets;                 /* send sets: 2 (generations, set iter & 1), or 1 (latency, --cache hot) */
     unsigned char *send_sets;  /* nsets sets of slots x size */
     unsigned char *recv_slots; /* slots x size */
@@ -84,20 +89,20 @@ static void p2p_points(hmb_ctx *ctx, hmb_point_list *out)
 
 /* Window slots: --cache cold gives every message its own slot (what a window of distinct
  * application buffers touches). --cache hot keeps the window near osu_bw's one reused buffer:
- * the receive slots take at most 1/SLOTS_LLC_FRACTION of the LLC and at most 128 KB (with the
- * sender's two generations that stays within a core's L2 — at 64 KB, 8 slots were already
- * ~20% slower than one on Open MPI), so slots are reused once the window would exceed it; a
- * message larger than that gets one slot. The 128 KB cap: a VM may report its host's whole L3
- * (480 MB here), and 1/256 of it (1.9 MB of slots, 3.75 MB on the sender with two generations)
- * no longer fits a 2 MB L2 — bw at 64-256 KB read 3-10 GB/s against osu_bw's 21-31 GB/s, and
- * 21-31 GB/s with the cap (MPICH and Open MPI, alternating launches). The same count on every
- * rank (LLCs may differ between hosts): the smallest. */
+ * the receive slots take at most 1/SLOTS_LLC_FRACTION of the LLC and at most 16 KB (with the
+ * sender's two generations that stays within a core's L1: 48 KB here), so slots are reused once
+ * the window would exceed it; a message larger than that gets one slot. Slots in L2 already cost:
+ * at 64 KB 8 slots were ~20% slower than one on Open MPI, and at 512 B-4 KB a 128 KB cap (64 and
+ * 32 slots) read 0.88-0.90 of osu_bw's protocol on Open MPI where 16 KB read 0.93-0.99 (window
+ * study, 3-6 launches each, 2026-11-27; MPICH 0.97-1.04 either way). The LLC share: a VM may
+ * report its host's whole L3 (480 MB here), and 1/256 of it no longer fits any core's cache. The
+ * same count on every rank (LLCs may differ between hosts): the smallest. */
 static int window_slots(hmb_ctx *ctx, size_t size, int window)
 {
     long long slots = window;
     if (strcmp(hmb_opt_str(ctx, "cache"), "hot") == 0 && size > 0) {
         size_t budget = hmb_cache_llc_bytes(ctx) / SLOTS_LLC_FRACTION;
-        budget = budget < SLOTS_HOT_MAX_BYTES ? budget : SLOTS_HOT_MAX_BYTES;
+        budget = budget < WINDOW_HOT_MAX_BYTES ? budget : WINDOW_HOT_MAX_BYTES;
         long long fit = (long long)(budget / size);
         slots = fit < 1 ? 1 : fit < window ? fit : window;
     }
@@ -162,6 +167,7 @@ static void *p2p_setup(hmb_ctx *ctx, const hmb_point *pt)
         st->peer = rank == 0 ? 1 : rank == 1 ? 0 : -1;
     }
     st->stale_at = hmb_opt_int(ctx, "stale-at");
+    st->racing = strcmp(hmb_opt_str(ctx, "post"), "racing") == 0;
     st->wrong_slot_at = hmb_opt_int(ctx, "wrong-slot-at");
     if (st->mode == MODE_LATENCY) {
         st->count = latency_batch(ctx, st);
@@ -264,6 +270,21 @@ static void pick_send_data(p2p_state *st, long iter)
     }
 }
 
+/* bw, msgrate: the signal that starts a window's timed region (see MODE_BW in p2p_iterate). */
+static void start_signal(hmb_ctx *ctx, const p2p_state *st)
+{
+    MPI_Comm comm = hmb_comm(ctx);
+    if (st->mode == MODE_MSGRATE) {
+        hmb_phase(ctx, "msgrate: barrier");
+        MPI_Barrier(comm);
+    } else if (st->is_sender) {
+        hmb_phase(ctx, "bw: wait for ready");
+        MPI_Recv(NULL, 0, MPI_BYTE, st->peer, TAG_READY, comm, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Send(NULL, 0, MPI_BYTE, st->peer, TAG_READY, comm);
+    }
+}
+
 static int p2p_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
 {
     p2p_state *st = state;
@@ -321,20 +342,19 @@ static int p2p_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter
 
     case MODE_BW:
     case MODE_MSGRATE:
+        /* The start signal (bw: a zero-byte ready message to the sender; msgrate: a barrier, all
+         * pairs start together) after the receiver posted the window (--post ahead), or before
+         * it posts (--post racing: the sender's first messages race the receiver's posting, as
+         * after osu_bw's and osu_mbw_mr's ack) */
+        if (st->racing)
+            start_signal(ctx, st);
         if (!st->is_sender) {
             hmb_phase(ctx, "window: receive");
             for (int j = 0; j < n; j++)
                 MPI_Irecv(recv[j], size, MPI_BYTE, st->peer, TAG_DATA, comm, &st->reqs[j]);
         }
-        if (st->mode == MODE_MSGRATE) {
-            hmb_phase(ctx, "msgrate: barrier");
-            MPI_Barrier(comm); /* all receives posted; all pairs start together */
-        } else if (st->is_sender) {
-            hmb_phase(ctx, "bw: wait for ready");
-            MPI_Recv(NULL, 0, MPI_BYTE, st->peer, TAG_READY, comm, MPI_STATUS_IGNORE);
-        } else {
-            MPI_Send(NULL, 0, MPI_BYTE, st->peer, TAG_READY, comm);
-        }
+        if (!st->racing)
+            start_signal(ctx, st);
         if (st->is_sender) {
             hmb_phase(ctx, "window: send");
             t_start_s = hmb_now();
@@ -430,6 +450,10 @@ static const hmb_default p2p_defaults[] = {{"data", "reuse"}, {NULL, NULL}};
 static const hmb_option p2p_options[] = {
     {"mode", HMB_OPT_CHOICES, "all", "what to measure", 0, 0, "latency|bw|bibw|msgrate"},
     {"window", HMB_OPT_INT, "64", "messages in flight per iteration for bw, bibw, msgrate (osu: 64)", 1, 4096, NULL},
+    {"post", HMB_OPT_CHOICE, "racing",
+     "bw, msgrate: the receiver posts a window's receives after the start signal, racing the sender's first "
+     "messages as after osu_bw's and osu_mbw_mr's ack (racing), or before it (ahead: all pre-posted)", 0, 0,
+     "racing|ahead"},
     {"batch", HMB_OPT_INT, "0",
      "latency: round trips timed back-to-back per sample (0 = auto: a sample of >= 20 us, at most 256)", 0, 4096,
      NULL},

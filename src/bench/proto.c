@@ -3,15 +3,17 @@
  *   change down to --element bytes (src/harness/protocol.c); the result record carries the switch
  *   intervals most iterations found. Views:
  *   `both` (default; seed 001's overlap question): the receiver posts Irecv, barrier, the sender
- *   Isends, both compute C with no MPI call, then wait; the sender's wait after the compute
- *   against the no-compute transfer time of that size (hmb_probe_outstanding_share) says whether
- *   the transfer progressed during the compute (eager) or was still to do (handshake).
+ *   Isends, both compute C with no MPI call, then wait; the time the send was still outstanding
+ *   once both sides had come back from the compute (hmb_probe_outstanding), per size the lower
+ *   quartile of all iterations' trials, and the switch is the clearest step of that curve over the sizes
+ *   (hmb_clearest_step): a handshake leaves more of the transfer to do after the compute.
  *   `sender`, `recv-early`, `recv-late`: the observed side (the sender; the receiver with the
  *   receive posted first; after the send) computes C, its peer longer; a transfer that finished
  *   before the peer's next MPI call progressed without the peer.
  *   `step`: no compute; the cost of a blocking transfer of fresh data at every grid size, and
- *   the steps of that curve (hmb_changepoint_steps): another protocol costs a jump, up (a
- *   handshake) or down (a single copy cheaper than a large eager copy).
+ *   the clearest step of that curve: another protocol costs a jump, up (a handshake) or down (a
+ *   single copy cheaper than a large eager copy).
+ *   Views both and step bisect their step's grid interval down to --element bytes (bisect_step).
  * tradeoff: multi-pair message rate and bandwidth (windows of non-blocking messages, all pairs
  *   at once), with the ranks' resident memory after MPI_Init, after every pair communicated and
  *   after the traffic, so the memory per peer can be projected (docs/metrics.md, "proto"). */
@@ -37,6 +39,13 @@ enum { TAG_DATA = 1, TAG_TOKEN = 2 };
 #define PROBE_ATTEMPTS_PER_TRIAL 3  /* a trial without a verdict is repeated, up to this many times */
 #define STEP_ROUND_TRIPS 15         /* view step: fresh-data round trips per size, the fastest counts */
 #define STEP_BISECT_ROUND_TRIPS 45  /* view step: the same for the three sizes of a bisection step */
+#define BOTH_BISECT_TRIALS_PER_TRIAL 3 /* view both: a bisection step's sizes get 3 x --trials trials each */
+
+/* A growing list of readings (view both: one grid size's outstanding times). */
+typedef struct {
+    double *v;
+    int n, cap;
+} reading_pool;
 
 typedef struct {
     int count;
@@ -59,10 +68,12 @@ typedef struct {
     int ngrid;
     const size_t *grid;
     double *transfer_s;        /* per grid size: one-way blocking transfer time (rank 0) */
-    double *share_at;          /* view both, per grid size: median outstanding share (rank 0) */
-    double *shares;            /* view both: this size's trials' shares */
-    double *cost_s;            /* view step, per grid size: fastest fresh-data one-way time, all iterations */
-    hmb_changepoint steps[MAX_SWITCHES]; /* view step: the steps of cost_s (annotate) */
+    double *share_at;          /* view both, per grid size: outstanding time / transfer time (rank 0) */
+    reading_pool *pool;        /* view both, per grid size: the outstanding times of all iterations' trials */
+    double *cost_s;            /* per grid size, the curve whose clearest step is the switch: view step, the
+                                * fastest fresh-data one-way time of all iterations; view both, the lower
+                                * quartile of the outstanding times of all iterations' trials */
+    hmb_changepoint steps[MAX_SWITCHES]; /* views step and both: the steps of cost_s (annotate) */
     int nsteps;
     double min_compute_s;
     size_t size;               /* tradeoff: message size */
@@ -90,10 +101,12 @@ static void proto_check(hmb_ctx *ctx)
     }
     if ((hmb_opt_choices(ctx, "test") & (1u << TEST_PROBE)) && n < 2)
         hmb_usage_error(ctx, "--range needs at least two sizes to find a switch between (e.g. 1K:1M)");
-    if ((hmb_opt_choices(ctx, "test") & (1u << TEST_PROBE)) && (hmb_opt_choices(ctx, "view") & (1u << VIEW_STEP)) &&
+    const unsigned long long views = hmb_opt_choices(ctx, "view");
+    if ((hmb_opt_choices(ctx, "test") & (1u << TEST_PROBE)) && (views & ((1u << VIEW_STEP) | (1u << VIEW_BOTH))) &&
         n < 2 * HMB_CHANGEPOINT_MIN_SIDE)
-        hmb_usage_error(ctx, "--view step needs at least %d --range sizes to fit a line on each side of a break "
-                        "(e.g. 3K:5K:+64)", 2 * HMB_CHANGEPOINT_MIN_SIDE);
+        hmb_usage_error(ctx, "--view %s needs at least %d --range sizes to fit a line on each side of a break "
+                        "(e.g. 3K:5K:+64)", (views & (1u << VIEW_BOTH)) ? "both" : "step",
+                        2 * HMB_CHANGEPOINT_MIN_SIDE);
     int ns = 0;
     const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &ns);
     for (int i = 0; i < ns; i++)
@@ -165,11 +178,13 @@ static double transfer_time(proto_state *st, size_t size)
     return best;
 }
 
+/* The fastest one-way transfer time of every grid size so far (views other than both: once, at
+ * set-up; both: again in every iteration). */
 static void calibrate_transfers(proto_state *st)
 {
     hmb_phase(st->ctx, "probe: transfer calibration");
     for (int g = 0; g < st->ngrid; g++)
-        st->transfer_s[g] = transfer_time(st, st->grid[g]);
+        st->transfer_s[g] = fmin(st->transfer_s[g], transfer_time(st, st->grid[g]));
 }
 
 static double compute_for(const proto_state *st, size_t size)
@@ -248,12 +263,17 @@ static int probe_once(proto_state *st, size_t size)
 }
 
 /* View both, one trial: the receiver posts its receive, barrier, the sender posts its send, both
- * compute the same C with no MPI call, then wait. The sender's wait after the compute, against
- * the no-compute transfer time of this size, is the share of the transfer still outstanding
- * (hmb_probe_outstanding_share): a few tenths of a µs of local completion is an eager send that
- * progressed during the compute; the whole transfer still to do is a handshake. Returns the
- * verdict every rank agrees on; *share is the sender's share (broadcast). */
-static int probe_both(proto_state *st, size_t size, double transfer_s, double *share)
+ * compute with no MPI call (the sender C, the receiver C + C/4), then wait. Writes this rank's
+ * wait times to its entries of times (both_trials exchanges them once per round and reads the
+ * time the send was still outstanding once the receiver came back from its compute,
+ * hmb_probe_outstanding; no reading when the receiver came back first). The receiver's
+ * longer compute makes "who comes back first" a design choice, not chance: two computes of the
+ * same C end up to a few microseconds apart (calibration differs between cores), and what the
+ * sender's wait shows depends on it. Open MPI, 1-8 KB (4 KB eager limit): in a launch where the
+ * receiver tended to come back last, 0.9 us (eager) against 2.0 us (rendezvous) outstanding once
+ * both were back; in one where the sender did, 0.55 us at every size (the receiver had finished
+ * both protocols alone). */
+static void probe_both(proto_state *st, size_t size, double times[3])
 {
     hmb_ctx *ctx = st->ctx;
     MPI_Comm comm = hmb_comm(ctx);
@@ -272,14 +292,120 @@ static int probe_both(proto_state *st, size_t size, double transfer_s, double *s
     if (st->peer >= 0) {
         if (st->is_sender)
             MPI_Isend(st->send, n, MPI_BYTE, st->peer, TAG_DATA, comm, &req);
-        hmb_compute_ns(ctx, c_ns);
+        hmb_compute_ns(ctx, st->is_sender ? c_ns : c_ns + c_ns / 4);
         timed_wait(ctx, &req, &wait_start, &wait_end);
         if (!st->is_sender && hmb_validate_enabled(ctx))
             hmb_check_buffer(ctx, st->pt, st->recv, size, st->peer, part, st->iter);
     }
-    *share = hmb_probe_outstanding_share(wait_end - wait_start, transfer_s);
-    MPI_Bcast(share, 1, MPI_DOUBLE, 0, comm);
-    return hmb_probe_share_verdict(*share);
+    /* {sender's wait start, sender's wait end, receiver's wait start}: this rank's entries */
+    if (st->peer >= 0 && st->is_sender)
+        times[0] = wait_start, times[1] = wait_end;
+    else if (st->peer >= 0)
+        times[2] = wait_start;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The lower quartile of a pool's readings (sorted in place; linear between the order statistics
+ * around rank (n - 1) / 4), NaN for none. Not the median: every disturbance of this shared
+ * machine (either side descheduled in its wait) adds to an outstanding time, so the lower
+ * readings are the protocol's; not the fastest: an eager message the receiver took in while
+ * still in the trial's barrier leaves nothing outstanding (0 on Open MPI at any eager size).
+ * Open MPI's switch was the clearest step in 85-87 % of draws of 10 readings per size (median:
+ * 71-75 %) and 95 % of 14 (80-87 %), from two launches' 30 readings per size. */
+static double pool_quartile(reading_pool *p)
+{
+    if (p->n == 0)
+        return NAN;
+    qsort(p->v, (size_t)p->n, sizeof *p->v, compare_doubles);
+    const double rank = (p->n - 1) / 4.0;
+    const int below = (int)rank;
+    return below + 1 < p->n ? p->v[below] + (rank - below) * (p->v[below + 1] - p->v[below]) : p->v[below];
+}
+
+static void pool_add(reading_pool *p, double value)
+{
+    if (p->n == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 16;
+        if (!(p->v = realloc(p->v, (size_t)p->cap * sizeof *p->v)))
+            abort();
+    }
+    p->v[p->n++] = value;
+}
+
+/* order[0..n-1]: a permutation of 0..n-1 drawn from key, the same on every rank (Fisher-Yates
+ * over hmb_mix64). */
+static void shuffled_order(int *order, int n, uint64_t key)
+{
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        const int j = (int)(hmb_mix64(key + (uint64_t)i) % (uint64_t)(i + 1)), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
+/* View both: `trials` readings of the outstanding time of each of sizes[0..n-1], added to
+ * pools[i], in rounds of one trial per size in a shuffled order (a slow spell of the shared
+ * machine falls on all sizes alike, and what a trial leaves behind falls on any next size, not
+ * always on the same: in ascending rounds MPICH's first rendezvous sizes after the eager ones
+ * read 7-35 us against 5 us, and Open MPI's smallest size after the largest 2.1 against 1.2 us);
+ * a trial without a reading is repeated, at most `trials` times over per size. */
+static void both_trials(proto_state *st, const size_t *sizes, int n, int trials, reading_pool *pools)
+{
+    MPI_Comm comm = hmb_comm(st->ctx);
+    int *count = calloc((size_t)n, sizeof *count), *order = malloc((size_t)n * sizeof *order);
+    double *times = malloc((size_t)n * 3 * sizeof *times);
+    if (!count || !order || !times)
+        abort();
+    hmb_phase(st->ctx, "probe: trials (both compute)");
+    for (int attempt = 0, more = 1; more && attempt < PROBE_ATTEMPTS_PER_TRIAL * trials; attempt++) {
+        shuffled_order(order, n, hmb_mix64(((uint64_t)st->iter << 32) ^ (uint64_t)st->probe_no));
+        for (int i = 0; i < 3 * n; i++)
+            times[i] = -HUGE_VAL;
+        for (int k = 0; k < n; k++)
+            if (count[order[k]] < trials)
+                probe_both(st, sizes[order[k]], times + 3 * order[k]);
+        /* the round's wait times, exchanged once (every rank reads the same) */
+        MPI_Allreduce(MPI_IN_PLACE, times, 3 * n, MPI_DOUBLE, MPI_MAX, comm);
+        more = 0;
+        for (int i = 0; i < n; i++) {
+            if (count[i] >= trials)
+                continue;
+            const double o = hmb_probe_outstanding(times[3 * i], times[3 * i + 1], times[3 * i + 2]);
+            st->trials_run++;
+            if (!isnan(o)) {
+                pool_add(&pools[i], o);
+                count[i]++;
+            }
+            more |= count[i] < trials;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        st->trials_without_verdict += trials - count[i];
+    free(count);
+    free(order);
+    free(times);
+}
+
+/* View both, a bisection step: the lower quartile of the outstanding times of each of sizes[0..n-1] over
+ * `trials` fresh trials (NaN when none read). */
+static void both_costs(proto_state *st, const size_t *sizes, int n, int trials, double *out)
+{
+    reading_pool *pools = calloc((size_t)n, sizeof *pools);
+    if (!pools)
+        abort();
+    both_trials(st, sizes, n, trials, pools);
+    for (int i = 0; i < n; i++) {
+        out[i] = pool_quartile(&pools[i]);
+        free(pools[i].v);
+    }
+    free(pools);
 }
 
 /* View step: one-way time of a blocking transfer of each of sizes[0..n-1] whose send buffers were
@@ -318,49 +444,41 @@ static void fresh_costs(proto_state *st, const size_t *sizes, int n, int rounds,
     MPI_Bcast(out, n, MPI_DOUBLE, 0, comm);
 }
 
-/* View step, one iteration: the fresh-data cost of every grid size, the steps of the fastest
- * costs so far (hmb_changepoint_steps), and a bisection of the clearest step (the largest |jump|
- * in units of max(noise, sigma): a wide range also has small steps, e.g. a single-copy read's
- * page steps) down to --element bytes. Each bisection step measures the interval's ends and its
- * middle together (fresh_costs) and carries each side's fitted slope from its end to the middle:
- * the middle behaves like the larger sizes when its cost lies nearer the right line so placed
- * (hmb_changepoint_side); a machine that slowed down since the scan moves all three alike.
- * Every rank computes the same (rank 0's times). */
-static int step_search(proto_state *st, switch_list *found)
+/* The curve whose clearest step is the switch: view step, its costs as they are; view both, the
+ * outstanding times through a running median of 3 (hmb_running_median3). */
+static void switch_curve(const proto_state *st, double *y)
 {
-    double *x = malloc((size_t)st->ngrid * sizeof *x), *y = malloc((size_t)st->ngrid * sizeof *y);
-    if (!x || !y)
-        abort();
-    fresh_costs(st, st->grid, st->ngrid, STEP_ROUND_TRIPS, y);
-    for (int g = 0; g < st->ngrid; g++) {
-        x[g] = (double)st->grid[g];
-        st->cost_s[g] = y[g] < st->cost_s[g] ? y[g] : st->cost_s[g];
-    }
-    hmb_changepoint steps[MAX_SWITCHES];
-    /* the fastest cost of each size so far (this and earlier iterations): a slow spell of one
-     * scan does not make a step */
-    const int n = hmb_changepoint_steps(st->ngrid, x, st->cost_s, steps, MAX_SWITCHES);
-    const double noise = hmb_cost_noise(st->ngrid, st->cost_s);
-    int best = -1;
-    double best_score = 0.0;
-    for (int j = 0; j < n && j < MAX_SWITCHES; j++) {
-        double score = fabs(steps[j].jump) / fmax(noise, steps[j].sigma);
-        if (best < 0 || score > best_score)
-            best = j, best_score = score;
-    }
-    free(x);
-    free(y);
-    if (best < 0)
-        return 0;
-    const hmb_changepoint *cp = &steps[best];
+    if (st->view == VIEW_BOTH)
+        hmb_running_median3(st->ngrid, st->cost_s, y);
+    else
+        memcpy(y, st->cost_s, (size_t)st->ngrid * sizeof *y);
+}
+
+typedef void (*size_costs)(proto_state *st, const size_t *sizes, int n, int rounds, double *out);
+
+/* Bisection of a step's grid interval down to --element bytes: each step measures the
+ * interval's ends and its middle together (`measure`, `rounds` each) and, with carry_slopes,
+ * carries each side's fitted slope from its end to the middle (else each side is flat at its
+ * end's reading): the middle behaves like the larger sizes when its reading lies nearer the
+ * right line so placed (hmb_changepoint_side); a machine that slowed down since the scan moves
+ * all three alike. View step carries the slopes (its jumps, +0.3 us, are the size of a slope
+ * over a grid interval); view both does not: its jumps are several times the slope over an
+ * interval, and its fitted slopes are not to be trusted next to the step (MPICH: the first
+ * rendezvous sizes after eager ones in a round read 7-35 us against 5 us further on, so the
+ * right line fell 60 us/KB). Every rank computes the same (rank 0's readings). */
+static void bisect_step(proto_state *st, const hmb_changepoint *cp, size_costs measure, int rounds,
+                        int carry_slopes, switch_list *found)
+{
     size_t lo = st->grid[cp->index - 1], hi = st->grid[cp->index];
     while (hi - lo > st->element) {
         size_t three[3] = {lo, lo + (hi - lo) / st->element / 2 * st->element, hi};
         double t[3];
-        fresh_costs(st, three, 3, STEP_BISECT_ROUND_TRIPS, t);
+        measure(st, three, 3, rounds, t);
         hmb_changepoint local = *cp;
-        local.a_left = t[0] - cp->b_left * (double)lo;
-        local.a_right = t[2] - cp->b_right * (double)hi;
+        if (!carry_slopes)
+            local.b_left = local.b_right = 0.0;
+        local.a_left = t[0] - local.b_left * (double)lo;
+        local.a_right = t[2] - local.b_right * (double)hi;
         if (hmb_changepoint_side(&local, (double)three[1], t[1]) == 1)
             hi = three[1];
         else
@@ -368,14 +486,51 @@ static int step_search(proto_state *st, switch_list *found)
     }
     found->lo_hi[0] = lo;
     found->lo_hi[1] = hi;
-    found->progressed_after[0] = 0;
-    return 1;
+    /* view both: a step down leaves less outstanding after the compute above the switch */
+    found->progressed_after[0] = st->view == VIEW_BOTH && cp->jump < 0;
 }
 
-static int compare_doubles(const void *a, const void *b)
+/* Views step and both, one iteration: the curve over the grid sizes (step: the fastest
+ * fresh-data cost so far, this and earlier iterations, so that a slow spell of one scan does not
+ * make a step; both: the lower quartile of the outstanding times of this and earlier
+ * iterations' trials, so that a size where a few trials waited for a descheduled peer does not
+ * make a step, and its
+ * share of the fastest transfer time), its clearest step (hmb_clearest_step), bisected
+ * (bisect_step). Returns the switches found (0 or 1). */
+static int curve_search(proto_state *st, switch_list *found)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    double *x = malloc((size_t)st->ngrid * sizeof *x), *y = malloc((size_t)st->ngrid * sizeof *y);
+    if (!x || !y)
+        abort();
+    if (st->view == VIEW_STEP) {
+        fresh_costs(st, st->grid, st->ngrid, STEP_ROUND_TRIPS, y);
+        for (int g = 0; g < st->ngrid; g++)
+            st->cost_s[g] = y[g] < st->cost_s[g] ? y[g] : st->cost_s[g];
+    } else {
+        calibrate_transfers(st);
+        both_trials(st, st->grid, st->ngrid, st->trials, st->pool);
+        for (int g = 0; g < st->ngrid; g++) {
+            st->cost_s[g] = pool_quartile(&st->pool[g]);
+            st->share_at[g] = hmb_probe_outstanding_share(st->cost_s[g], st->transfer_s[g]);
+        }
+    }
+    switch_curve(st, y);
+    for (int g = 0; g < st->ngrid; g++)
+        x[g] = (double)st->grid[g];
+    hmb_changepoint cp;
+    /* view both: the step that changes the outstanding time by the largest factor (a page step
+     * or a bend at 20-96 KB, 0.5-0.8 us on 3-15 us, was as clear against the noise as Open MPI's
+     * switch, +0.9 us on 1.3 us) */
+    const int stepped = hmb_clearest_step(st->ngrid, x, y, st->view == VIEW_BOTH, &cp) == 1;
+    free(x);
+    free(y);
+    if (!stepped)
+        return 0;
+    if (st->view == VIEW_STEP)
+        bisect_step(st, &cp, fresh_costs, STEP_BISECT_ROUND_TRIPS, 1, found);
+    else
+        bisect_step(st, &cp, both_costs, BOTH_BISECT_TRIALS_PER_TRIAL * st->trials, 0, found);
+    return 1;
 }
 
 /* The predicate of the search: the majority of --trials trials with a verdict (a trial without
@@ -384,25 +539,15 @@ static int probe_size(size_t size, void *arg)
 {
     proto_state *st = arg;
     int progressed = 0, judged = 0;
-    const double transfer_s = st->view == VIEW_BOTH ? transfer_time(st, size) : NAN;
     for (int attempt = 0; attempt < PROBE_ATTEMPTS_PER_TRIAL * st->trials && judged < st->trials; attempt++) {
-        double share = NAN;
-        int verdict = st->view == VIEW_BOTH ? probe_both(st, size, transfer_s, &share) : probe_once(st, size);
+        int verdict = probe_once(st, size);
         st->trials_run++;
         if (verdict < 0)
             continue;
-        if (st->view == VIEW_BOTH)
-            st->shares[judged] = share;
         judged++;
         progressed += verdict;
     }
     st->trials_without_verdict += st->trials - judged;
-    for (int g = 0; g < st->ngrid && st->view == VIEW_BOTH && judged > 0; g++)
-        if (st->grid[g] == size) {
-            qsort(st->shares, (size_t)judged, sizeof *st->shares, compare_doubles);
-            st->share_at[g] = judged % 2 ? st->shares[judged / 2]
-                                         : (st->shares[judged / 2 - 1] + st->shares[judged / 2]) / 2;
-        }
     return hmb_probe_majority(progressed, judged);
 }
 
@@ -449,10 +594,10 @@ static void *proto_setup(hmb_ctx *ctx, const hmb_point *pt)
         bytes = st->grid[st->ngrid - 1];
         ok &= (st->transfer_s = calloc((size_t)st->ngrid, sizeof *st->transfer_s)) != NULL;
         ok &= (st->share_at = calloc((size_t)st->ngrid, sizeof *st->share_at)) != NULL;
-        ok &= (st->shares = calloc((size_t)st->trials, sizeof *st->shares)) != NULL;
         ok &= (st->cost_s = calloc((size_t)st->ngrid, sizeof *st->cost_s)) != NULL;
-        for (int g = 0; g < st->ngrid && st->share_at && st->cost_s; g++)
-            st->share_at[g] = NAN, st->cost_s[g] = HUGE_VAL;
+        ok &= (st->pool = calloc((size_t)st->ngrid, sizeof *st->pool)) != NULL;
+        for (int g = 0; g < st->ngrid && st->transfer_s && st->share_at && st->cost_s; g++)
+            st->transfer_s[g] = HUGE_VAL, st->share_at[g] = NAN, st->cost_s[g] = HUGE_VAL;
     } else {
         st->is_sender = rank < half;
         st->peer = st->is_sender ? rank + half : rank - half;
@@ -529,14 +674,15 @@ static int proto_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
     st->probe_no = 0;
     switch_list found = {0};
     double t0 = hmb_now();
-    int count = st->view == VIEW_STEP ? step_search(st, &found)
-                                      : hmb_find_switches(st->grid, st->ngrid, st->element, probe_size, st,
-                                                          found.lo_hi, found.progressed_after, MAX_SWITCHES);
+    int count = st->view == VIEW_STEP || st->view == VIEW_BOTH
+                    ? curve_search(st, &found)
+                    : hmb_find_switches(st->grid, st->ngrid, st->element, probe_size, st,
+                                        found.lo_hi, found.progressed_after, MAX_SWITCHES);
     found.count = count < MAX_SWITCHES ? count : MAX_SWITCHES;
     out->value[M_SWITCHES] = count;
     out->value[M_FIRST_SWITCH] = count > 0 ? (double)found.lo_hi[1] : NAN;
     out->value[M_ITER_TIME] = (hmb_now() - t0) * 1e6;
-    if (st->nfound < MAX_FOUND)
+    if (st->nfound < MAX_FOUND && iter >= hmb_opt_int(ctx, "warmup")) /* warm-up iterations do not vote */
         st->found[st->nfound++] = found;
     return 0;
 }
@@ -562,24 +708,34 @@ static int same_switches(const switch_list *a, const switch_list *b)
     return 1;
 }
 
-/* View step: the fastest fresh-data cost of each grid size over all iterations, and its steps:
- * per step the break interval, the jump, both slopes and the residual spread (docs/metrics.md,
- * "proto"). */
-static void step_annotate(hmb_ctx *ctx, proto_state *st)
+/* Views step and both: the curve (step: the fastest fresh-data cost of each grid size over all
+ * iterations, `cost_us`; both: the lower quartile of the outstanding times of all iterations' trials,
+ * `outstanding_us`, and its share of the transfer time) and the steps of the curve the switch is
+ * read from (switch_curve): per step the break interval, the jump, both slopes and the residual
+ * spread (docs/metrics.md, "proto"). */
+static void curve_annotate(hmb_ctx *ctx, proto_state *st)
 {
     double *x = malloc((size_t)st->ngrid * sizeof *x), *rows = malloc((size_t)st->ngrid * 2 * sizeof *rows);
-    if (!x || !rows)
+    double *y = malloc((size_t)st->ngrid * sizeof *y);
+    if (!x || !rows || !y)
         abort();
     for (int g = 0; g < st->ngrid; g++)
         x[g] = (double)st->grid[g];
-    int n = hmb_changepoint_steps(st->ngrid, x, st->cost_s, st->steps, MAX_SWITCHES);
+    switch_curve(st, y);
+    int n = hmb_changepoint_steps(st->ngrid, x, y, st->steps, MAX_SWITCHES);
     st->nsteps = n < 0 ? 0 : n < MAX_SWITCHES ? n : MAX_SWITCHES;
-    hmb_result_add_num(ctx, "step_noise_us", hmb_cost_noise(st->ngrid, st->cost_s) * 1e6);
+    hmb_result_add_num(ctx, "step_noise_us", hmb_cost_noise(st->ngrid, y) * 1e6);
+    free(y);
     for (int g = 0; g < st->ngrid; g++) {
         rows[2 * g] = x[g];
         rows[2 * g + 1] = st->cost_s[g] * 1e6;
     }
-    hmb_result_add_rows(ctx, "cost_us", rows, st->ngrid, 2);
+    hmb_result_add_rows(ctx, st->view == VIEW_STEP ? "cost_us" : "outstanding_us", rows, st->ngrid, 2);
+    if (st->view == VIEW_BOTH) {
+        for (int g = 0; g < st->ngrid; g++)
+            rows[2 * g + 1] = st->share_at[g];
+        hmb_result_add_rows(ctx, "outstanding_share", rows, st->ngrid, 2);
+    }
     free(x);
     free(rows);
     double fit[6 * MAX_SWITCHES];
@@ -604,7 +760,7 @@ static void probe_annotate(hmb_ctx *ctx, proto_state *st)
         if (votes > best_votes)
             best = i, best_votes = votes;
     }
-    double rows[2 * MAX_SWITCHES], after[MAX_SWITCHES], bw[2 * 64];
+    double rows[2 * MAX_SWITCHES], after[MAX_SWITCHES];
     const switch_list *s = best >= 0 ? &st->found[best] : NULL;
     const int count = s ? s->count : 0;
     for (int k = 0; k < count; k++) {
@@ -619,20 +775,18 @@ static void probe_annotate(hmb_ctx *ctx, proto_state *st)
     hmb_result_add_num(ctx, "trials_run", (double)st->trials_run);
     hmb_result_add_num(ctx, "trials_without_verdict", (double)st->trials_without_verdict);
     hmb_result_add_num(ctx, "element_bytes", (double)st->element);
-    int nbw = st->ngrid < 64 ? st->ngrid : 64;
-    for (int g = 0; g < nbw; g++) {
+    double *bw = malloc((size_t)st->ngrid * 2 * sizeof *bw);
+    if (!bw)
+        abort();
+    for (int g = 0; g < st->ngrid; g++) {
         bw[2 * g] = (double)st->grid[g];
-        bw[2 * g + 1] = st->transfer_s[g] > 0 ? (double)st->grid[g] / st->transfer_s[g] / 1e6 : NAN;
+        const double t = st->transfer_s[g];
+        bw[2 * g + 1] = t > 0 && isfinite(t) ? (double)st->grid[g] / t / 1e6 : NAN;
     }
-    hmb_result_add_rows(ctx, "bandwidth_MBps", bw, nbw, 2);
-    if (st->view == VIEW_BOTH) {
-        for (int g = 0; g < nbw; g++)
-            bw[2 * g + 1] = st->share_at[g];
-        hmb_result_add_rows(ctx, "outstanding_share", bw, nbw, 2);
-        hmb_result_add_num(ctx, "outstanding_share_max", HMB_PROBE_OUTSTANDING_MAX);
-    }
-    if (st->view == VIEW_STEP)
-        step_annotate(ctx, st);
+    hmb_result_add_rows(ctx, "bandwidth_MBps", bw, st->ngrid, 2);
+    free(bw);
+    if (st->view == VIEW_STEP || st->view == VIEW_BOTH)
+        curve_annotate(ctx, st);
     char text[64 * MAX_SWITCHES] = "";
     for (int k = 0; k < count; k++) {
         size_t len = strlen(text);
@@ -641,7 +795,8 @@ static void probe_annotate(hmb_ctx *ctx, proto_state *st)
     }
     hmb_result_add_str(ctx, "switches", count ? text : "none");
     static const char *const meaning[VIEW_COUNT] = {
-        "both sides computed after posting: below a switch the transfer progressed during the compute (eager)",
+        "both sides computed after posting: above a switch more of the transfer is left after the compute "
+        "(up: a handshake)",
         "the sender's request completes without the receiver below a switch (eager or inline send)",
         "the receiver completes without the sender below a switch (none: it copies by itself, e.g. CMA)",
         "the receiver completes without the sender below a switch (none: it copies by itself, e.g. CMA)",
@@ -649,9 +804,16 @@ static void probe_annotate(hmb_ctx *ctx, proto_state *st)
     hmb_note(ctx, "probe view %s: switches %s (agreement %.2f, %ld trials, %ld without verdict); %s",
              view_names[st->view], count ? text : "none", st->nfound ? (double)best_votes / st->nfound : 0.0,
              st->trials_run, st->trials_without_verdict, meaning[st->view]);
-    for (int j = 0; st->view == VIEW_STEP && j < st->nsteps; j++)
-        hmb_note(ctx, "probe view step: the fastest costs step at %.0f-%.0f B: jump %+.3f us, slopes %.4f | %.4f us/KB",
-                 st->steps[j].lo, st->steps[j].hi, st->steps[j].jump * 1e6, st->steps[j].b_left * 1e6 * 1024,
+    int even = 1;
+    for (int g = 2; g < st->ngrid; g++)
+        even &= st->grid[g] - st->grid[g - 1] == st->grid[1] - st->grid[0];
+    if (!even && (st->view == VIEW_STEP || st->view == VIEW_BOTH))
+        hmb_note(ctx, "probe view %s: --range is not evenly spaced; the lines fitted on each side of a step "
+                 "assume a linear grid (e.g. 512:96K:+512)", view_names[st->view]);
+    for (int j = 0; j < st->nsteps; j++)
+        hmb_note(ctx, "probe view %s: the %s step at %.0f-%.0f B: jump %+.3f us, slopes %.4f | %.4f us/KB",
+                 view_names[st->view], st->view == VIEW_STEP ? "fastest costs" : "outstanding times", st->steps[j].lo,
+                 st->steps[j].hi, st->steps[j].jump * 1e6, st->steps[j].b_left * 1e6 * 1024,
                  st->steps[j].b_right * 1e6 * 1024);
 }
 
@@ -683,8 +845,10 @@ static void proto_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
     free(st->reqs);
     free(st->transfer_s);
     free(st->share_at);
-    free(st->shares);
     free(st->cost_s);
+    for (int g = 0; st->pool && g < st->ngrid; g++)
+        free(st->pool[g].v);
+    free(st->pool);
     free(st);
 }
 
@@ -698,10 +862,13 @@ static const hmb_option proto_options[] = {
      "sender/recv-early/recv-late = whose request completes without the peer's MPI calls; "
      "step = where the cost of a blocking transfer of fresh data jumps (steps of the cost curve; give a linear --range)",
      0, 0, "both|sender|recv-early|recv-late|step"},
-    {"range", HMB_OPT_SIZES, "1K:1M", "probe: size grid scanned for switches (then bisected)", 1, 1 << 30, NULL},
+    {"range", HMB_OPT_SIZES, "512:96K:+512",
+     "probe: size grid scanned for switches (then bisected); views both and step want a linear one", 1, 1 << 30, NULL},
     {"element", HMB_OPT_INT, "8", "probe: bisection resolution in bytes (grid sizes must be multiples)", 1, 1 << 20,
      NULL},
-    {"trials", HMB_OPT_INT, "5", "probe: trials per size; a size progressed when most of them did", 1, 101, NULL},
+    {"trials", HMB_OPT_INT, "5",
+     "probe: trials per size per iteration (both: pooled over iterations; sender, recv-*: a size progressed "
+     "when most of them did)", 1, 101, NULL},
     {"min-compute", HMB_OPT_DURATION, "50us", "probe: least compute per trial (else 2x the transfer time)", 0, 0,
      NULL},
     {"window", HMB_OPT_INT, "64", "tradeoff: messages in flight per pair per iteration", 1, 4096, NULL},
