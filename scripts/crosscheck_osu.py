@@ -10,13 +10,20 @@ built OUTSIDE the repository with the same MPI's mpicc: configure CC=<mpicc> CXX
 is built under --workdir. OSU code is never copied into the repository.
 
 Each round runs every OSU program and the matching hmb-bench p2p launches, in an order that flips
-between rounds so neither tool always runs first; both are bound to cores the same way
+between rounds so neither tool always runs first (with several --variant, each variant is one more
+hmb-bench launch per round, and the order rotates over all of them); both are bound to cores the same way
 (python/hmb/mpi.py: `-bind-to core` / `--bind-to core`). OSU reports batch means (total time over
 its iterations); hmb-bench reports the median of per-sample values (a latency sample is a batch of
 back-to-back round trips when one round trip is short). The table shows, per metric and size, the
 median over rounds of each tool's figure, their ratio HMB/OSU, and the spread (min-max) of the
 per-round ratios. Quote ratios, measured on a quiet machine; absolute numbers on a shared VM are
 not the truth.
+
+    .venv/bin/python scripts/crosscheck_osu.py --mpi openmpi --rounds 5 --lat-sizes 8 --bw-sizes 8,64,512,4K,64K \
+        --variant racing="--post racing" --variant ahead="--post ahead" /tmp/osu-openmpi/c/mpi/pt2pt/standard
+
+compares two ways of posting a window's receives (hmb-bench p2p --post) against osu_bw in the
+same alternating rounds.
 """
 from __future__ import annotations
 
@@ -32,6 +39,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from hmb import launch as hlaunch  # noqa: E402
 from hmb import mpi as hmpi  # noqa: E402
 
 # metric -> (OSU program, its output column after the size, hmb-bench mode, hmb metric)
@@ -40,6 +48,9 @@ METRICS = {
     "bandwidth_MBps": ("osu_bw", 0, "bw", "bandwidth_MBps"),
     "msg_rate": ("osu_mbw_mr", 1, "msgrate", "msg_rate"),
 }
+# --osu-stat p50: OSU 7.x's -z adds per-iteration percentiles after the mean columns; the P50
+# column after the size per program (osu_mbw_mr's is MB/s: messages/s = MB/s * 1e6 / size)
+P50_COLUMN = {"osu_latency": 1, "osu_bw": 1, "osu_mbw_mr": 2}
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -81,15 +92,21 @@ def build_osu(impl: hmpi.MPI, src: Path, workdir: Path) -> Path:
     return pt2pt
 
 
-def run_osu(impl: hmpi.MPI, env: dict, program: Path, column: int) -> dict[int, float]:
-    """size -> value of the given column of an OSU table (all sizes 1 B .. 4 MB in one launch)."""
-    out = subprocess.run(impl.launch_args(2) + [str(program)], check=True, capture_output=True, text=True,
-                         timeout=600, env=env).stdout
+def run_osu(impl: hmpi.MPI, env: dict, program: Path, column: int, sizes: list[int], p50: bool) -> dict[int, float]:
+    """size -> value of the given column of an OSU table (sizes from the smallest to the largest
+    asked, one launch); with p50 the median over OSU's iterations (-z) instead of its mean."""
+    cmd = impl.launch_args(2) + [str(program), "-m", f"{min(sizes)}:{max(sizes)}"] + (["-z"] if p50 else [])
+    if p50:
+        column = P50_COLUMN[program.name]
+    with hlaunch.machine_lock(" ".join(cmd)):   # one launch at a time with every other hmb launch
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=600, env=env).stdout
     values = {}
     for line in out.splitlines():
         fields = line.split()
         if len(fields) > column + 1 and fields[0].isdigit():
             values[int(fields[0])] = float(fields[column + 1])
+            if p50 and program.name == "osu_mbw_mr":
+                values[int(fields[0])] *= 1e6 / int(fields[0])
     return values
 
 
@@ -98,9 +115,10 @@ def run_hmb(impl: hmpi.MPI, env: dict, mode: str, metric: str, sizes: list[int],
     "library" -> the MPI library line of its run header."""
     with tempfile.TemporaryDirectory() as d:
         js = Path(d) / "r.jsonl"
-        subprocess.run(impl.launch_args(2) + [str(impl.bench), "p2p", "--mode", mode,
-                       "--sizes", ",".join(map(str, sizes)), "--json", str(js)] + extra,
-                       check=True, capture_output=True, text=True, timeout=900, env=env)
+        cmd = impl.launch_args(2) + [str(impl.bench), "p2p", "--mode", mode, "--sizes", ",".join(map(str, sizes)),
+                                     "--json", str(js)] + extra
+        with hlaunch.machine_lock(" ".join(cmd)):
+            subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=900, env=env)
         out = {}
         for line in js.read_text().splitlines():
             rec = json.loads(line)
@@ -126,7 +144,14 @@ def main() -> int:
     ap.add_argument("--osu-src", type=Path, default=None,
                     help="OSU source to build when no OSU directory is given: git directory or source tree")
     ap.add_argument("--workdir", type=Path, default=None, help="OSU build directory (default /tmp/hmb-osu-<mpi>)")
+    ap.add_argument("--osu-stat", choices=("mean", "p50"), default="mean",
+                    help="OSU's figure: its mean over the timed loop (what it prints by default), or the median "
+                         "of its per-iteration values (OSU 7.x -z), which a loaded machine's preemptions "
+                         "move far less (osu_bw 8 B here: mean 1.6 MB/s, P50 11.9 MB/s in one launch)")
     ap.add_argument("--hmb-args", default="", help="extra hmb-bench options, e.g. \"--data fresh\"")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
+                    help="an hmb-bench variant with its own options (after --hmb-args), repeatable: each is "
+                         "launched in every round and gets its own rows, e.g. ahead=\"--post ahead\"")
     args = ap.parse_args()
     if args.rounds < 1:
         print("crosscheck: --rounds must be at least 1", file=sys.stderr)
@@ -154,37 +179,57 @@ def main() -> int:
     env = impl.env()
     if impl.prefix is not None:  # OSU built with a wheel's mpicc finds that wheel's libmpi this way
         env["LD_LIBRARY_PATH"] = f"{impl.prefix / 'lib'}:{env.get('LD_LIBRARY_PATH', '')}"
+    variants = {"hmb": []}
+    for item in args.variant:
+        name, eq, extra = item.partition("=")
+        if not eq or not name:
+            print(f"crosscheck: --variant {item!r}: give NAME=ARGS", file=sys.stderr)
+            return 2
+        variants[name] = extra.split()
+    if args.variant:
+        del variants["hmb"]
     hmb_extra = args.hmb_args.split()
 
     osu_runs = {m: [] for m in METRICS}   # metric -> per round {size: value}
-    hmb_runs = {m: [] for m in METRICS}   # metric -> per round {size: (value, batch/slots)}
+    hmb_runs = {v: {m: [] for m in METRICS} for v in variants}  # variant -> metric -> per round {size: ...}
+    tools = ["osu"] + list(variants)
     for rnd in range(args.rounds):
-        tools = ("osu", "hmb") if rnd % 2 == 0 else ("hmb", "osu")
+        order = tools[rnd % len(tools):] + tools[:rnd % len(tools)]   # rotate: no tool always first
+        if rnd % 2:
+            order.reverse()
         for metric, (program, column, mode, hmb_metric) in METRICS.items():
-            for tool in tools:
+            for tool in order:
                 if tool == "osu":
-                    osu_runs[metric].append(run_osu(impl, env, osu_dir / program, column))
+                    osu_runs[metric].append(run_osu(impl, env, osu_dir / program, column, sizes[metric],
+                                                    args.osu_stat == "p50"))
                 else:
-                    hmb_runs[metric].append(run_hmb(impl, env, mode, hmb_metric, sizes[metric], hmb_extra))
+                    hmb_runs[tool][metric].append(run_hmb(impl, env, mode, hmb_metric, sizes[metric],
+                                                          hmb_extra + variants[tool]))
         print(f"# round {rnd + 1}/{args.rounds} done", file=sys.stderr, flush=True)
 
-    library = " ".join(hmb_runs["latency_us"][0]["library"].split())
+    first = next(iter(variants))
+    library = " ".join(hmb_runs[first]["latency_us"][0]["library"].split())
     print(f"# OSU ({args.osu_dir or args.osu_src}) vs hmb-bench p2p on {impl.name} ({library})")
     print(f"# {args.rounds} alternating rounds; figures are medians over rounds; spread = min-max of "
-          f"per-round HMB/OSU; hmb options: {args.hmb_args or '(defaults)'}")
-    print(f"{'metric':<15} {'size':>8} {'OSU':>11} {'HMB':>11} {'HMB/OSU':>8} {'spread':>13} {'batch/slots':>11}")
+          f"per-round HMB/OSU; OSU's {'median over its iterations (-z P50)' if args.osu_stat == 'p50' else 'mean'}; "
+          f"hmb options: {args.hmb_args or '(defaults)'}"
+          + "".join(f"; {v}: {' '.join(a) or '(none)'}" for v, a in variants.items() if args.variant))
+    print(f"{'metric':<15} {'size':>8} {'variant':>10} {'OSU':>11} {'HMB':>11} {'HMB/OSU':>8} {'spread':>13} "
+          f"{'batch/slots':>11}")
     for metric in METRICS:
         for size in sizes[metric]:
-            osu = [r[size] for r in osu_runs[metric] if size in r]
-            hmb = [r[size] for r in hmb_runs[metric] if size in r]
-            if not osu or not hmb:
-                print(f"{metric:<15} {size:>8} {'(missing)':>11}")
-                continue
-            ratios = [h[0] / o for h, o in zip(hmb, osu)]
-            a, b = statistics.median(osu), statistics.median(h[0] for h in hmb)
-            counts = sorted({h[1] for h in hmb})
-            print(f"{metric:<15} {size:>8} {a:>11.4g} {b:>11.4g} {b / a:>8.3f} "
-                  f"{min(ratios):>6.3f}-{max(ratios):<6.3f} {'/'.join(map(str, counts)):>11}")
+            for variant in variants:
+                osu = [r.get(size) for r in osu_runs[metric]]
+                hmb = [r.get(size) for r in hmb_runs[variant][metric]]
+                pairs = [(h, o) for h, o in zip(hmb, osu) if h is not None and o is not None]
+                if not pairs:
+                    print(f"{metric:<15} {size:>8} {variant:>10} {'(missing)':>11}")
+                    continue
+                ratios = [h[0] / o for h, o in pairs]
+                a, b = statistics.median(o for _, o in pairs), statistics.median(h[0] for h, _ in pairs)
+                counts = sorted({h[1] for h, _ in pairs})
+                print(f"{metric:<15} {size:>8} {variant:>10} {a:>11.4g} {b:>11.4g} {b / a:>8.3f} "
+                      f"{min(ratios):>6.3f}-{max(ratios):<6.3f} {'/'.join(map(str, counts)):>11}")
     return 0
 
 

@@ -272,33 +272,43 @@ def test_pattern_rates_modes_not_run(lib):
     assert all(math.isnan(r) for r in ratio)
 
 
-# ---- proto probe, view both: share of the transfer outstanding after the compute ----
+# ---- proto probe, view both: the transfer outstanding after the compute ----
 @pytest.fixture
 def probe(lib):
     return lib
 
 
-@pytest.mark.parametrize("wait, transfer, share", [
-    (0.03e-6, 2.07e-6, 0.03 / 2.07),   # MPICH 8112 B eager: local completion, 0.01 of the transfer
-    (1.62e-6, 2.69e-6, 1.62 / 2.69),   # MPICH 8128 B rendezvous: the receiver's copy still to do
-    (0.0, 1e-6, 0.0),
-    (3e-6, 1e-6, 3.0),                 # more than the whole transfer (the peer was late): kept as is
+@pytest.mark.parametrize("sender_start, sender_end, receiver_start, outstanding", [
+    (60e-6, 102.5e-6, 100e-6, 2.5e-6),   # the receiver came back at 100 us, the send completed 2.5 us later
+    (60e-6, 60.03e-6, 75e-6, 0.0),       # an eager send completed locally, before the receiver came back
+    (60e-6, 61e-6, 60e-6, 1e-6),         # both came back at once: the whole wait
 ])
-def test_probe_outstanding_share(probe, wait, transfer, share):
-    assert probe.hmb_probe_outstanding_share(wait, transfer) == pytest.approx(share)
+def test_probe_outstanding(probe, sender_start, sender_end, receiver_start, outstanding):
+    assert probe.hmb_probe_outstanding(sender_start, sender_end, receiver_start) == pytest.approx(outstanding)
 
 
-@pytest.mark.parametrize("wait, transfer", [(1e-6, 0.0), (1e-6, -1e-6), (-1e-9, 1e-6), (math.nan, 1e-6),
-                                            (1e-6, math.nan)])
-def test_probe_outstanding_share_unusable(probe, wait, transfer):
-    assert math.isnan(probe.hmb_probe_outstanding_share(wait, transfer))
+@pytest.mark.parametrize("sender_start, sender_end, receiver_start", [
+    (60e-6, 70e-6, 58e-6),               # the receiver came back first: it may have done the work alone
+    (60e-6, 59e-6, 65e-6),               # a wait that ends before it starts
+    (60e-6, math.inf, 65e-6), (math.nan, 70e-6, 65e-6), (60e-6, 70e-6, -math.inf),
+])
+def test_probe_outstanding_no_reading(probe, sender_start, sender_end, receiver_start):
+    assert math.isnan(probe.hmb_probe_outstanding(sender_start, sender_end, receiver_start))
 
 
-@pytest.mark.parametrize("share, verdict", [(0.0, 1), (0.01, 1), (0.2499, 1), (0.25, 0), (0.6, 0), (3.0, 0),
-                                            (math.nan, -1)])
-def test_probe_share_verdict(probe, share, verdict):
-    # a sub-µs completion (0.01 of the transfer) progressed; a quarter or more left is a handshake
-    assert probe.hmb_probe_share_verdict(share) == verdict
+@pytest.mark.parametrize("outstanding, transfer, share", [
+    (0.0, 2.07e-6, 0.0),                 # MPICH 8112 B eager: completed locally
+    (4.6e-6, 2.69e-6, 4.6 / 2.69),       # MPICH 8128 B rendezvous: handshake and the receiver's copy
+    (3e-6, 1e-6, 3.0),                   # more than the whole no-compute transfer: kept as is
+])
+def test_probe_outstanding_share(probe, outstanding, transfer, share):
+    assert probe.hmb_probe_outstanding_share(outstanding, transfer) == pytest.approx(share)
+
+
+@pytest.mark.parametrize("outstanding, transfer", [(1e-6, 0.0), (1e-6, -1e-6), (-1e-9, 1e-6), (math.nan, 1e-6),
+                                                   (1e-6, math.nan)])
+def test_probe_outstanding_share_unusable(probe, outstanding, transfer):
+    assert math.isnan(probe.hmb_probe_outstanding_share(outstanding, transfer))
 
 
 # ---- proto probe, view step: change point of the per-size cost curve (hmb_changepoint_fit) ----

@@ -156,6 +156,23 @@ def test_wrong_slot_caught(mpi_name, mode, extra, rank, slot, tmp_path):
     assert len(lines) == 1 and "iteration=2" in lines[0] and f"rank={rank} partition={slot}:" in lines[0], r.stderr
 
 
+@pytest.mark.parametrize("post", ["racing", "ahead"])
+def test_window_posting_validates(mpi_name, post, tmp_path):
+    """Receives posted after the start signal (racing, osu_bw's way, the default) or before it
+    (ahead): bw and msgrate run and check every slot, the choice is in the header, and the
+    previous iteration's data sent in iteration 3 fail validation either way."""
+    args = ["p2p", "--mode", "bw,msgrate", "--sizes", "8,4K", "--window", "8", "--post", post] + FAST
+    r = run_bench(mpi_name, args, tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    assert r.header()["options"]["post"] == post
+    assert [x["params"]["mode"] for x in r.results()] == ["bw", "bw", "msgrate", "msgrate"]
+    for res in r.results():
+        check_result(res, res["params"]["mode"])
+    stale = run_bench(mpi_name, args + ["--inject", "stale:3"], tmp_path=tmp_path, timeout=120)
+    assert stale.rc == 3, stale.stderr
+    assert any("validation failed: bench=p2p" in line and "iteration=3" in line for line in stale.stderr.splitlines())
+
+
 def test_window_slots_follow_the_cache(mpi_name, tmp_path):
     """--cache hot: receive slots are reused once the window exceeds LLC/256 (here 1M/256 = 4K),
     at least one; --cache cold: one slot per message. Misplaced data is caught in a reused slot."""
@@ -195,6 +212,7 @@ def test_latency_batch_recorded(mpi_name, tmp_path):
 
 
 @pytest.mark.parametrize("args,name", [(["--data", "stale"], "--data"), (["--batch", "-1"], "--batch"),
+                                       (["--post", "early"], "--post"),
                                        (["--mode", "latency", "--batch", "4096", "--sizes", "1M"], "--batch")])
 def test_bad_data_and_batch_are_usage_errors(mpi_name, args, name):
     r = run_bench(mpi_name, ["p2p"] + args, timeout=60)

@@ -2,6 +2,7 @@
 fields, bad input (exit 2) and validation (exit 3). Where the switch lies is machine physics
 and is not asserted here."""
 import ctypes as C
+import math
 
 import pytest
 
@@ -80,6 +81,103 @@ def test_memory_per_peer(core):
     assert core.hmb_memory_projected_kB(10000.0, 200.0, 1000) == 210000.0
 
 
+# ---- view both's criterion: the clearest step of the outstanding time over the sizes ----
+def clearest(core, x, y, relative=1):
+    out = cl.Changepoint()
+    rc = core.hmb_clearest_step(len(x), cl.doubles(x), cl.doubles(y), relative, C.byref(out))
+    return rc, out
+
+
+def median3(core, y):
+    out = (C.c_double * len(y))()
+    core.hmb_running_median3(len(y), cl.doubles(y), out)
+    return list(out)
+
+
+def test_clearest_step_finds_a_switch(core):
+    # MPICH-like, x in KB: eager sends complete locally (0 outstanding) up to 4, a rendezvous leaves
+    # 4.5 + 0.1 x us from 5 on. Both sides of the break 4|5 are exact lines (residual 0); the jump
+    # at m = 4.5 is 4.5 + 0.45 - 0 = 4.95. Noise: differences 0,0,0,5,.1,.1,.1 (median .1, deviations
+    # .1,.1,.1,4.9,0,0,0: median .1) -> 1.4826 x .1 / sqrt 2 = 0.105; 4.95 >= 3 x 0.105: a step.
+    rc, cp = clearest(core, [1, 2, 3, 4, 5, 6, 7, 8], [0, 0, 0, 0, 5, 5.1, 5.2, 5.3])
+    assert rc == 1 and (cp.index, cp.lo, cp.hi) == (4, 4.0, 5.0)
+    assert cp.jump == pytest.approx(4.95) and (cp.b_left, cp.b_right) == pytest.approx((0.0, 0.1))
+
+
+def test_clearest_step_none_without_a_switch(core):
+    # a flat curve and a noisy line (y = x -/+ 1: its only break 3|4 has lines 2/3 apart, less
+    # than 3 x their spread 1.63) have no step
+    for y in ([2.0] * 8, [0, 3, 2, 5, 4, 7]):
+        rc, cp = clearest(core, list(range(1, len(y) + 1)), y)
+        assert rc == 0 and cp.index == -1 and math.isnan(cp.jump)
+    assert clearest(core, [1, 2, 3, 4, 5], [0, 0, 0, 1, 1])[0] == -1            # under 3 sizes a side
+    assert clearest(core, [1, 2, 3, 4, 5, 6], [0, 0, math.nan, 1, 1, 1])[0] == -1
+
+
+def test_clearest_step_open_mpi_half_transfer_eager(core):
+    # Open MPI's shape (x in KB): a blocking transfer takes t = 0.8 + 0.2 x us; an eager send keeps
+    # its request until the receiver copied the fragment out, half a transfer: 0.4 + 0.1 x (0.5,
+    # 0.6, 0.7 at 1-3 KB); a rendezvous leaves a handshake and the copy, 1.4 + 0.2 x (2.2 ... 3.0).
+    # The share of the transfer outstanding is 0.5 on the eager side, so a threshold of a quarter
+    # calls every size a handshake and finds no switch; the step does: break 3|4 leaves exact
+    # lines on both sides, jump at 3.5: (1.4 + 0.7) - (0.4 + 0.35) = 1.35.
+    x = [1, 2, 3, 4, 5, 6, 7, 8]
+    t = [0.8 + 0.2 * v for v in x]
+    o = [0.5 * tv if v <= 3 else 1.4 + 0.2 * v for v, tv in zip(x, t)]
+    assert all(core.hmb_probe_outstanding_share(ov, tv) >= 0.25 for ov, tv in zip(o, t))
+    rc, cp = clearest(core, x, o)
+    assert rc == 1 and (cp.lo, cp.hi) == (3.0, 4.0)
+    assert cp.jump == pytest.approx(1.35) and (cp.b_left, cp.b_right) == pytest.approx((0.1, 0.2))
+
+
+def test_clearest_step_is_the_largest_of_several(core):
+    # by the spread (view step): steps of 0.5 (at 3|4) and 5 (at 9|10), flat between (exact lines:
+    # sigma 0, noise 0): the larger jump is the switch wherever it lies
+    x = list(range(1, 13))
+    rc, cp = clearest(core, x, [0, 0, 0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 5.5, 5.5, 5.5], relative=0)
+    assert rc == 1 and (cp.lo, cp.hi) == (9.0, 10.0) and cp.jump == pytest.approx(5.0)
+    rc, cp = clearest(core, x, [0, 0, 0, 5, 5, 5, 5, 5, 5, 5.5, 5.5, 5.5], relative=0)
+    assert rc == 1 and (cp.lo, cp.hi) == (3.0, 4.0) and cp.jump == pytest.approx(5.0)
+    # by the factor (view both) the step from nothing outstanding (0 -> 0.5: 0.5 / 0.5 = 1, as
+    # MPICH's local eager completion against its rendezvous) beats 0.5 -> 5.5 (5 / 6)
+    rc, cp = clearest(core, x, [0, 0, 0, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 5.5, 5.5, 5.5], relative=1)
+    assert rc == 1 and (cp.lo, cp.hi) == (3.0, 4.0) and cp.jump == pytest.approx(0.5)
+
+
+def test_clearest_step_by_factor_or_by_spread(core):
+    # steps of 1 at 3|4 (1 -> 2: a factor |1| / (1 + 2) = 0.333) and of 1.5 at 9|10 (2 -> 3.5:
+    # 1.5 / 5.5 = 0.273), exact lines. By the factor (view both) the first is the switch, as Open
+    # MPI's eager -> rendezvous (+0.9 us on 1.3 us) against a page step at 80 KB (+0.8 us on
+    # 12 us); by the spread (view step) the larger jump
+    x = list(range(1, 13))
+    y = [1, 1, 1, 2, 2, 2, 2, 2, 2, 3.5, 3.5, 3.5]
+    rc, cp = clearest(core, x, y, relative=1)
+    assert rc == 1 and (cp.lo, cp.hi) == (3.0, 4.0) and cp.jump == pytest.approx(1.0)
+    rc, cp = clearest(core, x, y, relative=0)
+    assert rc == 1 and (cp.lo, cp.hi) == (9.0, 10.0) and cp.jump == pytest.approx(1.5)
+
+
+def test_running_median3(core):
+    # out[i] = median of y[i-1..i+1], the ends kept: a one-size spike goes, a step stays where it is
+    assert median3(core, [1, 9, 2, 3, 10, 10, 10]) == [1, 2, 3, 3, 10, 10, 10]
+    assert median3(core, [0, 0, 0, 0, 30, 6, 6.1, 6.2, 6.3]) == [0, 0, 0, 0, 6, 6.1, 6.1, 6.2, 6.3]
+    assert median3(core, [4.0, 5.0]) == [4.0, 5.0]
+    out = median3(core, [1, 2, math.nan, 4, 5])
+    assert out[0] == 1 and all(math.isnan(v) for v in out[1:4]) and out[4] == 5
+
+
+def test_clearest_step_after_the_median_at_a_spike(core):
+    # MPICH's first rendezvous size after eager ones in a round reads high (29 us against 6 us):
+    # through the running median the step lies at 4|5 with a right line of slope ~0.1, where the
+    # raw curve's right line falls from the spike (its slope is negative)
+    x = [1, 2, 3, 4, 5, 6, 7, 8, 9]
+    raw = [0, 0, 0, 0, 30, 6, 6.1, 6.2, 6.3]
+    rc, cp = clearest(core, x, median3(core, raw))
+    assert rc == 1 and (cp.lo, cp.hi) == (4.0, 5.0) and 0 < cp.b_right < 0.2 and cp.jump > 5
+    rc, cp = clearest(core, x, raw)
+    assert rc == 1 and cp.b_right < 0
+
+
 FAST = ["--iters", "1", "--warmup", "0", "--max-iters", "2", "--trials", "1", "--min-compute", "20us"]
 
 
@@ -104,15 +202,21 @@ def test_probe_and_tradeoff_records(mpi_name, tmp_path):
         assert x["extra"]["hwm_kB"] >= x["extra"]["rss_traffic_kB"] > 0
 
 
-def test_probe_default_view_both_records_shares(mpi_name, tmp_path):
-    r = run_bench(mpi_name, ["proto", "--range", "1K:4K"] + FAST, tmp_path=tmp_path)
+def test_probe_default_view_both_records_outstanding_times(mpi_name, tmp_path):
+    r = run_bench(mpi_name, ["proto", "--range", "1K:8K:+1K"] + FAST, tmp_path=tmp_path)
     assert r.rc == 0, r.stderr
     probe = r.results()
     assert [x["params"]["view"] for x in probe] == ["both"]          # the default view
     extra = probe[0]["extra"]
-    assert [row[0] for row in extra["outstanding_share"]] == [1024, 2048, 4096]
-    assert all(row[1] is None or row[1] >= 0 for row in extra["outstanding_share"])
-    assert extra["outstanding_share_max"] == 0.25
+    sizes = [1024 * k for k in range(1, 9)]
+    assert [row[0] for row in extra["outstanding_us"]] == sizes
+    assert [row[0] for row in extra["outstanding_share"]] == sizes
+    assert all(row[1] is None or row[1] >= 0 for row in extra["outstanding_us"] + extra["outstanding_share"])
+    assert extra["step_noise_us"] is None or extra["step_noise_us"] >= 0
+    for row in extra["steps"]:            # whatever this machine shows: well-formed, inside the range
+        assert len(row) == 6 and 1024 <= row[0] < row[1] <= 8192 and row[1] - row[0] == 1024
+    for lo, hi in extra["switch_bytes"]:
+        assert 1024 <= lo < hi <= 8192 and hi - lo == 8
     assert "# probe view both: switches" in r.stdout
 
 
@@ -141,6 +245,7 @@ def test_probe_view_step_validation_failure_exit_3(mpi_name, tmp_path):
 
 @pytest.mark.parametrize("args,needle", [
     (["--view", "step", "--range", "1K:16K"], "--view step needs at least 6 --range sizes"),
+    (["--range", "1K:16K"], "--view both needs at least 6 --range sizes"),
     (["--range", "1K,1000"], "--range must increase"),
     (["--range", "1K:8K", "--element", "3"], "not a multiple of --element"),
     (["--range", "4K"], "at least two sizes"),
@@ -154,9 +259,9 @@ def test_bad_input_exit_2(mpi_name, args, needle):
     assert len(lines) == 1 and needle in lines[0], r.stderr
 
 
-@pytest.mark.parametrize("test,view", [("probe", "recv-early"), ("probe", "both"), ("tradeoff", "both")])
+@pytest.mark.parametrize("test,view", [("probe", "recv-early"), ("probe", "both"), ("tradeoff", "sender")])
 def test_validation_failure_exit_3(mpi_name, test, view, tmp_path):
-    r = run_bench(mpi_name, ["proto", "--test", test, "--view", view, "--range", "1K,2K",
+    r = run_bench(mpi_name, ["proto", "--test", test, "--view", view, "--range", "1K:6K:+1K",
                              "--sizes", "1K", "--window", "2", "--inject", "corrupt:1", "--iters", "3",
                              "--warmup", "0", "--trials", "1", "--min-compute", "20us"], tmp_path=tmp_path)
     assert r.rc == 3, r.stderr

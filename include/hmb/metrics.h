@@ -68,18 +68,25 @@ int hmb_probe_majority(int progressed, int trials);
  * verdict: the observed side began waiting only after the peer's call, its lead was lost). */
 int hmb_probe_verdict(double wait_start, double wait_end, double peer_call);
 
-/* proto probe, view `both` (both sides compute C after posting, then wait): the share of the
- * transfer still outstanding after the compute, wait_after_compute / transfer, where transfer is
- * the one-way time of a blocking transfer of that size with no compute. NaN when transfer <= 0
- * or the wait is negative/NaN. */
-double hmb_probe_outstanding_share(double wait_after_compute_s, double transfer_s);
+/* proto probe, view `both` (both sides compute after posting, the receiver longer, then wait),
+ * one trial in one time base: the sender's MPI_Wait ran from sender_wait_start to
+ * sender_wait_end, the receiver's began at receiver_wait_start. Returns the time the send was
+ * still outstanding once the receiver came back from its compute, sender_wait_end -
+ * receiver_wait_start, 0 when the send completed before that (an eager send completed locally),
+ * NaN when the receiver came back first (no reading: the receiver may have done the protocol's
+ * work alone before the sender looked), for a non-finite input or a wait that ends before it
+ * starts. The sender's wait for a late receiver is not counted: it is the compute, not the
+ * protocol. */
+double hmb_probe_outstanding(double sender_wait_start, double sender_wait_end, double receiver_wait_start);
 
-/* The verdict on that share: 1 (progressed during the compute: less than
- * HMB_PROBE_OUTSTANDING_MAX of the transfer was left, e.g. a sub-µs local completion of an
- * eager send), 0 (a quarter or more was still to do: a handshake; measured here MPICH's
- * rendezvous leaves 0.5-0.6 of the blocking transfer time after the compute, its eager 0.02), -1 (NaN). */
-#define HMB_PROBE_OUTSTANDING_MAX 0.25
-int hmb_probe_share_verdict(double outstanding_share);
+/* The share of the no-compute transfer time that outstanding time is, outstanding / transfer,
+ * where transfer is the one-way time of a blocking transfer of that size with no compute. NaN
+ * when transfer <= 0 or the outstanding time is negative/NaN. Recorded, not judged: Open MPI's
+ * eager sends keep ~0.5-1 of a transfer outstanding, its rendezvous 1.2-2.5, MPICH's eager ~0
+ * and its rendezvous ~0.5-1, so no one share threshold separates eager from rendezvous
+ * (docs/findings.md); the switch is the clearest step of the outstanding time over the sizes
+ * (hmb_clearest_step). */
+double hmb_probe_outstanding_share(double outstanding_s, double transfer_s);
 
 /* proto probe: evaluate progressed(size) at every grid size (strictly increasing, multiples of
  * element); where two neighbours differ, bisect in steps of element until the interval is one
@@ -130,6 +137,25 @@ double hmb_cost_noise(int n, const double *y);
  * neighbouring segments) to out[0..max_out-1]; returns how many there are, or -1 as
  * hmb_changepoint_fit. */
 int hmb_changepoint_steps(int n, const double *x, const double *y, hmb_changepoint *out, int max_out);
+/* Tukey's running median of 3: out[i] = median(y[i-1], y[i], y[i+1]), out[0] = y[0] and
+ * out[n-1] = y[n-1] (out may not alias y). It removes a spike one grid size wide and keeps a
+ * step where it is: view both reads its switch from the outstanding times so smoothed (the first
+ * rendezvous size after eager ones in a round reads high: MPICH 29 us at 8 KB against 5.9 us at
+ * 9 KB, so the step's lines bent towards it). A window holding a NaN gives NaN. */
+void hmb_running_median3(int n, const double *y, double *out);
+
+/* The clearest step of a per-size curve (the probe's switch in views `both` and `step`): of the
+ * steps hmb_changepoint_steps finds, the one with the largest score. relative = 0: |jump| /
+ * max(noise, sigma), noise as hmb_changepoint_steps uses it (view step). relative = 1: the
+ * factor by which the curve changes, |jump| / (|L| + |R|), L and R the left and right lines at
+ * the break's midpoint (R = L + jump; 1 for a step from or to 0): a protocol switch changes how
+ * much of a transfer is left by a factor (a local completion or not, a handshake or not), a page
+ * step or a bend by a fraction of a copy (view both: Open MPI's switch 0.18-0.55, the next step
+ * 0.03-0.16, over 12 launches of 512 B-96 KB). A wide range has small steps besides the
+ * protocol's (a single copy's page steps, +0.15 us every 4 KB on Open MPI). Returns 1 and the
+ * step in *out, 0 when the curve has no step (*out index -1), -1 for an unusable curve (as
+ * hmb_changepoint_fit). */
+int hmb_clearest_step(int n, const double *x, const double *y, int relative, hmb_changepoint *out);
 /* Which side's line a cost y measured at size x lies nearer: 0 left (like the smaller sizes),
  * 1 right (strictly nearer the right line), -1 without a fit or for a non-finite input. The
  * probe bisects the break interval with it, down to --element bytes. */

@@ -1,10 +1,12 @@
 /* p2p — the baselines: ping-pong latency, windowed uni-/bi-directional bandwidth and
  * multi-pair message rate (osu_latency / osu_bw / osu_bibw / osu_mbw_mr, with one sample per
- * iteration: a window, or a batch of back-to-back round trips for short latencies). Before every
- * timed region the receiver pre-posts its first receive(s) and says so with a zero-byte "ready"
- * message (a barrier for msgrate), so the previous iteration's validation never leaks into the
- * timing; the timed region is the communication only. Slots, batches and the send data regime
- * (--data): docs/methodology.md, "Point-to-point baselines". */
+ * iteration: a window, or a batch of back-to-back round trips for short latencies). Every timed
+ * region starts at a zero-byte "ready" message from the receiver (a barrier for msgrate), so the
+ * previous iteration's validation never leaks into the timing: latency and --post ahead send it
+ * after posting the first receive(s); --post racing (bw, msgrate, the default) before posting
+ * the window, as osu_bw's receiver posts after its ack. The timed region is the communication
+ * only. Slots, batches, the posting and the send data regime (--data): docs/methodology.md,
+ * "Point-to-point baselines". */
 #include <math.h>
 
 #include "p2p.h"
@@ -24,6 +26,21 @@ static void pick_send_data(p2p_state *st, long iter)
         if (iter == st->wrong_slot_at && st->is_sender && j == st->count - 1)
             slot = (slot + 1) % st->slots;
         st->send_msg[j] = st->send_sets + ((size_t)set * st->slots + (size_t)slot) * st->size;
+    }
+}
+
+/* bw, msgrate: the signal that starts a window's timed region (see MODE_BW in p2p_iterate). */
+static void start_signal(hmb_ctx *ctx, const p2p_state *st)
+{
+    MPI_Comm comm = hmb_comm(ctx);
+    if (st->mode == MODE_MSGRATE) {
+        hmb_phase(ctx, "msgrate: barrier");
+        MPI_Barrier(comm);
+    } else if (st->is_sender) {
+        hmb_phase(ctx, "bw: wait for ready");
+        MPI_Recv(NULL, 0, MPI_BYTE, st->peer, TAG_READY, comm, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Send(NULL, 0, MPI_BYTE, st->peer, TAG_READY, comm);
     }
 }
 
@@ -79,20 +96,19 @@ static int p2p_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter
 
     case MODE_BW:
     case MODE_MSGRATE:
+        /* The start signal (bw: a zero-byte ready message to the sender; msgrate: a barrier, all
+         * pairs start together) after the receiver posted the window (--post ahead), or before
+         * it posts (--post racing: the sender's first messages race the receiver's posting, as
+         * after osu_bw's and osu_mbw_mr's ack) */
+        if (st->racing)
+            start_signal(ctx, st);
         if (!st->is_sender) {
             hmb_phase(ctx, "window: receive");
             for (int j = 0; j < n; j++)
                 MPI_Irecv(recv[j], size, MPI_BYTE, st->peer, TAG_DATA, comm, &st->reqs[j]);
         }
-        if (st->mode == MODE_MSGRATE) {
-            hmb_phase(ctx, "msgrate: barrier");
-            MPI_Barrier(comm); /* all receives posted; all pairs start together */
-        } else if (st->is_sender) {
-            hmb_phase(ctx, "bw: wait for ready");
-            MPI_Recv(NULL, 0, MPI_BYTE, st->peer, TAG_READY, comm, MPI_STATUS_IGNORE);
-        } else {
-            MPI_Send(NULL, 0, MPI_BYTE, st->peer, TAG_READY, comm);
-        }
+        if (!st->racing)
+            start_signal(ctx, st);
         if (st->is_sender) {
             hmb_phase(ctx, "window: send");
             t_start_s = hmb_now();

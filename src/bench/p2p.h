@@ -7,12 +7,16 @@
 #include "hmb/hmb.h"
 
 enum { MODE_LATENCY, MODE_BW, MODE_BIBW, MODE_MSGRATE, MODE_COUNT };
+enum { POST_RACING, POST_AHEAD }; /* --post */
 extern const char *const p2p_mode_names[MODE_COUNT + 1];
 
 #define P2P_OPTIONS(X)                                                                                              \
     X(mode, CHOICES, .default_value = "all", .names = p2p_mode_names, .help = "what to measure")                       \
     X(window, INT, .default_value = "64", .min = 1, .max = 4096,                                                    \
       .help = "messages in flight per iteration for bw, bibw, msgrate (osu: 64)")                                  \
+    X(post, CHOICE, .default_value = "racing", .choices = "racing|ahead", /* POST_* order */                       \
+      .help = "bw, msgrate: the receiver posts a window's receives after the start signal, racing the sender's "    \
+              "first messages as after osu_bw's and osu_mbw_mr's ack (racing), or before it (ahead: all pre-posted)") \
     X(batch, INT, .default_value = "0", .min = 0, .max = 4096,                                                      \
       .help = "latency: round trips timed back-to-back per sample (0 = auto: a sample of >= 20 us, at most 256)")
 HMB_OPTIONS(p2p_opts, P2P_OPTIONS);
@@ -32,8 +36,10 @@ enum { M_LATENCY, M_BANDWIDTH, M_RATE, M_ITER_TIME }; /* indices into p2p_metric
 #define BATCH_PROBE_ROUND_TRIPS 8
 #define BATCH_PROBE_REPEATS 3
 /* --cache hot: the receive slots of a window take at most this fraction of the LLC, and at most
- * SLOTS_HOT_MAX_BYTES. */
+ * WINDOW_HOT_MAX_BYTES (window_slots); latency rewarms a batch's slots after the check above
+ * SLOTS_HOT_MAX_BYTES (p2p_setup). */
 #define SLOTS_LLC_FRACTION 256
+#define WINDOW_HOT_MAX_BYTES (16u << 10)
 #define SLOTS_HOT_MAX_BYTES (128u << 10)
 
 typedef struct {
@@ -45,6 +51,7 @@ typedef struct {
     int is_sender;   /* latency: the pinger (rank 0) */
     long stale_at, wrong_slot_at; /* test-only faults (-1: none) */
     int rewarm;      /* latency: one untimed round trip after the check, before the sample (see p2p_setup) */
+    int racing;      /* bw, msgrate: --post racing (the start signal before the receives, as osu_bw's ack) */
     int nsets;                 /* send sets: 2 (generations, set iter & 1), or 1 (latency, --cache hot) */
     unsigned char *send_sets;  /* nsets sets of slots x size */
     unsigned char *recv_slots; /* slots x size */

@@ -46,20 +46,20 @@ void p2p_points(hmb_ctx *ctx, hmb_point_list *out)
 
 /* Window slots: --cache cold gives every message its own slot (what a window of distinct
  * application buffers touches). --cache hot keeps the window near osu_bw's one reused buffer:
- * the receive slots take at most 1/SLOTS_LLC_FRACTION of the LLC and at most 128 KB (with the
- * sender's two generations that stays within a core's L2 — at 64 KB, 8 slots were already
- * ~20% slower than one on Open MPI), so slots are reused once the window would exceed it; a
- * message larger than that gets one slot. The 128 KB cap: a VM may report its host's whole L3
- * (480 MB here), and 1/256 of it (1.9 MB of slots, 3.75 MB on the sender with two generations)
- * no longer fits a 2 MB L2 — bw at 64-256 KB read 3-10 GB/s against osu_bw's 21-31 GB/s, and
- * 21-31 GB/s with the cap (MPICH and Open MPI, alternating launches). The same count on every
- * rank (LLCs may differ between hosts): the smallest. */
+ * the receive slots take at most 1/SLOTS_LLC_FRACTION of the LLC and at most 16 KB (with the
+ * sender's two generations that stays within a core's L1: 48 KB here), so slots are reused once
+ * the window would exceed it; a message larger than that gets one slot. Slots in L2 already cost:
+ * at 64 KB 8 slots were ~20% slower than one on Open MPI, and at 512 B-4 KB a 128 KB cap (64 and
+ * 32 slots) read 0.88-0.90 of osu_bw's protocol on Open MPI where 16 KB read 0.93-0.99 (window
+ * study, 3-6 launches each, 2026-11-27; MPICH 0.97-1.04 either way). The LLC share: a VM may
+ * report its host's whole L3 (480 MB here), and 1/256 of it no longer fits any core's cache. The
+ * same count on every rank (LLCs may differ between hosts): the smallest. */
 static int window_slots(hmb_ctx *ctx, size_t size, int window)
 {
     long long slots = window;
     if (hmb_common(ctx)->cache == HMB_CACHE_HOT && size > 0) {
         size_t budget = hmb_cache_llc_bytes(ctx) / SLOTS_LLC_FRACTION;
-        budget = budget < SLOTS_HOT_MAX_BYTES ? budget : SLOTS_HOT_MAX_BYTES;
+        budget = budget < WINDOW_HOT_MAX_BYTES ? budget : WINDOW_HOT_MAX_BYTES;
         long long fit = (long long)(budget / size);
         slots = fit < 1 ? 1 : fit < window ? fit : window;
     }
@@ -124,6 +124,7 @@ void *p2p_setup(hmb_ctx *ctx, const hmb_point *pt)
     }
     st->stale_at = hmb_inject_at(ctx, HMB_INJECT_STALE);
     st->wrong_slot_at = hmb_inject_at(ctx, HMB_INJECT_WRONG_SLOT);
+    st->racing = HMB_OPTS(p2p_opts, ctx)->post == POST_RACING;
     if (st->mode == MODE_LATENCY) {
         st->count = latency_batch(ctx, st);
         st->slots = st->count; /* a batch is small: every round trip its own slot */

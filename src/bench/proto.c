@@ -3,15 +3,17 @@
  *   change down to --element bytes (src/harness/protocol.c); the result record carries the switch
  *   intervals most iterations found. Views:
  *   `both` (default; seed 001's overlap question): the receiver posts Irecv, barrier, the sender
- *   Isends, both compute C with no MPI call, then wait; the sender's wait after the compute
- *   against the no-compute transfer time of that size (hmb_probe_outstanding_share) says whether
- *   the transfer progressed during the compute (eager) or was still to do (handshake).
+ *   Isends, both compute C with no MPI call, then wait; the time the send was still outstanding
+ *   once both sides had come back from the compute (hmb_probe_outstanding), per size the lower
+ *   quartile of all iterations' trials, and the switch is the clearest step of that curve over the sizes
+ *   (hmb_clearest_step): a handshake leaves more of the transfer to do after the compute.
  *   `sender`, `recv-early`, `recv-late`: the observed side (the sender; the receiver with the
  *   receive posted first; after the send) computes C, its peer longer; a transfer that finished
  *   before the peer's next MPI call progressed without the peer.
  *   `step`: no compute; the cost of a blocking transfer of fresh data at every grid size, and
- *   the steps of that curve (hmb_changepoint_steps): another protocol costs a jump, up (a
- *   handshake) or down (a single copy cheaper than a large eager copy).
+ *   the clearest step of that curve: another protocol costs a jump, up (a handshake) or down (a
+ *   single copy cheaper than a large eager copy).
+ *   Views both and step bisect their step's grid interval down to --element bytes (bisect_step).
  * tradeoff: multi-pair message rate and bandwidth (windows of non-blocking messages, all pairs
  *   at once), with the ranks' resident memory after MPI_Init, after every pair communicated and
  *   after the traffic, so the memory per peer can be projected (docs/metrics.md, "proto"). */
@@ -45,14 +47,16 @@ static double transfer_time(proto_state *st, size_t size)
     return best;
 }
 
+/* The fastest one-way transfer time of every grid size so far (views other than both: once, at
+ * set-up; both: again in every iteration). */
 void proto_calibrate_transfers(proto_state *st)
 {
     hmb_phase(st->ctx, "probe: transfer calibration");
     for (int g = 0; g < st->ngrid; g++)
-        st->transfer_s[g] = transfer_time(st, st->grid[g]);
+        st->transfer_s[g] = fmin(st->transfer_s[g], transfer_time(st, st->grid[g]));
 }
 
-static double compute_for(const proto_state *st, size_t size)
+double proto_compute_for(const proto_state *st, size_t size)
 {
     int g = 0;
     while (g < st->ngrid - 1 && st->grid[g] < size)
@@ -62,7 +66,7 @@ static double compute_for(const proto_state *st, size_t size)
 }
 
 /* MPI_Wait, its start and end in the global time base. */
-static void timed_wait(hmb_ctx *ctx, MPI_Request *req, double *start, double *end)
+void proto_timed_wait(hmb_ctx *ctx, MPI_Request *req, double *start, double *end)
 {
     double t0 = hmb_now();
     MPI_Wait(req, MPI_STATUS_IGNORE);
@@ -86,7 +90,7 @@ static int probe_once(proto_state *st, size_t size)
     MPI_Comm comm = hmb_comm(ctx);
     const int n = (int)size, part = st->probe_no++;
     const int observed = st->view == VIEW_SENDER ? st->is_sender : !st->is_sender;
-    const int64_t c_ns = (int64_t)(compute_for(st, size) * 1e9);
+    const int64_t c_ns = (int64_t)(proto_compute_for(st, size) * 1e9);
     const int64_t lead_ns = c_ns + HMB_OPTS(proto_opts, ctx)->min_compute;
     const int64_t compute_ns = observed ? c_ns : c_ns + lead_ns;
     double wait_start = -HUGE_VAL, wait_end = -HUGE_VAL;
@@ -105,7 +109,7 @@ static int probe_once(proto_state *st, size_t size)
             MPI_Isend(st->send, n, MPI_BYTE, st->peer, TAG_DATA, comm, &req);
         }
         hmb_compute_ns(ctx, compute_ns);
-        timed_wait(ctx, &req, &wait_start, &wait_end);
+        proto_timed_wait(ctx, &req, &wait_start, &wait_end);
     } else if (st->peer >= 0) {
         if (st->view == VIEW_RECV_LATE)
             MPI_Recv(NULL, 0, MPI_BYTE, st->peer, TAG_TOKEN, comm, MPI_STATUS_IGNORE);
@@ -113,7 +117,7 @@ static int probe_once(proto_state *st, size_t size)
         if (st->view != VIEW_RECV_LATE)
             MPI_Send(NULL, 0, MPI_BYTE, st->peer, TAG_TOKEN, comm);
         hmb_compute_ns(ctx, compute_ns);
-        timed_wait(ctx, &req, &wait_start, &wait_end);
+        proto_timed_wait(ctx, &req, &wait_start, &wait_end);
         if (hmb_validate_enabled(ctx))
             hmb_check_buffer(ctx, st->pt, st->recv, size, st->peer, part, st->iter);
     }
@@ -127,162 +131,21 @@ static int probe_once(proto_state *st, size_t size)
     return hmb_probe_verdict(times[0], times[1], times[2]);
 }
 
-/* View both, one trial: the receiver posts its receive, barrier, the sender posts its send, both
- * compute the same C with no MPI call, then wait. The sender's wait after the compute, against
- * the no-compute transfer time of this size, is the share of the transfer still outstanding
- * (hmb_probe_outstanding_share): a few tenths of a µs of local completion is an eager send that
- * progressed during the compute; the whole transfer still to do is a handshake. Returns the
- * verdict every rank agrees on; *share is the sender's share (broadcast). */
-static int probe_both(proto_state *st, size_t size, double transfer_s, double *share)
-{
-    hmb_ctx *ctx = st->ctx;
-    MPI_Comm comm = hmb_comm(ctx);
-    const int n = (int)size, part = st->probe_no++;
-    const int64_t c_ns = (int64_t)(compute_for(st, size) * 1e9);
-    double wait_start = 0, wait_end = 0;
-    MPI_Request req = MPI_REQUEST_NULL;
-    if (st->peer >= 0 && st->is_sender)
-        hmb_fill(st->send, size, hmb_rank(ctx), part, st->iter);
-    else if (st->peer >= 0)
-        memset(st->recv, 0, size);
-    hmb_phase(ctx, "probe: trial (both compute)");
-    if (st->peer >= 0 && !st->is_sender)
-        MPI_Irecv(st->recv, n, MPI_BYTE, st->peer, TAG_DATA, comm, &req);
-    MPI_Barrier(comm);
-    if (st->peer >= 0) {
-        if (st->is_sender)
-            MPI_Isend(st->send, n, MPI_BYTE, st->peer, TAG_DATA, comm, &req);
-        hmb_compute_ns(ctx, c_ns);
-        timed_wait(ctx, &req, &wait_start, &wait_end);
-        if (!st->is_sender && hmb_validate_enabled(ctx))
-            hmb_check_buffer(ctx, st->pt, st->recv, size, st->peer, part, st->iter);
-    }
-    *share = hmb_probe_outstanding_share(wait_end - wait_start, transfer_s);
-    MPI_Bcast(share, 1, MPI_DOUBLE, 0, comm);
-    return hmb_probe_share_verdict(*share);
-}
-
-/* View step: one-way time of a blocking transfer of each of sizes[0..n-1] whose send buffers were
- * just written on both sides (fresh data, as an application sends): the fastest of `rounds`
- * round trips per size, each after a barrier, the rounds interleaved over the sizes so that a
- * slow spell of this shared machine falls on all of them alike; rank 0's times, broadcast. With hot send buffers that nobody writes, a single-copy rendezvous reads clean cache
- * lines and costs what an eager copy does (Open MPI 5.0.11 at 4032 B: 1.14 against 1.10 µs at
- * 3968 B); with written ones it shows the handshake's cost (1.73 against 1.08 µs). Each side
- * checks the data it received. */
-static void fresh_costs(proto_state *st, const size_t *sizes, int n, int rounds, double *out)
-{
-    hmb_ctx *ctx = st->ctx;
-    MPI_Comm comm = hmb_comm(ctx);
-    for (int i = 0; i < n; i++)
-        out[i] = HUGE_VAL;
-    hmb_phase(ctx, "probe: fresh-data round trips");
-    for (int k = 0; k < rounds; k++)
-        for (int i = 0; i < n; i++) {
-            const int part = st->probe_no++, count = (int)sizes[i];
-            if (st->peer >= 0)
-                hmb_fill(st->send, sizes[i], hmb_rank(ctx), part, st->iter);
-            MPI_Barrier(comm);
-            double t0 = hmb_now();
-            if (st->peer >= 0 && st->is_sender) {
-                MPI_Send(st->send, count, MPI_BYTE, st->peer, TAG_DATA, comm);
-                MPI_Recv(st->recv, count, MPI_BYTE, st->peer, TAG_DATA, comm, MPI_STATUS_IGNORE);
-            } else if (st->peer >= 0) {
-                MPI_Recv(st->recv, count, MPI_BYTE, st->peer, TAG_DATA, comm, MPI_STATUS_IGNORE);
-                MPI_Send(st->send, count, MPI_BYTE, st->peer, TAG_DATA, comm);
-            }
-            double one_way = (hmb_now() - t0) / 2;
-            out[i] = one_way < out[i] ? one_way : out[i];
-            if (st->peer >= 0 && hmb_validate_enabled(ctx))
-                hmb_check_buffer(ctx, st->pt, st->recv, sizes[i], st->peer, part, st->iter);
-        }
-    MPI_Bcast(out, n, MPI_DOUBLE, 0, comm);
-}
-
-/* View step, one iteration: the fresh-data cost of every grid size, the steps of the fastest
- * costs so far (hmb_changepoint_steps), and a bisection of the clearest step (the largest |jump|
- * in units of max(noise, sigma): a wide range also has small steps, e.g. a single-copy read's
- * page steps) down to --element bytes. Each bisection step measures the interval's ends and its
- * middle together (fresh_costs) and carries each side's fitted slope from its end to the middle:
- * the middle behaves like the larger sizes when its cost lies nearer the right line so placed
- * (hmb_changepoint_side); a machine that slowed down since the scan moves all three alike.
- * Every rank computes the same (rank 0's times). */
-static int step_search(proto_state *st, switch_list *found)
-{
-    double *x = malloc((size_t)st->ngrid * sizeof *x), *y = malloc((size_t)st->ngrid * sizeof *y);
-    if (!x || !y)
-        abort();
-    fresh_costs(st, st->grid, st->ngrid, STEP_ROUND_TRIPS, y);
-    for (int g = 0; g < st->ngrid; g++) {
-        x[g] = (double)st->grid[g];
-        st->cost_s[g] = y[g] < st->cost_s[g] ? y[g] : st->cost_s[g];
-    }
-    hmb_changepoint steps[MAX_SWITCHES];
-    /* the fastest cost of each size so far (this and earlier iterations): a slow spell of one
-     * scan does not make a step */
-    const int n = hmb_changepoint_steps(st->ngrid, x, st->cost_s, steps, MAX_SWITCHES);
-    const double noise = hmb_cost_noise(st->ngrid, st->cost_s);
-    int best = -1;
-    double best_score = 0.0;
-    for (int j = 0; j < n && j < MAX_SWITCHES; j++) {
-        double score = fabs(steps[j].jump) / fmax(noise, steps[j].sigma);
-        if (best < 0 || score > best_score)
-            best = j, best_score = score;
-    }
-    free(x);
-    free(y);
-    if (best < 0)
-        return 0;
-    const hmb_changepoint *cp = &steps[best];
-    size_t lo = st->grid[cp->index - 1], hi = st->grid[cp->index];
-    while (hi - lo > st->element) {
-        size_t three[3] = {lo, lo + (hi - lo) / st->element / 2 * st->element, hi};
-        double t[3];
-        fresh_costs(st, three, 3, STEP_BISECT_ROUND_TRIPS, t);
-        hmb_changepoint local = *cp;
-        local.a_left = t[0] - cp->b_left * (double)lo;
-        local.a_right = t[2] - cp->b_right * (double)hi;
-        if (hmb_changepoint_side(&local, (double)three[1], t[1]) == 1)
-            hi = three[1];
-        else
-            lo = three[1];
-    }
-    found->lo_hi[0] = lo;
-    found->lo_hi[1] = hi;
-    found->progressed_after[0] = 0;
-    return 1;
-}
-
-static int compare_doubles(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The predicate of the search: the majority of --trials trials with a verdict (a trial without
  * one is repeated, at most --trials times over), the same answer on every rank. */
 static int probe_size(size_t size, void *arg)
 {
     proto_state *st = arg;
     int progressed = 0, judged = 0;
-    const double transfer_s = st->view == VIEW_BOTH ? transfer_time(st, size) : NAN;
     for (int attempt = 0; attempt < PROBE_ATTEMPTS_PER_TRIAL * st->trials && judged < st->trials; attempt++) {
-        double share = NAN;
-        int verdict = st->view == VIEW_BOTH ? probe_both(st, size, transfer_s, &share) : probe_once(st, size);
+        int verdict = probe_once(st, size);
         st->trials_run++;
         if (verdict < 0)
             continue;
-        if (st->view == VIEW_BOTH)
-            st->shares[judged] = share;
         judged++;
         progressed += verdict;
     }
     st->trials_without_verdict += st->trials - judged;
-    for (int g = 0; g < st->ngrid && st->view == VIEW_BOTH && judged > 0; g++)
-        if (st->grid[g] == size) {
-            qsort(st->shares, (size_t)judged, sizeof *st->shares, compare_doubles);
-            st->share_at[g] = judged % 2 ? st->shares[judged / 2]
-                                         : (st->shares[judged / 2 - 1] + st->shares[judged / 2]) / 2;
-        }
     return hmb_probe_majority(progressed, judged);
 }
 
@@ -329,14 +192,15 @@ static int proto_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
     st->probe_no = 0;
     switch_list found = {0};
     double t0 = hmb_now();
-    int count = st->view == VIEW_STEP ? step_search(st, &found)
-                                      : hmb_find_switches(st->grid, st->ngrid, st->element, probe_size, st,
-                                                          found.lo_hi, found.progressed_after, MAX_SWITCHES);
+    int count = st->view == VIEW_STEP || st->view == VIEW_BOTH
+                    ? proto_curve_search(st, &found)
+                    : hmb_find_switches(st->grid, st->ngrid, st->element, probe_size, st,
+                                        found.lo_hi, found.progressed_after, MAX_SWITCHES);
     found.count = count < MAX_SWITCHES ? count : MAX_SWITCHES;
     hmb_record_at(ctx, out, M_SWITCHES, count);
     hmb_record_at(ctx, out, M_FIRST_SWITCH, count > 0 ? (double)found.lo_hi[1] : NAN);
     hmb_record_at(ctx, out, M_ITER_TIME, (hmb_now() - t0) * 1e6);
-    if (st->nfound < MAX_FOUND)
+    if (st->nfound < MAX_FOUND && iter >= hmb_common(ctx)->warmup) /* warm-up iterations do not vote */
         st->found[st->nfound++] = found;
     return 0;
 }

@@ -1,4 +1,5 @@
-/* Private to proto (proto.c: the probe and the trade-off, their metrics and the descriptor;
+/* Private to proto (proto.c: the probe's views sender/recv-*, the trade-off, their metrics and the
+ * descriptor; proto_curve.c: the probe's views both and step, their curve and its clearest step;
  * proto_setup.c: options, points, memory, set-up and the record). The family's description is at
  * the top of proto.c. */
 #ifndef HMB_BENCH_PROTO_H
@@ -18,12 +19,13 @@ extern const char *const proto_view_names[VIEW_COUNT + 1];
       .help = "probe: both = both sides compute after posting (does the transfer progress during compute?); "       \
               "sender/recv-early/recv-late = whose request completes without the peer's MPI calls; step = where "   \
               "the cost of a blocking transfer of fresh data jumps (steps of the cost curve; give a linear --range)") \
-    X(range, SIZES, .default_value = "1K:1M", .min = 1, .max = 1 << 30,                                             \
-      .help = "probe: size grid scanned for switches (then bisected)")                                             \
+    X(range, SIZES, .default_value = "512:96K:+512", .min = 1, .max = 1 << 30,                                      \
+      .help = "probe: size grid scanned for switches (then bisected); views both and step want a linear one")      \
     X(element, INT, .default_value = "8", .min = 1, .max = 1 << 20,                                                 \
       .help = "probe: bisection resolution in bytes (grid sizes must be multiples)")                               \
     X(trials, INT, .default_value = "5", .min = 1, .max = 101,                                                      \
-      .help = "probe: trials per size; a size progressed when most of them did")                                   \
+      .help = "probe: trials per size per iteration (both: pooled over iterations; sender, recv-*: a size "       \
+              "progressed when most of them did)")                                                                 \
     X(min_compute, DURATION, .default_value = "50us",                                                               \
       .help = "probe: least compute per trial (else 2x the transfer time)")                                        \
     X(window, INT, .default_value = "64", .min = 1, .max = 4096,                                                    \
@@ -41,6 +43,13 @@ enum { TAG_DATA = 1, TAG_TOKEN = 2 };
 #define PROBE_ATTEMPTS_PER_TRIAL 3  /* a trial without a verdict is repeated, up to this many times */
 #define STEP_ROUND_TRIPS 15         /* view step: fresh-data round trips per size, the fastest counts */
 #define STEP_BISECT_ROUND_TRIPS 45  /* view step: the same for the three sizes of a bisection step */
+#define BOTH_BISECT_TRIALS_PER_TRIAL 3 /* view both: a bisection step's sizes get 3 x --trials trials each */
+
+/* A growing list of readings (view both: one grid size's outstanding times). */
+typedef struct {
+    double *v;
+    int n, cap;
+} reading_pool;
 
 typedef struct {
     int count;
@@ -63,10 +72,12 @@ typedef struct {
     int ngrid;
     const size_t *grid;
     double *transfer_s;        /* per grid size: one-way blocking transfer time (rank 0) */
-    double *share_at;          /* view both, per grid size: median outstanding share (rank 0) */
-    double *shares;            /* view both: this size's trials' shares */
-    double *cost_s;            /* view step, per grid size: fastest fresh-data one-way time, all iterations */
-    hmb_changepoint steps[MAX_SWITCHES]; /* view step: the steps of cost_s (annotate) */
+    double *share_at;          /* view both, per grid size: outstanding time / transfer time (rank 0) */
+    reading_pool *pool;        /* view both, per grid size: the outstanding times of all iterations' trials */
+    double *cost_s;            /* per grid size, the curve whose clearest step is the switch: view step, the
+                                * fastest fresh-data one-way time of all iterations; view both, the lower
+                                * quartile of the outstanding times of all iterations' trials */
+    hmb_changepoint steps[MAX_SWITCHES]; /* views step and both: the steps of cost_s (annotate) */
     int nsteps;
     double min_compute_s;
     size_t size;               /* tradeoff: message size */
@@ -81,6 +92,11 @@ typedef struct {
 
 /* proto.c */
 void proto_calibrate_transfers(proto_state *st);
+double proto_compute_for(const proto_state *st, size_t size);
+void proto_timed_wait(hmb_ctx *ctx, MPI_Request *req, double *start, double *end);
+/* proto_curve.c: views both and step, one iteration (0 or 1 switch found); their curve in the record */
+int proto_curve_search(proto_state *st, switch_list *found);
+void proto_curve_annotate(hmb_ctx *ctx, proto_state *st);
 /* proto_setup.c */
 void proto_check(hmb_ctx *ctx);
 void proto_points(hmb_ctx *ctx, hmb_point_list *out);

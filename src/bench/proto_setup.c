@@ -27,10 +27,11 @@ void proto_check(hmb_ctx *ctx)
     }
     if ((o->test & (1u << TEST_PROBE)) && n < 2)
         hmb_usage_error(ctx, "--range needs at least two sizes to find a switch between (e.g. 1K:1M)");
-    if ((o->test & (1u << TEST_PROBE)) && (o->view & (1u << VIEW_STEP)) &&
+    if ((o->test & (1u << TEST_PROBE)) && (o->view & ((1u << VIEW_STEP) | (1u << VIEW_BOTH))) &&
         n < 2 * HMB_CHANGEPOINT_MIN_SIDE)
-        hmb_usage_error(ctx, "--view step needs at least %d --range sizes to fit a line on each side of a break "
-                        "(e.g. 3K:5K:+64)", 2 * HMB_CHANGEPOINT_MIN_SIDE);
+        hmb_usage_error(ctx, "--view %s needs at least %d --range sizes to fit a line on each side of a break "
+                        "(e.g. 3K:5K:+64)", (o->view & (1u << VIEW_BOTH)) ? "both" : "step",
+                        2 * HMB_CHANGEPOINT_MIN_SIDE);
     const size_t *sizes = hmb_common(ctx)->sizes.v;
     for (int i = 0; i < hmb_common(ctx)->sizes.n; i++)
         if (sizes[i] > INT_MAX)
@@ -115,10 +116,10 @@ void *proto_setup(hmb_ctx *ctx, const hmb_point *pt)
         bytes = st->grid[st->ngrid - 1];
         ok &= (st->transfer_s = calloc((size_t)st->ngrid, sizeof *st->transfer_s)) != NULL;
         ok &= (st->share_at = calloc((size_t)st->ngrid, sizeof *st->share_at)) != NULL;
-        ok &= (st->shares = calloc((size_t)st->trials, sizeof *st->shares)) != NULL;
         ok &= (st->cost_s = calloc((size_t)st->ngrid, sizeof *st->cost_s)) != NULL;
-        for (int g = 0; g < st->ngrid && st->share_at && st->cost_s; g++)
-            st->share_at[g] = NAN, st->cost_s[g] = HUGE_VAL;
+        ok &= (st->pool = calloc((size_t)st->ngrid, sizeof *st->pool)) != NULL;
+        for (int g = 0; g < st->ngrid && st->transfer_s && st->share_at && st->cost_s; g++)
+            st->transfer_s[g] = HUGE_VAL, st->share_at[g] = NAN, st->cost_s[g] = HUGE_VAL;
     } else {
         st->is_sender = rank < half;
         st->peer = st->is_sender ? rank + half : rank - half;
@@ -163,38 +164,6 @@ static int same_switches(const switch_list *a, const switch_list *b)
     return 1;
 }
 
-/* View step: the fastest fresh-data cost of each grid size over all iterations, and its steps:
- * per step the break interval, the jump, both slopes and the residual spread (docs/metrics.md,
- * "proto"). */
-static void step_annotate(hmb_ctx *ctx, proto_state *st)
-{
-    double *x = malloc((size_t)st->ngrid * sizeof *x), *rows = malloc((size_t)st->ngrid * 2 * sizeof *rows);
-    if (!x || !rows)
-        abort();
-    for (int g = 0; g < st->ngrid; g++)
-        x[g] = (double)st->grid[g];
-    int n = hmb_changepoint_steps(st->ngrid, x, st->cost_s, st->steps, MAX_SWITCHES);
-    st->nsteps = n < 0 ? 0 : n < MAX_SWITCHES ? n : MAX_SWITCHES;
-    hmb_result_add_num(ctx, "step_noise_us", hmb_cost_noise(st->ngrid, st->cost_s) * 1e6);
-    for (int g = 0; g < st->ngrid; g++) {
-        rows[2 * g] = x[g];
-        rows[2 * g + 1] = st->cost_s[g] * 1e6;
-    }
-    hmb_result_add_rows(ctx, "cost_us", rows, st->ngrid, 2);
-    free(x);
-    free(rows);
-    double fit[6 * MAX_SWITCHES];
-    for (int j = 0; j < st->nsteps; j++) {
-        const hmb_changepoint *cp = &st->steps[j];
-        double one[6] = {cp->lo, cp->hi, cp->jump * 1e6, cp->b_left * 1e6 * 1024, cp->b_right * 1e6 * 1024,
-                         cp->sigma * 1e6};
-        memcpy(fit + 6 * j, one, sizeof one);
-    }
-    /* [last grid size left of the break, first right of it, jump µs, slope left, slope right
-     * (µs per KB), residual spread µs] */
-    hmb_result_add_rows(ctx, "steps", fit, st->nsteps, 6);
-}
-
 static void probe_annotate(hmb_ctx *ctx, proto_state *st)
 {
     int best = -1, best_votes = 0;
@@ -205,7 +174,7 @@ static void probe_annotate(hmb_ctx *ctx, proto_state *st)
         if (votes > best_votes)
             best = i, best_votes = votes;
     }
-    double rows[2 * MAX_SWITCHES], after[MAX_SWITCHES], bw[2 * 64];
+    double rows[2 * MAX_SWITCHES], after[MAX_SWITCHES];
     const switch_list *s = best >= 0 ? &st->found[best] : NULL;
     const int count = s ? s->count : 0;
     for (int k = 0; k < count; k++) {
@@ -220,20 +189,18 @@ static void probe_annotate(hmb_ctx *ctx, proto_state *st)
     hmb_result_add_num(ctx, "trials_run", (double)st->trials_run);
     hmb_result_add_num(ctx, "trials_without_verdict", (double)st->trials_without_verdict);
     hmb_result_add_num(ctx, "element_bytes", (double)st->element);
-    int nbw = st->ngrid < 64 ? st->ngrid : 64;
-    for (int g = 0; g < nbw; g++) {
+    double *bw = malloc((size_t)st->ngrid * 2 * sizeof *bw);
+    if (!bw)
+        abort();
+    for (int g = 0; g < st->ngrid; g++) {
         bw[2 * g] = (double)st->grid[g];
-        bw[2 * g + 1] = st->transfer_s[g] > 0 ? (double)st->grid[g] / st->transfer_s[g] / 1e6 : NAN;
+        const double t = st->transfer_s[g];
+        bw[2 * g + 1] = t > 0 && isfinite(t) ? (double)st->grid[g] / t / 1e6 : NAN;
     }
-    hmb_result_add_rows(ctx, "bandwidth_MBps", bw, nbw, 2);
-    if (st->view == VIEW_BOTH) {
-        for (int g = 0; g < nbw; g++)
-            bw[2 * g + 1] = st->share_at[g];
-        hmb_result_add_rows(ctx, "outstanding_share", bw, nbw, 2);
-        hmb_result_add_num(ctx, "outstanding_share_max", HMB_PROBE_OUTSTANDING_MAX);
-    }
-    if (st->view == VIEW_STEP)
-        step_annotate(ctx, st);
+    hmb_result_add_rows(ctx, "bandwidth_MBps", bw, st->ngrid, 2);
+    free(bw);
+    if (st->view == VIEW_STEP || st->view == VIEW_BOTH)
+        proto_curve_annotate(ctx, st);
     char text[64 * MAX_SWITCHES] = "";
     for (int k = 0; k < count; k++) {
         size_t len = strlen(text);
@@ -242,7 +209,8 @@ static void probe_annotate(hmb_ctx *ctx, proto_state *st)
     }
     hmb_result_add_str(ctx, "switches", count ? text : "none");
     static const char *const meaning[VIEW_COUNT] = {
-        "both sides computed after posting: below a switch the transfer progressed during the compute (eager)",
+        "both sides computed after posting: above a switch more of the transfer is left after the compute "
+        "(up: a handshake)",
         "the sender's request completes without the receiver below a switch (eager or inline send)",
         "the receiver completes without the sender below a switch (none: it copies by itself, e.g. CMA)",
         "the receiver completes without the sender below a switch (none: it copies by itself, e.g. CMA)",
@@ -250,8 +218,15 @@ static void probe_annotate(hmb_ctx *ctx, proto_state *st)
     hmb_note(ctx, "probe view %s: switches %s (agreement %.2f, %ld trials, %ld without verdict); %s",
              proto_view_names[st->view], count ? text : "none", st->nfound ? (double)best_votes / st->nfound : 0.0,
              st->trials_run, st->trials_without_verdict, meaning[st->view]);
-    for (int j = 0; st->view == VIEW_STEP && j < st->nsteps; j++)
-        hmb_note(ctx, "probe view step: the fastest costs step at %.0f-%.0f B: jump %+.3f us, slopes %.4f | %.4f us/KB",
+    int even = 1;
+    for (int g = 2; g < st->ngrid; g++)
+        even &= st->grid[g] - st->grid[g - 1] == st->grid[1] - st->grid[0];
+    if (!even && (st->view == VIEW_STEP || st->view == VIEW_BOTH))
+        hmb_note(ctx, "probe view %s: --range is not evenly spaced; the lines fitted on each side of a step "
+                 "assume a linear grid (e.g. 512:96K:+512)", proto_view_names[st->view]);
+    for (int j = 0; j < st->nsteps; j++)
+        hmb_note(ctx, "probe view %s: the %s step at %.0f-%.0f B: jump %+.3f us, slopes %.4f | %.4f us/KB",
+                 proto_view_names[st->view], st->view == VIEW_STEP ? "fastest costs" : "outstanding times",
                  st->steps[j].lo, st->steps[j].hi, st->steps[j].jump * 1e6, st->steps[j].b_left * 1e6 * 1024,
                  st->steps[j].b_right * 1e6 * 1024);
 }
@@ -284,7 +259,9 @@ void proto_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
     free(st->reqs);
     free(st->transfer_s);
     free(st->share_at);
-    free(st->shares);
     free(st->cost_s);
+    for (int g = 0; st->pool && g < st->ngrid; g++)
+        free(st->pool[g].v);
+    free(st->pool);
     free(st);
 }

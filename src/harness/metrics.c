@@ -173,18 +173,19 @@ int hmb_probe_verdict(double wait_start, double wait_end, double peer_call)
     return wait_end < peer_call;
 }
 
-double hmb_probe_outstanding_share(double wait_after_compute_s, double transfer_s)
+double hmb_probe_outstanding(double sender_wait_start, double sender_wait_end, double receiver_wait_start)
 {
-    if (!(transfer_s > 0.0) || !(wait_after_compute_s >= 0.0))
+    if (!isfinite(sender_wait_start) || !isfinite(sender_wait_end) || !isfinite(receiver_wait_start) ||
+        sender_wait_end < sender_wait_start || receiver_wait_start < sender_wait_start)
         return NAN;
-    return wait_after_compute_s / transfer_s;
+    return sender_wait_end > receiver_wait_start ? sender_wait_end - receiver_wait_start : 0.0;
 }
 
-int hmb_probe_share_verdict(double outstanding_share)
+double hmb_probe_outstanding_share(double outstanding_s, double transfer_s)
 {
-    if (isnan(outstanding_share))
-        return -1;
-    return outstanding_share < HMB_PROBE_OUTSTANDING_MAX;
+    if (!(transfer_s > 0.0) || !(outstanding_s >= 0.0))
+        return NAN;
+    return outstanding_s / transfer_s;
 }
 
 /* ---- proto probe, view step: change point of a per-size cost curve ---- */
@@ -232,12 +233,18 @@ static int usable_curve(int n, const double *x, const double *y)
     return 1;
 }
 
+/* A changepoint without a fit: index -1, every number NaN. */
+static hmb_changepoint no_fit(void)
+{
+    return (hmb_changepoint){.index = -1, .lo = NAN, .hi = NAN, .a_left = NAN, .b_left = NAN, .a_right = NAN,
+                             .b_right = NAN, .jump = NAN, .rss = NAN, .rss_line = NAN, .sigma = NAN};
+}
+
 int hmb_changepoint_fit(int n, const double *x, const double *y, double noise, hmb_changepoint *out)
 {
     if (!out)
         return -1;
-    *out = (hmb_changepoint){.index = -1, .lo = NAN, .hi = NAN, .a_left = NAN, .b_left = NAN, .a_right = NAN,
-                             .b_right = NAN, .jump = NAN, .rss = NAN, .rss_line = NAN, .sigma = NAN};
+    *out = no_fit();
     if (!usable_curve(n, x, y))
         return -1;
     int best = -1;
@@ -304,15 +311,22 @@ static void segment(const double *x, const double *y, int lo, int hi, double noi
     segment(x, y, k, hi, noise, idx, nidx);
 }
 
+/* hmb_cost_noise, at least 1e-9 of the curve's largest value: exact synthetic lines' rounding is
+ * not a step. */
+static double curve_noise(int n, const double *y)
+{
+    double scale = 0.0;
+    for (int i = 0; i < n; i++)
+        scale = fabs(y[i]) > scale ? fabs(y[i]) : scale;
+    const double noise = hmb_cost_noise(n, y);
+    return noise > 1e-9 * scale ? noise : 1e-9 * scale;
+}
+
 int hmb_changepoint_steps(int n, const double *x, const double *y, hmb_changepoint *out, int max_out)
 {
     if (!usable_curve(n, x, y))
         return -1;
-    double scale = 0.0;
-    for (int i = 0; i < n; i++)
-        scale = fabs(y[i]) > scale ? fabs(y[i]) : scale;
-    double noise = hmb_cost_noise(n, y);
-    noise = noise > 1e-9 * scale ? noise : 1e-9 * scale; /* exact synthetic lines: rounding is not a step */
+    const double noise = curve_noise(n, y);
     int *idx = malloc((size_t)n * sizeof *idx), nidx = 0, count = 0;
     if (!idx)
         return -1;
@@ -332,4 +346,44 @@ int hmb_changepoint_steps(int n, const double *x, const double *y, hmb_changepoi
     }
     free(idx);
     return count;
+}
+
+int hmb_clearest_step(int n, const double *x, const double *y, int relative, hmb_changepoint *out)
+{
+    if (!out)
+        return -1;
+    *out = no_fit();
+    if (!usable_curve(n, x, y))
+        return -1;
+    hmb_changepoint *steps = malloc((size_t)n * sizeof *steps);
+    if (!steps)
+        return -1;
+    const int count = hmb_changepoint_steps(n, x, y, steps, n);
+    const double noise = curve_noise(n, y);
+    double best_score = -1.0;
+    for (int j = 0; j < count; j++) {
+        const hmb_changepoint *cp = &steps[j];
+        const double left = cp->a_left + cp->b_left * (cp->lo + cp->hi) / 2, right = left + cp->jump;
+        const double score =
+            relative ? fabs(cp->jump) / (fabs(left) + fabs(right)) : fabs(cp->jump) / fmax(noise, cp->sigma);
+        if (score > best_score)
+            best_score = score, *out = steps[j];
+    }
+    free(steps);
+    return count > 0;
+}
+
+void hmb_running_median3(int n, const double *y, double *out)
+{
+    for (int i = 0; i < n; i++) {
+        if (i == 0 || i == n - 1) {
+            out[i] = y[i];
+            continue;
+        }
+        const double a = y[i - 1], b = y[i], c = y[i + 1];
+        if (isnan(a) || isnan(b) || isnan(c))
+            out[i] = NAN;
+        else
+            out[i] = a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
+    }
 }
