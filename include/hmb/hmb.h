@@ -668,6 +668,10 @@ void hmb_topo_recv_box(const hmb_topo *t, const int n[3], int d, int piece, int 
  * (exit 2). With record = 1 (call it so from check()), the run header gets topology_grid
  * ("2x2x2"), topology_tgrid, topology_boundary and topology_neighbours. */
 void hmb_topo_from_options(hmb_ctx *ctx, int ndims, int neighbours, int record, hmb_topo *t);
+/* The same over a grid of `size` ranks (this one `rank`) with `threads` per rank: a benchmark whose
+ * ranks stand in for another layout's (halo3d --everywhere-ranks: groups of ranks play threads). */
+void hmb_topo_from_options_as(hmb_ctx *ctx, int ndims, int neighbours, int record, int size, int rank, int threads,
+                              hmb_topo *t);
 
 /* --face-partitions tiles|threads|N (HMB_FACE_PARTITIONS_OPTION; sweep3d, halo3d): how many
  * partitions (pieces) each face is cut into in the modes where every thread sends its own part
