@@ -56,12 +56,12 @@ def _fail(e: Exception) -> int:
 
 
 def cmd_list(args) -> int:
+    from .fit import cores
     try:
         for n in names():
             s = load(n)
             figs = ", ".join(dict.fromkeys(f["number"] for f in s.figures + s.tables))
-            print(f"{n:22s} {s.citation()}\n{'':22s} {figs}; {len(s.claims)} claims"
-                  + (f"; {len(s.not_run())} not runnable" if s.not_run() else ""))
+            print(f"{n:22s} {s.citation()}\n{'':22s} draws {figs}\n{'':22s} coverage: {s.coverage(cores()).line()}")
     except StudyError as e:
         return _fail(e)
     return 0
