@@ -1,0 +1,34 @@
+"""Seeds 001, 002 and 003 (issue 27): how their claims read the paper's comparisons, on planted
+tidy rows whose readings were worked out by hand. tests/test_claims.py plants agreeing and
+differing readings for every declared claim of every study; this file checks what is particular
+to these seeds (a library without the metric, threads against processes at equal cores,
+low-cost against real at equal threads per stencil, the unclamped overlap)."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from hmb import study as hstudy
+from hmb.study import claims
+
+
+def row(metric, value, run_id="a", bench="match", **cols):
+    r = {"bench": bench, "metric": metric, "median": value, "ci_lo": value, "ci_hi": value,
+         "count": 0 if math.isnan(value) else 10, "unit": "", "higher_is_better": None, "mpi": "planted",
+         "library": "planted 1.0", "settings": "default", "noise": "none", "ranks": 2, "threads": 1,
+         "oversubscribed": False, "spare_core_missing": False, "progress_shares_core": None, "host": "node1",
+         "cpus": 64, "run_id": run_id, "tag": "", "source": "planted"}
+    r.update(cols)
+    return r
+
+
+def test_a_metric_the_library_does_not_record_reads_nothing():
+    """match on the MPICH wheels: posted_q has no samples (median null). The claim is not
+    comparable with the reason, never "differs" on a reading of nan."""
+    df = pd.DataFrame([row("posted_q", math.nan, variant=v, pattern="2d5") for v in ("lowcost", "real")])
+    c = {"figure": "Abstract", "quote": "q", "bench": "match", "metric": "posted_q", "where": {"variant": "lowcost"},
+         "over": {"variant": "real"}, "pair_on": ["threads"], "value": 1.0, "tolerance": 0.25,
+         "null_agrees": "equality", "tolerance_from": "planted"}
+    v = claims.judge(c, df)
+    assert v.verdict == claims.NOT_COMPARABLE and "no result for its metric" in v.reason, v
