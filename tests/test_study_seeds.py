@@ -32,3 +32,24 @@ def test_a_metric_the_library_does_not_record_reads_nothing():
          "null_agrees": "equality", "tolerance_from": "planted"}
     v = claims.judge(c, df)
     assert v.verdict == claims.NOT_COMPARABLE and "no result for its metric" in v.reason, v
+
+
+def test_a_point_whose_own_threads_oversubscribe_is_no_reading(tmp_path):
+    """match's low-cost emulator runs neighbours x T threads on one rank: the run header's
+    oversubscribed counts --threads only, the result's oversubscribed_threads the emulator's.
+    results.py reads either, so tidy marks the point and no claim reads it."""
+    import json
+
+    from hmb import results as hresults
+    from hmb import tidy
+    run = {"type": "run", "schema_version": 1, "bench": "match", "oversubscribed": False, "ranks": 2, "threads": 1}
+    base = {"type": "result", "bench": "match", "status": "ok", "size_bytes": 1024, "params": {"size_bytes": 1024},
+            "metrics": {"wait_us_per_msg": {"median": 3.0, "count": 5}}}
+    recs = [run, {**base, "params": {"size_bytes": 1024, "pattern": "2d5"}, "extra": {"oversubscribed_threads": 0}},
+            {**base, "params": {"size_bytes": 1024, "pattern": "3d27"}, "extra": {"oversubscribed_threads": 1}}]
+    f = tmp_path / "m.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    rs = hresults.load([f], warn=False)
+    assert [r.oversubscribed for r in rs.results] == [False, True]
+    df = tidy.frame(rs)
+    assert dict(zip(df["pattern"], df["oversubscribed"])) == {"2d5": False, "3d27": True}

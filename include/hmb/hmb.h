@@ -111,6 +111,12 @@ void hmb_usage_error(hmb_ctx *ctx, const char *fmt, ...) __attribute__((noreturn
  * memory (the node's memory over the ranks on it): a size too large for the machine is refused
  * at start-up, in one line, instead of the kernel killing the rank part-way through. */
 void hmb_require_memory(hmb_ctx *ctx, double bytes_per_rank, const char *what);
+/* Collective: whether a point that runs threads_here threads on this rank (not --threads: match's
+ * emulator runs one per emulated neighbour thread) outnumbers the CPUs of any node, or of any
+ * rank's compute mask (a bound rank runs them all on its own cores). The run
+ * header's `oversubscribed` counts --threads; a benchmark records this one per point
+ * (extra `oversubscribed_threads`, read by results.py like the header's). */
+int hmb_threads_oversubscribe(hmb_ctx *ctx, int threads_here);
 
 /* Report "unsupported" for this benchmark/point: one line on stdout and in JSON
  * ("status":"unsupported","reason":...), then the harness goes on with the next point. */
