@@ -53,3 +53,19 @@ def test_a_point_whose_own_threads_oversubscribe_is_no_reading(tmp_path):
     assert [r.oversubscribed for r in rs.results] == [False, True]
     df = tidy.frame(rs)
     assert dict(zip(df["pattern"], df["oversubscribed"])) == {"2d5": False, "3d27": True}
+
+
+def test_a_cell_keeps_the_reference_its_over_fixes():
+    """seed003's table cells (mode = comm, tag, stream) against over mode = everywhere: each cell
+    reads its mode over everywhere (2000/1000 = 2, 1000/1000 = 1), not its mode over itself."""
+    df = pd.DataFrame([row("msg_rate", v, bench="mt", mode=m, ranks_x_threads=4)
+                       for m, v in (("comm", 2000.0), ("tag", 1000.0), ("everywhere", 1000.0))])
+    c = {"figure": "Slide X", "quote": "q", "bench": "mt", "metric": "msg_rate", "over": {"mode": "everywhere"},
+         "pair_on": ["ranks_x_threads"], "op": ">=", "value": 1.5, "tolerance_from": "planted",
+         "cells": [{"where": {"mode": "comm"}}, {"where": {"mode": "tag"}}]}
+    got = claims.judge_all(c, df)
+    assert [(v.claim["label"], v.value, v.verdict) for v in got] == [
+        ("mode = comm", 2.0, claims.AGREES), ("mode = tag", 1.0, claims.DIFFERS)]
+    # per on a column the reference fixes: the same
+    p = {k: v for k, v in c.items() if k != "cells"} | {"where": {"mode": ["comm", "tag"]}, "per": "mode"}
+    assert [v.value for v in claims.judge_all(p, df)] == [2.0, 1.0]

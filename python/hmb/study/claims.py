@@ -378,9 +378,17 @@ def _merge_where(base: dict | None, extra: dict | None) -> dict | None:
     return {**(base or {}), **(extra or {})}
 
 
+def _merge_over(over: dict, extra: dict | None) -> dict:
+    """A cell's or per value's filter joins `over` where `over` does not fix that column itself:
+    the reference keeps its own selection (a cell mode = comm against over mode = everywhere
+    reads comm over everywhere, not comm over comm)."""
+    return _merge_where(over, {k: v for k, v in (extra or {}).items() if k not in over})
+
+
 def expand(claim: dict) -> list[dict]:
     """A claim with `cells` as one claim per cell: a cell's `where` joins the claim's `where`
-    and `over`, its other keys replace the claim's (value, tolerance, scale, label, ...)."""
+    and `over` (where `over` does not fix the column itself), its other keys replace the claim's
+    (value, tolerance, scale, label, ...)."""
     if not claim.get("cells"):
         return [claim]
     out = []
@@ -390,7 +398,7 @@ def expand(claim: dict) -> list[dict]:
             if k == "where":
                 c["where"] = _merge_where(c.get("where"), v)
                 if c.get("over"):
-                    c["over"] = _merge_where(c["over"], v)
+                    c["over"] = _merge_over(c["over"], v)
             else:
                 c[k] = copy.deepcopy(v)
         c.setdefault("label", ", ".join(f"{k} = {_show(v)}" for k, v in {**cell.get("scale", {}),
@@ -559,7 +567,7 @@ def judge_all(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupporte
             fix = dict(zip(per, combo))
             cc = {**c, "where": _merge_where(c.get("where"), fix)}
             if c.get("over"):
-                cc["over"] = _merge_where(c["over"], fix)
+                cc["over"] = _merge_over(c["over"], fix)
             label = ", ".join(f"{k} = {v}" for k, v in fix.items())
             cc["label"] = f"{c['label']}; {label}" if c.get("label") else label
             out.append(judge(cc, df, seed_setup, lacks, unsupported))
