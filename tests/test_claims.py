@@ -59,8 +59,12 @@ def _context(c: dict) -> dict:
 
 
 def _axis_values(c: dict, axis: str) -> list:
-    vals = _listed((c.get("where") or {}).get(axis, [1, 2, 4, 8, 16]))
-    return sorted(vals, key=float)
+    """The axis values to plant along: the claim's own, else four around its range."""
+    default = [1, 2, 4, 8, 16]
+    if c.get("range"):
+        lo, hi = c["range"]
+        default = [lo / 4, lo, hi, hi * 4]
+    return sorted(_listed((c.get("where") or {}).get(axis, default)), key=float)
 
 
 def plant(c: dict, target) -> pd.DataFrame:

@@ -444,8 +444,9 @@ def test_claims_are_judged_per_library(tmp_path):
     df = hmb.load(write(tmp_path / "two.jsonl", recs))
     s = hstudy.load("seed000-partitioned")
     first = [v for v in claims.table(s, df) if v.claim["quote"].startswith("With one thread")]
-    assert [(v.mpi, v.verdict) for v in first] == [("MPICH", claims.AGREES), ("Open MPI", claims.DIFFERS)]
-    assert "| MPICH | 1.20" in claims.markdown(first)
+    # MPICH's one-partition overhead drifts between runs (docs/findings.md): its reading, no verdict
+    assert [(v.mpi, v.verdict) for v in first] == [("MPICH", claims.NO_VERDICT), ("Open MPI", claims.DIFFERS)]
+    assert "| MPICH | 1.20" in claims.markdown(first) and "drifts between runs" in first[0].reason
 
 
 def test_claim_needing_threads_and_signed_differences(part_records):
@@ -470,8 +471,8 @@ def test_seed000_report_draws_fig13_projection_from_the_bundled_mpip(tmp_path):
     assert (tmp_path / "figures" / "fig13.png").is_file()
     frac = project.parse_mpip(project.DATA_DIR / "mpip" / "snap-c.2.mpiP").fraction
     assert f"{1 / ((1 - frac) + frac / 2.0):.3f}" in text and f"{1 / ((1 - frac) + frac / 15.1):.3f}" in text
-    assert [v.verdict for v in verdicts] == [claims.NOT_COMPARABLE]
-    assert "2 ranks of one node" in verdicts[0].reason
+    assert {v.verdict for v in verdicts} == {claims.NOT_COMPARABLE}
+    assert any("2 ranks of one node" in v.reason for v in verdicts)
 
 
 def test_seed001_fig2_memory_beside_the_rate_and_its_claim(tmp_path):

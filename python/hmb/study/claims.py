@@ -385,13 +385,11 @@ def expand(claim: dict) -> list[dict]:
     out = []
     for cell in claim["cells"]:
         c = {k: copy.deepcopy(v) for k, v in claim.items() if k != "cells"}
-        for k, v in cell.items():
-            if k == "where":
-                c["where"] = _merge_where(c.get("where"), v)
-                if c.get("over"):
-                    c["over"] = _merge_where(c["over"], v)
-            else:
-                c[k] = copy.deepcopy(v)
+        c.update({k: copy.deepcopy(v) for k, v in cell.items() if k != "where"})
+        if cell.get("where"):
+            c["where"] = _merge_where(c.get("where"), cell["where"])
+            if c.get("over"):
+                c["over"] = _merge_where(c["over"], cell["where"])
         c.setdefault("label", ", ".join(f"{k} = {_show(v)}" for k, v in {**cell.get("scale", {}),
                                                                           **cell.get("where", {})}.items()))
         out.append(c)
