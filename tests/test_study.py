@@ -87,7 +87,7 @@ def test_five_studies_one_per_seed():
 
 def test_schema_rejects_a_claim_without_its_quote(tmp_path):
     p = hstudy.studies_dir() / "seed004-async.toml"
-    bad = p.read_text().replace('quote = "There is no way', 'unquoted = "There is no way', 1)
+    bad = p.read_text().replace('quote = "iii) There is no way', 'unquoted = "iii) There is no way', 1)
     f = tmp_path / "bad.toml"
     f.write_text(bad)
     with pytest.raises(hstudy.StudyError) as e:
@@ -547,3 +547,25 @@ def test_demo_lines_fold_to_the_terminal_width():
     assert len(out) > 1 and all(len(x) <= 80 for x in out)
     assert out[0].startswith("    HMB (MPICH): 1.01") and all(x.startswith("      ") for x in out[1:])
     assert " ".join(x.strip() for x in out) == line.strip()        # nothing lost, nothing split mid-word
+
+
+def test_table_panels_by_several_columns(tmp_path):
+    """`panels` naming several columns: one block per combination (seed004's tables per scale and
+    progress mode), in numeric order (28 before 224), each cell its own point's median."""
+    recs = []
+    for rid, ranks in (("a", 28), ("b", 224)):
+        recs.append(_run(rid, "async", ranks=ranks))
+        for prog, e in (("none", 10.0), ("test:10", 20.0)):
+            recs.append(result(rid, "async", {"size_bytes": 32, "progress": prog},
+                               {"efficiency_mean_pct": metric(e + ranks, unit="%")}))
+    df = hmb.load(write(tmp_path / "a.jsonl", recs))
+    decl = {"id": "t1", "number": "Table 1", "title": "E", "bench": "async", "columns": "size_bytes",
+            "rows": ["efficiency_mean_pct"], "panels": ["ranks", "progress"], "labels": {"none": "E_0"}}
+    text = figures.table(decl, df)
+    blocks = [line for line in text.splitlines() if line.startswith("*MPICH")]
+    assert blocks == ["*MPICH, ranks=28, E_0*", "*MPICH, ranks=28, progress=test:10*",
+                      "*MPICH, ranks=224, E_0*", "*MPICH, ranks=224, progress=test:10*"]
+    assert "| efficiency_mean_pct (%) | 234 |" in text and "| efficiency_mean_pct (%) | 38.0 |" in text
+    f, _ = figures.render({"id": "f", "number": "Fig. 1", "title": "E", "bench": "async", "x": "size_bytes",
+                           "y": "efficiency_mean_pct", "hue": "progress", "panels": ["ranks"]}, df)
+    assert [ax.get_title() for ax in f.axes] == ["ranks=28", "ranks=224"]
