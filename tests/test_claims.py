@@ -220,6 +220,10 @@ def test_trend_is_spearman_per_group():
     assert "Spearman" in v.reading and "2 groups" in v.reading
     flat = _df([("m", 3.0, "a", {"partitions": p}) for p in (2, 4, 8)])
     assert claims.judge(_c(trend="partitions", op=">=", value=0.5), flat).value == 0.0
+    # threads moving with partitions (P = T, capped by --fit at 4) are part of the axis, not groups
+    moving = _df([("m", float(p), "a", {"partitions": p, "threads": min(p, 4)}) for p in (1, 2, 4, 8, 16)])
+    v = claims.judge(_c(trend="partitions", op=">=", value=0.5), moving)
+    assert v.value == pytest.approx(1.0) and "1 group" in v.reading
     short = _df([("m", float(p), "a", {"partitions": p}) for p in (2, 4)])
     v = claims.judge(_c(trend="partitions", op=">=", value=0.5), short)
     assert v.verdict == claims.NOT_COMPARABLE and "at least 3 values of partitions" in v.reason

@@ -277,7 +277,11 @@ def _along(claim: dict, num, stat: str, launches: str) -> Reading:
     if axis not in pts.columns:
         return Reading(math.nan, "", f"the points have no {axis}")
     pts = pts.assign(_x=pts[axis].map(lambda v: float(v) if _number_first(str(v))[0] == 0 else math.nan))
-    others = [c for c in pts.columns if c not in (axis, "value", "_x")]
+    # Columns that move with the axis (threads when P = T, one partition per thread) are part of
+    # the axis, not groups of their own: one value for each axis value, more than one in all.
+    moves = [c for c in pts.columns if c not in (axis, "value", "_x") and pts[c].nunique() > 1
+             and (pts.groupby("_x")[c].nunique() <= 1).all()]
+    others = [c for c in pts.columns if c not in (axis, "value", "_x", *moves)]
     groups = [g for _, g in (pts.groupby(others, dropna=False) if others else [((), pts)])]
     got = []
     for g in groups:
