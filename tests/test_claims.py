@@ -253,6 +253,10 @@ def test_cells_and_per_are_judged_apart():
     got = claims.judge_all(c, df)
     assert [(v.claim["label"], v.verdict) for v in got] == [("size_bytes = 32", claims.AGREES),
                                                             ("size_bytes = 1024", claims.DIFFERS)]
+    # a large size keeps its digits through per (4.1943e+06 is not 4194304)
+    big = _df([("m", 70.0, "a", {"size_bytes": 4194304})])
+    assert [(v.claim["label"], v.verdict) for v in claims.judge_all(_c(per="size_bytes", value=70.0, tolerance_abs=5.0),
+                                                                    big)] == [("size_bytes = 4194304", claims.AGREES)]
     # pooled, the two would read 71 and agree with the second cell: per keeps them apart
     p = _c(per="size_bytes", value=70.0, tolerance_abs=5.0)
     got = claims.judge_all(p, df)

@@ -107,10 +107,12 @@ def _had(m, col) -> list[str]:
 
 
 def _show(v) -> str:
+    """A cell as text that reads back as the same value (4194304, not 4.1943e+06)."""
     try:
-        return f"{float(v):g}"
+        f = float(v)
     except (TypeError, ValueError):
         return str(v)
+    return str(int(f)) if f.is_integer() else f"{f:.12g}"
 
 
 def why_no_rows(df, bench: str | None, where: dict | None, unsupported=None) -> str:
