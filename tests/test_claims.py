@@ -59,8 +59,12 @@ def _context(c: dict) -> dict:
 
 
 def _axis_values(c: dict, axis: str) -> list:
-    vals = _listed((c.get("where") or {}).get(axis, [1, 2, 4, 8, 16]))
-    return sorted(vals, key=float)
+    """The axis values to plant along: the claim's own, else four around its range."""
+    default = [1, 2, 4, 8, 16]
+    if c.get("range"):
+        lo, hi = c["range"]
+        default = [lo / 4, lo, hi, hi * 4]
+    return sorted(_listed((c.get("where") or {}).get(axis, default)), key=float)
 
 
 def plant(c: dict, target) -> pd.DataFrame:
@@ -216,6 +220,10 @@ def test_trend_is_spearman_per_group():
     assert "Spearman" in v.reading and "2 groups" in v.reading
     flat = _df([("m", 3.0, "a", {"partitions": p}) for p in (2, 4, 8)])
     assert claims.judge(_c(trend="partitions", op=">=", value=0.5), flat).value == 0.0
+    # threads moving with partitions (P = T, capped by --fit at 4) are part of the axis, not groups
+    moving = _df([("m", float(p), "a", {"partitions": p, "threads": min(p, 4)}) for p in (1, 2, 4, 8, 16)])
+    v = claims.judge(_c(trend="partitions", op=">=", value=0.5), moving)
+    assert v.value == pytest.approx(1.0) and "1 group" in v.reading
     short = _df([("m", float(p), "a", {"partitions": p}) for p in (2, 4)])
     v = claims.judge(_c(trend="partitions", op=">=", value=0.5), short)
     assert v.verdict == claims.NOT_COMPARABLE and "at least 3 values of partitions" in v.reason
@@ -245,6 +253,10 @@ def test_cells_and_per_are_judged_apart():
     got = claims.judge_all(c, df)
     assert [(v.claim["label"], v.verdict) for v in got] == [("size_bytes = 32", claims.AGREES),
                                                             ("size_bytes = 1024", claims.DIFFERS)]
+    # a large size keeps its digits through per (4.1943e+06 is not 4194304)
+    big = _df([("m", 70.0, "a", {"size_bytes": 4194304})])
+    assert [(v.claim["label"], v.verdict) for v in claims.judge_all(_c(per="size_bytes", value=70.0, tolerance_abs=5.0),
+                                                                    big)] == [("size_bytes = 4194304", claims.AGREES)]
     # pooled, the two would read 71 and agree with the second cell: per keeps them apart
     p = _c(per="size_bytes", value=70.0, tolerance_abs=5.0)
     got = claims.judge_all(p, df)

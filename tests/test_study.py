@@ -87,7 +87,7 @@ def test_five_studies_one_per_seed():
 
 def test_schema_rejects_a_claim_without_its_quote(tmp_path):
     p = hstudy.studies_dir() / "seed004-async.toml"
-    bad = p.read_text().replace('quote = "There is no way', 'unquoted = "There is no way', 1)
+    bad = p.read_text().replace('quote = "iii) There is no way', 'unquoted = "iii) There is no way', 1)
     f = tmp_path / "bad.toml"
     f.write_text(bad)
     with pytest.raises(hstudy.StudyError) as e:
@@ -444,8 +444,9 @@ def test_claims_are_judged_per_library(tmp_path):
     df = hmb.load(write(tmp_path / "two.jsonl", recs))
     s = hstudy.load("seed000-partitioned")
     first = [v for v in claims.table(s, df) if v.claim["quote"].startswith("With one thread")]
-    assert [(v.mpi, v.verdict) for v in first] == [("MPICH", claims.AGREES), ("Open MPI", claims.DIFFERS)]
-    assert "| MPICH | 1.20" in claims.markdown(first)
+    # MPICH's one-partition overhead drifts between runs (docs/findings.md): its reading, no verdict
+    assert [(v.mpi, v.verdict) for v in first] == [("MPICH", claims.NO_VERDICT), ("Open MPI", claims.DIFFERS)]
+    assert "| MPICH | 1.20" in claims.markdown(first) and "drifts between runs" in first[0].reason
 
 
 def test_claim_needing_threads_and_signed_differences(part_records):
@@ -470,8 +471,8 @@ def test_seed000_report_draws_fig13_projection_from_the_bundled_mpip(tmp_path):
     assert (tmp_path / "figures" / "fig13.png").is_file()
     frac = project.parse_mpip(project.DATA_DIR / "mpip" / "snap-c.2.mpiP").fraction
     assert f"{1 / ((1 - frac) + frac / 2.0):.3f}" in text and f"{1 / ((1 - frac) + frac / 15.1):.3f}" in text
-    assert [v.verdict for v in verdicts] == [claims.NOT_COMPARABLE]
-    assert "2 ranks of one node" in verdicts[0].reason
+    assert {v.verdict for v in verdicts} == {claims.NOT_COMPARABLE}
+    assert any("2 ranks of one node" in v.reason for v in verdicts)
 
 
 def test_seed001_fig2_memory_beside_the_rate_and_its_claim(tmp_path):
@@ -552,3 +553,25 @@ def test_demo_lines_fold_to_the_terminal_width():
     assert len(out) > 1 and all(len(x) <= 80 for x in out)
     assert out[0].startswith("    HMB (MPICH): 1.01") and all(x.startswith("      ") for x in out[1:])
     assert " ".join(x.strip() for x in out) == line.strip()        # nothing lost, nothing split mid-word
+
+
+def test_table_panels_by_several_columns(tmp_path):
+    """`panels` naming several columns: one block per combination (seed004's tables per scale and
+    progress mode), in numeric order (28 before 224), each cell its own point's median."""
+    recs = []
+    for rid, ranks in (("a", 28), ("b", 224)):
+        recs.append(_run(rid, "async", ranks=ranks))
+        for prog, e in (("none", 10.0), ("test:10", 20.0)):
+            recs.append(result(rid, "async", {"size_bytes": 32, "progress": prog},
+                               {"efficiency_mean_pct": metric(e + ranks, unit="%")}))
+    df = hmb.load(write(tmp_path / "a.jsonl", recs))
+    decl = {"id": "t1", "number": "Table 1", "title": "E", "bench": "async", "columns": "size_bytes",
+            "rows": ["efficiency_mean_pct"], "panels": ["ranks", "progress"], "labels": {"none": "E_0"}}
+    text = figures.table(decl, df)
+    blocks = [line for line in text.splitlines() if line.startswith("*MPICH")]
+    assert blocks == ["*MPICH, ranks=28, E_0*", "*MPICH, ranks=28, progress=test:10*",
+                      "*MPICH, ranks=224, E_0*", "*MPICH, ranks=224, progress=test:10*"]
+    assert "| efficiency_mean_pct (%) | 234 |" in text and "| efficiency_mean_pct (%) | 38.0 |" in text
+    f, _ = figures.render({"id": "f", "number": "Fig. 1", "title": "E", "bench": "async", "x": "size_bytes",
+                           "y": "efficiency_mean_pct", "hue": "progress", "panels": ["ranks"]}, df)
+    assert [ax.get_title() for ax in f.axes] == ["ranks=28", "ranks=224"]

@@ -108,10 +108,12 @@ def _had(m, col) -> list[str]:
 
 
 def _show(v) -> str:
+    """A cell as text that reads back as the same value (4194304, not 4.1943e+06)."""
     try:
-        return f"{float(v):g}"
+        f = float(v)
     except (TypeError, ValueError):
         return str(v)
+    return str(int(f)) if f.is_integer() else f"{f:.12g}"
 
 
 def why_no_rows(df, bench: str | None, where: dict | None, unsupported=None) -> str:
@@ -278,7 +280,11 @@ def _along(claim: dict, num, stat: str, launches: str) -> Reading:
     if axis not in pts.columns:
         return Reading(math.nan, "", f"the points have no {axis}")
     pts = pts.assign(_x=pts[axis].map(lambda v: float(v) if _number_first(str(v))[0] == 0 else math.nan))
-    others = [c for c in pts.columns if c not in (axis, "value", "_x")]
+    # Columns that move with the axis (threads when P = T, one partition per thread) are part of
+    # the axis, not groups of their own: one value for each axis value, more than one in all.
+    moves = [c for c in pts.columns if c not in (axis, "value", "_x") and pts[c].nunique() > 1
+             and (pts.groupby("_x")[c].nunique() <= 1).all()]
+    others = [c for c in pts.columns if c not in (axis, "value", "_x", *moves)]
     groups = [g for _, g in (pts.groupby(others, dropna=False) if others else [((), pts)])]
     got = []
     for g in groups:
@@ -394,13 +400,11 @@ def expand(claim: dict) -> list[dict]:
     out = []
     for cell in claim["cells"]:
         c = {k: copy.deepcopy(v) for k, v in claim.items() if k != "cells"}
-        for k, v in cell.items():
-            if k == "where":
-                c["where"] = _merge_where(c.get("where"), v)
-                if c.get("over"):
-                    c["over"] = _merge_over(c["over"], v)
-            else:
-                c[k] = copy.deepcopy(v)
+        c.update({k: copy.deepcopy(v) for k, v in cell.items() if k != "where"})
+        if cell.get("where"):
+            c["where"] = _merge_where(c.get("where"), cell["where"])
+            if c.get("over"):
+                c["over"] = _merge_over(c["over"], cell["where"])
         c.setdefault("label", ", ".join(f"{k} = {_show(v)}" for k, v in {**cell.get("scale", {}),
                                                                           **cell.get("where", {})}.items()))
         out.append(c)
