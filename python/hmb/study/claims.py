@@ -383,9 +383,24 @@ def _merge_where(base: dict | None, extra: dict | None) -> dict | None:
     return {**(base or {}), **(extra or {})}
 
 
+def _merge_over(over: dict, extra: dict | None) -> dict:
+    """A cell's or per value's filter joins `over` where `over` leaves the column open or allows
+    the value (then narrowing to it: per partitions = 4 against over partitions = 2-32 reads 4
+    over 4); where `over` fixes the column to other values it keeps its own (a cell mode = comm
+    against over mode = everywhere reads comm over everywhere, not comm over comm)."""
+    out = dict(over)
+    for k, v in (extra or {}).items():
+        allowed = over[k] if isinstance(over.get(k), list) else [over[k]] if k in over else None
+        vals = v if isinstance(v, list) else [v]
+        if allowed is None or all(any(same(x, a) for a in allowed) for x in vals):
+            out[k] = v
+    return out
+
+
 def expand(claim: dict) -> list[dict]:
     """A claim with `cells` as one claim per cell: a cell's `where` joins the claim's `where`
-    and `over`, its other keys replace the claim's (value, tolerance, scale, label, ...)."""
+    and `over` (_merge_over), its other keys replace the claim's (value, tolerance, scale,
+    label, metric, over, ...)."""
     if not claim.get("cells"):
         return [claim]
     out = []
@@ -395,7 +410,7 @@ def expand(claim: dict) -> list[dict]:
         if cell.get("where"):
             c["where"] = _merge_where(c.get("where"), cell["where"])
             if c.get("over"):
-                c["over"] = _merge_where(c["over"], cell["where"])
+                c["over"] = _merge_over(c["over"], cell["where"])
         c.setdefault("label", ", ".join(f"{k} = {_show(v)}" for k, v in {**cell.get("scale", {}),
                                                                           **cell.get("where", {})}.items()))
         out.append(c)
@@ -562,7 +577,7 @@ def judge_all(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupporte
             fix = dict(zip(per, combo))
             cc = {**c, "where": _merge_where(c.get("where"), fix)}
             if c.get("over"):
-                cc["over"] = _merge_where(c["over"], fix)
+                cc["over"] = _merge_over(c["over"], fix)
             label = ", ".join(f"{k} = {v}" for k, v in fix.items())
             cc["label"] = f"{c['label']}; {label}" if c.get("label") else label
             out.append(judge(cc, df, seed_setup, lacks, unsupported))
