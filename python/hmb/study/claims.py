@@ -68,7 +68,6 @@ def select(df, bench: str | None, metric: str | list | None, where: dict | None)
         wanted = metric if isinstance(metric, list) else [metric]
         m = tidy.with_readings(m, wanted)     # a reading (proto's memory, *_kB) read as a metric
         m = m[m["metric"].isin(wanted)]
-        m = m[m["median"].notna()]   # a metric with no samples (no such variable in this library) reads nothing
     for col, want in (where or {}).items():
         m = with_derived(m, col)
         if col not in m.columns:
@@ -385,16 +384,23 @@ def _merge_where(base: dict | None, extra: dict | None) -> dict | None:
 
 
 def _merge_over(over: dict, extra: dict | None) -> dict:
-    """A cell's or per value's filter joins `over` where `over` does not fix that column itself:
-    the reference keeps its own selection (a cell mode = comm against over mode = everywhere
-    reads comm over everywhere, not comm over comm)."""
-    return _merge_where(over, {k: v for k, v in (extra or {}).items() if k not in over})
+    """A cell's or per value's filter joins `over` where `over` leaves the column open or allows
+    the value (then narrowing to it: per partitions = 4 against over partitions = 2-32 reads 4
+    over 4); where `over` fixes the column to other values it keeps its own (a cell mode = comm
+    against over mode = everywhere reads comm over everywhere, not comm over comm)."""
+    out = dict(over)
+    for k, v in (extra or {}).items():
+        allowed = over[k] if isinstance(over.get(k), list) else [over[k]] if k in over else None
+        vals = v if isinstance(v, list) else [v]
+        if allowed is None or all(any(same(x, a) for a in allowed) for x in vals):
+            out[k] = v
+    return out
 
 
 def expand(claim: dict) -> list[dict]:
     """A claim with `cells` as one claim per cell: a cell's `where` joins the claim's `where`
-    and `over` (where `over` does not fix the column itself), its other keys replace the claim's
-    (value, tolerance, scale, label, ...)."""
+    and `over` (_merge_over), its other keys replace the claim's (value, tolerance, scale,
+    label, metric, over, ...)."""
     if not claim.get("cells"):
         return [claim]
     out = []
