@@ -546,6 +546,12 @@ def per_launch(claim: dict, df) -> list[str]:
         return []
     den = select(df, claim.get("bench"), claim.get("over_metric", claim["metric"]), claim["over"]) \
         if claim.get("over") else None
+    if claim.get("min_threads"):   # as judge reads them: a launch with too few threads is no reading
+        num = num[num["threads"].astype(float) >= claim["min_threads"]]
+        den = den[den["threads"].astype(float) >= claim["min_threads"]] if den is not None else None
+    if claim.get("scale"):
+        at = select(num, None, None, claim["scale"])
+        num = at if not at.empty else num
     num = _solid(num)
     den = _solid(den) if den is not None else None
     if num.empty or (den is not None and den.empty):
