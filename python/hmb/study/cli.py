@@ -345,7 +345,8 @@ def demo(mpi: str, out: Path) -> int:
         lines += ["", wrap_line(f"{study.name} — {fig.get('number', head)}: {fig.get('title', '')}", width),
                   wrap_line(f"  ({study.citation()})", width)]
         for v in verdicts:
-            lines += [wrap_line(f"  {v.claim['figure']}: \"{v.claim['quote']}\"", width),
+            cell = f" [{v.claim['label']}]" if v.claim.get("label") else ""   # a table cell, a per value
+            lines += [wrap_line(f"  {v.claim['figure']}{cell}: \"{v.claim['quote']}\"", width),
                       wrap_line(f"    HMB{f' ({v.mpi})' if v.mpi else ''}: {v.reading} → {v.verdict}"
                                 + (f" ({v.reason})" if v.reason else ""), width)]
             launches = claims.per_launch(v.claim, df[df["mpi"] == v.mpi] if v.mpi else df)
