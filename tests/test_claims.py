@@ -380,3 +380,14 @@ def test_every_figure_of_the_paper_is_accounted_for(name):
     for m in s.missing:
         if isinstance(m, dict):
             assert m["why"].strip() and m["what"].strip()
+
+
+def test_each_launch_reads_as_the_claim_reads():
+    """The demo's 'each launch alone' takes the claim's own selection: a claim that needs two
+    threads shows no launch read at one thread (the demo printed 1.52, 1.86, 3.28 under 'not
+    comparable: needs at least 2 threads')."""
+    df = _df([("m", v, rid, {"threads": 1}) for v, rid in ((1.5, "a"), (1.9, "b"))])
+    c = _c(value=1.0, tolerance=0.25, null_agrees="x", null=1.0, min_threads=2)
+    assert claims.judge(c, df).verdict == claims.NOT_COMPARABLE
+    assert claims.per_launch(c, df) == []
+    assert claims.per_launch({**c, "min_threads": 1}, df) == ["1.50", "1.90"]

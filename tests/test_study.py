@@ -2,6 +2,7 @@
 verdicts on planted values, --fit on a planted machine size, the CLI's one-line errors, and one
 small real run."""
 import json
+from pathlib import Path
 import math
 import shutil
 
@@ -428,8 +429,9 @@ def test_slurm_study_writes_the_published_grid(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     argv = ["slurm", "--study", "seed004-async", "--nodes", "64", "--ranks-per-node", "14", "--threads", "1"]
     assert cli.main(argv) == 0
-    assert "sweep results/study-seed004-async/config.toml --resume" in capsys.readouterr().out
-    cfg = tomllib.loads((tmp_path / "results/study-seed004-async/config.toml").read_text())
+    # its own directory: results/study-NAME is hmb study run's
+    assert "sweep results/study-seed004-async-slurm/config.toml --resume" in capsys.readouterr().out
+    cfg = tomllib.loads((tmp_path / "results/study-seed004-async-slurm/config.toml").read_text())
     assert cfg["bench"][0]["ranks"] == [28, 224, 896]            # as published, not fitted
     assert cli.main(["slurm", "--study", "seed004-async", "--nodes", "1", "--ranks-per-node", "14",
                      "--threads", "1"]) == 2                     # 896 ranks do not fit one node
@@ -575,3 +577,20 @@ def test_table_panels_by_several_columns(tmp_path):
     f, _ = figures.render({"id": "f", "number": "Fig. 1", "title": "E", "bench": "async", "x": "size_bytes",
                            "y": "efficiency_mean_pct", "hue": "progress", "panels": ["ranks"]}, df)
     assert [ax.get_title() for ax in f.axes] == ["ranks=28", "ranks=224"]
+
+
+def test_demo_names_the_cell_or_per_value_of_each_verdict(tmp_path, monkeypatch, capsys):
+    """A claim judged per value or per cell prints which one beside its figure (seed000's
+    one-partition claims per cache, seed004's per size): three identical quotes were unreadable."""
+    from hmb import sweep
+
+    def planted_run(cfg, **kw):
+        recs = [_run("a", "part", options={"compute": "10ms", "cache": "hot"})]
+        recs.append(result("a", "part", {"size_bytes": 65536, "partitions": 1, "noise": "none"},
+                           {"overhead": metric(1.1, unit="ratio")}))
+        write(Path(cfg.output), recs)
+        return 0
+    monkeypatch.setattr(sweep, "run", planted_run)
+    assert study_cli.demo("mpich", tmp_path / "demo") == 0
+    out = (tmp_path / "demo" / "demo.md").read_text()
+    assert "Fig. 4 [cache = hot]: \"With one thread" in out

@@ -39,6 +39,17 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+def _seed(text: str) -> int:
+    """A random seed: a whole number from 0 to 2^64 - 1 (numpy refused -1 with a traceback)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r} (a whole number, 0 or more)") from None
+    if not 0 <= n < 1 << 64:
+        raise argparse.ArgumentTypeError(f"seed {n} is out of range (0 to 2^64 - 1)")
+    return n
+
+
 def cmd_build(args) -> int:
     impl = mpi.find(args.mpi)
     path = mpi.build(impl, quiet=not args.verbose)
@@ -114,6 +125,8 @@ def cmd_compare(args) -> int:
 
 def cmd_slurm(args) -> int:
     from . import slurm, sweep
+    slurm.check_options(args.nodes, args.ranks_per_node, args.threads, args.time, args.partition, args.account,
+                        args.job_name)
     if args.study:   # hmb slurm --study NAME: the study as published (study/cli.py writes its config)
         from .study import StudyError
         from .study import cli as study_cli
@@ -263,7 +276,7 @@ def make_parser() -> argparse.ArgumentParser:
     c.add_argument("a", metavar="A", help="results JSONL (the reference)")
     c.add_argument("b", metavar="B", help="results JSONL (compared against A)")
     c.add_argument("--metric", help="only these metrics (comma-separated; default all)")
-    c.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    c.add_argument("--seed", type=_seed, default=0, help="bootstrap seed (default 0)")
     c.add_argument("-o", "--output", metavar="FILE", help="also write the table to FILE")
     c.set_defaults(func=cmd_compare)
 
@@ -367,8 +380,7 @@ def make_parser() -> argparse.ArgumentParser:
         bad = [x for x in libs if x not in mpi.KNOWN]
         if not libs or bad:
             raise UsageError(f"conform --mpi: unknown MPI '{','.join(bad) or a.mpi}' (choose from {', '.join(mpi.KNOWN)})")
-        only = [x.strip() for x in a.check.split(",") if x.strip()] if a.check else None
-        return conform.run(libs, a.json, only)
+        return conform.run(libs, a.json, conform.parse_checks(a.check))
     cf.set_defaults(func=cmd_conform)
 
     va = sub.add_parser("validate", help="check HMB output files against the JSON Schema",
@@ -390,9 +402,14 @@ def make_parser() -> argparse.ArgumentParser:
 
     def cmd_export(a) -> int:
         from . import results, tidy
+        if not a.csv.strip():
+            raise UsageError("--csv: give a file name, or - for standard output")
         rs = results.load(a.results)
         df = tidy.frame(rs)
-        df.to_csv(sys.stdout if a.csv == "-" else a.csv, index=False)
+        try:
+            df.to_csv(sys.stdout if a.csv == "-" else a.csv, index=False)
+        except OSError as e:
+            raise UsageError(f"--csv {a.csv}: {e.strerror or e}") from None
         if a.csv != "-":
             print(f"hmb: wrote {a.csv} ({len(df)} rows)", file=sys.stderr)
         return 1 if rs.bad_lines else 0

@@ -157,6 +157,14 @@ def unsupported(rs: hresults.ResultSet):
 def load(paths, warn=True):
     """hmb.load(paths): results files (a directory: its *.jsonl) → tidy DataFrame, one row per
     point and metric. Raises results.ResultsError (one line) on a file that cannot be read."""
+    import os
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         paths = [paths]
-    return frame(hresults.load(list(paths), warn=warn))
+    try:
+        paths = [os.fsdecode(p) for p in paths]   # bytes paths too
+    except TypeError:
+        raise hresults.ResultsError(f"hmb.load: expected a results file or directory, or a list of them; got "
+                                    f"{type(paths).__name__ if not isinstance(paths, list) else 'a list holding other things'}") from None
+    if not paths:
+        raise hresults.ResultsError("hmb.load: no results file given")
+    return frame(hresults.load(paths, warn=warn))

@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from ..results import (IDENTITY_ABSENT, Result, ResultSet, combine, context_text, fmt_num, fmt_size,  # noqa: E402
+from ..results import (IDENTITY_ABSENT, Result, ResultSet, clip_text, combine, context_text, fmt_num, fmt_size,  # noqa: E402
                        identity, run_context, varying)
 
 COLORS = plt.get_cmap("tab10").colors
@@ -146,8 +146,8 @@ def draw(fig_name: str, panels: list, xlabel: str, ylabel: str, outdir: Path, *,
                 if c.repeats > 1 and c.spread_hi > c.spread_lo:
                     ax.errorbar([x], [c.median], yerr=[[c.median - c.spread_lo], [c.spread_hi - c.median]],
                                 color=color, capsize=3, linewidth=0.9)
-            handles.setdefault(ln.label, Line2D([], [], color=color, linestyle=linestyle, marker=marker))
-        ax.set_title(title, fontsize=10)
+            handles.setdefault(clip_text(ln.label), Line2D([], [], color=color, linestyle=linestyle, marker=marker))
+        ax.set_title(clip_text(title), fontsize=10)
         ax.set_xlabel(xlabel)
         if xsize:
             ax.set_xscale("log", base=2)
@@ -191,7 +191,7 @@ def draw(fig_name: str, panels: list, xlabel: str, ylabel: str, outdir: Path, *,
         extra.append(matplotlib.patches.Patch(color="grey", alpha=0.25, label="band: 95% CI of median"))
     contexts = {c for _, lines in panels for ln in lines for c in ln.context}
     if contexts:   # a figure copied into slides keeps its library versions and machine
-        fig.text(0.01, -0.02, context_text((c[0] for c in contexts), (h for c in contexts for h in c[1]),
+        fig.text(0.01, -0.02, context_text((clip_text(c[0]) for c in contexts), (clip_text(h) for c in contexts for h in c[1]),
                                            (c[2] for c in contexts)),
                  fontsize=7, color="dimgrey", ha="left", va="top")
     fig.tight_layout()

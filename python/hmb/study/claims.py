@@ -34,7 +34,7 @@ import math
 import re
 
 from .. import tidy
-from ..results import fmt_num
+from ..results import fmt_num, md_text
 from ..tidy import RESOURCES
 
 AGREES, DIFFERS, NOT_COMPARABLE, NO_VERDICT = "agrees", "differs", "not comparable", "no verdict"
@@ -184,6 +184,34 @@ def _single_node(df) -> bool:
     return len(hosts) <= 1
 
 
+def _nonfinite(v) -> str:
+    return "NaN" if math.isnan(v) else "Infinity" if v > 0 else "-Infinity"
+
+
+def finite_rows(rows):
+    """(the rows whose median is a finite number, what was dropped in words, how many launches
+    were dropped whole). A NaN (hmb-bench's null) or infinite median is no reading: it is left
+    out of the statistic, and the reading says so ("launch 3 dropped: median NaN"), never a
+    launch counted that gave nothing."""
+    med = rows["median"].astype(float)
+    ok = med.map(math.isfinite).astype(bool)
+    if ok.all():
+        return rows, "", 0
+    kept = set(rows.loc[ok, "run_id"])
+    notes, gone = [], 0
+    for i, rid in enumerate(dict.fromkeys(rows["run_id"]), 1):
+        bad = med[(rows["run_id"] == rid) & ~ok]
+        if bad.empty:
+            continue
+        what = "median " + "/".join(sorted({_nonfinite(v) for v in bad}))
+        if rid in kept:
+            notes.append(f"{len(bad)} point{'s' if len(bad) > 1 else ''} of launch {i} dropped: {what}")
+        else:
+            gone += 1
+            notes.append(f"launch {i} dropped: {what}")
+    return rows[ok], "; ".join(notes), gone
+
+
 # ---------------------------------------------------------------- the reading
 
 @dataclasses.dataclass
@@ -228,11 +256,12 @@ def _combine(claim: dict, num: float, den: float) -> float:
     return num / den if den and not math.isnan(den) else math.nan
 
 
-def reading(claim: dict, num, den=None) -> Reading:
+def reading(claim: dict, num, den=None, gone: int = 0) -> Reading:
     """The claim's reading from its solid rows (num: its own selection, den: its `over`
-    selection, both already filtered)."""
+    selection, both already filtered; gone: launches dropped whole for a non-finite median)."""
     stat = claim.get("stat", "median")
-    launches = _launch_text(_launches(num, den))
+    n = _launches(num, den)
+    launches = f"{n} of {n + gone} launches" if gone else _launch_text(n)
     for col in list(claim.get("pair_on") or []) + [claim.get("trend") or claim.get("peak") or ""]:
         num = with_derived(num, col)
         den = with_derived(den, col) if den is not None else None
@@ -434,6 +463,9 @@ def judge(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupported=No
         return Verdict(claim, "–", NOT_COMPARABLE, f"HMB lacks {claim.get('needs') or lacks}")
     if "metric" not in claim:
         return Verdict(claim, "–", NOT_COMPARABLE, claim.get("reason", "a qualitative claim: read the figure"))
+    numbers = [claim.get(k, 0) for k in ("value", "tolerance", "tolerance_abs")] + list(claim.get("range", []))
+    if any(not math.isfinite(float(x)) for x in numbers):
+        return Verdict(claim, "–", NOT_COMPARABLE, "the seed's value or tolerance is not a finite number")
     rows = select(df, claim.get("bench"), claim["metric"], claim.get("where"))
     if rows is None or rows.empty:
         return Verdict(claim, "–", NOT_COMPARABLE, why_no_rows(df, claim.get("bench"), claim.get("where"), unsupported))
@@ -466,6 +498,14 @@ def judge(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupported=No
     if claim.get("scope") == "network" and _single_node(df):
         reasons.append(f"the seed ran {seed_setup}; this run is one node's shared memory" if seed_setup
                        else "the seed's reading depends on its network; this run is one node's shared memory")
+    rows, dropped, gone = finite_rows(rows)
+    if rows.empty:
+        return Verdict(claim, "–", NOT_COMPARABLE, f"no reading: {dropped}")
+    if den is not None:
+        den, den_dropped, _ = finite_rows(den)
+        if den.empty:
+            return Verdict(claim, "–", NOT_COMPARABLE, f"no reference reading: {den_dropped}")
+        dropped = "; ".join(x for x in (dropped, den_dropped and f"reference points: {den_dropped}") if x)
     solid = _solid(rows)
     sden = _solid(den) if den is not None else None
     if solid.empty or (sden is not None and sden.empty):
@@ -474,10 +514,13 @@ def judge(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupported=No
         which = "every reference point is" if not solid.empty else "every point is"
         return Verdict(claim, shown, NOT_COMPARABLE, f"{which} oversubscribed or its progress thread shares a "
                        "compute core: not a reading", value=math.nan)
-    r = reading(claim, solid, sden)
+    r = reading(claim, solid, sden, gone)
     if r.problem:
         return Verdict(claim, "–", NOT_COMPARABLE, r.problem)
-    text = f"{fmt(r.value)} {r.detail}"
+    if not math.isfinite(r.value):
+        return Verdict(claim, fmt_num(r.value), NOT_COMPARABLE, "the reading is not a finite number"
+                       + (f" ({dropped})" if dropped else ""))
+    text = f"{fmt(r.value)} {r.detail[:-1]}; {dropped})" if dropped else f"{fmt(r.value)} {r.detail}"
     drift = _drifting(claim, df)
     if drift and not reasons:
         reasons.append(drift)
@@ -547,8 +590,14 @@ def per_launch(claim: dict, df) -> list[str]:
         return []
     den = select(df, claim.get("bench"), claim.get("over_metric", claim["metric"]), claim["over"]) \
         if claim.get("over") else None
-    num = _solid(num)
-    den = _solid(den) if den is not None else None
+    if claim.get("min_threads"):   # as judge reads them: a launch with too few threads is no reading
+        num = num[num["threads"].astype(float) >= claim["min_threads"]]
+        den = den[den["threads"].astype(float) >= claim["min_threads"]] if den is not None else None
+    if claim.get("scale"):
+        at = select(num, None, None, claim["scale"])
+        num = at if not at.empty else num
+    num = _solid(finite_rows(num)[0])
+    den = _solid(finite_rows(den)[0]) if den is not None else None
     if num.empty or (den is not None and den.empty):
         return []
     return [fmt(v) for v in _each_launch(claim, num, den)]
@@ -655,9 +704,8 @@ def markdown(verdicts: list[Verdict]) -> str:
            "|---|---|---|---|---|---|---|"]
     for v in verdicts:
         c = v.claim
-        quote = c["quote"].replace("|", "\\|")
         where = f" [{c['label']}]" if c.get("label") else ""
-        why = v.reason.replace("|", "\\|")
-        out.append(f"| {c['figure']}{where} | \"{quote}\" | {seed_value(c)} | {v.mpi or '–'} | {v.reading} | "
-                   f"{v.verdict} | {why} |")
+        cells = [md_text(c["figure"] + where), f"\"{md_text(c['quote'])}\"", seed_value(c), md_text(v.mpi or "–"),
+                 md_text(v.reading), v.verdict, md_text(v.reason)]
+        out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"

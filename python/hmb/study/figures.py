@@ -21,7 +21,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator  # noqa: E402
 
-from ..results import context_text, fmt_num, fmt_size  # noqa: E402
+from ..results import clip_text, context_text, fmt_num, fmt_size, md_text  # noqa: E402
 from .claims import select  # noqa: E402
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
@@ -56,6 +56,10 @@ def panelled(rows, panels, labels: dict | None = None):
 
 
 def _label(col: str, value, labels: dict | None = None) -> str:
+    return clip_text(_label_text(col, value, labels))
+
+
+def _label_text(col: str, value, labels: dict | None = None) -> str:
     if col == PANEL:
         return str(value)
     if labels and str(value) in labels:
@@ -81,7 +85,7 @@ def _num(v):
 
 def context_line(df) -> str:
     """Library versions and machine of the rows drawn: a figure keeps its context when copied."""
-    return context_text((" ".join(str(v).split()) for v in df["library"].dropna()),
+    return context_text((clip_text(" ".join(str(v).split())) for v in df["library"].dropna()),
                         (h for v in df["host"].dropna() for h in str(v).split(",")),
                         (df["cpus"].dropna() if "cpus" in df else ()))
 
@@ -145,9 +149,9 @@ def render(fig: dict, df, title_prefix: str = ""):
                 if not pts:
                     continue
                 color, ls = COLORS[hi_ % len(COLORS)], MPI_STYLES[mi % len(MPI_STYLES)]
-                label = ", ".join(s for s in (m if len(mpis) > 1 else "",
+                label = ", ".join(s for s in (clip_text(m) if len(mpis) > 1 else "",
                                               _label(hue_col, hv, fig.get("labels")) if hv is not None else "")
-                                  if s) or m
+                                  if s) or clip_text(m)
                 if one_x is not None:
                     pts = [(float(len(slots)), *p[1:]) for p in pts]
                     slots.append(label)
@@ -195,9 +199,9 @@ def render(fig: dict, df, title_prefix: str = ""):
             ax.set_yscale("log")
         for ref in fig.get("ref", []):
             ax.axhline(ref["y"], color="grey", linewidth=0.9, linestyle=":")
-            ax.annotate(ref.get("label", fmt_num(ref["y"])), (0.01, ref["y"]), xycoords=("axes fraction", "data"),
+            ax.annotate(clip_text(ref.get("label", fmt_num(ref["y"]))), (0.01, ref["y"]), xycoords=("axes fraction", "data"),
                         fontsize=7, color="grey", va="bottom")
-        xlabel = fig.get("xlabel", "message size (bytes)" if x in SIZE_COLUMNS else x)
+        xlabel = clip_text(fig.get("xlabel", "message size (bytes)" if x in SIZE_COLUMNS else x))
         ax.set_xlabel(xlabel if one_x is None else f"{xlabel}: {xfmt(one_x)} (the only value in this run)")
         ax.set_title(_label(panel_col, pv, fig.get("labels")) if pv is not None else "", fontsize=9)
         ax.grid(True, alpha=0.3)
@@ -207,8 +211,8 @@ def render(fig: dict, df, title_prefix: str = ""):
                       bool(fig.get("logy")))
     ylabel = fig.get("ylabel") or (f"{fig['y']} ({rows['unit'].iloc[0]})" if isinstance(fig["y"], str)
                                    else f"{rows['unit'].iloc[0]}")
-    axes[0][0].set_ylabel(ylabel)
-    f.suptitle(f"{title_prefix}{fig['number']}: {fig['title']}", fontsize=10)
+    axes[0][0].set_ylabel(clip_text(ylabel))
+    f.suptitle(clip_text(f"{title_prefix}{fig['number']}: {fig['title']}", 160), fontsize=10)
     extra = []
     if any_bad:
         extra.append(Line2D([], [], color="black", marker="o", markerfacecolor="white", linestyle="--",
@@ -266,15 +270,15 @@ def table(decl: dict, df) -> str:
     oversubscribed or its progress thread shares a compute core (not a reading). `resources`:
     recorded fields of the same points (communicators, vmrss_kib: no timing) as further rows."""
     rows = select(df, decl.get("bench"), decl["rows"], decl.get("where"))
-    head = f"**{decl['number']}: {decl['title']}**"
+    head = f"**{md_text(decl['number'])}: {md_text(decl['title'])}**"
     if rows is None or rows.empty or decl["columns"] not in rows.columns:
-        return f"{head}\n\n{decl['number']}: no results for this table\n"
+        return f"{head}\n\n{md_text(decl['number'])}: no results for this table\n"
     col, labels = decl["columns"], decl.get("labels") or {}
     rows, panel_col, panel_vals = panelled(rows, decl.get("panels"), labels)
     cols = sorted({v for v in rows[col].dropna().unique()}, key=_sortkey)
     fmt = _xfmt(col)
-    colname = decl.get("column_label", col)
-    out, any_bad = [head, "", context_line(rows), ""], False
+    colname = md_text(decl.get("column_label", col))
+    out, any_bad = [head, "", md_text(context_line(rows)), ""], False
     for m in sorted(rows["mpi"].unique()):
         for pv in panel_vals:
             sub = rows[rows["mpi"] == m]
@@ -282,9 +286,9 @@ def table(decl: dict, df) -> str:
                 sub = sub[sub[panel_col].astype(str) == pv]
             if sub.empty:
                 continue
-            title = f"{m}" + (f", {_label(panel_col, pv, labels)}" if pv is not None else "")
+            title = md_text(f"{m}" + (f", {_label(panel_col, pv, labels)}" if pv is not None else ""))
             out += [f"*{title}*", "", f"| {colname} | " + " | ".join(
-                fmt(_num(c)) if _num(c) is not None else str(c) for c in cols) + " |",
+                fmt(_num(c)) if _num(c) is not None else md_text(clip_text(c)) for c in cols) + " |",
                 "|---|" + "---|" * len(cols)]
             for metric in decl["rows"]:
                 cells = []
@@ -297,11 +301,11 @@ def table(decl: dict, df) -> str:
                     any_bad |= bad
                     cells.append(fmt_num(float(g["median"].astype(float).median())) + ("†" if bad else ""))
                 unit = sub[sub["metric"] == metric]["unit"]
-                name = labels.get(metric, metric) + (f" ({unit.iloc[0]})" if len(unit) else "")
+                name = md_text(labels.get(metric, metric) + (f" ({unit.iloc[0]})" if len(unit) else ""))
                 out.append(f"| {name} | " + " | ".join(cells) + " |")
             for field in decl.get("resources", []):
                 vals = [sub[sub[col] == c][field].astype(float).dropna() if field in sub.columns else () for c in cols]
-                out.append(f"| {labels.get(field, field)} | " + " | ".join(
+                out.append(f"| {md_text(labels.get(field, field))} | " + " | ".join(
                     "–" if not len(v) else f"{v.median():.0f}" if float(v.median()).is_integer()
                     else fmt_num(float(v.median())) for v in vals) + " |")
             out.append("")
