@@ -184,8 +184,10 @@ def cmd_check(args) -> int:
     from . import check
     if args.ranks < 2:
         raise UsageError("check: -n must be at least 2 (a ping-pong needs two ranks)")
+    if args.threads < 1:
+        raise UsageError("check: --threads must be at least 1")
     json_path = args.json or f"results/check-{args.mpi}.json"
-    return check.run(args.mpi, args.ranks, args.quick, json_path)
+    return check.run(args.mpi, args.ranks, args.quick, json_path, threads=args.threads)
 
 
 def cmd_project(args) -> int:
@@ -304,6 +306,9 @@ def make_parser() -> argparse.ArgumentParser:
                         "expectation with why it matters (docs/methodology.md). Exit status 1 if any FAIL.")
     ck.add_argument("--mpi", default="mpich", choices=mpi.KNOWN, help="MPI implementation (default mpich)")
     ck.add_argument("-n", "--ranks", type=int, default=2, help="MPI processes (default 2)")
+    ck.add_argument("--threads", type=int, default=1,
+                    help="OpenMP threads per rank, as the runs to be trusted use (default 1): the start-up compute "
+                    "check runs on every thread of every rank at once")
     ck.add_argument("--json", metavar="FILE", help="machine record (default results/check-MPI.json)")
     ck.add_argument("--quick", action="store_true", help="fewer rounds and iterations (about half a minute)")
     ck.set_defaults(func=cmd_check)
