@@ -68,7 +68,6 @@ def select(df, bench: str | None, metric: str | list | None, where: dict | None)
         wanted = metric if isinstance(metric, list) else [metric]
         m = tidy.with_readings(m, wanted)     # a reading (proto's memory, *_kB) read as a metric
         m = m[m["metric"].isin(wanted)]
-        m = m[m["median"].notna()]   # a metric with no samples (no such variable in this library) reads nothing
     for col, want in (where or {}).items():
         m = with_derived(m, col)
         if col not in m.columns:
