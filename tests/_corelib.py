@@ -205,6 +205,7 @@ _SIGNATURES = {
     "hmb_async_overhead": (C.c_double, [C.c_double, C.c_double]),
     "hmb_async_efficiency_pct": (C.c_double, [C.c_double, C.c_double, C.c_double]),
     "hmb_overlap_pct": (C.c_double, [C.c_double, C.c_double, C.c_double]),
+    "hmb_overlap_unclamped_pct": (C.c_double, [C.c_double, C.c_double, C.c_double]),
     "hmb_projected_speedup": (C.c_double, [C.c_double, C.c_double]),
     "hmb_eager_threshold_rule": (C.c_size_t, [C.c_double, C.c_size_t]),
     "hmb_async_compute_tolerance": (C.c_double, [C.c_double, C.c_double]),

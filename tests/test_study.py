@@ -2,6 +2,7 @@
 verdicts on planted values, --fit on a planted machine size, the CLI's one-line errors, and one
 small real run."""
 import json
+from pathlib import Path
 import math
 import shutil
 
@@ -87,7 +88,7 @@ def test_five_studies_one_per_seed():
 
 def test_schema_rejects_a_claim_without_its_quote(tmp_path):
     p = hstudy.studies_dir() / "seed004-async.toml"
-    bad = p.read_text().replace('quote = "There is no way', 'unquoted = "There is no way', 1)
+    bad = p.read_text().replace('quote = "iii) There is no way', 'unquoted = "iii) There is no way', 1)
     f = tmp_path / "bad.toml"
     f.write_text(bad)
     with pytest.raises(hstudy.StudyError) as e:
@@ -445,8 +446,9 @@ def test_claims_are_judged_per_library(tmp_path):
     df = hmb.load(write(tmp_path / "two.jsonl", recs))
     s = hstudy.load("seed000-partitioned")
     first = [v for v in claims.table(s, df) if v.claim["quote"].startswith("With one thread")]
-    assert [(v.mpi, v.verdict) for v in first] == [("MPICH", claims.AGREES), ("Open MPI", claims.DIFFERS)]
-    assert "| MPICH | 1.20" in claims.markdown(first)
+    # MPICH's one-partition overhead drifts between runs (docs/findings.md): its reading, no verdict
+    assert [(v.mpi, v.verdict) for v in first] == [("MPICH", claims.NO_VERDICT), ("Open MPI", claims.DIFFERS)]
+    assert "| MPICH | 1.20" in claims.markdown(first) and "drifts between runs" in first[0].reason
 
 
 def test_claim_needing_threads_and_signed_differences(part_records):
@@ -471,21 +473,22 @@ def test_seed000_report_draws_fig13_projection_from_the_bundled_mpip(tmp_path):
     assert (tmp_path / "figures" / "fig13.png").is_file()
     frac = project.parse_mpip(project.DATA_DIR / "mpip" / "snap-c.2.mpiP").fraction
     assert f"{1 / ((1 - frac) + frac / 2.0):.3f}" in text and f"{1 / ((1 - frac) + frac / 15.1):.3f}" in text
-    assert [v.verdict for v in verdicts] == [claims.NOT_COMPARABLE]
-    assert "2 ranks of one node" in verdicts[0].reason
+    assert {v.verdict for v in verdicts} == {claims.NOT_COMPARABLE}
+    assert any("2 ranks of one node" in v.reason for v in verdicts)
 
 
 def test_seed001_fig2_memory_beside_the_rate_and_its_claim(tmp_path):
     """proto's memory reading (rss_traffic_kB, in each result's extra) is drawn by settings and
-    read by the Fig. 2 memory claim: forced 1 MB / default = 30000 / 20000 = 1.5 ≥ 1 agrees."""
+    read by the Sec. 1.1 memory claim: forced 1 MB / the paper's 17 KB = 30000 / 20000 = 1.5 ≥ 1.1
+    agrees."""
     recs = []
-    for rid, setting, rss in (("a", "default", 20000.0), ("b", "1M", 30000.0)):
+    for rid, setting, rss in (("a", "17K", 20000.0), ("b", "1M", 30000.0)):
         r = _run(rid, "proto")
         r["tag"] = f"t-{rid}"
         recs.append(r)
         for size in (1024, 4096):
             recs.append(result(rid, "proto", {"size_bytes": size, "test": "tradeoff"},
-                               {"msg_rate": metric(1e6 if setting == "default" else 8e5, unit="msg/s", higher=True)},
+                               {"msg_rate": metric(1e6 if setting == "17K" else 8e5, unit="msg/s", higher=True)},
                                extra={"rss_traffic_kB": rss, "per_peer_kB": 10.0}))
         recs.append({"type": "launch", "tag": f"t-{rid}", "status": "done", "rc": 0,
                      "point": {"bench": "proto", "mpi": "mpich", "settings": setting}})
@@ -493,10 +496,15 @@ def test_seed001_fig2_memory_beside_the_rate_and_its_claim(tmp_path):
     s = hstudy.load("seed001-protocol")
     text, verdicts = study_cli.report(s, [f], tmp_path, figures_only=["fig2", "fig2_memory"])
     assert (tmp_path / "figures" / "fig2.png").is_file() and (tmp_path / "figures" / "fig2_memory.png").is_file()
-    by = {v.claim["figure_id"]: v for v in verdicts}
-    assert by["fig2_memory"].verdict == claims.AGREES and "1.5" in by["fig2_memory"].reading
-    assert by["fig2"].verdict == claims.AGREES          # rate 8e5 / 1e6 = 0.8 ≤ 1
-    assert not any("memory footprint beside" in m for m in s.meta.get("missing", []))
+    by = {}
+    for v in verdicts:
+        by.setdefault(v.claim["figure_id"], []).append(v)
+    (mem,) = by["fig2_memory"]
+    assert mem.verdict == claims.AGREES and "1.5" in mem.reading
+    # rate 8e5 / 1e6 = 0.8 ≤ 0.9 at each small size apart (1 and 4 KB)
+    assert [(v.claim["label"], v.verdict) for v in by["fig2"]] == [("size_bytes = 1024", claims.AGREES),
+                                                                   ("size_bytes = 4096", claims.AGREES)]
+    assert not any("memory footprint beside" in hstudy.missing_text(m) for m in s.missing)
 
 
 def test_budget_replaces_every_bench_budget_and_is_recorded():
@@ -547,3 +555,42 @@ def test_demo_lines_fold_to_the_terminal_width():
     assert len(out) > 1 and all(len(x) <= 80 for x in out)
     assert out[0].startswith("    HMB (MPICH): 1.01") and all(x.startswith("      ") for x in out[1:])
     assert " ".join(x.strip() for x in out) == line.strip()        # nothing lost, nothing split mid-word
+
+
+def test_table_panels_by_several_columns(tmp_path):
+    """`panels` naming several columns: one block per combination (seed004's tables per scale and
+    progress mode), in numeric order (28 before 224), each cell its own point's median."""
+    recs = []
+    for rid, ranks in (("a", 28), ("b", 224)):
+        recs.append(_run(rid, "async", ranks=ranks))
+        for prog, e in (("none", 10.0), ("test:10", 20.0)):
+            recs.append(result(rid, "async", {"size_bytes": 32, "progress": prog},
+                               {"efficiency_mean_pct": metric(e + ranks, unit="%")}))
+    df = hmb.load(write(tmp_path / "a.jsonl", recs))
+    decl = {"id": "t1", "number": "Table 1", "title": "E", "bench": "async", "columns": "size_bytes",
+            "rows": ["efficiency_mean_pct"], "panels": ["ranks", "progress"], "labels": {"none": "E_0"}}
+    text = figures.table(decl, df)
+    blocks = [line for line in text.splitlines() if line.startswith("*MPICH")]
+    assert blocks == ["*MPICH, ranks=28, E_0*", "*MPICH, ranks=28, progress=test:10*",
+                      "*MPICH, ranks=224, E_0*", "*MPICH, ranks=224, progress=test:10*"]
+    assert "| efficiency_mean_pct (%) | 234 |" in text and "| efficiency_mean_pct (%) | 38.0 |" in text
+    f, _ = figures.render({"id": "f", "number": "Fig. 1", "title": "E", "bench": "async", "x": "size_bytes",
+                           "y": "efficiency_mean_pct", "hue": "progress", "panels": ["ranks"]}, df)
+    assert [ax.get_title() for ax in f.axes] == ["ranks=28", "ranks=224"]
+
+
+def test_demo_names_the_cell_or_per_value_of_each_verdict(tmp_path, monkeypatch, capsys):
+    """A claim judged per value or per cell prints which one beside its figure (seed000's
+    one-partition claims per cache, seed004's per size): three identical quotes were unreadable."""
+    from hmb import sweep
+
+    def planted_run(cfg, **kw):
+        recs = [_run("a", "part", options={"compute": "10ms", "cache": "hot"})]
+        recs.append(result("a", "part", {"size_bytes": 65536, "partitions": 1, "noise": "none"},
+                           {"overhead": metric(1.1, unit="ratio")}))
+        write(Path(cfg.output), recs)
+        return 0
+    monkeypatch.setattr(sweep, "run", planted_run)
+    assert study_cli.demo("mpich", tmp_path / "demo") == 0
+    out = (tmp_path / "demo" / "demo.md").read_text()
+    assert "Fig. 4 [cache = hot]: \"With one thread" in out

@@ -68,7 +68,11 @@ class Result:
 
     @property
     def oversubscribed(self) -> bool:
-        return bool(self.run.get("oversubscribed"))
+        """The run's ranks x threads outnumber a node's CPUs, or this point's own threads do
+        (extra `oversubscribed_threads`: match's low-cost emulator runs one thread per emulated
+        neighbour thread)."""
+        return bool(self.run.get("oversubscribed")) or \
+            bool((self.record.get("extra") or {}).get("oversubscribed_threads"))
 
     @property
     def noise(self) -> str:

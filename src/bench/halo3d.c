@@ -28,8 +28,16 @@
  *                the MPI 4.0 assertions (no_any_tag, no_any_source, exact_length,
  *                allow_overtaking), a tag per (direction, thread); stream, an MPIX stream and its
  *                communicator per thread (MPICH; elsewhere "unsupported"). One point per value.
- *                MPI everywhere is no value: it is this halo at --threads 1 on T times the ranks
- *                (the same face bytes per rank pair), and the record says layout = everywhere.
+ *   everywhere   --everywhere-ranks R, at --threads 1 on R x T ranks (instead of --thread-comm): MPI
+ *                everywhere for the threadcomm exchange of R ranks of T threads. The T consecutive
+ *                ranks of group g stand in for the threads of rank g: rank gT + t holds rank g's
+ *                block and exchanges thread t's share of every face with rank t of each
+ *                neighbouring group (a communicator per t, MPI_Comm_split), so every process sends
+ *                and receives the messages thread t does, of the same sizes, to the same neighbours:
+ *                at R = 2, 2 of 6 faces go to the other group and 4 wrap to itself, as for 2 ranks
+ *                x T threads. What differs is the model: T processes (T copies of the block, T
+ *                library instances) where the threads share one. The record says layout =
+ *                everywhere; bytes per rank are per group (the rank it stands in for).
  * Every operation goes through the communication policy (hmb_comm_ops): --comm off (mock,
  * after LLNL Comb) runs the same modes without any MPI call, each message copied into this
  * rank's own receive buffers, so packing, unpacking and compute are measured alone and
@@ -108,6 +116,9 @@ typedef struct {
     hmb_stream tc_streams[HMB_MAX_THREADS];
     int tc_nstreams;
     char tc_info[TC_NINFO][64];             /* tag: the assertions as the library kept them */
+    int ev_threads, ev_tid;                 /* --everywhere-ranks: T, and the thread this rank plays; 0 */
+    MPI_Comm ev_comm;                       /* ... ranks playing thread ev_tid, ranked by group */
+    uint64_t *share_want;                   /* ... a received face's pattern (this rank checks its share) */
     long vmrss_kib, vmhwm_kib;              /* after set-up; -1: unknown */
     MPI_Request *tc_req;                    /* per thread, 2 * NDIRS */
 } halo_state;
@@ -122,8 +133,12 @@ static const hmb_option halo_options[] = {
     {"thread-comm", HMB_OPT_CHOICES, NULL,
      "instead of --mode: the threadcomm exchange, every thread sending its share of every face at once, one point "
      "per value: shared (one communicator), comm (one per thread), tag (one, tag per thread, MPI 4 assertions), "
-     "stream (an MPIX stream per thread, MPICH: MPIR_CVAR_CH4_RESERVE_VCIS=T). MPI everywhere: --threads 1 on T "
-     "times the ranks", 0, 0, "shared|comm|tag|stream"},
+     "stream (an MPIX stream per thread, MPICH: MPIR_CVAR_CH4_RESERVE_VCIS=T). MPI everywhere: --everywhere-ranks",
+     0, 0, "shared|comm|tag|stream"},
+    {"everywhere-ranks", HMB_OPT_INT, "0",
+     "MPI everywhere for --thread-comm's exchange of R ranks x T threads, run at --threads 1 on R x T ranks: rank "
+     "g*T+t holds rank g's block and exchanges thread t's share of every face with rank t of each neighbouring "
+     "group (the same messages and neighbours as thread t); 0: off", 0, 1 << 20, NULL},
     HMB_COMM_OPTION,
     HMB_TOPO_OPTIONS,
     HMB_OPTION_END};
@@ -247,9 +262,13 @@ static const char *mode_label(const halo_state *st, int mode, char *buf, size_t 
 {
     if (mode != MODE_THREADCOMM)
         return mode_names[mode];
-    snprintf(buf, len, "threadcomm/%s", tc_names[st->tc]);
+    snprintf(buf, len, "threadcomm/%s", st->ev_threads ? "everywhere" : tc_names[st->tc]);
     return buf;
 }
+
+/* Who sends and receives faces in messages: ranks, or with --everywhere-ranks the groups of ranks
+ * standing in for them. */
+static const char *rank_word(const halo_state *st) { return st->ev_threads ? "group" : "rank"; }
 
 static long long piece_bytes(const halo_state *st, int d) { return (long long)(st->face[d].piece_cells * 8); }
 
@@ -314,11 +333,52 @@ static void check_thread_shares(hmb_ctx *ctx, int threads, const long long n[3])
     }
 }
 
+/* --everywhere-ranks R: the threads T each group of ranks stands in for (ranks / R); 0 when off. */
+static int everywhere_threads(hmb_ctx *ctx)
+{
+    long long groups = hmb_opt_int(ctx, "everywhere-ranks");
+    return groups > 0 ? hmb_size(ctx) / (int)groups : 0;
+}
+
+/* The grid of the exchange: over the ranks and --threads, or with --everywhere-ranks over the R
+ * groups (this rank's) and their T threads. */
+static void halo_topo(hmb_ctx *ctx, int record, hmb_topo *t)
+{
+    int ev = everywhere_threads(ctx);
+    if (ev)
+        hmb_topo_from_options_as(ctx, 3, NDIRS, record, hmb_size(ctx) / ev, hmb_rank(ctx) / ev, ev, t);
+    else
+        hmb_topo_from_options(ctx, 3, NDIRS, record, t);
+}
+
+static void check_everywhere(hmb_ctx *ctx)
+{
+    long long groups = hmb_opt_int(ctx, "everywhere-ranks");
+    if (groups == 0)
+        return;
+    const char *with[] = {"thread-comm", "mode", "face-partitions"};
+    for (int k = 0; k < 3; k++)
+        if (hmb_opt_given(ctx, with[k]))
+            hmb_usage_error(ctx, "--everywhere-ranks and --%s both given: MPI everywhere runs one thread's share of "
+                                 "the threadcomm exchange per rank", with[k]);
+    if (hmb_threads(ctx) != 1)
+        hmb_usage_error(ctx, "--everywhere-ranks runs single-threaded ranks: give --threads 1 (got %d)",
+                        hmb_threads(ctx));
+    if (hmb_size(ctx) % groups != 0 || hmb_size(ctx) / groups > HMB_MAX_THREADS)
+        hmb_usage_error(ctx, "--everywhere-ranks %lld: the %d ranks do not form %lld groups of at most %d ranks",
+                        groups, hmb_size(ctx), groups, HMB_MAX_THREADS);
+    if (hmb_comm_policy(ctx)->mock)
+        hmb_usage_error(ctx, "--everywhere-ranks and --comm off both given: the mock has no processes to stand in "
+                             "for threads");
+}
+
 static void halo_check(hmb_ctx *ctx)
 {
+    check_everywhere(ctx);
     hmb_topo t;
-    hmb_topo_from_options(ctx, 3, NDIRS, 1, &t);
-    int parts = hmb_face_partitions(ctx), tc = hmb_opt_given(ctx, "thread-comm");
+    halo_topo(ctx, 1, &t);
+    int parts = hmb_face_partitions(ctx), tc = hmb_opt_given(ctx, "thread-comm") || everywhere_threads(ctx);
+    int shares = everywhere_threads(ctx) ? everywhere_threads(ctx) : hmb_threads(ctx);
     if (tc && hmb_opt_given(ctx, "mode"))
         hmb_usage_error(ctx, "--thread-comm and --mode both given: --thread-comm runs its own exchange (threadcomm)");
     if (tc && hmb_opt_given(ctx, "face-partitions"))
@@ -329,7 +389,7 @@ static void halo_check(hmb_ctx *ctx)
         const size_t *sizes = hmb_opt_sizes(ctx, "sizes", &nsizes);
         for (int s = 0; s < nsizes; s++) {
             long long side = cube_side(sizes[s], axis_multiple(&t)), n[3] = {side, side, side};
-            check_thread_shares(ctx, hmb_threads(ctx), n);
+            check_thread_shares(ctx, shares, n);
         }
     }
     if (!hmb_opt_given(ctx, "domain")) { /* the block is a cube whose face is the size */
@@ -364,28 +424,30 @@ static void halo_check(hmb_ctx *ctx)
         check_face_partitions(ctx, &t, parts, dom);
         hmb_require_memory(ctx, block_bytes(dom[0], dom[1], dom[2]), "--domain: the block");
         if (tc)
-            check_thread_shares(ctx, hmb_threads(ctx), dom);
+            check_thread_shares(ctx, shares, dom);
     }
 }
 
 /* One point per --sizes face (a cube whose face is that size, size_bytes = its real face), or
  * one for --domain (size_bytes = its mean face). */
-/* A --thread-comm point's parameters: the value, the layout (at --threads 1 every value is the
- * same single-threaded exchange: MPI everywhere) and the cores in use, ranks x threads (the axis
- * on which T-thread modes and everywhere's 2T ranks meet). */
+/* A --thread-comm or --everywhere-ranks point's parameters: the value (layout everywhere for
+ * --everywhere-ranks) and the cores in use, ranks x threads (the axis on which R ranks x T threads
+ * and everywhere's R x T ranks meet). */
 static void set_layout(hmb_ctx *ctx, hmb_point *p, int tc)
 {
-    if (tc < 0)
+    int ev = everywhere_threads(ctx) > 0;
+    if (tc < 0 && !ev)
         return;
-    hmb_point_set_str(p, "thread_comm", tc_names[tc]);
-    hmb_point_set_str(p, "layout", hmb_threads(ctx) == 1 ? "everywhere" : tc_names[tc]);
+    if (tc >= 0)
+        hmb_point_set_str(p, "thread_comm", tc_names[tc]);
+    hmb_point_set_str(p, "layout", ev ? "everywhere" : tc_names[tc]);
     hmb_point_set_int(p, "ranks_x_threads", (long long)hmb_size(ctx) * hmb_threads(ctx));
 }
 
 static void halo_points(hmb_ctx *ctx, hmb_point_list *out)
 {
     hmb_topo t;
-    hmb_topo_from_options(ctx, 3, NDIRS, 0, &t);
+    halo_topo(ctx, 0, &t);
     unsigned long long tcs = hmb_opt_given(ctx, "thread-comm") ? hmb_opt_choices(ctx, "thread-comm") : 0;
     for (int tc = -1; tc < NTC; tc++) { /* -1: --mode's exchanges (no --thread-comm) */
         if (tc < 0 ? tcs != 0 : !(tcs & (1ull << tc)))
@@ -461,6 +523,26 @@ static void face_pattern(const halo_face *f, long iter, uint64_t *out, int recei
 
 static void face_received(const void *face, long iter, uint64_t *out) { face_pattern(face, iter, out, 1); }
 
+/* The cells of face f this rank receives, [first, first + count) of its packed order: MPI
+ * everywhere, thread ev_tid's share; else all of them. */
+static void received_cells(const halo_state *st, const halo_face *f, size_t *first, size_t *count)
+{
+    size_t cells = face_cells(f), share = cells / (size_t)st->threads;
+    *first = st->ev_threads ? (size_t)st->ev_tid * share : 0;
+    *count = st->ev_threads ? share : cells;
+}
+
+/* MPI everywhere: the share of face f this rank receives, as its sender's cells. */
+static void face_share_received(const void *face, long iter, uint64_t *out)
+{
+    const halo_face *f = face;
+    const halo_state *st = f->state;
+    size_t first, count;
+    received_cells(st, f, &first, &count);
+    face_pattern(f, iter, st->share_want, 1);
+    memcpy(out, st->share_want + first, count * sizeof(uint64_t));
+}
+
 /* Validation as data: every face this rank packs (the harness poisons it before and after each
  * mode) and every face it receives, per mode, checked right after the mode. */
 static void register_faces(hmb_ctx *ctx, halo_state *st)
@@ -474,12 +556,19 @@ static void register_faces(hmb_ctx *ctx, halo_state *st)
         int pieces = face_pieces(st, f);
         if (f->to != MPI_PROC_NULL)
             hmb_check_register(ctx, HMB_SEND_PACKED, f->send, bytes, st->rank, d, pieces, HMB_EACH_MODE, "send");
+        size_t first, count;
+        received_cells(st, f, &first, &count);
         for (int k = 0; k < st->nmodes && f->from != MPI_PROC_NULL; k++) {
-            char name[32];
-            hmb_check_register_fn(ctx, HMB_RECEIVE, f->recv, bytes, face_received, f, pieces, st->modes[k],
-                                  "%s mode: rank %d face of direction %s from rank %d%s",
-                                  mode_label(st, st->modes[k], name, sizeof name), st->rank, dir, f->from,
-                                  st->tc >= 0 ? " (piece t: thread t's share)" : "");
+            char name[32], who[48] = "";
+            if (st->ev_threads)
+                snprintf(who, sizeof who, " (thread %d's share)", st->ev_tid);
+            else if (st->tc >= 0)
+                snprintf(who, sizeof who, " (piece t: thread t's share)");
+            hmb_check_register_fn(ctx, HMB_RECEIVE, f->recv + first, count * sizeof(uint64_t),
+                                  st->ev_threads ? face_share_received : face_received, f,
+                                  st->ev_threads ? 1 : pieces, st->modes[k], "%s mode: %s %d face of direction %s "
+                                  "from %s %d%s", mode_label(st, st->modes[k], name, sizeof name), rank_word(st),
+                                  st->rank, dir, rank_word(st), f->from, who);
         }
     }
 }
@@ -495,15 +584,17 @@ static void check_halo(hmb_ctx *ctx, halo_state *st, int mode, long iter)
         const halo_face *f = &st->face[d];
         if (f->from == MPI_PROC_NULL)
             continue;
-        size_t cells = face_cells(f), bytes = cells * sizeof(uint64_t);
-        face_range(st, d, 0, cells, st->halo_seen, 1, 0);
+        size_t cells = face_cells(f), first, count;
+        received_cells(st, f, &first, &count);
+        size_t lo = first * sizeof(uint64_t), bytes = count * sizeof(uint64_t);
+        face_range(st, d, first, count, st->halo_seen, 1, 0);
         face_pattern(f, iter, st->halo_want, 1);
         unsigned char *seen = (unsigned char *)st->halo_seen, *want = (unsigned char *)st->halo_want;
         if (hmb_corrupt_pick(ctx, iter))
-            seen[bytes / 2] ^= 0x5a;
-        if (memcmp(seen, want, bytes) == 0)
+            seen[lo + bytes / 2] ^= 0x5a;
+        if (memcmp(seen + lo, want + lo, bytes) == 0)
             continue;
-        size_t bad = 0;
+        size_t bad = lo;
         while (seen[bad] == want[bad])
             bad++;
         int pieces = face_pieces(st, f), piece = (int)(bad / sizeof(uint64_t) / (cells / (size_t)pieces));
@@ -512,9 +603,10 @@ static void check_halo(hmb_ctx *ctx, halo_state *st, int mode, long iter)
         if (st->tc >= 0)
             snprintf(share, sizeof share, " (thread %d's share)", piece);
         hmb_validation_failure(ctx, st->pt, iter, piece,
-                               "%s mode: rank %d face of direction %s from rank %d, piece %d of %d%s, cell %zu of "
+                               "%s mode: %s %d face of direction %s from %s %d, piece %d of %d%s, cell %zu of "
                                "%zu (byte %zu) in the halo after unpack is 0x%02x, expected 0x%02x",
-                               mode_label(st, mode, name, sizeof name), st->rank, dir, f->from, piece, pieces,
+                               mode_label(st, mode, name, sizeof name), rank_word(st), st->rank, dir, rank_word(st),
+                               f->from, piece, pieces,
                                share, bad / 8, cells, bad, seen[bad], want[bad]);
     }
 }
@@ -532,6 +624,7 @@ static void halo_free(halo_state *st)
     free(st->compute_end);
     free(st->halo_seen);
     free(st->halo_want);
+    free(st->share_want);
     free(st->tc_req);
     free(st);
 }
@@ -565,12 +658,15 @@ static int setup_faces(hmb_ctx *ctx, halo_state *st)
         most = face_cells(&st->face[d]) > most ? face_cells(&st->face[d]) : most;
     st->halo_seen = malloc(most * sizeof(uint64_t));
     st->halo_want = malloc(most * sizeof(uint64_t));
+    st->share_want = malloc(most * sizeof(uint64_t));
     st->piece_rreq = malloc((size_t)st->nparts_total * sizeof(MPI_Request));
     st->piece_sreq = malloc((size_t)st->nparts_total * sizeof(MPI_Request));
     st->compute_end = calloc((size_t)st->threads, sizeof(double));
     st->tc_req = malloc((size_t)st->threads * 2 * NDIRS * sizeof(MPI_Request));
-    return st->piece_rreq && st->piece_sreq && st->compute_end && st->halo_seen && st->halo_want && st->tc_req ? 0
-                                                                                                              : -1;
+    return st->piece_rreq && st->piece_sreq && st->compute_end && st->halo_seen && st->halo_want && st->share_want &&
+                   st->tc_req
+               ? 0
+               : -1;
 }
 
 /* --thread-comm: thread t's communicator (and tag scheme), created once per point. */
@@ -582,7 +678,7 @@ static MPI_Comm tc_new_comm(halo_state *st, MPI_Comm comm)
 
 static void threadcomm_setup(hmb_ctx *ctx, halo_state *st)
 {
-    MPI_Comm base = hmb_comm(ctx), one = MPI_COMM_NULL;
+    MPI_Comm base = st->ev_threads ? st->ev_comm : hmb_comm(ctx), one = MPI_COMM_NULL;
     st->tc_tag_per_thread = st->tc == TC_SHARED || st->tc == TC_TAG;
     if (st->tc == TC_SHARED) {
         MPI_Comm_dup(base, &one);
@@ -609,13 +705,19 @@ static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
         hmb_unsupported(ctx, "cannot allocate the benchmark state");
         return NULL;
     }
-    hmb_topo_from_options(ctx, 3, NDIRS, 0, &st->topo);
+    halo_topo(ctx, 0, &st->topo);
     st->ops = hmb_comm_policy(ctx);
     hmb_comm_route(st->ops, ctx, &st->topo);
     point_domain(ctx, pt, st->n);
     snprintf(st->domain, sizeof st->domain, "%d,%d,%d", st->n[0], st->n[1], st->n[2]);
-    st->rank = hmb_rank(ctx);
-    st->threads = hmb_threads(ctx);
+    st->ev_threads = everywhere_threads(ctx);
+    st->ev_comm = MPI_COMM_NULL;
+    if (st->ev_threads) { /* collective: before any way out of setup */
+        st->ev_tid = hmb_rank(ctx) % st->ev_threads;
+        MPI_Comm_split(hmb_comm(ctx), st->ev_tid, hmb_rank(ctx) / st->ev_threads, &st->ev_comm);
+    }
+    st->rank = st->ev_threads ? hmb_rank(ctx) / st->ev_threads : hmb_rank(ctx);
+    st->threads = st->ev_threads ? st->ev_threads : hmb_threads(ctx);
     st->compute_ns = hmb_opt_duration_ns(ctx, "compute");
     st->face_parts = hmb_face_partitions(ctx);
     st->mock = st->ops->mock;
@@ -625,7 +727,11 @@ static void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
         st->comm[m] = MPI_COMM_NULL;
     st->tc = -1;
     st->vmrss_kib = st->vmhwm_kib = -1;
-    if (hmb_opt_given(ctx, "thread-comm")) {
+    if (st->ev_threads) { /* one thread's share per rank, on its group's communicator (shared's tags) */
+        st->tc = TC_SHARED;
+        st->modes[st->nmodes++] = MODE_THREADCOMM;
+        threadcomm_setup(ctx, st);
+    } else if (hmb_opt_given(ctx, "thread-comm")) {
         for (int tc = 0; tc < NTC; tc++)
             if (strcmp(hmb_point_str(pt, "thread_comm"), tc_names[tc]) == 0)
                 st->tc = tc;
@@ -694,9 +800,10 @@ static void halo_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
 
 /* ------------------------------------------------------------------ the modes */
 
+/* Thread tid's compute (MPI everywhere: the rank's one thread draws its noise as a rank does). */
 static void compute(hmb_ctx *ctx, halo_state *st, int tid, long iter)
 {
-    hmb_compute_ns(ctx, hmb_noise_ns(ctx, tid, iter, st->compute_ns));
+    hmb_compute_ns(ctx, hmb_noise_ns(ctx, st->ev_threads ? 0 : tid, iter, st->compute_ns));
     st->compute_end[tid] = hmb_now();
 }
 
@@ -879,6 +986,9 @@ static void mode_iterate(hmb_ctx *ctx, void *state, int mode, long iter, double 
             compute(ctx, st, tid, iter);
         hmb_phase(ctx, "serial exchange");
         bytes = exchange_joined(st, mode);
+    } else if (mode == MODE_THREADCOMM && st->ev_threads) {
+        hmb_phase(ctx, "threadcomm exchange (MPI everywhere: one thread's share)");
+        bytes = threadcomm_exchange(ctx, st, st->ev_tid, iter);
     } else if (mode == MODE_THREADCOMM) {
         hmb_phase(ctx, "threadcomm exchange");
 #pragma omp parallel num_threads(st->threads) reduction(+ : bytes)
@@ -904,8 +1014,8 @@ static void mode_iterate(hmb_ctx *ctx, void *state, int mode, long iter, double 
             hmb_waitall_bounded(st->ctx, st->pt, st->iter, st->ops, st->npreq, st->preq, st->wait_since,
                                 "the partitioned halo exchange");
     }
-    double t_end = hmb_now(), last_compute = st->compute_end[0];
-    for (int t = 1; t < st->threads; t++)
+    double t_end = hmb_now(), last_compute = st->compute_end[st->ev_tid];
+    for (int t = 1; t < st->threads && !st->ev_threads; t++)
         last_compute = st->compute_end[t] > last_compute ? st->compute_end[t] : last_compute;
     times[1] = t_end - last_compute;
     atomic_store(&st->bytes_sent[mode], bytes);
@@ -942,9 +1052,10 @@ static int halo_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
     if (!hmb_modes_run(ctx, st, halo_modes, st->modes, st->nmodes, iter, &r))
         return 0;
     double t_iter[NMODES], throughput[NMODES], ratio[NMODES];
+    int ranks = st->ev_threads ? hmb_size(ctx) / st->ev_threads : hmb_size(ctx); /* everywhere: per group */
     for (int m = 0; m < NMODES; m++) {
         t_iter[m] = NAN;
-        st->bytes_per_rank_iter[m] = r.sums[m][0] / hmb_size(ctx);
+        st->bytes_per_rank_iter[m] = r.sums[m][0] / ranks;
     }
     for (int k = 0; k < st->nmodes; k++)
         t_iter[st->modes[k]] = r.times[st->modes[k]][0];
@@ -985,6 +1096,8 @@ static void halo_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
         MPI_Comm_free(&st->tc_created[c]);
     for (int i = 0; i < st->tc_nstreams; i++)
         hmb_stream_free(&st->tc_streams[i]);
+    if (st->ev_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&st->ev_comm);
     halo_free(st);
 }
 
@@ -998,7 +1111,7 @@ static void halo_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
     hmb_result_add_num(ctx, "face_bytes", 8.0 * faces / NDIRS); /* the real (mean) face */
     snprintf(tgrid, sizeof tgrid, "%dx%dx%d", st->topo.tdims[0], st->topo.tdims[1], st->topo.tdims[2]);
     hmb_result_add_str(ctx, "tgrid", tgrid);
-    hmb_result_add_num(ctx, "threads", st->threads);
+    hmb_result_add_num(ctx, "threads", hmb_threads(ctx));
     hmb_result_add_num(ctx, "compute_ns", (double)st->compute_ns);
     hmb_result_add_str(ctx, "noise", hmb_opt_str(ctx, "noise"));
     hmb_result_add_num(ctx, "mock", st->mock);
@@ -1016,6 +1129,10 @@ static void halo_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
     hmb_result_add_num(ctx, "vmhwm_kib", st->vmhwm_kib >= 0 ? (double)st->vmhwm_kib : NAN);
     if (st->tc < 0)
         return;
+    if (st->ev_threads) { /* the communicator per thread index (MPI_Comm_split) is not counted */
+        hmb_result_add_num(ctx, "everywhere_threads", st->ev_threads);
+        hmb_result_add_num(ctx, "everywhere_ranks", hmb_size(ctx) / st->ev_threads);
+    }
     hmb_result_add_num(ctx, "communicators", st->tc_ncomms);
     hmb_result_add_num(ctx, "streams", st->tc_nstreams);
     long long vcis;

@@ -102,6 +102,7 @@ typedef struct {
     double *begin, *posted, *done, *paused;
     hmb_pvars *pv;
     int have_posted_q, have_unexpected_q, have_searched, have_match_time;
+    int oversubscribed;         /* the emulator's threads outnumber a node's CPUs */
     double *pv_values;          /* one read's values (count <= comm size) */
     double q[4];                /* posted total, posted peer max, unexpected total, unexpected peer max */
     long long seed;
@@ -274,6 +275,7 @@ static void *match_setup(hmb_ctx *ctx, const hmb_point *pt)
 #pragma omp parallel num_threads(st->nrun)
 #pragma omp single
     got = omp_get_num_threads();
+    st->oversubscribed = hmb_threads_oversubscribe(ctx, st->nrun); /* collective */
     if (st->nrun > 1 && hmb_thread_level_provided(ctx) < MPI_THREAD_MULTIPLE)
         hmb_unsupported(ctx, "%d threads communicate at once: needs MPI_THREAD_MULTIPLE, the library provides %s",
                         st->nrun, hmb_thread_level_name(hmb_thread_level_provided(ctx)));
@@ -535,6 +537,7 @@ static void match_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
     hmb_result_add_num(ctx, "centre_sends_per_iter", sends * st->threads);
     hmb_result_add_num(ctx, "centre_sources", st->variant == VARIANT_REAL ? recvs : 1);
     hmb_result_add_num(ctx, "emulator_threads", st->variant == VARIANT_LOWCOST ? st->ndirs * st->threads : 0);
+    hmb_result_add_num(ctx, "oversubscribed_threads", st->oversubscribed);
     size_t len = (size_t)st->threads * 2 * (size_t)st->ndirs * 8 + 64;
     char *buf = malloc(len);
     if (buf) {

@@ -132,6 +132,8 @@ static void mt_points(hmb_ctx *ctx, hmb_point_list *out)
                     hmb_point *p = hmb_points_add(out, sizes[i]);
                     hmb_point_set_str(p, "test", mt_test_names[test]);
                     hmb_point_set_str(p, "mode", mt_mode_names[mode]);
+                    /* cores in use: where T threads per rank and everywhere's 2T ranks meet */
+                    hmb_point_set_int(p, "ranks_x_threads", (long long)hmb_size(ctx) * hmb_threads(ctx));
                     if (test == MT_GET)
                         hmb_point_set_str(p, "target_progress", mt_progress_names[prog]);
                 }

@@ -28,6 +28,18 @@ int hmb_all_agree(hmb_ctx *ctx, int cond)
     return all;
 }
 
+int hmb_threads_oversubscribe(hmb_ctx *ctx, int threads_here)
+{
+    MPI_Comm node;
+    int node_threads = 0, over, any = 0;
+    MPI_Comm_split_type(ctx->comm, MPI_COMM_TYPE_SHARED, ctx->rank, MPI_INFO_NULL, &node);
+    MPI_Allreduce(&threads_here, &node_threads, 1, MPI_INT, MPI_SUM, node);
+    MPI_Comm_free(&node);
+    over = node_threads > ctx->node_compute_cpus || threads_here > hmb_cpus_count(&ctx->rank_cpus);
+    MPI_Allreduce(&over, &any, 1, MPI_INT, MPI_LOR, ctx->comm);
+    return any;
+}
+
 void hmb_require_memory(hmb_ctx *ctx, double bytes_per_rank, const char *what)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);

@@ -73,10 +73,14 @@ class Study:
     def tables(self) -> list:
         return self.data.get("table", [])
 
+    @property
+    def missing(self) -> list:
+        return self.meta.get("missing", [])
+
     def not_run(self, figure: str | None = None) -> list[str]:
         """What the study cannot run, one line each: the study's `missing` and each figure
         whose `needs` HMB lacks (only that figure's, with figure)."""
-        out = [] if figure else [f"not run: {m}" for m in self.meta.get("missing", [])]
+        out = [] if figure else [f"not run: {missing_text(m)}" for m in self.missing]
         out += [f"not run: {f['number']} ({f['title']}): needs {f['needs']}" for f in self.figures
                 if f.get("needs") and (figure is None or f["id"] == figure)]
         return out
@@ -95,9 +99,70 @@ class Study:
                 return f
         raise StudyError(f"study {self.name}: no figure {fid!r} (has: {', '.join(f['id'] for f in self.figures)})")
 
+    def coverage(self, cores: int | None = None) -> "Coverage":
+        """The study's inventory counted: the paper's statements, those declared as claims
+        (a table's cells each), those a run on `cores` cores can judge, those missing, and the
+        paper's figures and tables no claim or missing entry accounts for."""
+        from . import claims as hclaims
+        needs = {f["id"]: f["needs"] for f in self.figures if f.get("needs")}
+        cov = Coverage()
+        for c in self.claims:
+            lacks = needs.get(c.get("figure_id"), "")
+            for e in hclaims.expand(c):
+                cov.declared += 1
+                cov.judged_here += hclaims.runnable_here(e, lacks, cores)
+                cov.unreviewed += str(e.get("tolerance_from", "")).startswith("unreviewed")
+                cov.breaking += bool(hclaims.lint(e))
+        cov.missing = sum(m.get("cells", 1) if isinstance(m, dict) else 1 for m in self.missing)
+        cov.figures = list(self.meta.get("paper_figures", []))
+        cov.unaccounted = [f for f in cov.figures if f not in self.sources()]
+        return cov
+
+    def sources(self) -> set[str]:
+        """The paper's figures, tables and sections the claims and missing entries name."""
+        out = set()
+        for c in self.claims:
+            out.add(c["figure"])
+            out.update(c.get("also_in", []))
+            for cell in c.get("cells", []):
+                out.update(cell.get("also_in", []))
+        out.update(m["figure"] for m in self.missing if isinstance(m, dict))
+        return out
+
     def citation(self) -> str:
         m = self.meta
         return f"{m['authors']}, \"{m['title']}\", {m['venue']}, {m['year']}"
+
+
+@dataclasses.dataclass
+class Coverage:
+    declared: int = 0        # claims, a table's cells each
+    judged_here: int = 0     # of those, the ones this machine can give a verdict
+    missing: int = 0         # statements listed in missing, with the reason
+    unreviewed: int = 0      # claims whose tolerance is marked unreviewed (issue 27)
+    breaking: int = 0        # claims that break a fidelity rule (claims.lint)
+    figures: list = dataclasses.field(default_factory=list)       # the paper's figures and tables
+    unaccounted: list = dataclasses.field(default_factory=list)   # of those, read by nothing
+
+    @property
+    def statements(self) -> int:
+        return self.declared + self.missing
+
+    def line(self) -> str:
+        figs = (f"; {len(self.figures) - len(self.unaccounted)} of {len(self.figures)} figures and tables "
+                f"accounted for" + (f" (not: {', '.join(self.unaccounted)})" if self.unaccounted else "")
+                if self.figures else "; the paper's figures and tables are not listed (paper_figures)")
+        extra = "".join(f"; {n} {what}" for n, what in ((self.unreviewed, "unreviewed"),
+                                                        (self.breaking, "breaking a fidelity rule")) if n)
+        return (f"{self.statements} statements: {self.declared} declared, {self.missing} missing; "
+                f"{self.declared - self.judged_here} not runnable here{figs}{extra}")
+
+
+def missing_text(m) -> str:
+    """A `missing` entry as one line: a bare string as it is, else 'FIGURE: WHAT — WHY'."""
+    if isinstance(m, str):
+        return m
+    return f"{m['figure']}: {m['what']} — {m['why']}"
 
 
 def studies_dir() -> Path:
@@ -174,9 +239,14 @@ def check(data: dict, where: str) -> None:
                                  "data folder (python/hmb/data/)")
     if data["study"].get("headline") and data["study"]["headline"] not in ids:
         raise StudyError(f"{where}: study.headline: no figure {data['study']['headline']!r}")
+    claim_ids = [c["id"] for c in data.get("claim", []) if c.get("id")]
+    if len(set(claim_ids)) != len(claim_ids):
+        raise StudyError(f"{where}: claim ids repeat ({', '.join(claim_ids)})")
     for i, c in enumerate(data.get("claim", [])):
         if c.get("figure_id") and c["figure_id"] not in ids:
             raise StudyError(f"{where}: claim[{i}].figure_id: no figure {c['figure_id']!r}")
+        if c.get("contradicts") and c["contradicts"] not in claim_ids:
+            raise StudyError(f"{where}: claim[{i}].contradicts: no claim with id {c['contradicts']!r}")
 
 
 def _inside_data(name: str) -> bool:

@@ -61,12 +61,12 @@ def _fail(e: Exception) -> int:
 
 
 def cmd_list(args) -> int:
+    from .fit import cores
     try:
         for n in names():
             s = load(n)
             figs = ", ".join(dict.fromkeys(f["number"] for f in s.figures + s.tables))
-            print(f"{n:22s} {s.citation()}\n{'':22s} {figs}; {len(s.claims)} claims"
-                  + (f"; {len(s.not_run())} not runnable" if s.not_run() else ""))
+            print(f"{n:22s} {s.citation()}\n{'':22s} draws {figs}\n{'':22s} coverage: {s.coverage(cores()).line()}")
     except StudyError as e:
         return _fail(e)
     return 0
@@ -449,11 +449,12 @@ def _columns_missing(decl: dict, df, keys: tuple) -> str | None:
         return None            # no results for it: the engine says so
     have = {c for c in rows.columns if rows[c].notna().any()} | {"metric"}
     for key in keys:
-        col = decl.get(key)
-        if col is not None and col not in have:
-            params = sorted(c for c in have if c not in tidy.CONTEXT)
-            return (f"its {key} '{shown(col)[:60]}' is not a column of this run's {decl.get('bench')} results "
-                    f"(they have: {', '.join(params) or 'no parameters'})")
+        named = decl.get(key)
+        for col in named if isinstance(named, list) else [named]:   # panels may name several columns
+            if col is not None and col not in have:
+                params = sorted(c for c in have if c not in tidy.CONTEXT)
+                return (f"its {key} '{shown(col)[:60]}' is not a column of this run's {decl.get('bench')} results "
+                        f"(they have: {', '.join(params) or 'no parameters'})")
     key = "y" if "y" in decl else "rows"
     wanted = decl.get(key) if isinstance(decl.get(key), list) else [decl.get(key)]
     metrics = set(rows["metric"].dropna()) | {c for c in have if tidy.is_reading(c)}
@@ -611,7 +612,8 @@ def demo(mpi: str, out: Path) -> int:
         lines += ["", wrap_line(f"{study.name} — {fig.get('number', head)}: {fig.get('title', '')}", width),
                   wrap_line(f"  ({study.citation()})", width)]
         for v in verdicts:
-            lines += [wrap_line(f"  {v.claim['figure']}: \"{v.claim['quote']}\"", width),
+            cell = f" [{v.claim['label']}]" if v.claim.get("label") else ""   # a table cell, a per value
+            lines += [wrap_line(f"  {v.claim['figure']}{cell}: \"{v.claim['quote']}\"", width),
                       wrap_line(f"    HMB{f' ({v.mpi})' if v.mpi else ''}: {v.reading} → {v.verdict}"
                                 + (f" ({v.reason})" if v.reason else ""), width)]
             launches = claims.per_launch(v.claim, df[df["mpi"] == v.mpi] if v.mpi else df)

@@ -36,11 +36,32 @@ def _xfmt(col: str):
     return lambda v: f"{v:g}" if isinstance(v, (int, float)) else str(v)
 
 
+PANEL = "_panel"   # the column panelled() adds when `panels` names several columns
+
+
+def panelled(rows, panels, labels: dict | None = None):
+    """(rows, panel column, panel values in order) for `panels`: one column, or a list of
+    columns (a panel per combination: seed004's tables per scale and progress mode)."""
+    if not panels:
+        return rows, None, [None]
+    if not isinstance(panels, list):
+        return rows, panels, sorted(rows[panels].dropna().astype(str).unique(), key=_sortkey)
+    if not set(panels) <= set(rows.columns):
+        return rows.iloc[0:0], None, [None]
+    combos = sorted({tuple(str(v) for v in t) for t in rows[panels].dropna().itertuples(index=False)},
+                    key=lambda t: [_sortkey(v) for v in t])
+    name = {t: ", ".join(_label(c, v, labels) for c, v in zip(panels, t)) for t in combos}
+    key = rows[panels].astype(str).apply(lambda r: name.get(tuple(r), ""), axis=1)
+    return rows.assign(**{PANEL: key}), PANEL, [name[t] for t in combos]
+
+
 def _label(col: str, value, labels: dict | None = None) -> str:
     return clip_text(_label_text(col, value, labels))
 
 
 def _label_text(col: str, value, labels: dict | None = None) -> str:
+    if col == PANEL:
+        return str(value)
     if labels and str(value) in labels:
         return labels[str(value)]
     if col == "metric":
@@ -103,10 +124,10 @@ def render(fig: dict, df, title_prefix: str = ""):
     rows = select(df, fig.get("bench"), fig["y"], fig.get("where"))
     if rows is None or rows.empty or fig["x"] not in rows.columns:
         return None, f"{fig['number']}: no results for this figure"
-    panel_col, hue_col, x = fig.get("panels"), fig.get("hue"), fig["x"]
+    hue_col, x = fig.get("hue"), fig["x"]
     if isinstance(fig["y"], list):    # several metrics on one axis: one line each
         hue_col = "metric"
-    panel_vals = sorted(rows[panel_col].dropna().astype(str).unique(), key=_sortkey) if panel_col else [None]
+    rows, panel_col, panel_vals = panelled(rows, fig.get("panels"), fig.get("labels"))
     n = len(panel_vals)
     f, axes = plt.subplots(1, n, figsize=(4.8 * n + 1.5, 4.0), squeeze=False, sharey=True)
     hue_vals = sorted(rows[hue_col].dropna().astype(str).unique(), key=_sortkey) if hue_col else [None]
@@ -252,12 +273,12 @@ def table(decl: dict, df) -> str:
     head = f"**{md_text(decl['number'])}: {md_text(decl['title'])}**"
     if rows is None or rows.empty or decl["columns"] not in rows.columns:
         return f"{head}\n\n{md_text(decl['number'])}: no results for this table\n"
-    col, panel_col, labels = decl["columns"], decl.get("panels"), decl.get("labels") or {}
+    col, labels = decl["columns"], decl.get("labels") or {}
+    rows, panel_col, panel_vals = panelled(rows, decl.get("panels"), labels)
     cols = sorted({v for v in rows[col].dropna().unique()}, key=_sortkey)
     fmt = _xfmt(col)
     colname = md_text(decl.get("column_label", col))
     out, any_bad = [head, "", md_text(context_line(rows)), ""], False
-    panel_vals = sorted(rows[panel_col].dropna().astype(str).unique(), key=_sortkey) if panel_col else [None]
     for m in sorted(rows["mpi"].unique()):
         for pv in panel_vals:
             sub = rows[rows["mpi"] == m]
