@@ -78,13 +78,7 @@ def cmd_run(args) -> int:
 
 def _mpis(text: str | None) -> list | None:
     from .. import mpi as hmpi
-    if not text:
-        return None
-    libs = [x.strip() for x in text.split(",") if x.strip()]
-    bad = [x for x in libs if x not in hmpi.KNOWN]
-    if not libs or bad:
-        raise StudyError(f"--mpi: unknown MPI '{','.join(bad) or text}' (choose from {', '.join(hmpi.KNOWN)})")
-    return libs
+    return hmpi.names(text, "--mpi", StudyError) if text else None
 
 
 def default_mode(study) -> str:
