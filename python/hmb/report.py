@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from . import __version__, reports
-from .reports.common import OVERSUBSCRIBED_NOTE
+from .reports.common import NO_READING_NOTE
 from .results import ResultSet, combine, fmt_num, fmt_size, point_key, varying
 
 
@@ -111,8 +111,8 @@ def build(rs: ResultSet, outdir: Path, embed: bool = False) -> dict:
     sections = reports.sections(rs, outdir)   # (title, figures, section tables)
     for _, figs, _ in sections:
         for f in figs:
-            if f.oversubscribed:
-                f.reading += OVERSUBSCRIBED_NOTE
+            if f.no_reading:
+                f.reading += NO_READING_NOTE
     tables = [
         ("Environment", ["bench", "library", "ranks", "threads", "binding", "oversubscribed",
                          "hosts", "git", "runs"], environment_rows(rs)),

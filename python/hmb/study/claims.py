@@ -17,7 +17,6 @@ import math
 
 from .. import tidy
 from ..results import fmt_num
-from ..tidy import RESOURCES
 
 AGREES, DIFFERS, NOT_COMPARABLE = "agrees", "differs", "not comparable"
 
@@ -89,14 +88,8 @@ def why_no_rows(df, bench: str | None, where: dict | None, unsupported=None) -> 
 
 
 def point_medians(rows):
-    """The median of each point over its launches (launches are rows with equal parameters
-    apart from the run id)."""
-    drop = {"median", "ci_lo", "ci_hi", "count", "run_id", "tag", "source", "library", "host",
-            "oversubscribed", "spare_core_missing", "progress_shares_core", "cpus", "higher_is_better",
-            *RESOURCES}
-    keys = [c for c in rows.columns if c not in drop and not tidy.is_reading(c)]   # readings vary by launch
-    g = rows.assign(**{k: rows[k].astype(str) for k in keys}).groupby(keys, dropna=False)["median"]
-    return g.median()
+    """The median of each point over its launches (tidy.point_medians: the one point identity)."""
+    return tidy.point_medians(rows)
 
 
 def _stat(rows, stat: str) -> float:
@@ -114,8 +107,8 @@ def _single_node(df) -> bool:
 
 
 def _solid(rows):
-    """Rows that are readings: not oversubscribed, no progress thread on a compute core."""
-    return rows[~(rows["oversubscribed"].astype(bool) | (rows["progress_shares_core"] == True))]  # noqa: E712
+    """Rows that are readings (tidy.readings: the one predicate)."""
+    return tidy.readings(rows)
 
 
 def judge(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupported=None) -> Verdict:

@@ -1,33 +1,100 @@
-"""The one figure engine of the studies: a declared figure + the tidy table → matplotlib.
+"""The one figure engine: a declared figure + the tidy table → matplotlib. The studies
+([[figure]] in a study file) and the report (hmb.reports: each benchmark's declared figures)
+declare their figures alike and draw them here.
 
-A figure ([[figure]] in a study file) declares: `bench`, `y` (a metric), `x` (a column),
-`panels` and `hue` (columns: one subplot per panel value, one line per hue value; the MPI is
-always part of the line), `where` (column filters), `logx`/`logy`, `ref` (horizontal reference
-lines: [{y, label}]), `ylabel`, `xlabel`. Each point is the median over its launches; the
-band spans the launches' CIs, a bar the range of their medians. Points that are oversubscribed
-or whose progress thread shares a compute core are drawn hollow and dashed and named so in the
-legend: never a solid reading. The footer names the library versions and the machine.
+A figure declares: `bench`, `y` (a metric; a list of metrics; or a name with `{mode}`, one metric
+per exchange mode the benchmark's descriptor lists, e.g. "throughput_{mode}_MBps"), `x` (a
+column, or a list of columns: the first that has a value in a row, e.g. mt's
+["everywhere_processes", "threads"]), `panels` and `hue` (columns: one subplot per panel value,
+one line per hue value; "metric" when y lists several; the MPI is always part of the line),
+`where` (column filters), `layers` (further selections [{bench, y, where}] drawn in the same
+figure, e.g. another benchmark's metric in a panel of its own), `logx`/`logy` (logy may list the
+panel values drawn on a log scale), `sharey` (default true), `ymin`/`ymax` (bounds the axis never
+passes: a point beyond sits at the edge as a triangle with its value), `ref` (horizontal reference
+lines: [{y, label}]), `ylabel`, `xlabel`, `labels` (value → legend or panel text), `hue_order`
+(the order, and so the colours, of the hue values), `number` and `title`.
+
+A line never merges points that differ in their identity (tidy.point_columns): where two points
+of a line would share an x, the line splits by the columns they differ in and its label names
+them ("none, ranks=4"). Each point is the median over its launches; the band is results.band
+(the launches' 95% CIs, lowest to highest bound), a bar the range of their medians. Points that
+are no reading (results.no_reading: oversubscribed, or a progress thread on a compute core) are
+drawn hollow and dashed and named so in the legend. The footer names the library versions and
+the machine. plan() gives the lines drawn (for a report's reading), render() the figure.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
+import re
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
+matplotlib.rcParams["svg.fonttype"] = "none"   # SVG text stays text: searchable, editable in slides
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator  # noqa: E402
 
-from ..results import context_text, fmt_num, fmt_size  # noqa: E402
-from .claims import select  # noqa: E402
+from .. import tidy  # noqa: E402
+from ..results import band, context_text, fmt_num, fmt_size  # noqa: E402
+from .claims import same, select  # noqa: E402
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
           "#7f7f7f", "#bcbd22"]
 MPI_STYLES = ["-", "--", ":", "-."]
 SIZE_COLUMNS = ("size_bytes",)
+X = "_x"          # the x value of a row (the first of the declared x columns with a value)
+MODE = "{mode}"   # in a y name: one metric per mode of the benchmark's descriptor
+
+
+@dataclasses.dataclass
+class Point:
+    x: float
+    median: float        # median over the point's launches
+    lo: float            # band (results.band); NaN: no valid CI
+    hi: float
+    spread_lo: float     # lowest and highest launch median
+    spread_hi: float
+    launches: int
+    reading: bool        # False: some launch is no reading (results.no_reading)
+    launch_medians: tuple = ()   # each launch's median, in the order of the results
+
+
+@dataclasses.dataclass
+class Line:
+    mpi: str
+    hue: str | None      # the hue value (text); None without hue
+    name: str            # what the line is besides its MPI ("partitions=4, ranks=2"), as labelled
+    split: tuple         # ((column, value), ...): identity items it was split by
+    points: list
+    label: str = ""      # the legend's label
+
+    @property
+    def reading_points(self) -> list:
+        return [p for p in self.points if p.reading]
+
+
+@dataclasses.dataclass
+class Panel:
+    value: str | None
+    title: str
+    lines: list
+    unit: str = ""
+
+
+@dataclasses.dataclass
+class Plan:
+    """What a figure draws: its rows, its panels with their lines, and whether x has one value."""
+    fig: dict
+    rows: object
+    panels: list
+    one_x: float | None
+
+    def lines(self) -> list:
+        return [ln for p in self.panels for ln in p.lines]
 
 
 def _xfmt(col: str):
@@ -36,11 +103,15 @@ def _xfmt(col: str):
     return lambda v: f"{v:g}" if isinstance(v, (int, float)) else str(v)
 
 
-def _label(col: str, value, labels: dict | None = None) -> str:
-    if labels and str(value) in labels:
-        return labels[str(value)]
+def _label(col: str, value, labels: dict | None = None, fmt: str | None = None) -> str:
+    n = _num(value)
+    for key in (str(value), f"{n:g}" if n is not None else None):   # 1.0 is labelled as 1
+        if labels and key in labels:
+            return labels[key]
     if col == "metric":
         return str(value)
+    if fmt:
+        return fmt.replace("{}", f"{n:g}" if n is not None else str(value))
     if col in SIZE_COLUMNS:
         try:
             return f"{fmt_size(float(value))}"
@@ -65,20 +136,192 @@ def context_line(df) -> str:
                         (df["cpus"].dropna() if "cpus" in df else ()))
 
 
-def points(rows, x: str):
-    """[(x, median over launches, lo, hi, spread lo, spread hi, launches, not_solid)] sorted by x."""
+def choices(bench: str | None, column: str | None, described: dict | None) -> list:
+    """The values the benchmark's descriptor lists for the option behind a column (its mode
+    option: the exchange modes), in the descriptor's order; [] when it lists none."""
+    if not bench or not column:
+        return []
+    if described is None:
+        from ..descriptors import local
+        described = local()
+    desc = (described or {}).get(bench)
+    opt = desc.option(column.replace("_", "-")) or desc.option(column) if desc else None
+    return list(opt.choices or ()) if opt else []
+
+
+def expand(fig: dict, df, described: dict | None = None) -> dict:
+    """The declaration with a `{mode}` y resolved: one metric per mode of the benchmark's
+    descriptor that the benchmark declares (or, without a descriptor, that the table holds), in
+    the descriptor's order, labelled by its mode; hue "metric" in that order unless declared."""
+    y = fig.get("y")
+    if not isinstance(y, str) or MODE not in y:
+        return fig
+    if described is None:
+        from ..descriptors import local
+        described = local()
+    desc = (described or {}).get(fig.get("bench"))
+    declared = {m.name for m in desc.metrics} if desc else set()
+    present = set(df["metric"].unique()) if df is not None and not df.empty else set()
+    order = choices(fig.get("bench"), "mode", described)
+    if not order:   # no descriptor: the modes the table's metric names hold
+        pat = re.compile("^" + re.escape(y).replace(re.escape(MODE), "(.+)") + "$")
+        order = sorted({m.group(1) for m in map(pat.match, present) if m})
+    names = [(y.replace(MODE, mode), mode) for mode in order]
+    names = [(n, mode) for n, mode in names if n in (declared or present)]
+    out = {**fig, "y": [n for n, _ in names],
+           "labels": {**{n: mode for n, mode in names}, **fig.get("labels", {})}}
+    if not fig.get("panels") == "metric":
+        out.setdefault("hue", "metric")
+        out.setdefault("hue_order", [n for n, _ in names])
+    return out
+
+
+def _rows(fig: dict, df):
+    """The declaration's rows (its layers' too), with the x value of each in column X."""
+    parts = [select(df, layer.get("bench"), layer.get("y"), layer.get("where"))
+             for layer in [fig] + list(fig.get("layers", []))]
+    parts = [p for p in parts if p is not None and not p.empty]
+    if not parts:
+        return None
+    import pandas as pd
+    rows = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
+    xs = fig["x"] if isinstance(fig["x"], list) else [fig["x"]]
+    xs = [c for c in xs if c in rows.columns]
+    if not xs:
+        return None
+    x = rows[xs[0]].map(_num)
+    for c in xs[1:]:
+        x = x.where(x.notna(), rows[c].map(_num))
+    return rows.assign(**{X: x})[x.notna()]
+
+
+def _order(values, declared=None) -> list:
+    first = [str(v) for v in declared or () if str(v) in values]
+    return first + sorted((v for v in values if v not in first), key=_sortkey)
+
+
+def _split_columns(group, exclude) -> list:
+    """Identity columns in which two rows at one x differ: the line must split by them."""
+    keys = [c for c in tidy.point_columns(group) if c not in exclude]
+    if not keys or group.empty:
+        return []
+    text = group[[X] + keys].astype(str)
+    counts = text.groupby(X)[keys].nunique(dropna=False)
+    return [c for c in keys if (counts[c] > 1).any()]
+
+
+def _points(rows) -> list:
+    """One Point per x of a line's rows (the launches of one point each)."""
     out = []
-    for xv, g in rows.groupby(x, sort=False):
-        xn = _num(xv)
-        if xn is None:
-            continue
-        meds = g["median"].astype(float)
-        bad = bool(g["oversubscribed"].astype(bool).any() or (g["progress_shares_core"] == True).any())  # noqa: E712
-        lo = g["ci_lo"].astype(float).min()
-        hi = g["ci_hi"].astype(float).max()
-        out.append((xn, float(meds.median()), lo, hi, float(meds.min()), float(meds.max()),
-                    g["run_id"].nunique(), bad))
-    return sorted(out)
+    for xv, g in rows.groupby(X, sort=True):
+        meds = [float(v) for v in g["median"]]
+        lo, hi = band(meds, [float(v) for v in g["ci_lo"]], [float(v) for v in g["ci_hi"]])
+        launches = g[["source", "run_id"]].drop_duplicates().shape[0]
+        meds_s = g["median"].astype(float)
+        out.append(Point(float(xv), float(meds_s.median()), lo, hi, float(meds_s.min()), float(meds_s.max()),
+                         int(launches), not bool(tidy.no_reading(g).any()), tuple(meds)))
+    return out
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b and not (math.isnan(a) or math.isnan(b)) else math.nan
+
+
+def _over(points: list, ref: list) -> list:
+    """Each point over the reference point at its x: the ratio of medians, its band the lowest
+    over the highest and the highest over the lowest (the same for the launch range); a point
+    with no reference at its x is left out."""
+    at = {p.x: p for p in ref}
+    return [Point(p.x, _ratio(p.median, r.median), _ratio(p.lo, r.hi), _ratio(p.hi, r.lo),
+                  _ratio(p.spread_lo, r.spread_hi), _ratio(p.spread_hi, r.spread_lo), min(p.launches, r.launches),
+                  p.reading and r.reading)
+            for p in points if (r := at.get(p.x)) is not None and r.median]
+
+
+def _matches(rows, where: dict):
+    """Boolean Series: rows whose columns hold the filters' values."""
+    import pandas as pd
+    mask = pd.Series(True, index=rows.index)
+    for col, want in where.items():
+        wants = want if isinstance(want, list) else [want]
+        mask &= rows[col].map(lambda v: any(same(v, w) for w in wants)) if col in rows else False
+    return mask
+
+
+def plan(fig: dict, df, described: dict | None = None) -> Plan | None:
+    """The panels and lines a declared figure draws from the tidy table (None: no row matches)."""
+    fig = expand(fig, df, described)
+    rows = _rows(fig, df)
+    if rows is None or rows.empty:
+        return None
+    over, ref_rows = fig.get("over"), None
+    if over:   # the reference's rows: the figure's with the over filters; its own line is not drawn
+        ref_rows = _rows({**fig, "where": {**fig.get("where", {}), **over}, "layers": []}, df)
+        rows = rows[~_matches(rows, over)]
+        if ref_rows is None or rows.empty:
+            return None
+    panel_col, hue_col = fig.get("panels"), fig.get("hue")
+    if isinstance(fig["y"], list) and len(fig.get("layers", [])) == 0 and panel_col != "metric" and not hue_col:
+        hue_col = "metric"
+    labels, bench = fig.get("labels"), fig.get("bench")
+    panel_vals = _order(set(rows[panel_col].dropna().astype(str)),
+                        fig.get("panel_order") or choices(bench, panel_col, described)) if panel_col else [None]
+    hue_vals = _order(set(rows[hue_col].dropna().astype(str)),
+                      fig.get("hue_order") or choices(bench, hue_col, described)) if hue_col else [None]
+    mpis = sorted(rows["mpi"].unique())
+    xs = set(fig["x"] if isinstance(fig["x"], list) else [fig["x"]])
+    exclude = xs | {X, "mpi", panel_col, hue_col}
+    x_values = set(rows[X].unique())
+    panels = []
+    for pv in panel_vals:
+        sub = rows if pv is None else rows[rows[panel_col].astype(str) == pv]
+        lines = []
+        for hv in hue_vals:
+            hsub = sub if hv is None else sub[sub[hue_col].astype(str) == hv]
+            for m in mpis:
+                g = hsub[hsub["mpi"] == m]
+                if g.empty:
+                    continue
+                split = _split_columns(g, exclude)
+                parts = g.groupby([g[c].astype(str) for c in split], sort=False) if split else [((), g)]
+                for key, part in sorted(parts, key=lambda kv: tuple(_sortkey(v) for v in
+                                                                    (kv[0] if isinstance(kv[0], tuple) else (kv[0],)))):
+                    key = key if isinstance(key, tuple) else (key,)
+                    items = tuple(zip(split, key))
+                    name = ", ".join(([_label(hue_col, hv, labels, fig.get("hue_format"))] if hv is not None else [])
+                                     + [f"{c}={v}" for c, v in items])
+                    pts = _points(part)
+                    if ref_rows is not None:
+                        ref = ref_rows[ref_rows["mpi"] == m]
+                        if pv is not None:
+                            ref = ref[ref[panel_col].astype(str) == pv]
+                        for c, v in items:
+                            if c in ref:
+                                ref = ref[ref[c].astype(str) == v]
+                        pts = _over(pts, _points(ref))
+                    if pts:
+                        label = ", ".join(s for s in (m if len(mpis) > 1 else "", name) if s) or m
+                        lines.append(Line(m, hv, name, items, pts, label))
+        if lines:
+            units = sorted(set(str(u) for u in sub["unit"].dropna()))
+            title = _label(panel_col, pv, labels) if pv is not None else ""
+            panels.append(Panel(pv, title, lines, units[0] if len(units) == 1 else ""))
+    if not panels:
+        return None
+    one_x = next(iter(x_values)) if len(x_values) == 1 else None
+    return Plan(fig, rows, panels, float(one_x) if one_x is not None else None)
+
+
+def save(f, outdir: Path, name: str, formats=("png",)) -> list:
+    """Write a rendered figure as outdir/NAME.png (and .svg ...); returns the paths."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for fmt in formats:
+        path = outdir / f"{name}.{fmt}"
+        f.savefig(path, dpi=110, bbox_inches="tight")
+        paths.append(path)
+    plt.close(f)
+    return paths
 
 
 def draw(fig: dict, df, outdir: Path, title_prefix: str = "") -> tuple[Path | None, str]:
@@ -87,72 +330,72 @@ def draw(fig: dict, df, outdir: Path, title_prefix: str = "") -> tuple[Path | No
     f, note = render(fig, df, title_prefix)
     if f is None:
         return None, note
-    outdir.mkdir(parents=True, exist_ok=True)
-    path = outdir / f"{fig['id']}.png"
-    f.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(f)
-    return path, note
+    return save(f, outdir, fig["id"])[0], note
 
 
-def render(fig: dict, df, title_prefix: str = ""):
-    """(matplotlib Figure, note) for one declared figure, or (None, why) when no row matches."""
-    rows = select(df, fig.get("bench"), fig["y"], fig.get("where"))
-    if rows is None or rows.empty or fig["x"] not in rows.columns:
-        return None, f"{fig['number']}: no results for this figure"
-    panel_col, hue_col, x = fig.get("panels"), fig.get("hue"), fig["x"]
-    if isinstance(fig["y"], list):    # several metrics on one axis: one line each
-        hue_col = "metric"
-    panel_vals = sorted(rows[panel_col].dropna().astype(str).unique(), key=_sortkey) if panel_col else [None]
-    n = len(panel_vals)
-    f, axes = plt.subplots(1, n, figsize=(4.8 * n + 1.5, 4.0), squeeze=False, sharey=True)
-    hue_vals = sorted(rows[hue_col].dropna().astype(str).unique(), key=_sortkey) if hue_col else [None]
-    mpis = sorted(rows["mpi"].unique())
+def _logy(fig: dict, panel: Panel) -> bool:
+    v = fig.get("logy", False)
+    return panel.value in [str(x) for x in v] if isinstance(v, list) else bool(v)
+
+
+def render(fig: dict, df, title_prefix: str = "", plan_: Plan | None = None, described: dict | None = None):
+    """(matplotlib Figure, note) for one declared figure, or (None, why) when no row matches.
+    plan_: the figure's plan() when the caller has it already (a report's reading reads it too)."""
+    p = plan_ or plan(fig, df, described)
+    if p is None:
+        return None, f"{fig.get('number') or fig['id']}: no results for this figure"
+    fig, rows, one_x = p.fig, p.rows, p.one_x
+    x = fig["x"][0] if isinstance(fig["x"], list) else fig["x"]
+    sharey = fig.get("sharey", True)
+    n = len(p.panels)
+    f, axes = plt.subplots(1, n, figsize=(4.8 * n + 1.5, 4.0), squeeze=False, sharey=sharey)
+    keys = []   # colour keys in order: the hue value, then how a line was split
+    for panel in p.panels:
+        for ln in panel.lines:
+            if (ln.hue, ln.split) not in keys:
+                keys.append((ln.hue, ln.split))
+    hue_rank = {hv: i for i, hv in enumerate(dict.fromkeys(k[0] for k in keys))}
+    keys.sort(key=lambda k: (hue_rank[k[0]], [str(v) for v in k[1]]))
+    color_of = {k: COLORS[i % len(COLORS)] for i, k in enumerate(keys)}
+    mpis = sorted({ln.mpi for panel in p.panels for ln in panel.lines})
+    style_of = {m: MPI_STYLES[i % len(MPI_STYLES)] for i, m in enumerate(mpis)}
     handles, any_bad, any_spread, any_band = {}, False, False, False
-    solid_y, hollow_pts = [], []    # what sets the y range; points that are no reading, per axes
+    kept, hollow = {}, {}     # per axes (or shared): y values that set the range; points that are no reading
+    beyond = []               # points past ymin/ymax
     xfmt = _xfmt(x)
-    # One x value in the whole figure (a --fit run left one thread count): each line gets its own
-    # slot on the x axis, named by the line, so points are not stacked on one tick.
-    x_values = {v for v in (_num(u) for u in rows[x].dropna().unique()) if v is not None}
-    one_x = next(iter(x_values)) if len(x_values) == 1 else None
-    for ax, pv in zip(axes[0], panel_vals):
-        sub = rows if pv is None else rows[rows[panel_col].astype(str) == pv]
+    for ax, panel in zip(axes[0], p.panels):
+        scope = 0 if sharey else id(ax)
         xs_all, slots = set(), []
-        for hi_, hv in enumerate(hue_vals):
-            hsub = sub if hv is None else sub[sub[hue_col].astype(str) == hv]
-            for mi, m in enumerate(mpis):
-                pts = points(hsub[hsub["mpi"] == m], x)
-                if not pts:
-                    continue
-                color, ls = COLORS[hi_ % len(COLORS)], MPI_STYLES[mi % len(MPI_STYLES)]
-                label = ", ".join(s for s in (m if len(mpis) > 1 else "",
-                                              _label(hue_col, hv, fig.get("labels")) if hv is not None else "")
-                                  if s) or m
-                if one_x is not None:
-                    pts = [(float(len(slots)), *p[1:]) for p in pts]
-                    slots.append(label)
-                xs = [p[0] for p in pts]
-                xs_all.update(xs)
-                solid = [p for p in pts if not p[7]]
-                ax.plot(xs, [p[1] for p in pts], linestyle=ls if solid else "--", color=color, linewidth=1.5,
-                        label=label, alpha=1.0 if solid else 0.6)
-                for p in pts:
-                    ax.plot([p[0]], [p[1]], marker="o", color=color, markersize=5, linestyle="none",
-                            markerfacecolor="white" if p[7] else color)
-                    any_bad |= p[7]
-                    if p[7]:
-                        hollow_pts.append((ax, p[0], p[1], color))
-                    else:
-                        solid_y.extend(v for v in (p[1], p[4], p[5]) if math.isfinite(v))
-                    if p[6] > 1 and p[5] > p[4]:
-                        any_spread = True
-                        ax.errorbar([p[0]], [p[1]], yerr=[[p[1] - p[4]], [p[5] - p[1]]], color=color,
-                                    capsize=3, linewidth=0.9)
-                band = [(p[0], p[2], p[3]) for p in pts if not (math.isnan(p[2]) or math.isnan(p[3]))]
-                if len(band) > 1:
-                    any_band = True
-                    ax.fill_between([b[0] for b in band], [b[1] for b in band], [b[2] for b in band],
-                                    color=color, alpha=0.12, linewidth=0)
-                handles.setdefault(label, Line2D([], [], color=color, linestyle=ls, marker="o"))
+        for ln in panel.lines:
+            color, ls = color_of[(ln.hue, ln.split)], style_of[ln.mpi]
+            pts = ln.points
+            if one_x is not None:
+                pts = [dataclasses.replace(pt, x=float(len(slots))) for pt in pts]
+                slots.append(ln.label)
+            xs_all.update(pt.x for pt in pts)
+            solid = [pt for pt in pts if pt.reading]
+            ax.plot([pt.x for pt in pts], [pt.median for pt in pts], linestyle=ls if solid else "--", color=color,
+                    linewidth=1.5, label=ln.label, alpha=1.0 if solid else 0.6)
+            for pt in pts:
+                ax.plot([pt.x], [pt.median], marker="o", color=color, markersize=5, linestyle="none",
+                        markerfacecolor=color if pt.reading else "white")
+                any_bad |= not pt.reading
+                if pt.reading:
+                    kept.setdefault(scope, []).extend(v for v in (pt.median, pt.spread_lo, pt.spread_hi)
+                                                      if math.isfinite(v))
+                else:
+                    hollow.setdefault(scope, []).append((ax, pt.x, pt.median, color))
+                beyond.append((scope, ax, pt.x, pt.median, color, pt.reading))
+                if pt.launches > 1 and pt.spread_hi > pt.spread_lo:
+                    any_spread = True
+                    ax.errorbar([pt.x], [pt.median], yerr=[[pt.median - pt.spread_lo], [pt.spread_hi - pt.median]],
+                                color=color, capsize=3, linewidth=0.9)
+            bands = [(pt.x, pt.lo, pt.hi) for pt in pts if not (math.isnan(pt.lo) or math.isnan(pt.hi))]
+            if len(bands) > 1:
+                any_band = True
+                ax.fill_between([b[0] for b in bands], [b[1] for b in bands], [b[2] for b in bands],
+                                color=color, alpha=0.12, linewidth=0)
+            handles.setdefault(ln.label, Line2D([], [], color=color, linestyle=ls, marker="o"))
         if one_x is not None:
             ticks = list(range(len(slots)))
             ax.xaxis.set_major_locator(FixedLocator(ticks))
@@ -170,24 +413,34 @@ def render(fig: dict, df, title_prefix: str = ""):
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: xfmt(v)))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_minor_formatter(NullFormatter())
-        if fig.get("logy"):
+        if _logy(fig, panel):
             ax.set_yscale("log")
         for ref in fig.get("ref", []):
             ax.axhline(ref["y"], color="grey", linewidth=0.9, linestyle=":")
             ax.annotate(ref.get("label", fmt_num(ref["y"])), (0.01, ref["y"]), xycoords=("axes fraction", "data"),
                         fontsize=7, color="grey", va="bottom")
+            kept.setdefault(scope, []).append(ref["y"])
         xlabel = fig.get("xlabel", "message size (bytes)" if x in SIZE_COLUMNS else x)
         ax.set_xlabel(xlabel if one_x is None else f"{xlabel}: {xfmt(one_x)} (the only value in this run)")
-        ax.set_title(_label(panel_col, pv, fig.get("labels")) if pv is not None else "", fontsize=9)
+        ax.set_title(panel.title, fontsize=9)
+        if not sharey:
+            ax.set_ylabel(fig.get("ylabel") or (f"{panel.title} ({panel.unit})" if panel.unit else panel.title))
         ax.grid(True, alpha=0.3)
         plt.setp(ax.get_xticklabels(), rotation=45 if len(ticks) > 6 or (one_x is not None and len(ticks) > 2) else 0,
                  fontsize=8, ha="right" if one_x is not None and len(ticks) > 2 else "center")
-    _clip_to_readings(axes[0][0], solid_y + [r["y"] for r in fig.get("ref", [])], hollow_pts,
-                      bool(fig.get("logy")))
-    ylabel = fig.get("ylabel") or (f"{fig['y']} ({rows['unit'].iloc[0]})" if isinstance(fig["y"], str)
-                                   else f"{rows['unit'].iloc[0]}")
-    axes[0][0].set_ylabel(ylabel)
-    f.suptitle(f"{title_prefix}{fig['number']}: {fig['title']}", fontsize=10)
+    for scope in dict.fromkeys([0] if sharey else [id(a) for a in axes[0]]):
+        ax0 = axes[0][0] if sharey else next(a for a in axes[0] if id(a) == scope)
+        _clip(ax0, fig, kept.get(scope, []), hollow.get(scope, []),
+              [b[1:] for b in beyond if b[0] == scope], ax0.get_yscale() == "log")
+    for ax in axes[0]:
+        if ax.get_yscale() == "log":
+            _plain_log_labels(ax)
+    if sharey:
+        units = sorted(set(str(u) for u in rows["unit"].dropna()))
+        axes[0][0].set_ylabel(fig.get("ylabel") or (f"{fig['y']} ({units[0]})" if isinstance(fig["y"], str) and units
+                                                    else units[0] if len(units) == 1 else ""))
+    number = fig.get("number")
+    f.suptitle(f"{title_prefix}{number + ': ' if number else ''}{fig['title']}", fontsize=10)
     extra = []
     if any_bad:
         extra.append(Line2D([], [], color="black", marker="o", markerfacecolor="white", linestyle="--",
@@ -201,37 +454,77 @@ def render(fig: dict, df, title_prefix: str = ""):
              loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
     f.text(0.01, -0.02, context_line(rows), fontsize=7, color="dimgrey", ha="left", va="top")
     f.tight_layout()
-    note = f"{fig['number']}: {len(rows)} rows, {rows['run_id'].nunique()} launches"
+    launches = rows[["source", "run_id"]].drop_duplicates().shape[0]
+    note = f"{number or fig['id']}: {len(rows)} rows, {launches} launches"
     if any_bad:
         note += "; some points hollow (oversubscribed or progress thread sharing a compute core)"
     return f, note
 
 
-def _clip_to_readings(ax, keep: list, hollow: list, logy: bool) -> None:
-    """The shared y range covers the readings (solid points, their launch ranges, reference
-    lines); a point that is no reading (hollow) beyond it is drawn at the edge as a triangle
-    with its value, so an oversubscribed -250000 % does not flatten every reading to a line."""
-    if not keep or not hollow:
-        return
-    lo, hi = min(keep), max(keep)
+# A point that is no reading may stretch the axis up to this much beyond the readings' range
+# (linear: times the readings' span; log: decades) before it is clipped to the edge.
+HOLLOW_STRETCH, HOLLOW_DECADES = 10.0, 1.0
+
+
+def _pad(lo: float, hi: float, logy: bool) -> tuple[float, float]:
     if logy:
-        if lo <= 0:
-            return
         pad = (hi / lo) ** 0.08
-        lo, hi = lo / pad, hi * pad
-    else:
-        pad = 0.08 * (hi - lo or abs(hi) or 1.0)
-        lo, hi = lo - pad, hi + pad
-    outside = [h for h in hollow if not lo <= h[2] <= hi]
+        return lo / pad, hi * pad
+    pad = 0.08 * (hi - lo or abs(hi) or 1.0)
+    return lo - pad, hi + pad
+
+
+def _clip(ax, fig: dict, keep: list, hollow: list, points: list, logy: bool) -> None:
+    """The y range covers the readings (solid points, their launch ranges, reference lines) within
+    the declared ymin/ymax. A point past ymin/ymax, and a point that is no reading that would
+    stretch the range far beyond the readings (HOLLOW_STRETCH, HOLLOW_DECADES), is drawn at the edge
+    as a triangle with its value, so an oversubscribed -250000 % does not flatten every reading to
+    a line."""
+    ymin, ymax = fig.get("ymin"), fig.get("ymax")
+
+    def inside(v):
+        return (ymin is None or v >= ymin) and (ymax is None or v <= ymax) and (v > 0 or not logy)
+    keep = [v for v in keep if inside(v)]
+    past = [(a, xv, yv, c) for a, xv, yv, c, _ in points if not inside(yv) and math.isfinite(yv)]
+    if not keep or not (hollow or past):
+        return
+    lo, hi = _pad(min(keep), max(keep), logy)
+    far = [h for h in hollow if inside(h[2]) and not lo <= h[2] <= hi]
+    if far:
+        vals = [h[2] for h in far] + [lo, hi]
+        if logy:
+            stretch = math.log10(max(vals) / min(vals)) - math.log10(hi / lo) > HOLLOW_DECADES
+        else:
+            stretch = (max(vals) - min(vals)) > HOLLOW_STRETCH * (hi - lo)
+        if not stretch:   # close enough to show where it is
+            lo, hi = _pad(min(keep + [h[2] for h in far]), max(keep + [h[2] for h in far]), logy)
+            far = []
+    outside = past + far
     if not outside:
         return
     ax.set_ylim(lo, hi)   # shared: every panel
-    for a, xv, yv, color in outside:
+    for a, xv, yv, color in dict.fromkeys(outside):
         edge = lo if yv < lo else hi
         a.plot([xv], [edge], marker="v" if yv < lo else "^", color=color, markerfacecolor="white",
                linestyle="none", clip_on=False)
         a.annotate(fmt_num(yv), (xv, edge), textcoords="offset points", xytext=(4, 3 if yv < lo else -9),
                    fontsize=7, color=color)
+
+
+def _axis_number(v, _pos=None) -> str:
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= div:
+            return f"{v / div:g}{suffix}"
+    return f"{v:g}"
+
+
+def _plain_log_labels(ax) -> None:
+    """A log axis labelled 2M, 500, 0.1 rather than 2 × 10^6; the minor ticks too when the axis
+    spans less than a decade (else it would show no label at all)."""
+    lo, hi = ax.get_ylim()
+    ax.yaxis.set_major_formatter(FuncFormatter(_axis_number))
+    short = lo > 0 and math.log10(hi / lo) < 1.0
+    ax.yaxis.set_minor_formatter(FuncFormatter(_axis_number) if short else NullFormatter())
 
 
 def _sortkey(v):
@@ -272,7 +565,7 @@ def table(decl: dict, df) -> str:
                     if g.empty:
                         cells.append("–")
                         continue
-                    bad = bool(g["oversubscribed"].astype(bool).any() or (g["progress_shares_core"] == True).any())  # noqa: E712
+                    bad = bool(tidy.no_reading(g).any())
                     any_bad |= bad
                     cells.append(fmt_num(float(g["median"].astype(float).median())) + ("†" if bad else ""))
                 unit = sub[sub["metric"] == metric]["unit"]
