@@ -11,7 +11,8 @@ import numpy as np
 
 import hmb
 from hmb.reports import part
-from hmb.study import figures, report_figures
+from hmb import figures
+from hmb.study import report_figures
 
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))

@@ -178,7 +178,7 @@ def test_figure_lines_are_split_and_labelled_by_settings(tmp_path):
     """The figure engine never merges two points of one line at one x: a 16K threshold and the
     default split into two lines, each named by its setting."""
     import hmb
-    from hmb.study import figures
+    from hmb import figures
     w = synth.Writer()
     _with_settings(w, 80.0, "default", "a-r0")
     _with_settings(w, 40.0, "16K", "b-r0")

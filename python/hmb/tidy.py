@@ -15,7 +15,7 @@ A result's memory readings (numbers in its `extra` named `*_kB`: the resident me
 records, docs/metrics.md) are columns too, on each of that result's rows. They are recorded
 figures, not metrics: no samples, no CI, and they differ from launch to launch, so they are no
 part of a point's identity (is_memory_column). readings_as_metric turns one into metric rows,
-so a figure or a claim can read memory as it reads a metric (claims.select does it on request).
+so a figure or a claim can read memory as it reads a metric (select does it on request).
 """
 from __future__ import annotations
 
@@ -188,3 +188,41 @@ def load(paths, warn=True):
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         paths = [paths]
     return frame(hresults.load(list(paths), warn=warn))
+
+
+def select(df, bench: str | None, metric: str | None, where: dict | None):
+    """Rows of the tidy table for bench, metric and column filters (a list: any of them)."""
+    if df is None or df.empty:
+        return df
+    m = df
+    if bench:
+        m = m[m["bench"] == bench]
+    if metric:
+        wanted = metric if isinstance(metric, list) else [metric]
+        m = with_readings(m, wanted)     # a reading (proto's memory, *_kB) read as a metric
+        m = m[m["metric"].isin(wanted)]
+    if any(col not in m.columns for col in where or {}):
+        return m.iloc[0:0]
+    return m[matches(m, where or {})]
+
+
+def matches(df, where: dict):
+    """Boolean Series: the rows whose columns hold the filters' values (a list: any of them); a
+    column the table lacks matches nothing."""
+    import pandas as pd
+    mask = pd.Series(True, index=df.index)
+    for col, want in where.items():
+        if col not in df.columns:
+            return mask & False
+        wants = want if isinstance(want, list) else [want]
+        mask &= df[col].map(lambda v: any(same(v, w) for w in wants)).astype(bool)
+    return mask
+
+
+def same(value, want) -> bool:
+    """A table cell equals a filter value: as numbers when both read as numbers (partitions
+    1.0 is 1), else as text."""
+    try:
+        return float(value) == float(want)
+    except (TypeError, ValueError):
+        return str(value) == str(want)

@@ -1,7 +1,7 @@
 """The report's sections, one per benchmark: its declared figures, its readings and its tables.
 
 A benchmark's figures are declared in figures.toml (the studies' format) and drawn by the one
-figure engine (hmb.study.figures) from the tidy table. A module here adds what a declaration
+figure engine (hmb.figures) from the tidy table. A module here adds what a declaration
 cannot carry: the reading under each figure (@reading("FIGURE-ID"): the plan drawn → one
 paragraph) and the benchmark's tables (@register("bench", "Section title", tables=...)). A
 benchmark without declared figures gets one per summary-worthy metric of its descriptor
@@ -9,32 +9,10 @@ benchmark without declared figures gets one per summary-worthy metric of its des
 """
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
-from typing import Callable
 
-
-@dataclasses.dataclass
-class Family:
-    bench: str
-    title: str
-    tables: Callable | None  # (ResultSet) -> [(title, header, rows, note)]
-
-
-FAMILIES: dict = {}
-READINGS: dict = {}   # figure id -> (Plan, unsupported tidy rows) -> text
-
-
-def register(bench: str, title: str, tables: Callable | None = None) -> None:
-    FAMILIES[bench] = Family(bench, title, tables)
-
-
-def reading(fig_id: str):
-    """@reading("ID"): the function that writes figure ID's reading from its plan."""
-    def wrap(fn):
-        READINGS[fig_id] = fn
-        return fn
-    return wrap
+from .common import FAMILIES, figure_instances, render
+from .generic import generic_figures
 
 
 def sections(rs, outdir: Path) -> list:
@@ -62,8 +40,6 @@ def figures(rs, outdir: Path, bench: str, df=None, unsupported=None) -> list:
     in figures.toml, else (a benchmark with no module here) one per summary-worthy metric."""
     from .. import tidy
     from ..study import report_figures
-    from .common import figure_instances, render
-    from .generic import generic_figures
     df = tidy.frame(rs) if df is None else df
     unsupported = tidy.unsupported(rs) if unsupported is None else unsupported
     decls = [d for d in report_figures().values() if d["bench"] == bench] or \

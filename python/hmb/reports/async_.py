@@ -2,8 +2,7 @@
 (figures.toml: async_efficiency, async_e_loaded), and the modes a library did not run."""
 from __future__ import annotations
 
-from . import reading, register
-from .common import reading_modes
+from .common import reading, reading_modes, register
 
 register("async", "Asynchronous progress and overlap (async)")
 

@@ -1,4 +1,4 @@
-"""Drawing a report's declared figures with the one engine (hmb.study.figures), and the reading
+"""Drawing a report's declared figures with the one engine (hmb.figures), and the reading
 helpers the benchmark modules write their prose with.
 
 A reading reads the lines the engine drew (figures.Plan: lines with points, each the median over
@@ -11,12 +11,36 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from pathlib import Path
+from typing import Callable
 
 from ..results import fmt_num, fmt_size
-from ..study import figures as engine
+from .. import figures as engine
 
 NO_READING_NOTE = (" Hollow points are no reading (oversubscribed: ranks × threads > cores, or a progress "
                    "thread on a compute core): the reading leaves them out.")
+
+
+@dataclasses.dataclass
+class Family:
+    bench: str
+    title: str
+    tables: Callable | None  # (ResultSet) -> [(title, header, rows, note)]
+
+
+FAMILIES: dict = {}
+READINGS: dict = {}   # figure id -> (Plan, unsupported tidy rows) -> text
+
+
+def register(bench: str, title: str, tables: Callable | None = None) -> None:
+    FAMILIES[bench] = Family(bench, title, tables)
+
+
+def reading(fig_id: str):
+    """@reading("ID"): the function that writes figure ID's reading from its plan."""
+    def wrap(fn):
+        READINGS[fig_id] = fn
+        return fn
+    return wrap
 
 
 @dataclasses.dataclass
@@ -40,7 +64,7 @@ def figure_instances(decl: dict, df) -> list[dict]:
     if rows is None or col not in rows.columns:
         return []
     out = []
-    for value in sorted(rows[col].dropna().astype(str).unique(), key=engine._sortkey):
+    for value in sorted(rows[col].dropna().astype(str).unique(), key=engine.sort_key):
         tag = "".join(ch if ch.isalnum() else "p" if ch == "." else "_" for ch in value)
         out.append({**decl, "id": f"{decl['id']}_{tag}", "title": decl["title"].replace(f"{{{col}}}", value),
                     "where": {**decl.get("where", {}), col: value}})
@@ -50,7 +74,6 @@ def figure_instances(decl: dict, df) -> list[dict]:
 def render(decl: dict, declared_id: str, df, unsupported, described, outdir: Path) -> Figure | None:
     """Draw one figure into outdir/figures (PNG and SVG) and write its reading; None when no
     row matches."""
-    from . import READINGS
     plan = engine.plan(decl, df, described)
     if plan is None:
         return None

@@ -12,8 +12,7 @@ import numpy as np
 
 from ..compare import compare_point
 from ..results import ResultSet, fmt_num, fmt_size
-from . import register
-from .common import int_param, ok_results, size_of
+from .common import int_param, ok_results, register, size_of
 
 # (metric, label) in table order: the seed's quantities (queue depth, items searched, time).
 QUANTITIES = (

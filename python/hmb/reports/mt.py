@@ -8,8 +8,7 @@ import statistics
 from collections import defaultdict
 
 from ..results import Result, ResultSet, combine, fmt_size
-from . import reading, register
-from .common import int_param, largest_read, none_read, ok_results, per_mpi, readings, size_of
+from .common import int_param, largest_read, none_read, ok_results, per_mpi, reading, readings, register, size_of
 
 
 def _mt_test(r: Result) -> str:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from ..results import fmt_num, fmt_size
-from . import reading, register
-from .common import none_read, per_mpi, reading_extreme, readings
+from .common import none_read, per_mpi, reading, reading_extreme, readings, register
 
 register("p2p", "Point-to-point baselines (p2p)")
 

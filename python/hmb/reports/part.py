@@ -6,8 +6,7 @@ import math
 import statistics
 
 from ..results import fmt_num, fmt_size
-from . import reading, register
-from .common import none_read, per_mpi, per_panel, reading_extreme, readings
+from .common import none_read, per_mpi, per_panel, reading, reading_extreme, readings, register
 
 register("part", "Partitioned point-to-point (part)")
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..results import Result, ResultSet, combine, fmt_size, identity
-from . import reading, register
-from .common import ok_results, reading_modes
+from .common import ok_results, reading, reading_modes, register
 
 TIME_METRIC = {"halo3d": "t_iter", "sweep3d": "t_sweep"}
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 import math
 
 from ..results import ResultSet, fmt_size
-from . import reading, register
-from .common import ok_results, per_mpi, size_of
+from .common import ok_results, per_mpi, reading, register, size_of
 
 VIEW_ORDER = ("both", "sender", "recv-early", "recv-late", "step")
 

@@ -3,8 +3,7 @@ stencil3d_times, stencil3d_overlap, stencil3d_ranks)."""
 from __future__ import annotations
 
 from ..results import fmt_num, fmt_size
-from . import reading, register
-from .common import per_mpi, readings
+from .common import per_mpi, reading, readings, register
 
 register("stencil3d", "3-D stencil overlap (stencil3d)")
 

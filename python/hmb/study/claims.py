@@ -17,6 +17,7 @@ import math
 
 from .. import tidy
 from ..results import fmt_num
+from ..tidy import same, select
 
 AGREES, DIFFERS, NOT_COMPARABLE = "agrees", "differs", "not comparable"
 
@@ -28,34 +29,6 @@ class Verdict:
     verdict: str
     reason: str
     mpi: str = ""       # the library the reading is from ("" when the claim reads nothing)
-
-
-def select(df, bench: str | None, metric: str | None, where: dict | None):
-    """Rows of the tidy table for bench, metric and column filters (a list: any of them)."""
-    if df is None or df.empty:
-        return df
-    m = df
-    if bench:
-        m = m[m["bench"] == bench]
-    if metric:
-        wanted = metric if isinstance(metric, list) else [metric]
-        m = tidy.with_readings(m, wanted)     # a reading (proto's memory, *_kB) read as a metric
-        m = m[m["metric"].isin(wanted)]
-    for col, want in (where or {}).items():
-        if col not in m.columns:
-            return m.iloc[0:0]
-        wants = want if isinstance(want, list) else [want]
-        m = m[m[col].map(lambda v: any(same(v, w) for w in wants))]
-    return m
-
-
-def same(value, want) -> bool:
-    """A table cell equals a filter value: as numbers when both read as numbers (partitions
-    1.0 is 1), else as text."""
-    try:
-        return float(value) == float(want)
-    except (TypeError, ValueError):
-        return str(value) == str(want)
 
 
 def _number_first(text: str):
