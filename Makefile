@@ -13,11 +13,12 @@ demo: setup
 test: setup
 	$(VENV)/bin/python -m pytest
 
-# The tests that need no MPI library (formulas, parsing, reports, studies, error paths): under a
-# minute. Tests that build or launch hmb-bench are marked `mpi` when collected (tests/conftest.py);
-# HMB_NO_MPI=1 makes any unmarked test that reaches for a library fail, naming itself.
+# The tests that need no MPI library (formulas, parsing, reports, studies, error paths), on every
+# core (pytest-xdist: nothing here launches a library, so nothing measures another's load). Tests
+# that build or launch hmb-bench are marked `mpi` when collected (tests/conftest.py); HMB_NO_MPI=1
+# makes any unmarked test that reaches for a library fail, naming itself.
 test-fast: setup
-	HMB_NO_MPI=1 $(VENV)/bin/python -m pytest -m "not mpi" -q
+	HMB_NO_MPI=1 $(VENV)/bin/python -m pytest -m "not mpi" -q -n auto
 
 # Machine physics (binding, timer, calibration, clocks, latency, async): PASS/WARN/FAIL per expectation.
 check: setup

@@ -399,6 +399,7 @@ def test_run_of_a_figure_hmb_lacks_says_not_run(capsys, tmp_path):
     assert "not run: Fig. 3" in err and "needs a measurement of 'productivity'" in err
 
 
+@pytest.mark.mpi   # run for real under MPICH
 def test_small_fit_run_through_the_sweep_and_report(tmp_path, capsys):
     """One tiny study (async pt2pt, one size) run for real with --fit, then reported again."""
     text = (hstudy.studies_dir() / "seed004-async.toml").read_text()

@@ -10,7 +10,6 @@ from collections import defaultdict
 
 import numpy as np
 
-from ..compare import compare_point
 from ..results import ResultSet, fmt_num, fmt_size
 from .common import int_param, ok_results, register, size_of
 
@@ -57,6 +56,7 @@ def accuracy_rows(rs: ResultSet, seed: int = 0) -> list[list[str]]:
     for r in ok_results(rs, "match"):
         key = (r.mpi, str(r.params.get("pattern", "?")), int_param(r, "threads", 1), size_of(r) or 0)
         groups[key][_variant(r)].append(r)
+    from ..compare import compare_point   # scipy: only for a report that has match results
     rng = np.random.default_rng(seed)
     rows = []
     for key in sorted(groups):
