@@ -154,25 +154,33 @@ def choices(bench: str | None, column: str | None, described: dict | None) -> li
     return list(opt.choices or ()) if opt else []
 
 
-def expand(fig: dict, df, described: dict | None = None) -> dict:
-    """The declaration with a `{mode}` y resolved: one metric per mode of the benchmark's
-    descriptor that the benchmark declares (or, without a descriptor, that the table holds), in
-    the descriptor's order, labelled by its mode; hue "metric" in that order unless declared."""
-    y = fig.get("y")
-    if not isinstance(y, str) or MODE not in y:
-        return fig
+def modes(bench: str | None, described: dict | None) -> list:
+    """A benchmark's paired modes as its descriptor lists them: (name, the metrics it adds), in its
+    order (--describe `modes`); from a descriptor without them, its --mode choices with no
+    metrics known."""
     if described is None:
         from .descriptors import local
         described = local()
-    desc = (described or {}).get(fig.get("bench"))
-    declared = {m.name for m in desc.metrics} if desc else set()
+    desc = (described or {}).get(bench) if bench else None
+    if desc is not None and desc.modes:
+        return [(m.name, set(m.metrics)) for m in desc.modes]
+    return [(name, None) for name in choices(bench, "mode", described)]
+
+
+def expand(fig: dict, df, described: dict | None = None) -> dict:
+    """The declaration with a `{mode}` y resolved: one metric per mode of the benchmark's
+    descriptor that adds it (--describe `modes`), in the descriptor's order and labelled by its
+    mode (without a descriptor: the modes the table's metric names hold); hue "metric" in that
+    order unless declared."""
+    y = fig.get("y")
+    if not isinstance(y, str) or MODE not in y:
+        return fig
     present = set(df["metric"].unique()) if df is not None and not df.empty else set()
-    order = choices(fig.get("bench"), "mode", described)
-    if not order:   # no descriptor: the modes the table's metric names hold
+    names = [(y.replace(MODE, mode), mode, adds) for mode, adds in modes(fig.get("bench"), described)]
+    names = [(n, mode) for n, mode, adds in names if (n in adds if adds is not None else n in present)]
+    if not names:   # no descriptor: the modes the table's metric names hold
         pat = re.compile("^" + re.escape(y).replace(re.escape(MODE), "(.+)") + "$")
-        order = sorted({m.group(1) for m in map(pat.match, present) if m})
-    names = [(y.replace(MODE, mode), mode) for mode in order]
-    names = [(n, mode) for n, mode in names if n in (declared or present)]
+        names = sorted((m.group(0), m.group(1)) for m in map(pat.match, present) if m)
     out = {**fig, "y": [n for n, _ in names],
            "labels": {**{n: mode for n, mode in names}, **fig.get("labels", {})}}
     if not fig.get("panels") == "metric":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from ..figures import modes
 from ..results import Result, ResultSet, combine, fmt_size, identity
 from .common import ok_results, reading, reading_modes, register
 
@@ -20,10 +21,9 @@ def _mock(r: Result) -> bool:
 
 
 def _modes(rs: ResultSet, bench: str) -> list:
-    """The benchmark's exchange modes in its descriptor's order (--describe)."""
-    desc = rs.descriptors.get(bench)
-    opt = desc.option("mode") if desc else None
-    return list(opt.choices or ()) if opt else []
+    """The benchmark's exchange modes that time an iteration, in its descriptor's order (--describe)."""
+    tm = TIME_METRIC[bench]
+    return [name for name, adds in modes(bench, rs.descriptors) if adds is None or f"{tm}_{name}_us" in adds]
 
 
 def _by_mode(unit: str, lead: str):
