@@ -131,16 +131,17 @@ def default_reading(plan, unsupported=None) -> str:
             + reading_extreme(plan.lines(), "reaches" if higher else "gets down to", unit, best_high=higher))
 
 
+def each_mpi(lines: list, read) -> list[str]:
+    """read(mpi, [(point, line)]) for each MPI whose lines hold readings; for the others, that
+    none of its points is a reading."""
+    return [read(mpi, pts) if (pts := readings(mlines)) else none_read(mpi) for mpi, mlines in per_mpi(lines).items()]
+
+
 def reading_extreme(lines: list, what: str, unit: str = "", best_high=True) -> str:
-    out = []
-    for mpi, mlines in per_mpi(lines).items():
-        pts = readings(mlines)
-        if not pts:
-            out.append(none_read(mpi))
-            continue
+    def read(mpi, pts):
         p, ln = (max if best_high else min)(pts, key=lambda t: t[0].median)
-        out.append(f"{mpi} {what} {fmt_num(p.median)}{unit} ({fmt_size(p.x)}, {ln.name})")
-    return "; ".join(out) + "."
+        return f"{mpi} {what} {fmt_num(p.median)}{unit} ({fmt_size(p.x)}, {ln.name})"
+    return "; ".join(each_mpi(lines, read)) + "."
 
 
 def largest_read(mlines: list):

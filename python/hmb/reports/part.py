@@ -6,7 +6,7 @@ import math
 import statistics
 
 from ..results import fmt_num, fmt_size
-from .common import none_read, per_mpi, per_panel, reading, reading_extreme, readings, register
+from .common import each_mpi, per_mpi, per_panel, reading, reading_extreme, readings, register
 
 register("part", "Partitioned point-to-point (part)")
 
@@ -49,20 +49,12 @@ def _reading_early_bird(lines: list) -> str:
 
 
 def _reading_overhead(lines: list) -> str:
-    out = []
-    for mpi, mlines in per_mpi(lines).items():
-        pts = readings(mlines)
-        if not pts:
-            out.append(none_read(mpi))
-            continue
+    def read(mpi, pts):
         one = [p.median for p, ln in pts if _partitions(ln) == 1]
         worst, ln = max(pts, key=lambda t: t[0].median)
-        txt = f"{mpi}: "
-        if one:
-            txt += f"P=1 median {fmt_num(float(statistics.median(one)))} (1 expected), "
-        txt += f"highest {fmt_num(worst.median)} at {fmt_size(worst.x)} with {ln.name}"
-        out.append(txt)
-    return "; ".join(out) + "."
+        return (f"{mpi}: " + (f"P=1 median {fmt_num(float(statistics.median(one)))} (1 expected), " if one else "")
+                + f"highest {fmt_num(worst.median)} at {fmt_size(worst.x)} with {ln.name}")
+    return "; ".join(each_mpi(lines, read)) + "."
 
 
 def launch_spread(lines: list) -> str:
