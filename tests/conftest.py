@@ -27,11 +27,11 @@ TEST_MPIS = [m for m in os.environ.get("HMB_TEST_MPIS", "mpich,openmpi").split("
 # variable in its header's env). A test that sets OMPI_MCA_btl itself replaces this; the product
 # never sets it: a sweep runs the library's own selection.
 os.environ.setdefault("OMPI_MCA_btl", "^ofi")
-# make test-fast (HMB_NO_MPI=1) launches no library: its fake launches (HMB_BENCH_OVERRIDE) take a
-# machine lock of their own instead of waiting for real launches on this machine (launch.machine_lock).
-if os.environ.get("HMB_NO_MPI"):
-    import tempfile
-    os.environ.setdefault("HMB_MACHINE_LOCK", os.path.join(tempfile.mkdtemp(prefix="hmb-test-fast-"), "lock"))
+# The tests' launches through hmb (launch.machine_lock: one hmb launch at a time per machine) take a
+# lock of this test session's own: a test waits for no other session's sweep on a shared machine
+# (fake launches waited minutes behind real ones, and timed out). The lock's own tests set theirs.
+import tempfile  # noqa: E402
+os.environ.setdefault("HMB_MACHINE_LOCK", os.path.join(tempfile.mkdtemp(prefix="hmb-tests-"), "lock"))
 _built: dict[str, hmpi.MPI] = {}
 
 

@@ -411,8 +411,9 @@ def render(fig: dict, df, title_prefix: str = "", plan_: Plan | None = None, des
             ax.set_yscale("log")
         for ref in fig.get("ref", []):
             ax.axhline(ref["y"], color="grey", linewidth=0.9, linestyle=":")
-            ax.annotate(ref.get("label", fmt_num(ref["y"])), (0.01, ref["y"]), xycoords=("axes fraction", "data"),
-                        fontsize=7, color="grey", va="bottom")
+            if ref.get("label"):
+                ax.annotate(ref["label"], (0.01, ref["y"]), xycoords=("axes fraction", "data"),
+                            fontsize=7, color="grey", va="bottom")
             kept.setdefault(scope, []).append(ref["y"])
         xlabel = fig.get("xlabel", "message size (bytes)" if x in SIZE_COLUMNS else x)
         ax.set_xlabel(xlabel if one_x is None else f"{xlabel}: {xfmt(one_x)} (the only value in this run)")

@@ -161,7 +161,9 @@ def reading_modes(lines: list, unit: str, what: str, x_fmt=fmt_size) -> str:
             out.append(none_read(mpi))
             continue
         at = sorted(((p.median, ln.name) for p, ln in readings(mlines) if p.x == xmax), reverse=True)
-        text = f"{mpi} at {x_fmt(xmax)}: " + ", ".join(f"{m} {fmt_num(v)}{unit}" for v, m in at)
+        unread = [ln.name for ln in mlines if any(p.x == xmax and not p.reading for p in ln.points)]
+        text = f"{mpi} at {x_fmt(xmax)}: " + ", ".join([f"{m} {fmt_num(v)}{unit}" for v, m in at]
+                                                      + [f"{m}: no reading" for m in unread])
         if beyond:
             text += f" ({', '.join(x_fmt(x) for x in beyond)}: no reading)"
         out.append(text)
