@@ -251,6 +251,30 @@ def _over(points: list, ref: list) -> list:
             for p in points if (r := at.get(p.x)) is not None and r.median]
 
 
+def _line_parts(group, exclude) -> list:
+    """The lines of one panel, hue value and MPI: [(identity items it is split by, its rows)], one
+    line unless two points of different identity would share an x."""
+    if group.empty:
+        return []
+    split = _split_columns(group, exclude)
+    if not split:
+        return [((), group)]
+    parts = [(tuple(zip(split, key if isinstance(key, tuple) else (key,))), part)
+             for key, part in group.groupby([group[c].astype(str) for c in split], sort=False)]
+    return sorted(parts, key=lambda kv: tuple(sort_key(v) for _, v in kv[0]))
+
+
+def _reference(ref_rows, mpi: str, panel_col, panel_value, items):
+    """The `over` reference's rows for one line: its MPI, its panel, the items it was split by."""
+    ref = ref_rows[ref_rows["mpi"] == mpi]
+    if panel_value is not None:
+        ref = ref[ref[panel_col].astype(str) == panel_value]
+    for c, v in items:
+        if c in ref:
+            ref = ref[ref[c].astype(str) == v]
+    return ref
+
+
 def plan(fig: dict, df, described: dict | None = None) -> Plan | None:
     """The panels and lines a declared figure draws from the tidy table (None: no row matches)."""
     fig = expand(fig, df, described)
@@ -282,26 +306,12 @@ def plan(fig: dict, df, described: dict | None = None) -> Plan | None:
         for hv in hue_vals:
             hsub = sub if hv is None else sub[sub[hue_col].astype(str) == hv]
             for m in mpis:
-                g = hsub[hsub["mpi"] == m]
-                if g.empty:
-                    continue
-                split = _split_columns(g, exclude)
-                parts = g.groupby([g[c].astype(str) for c in split], sort=False) if split else [((), g)]
-                for key, part in sorted(parts, key=lambda kv: tuple(sort_key(v) for v in
-                                                                    (kv[0] if isinstance(kv[0], tuple) else (kv[0],)))):
-                    key = key if isinstance(key, tuple) else (key,)
-                    items = tuple(zip(split, key))
+                for items, part in _line_parts(hsub[hsub["mpi"] == m], exclude):
                     name = ", ".join(([value_label(hue_col, hv, labels, fig.get("hue_format"))] if hv is not None else [])
                                      + [f"{c}={v}" for c, v in items])
                     pts = _points(part)
                     if ref_rows is not None:
-                        ref = ref_rows[ref_rows["mpi"] == m]
-                        if pv is not None:
-                            ref = ref[ref[panel_col].astype(str) == pv]
-                        for c, v in items:
-                            if c in ref:
-                                ref = ref[ref[c].astype(str) == v]
-                        pts = _over(pts, _points(ref))
+                        pts = _over(pts, _points(_reference(ref_rows, m, panel_col, pv, items)))
                     if pts:
                         label = ", ".join(s for s in (m if len(mpis) > 1 else "", name) if s) or m
                         lines.append(Line(m, hv, name, items, pts, label))
