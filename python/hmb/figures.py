@@ -11,7 +11,8 @@ one line per hue value; "metric" when y lists several; the MPI is always part of
 `where` (column filters), `layers` (further selections [{bench, y, where}] drawn in the same
 figure, e.g. another benchmark's metric in a panel of its own), `logx`/`logy` (logy may list the
 panel values drawn on a log scale), `sharey` (default true), `ymin`/`ymax` (bounds the axis never
-passes: a point beyond sits at the edge as a triangle with its value), `ref` (horizontal reference
+passes: a point beyond sits at the edge as a triangle with its value), `min_x` (draw only when x
+holds that many values: a figure "by process count" of one process count says nothing), `ref` (horizontal reference
 lines: [{y, label}]), `ylabel`, `xlabel`, `labels` (value → legend or panel text), `hue_order`
 (the order, and so the colours, of the hue values), `number`, `title` and `footer` (said after
 the library versions and machine of the rows drawn: where numbers not measured came from).
@@ -291,10 +292,14 @@ def plan(fig: dict, df, described: dict | None = None) -> Plan | None:
     if isinstance(fig["y"], list) and len(fig.get("layers", [])) == 0 and panel_col != "metric" and not hue_col:
         hue_col = "metric"
     labels, bench = fig.get("labels"), fig.get("bench")
+    ys = [y for part in [fig] + list(fig.get("layers", []))
+          for y in (part["y"] if isinstance(part["y"], list) else [part["y"]])]
+
+    def order(col, declared):   # declared, else the y list's for metrics, else --describe's choices
+        return declared or (ys if col == "metric" else choices(bench, col, described))
     panel_vals = _order(set(rows[panel_col].dropna().astype(str)),
-                        fig.get("panel_order") or choices(bench, panel_col, described)) if panel_col else [None]
-    hue_vals = _order(set(rows[hue_col].dropna().astype(str)),
-                      fig.get("hue_order") or choices(bench, hue_col, described)) if hue_col else [None]
+                        order(panel_col, fig.get("panel_order"))) if panel_col else [None]
+    hue_vals = _order(set(rows[hue_col].dropna().astype(str)), order(hue_col, fig.get("hue_order"))) if hue_col else [None]
     mpis = sorted(rows["mpi"].unique())
     xs = set(fig["x"] if isinstance(fig["x"], list) else [fig["x"]])
     exclude = xs | {X, "mpi", panel_col, hue_col}
@@ -319,7 +324,7 @@ def plan(fig: dict, df, described: dict | None = None) -> Plan | None:
             units = sorted(set(str(u) for u in sub["unit"].dropna()))
             title = value_label(panel_col, pv, labels) if pv is not None else ""
             panels.append(Panel(pv, title, lines, units[0] if len(units) == 1 else ""))
-    if not panels:
+    if not panels or len(x_values) < fig.get("min_x", 1):
         return None
     one_x = next(iter(x_values)) if len(x_values) == 1 else None
     return Plan(fig, rows, panels, float(one_x) if one_x is not None else None)
@@ -428,8 +433,10 @@ def render(fig: dict, df, title_prefix: str = "", plan_: Plan | None = None, des
         xlabel = fig.get("xlabel", "message size (bytes)" if x in SIZE_COLUMNS else x)
         ax.set_xlabel(xlabel if one_x is None else f"{xlabel}: {xfmt(one_x)} (the only value in this run)")
         ax.set_title(panel.title, fontsize=9)
-        if not sharey:
-            ax.set_ylabel(fig.get("ylabel") or (f"{panel.title} ({panel.unit})" if panel.unit else panel.title))
+        if not sharey:   # a panel per quantity: its label (which names the unit), else metric (unit)
+            named = fig.get("panels") == "metric" and str(panel.value) in (fig.get("labels") or {})
+            ax.set_ylabel(fig.get("ylabel") or (panel.title if named or not panel.unit
+                                                else f"{panel.title} ({panel.unit})"))
         ax.grid(True, alpha=0.3)
         plt.setp(ax.get_xticklabels(), rotation=45 if len(ticks) > 6 or (one_x is not None and len(ticks) > 2) else 0,
                  fontsize=8, ha="right" if one_x is not None and len(ticks) > 2 else "center")

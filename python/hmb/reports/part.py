@@ -74,7 +74,7 @@ def launch_spread(lines: list) -> str:
             return hi / lo if lo > 0 else math.inf
 
         p, ln = max(multi, key=spread)
-        where = ", ".join([f"P={ln.hue}"] + [f"{c}={v}" for c, v in ln.split])
+        where = ", ".join([f"P={_partitions(ln)}"] + [f"{c}={v}" for c, v in ln.split])
         txt = (f"{mpi}: {len(multi)} of {len(points)} points in 2+ launches, widest at {where} {fmt_size(p.x)}: "
                + " / ".join(fmt_num(v) for v in p.launch_medians) + f" ({len(p.launch_medians)} launches)")
         if len(multi) < len(points):
