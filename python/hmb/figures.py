@@ -430,7 +430,8 @@ def render(fig: dict, df, title_prefix: str = "", plan_: Plan | None = None, des
                 ax.annotate(ref["label"], (0.01, ref["y"]), xycoords=("axes fraction", "data"),
                             fontsize=7, color="grey", va="bottom")
             kept.setdefault(scope, []).append(ref["y"])
-        xlabel = fig.get("xlabel", "message size (bytes)" if x in SIZE_COLUMNS else x)
+        xlabel = fig.get("xlabel", "message size (bytes)" if x in SIZE_COLUMNS else
+                         fig["x"][-1] if isinstance(fig["x"], list) else x)
         ax.set_xlabel(xlabel if one_x is None else f"{xlabel}: {xfmt(one_x)} (the only value in this run)")
         ax.set_title(panel.title, fontsize=9)
         if not sharey:   # a panel per quantity: its label (which names the unit), else metric (unit)
@@ -489,21 +490,24 @@ def _pad(lo: float, hi: float, logy: bool) -> tuple[float, float]:
 
 
 def _clip(ax, fig: dict, keep: list, hollow: list, points: list, logy: bool) -> None:
-    """The y range covers the readings (solid points, their launch ranges, reference lines) within
-    the declared ymin/ymax. A point past ymin/ymax, and a point that is no reading that would
-    stretch the range far beyond the readings (HOLLOW_STRETCH, HOLLOW_DECADES), is drawn at the edge
-    as a triangle with its value, so an oversubscribed -250000 % does not flatten every reading to
-    a line."""
+    """The y range: the readings (solid points, their launch ranges, reference lines) within the
+    declared ymin/ymax, and the points that are no reading unless they would stretch it far
+    beyond the readings (HOLLOW_STRETCH, HOLLOW_DECADES). A band reaching past it is cut by the
+    axis (a median's CI over few samples ran to -30000 % in seed004 Fig. 1 and flattened every
+    reading); a point past it (past ymin/ymax, or a far point that is no reading) is drawn at the
+    edge as a triangle with its value, so an oversubscribed -250000 % flattens nothing either."""
     ymin, ymax = fig.get("ymin"), fig.get("ymax")
 
     def inside(v):
         return (ymin is None or v >= ymin) and (ymax is None or v <= ymax) and (v > 0 or not logy)
-    keep = [v for v in keep if inside(v)]
-    past = [(a, xv, yv, c) for a, xv, yv, c, _ in points if not inside(yv) and math.isfinite(yv)]
-    if not keep or not (hollow or past):
+    keep = [v for v in keep if math.isfinite(v) and inside(v)]
+    near = [h for h in hollow if math.isfinite(h[2]) and inside(h[2])]
+    if not keep:
+        keep, near = [h[2] for h in near], []
+    if not keep:
         return
     lo, hi = _pad(min(keep), max(keep), logy)
-    far = [h for h in hollow if inside(h[2]) and not lo <= h[2] <= hi]
+    far = [h for h in near if not lo <= h[2] <= hi]
     if far:
         vals = [h[2] for h in far] + [lo, hi]
         if logy:
@@ -513,10 +517,8 @@ def _clip(ax, fig: dict, keep: list, hollow: list, points: list, logy: bool) -> 
         if not stretch:   # close enough to show where it is
             lo, hi = _pad(min(keep + [h[2] for h in far]), max(keep + [h[2] for h in far]), logy)
             far = []
-    outside = past + far
-    if not outside:
-        return
     ax.set_ylim(lo, hi)   # shared: every panel
+    outside = [(a, xv, yv, c) for a, xv, yv, c, _ in points if math.isfinite(yv) and not lo <= yv <= hi]
     for a, xv, yv, color in dict.fromkeys(outside):
         edge = lo if yv < lo else hi
         a.plot([xv], [edge], marker="v" if yv < lo else "^", color=color, markerfacecolor="white",
