@@ -535,12 +535,20 @@ def _axis_number(v, _pos=None) -> str:
 
 
 def _plain_log_labels(ax) -> None:
-    """A log axis labelled 2M, 500, 0.1 rather than 2 × 10^6; the minor ticks too when the axis
-    spans less than a decade (else it would show no label at all)."""
+    """A log axis labelled 2M, 500, 0.1 rather than 2 × 10^6; its minor ticks labelled too when
+    the axis spans less than a decade, and at 2 and 5 up to two and a half (else an axis from 6 to
+    60 reads "10" alone)."""
     lo, hi = ax.get_ylim()
+    decades = math.log10(hi / lo) if lo > 0 else math.inf
     ax.yaxis.set_major_formatter(FuncFormatter(_axis_number))
-    short = lo > 0 and math.log10(hi / lo) < 1.0
-    ax.yaxis.set_minor_formatter(FuncFormatter(_axis_number) if short else NullFormatter())
+    if decades < 1.0:
+        ax.yaxis.set_minor_formatter(FuncFormatter(_axis_number))
+    elif decades < 2.5:
+        ax.yaxis.set_minor_formatter(FuncFormatter(
+            lambda v, _p: _axis_number(v) if v > 0 and round(v / 10 ** math.floor(math.log10(v) + 1e-9)) in (2, 5)
+            else ""))
+    else:
+        ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def sort_key(v):
