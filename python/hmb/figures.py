@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import statistics
 from pathlib import Path
 
 import matplotlib
@@ -50,6 +51,7 @@ COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e3
 MPI_STYLES = ["-", "--", ":", "-."]
 SIZE_COLUMNS = ("size_bytes",)
 X = "_x"          # the x value of a row (the first of the declared x columns with a value)
+NO_READING = "_no_reading"   # the row is no reading (tidy.no_reading), once per figure
 MODE = "{mode}"   # in a y name: one metric per mode of the benchmark's descriptor
 
 
@@ -206,7 +208,8 @@ def _rows(fig: dict, df):
     x = rows[xs[0]].map(as_number)
     for c in xs[1:]:
         x = x.where(x.notna(), rows[c].map(as_number))
-    return rows.assign(**{X: x})[x.notna()]
+    rows = rows.assign(**{X: x})[x.notna()]
+    return rows.assign(**{NO_READING: tidy.no_reading(rows)})
 
 
 def _order(values, declared=None) -> list:
@@ -216,11 +219,13 @@ def _order(values, declared=None) -> list:
 
 def _split_columns(group, exclude) -> list:
     """Identity columns in which two rows at one x differ: the line must split by them."""
-    keys = [c for c in tidy.point_columns(group) if c not in exclude]
+    keys = [c for c in tidy.point_columns(group) if c not in exclude and c != NO_READING]
     if not keys or group.empty:
         return []
-    text = group[[X] + keys].astype(str)
-    counts = text.groupby(X)[keys].nunique(dropna=False)
+    keys = [c for c in keys if group[c].astype(str).nunique() > 1]   # a column one value throughout: never
+    if not keys:
+        return []
+    counts = group[[X] + keys].astype(str).groupby(X)[keys].nunique(dropna=False)
     return [c for c in keys if (counts[c] > 1).any()]
 
 
@@ -228,12 +233,11 @@ def _points(rows) -> list:
     """One Point per x of a line's rows (the launches of one point each)."""
     out = []
     for xv, g in rows.groupby(X, sort=True):
-        meds = [float(v) for v in g["median"]]
-        lo, hi = band(meds, [float(v) for v in g["ci_lo"]], [float(v) for v in g["ci_hi"]])
-        launches = g[["source", "run_id"]].drop_duplicates().shape[0]
-        meds_s = g["median"].astype(float)
-        out.append(Point(float(xv), float(meds_s.median()), lo, hi, float(meds_s.min()), float(meds_s.max()),
-                         int(launches), not bool(tidy.no_reading(g).any()), tuple(meds)))
+        meds = g["median"].astype(float).tolist()
+        lo, hi = band(meds, g["ci_lo"].astype(float).tolist(), g["ci_hi"].astype(float).tolist())
+        launches = len(set(zip(g["source"], g["run_id"])))
+        out.append(Point(float(xv), float(statistics.median(meds)), lo, hi, min(meds), max(meds),
+                         launches, not bool(g[NO_READING].any()), tuple(meds)))
     return out
 
 
@@ -385,9 +389,12 @@ def render(fig: dict, df, title_prefix: str = "", plan_: Plan | None = None, des
             solid = [pt for pt in pts if pt.reading]
             ax.plot([pt.x for pt in pts], [pt.median for pt in pts], linestyle=ls if solid else "--", color=color,
                     linewidth=1.5, label=ln.label, alpha=1.0 if solid else 0.6)
+            for reading in (True, False):   # one artist per kind of marker, not one per point
+                marked = [pt for pt in pts if pt.reading == reading]
+                if marked:
+                    ax.plot([pt.x for pt in marked], [pt.median for pt in marked], marker="o", color=color,
+                            markersize=5, linestyle="none", markerfacecolor=color if reading else "white")
             for pt in pts:
-                ax.plot([pt.x], [pt.median], marker="o", color=color, markersize=5, linestyle="none",
-                        markerfacecolor=color if pt.reading else "white")
                 any_bad |= not pt.reading
                 if pt.reading:
                     kept.setdefault(scope, []).extend(v for v in (pt.median, pt.spread_lo, pt.spread_hi)
@@ -395,10 +402,12 @@ def render(fig: dict, df, title_prefix: str = "", plan_: Plan | None = None, des
                 else:
                     hollow.setdefault(scope, []).append((ax, pt.x, pt.median, color))
                 beyond.append((scope, ax, pt.x, pt.median, color, pt.reading))
-                if pt.launches > 1 and pt.spread_hi > pt.spread_lo:
-                    any_spread = True
-                    ax.errorbar([pt.x], [pt.median], yerr=[[pt.median - pt.spread_lo], [pt.spread_hi - pt.median]],
-                                color=color, capsize=3, linewidth=0.9)
+            spread = [pt for pt in pts if pt.launches > 1 and pt.spread_hi > pt.spread_lo]
+            if spread:   # the range of the launch medians
+                any_spread = True
+                ax.errorbar([pt.x for pt in spread], [pt.median for pt in spread], fmt="none", color=color,
+                            yerr=[[pt.median - pt.spread_lo for pt in spread], [pt.spread_hi - pt.median for pt in spread]],
+                            capsize=3, linewidth=0.9)
             bands = [(pt.x, pt.lo, pt.hi) for pt in pts if not (math.isnan(pt.lo) or math.isnan(pt.hi))]
             if len(bands) > 1:
                 any_band = True
