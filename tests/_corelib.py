@@ -66,7 +66,15 @@ class Noise(C.Structure):
 class Calib(C.Structure):
     _fields_ = [("iters_per_ns", C.c_double), ("calib_s", C.c_double), ("cpu", C.c_int),
                 ("interrupt_lost_frac", C.c_double), ("interrupts_per_ns", C.c_double),
-                ("start_iters_per_ns", C.c_double)]
+                ("rate_spread", C.c_double), ("verify_error", C.c_double),
+                ("alone_iters_per_ns", C.c_double), ("concurrent", C.c_int)]
+
+
+class ComputeSummary(C.Structure):
+    _fields_ = [("present", C.c_int), ("kinds", C.c_int), ("threads", C.c_int),
+                ("requested_ns", C.c_double), ("measured_ns", C.c_double), ("error", C.c_double),
+                ("worst_rank", C.c_int), ("worst_thread", C.c_int),
+                ("worst_requested_ns", C.c_double), ("worst_measured_ns", C.c_double), ("worst_error", C.c_double)]
 
 
 class PartMetrics(C.Structure):
@@ -107,7 +115,7 @@ SIZE_PREDICATE = C.CFUNCTYPE(C.c_int, C.c_size_t, C.c_void_p)
 
 # C type of each mirror (hmb_layout's names); a Python field named "from_" is C's "from".
 MIRRORS = {"hmb_option": Option, "hmb_default": Default, "hmb_optval": OptVal, "hmb_optset": OptSet,
-           "hmb_summary": Summary, "hmb_noise": Noise, "hmb_calib": Calib, "hmb_part_metrics": PartMetrics,
+           "hmb_summary": Summary, "hmb_noise": Noise, "hmb_calib": Calib, "hmb_compute_summary": ComputeSummary, "hmb_part_metrics": PartMetrics,
            "hmb_topo_dir": TopoDir, "hmb_topo": Topo, "hmb_changepoint": Changepoint,
            "hmb_clock_model": ClockModel, "hmb_cpus": Cpus}
 
@@ -170,14 +178,21 @@ _SIGNATURES = {
     "hmb_noise_parse": (C.c_int, [C.c_char_p, _P(Noise), C.c_char_p, C.c_size_t]),
     "hmb_noise_draw": (C.c_int64, [_P(Noise), C.c_int, C.c_int, C.c_int, C.c_long, C.c_int64]),
     "hmb_noise_single_thread": (C.c_int, [_P(Noise), C.c_int, C.c_int, C.c_long]),
+    "hmb_noise_max_draw": (C.c_int64, [_P(Noise), C.c_int64]),
     # compute.c
     "hmb_compute_kernel": (C.c_double, [C.c_uint64]),
     "hmb_compute_calibrate": (C.c_int, [_P(Calib), C.c_double]),
-    "hmb_compute_run": (C.c_int64, [_P(Calib), C.c_int64]),
+    "hmb_compute_for": (C.c_int64, [_P(Calib), C.c_int64]),
+    "hmb_compute_work": (C.c_int64, [_P(Calib), C.c_int64]),
     "hmb_compute_iters": (C.c_uint64, [_P(Calib), C.c_int64]),
-    "hmb_compute_observe": (None, [_P(Calib), C.c_uint64, C.c_int64]),
-    "hmb_compute_rate_too_low": (C.c_int, [C.c_double, C.c_uint64, C.c_int64]),
-    "hmb_compute_calibrate_verified": (C.c_int, [_P(Calib), C.c_double, C.c_int, _P(C.c_int64)]),
+    "hmb_compute_run_iters": (C.c_int64, [C.c_uint64]),
+    "hmb_compute_rate_error": (C.c_double, [C.c_double, C.c_uint64, C.c_int64]),
+    "hmb_compute_sustained_rate": (C.c_double, [_P(Calib), C.c_int]),
+    "hmb_compute_calibrate_verified": (C.c_int, [_P(Calib), C.c_double, C.c_int]),
+    "hmb_compute_allowed_error_ns": (C.c_double, [C.c_int64]),
+    "hmb_compute_thread_medians": (None, [C.c_long, _P(C.c_double), _P(C.c_double), _P(C.c_double)]),
+    "hmb_compute_summarize": (None, [C.c_int, C.c_int, _P(C.c_double), _P(ComputeSummary)]),
+    "hmb_compute_test_core": (C.c_int, [C.c_double, C.c_double, C.c_int, _P(C.c_double), _P(C.c_double), C.c_int]),
     # timer.c
     "hmb_now": (C.c_double, []),
     "hmb_now_ns": (C.c_int64, []),

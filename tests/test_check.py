@@ -71,15 +71,42 @@ def test_binding():
     assert "ranks [0]" in c["binding_unpinned"].detail
 
 
+def _check(request_ns, time_off, work_off, worst=None, work_worst=None):
+    """A calibration.check entry: medians request + off; worst: (off, rank, thread)."""
+    c = {"request_ns": request_ns, "measured_ns": request_ns + time_off, "work_measured_ns": request_ns + work_off}
+    for prefix, w in (("", worst), ("work_", work_worst)):
+        if w is not None:
+            c.update({f"{prefix}worst_measured_ns": request_ns + w[0], f"{prefix}worst_rank": w[1],
+                      f"{prefix}worst_thread": w[2]})
+    return c
+
+
 def test_calibration_median_over_launches():
-    # Errors at 10 us: +0.5, +5.0, +0.7 us -> median 0.7 PASS; at 1 ms: +20 us (WARN) twice, -100 us once.
-    hs = [header([], checks=[{"request_ns": 10_000, "measured_ns": 10_000 + d10},
-                             {"request_ns": 1_000_000, "measured_ns": 1_000_000 + d1}])
-          for d10, d1 in ((500, 20_000), (5_000, 20_000), (700, -100_000))]
+    # WORK at 10 us: +0.5, +5.0, +0.7 us -> median 0.7 PASS; at 1 ms: +20 us (WARN) twice, -100 us once.
+    # TIME at 10 us: +0.1 us each; at 1 ms +0.2 us, +0.3 us, +40 us -> median 0.3.
+    hs = [header([], checks=[_check(10_000, 100, d10), _check(1_000_000, t1, d1)])
+          for d10, d1, t1 in ((500, 20_000, 200), (5_000, 20_000, 300), (700, -100_000, 40_000))]
     c = by_name(ck.check_calibration(hs))
+    assert [x.name for x in ck.check_calibration(hs)] == [n for n in ck.EXPECTATIONS if
+                                                         n.startswith(("calibration_error", "compute_time_error"))]
     assert c["calibration_error_10us"].figure == pytest.approx(0.7) and c["calibration_error_10us"].status == "PASS"
     assert c["calibration_error_1ms"].figure == pytest.approx(20.0) and c["calibration_error_1ms"].status == "WARN"
     assert c["calibration_error_100ms"].status == "WARN" and c["calibration_error_100ms"].detail == "not recorded"
+    assert c["compute_time_error_10us"].figure == pytest.approx(0.1) and c["compute_time_error_10us"].status == "PASS"
+    assert c["compute_time_error_1ms"].figure == pytest.approx(0.3) and c["compute_time_error_1ms"].status == "PASS"
+
+
+def test_calibration_names_the_worst_thread_of_any_rank():
+    # Two launches at 4 threads per rank; the worst thread of all, by size: -60 us (rank 3 thread 2)
+    # of the second launch's WORK at 1 ms, against +45 us of the first (TIME: +0.4 us, rank 0 thread 1).
+    hs = [header([], checks=[_check(1_000_000, 100, 5_000, worst=(400, 0, 1), work_worst=(45_000, 1, 0))]),
+          header([], checks=[_check(1_000_000, 200, 8_000, worst=(300, 2, 3), work_worst=(-60_000, 3, 2))])]
+    for h in hs:
+        h["calibration"]["threads"] = 4
+    c = by_name(ck.check_calibration(hs))
+    assert c["calibration_error_1ms"].figure == pytest.approx(6.5) and c["calibration_error_1ms"].status == "PASS"
+    assert "worst thread -60 us (rank 3 thread 2, 4 per rank)" in c["calibration_error_1ms"].detail
+    assert "worst thread +0.4 us (rank 0 thread 1, 4 per rank)" in c["compute_time_error_1ms"].detail
 
 
 def test_cache_cold_read_ratio_median_over_launches():
@@ -146,6 +173,12 @@ def test_async_expectations():
     absent = by_name(ck.check_async(results, [{"status": "ok", "extra": {}}]))
     assert absent["async_progress_shares_compute_core"].status == "WARN"
     assert "not recorded" in absent["async_progress_shares_compute_core"].detail
+    # A node without a spare core (2 ranks x 2 cores on 2): said, a WARN, never a false FAIL.
+    why = "2 ranks x (1 thread + 1 progress) need 4 cores, this node has 2"
+    no_spare = by_name(ck.check_async(results, thread, no_spare_core=why))["async_progress_shares_compute_core"]
+    assert no_spare.status == "WARN" and no_spare.detail == f"progress thread cpus 0; no spare core to give it: {why}"
+    own = [{"status": "ok", "extra": {"progress_shares_compute_core": 0, "progress_cpus_allowed": "1"}}]
+    assert by_name(ck.check_async(results, own, no_spare_core=None))["async_progress_shares_compute_core"].status == "PASS"
 
 
 def test_steal_fraction_from_proc_stat(tmp_path):
@@ -175,6 +208,7 @@ def test_line_format_and_exit_status():
     (["check", "--mpi", "bogus"], "invalid choice: 'bogus'"),
     (["check", "--bogus"], "unrecognized arguments: --bogus"),
     (["check", "-n", "two"], "invalid int value"),
+    (["check", "--threads", "0"], "--threads must be at least 1"),
 ])
 def test_bad_arguments_exit_2(args, needle):
     r = hmb(args)
@@ -196,4 +230,9 @@ def test_quick_check_end_to_end(mpi_name, tmp_path):
     record = json.loads(out.read_text())
     assert [c["name"] for c in record["checks"]] == list(ck.EXPECTATIONS)
     assert (r.returncode == 1) == any(c["status"] == "FAIL" for c in record["checks"])
-    assert record["run_header"]["type"] == "run" and record["mpi"] == mpi_name
+    assert record["run_header"]["type"] == "run" and record["mpi"] == mpi_name and record["threads"] == 1
+    # 2 ranks x (1 thread + 1 progress thread) on fewer than 4 cores: the launcher's rule gives no
+    # spare core, and the check says so instead of failing the placement.
+    if (os.cpu_count() or 1) < 4:
+        (placement,) = [c for c in record["checks"] if c["name"] == "async_progress_shares_compute_core"]
+        assert placement["status"] == "WARN" and "no spare core to give it" in placement["detail"], placement

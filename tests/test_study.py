@@ -430,8 +430,9 @@ def test_slurm_study_writes_the_published_grid(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     argv = ["slurm", "--study", "seed004-async", "--nodes", "64", "--ranks-per-node", "14", "--threads", "1"]
     assert cli.main(argv) == 0
-    assert "sweep results/study-seed004-async/config.toml --resume" in capsys.readouterr().out
-    cfg = tomllib.loads((tmp_path / "results/study-seed004-async/config.toml").read_text())
+    # its own directory: results/study-NAME is hmb study run's
+    assert "sweep results/study-seed004-async-slurm/config.toml --resume" in capsys.readouterr().out
+    cfg = tomllib.loads((tmp_path / "results/study-seed004-async-slurm/config.toml").read_text())
     assert cfg["bench"][0]["ranks"] == [28, 224, 896]            # as published, not fitted
     assert cli.main(["slurm", "--study", "seed004-async", "--nodes", "1", "--ranks-per-node", "14",
                      "--threads", "1"]) == 2                     # 896 ranks do not fit one node

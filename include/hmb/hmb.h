@@ -363,6 +363,14 @@ void hmb_waitall_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, const hmb
  * millisecond, possibly by several threads at once), by w->grace_s after it: a partition still
  * unreported then fails the point (exit 3) naming it and the request (fmt). */
 double hmb_wait_bound_s(const hmb_ctx *ctx); /* --wait-bound, seconds */
+/* The same bound for a blocking MPI_Wait the harness cannot poll (part --complete wait: the
+ * application blocks): hmb_wait_bound_prepare, untimed and before the wait's region, names the
+ * request (fmt) for iteration iter; hmb_wait_bounded then blocks in MPI_Wait on req, and if it
+ * has not returned --wait-bound past `since` (hmb_now()), the watchdog thread fails the point
+ * with exit 3 naming it as a library conformance problem. Costs a lock and no system call in
+ * the timed path. Without a watchdog thread the wait is unbounded. */
+void hmb_wait_bound_prepare(hmb_ctx *ctx, long iter, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void hmb_wait_bounded(hmb_ctx *ctx, long iter, MPI_Request *req, double since);
 typedef struct {
     double since;
     void (*on_arrival)(void *arg, int partition);
@@ -431,20 +439,30 @@ void hmb_recordf(hmb_ctx *ctx, hmb_sample *out, double value, const char *fmt, .
 
 /* ------------------------------------------------------------------ compute & noise */
 
-/* Busy floating-point work for the given number of nanoseconds, using the calibration of
- * the calling OpenMP thread (omp_get_thread_num()). No system calls inside. Returns the
- * measured duration in ns. */
+/* Compute loads (SPEC §2 "Compute load", docs/methodology.md). Both kinds run the same busy
+ * floating-point kernel with the calling OpenMP thread's calibration, make no system call, and
+ * return the measured duration in ns; the harness records every call in the point's result
+ * ("compute": measured per iteration, median and worst thread).
+ *
+ * TIME: exact in time, busy work re-checked against the clock until ns have passed, whatever
+ * the core's speed does. For benchmarks that vary a delay (part, halo3d, sweep3d, mt,
+ * stencil3d): the result is >= ns, and over by about 0.1 us unless the thread loses its core
+ * at the very end. */
 int64_t hmb_compute_ns(hmb_ctx *ctx, int64_t ns);
-/* Same, in a callback-friendly form for progress loops: runs compute in slices of
- * slice_ns, calling poll(arg) between slices (poll time is NOT counted in the returned
- * compute time). Returns total time inside the kernel (C_actual), ns. */
-int64_t hmb_compute_sliced_ns(hmb_ctx *ctx, int64_t ns, int64_t slice_ns, void (*poll)(void *), void *arg);
-/* The undisturbed kernel rate, iterations per ns, for thread tid (from calibration). */
+/* WORK: the fixed work a request of ns is at the thread's sustained rate (calibrated before
+ * MPI_Init and checked in both directions, then measured again with every thread of every rank
+ * computing at once: docs/methodology.md). A core slowed down by anything (a progress thread,
+ * steal) takes longer: the returned C_actual shows it (async). */
+int64_t hmb_compute_work_ns(hmb_ctx *ctx, int64_t ns);
+/* WORK in slices of about slice_ns, calling poll(arg) between slices (poll time is NOT counted
+ * in the returned compute time). Returns the total time inside the kernel (C_actual), ns. */
+int64_t hmb_compute_work_sliced_ns(hmb_ctx *ctx, int64_t ns, int64_t slice_ns, void (*poll)(void *), void *arg);
+/* The sustained kernel rate, iterations per ns, for thread tid (from calibration). */
 double hmb_compute_rate(const hmb_ctx *ctx, int tid);
-/* Calibration error of this rank, as a fraction: how much shorter than requested an
- * undisturbed compute request of ns may come out — the largest shortfall of the start-up
- * check (run header "calibration.check") plus the interruption share the request is
- * compensated for (a run that meets no interruption comes out that much short). */
+/* Calibration error of this rank for a WORK request of ns, as a fraction: how much shorter than
+ * requested an undisturbed request may come out — the shortfall of the start-up check's WORK
+ * request nearest to ns (run header "calibration", worst thread of this rank) plus the share of
+ * machine interruptions the sustained rate includes (a run that meets none is that much short). */
 double hmb_compute_calibration_error(const hmb_ctx *ctx, int64_t ns);
 
 /* Compute amount (ns) for OpenMP thread tid in iteration iter under the run's noise model
@@ -452,6 +470,9 @@ double hmb_compute_calibration_error(const hmb_ctx *ctx, int64_t ns);
  * Deterministic for (seed, rank, tid, iter): the same draw for both phases of a paired
  * design. Thread-safe. */
 int64_t hmb_noise_ns(const hmb_ctx *ctx, int tid, long iter, int64_t base_ns);
+/* The largest compute hmb_noise_ns can draw around base_ns on any rank, thread and iteration
+ * (hmb_noise_max_draw): for wait bounds that must start after any peer's compute. */
+int64_t hmb_noise_max_ns(const hmb_ctx *ctx, int64_t base_ns);
 
 /* splitmix64's step: a bijective 64-bit mixer with full avalanche. hmb_mix64(counter++) over a
  * caller-owned counter is a per-thread random stream; hashing coordinates (seed, rank, tid,

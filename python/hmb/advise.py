@@ -41,18 +41,20 @@ class AdviseError(Exception):
 # ------------------------------------------------------------------ inputs
 
 def _read_json(path: str, what: str):
+    """One JSON document, read by results.decode (the decoder of every hmb JSON reader: a
+    5000-digit integer, NaN or a lone surrogate is one line); a FIFO is refused, not read."""
+    from .results import BLANK, decode, file_problem
+    problem = file_problem(path)
+    if problem:
+        raise AdviseError(f"{what} {path}: {problem}")
     try:
-        return json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise AdviseError(f"{what} {path}: no such file") from None
+        data = Path(path).read_bytes()
     except OSError as e:
         raise AdviseError(f"{what} {path}: {e.strerror or e}") from None
-    except UnicodeDecodeError:
-        raise AdviseError(f"{what} {path}: not UTF-8 text (binary data?)") from None
-    except RecursionError:
-        raise AdviseError(f"{what} {path}: JSON nested too deeply") from None
-    except json.JSONDecodeError as e:
-        raise AdviseError(f"{what} {path}: not JSON ({e.msg}, line {e.lineno})") from None
+    problem, value = decode(data)
+    if problem or value is BLANK:
+        raise AdviseError(f"{what} {path}: {problem or 'empty'}")
+    return value
 
 
 def load_profile(path: str) -> dict:
@@ -397,8 +399,8 @@ def run(args) -> int:
             found = " (the probe found no switch: give --threshold)" if args.probe and bw is not None else ""
             raise AdviseError("advise needs the current switch and bandwidth: --probe FILE "
                               f"(proto --test probe results) or --threshold BYTES --bandwidth MBps{found}")
-        if switch < 0 or (not isinstance(bw, list) and not bw > 0):
-            raise AdviseError("--threshold must be >= 0 and --bandwidth > 0")
+        if switch < 0 or (not isinstance(bw, list) and not 0 < bw < math.inf):   # inf advised "keep"
+            raise AdviseError("--threshold must be >= 0 and --bandwidth > 0 (a finite number)")
         try:
             adv = analyse(prof, switch, bw, args.header, args.mpi, args.trigger)
         except (KeyError, TypeError, ValueError, IndexError) as e:

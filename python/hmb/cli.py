@@ -39,6 +39,17 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+def _seed(text: str) -> int:
+    """A random seed: a whole number from 0 to 2^64 - 1 (numpy refused -1 with a traceback)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r} (a whole number, 0 or more)") from None
+    if not 0 <= n < 1 << 64:
+        raise argparse.ArgumentTypeError(f"seed {n} is out of range (0 to 2^64 - 1)")
+    return n
+
+
 def cmd_build(args) -> int:
     impl = mpi.find(args.mpi)
     path = mpi.build(impl, quiet=not args.verbose)
@@ -114,6 +125,8 @@ def cmd_compare(args) -> int:
 
 def cmd_slurm(args) -> int:
     from . import slurm, sweep
+    slurm.check_options(args.nodes, args.ranks_per_node, args.threads, args.time, args.partition, args.account,
+                        args.job_name)
     if args.study:   # hmb slurm --study NAME: the study as published (study/cli.py writes its config)
         from .study import StudyError
         from .study import cli as study_cli
@@ -171,8 +184,10 @@ def cmd_check(args) -> int:
     from . import check
     if args.ranks < 2:
         raise UsageError("check: -n must be at least 2 (a ping-pong needs two ranks)")
+    if args.threads < 1:
+        raise UsageError("check: --threads must be at least 1")
     json_path = args.json or f"results/check-{args.mpi}.json"
-    return check.run(args.mpi, args.ranks, args.quick, json_path)
+    return check.run(args.mpi, args.ranks, args.quick, json_path, threads=args.threads)
 
 
 def cmd_project(args) -> int:
@@ -263,7 +278,7 @@ def make_parser() -> argparse.ArgumentParser:
     c.add_argument("a", metavar="A", help="results JSONL (the reference)")
     c.add_argument("b", metavar="B", help="results JSONL (compared against A)")
     c.add_argument("--metric", help="only these metrics (comma-separated; default all)")
-    c.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    c.add_argument("--seed", type=_seed, default=0, help="bootstrap seed (default 0)")
     c.add_argument("-o", "--output", metavar="FILE", help="also write the table to FILE")
     c.set_defaults(func=cmd_compare)
 
@@ -291,6 +306,9 @@ def make_parser() -> argparse.ArgumentParser:
                         "expectation with why it matters (docs/methodology.md). Exit status 1 if any FAIL.")
     ck.add_argument("--mpi", default="mpich", choices=mpi.KNOWN, help="MPI implementation (default mpich)")
     ck.add_argument("-n", "--ranks", type=int, default=2, help="MPI processes (default 2)")
+    ck.add_argument("--threads", type=int, default=1,
+                    help="OpenMP threads per rank, as the runs to be trusted use (default 1): the start-up compute "
+                    "check runs on every thread of every rank at once")
     ck.add_argument("--json", metavar="FILE", help="machine record (default results/check-MPI.json)")
     ck.add_argument("--quick", action="store_true", help="fewer rounds and iterations (about half a minute)")
     ck.set_defaults(func=cmd_check)
@@ -364,8 +382,7 @@ def make_parser() -> argparse.ArgumentParser:
     def cmd_conform(a) -> int:
         from . import conform
         libs = mpi.names(a.mpi, "conform --mpi", UsageError)
-        only = [x.strip() for x in a.check.split(",") if x.strip()] if a.check else None
-        return conform.run(libs, a.json, only)
+        return conform.run(libs, a.json, conform.parse_checks(a.check))
     cf.set_defaults(func=cmd_conform)
 
     va = sub.add_parser("validate", help="check HMB output files against the JSON Schema",
@@ -387,9 +404,14 @@ def make_parser() -> argparse.ArgumentParser:
 
     def cmd_export(a) -> int:
         from . import results, tidy
+        if not a.csv.strip():
+            raise UsageError("--csv: give a file name, or - for standard output")
         rs = results.load(a.results)
         df = tidy.frame(rs)
-        df.to_csv(sys.stdout if a.csv == "-" else a.csv, index=False)
+        try:
+            df.to_csv(sys.stdout if a.csv == "-" else a.csv, index=False)
+        except OSError as e:
+            raise UsageError(f"--csv {a.csv}: {e.strerror or e}") from None
         if a.csv != "-":
             print(f"hmb: wrote {a.csv} ({len(df)} rows)", file=sys.stderr)
         return 1 if rs.bad_lines else 0

@@ -205,6 +205,32 @@ def matrix(records: list[dict], libraries: list[str]) -> str:
                               if notes else []))
 
 
+def parse_checks(text: str | None) -> list[str] | None:
+    """--check NAMES: the checks named (a comma list of check names, or of a check's first word:
+    "part-counts" is all four), None for all when not given. An empty list, a name that is no
+    check, or one written twice is a one-line LaunchError (',' ran every check)."""
+    if text is None:
+        return None
+    names = [x.strip() for x in text.split(",")]
+    shown = text if text.isprintable() else ascii(text)[1:-1]
+    if not any(names):
+        raise launch.LaunchError(f"--check '{shown[:60]}': names no check (a comma list, e.g. "
+                                 "--check parrived-truth,restarts; docs/conformance.md)")
+    known = {s.name for s in specs()} | {s.name.split()[0] for s in specs()}
+    for n in names:
+        if not n:
+            raise launch.LaunchError(f"--check '{shown[:60]}': an empty name in the list")
+        if n not in known:
+            n = n if n.isprintable() else ascii(n)[1:-1]
+            raise launch.LaunchError(f"--check: no check named '{n[:60]}' (checks: "
+                                     f"{', '.join(dict.fromkeys(s.name.split()[0] for s in specs()))}; "
+                                     "docs/conformance.md)")
+    if len(set(names)) != len(names):
+        twice = next(n for n in names if names.count(n) > 1)
+        raise launch.LaunchError(f"--check: '{twice}' named twice")
+    return names
+
+
 def run(libraries: list[str], json_path: str, only: list[str] | None = None, bound_s: float = BOUND_S,
         timeout: float = LAUNCH_TIMEOUT_S) -> int:
     """Every check under every library; prints progress, then the matrix. Exit status 1 if any

@@ -43,7 +43,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator  # noqa: E402
 
 from . import tidy  # noqa: E402
-from .results import band, context_text, fmt_num, fmt_size  # noqa: E402
+from .results import band, clip_text, context_text, fmt_num, fmt_size  # noqa: E402
 from .tidy import select  # noqa: E402
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
@@ -110,7 +110,12 @@ def value_format(col: str):
 
 
 def value_label(col: str, value, labels: dict | None = None, fmt: str | None = None) -> str:
-    """A value as a legend or panel names it: its label, else fmt with the value, else col=value."""
+    """A value as a legend or panel names it: its label, else fmt with the value, else col=value
+    (clipped: a 100,000-character label from a results file stays one line)."""
+    return clip_text(_value_text(col, value, labels, fmt))
+
+
+def _value_text(col: str, value, labels: dict | None, fmt: str | None) -> str:
     n = as_number(value)
     for key in (str(value), f"{n:g}" if n is not None else None):   # 1.0 is labelled as 1
         if labels and key in labels:
@@ -139,7 +144,7 @@ def as_number(v):
 
 def context_line(df) -> str:
     """Library versions and machine of the rows drawn: a figure keeps its context when copied."""
-    return context_text((" ".join(str(v).split()) for v in df["library"].dropna()),
+    return context_text((clip_text(" ".join(str(v).split())) for v in df["library"].dropna()),
                         (h for v in df["host"].dropna() for h in str(v).split(",")),
                         (df["cpus"].dropna() if "cpus" in df else ()))
 
@@ -317,12 +322,12 @@ def plan(fig: dict, df, described: dict | None = None) -> Plan | None:
             for m in mpis:
                 for items, part in _line_parts(hsub[hsub["mpi"] == m], exclude):
                     name = ", ".join(([value_label(hue_col, hv, labels, fig.get("hue_format"))] if hv is not None else [])
-                                     + [f"{c}={v}" for c, v in items])
+                                     + [clip_text(f"{c}={v}") for c, v in items])
                     pts = _points(part)
                     if ref_rows is not None:
                         pts = _over(pts, _points(_reference(ref_rows, m, panel_col, pv, items)))
                     if pts:
-                        label = ", ".join(s for s in (m if len(mpis) > 1 else "", name) if s) or m
+                        label = ", ".join(s for s in (clip_text(m) if len(mpis) > 1 else "", name) if s) or clip_text(m)
                         lines.append(Line(m, hv, name, items, pts, label))
         if lines:
             units = sorted(set(str(u) for u in sub["unit"].dropna()))
@@ -436,17 +441,17 @@ def render(fig: dict, df, title_prefix: str = "", plan_: Plan | None = None, des
         for ref in fig.get("ref", []):
             ax.axhline(ref["y"], color="grey", linewidth=0.9, linestyle=":")
             if ref.get("label"):
-                ax.annotate(ref["label"], (0.01, ref["y"]), xycoords=("axes fraction", "data"),
+                ax.annotate(clip_text(ref["label"]), (0.01, ref["y"]), xycoords=("axes fraction", "data"),
                             fontsize=7, color="grey", va="bottom")
             kept.setdefault(scope, []).append(ref["y"])
-        xlabel = fig.get("xlabel", "message size (bytes)" if x in SIZE_COLUMNS else
-                         fig["x"][-1] if isinstance(fig["x"], list) else x)
+        xlabel = clip_text(fig.get("xlabel", "message size (bytes)" if x in SIZE_COLUMNS else
+                                   fig["x"][-1] if isinstance(fig["x"], list) else x))
         ax.set_xlabel(xlabel if one_x is None else f"{xlabel}: {xfmt(one_x)} (the only value in this run)")
         ax.set_title(panel.title, fontsize=9)
         if not sharey:   # a panel per quantity: its label (which names the unit), else metric (unit)
             named = fig.get("panels") == "metric" and str(panel.value) in (fig.get("labels") or {})
-            ax.set_ylabel(fig.get("ylabel") or (panel.title if named or not panel.unit
-                                                else f"{panel.title} ({panel.unit})"))
+            ax.set_ylabel(clip_text(fig.get("ylabel") or (panel.title if named or not panel.unit
+                                                          else f"{panel.title} ({panel.unit})")))
         ax.grid(True, alpha=0.3)
         plt.setp(ax.get_xticklabels(), rotation=45 if len(ticks) > 6 or (one_x is not None and len(ticks) > 2) else 0,
                  fontsize=8, ha="right" if one_x is not None and len(ticks) > 2 else "center")
@@ -459,10 +464,10 @@ def render(fig: dict, df, title_prefix: str = "", plan_: Plan | None = None, des
             _plain_log_labels(ax)
     if sharey:
         units = sorted(set(str(u) for u in rows["unit"].dropna()))
-        axes[0][0].set_ylabel(fig.get("ylabel") or (f"{fig['y']} ({units[0]})" if isinstance(fig["y"], str) and units
-                                                    else units[0] if len(units) == 1 else ""))
+        axes[0][0].set_ylabel(clip_text(fig.get("ylabel") or (f"{fig['y']} ({units[0]})" if isinstance(fig["y"], str)
+                                                              and units else units[0] if len(units) == 1 else "")))
     number = fig.get("number")
-    f.suptitle(f"{title_prefix}{number + ': ' if number else ''}{fig['title']}", fontsize=10)
+    f.suptitle(clip_text(f"{title_prefix}{number + ': ' if number else ''}{fig['title']}", 160), fontsize=10)
     extra = []
     if any_bad:
         extra.append(Line2D([], [], color="black", marker="o", markerfacecolor="white", linestyle="--",

@@ -90,7 +90,10 @@ def parse_mpip(path: str | Path) -> Profile:
     """f of one mpiP report: point-to-point call time over application time, both summed over
     the tasks. Call times from the complete "Callsite Time statistics" ('*' rows: Count x Mean)
     when the report has it, else from the aggregate time (top twenty call sites)."""
+    from .results import file_problem
     path = Path(path)
+    if file_problem(path):   # a FIFO would block the read
+        raise ProjectError(f"{path}: {file_problem(path)}")
     try:
         text = path.read_text(errors="replace")
     except OSError as e:

@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from . import __version__
-from .results import ResultSet, combine, fmt_num, fmt_size, point_key, varying
+from .results import ResultSet, combine, fmt_num, fmt_size, md_text, point_key, varying
 
 
 def environment_rows(rs: ResultSet) -> list[list[str]]:
@@ -144,7 +144,7 @@ def _summary_line(rs: ResultSet) -> str:
 def _md_table(header, rows) -> str:
     if not rows:
         return "_none_\n"
-    esc = lambda s: str(s).replace("|", "\\|")  # noqa: E731
+    esc = md_text   # results' text (a param value "[x](http://..)") stays text
     lines = ["| " + " | ".join(map(esc, header)) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(map(esc, row)) + " |" for row in rows]
     return "\n".join(lines) + "\n"

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import errno
 import json
 import math
+import os
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -164,9 +167,10 @@ def read_records(path: Path, bad: list | None = None):
     Each line that is not one (cut short, binary, a NUL byte, not UTF-8, nested too deeply, a
     JSON value that is not an object, a record whose fields have the wrong types) is appended
     to `bad` as "FILE:LINE: why" and skipped. A byte-order mark at the start is allowed."""
-    if not path.is_file():
-        raise ResultsError(f"results file not found: {path}" if not path.exists()
-                           else f"{path}: not a regular file")
+    problem = file_problem(path)
+    if problem:
+        raise ResultsError(f"results file not found: {path}" if problem == "no such file"
+                           else f"{path}: {problem}")
     bad = [] if bad is None else bad
     records = []
     try:
@@ -184,22 +188,104 @@ def read_records(path: Path, bad: list | None = None):
     return records
 
 
-def _parse_line(raw: bytes) -> tuple[str | None, dict | None]:
-    """(problem, record) of one line; (None, None) for a blank line."""
-    if b"\0" in raw:
-        return "a NUL byte (binary data?)", None
+# Lines that may hold a number Python cannot use as a double (a run of 20 digits, a 3-digit
+# exponent) or a lone surrogate escape: only these take the slower checks of decode().
+_NUMBER_SHAPE = bytes.maketrans(b"123456789E-", b"000000000e+")   # digits as 0, e, signs as +
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+BLANK = object()                  # decode()'s value for a blank line
+JSON_WHITESPACE = " \t\r\n"   # RFC 8259's; str.strip() would also eat U+2028 and friends
+MAX_INT_DIGITS = 20               # an unsigned 64-bit integer; hmb-bench writes nothing longer
+
+
+class _NotANumber(ValueError):
+    """A number token decode() refuses (its message is the bad line's reason)."""
+
+
+def _constant(name: str):
+    raise _NotANumber(f"{name} is not a JSON number (hmb-bench writes null for a value it has not got)")
+
+
+def _finite_float(text: str) -> float:
+    v = float(text)
+    if not math.isfinite(v):
+        raise _NotANumber(f"the number {text[:24]}{'...' if len(text) > 24 else ''} is beyond a double's range")
+    return v
+
+
+def _bounded_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise _NotANumber(f"an integer of {digits} digits (more than 64 bits)")
+    return int(text)
+
+
+def _lone_surrogate(value) -> str | None:
+    """The first string (or key) of a decoded value holding a lone surrogate, escaped."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                return v.encode("utf-8", "backslashreplace").decode("ascii", "replace")[:40]
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return None
+
+
+def decode(data: bytes) -> tuple[str | None, object]:
+    """(problem, value) of one JSON text: the one decoder of hmb's JSON readers (this module's
+    records, `hmb validate`, hmb.load), so they agree on every line. A line is refused, with
+    the reason, for: a NUL byte, bytes that are not UTF-8 (latin-1 text too), what is not JSON
+    (records separated by CR alone included), NaN or Infinity (not JSON; hmb-bench writes
+    null), a number beyond a double's range or an integer beyond 64 bits, a lone surrogate in a
+    string (not Unicode text: it could not be written out again), and nesting too deep.
+    (None, BLANK) for a blank line. A U+2028 inside a string is text like any other."""
+    if b"\0" in data:
+        return "a NUL byte (binary data, or UTF-16 text?)", None
     try:
-        line = raw.decode("utf-8").strip()
-    except UnicodeDecodeError:
-        return "not UTF-8 text (binary data?)", None
-    if not line:
-        return None, None
+        text = data.decode("utf-8").strip(JSON_WHITESPACE)
+    except UnicodeDecodeError as e:
+        return (f"not UTF-8 text (byte 0x{data[e.start]:02x} at column {e.start + 1}: binary data, or "
+                "latin-1 text?)"), None
+    if not text:
+        return None, BLANK
+    hooks = {"parse_constant": _constant}
+    shape = data.translate(_NUMBER_SHAPE)
+    if b"0" * MAX_INT_DIGITS in shape or b"e000" in shape or b"e+000" in shape:
+        hooks.update(parse_float=_finite_float, parse_int=_bounded_int)
     try:
-        rec = json.loads(line)
+        value = json.loads(text, **hooks)
     except RecursionError:
         return "JSON nested too deeply", None
-    except ValueError as e:
-        return f"not JSON ({e.msg}; a line cut short?)", None
+    except _NotANumber as e:
+        return f"not JSON: {e}", None
+    except json.JSONDecodeError as e:
+        hint = ("; records separated by CR alone? JSON Lines ends each with LF" if "\r" in text
+                else "; a line cut short?")
+        where = f"line {e.lineno} column {e.colno}" if e.lineno > 1 else f"column {e.colno}"
+        return f"not JSON ({e.msg} at {where}{hint})", None
+    except ValueError as e:   # anything else the decoder refuses, in one line
+        return f"not JSON ({str(e).splitlines()[0][:120]})", None
+    if _SURROGATE_ESCAPE.search(data):
+        try:
+            bad = _lone_surrogate(value)
+        except RecursionError:
+            return "JSON nested too deeply", None
+        if bad is not None:
+            return f"a lone surrogate in a string ('{bad}'): not Unicode text", None
+    return None, value
+
+
+def _parse_line(raw: bytes) -> tuple[str | None, dict | None]:
+    """(problem, record) of one line; (None, None) for a blank line."""
+    problem, rec = decode(raw)
+    if problem or rec is BLANK:
+        return problem, None
     if not isinstance(rec, dict):
         return f"a JSON {type(rec).__name__.replace('dict', 'object')}, not a record (an object)", None
     try:
@@ -211,6 +297,15 @@ def _parse_line(raw: bytes) -> tuple[str | None, dict | None]:
 
 def _read(path: Path, bad: list) -> list[tuple[int, dict]]:
     return read_records(path, bad)
+
+
+_SAMPLE_TYPES = frozenset((int, float, type(None)))
+
+
+def only_numbers(values: list) -> bool:
+    """Every item a number or null (not a bool): a --raw samples list, at C speed (10^5 and
+    more items per metric)."""
+    return set(map(type, values)) <= _SAMPLE_TYPES
 
 
 def _is_number(v) -> bool:
@@ -272,13 +367,32 @@ def _malformed(rec: dict) -> str | None:
                 if m.get(field) is not None and not _is_number(m[field]):
                     return f"result record: {name}.{field} must be a number"
         for name, s in (rec.get("samples") or {}).items():
-            if not isinstance(s, list) or not all(_is_number(x) or x is None for x in s):
+            if not isinstance(s, list) or not only_numbers(s):
                 return f"result record: samples.{name} must be a list of numbers"
     return None
 
 
-def _files(paths) -> list[Path]:
-    """The files named (a directory: its *.jsonl), each once, in the order given."""
+def file_problem(path) -> str | None:
+    """Why a path is no file to read (None when it is a regular file, links followed): no such
+    file, a symbolic link loop or to nothing, a directory, a FIFO or device (reading one would
+    block)."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "a symbolic link loop"
+        if os.path.islink(path):
+            return f"a symbolic link to nothing ({os.readlink(path)})"
+        return "no such file" if e.errno == errno.ENOENT else (e.strerror or str(e))
+    if os.path.isdir(path):
+        return "a directory, not a file"
+    return None if os.path.isfile(path) else "not a regular file (a FIFO or a device?)"
+
+
+def _files(paths, skipped: list) -> list[Path]:
+    """The files named (a directory: its *.jsonl), each once, in the order given. A file of a
+    directory that cannot be read (a link loop, a link to nothing, a FIFO) is named in
+    `skipped` as "FILE:0: why"; a file named itself is read (read_records names its problem)."""
     files, seen = [], set()
     for p in map(Path, paths):
         found = [p]
@@ -286,8 +400,16 @@ def _files(paths) -> list[Path]:
             found = sorted(p.glob("*.jsonl"))
             if not found:
                 raise ResultsError(f"no *.jsonl files in {p}")
+            for f in [f for f in found if file_problem(f)]:
+                skipped.append(f"{f}:0: {file_problem(f)}")
+                found.remove(f)
+            if not found:
+                raise ResultsError(f"{skipped[-1]} (and no other *.jsonl file in {p})")
         for f in found:
-            real = f.resolve()
+            try:
+                real = f.resolve(strict=True)
+            except (OSError, RuntimeError):   # named by read_records
+                real = f.absolute()
             if real not in seen:   # the same file twice (or a directory and a file in it)
                 seen.add(real)
                 files.append(f)
@@ -304,8 +426,9 @@ def load(paths, warn=True) -> ResultSet:
     (the file concatenated with itself) is read once. Unreadable lines are skipped, named
     (FILE:LINE: why) on `warn` and counted in ResultSet.bad_lines; duplicates in .duplicates."""
     warn = sys.stderr if warn is True else warn
-    files = _files(paths)
-    runs, launches, results, failures, bad_lines, conformance = {}, [], [], [], [], []
+    bad_lines = []
+    files = _files(paths, bad_lines)
+    runs, launches, results, failures, conformance = {}, [], [], [], []
     duplicates = 0
     # The descriptors a sweep recorded beside its results, else those of the local build.
     described = dict(descriptors.local())
@@ -317,13 +440,16 @@ def load(paths, warn=True) -> ResultSet:
             if file_bad:
                 raise ResultsError(f"{file_bad[0]} (and no readable hmb-bench record in the file"
                                    f"{f'; {len(file_bad)} bad lines' if len(file_bad) > 1 else ''})")
-            raise ResultsError(f"{path}: no hmb-bench records (is it a JSON Lines results file?)")
+            raise ResultsError(_failed_launches(path, records)
+                               or f"{path}: no hmb-bench records (is it a JSON Lines results file?)")
         file_runs, file_launches, last_run_of_tag, items = {}, {}, {}, []
         seen, sweep_no, file_dups = set(), 0, 0
         for n, rec in records:
             kind = rec.get("type")
             try:
-                text = json.dumps(rec, sort_keys=True)
+                # --raw samples (10^5 and more numbers) are left out of the comparison: a
+                # record's summaries tell it apart, and the encoding took seconds
+                text = json.dumps({k: v for k, v in rec.items() if k != "samples"}, sort_keys=True)
             except RecursionError:
                 text = None
             if text is not None and text in seen:
@@ -375,6 +501,47 @@ def load(paths, warn=True) -> ResultSet:
         r.desc = described.get(r.bench)
     return ResultSet(results, runs, launches, failures, [str(f) for f in files], described,
                      bad_lines, duplicates, conformance)
+
+
+def _failed_launches(path: Path, records: list) -> str | None:
+    """When a sweep's every launch failed (its file holds launch records, no run header): one
+    line saying so, how many, and why (hmb-bench's own line from the sweep's log, the most
+    common reason first); None otherwise."""
+    last = {}
+    for _, r in records:
+        if r.get("type") == "launch":
+            last[r.get("tag")] = r
+    failed = [r for r in last.values() if r.get("status") != "done"]
+    if not failed or len(failed) < len(last):
+        return None
+    log = path.with_name(path.name + ".log")
+    why = collections.Counter(_launch_failure(log, r) for r in failed)
+    reasons = "; ".join(f"{n} × {w}" if len(failed) > 1 else w for w, n in why.most_common(2))
+    more = f"; {len(why) - 2} other reasons" if len(why) > 2 else ""
+    return (f"{path}: all {len(failed)} launch{'es' if len(failed) != 1 else ''} failed, no results: "
+            f"{reasons}{more} (each launch's output: {log})")
+
+
+def _launch_failure(log: Path, launch: dict) -> str:
+    """Why a launch failed: from its part of the sweep's log (sweep.failure_reason), else its
+    exit status."""
+    from .sweep import log_reason
+    rc = launch.get("rc")
+    rc = rc if isinstance(rc, int) and not isinstance(rc, bool) else 1
+    if rc == 124:
+        return "killed by the launch timeout"
+    try:
+        with open(log, "rb") as f:
+            text = f.read()
+    except OSError:
+        return f"exit {rc}"
+    headers = list(re.finditer(rb"^### [^\n]* " + re.escape(str(launch.get("tag")).encode("utf-8", "replace"))
+                               + rb": [^\n]*\n", text, re.MULTILINE))
+    if not headers:
+        return f"exit {rc}"
+    start = headers[-1].end()
+    end = text.find(b"\n### ", start)
+    return f"exit {rc}: {log_reason(text[start:end if end >= 0 else len(text)].decode('utf-8', 'replace'), rc)}"
 
 
 def _mixed_types(numbered: list, bad_lines: list) -> list:
@@ -539,3 +706,36 @@ def fmt_num(v: float) -> str:
     if a >= 10:
         return f"{v:.1f}"
     return f"{v:.2f}"
+
+
+_MD_SPECIAL = re.compile(r"([\\\[\]<>|])")
+# What starts a block at a line's start: a quote, a heading or list item (before a space), a
+# fence, a rule or setext underline (a line of = - _ *); a number with . or ) before a space.
+_MD_LINE_START = re.compile(r"^(>|[#+*-](?=\s|$)|```|~~~|[=_*-]+\s*$)")
+_MD_ORDERED = re.compile(r"^(\d{1,9})([.)])(?=\s|$)")
+
+
+def md_text(value) -> str:
+    """Text from a file (a study, a results file) as one line of markdown that reads as the text:
+    line breaks and control characters become spaces, and what would make a link, an image,
+    HTML, a table cell or a heading ([ ] < > | \\, a leading #) is escaped ("Fig. 1](x)" stays
+    text, never a link)."""
+    text = "".join(" " if not c.isprintable() else c for c in str(value))
+    text = _MD_SPECIAL.sub(r"\\\1", text)
+    return _MD_ORDERED.sub(r"\1\\\2", _MD_LINE_START.sub(r"\\\1", text))
+
+
+def md_code(text: str) -> str:
+    """text as a fenced markdown block, its fence longer than any run of backticks inside."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text}\n{fence}"
+
+
+LABEL_CHARS = 80   # the most characters of one label a figure draws (a 100k-character one took 4 min)
+
+
+def clip_text(text, limit: int = LABEL_CHARS) -> str:
+    """Text for a figure's label, legend or title: at most `limit` characters (cut with …)."""
+    text = str(text)
+    return text if len(text) <= limit else text[:limit - 1] + "…"

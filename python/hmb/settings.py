@@ -51,14 +51,23 @@ def _family(mpi: str) -> str:
     return mpi
 
 
+MAX_THRESHOLD = 1 << 40   # 1024G: far beyond any library's (Intel MPI's cells: 64 MB); a bound for the arithmetic
+
+
 def parse_bytes(text) -> int:
-    """Bytes from 16384, "16384", "16K", "1M" (powers of two, like hmb-bench sizes)."""
+    """Bytes from 16384, "16384", "16K", "1M" (powers of two, like hmb-bench sizes), at most
+    MAX_THRESHOLD (1024G): a 23-digit threshold was printed back as variables."""
     if isinstance(text, int) and not isinstance(text, bool):
-        return text
-    m = re.fullmatch(r"\s*([0-9]+)\s*([KMG]?)B?\s*", str(text), re.IGNORECASE)
-    if not m:
-        raise ValueError(f"'{text}' is not a byte count (write e.g. 16384, 16K or 1M)")
-    return int(m.group(1)) * _UNITS[m.group(2).upper()]
+        n = text
+    else:
+        m = re.fullmatch(r"[ \t]*([0-9]{1,16})[ \t]*([KMG]?)B?[ \t]*", str(text), re.IGNORECASE)
+        if not m:
+            shown = str(text) if str(text).isprintable() else ascii(str(text))
+            raise ValueError(f"'{shown[:40]}' is not a byte count (write e.g. 16384, 16K or 1M)")
+        n = int(m.group(1)) * _UNITS[m.group(2).upper()]
+    if not 0 <= n <= MAX_THRESHOLD:
+        raise ValueError(f"{n} bytes is no eager threshold (at most 1024G; the libraries take up to 64M)")
+    return n
 
 
 def shm_env(mpi: str, threshold_bytes: int) -> dict[str, str]:

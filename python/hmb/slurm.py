@@ -10,6 +10,7 @@ import shlex
 
 from .sweep import Config, ConfigError, expand
 
+MAX_COUNT = 1 << 20   # a bound for the #SBATCH lines (a 31-digit --nodes was written as is)
 TIME_RE = re.compile(r"^(\d+-)?\d{1,3}(:\d{2}){0,2}$")
 # #SBATCH lines are not shell: a value is written as is, so it must be one plain word
 # (a newline would end the line and stop sbatch reading every #SBATCH after it).
@@ -43,18 +44,28 @@ def check(cfg: Config, nodes: int, ranks_per_node: int, threads: int) -> None:
                               f"CPUs per rank")
 
 
-def script(cfg: Config, config_path: str, nodes: int, ranks_per_node: int, threads: int,
-           time: str = "01:00:00", partition: str | None = None, account: str | None = None,
-           job_name: str = "hmb-sweep", mpi: str | None = None) -> str:
+def check_options(nodes: int, ranks_per_node: int, threads: int, time: str = "01:00:00",
+                  partition: str | None = None, account: str | None = None, job_name: str = "hmb-sweep") -> None:
+    """The allocation's options (one ConfigError line): checked before anything is written
+    (slurm --study wrote its config before a bad --time was refused)."""
     if nodes < 1 or ranks_per_node < 1 or threads < 1:
         raise ConfigError("--nodes, --ranks-per-node and --threads must be at least 1")
-    if not TIME_RE.match(time):
+    if max(nodes, ranks_per_node, threads) > MAX_COUNT:
+        raise ConfigError(f"--nodes, --ranks-per-node and --threads must be at most {MAX_COUNT:,} "
+                          f"(got {max(nodes, ranks_per_node, threads):,})")
+    if not TIME_RE.fullmatch(time):   # match's $ let a trailing newline through
         raise ConfigError(f"--time {time!r}: expected [D-]HH:MM:SS, MM:SS or minutes")
     _sbatch_value("--job-name", job_name)
     if partition:
         _sbatch_value("--partition", partition)
     if account:
         _sbatch_value("--account", account)
+
+
+def script(cfg: Config, config_path: str, nodes: int, ranks_per_node: int, threads: int,
+           time: str = "01:00:00", partition: str | None = None, account: str | None = None,
+           job_name: str = "hmb-sweep", mpi: str | None = None) -> str:
+    check_options(nodes, ranks_per_node, threads, time, partition, account, job_name)
     for what, value in (("config", config_path), ("--results", cfg.output), ("--mpi", mpi or "")):
         _no_control(what, value)
     check(cfg, nodes, ranks_per_node, threads)

@@ -18,6 +18,7 @@ import fcntl
 import hashlib
 import itertools
 import json
+import math
 import os
 import random
 import re
@@ -113,6 +114,8 @@ def _check_args(args, what: str) -> dict:
                 raise ConfigError(f"{what}.{key}: expected text, number, boolean or a list of them")
             if isinstance(v, str) and any(ord(c) < 32 or ord(c) == 127 for c in v):
                 raise ConfigError(f"{what}.{key}: {v!r} holds a control character (NUL, newline, ...)")
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ConfigError(f"{what}.{key}: {v} is not a finite number")
         if not re.fullmatch(r"[a-z][a-z0-9_-]*", str(key)):
             raise ConfigError(f"{what}: {key!r} is not an option name (lower-case letters, digits, - and _)")
         if key in ("threads", "json", "raw"):
@@ -587,7 +590,12 @@ def failure_reason(path: Path, offset: int, rc: int, timeout: float = 0) -> str:
     last line."""
     with open(path, errors="replace") as f:
         f.seek(offset)
-        lines = [ln.strip() for ln in f.read().splitlines() if ln.strip()]
+        return log_reason(f.read(), rc, timeout)
+
+
+def log_reason(text: str, rc: int, timeout: float = 0) -> str:
+    """failure_reason of one launch's part of the log, given as text."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     own = [ln[ln.index("hmb-bench"):] for ln in lines
            if re.search(r"(^|\W)hmb-bench( [a-z0-9_]+)?: (?!warning:)", ln)]
     if own:

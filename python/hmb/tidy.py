@@ -14,7 +14,7 @@ library version string, host, run id, whether it was a reading) or to the measur
 A result's memory readings (numbers in its `extra` named `*_kB`: the resident memory `proto`
 records, docs/metrics.md) are columns too, on each of that result's rows. They are recorded
 figures, not metrics: no samples, no CI, and they differ from launch to launch, so they are no
-part of a point's identity (is_memory_column). readings_as_metric turns one into metric rows,
+part of a point's identity (is_reading). readings_as_metric turns one into metric rows,
 so a figure or a claim can read memory as it reads a metric (select does it on request).
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ RESOURCES = ["communicators", "streams", "vcis", "reserve_vcis", "vmrss_kib", "v
 READING_SUFFIX = "_kB"
 
 
-def is_memory_column(col) -> bool:
+def is_reading(col) -> bool:
     """A column that holds a result's memory reading (e.g. proto's rss_traffic_kB), not a parameter."""
     return isinstance(col, str) and col.endswith(READING_SUFFIX)
 
@@ -51,7 +51,7 @@ def point_columns(df) -> list:
     """The columns that make a row's point what it is (results.identity's items, the benchmark,
     metric, MPI, noise and settings): rows equal in them are launches of one point."""
     return [c for c in df.columns if c not in MEASURE and c not in LAUNCH and c not in RESOURCES
-            and not is_memory_column(c)]
+            and not is_reading(c)]
 
 
 def no_reading(df):
@@ -80,7 +80,7 @@ def point_medians(rows):
 
 
 def _readings(extra: dict) -> dict:
-    return {k: float(v) for k, v in extra.items() if is_memory_column(k) and isinstance(v, (int, float))
+    return {k: float(v) for k, v in extra.items() if is_reading(k) and isinstance(v, (int, float))
             and not isinstance(v, bool) and math.isfinite(v)}
 
 
@@ -140,7 +140,7 @@ METRIC_FIELDS = ("metric", "median", "ci_lo", "ci_hi", "count", "unit", "higher_
 def readings_as_metric(df, name: str):
     """The reading column `name` as metric rows (metric = name, median = the reading, no CI,
     count 1, unit kB, lower is better): one row per result that has it."""
-    if df is None or df.empty or name not in df.columns or not is_memory_column(name):
+    if df is None or df.empty or name not in df.columns or not is_reading(name):
         return df.iloc[0:0] if df is not None else df
     rows = df[df[name].notna()]
     key = rows[[c for c in rows.columns if c not in METRIC_FIELDS]].astype(str)   # lists: as text
@@ -153,7 +153,7 @@ def with_readings(df, names):
     """df plus, for each of names that is a reading column and no metric, its metric rows."""
     import pandas as pd
     extra = [readings_as_metric(df, n) for n in names
-             if df is not None and n in df.columns and is_memory_column(n) and not (df["metric"] == n).any()]
+             if df is not None and n in df.columns and is_reading(n) and not (df["metric"] == n).any()]
     extra = [e for e in extra if not e.empty]
     return pd.concat([df, *extra], ignore_index=True) if extra else df
 
@@ -185,9 +185,18 @@ def unsupported(rs: hresults.ResultSet):
 def load(paths, warn=True):
     """hmb.load(paths): results files (a directory: its *.jsonl) → tidy DataFrame, one row per
     point and metric. Raises results.ResultsError (one line) on a file that cannot be read."""
+    import os
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         paths = [paths]
-    return frame(hresults.load(list(paths), warn=warn))
+    try:
+        paths = [os.fsdecode(p) for p in paths]   # bytes paths too
+    except TypeError:
+        raise hresults.ResultsError(f"hmb.load: expected a results file or directory, or a list of them; got "
+                                    f"{type(paths).__name__ if not isinstance(paths, list) else 'a list holding other things'}") from None
+    if not paths:
+        raise hresults.ResultsError("hmb.load: no results file given")
+    return frame(hresults.load(paths, warn=warn))
+
 
 
 def select(df, bench: str | None, metric: str | None, where: dict | None):

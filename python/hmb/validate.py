@@ -30,37 +30,56 @@ def _validator() -> jsonschema.Draft202012Validator:
 
 def _why(record) -> str | None:
     """One line saying what is wrong with a record, or None when it is valid."""
-    errors = list(_validator().iter_errors(record))
+    kind = record.get("type", "descriptor listing") if isinstance(record, dict) else "record"
+    record, samples_problem = _samples_checked(record)
+    try:
+        errors = list(_validator().iter_errors(record))
+    except RecursionError:
+        return f"{kind}: nested too deeply"
     if not errors:
-        return None
+        return f"{kind}: {samples_problem}" if samples_problem else None
     # the deepest error names the offending key; the best_match heuristic prefers it
     e = jsonschema.exceptions.best_match(errors)
     where = "/".join(str(p) for p in e.absolute_path)
-    kind = record.get("type", "descriptor listing") if isinstance(record, dict) else "record"
     return f"{kind}: {where + ': ' if where else ''}{e.message}"
 
 
+def _samples_checked(record):
+    """(the record with each `samples` list cut to its first item, what is wrong with the
+    lists or None): --raw keeps every iteration (up to --max-iters, 10^5 by default, per
+    metric), and the schema's validator takes seconds per million items; each item is
+    checked here instead, as the schema says: a number or null."""
+    samples = record.get("samples") if isinstance(record, dict) else None
+    if not isinstance(samples, dict) or not any(isinstance(s, list) and len(s) > 1 for s in samples.values()):
+        return record, None
+    from .results import only_numbers
+    problem = None
+    for name, s in samples.items():
+        if isinstance(s, list) and problem is None and not only_numbers(s):
+            i = next(i for i, x in enumerate(s) if not only_numbers([x]))
+            problem = f"samples/{name}/{i}: {s[i]!r:.40} is not of type 'number', 'null'"
+    return {**record, "samples": {k: (s[:1] if isinstance(s, list) else s) for k, s in samples.items()}}, problem
+
+
 def records(path: Path):
-    """(line number, parsed value or None, parse error or None) for each record of a file."""
-    text = path.read_text(encoding="utf-8-sig", errors="replace")   # a leading byte-order mark is not a bad record (as results.py reads it)
-    lines = text.splitlines()
-    first = next((i for i, line in enumerate(lines) if line.strip()), None)
-    if first is not None:
-        try:
-            json.loads(lines[first])
-        except json.JSONDecodeError:
-            try:   # one indented document
-                yield first + 1, json.loads(text), None
-                return
-            except json.JSONDecodeError:
-                pass
+    """(line number, parsed value or None, problem or None) for each record of a file, each
+    line read by results.decode, the decoder hmb.load and the reports use (so `hmb validate`
+    and the reader agree on every line)."""
+    from .results import BLANK, decode
+    data = path.read_bytes()
+    if data.startswith(b"\xef\xbb\xbf"):   # a leading byte-order mark is not a bad record (as results.py reads it)
+        data = data[3:]
+    lines = data.split(b"\n")
+    first = next((i for i, line in enumerate(lines) if line.strip(b" \t\r\n")), None)
+    if first is not None and (decode(lines[first])[0] or "").startswith("not JSON ("):
+        problem, doc = decode(data)     # one indented document
+        if problem is None or not problem.startswith("not JSON ("):   # a whole document (NaN in it: said once)
+            yield first + 1, doc, problem
+            return
     for i, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            yield i, json.loads(line), None
-        except json.JSONDecodeError as e:
-            yield i, None, f"not JSON ({e.msg} at column {e.colno})"
+        problem, value = decode(line)
+        if value is not BLANK:
+            yield i, value, problem
 
 
 def validate_file(path: Path) -> tuple[int, list[str]]:
@@ -76,11 +95,13 @@ def validate_file(path: Path) -> tuple[int, list[str]]:
 
 
 def main(paths: list[str], out=print) -> int:
+    from .results import file_problem
     total, bad = 0, []
     for p in paths:
         path = Path(p)
-        if not path.is_file():
-            bad.append(f"{p}:0: {'not a file' if path.exists() else 'no such file'}")
+        problem = file_problem(path)
+        if problem:
+            bad.append(f"{p}:0: {problem}")
             continue
         n, b = validate_file(path)
         total += n

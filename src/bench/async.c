@@ -414,15 +414,15 @@ static int64_t compute_with_progress(hmb_ctx *ctx, async_state *s)
 {
     switch (s->mode.kind) {
     case PROG_TEST:
-        return hmb_compute_sliced_ns(ctx, s->c_ns, (int64_t)(s->mode.poll_us * 1e3), testall_poll, &s->ex);
+        return hmb_compute_work_sliced_ns(ctx, s->c_ns, (int64_t)(s->mode.poll_us * 1e3), testall_poll, &s->ex);
     case PROG_THREAD: {
         hmb_progress_publish(s->thread, test_exchange, &s->ex);
-        int64_t inside_ns = hmb_compute_ns(ctx, s->c_ns);
+        int64_t inside_ns = hmb_compute_work_ns(ctx, s->c_ns);
         hmb_progress_withdraw(s->thread);
         return inside_ns;
     }
     default: /* none; impl: the library's thread works on its own */
-        return hmb_compute_ns(ctx, s->c_ns);
+        return hmb_compute_work_ns(ctx, s->c_ns);
     }
 }
 
@@ -461,7 +461,7 @@ static void run_nonblocking(hmb_ctx *ctx, void *state, int phase, long iter, dou
 static void run_compute_only(hmb_ctx *ctx, void *state, int phase, long iter, double *times)
 {
     (void)phase, (void)iter;
-    times[T_KERNEL] = (double)hmb_compute_ns(ctx, ((async_state *)state)->c_ns) * 1e-9;
+    times[T_KERNEL] = (double)hmb_compute_work_ns(ctx, ((async_state *)state)->c_ns) * 1e-9;
 }
 
 static const hmb_mode async_phases[NPHASES + 1] = {

@@ -64,7 +64,7 @@ static const hmb_metric mt_metrics[] = {
     {.name = "op_latency_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
      .description = "get test: mean time of one MPI_Get + MPI_Win_flush seen by an origin thread"},
     {.name = "target_compute_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
-     .description = "get test: time the target spent in its compute kernel (C_actual)"},
+     .description = "get test: time the target spent in its compute kernel (a delay exact in time)"},
     HMB_METRIC_END,
 };
 

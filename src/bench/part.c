@@ -433,14 +433,14 @@ static void complete_send(const part_state *st, MPI_Request *req)
 }
 
 /* Sender: once every partition is ready and the receiver has started (the barrier), the
- * send must complete; polled (--complete test), a library that never completes it fails the
- * run within --wait-bound instead of hanging it (seen with Open MPI 5.0.11 when the job has
- * ranks beyond the pair). MPI_Wait (--complete wait) has no bound of its own: the receiver's
- * bounded poll or the watchdog's --timeout ends a hang. */
+ * send must complete; polled (--complete test) or blocked in MPI_Wait (--complete wait, its
+ * bound prepared in partitioned_setup), a library that never completes it fails the run
+ * within --wait-bound instead of hanging it (seen with Open MPI 5.0.11 when the job has ranks
+ * beyond the pair). */
 static void sender_bounded_wait(hmb_ctx *ctx, part_state *st, const hmb_point *pt, long iter)
 {
     if (st->complete_wait)
-        MPI_Wait(&st->part_req, MPI_STATUS_IGNORE);
+        hmb_wait_bounded(ctx, iter, &st->part_req, hmb_now());
     else
         hmb_waitall_bounded(ctx, pt, iter, hmb_comm_mpi(), 1, &st->part_req, hmb_now(),
                             "the partitioned send (every partition marked ready, the receiver started and polling; "
@@ -505,6 +505,9 @@ static void partitioned_setup(hmb_ctx *ctx, void *state, int phase, long iter)
 {
     (void)ctx, (void)phase, (void)iter;
     part_state *st = state;
+    if (st->rank == SENDER && st->complete_wait)
+        hmb_wait_bound_prepare(ctx, iter, "the 1 request of the partitioned send (every partition marked ready, the "
+                                          "receiver started; %d ranks in the job)", hmb_size(ctx));
     if (st->rank == RECEIVER) {
         /* Pre-post the sender-done message: it bounds Parrived polling. */
         st->done_flag = 0;

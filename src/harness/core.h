@@ -140,52 +140,90 @@ int hmb_noise_parse(const char *spec, hmb_noise *out, char *err, size_t errlen);
  *   uniform:  base * (1 + U[0, P/100])
  *   gaussian: max(0, N(base, (base P/100)^2)) */
 int64_t hmb_noise_draw(const hmb_noise *nz, int rank, int tid, int nthreads, long iter, int64_t base_ns);
+/* The largest draw hmb_noise_draw can give around base_ns, for any rank, thread and iteration:
+ * base for none, base (1 + P/100) for single and uniform, base (1 + P/100 sqrt(106 ln 2)) for
+ * gaussian (Box-Muller's |z| with u1 >= 2^-53). For bounds that must cover any compute. */
+int64_t hmb_noise_max_draw(const hmb_noise *nz, int64_t base_ns);
 /* The noisy thread of `single` for this iteration (for tests and the record). */
 int hmb_noise_single_thread(const hmb_noise *nz, int rank, int nthreads, long iter);
 
 /* ------------------------------------------------------------------ compute.c */
 typedef struct {
-    double iters_per_ns; /* kernel rate of the calibrating thread (undisturbed) */
-    double calib_s;      /* wall time spent calibrating */
+    double iters_per_ns; /* SUSTAINED kernel rate of the calibrating thread: the median of ~10 ms runs */
+    double calib_s;      /* wall time spent calibrating (the last calibration) */
     int cpu;             /* CPU the thread ran on while calibrating */
     /* Interruptions of the core seen by a clock-gap probe (timer ticks, VM exits, IRQs):
-     * share of time lost and how often. hmb_compute_run compensates for the expected share. */
+     * share of time lost and how often. The sustained rate includes them: a work request that
+     * meets none comes out short by up to interrupt_lost_frac. */
     double interrupt_lost_frac;
     double interrupts_per_ns;
-    /* The rate found at start-up (the run header's iters_per_ns); iters_per_ns rises above it
-     * only when a run proves it low (hmb_compute_observe). */
-    double start_iters_per_ns;
+    double rate_spread;  /* (fastest - slowest) / median of the sustained runs */
+    double verify_error; /* median error of the work runs that verified the rate (signed fraction) */
+    double alone_iters_per_ns; /* the rate before MPI_Init, this rank's threads alone computing */
+    int concurrent;            /* 1: iters_per_ns was measured with every thread of every rank at once */
 } hmb_calib;
+
+/* SPEC's compute accuracy: max(1 us, 1 %) of the request. */
+#define HMB_COMPUTE_TOLERANCE 0.01
+/* The allowed error of a request of request_ns: max(1 us, 1 %), ns. */
+double hmb_compute_allowed_error_ns(int64_t request_ns);
 
 /* The kernel: floating-point work, no system calls; returns a value to keep it alive. */
 double hmb_compute_kernel(uint64_t iters);
-/* Calibrate the calling thread (about target_s seconds of work). */
+/* Calibrate the calling thread's sustained rate (about target_s seconds of work, plus the
+ * interruption probe). Returns 0, or -1 if no rate came out. */
 int hmb_compute_calibrate(hmb_calib *out, double target_s);
+/* Measure the rate as hmb_compute_calibrate does, then verify it with three work runs of 10 ms:
+ * while their median is off by over 1 % in either direction, their own rate becomes the rate
+ * (the LATEST measurement, never the fastest) and is verified again, at most max_tries
+ * measurements in all; then the interruption probe. Returns the measurements made, -1 if the
+ * first found no rate. */
+int hmb_compute_calibrate_verified(hmb_calib *out, double target_s, int max_tries);
+/* The sustained rate of the calling thread now: the median of `runs` runs of ~10 ms (sized
+ * with c's rate) in on-core time, as the calibration measures it. 0 without a rate in c. */
+double hmb_compute_sustained_rate(const hmb_calib *c, int runs);
+/* Signed error of iters run in measured_ns against calibrated_iters_per_ns: measured / expected
+ * - 1 (> 0: ran long, the rate is too high; < 0: ran short, the rate is too low); 0 when there
+ * is nothing to judge. */
+double hmb_compute_rate_error(double calibrated_iters_per_ns, uint64_t iters, int64_t measured_ns);
 /* The start-up check requests: 10 us, 1 ms, 100 ms (SPEC §2's range and its middle). */
 enum { HMB_COMPUTE_CHECKS = 3 };
 extern const int64_t hmb_compute_check_ns[HMB_COMPUTE_CHECKS];
-/* Calibrate the calling thread, then verify the rate with 1 ms runs and the check requests
- * (into check_measured_ns): while one of 1 ms or more runs faster than the rate allows
- * (hmb_compute_rate_too_low: the core was slow while calibrating), calibrate again, at most
- * max_tries in all, keeping the fastest rate. Returns the calibrations made, -1 if the first
- * failed. */
-int hmb_compute_calibrate_verified(hmb_calib *out, double target_s, int max_tries,
-                                   int64_t check_measured_ns[HMB_COMPUTE_CHECKS]);
-/* After a run of iters that took measured_ns on the thread that owns c: a run of 100 us or
- * more faster than c's rate by over 1 % (hmb_compute_rate_too_low) raises the rate to its own. */
-void hmb_compute_observe(hmb_calib *c, uint64_t iters, int64_t measured_ns);
-/* Whether iters run in measured_ns prove calibrated_iters_per_ns low: faster by over 1 %. */
-int hmb_compute_rate_too_low(double calibrated_iters_per_ns, uint64_t iters, int64_t measured_ns);
-/* Run the kernel for ns nanoseconds using calibration c; returns the measured ns. Accuracy
- * goal: within max(1 µs, 1%) for 10 µs … 100 ms. = hmb_compute_run_iters(hmb_compute_iters). */
-int64_t hmb_compute_run(const hmb_calib *c, int64_t ns);
-/* The kernel iterations of a request of ns (compensated for the machine's interruptions). */
+/* TIME compute: busy kernel work until ns have passed on the clock (re-checked in chunks
+ * sized with c's rate); returns the measured ns (>= ns). */
+int64_t hmb_compute_for(const hmb_calib *c, int64_t ns);
+/* WORK compute: the kernel iterations of a request of ns at c's sustained rate
+ * (hmb_compute_iters); returns the measured ns. */
+int64_t hmb_compute_work(const hmb_calib *c, int64_t ns);
+/* The kernel iterations of a WORK request of ns: ns x the sustained rate, rounded. */
 uint64_t hmb_compute_iters(const hmb_calib *c, int64_t ns);
-/* The expected share of a window of ns that the machine's interruptions take (what
- * hmb_compute_iters takes off the work; a run that meets none comes out that much short). */
-double hmb_compute_interrupt_share(const hmb_calib *c, int64_t ns);
 /* Run exactly iters kernel iterations; returns the measured ns. */
 int64_t hmb_compute_run_iters(uint64_t iters);
+/* The measured compute of a point (SPEC: per iteration, median and worst thread). */
+enum { HMB_COMPUTE_TIME = 1, HMB_COMPUTE_WORK = 2 }; /* kinds of compute, as bits */
+/* One thread's compute over a point's n measured iterations (its requested and measured
+ * totals per iteration, ns; requested > 0): out[0] the median requested, out[1] the median
+ * measured, out[2] the median of measured / requested - 1 (NaN all three when n = 0). Sorts
+ * the arrays in place. */
+void hmb_compute_thread_medians(long n, double *requested_ns, double *measured_ns, double out[3]);
+/* Over every thread of every rank (rank-major, threads per rank; rows of 4: the three medians
+ * of hmb_compute_thread_medians and the kinds bits; NaN rows: the thread did not compute):
+ * the median over threads and ranks of each, and the thread whose median error is largest in
+ * size. present = 0: nobody computed. */
+typedef struct {
+    int present, kinds, threads;
+    double requested_ns, measured_ns, error;
+    int worst_rank, worst_thread;
+    double worst_requested_ns, worst_measured_ns, worst_error;
+} hmb_compute_summary;
+void hmb_compute_summarize(int ranks, int threads, const double *rows, hmb_compute_summary *out);
+/* TEST ONLY, in libhmbcore.so alone (never in hmb-bench): a simulated core. nseg > 0: the
+ * kernel does no work and the clock is virtual; n iterations take n / (base_iters_per_ns x
+ * speed) with speed stepping through seg_ns[i] long segments at speed[i] (cycled if repeat,
+ * else the last speed stays), and each clock read takes read_ns. nseg = 0: off. Returns 0, -1
+ * on bad input. */
+int hmb_compute_test_core(double base_iters_per_ns, double read_ns, int nseg, const double *seg_ns,
+                          const double *speed, int repeat);
 
 /* ------------------------------------------------------------------ timer.c */
 /* (hmb_now / hmb_now_ns are declared in hmb/hmb.h) */

@@ -328,33 +328,39 @@ void hmb_reduce_sum(hmb_ctx *ctx, double *vals, int n) { reduce_to_root(ctx, val
 
 /* ------------------------------------------------------------------ compute and noise */
 
-static hmb_calib *thread_calib(hmb_ctx *ctx)
+/* The calling OpenMP thread's index into the per-thread calibrations and compute logs; a thread
+ * outside the team counts as thread 0 (no harness helper thread computes). */
+static int compute_tid(const hmb_ctx *ctx)
 {
     int tid = omp_get_thread_num();
-    if (tid < 0 || tid >= ctx->threads)
-        tid = 0; /* a thread outside the team uses thread 0's rate (no harness helper thread
-                  * computes: the owning thread alone raises a rate, hmb_compute_observe) */
-    return &ctx->calib[tid];
+    return tid < 0 || tid >= ctx->threads ? 0 : tid;
 }
 
-int64_t hmb_compute_ns(hmb_ctx *ctx, int64_t ns)
+/* One compute request of either kind on the calling thread, recorded in the point's log. */
+static int64_t compute_logged(hmb_ctx *ctx, int64_t ns, int kind)
 {
     if (ns <= 0)
         return 0;
-    hmb_calib *c = thread_calib(ctx);
-    uint64_t iters = hmb_compute_iters(c, ns);
-    int64_t measured_ns = hmb_compute_run_iters(iters);
-    hmb_compute_observe(c, iters, measured_ns);
+    int tid = compute_tid(ctx);
+    const hmb_calib *c = &ctx->calib[tid];
+    int64_t measured_ns = kind == HMB_COMPUTE_TIME ? hmb_compute_for(c, ns) : hmb_compute_work(c, ns);
+    hmb_compute_log_add(ctx, tid, kind, ns, measured_ns);
     return measured_ns;
 }
 
-int64_t hmb_compute_sliced_ns(hmb_ctx *ctx, int64_t ns, int64_t slice_ns, void (*poll)(void *), void *arg)
+int64_t hmb_compute_ns(hmb_ctx *ctx, int64_t ns) { return compute_logged(ctx, ns, HMB_COMPUTE_TIME); }
+
+int64_t hmb_compute_work_ns(hmb_ctx *ctx, int64_t ns) { return compute_logged(ctx, ns, HMB_COMPUTE_WORK); }
+
+int64_t hmb_compute_work_sliced_ns(hmb_ctx *ctx, int64_t ns, int64_t slice_ns, void (*poll)(void *), void *arg)
 {
-    /* Fixed work, like hmb_compute_ns: the work of one request of ns (so test:P does exactly
-     * what none does for the same C), split into slices of about slice_ns. A slowed-down core
-     * makes the measured total (C_actual) exceed ns: that slow-down is what is measured. */
-    hmb_calib *c = thread_calib(ctx);
-    uint64_t total = hmb_compute_iters(c, ns), left = total;
+    /* The work of one request of ns (so test:P does exactly what none does for the same C),
+     * split into slices of about slice_ns. A slowed-down core makes the measured total
+     * (C_actual) exceed ns: that slow-down is what is measured. */
+    if (ns <= 0)
+        return 0;
+    int tid = compute_tid(ctx);
+    uint64_t total = hmb_compute_iters(&ctx->calib[tid], ns), left = total;
     uint64_t per_slice = slice_ns <= 0 || slice_ns >= ns ? total : (uint64_t)((double)total * slice_ns / ns);
     if (per_slice == 0)
         per_slice = 1;
@@ -366,28 +372,31 @@ int64_t hmb_compute_sliced_ns(hmb_ctx *ctx, int64_t ns, int64_t slice_ns, void (
         if (poll && left > 0)
             poll(arg);
     }
-    hmb_compute_observe(c, total, inside_ns);
+    hmb_compute_log_add(ctx, tid, HMB_COMPUTE_WORK, ns, inside_ns);
     return inside_ns;
 }
 
 double hmb_compute_calibration_error(const hmb_ctx *ctx, int64_t ns)
 {
-    /* Only a check that ran short says the rate may be too low; one that ran long was
-     * disturbed, which says nothing about how fast an undisturbed run can be. Every thread
-     * checked its own rate: the worst one counts. */
-    double shortfall = 0.0;
+    /* How much shorter than requested an undisturbed WORK request of ns may come out: the
+     * shortfall of this rank's start-up check (its worst thread) at the check request nearest
+     * to ns (log scale), plus the interruption share the sustained rate includes (a run that
+     * meets no interruption is that much short). A check that ran long was disturbed, which
+     * says nothing about how fast an undisturbed run can be. */
+    int nearest = 0;
+    for (int i = 1; i < HMB_COMPUTE_CHECKS; i++)
+        if (fabs(log((double)hmb_compute_check_ns[i] / (double)ns)) <
+            fabs(log((double)hmb_compute_check_ns[nearest] / (double)ns)))
+            nearest = i;
+    double shortfall = 0.0, lost = 0.0;
+    const double request_ns = (double)hmb_compute_check_ns[nearest];
     for (int t = 0; t < ctx->threads; t++) {
-        for (int i = 0; i < HMB_COMPUTE_CHECKS; i++) {
-            double request_ns = (double)hmb_compute_check_ns[i];
-            double measured_ns = (double)ctx->compute_check_measured_ns[t][i];
-            if (measured_ns > 0.0 && measured_ns < request_ns)
-                shortfall = fmax(shortfall, (request_ns - measured_ns) / request_ns);
-        }
+        double measured_ns = (double)ctx->compute_check_work_ns[t][nearest];
+        if (measured_ns > 0.0 && measured_ns < request_ns)
+            shortfall = fmax(shortfall, (request_ns - measured_ns) / request_ns);
+        lost = fmax(lost, ctx->calib[t].interrupt_lost_frac);
     }
-    double interrupt_share = 0.0;
-    for (int t = 0; t < ctx->threads; t++)
-        interrupt_share = fmax(interrupt_share, hmb_compute_interrupt_share(&ctx->calib[t], ns));
-    return shortfall + interrupt_share;
+    return shortfall + (lost < 0.5 ? lost : 0.0);
 }
 
 double hmb_compute_rate(const hmb_ctx *ctx, int tid)
@@ -401,3 +410,5 @@ int64_t hmb_noise_ns(const hmb_ctx *ctx, int tid, long iter, int64_t base_ns)
 {
     return hmb_noise_draw(&ctx->noise, ctx->rank, tid, ctx->threads, iter, base_ns);
 }
+
+int64_t hmb_noise_max_ns(const hmb_ctx *ctx, int64_t base_ns) { return hmb_noise_max_draw(&ctx->noise, base_ns); }

@@ -52,6 +52,17 @@ void hmb_extras_write(hmb_json *j, const char *key, const hmb_extras *e);
 /* ------------------------------------------------------------------ run context */
 typedef struct hmb_watchdog hmb_watchdog;
 
+/* computelog.c: one thread's compute in the point in flight. requested_ns / measured_ns: its
+ * compute calls of the running iteration (written by that thread only); iter_requested_ns /
+ * iter_measured_ns: their totals per measured iteration, appended between iterations. */
+typedef struct {
+    int64_t requested_ns, measured_ns;
+    int kinds;
+    char pad[64 - 2 * sizeof(int64_t) - sizeof(int)]; /* one cache line per thread */
+    double *iter_requested_ns, *iter_measured_ns;
+    size_t count, capacity;
+} hmb_compute_log;
+
 typedef struct {
     int cold;
     size_t llc_bytes;   /* detected or --llc-size */
@@ -88,10 +99,14 @@ struct hmb_ctx {
 
     hmb_noise noise;
     hmb_calib calib[HMB_MAX_THREADS];
-    /* Each thread's start-up check (hmb_compute_check_ns requests at its own rate) and how
-     * many calibrations it took (hmb_compute_calibrate_verified). */
-    int64_t compute_check_measured_ns[HMB_MAX_THREADS][HMB_COMPUTE_CHECKS];
+    /* How many calibrations each thread took (hmb_compute_calibrate_verified), and its start-up
+     * check after MPI_Init, every thread of every rank at once (hmb_env_check_compute): the
+     * hmb_compute_check_ns requests as TIME and as WORK compute, measured ns. */
     int calibrations[HMB_MAX_THREADS];
+    int64_t compute_check_time_ns[HMB_MAX_THREADS][HMB_COMPUTE_CHECKS];
+    int64_t compute_check_work_ns[HMB_MAX_THREADS][HMB_COMPUTE_CHECKS];
+    /* The measured compute of the point in flight, per thread (computelog.c). */
+    hmb_compute_log compute_log[HMB_MAX_THREADS];
     double timer_resolution_ns, timer_overhead_ns;
 
     double clock_offset_s;
@@ -205,8 +220,22 @@ int hmb_env_placement_main(hmb_ctx *ctx, int *argc, char ***argv);
 int hmb_pvars_list(FILE *out);
 /* MPI_T_init_thread once per process, never finalised (mpit.c): 1 when the tool interface is up. */
 int hmb_mpit_hold(void);
-/* Calibration and compute check, before MPI_Init. */
+/* Calibration of every thread at once, before MPI_Init. */
 void hmb_env_calibrate(hmb_ctx *ctx);
+/* The start-up compute check, after MPI_Init (collective): every thread of every rank runs the
+ * check requests at once, as TIME and as WORK compute. */
+void hmb_env_check_compute(hmb_ctx *ctx);
+
+/* computelog.c (the point loop, measure.c): record a compute call of thread tid; start an
+ * iteration (zero every thread's running totals); after a measured iteration keep them;
+ * summarise the point (collective; rank 0 gets the summary); free. */
+void hmb_compute_log_add(hmb_ctx *ctx, int tid, int kind, int64_t requested_ns, int64_t measured_ns);
+void hmb_compute_log_begin_iteration(hmb_ctx *ctx);
+void hmb_compute_log_keep_iteration(hmb_ctx *ctx);
+void hmb_compute_log_summarize(hmb_ctx *ctx, hmb_compute_summary *out);
+void hmb_compute_log_free(hmb_ctx *ctx);
+/* Rank 0: the summary as the result's "compute" object (nothing when it is not present). */
+void hmb_compute_summary_write(hmb_json *j, const hmb_compute_summary *s);
 
 /* output.c */
 void hmb_output_open(hmb_ctx *ctx); /* rank 0; ctx->json stays NULL if it cannot open */
@@ -232,6 +261,13 @@ hmb_watchdog *hmb_watchdog_start(hmb_ctx *ctx);
 void hmb_watchdog_arm(hmb_watchdog *w, int64_t timeout_ns);
 void hmb_watchdog_disarm(hmb_watchdog *w);
 void hmb_watchdog_stop(hmb_watchdog *w);
+/* The bound of one blocking call (hmb_wait_bounded, modes.c): prepare names it (message, the
+ * point's iteration) and wakes the watchdog (untimed); start sets its deadline, since_s +
+ * bound_s, without waking it (cheap, in the timed path); clear ends it. Past the deadline the
+ * watchdog fails the point with exit 3 (hmb_validation_failure) with the message. */
+void hmb_watchdog_bound_prepare(hmb_watchdog *w, double bound_s, long iter, const char *message);
+void hmb_watchdog_bound_start(hmb_watchdog *w, double since_s);
+void hmb_watchdog_bound_clear(hmb_watchdog *w);
 
 /* cache.c */
 int hmb_cache_init(hmb_ctx *ctx); /* 0: cannot allocate the eviction buffer */

@@ -22,12 +22,86 @@ enum { CALIBRATION_TARGET_MS = 40, CALIBRATION_TRIES = 3 };
 void hmb_env_calibrate(hmb_ctx *ctx)
 {
     hmb_timer_measure(&ctx->timer_resolution_ns, &ctx->timer_overhead_ns);
-    /* Every thread calibrates itself at once, as the threads will later compute together. */
+    /* Every thread calibrates itself at once, as the threads will later compute together (and
+     * the ranks, started together, calibrate at the same time). */
 #pragma omp parallel num_threads(ctx->threads)
     {
         int tid = omp_get_thread_num();
-        ctx->calibrations[tid] = hmb_compute_calibrate_verified(
-            &ctx->calib[tid], CALIBRATION_TARGET_MS * 1e-3, CALIBRATION_TRIES, ctx->compute_check_measured_ns[tid]);
+        ctx->calibrations[tid] = hmb_compute_calibrate_verified(&ctx->calib[tid], CALIBRATION_TARGET_MS * 1e-3,
+                                                                CALIBRATION_TRIES);
+    }
+}
+
+/* CPU time (ns) the threads the library started inside MPI_Init have had, summed over those
+ * allowed on a CPU of this rank's compute threads: /proc's schedstat (ns), else stat's ticks. */
+static double library_ns_on_compute_cpus(const hmb_ctx *ctx)
+{
+    double sum_ns = 0.0;
+    for (int i = 0; i < ctx->n_init_tids; i++) {
+        hmb_cpus allowed;
+        int tid = ctx->init_tids[i];
+        if (hmb_cpus_of_thread(tid, &allowed) != 0 || !hmb_cpus_intersect(&allowed, &ctx->compute_cpus))
+            continue;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
+        FILE *f = fopen(path, "r");
+        long long ns = -1, ticks;
+        if (f) {
+            if (fscanf(f, "%lld", &ns) != 1)
+                ns = -1;
+            fclose(f);
+        }
+        if (ns < 0 && hmb_task_stat(tid, NULL, &ticks) == 0)
+            ns = ticks * (1000000000LL / sysconf(_SC_CLK_TCK));
+        sum_ns += ns > 0 ? (double)ns : 0.0;
+    }
+    return sum_ns;
+}
+
+/* Runs of the concurrent rate measurement (each ~10 ms). */
+enum { CONCURRENT_RUNS = 3 };
+
+void hmb_env_check_compute(hmb_ctx *ctx)
+{
+    /* The sustained rate under the run's own concurrency: from a barrier, every thread of every
+     * rank measures it at once (turbo and power limits depend on how many cores compute), and
+     * it replaces the rate measured before MPI_Init, this rank's threads alone. Unless a thread
+     * the library started inside MPI_Init (MPICH's progress thread, when there is no spare core
+     * to move it to) ran on the compute CPUs meanwhile: its time would be in the rate, and
+     * async could no longer see it steal compute; the rate before MPI_Init stays then. */
+    double library_before_ns = library_ns_on_compute_cpus(ctx);
+    MPI_Barrier(ctx->comm);
+    double t_start = hmb_now();
+    double concurrent[HMB_MAX_THREADS];
+#pragma omp parallel num_threads(ctx->threads)
+    {
+        int tid = omp_get_thread_num();
+        concurrent[tid] = hmb_compute_sustained_rate(&ctx->calib[tid], CONCURRENT_RUNS);
+    }
+    double wall_ns = (hmb_now() - t_start) * 1e9;
+    int disturbed = library_ns_on_compute_cpus(ctx) - library_before_ns > 0.01 * wall_ns;
+    for (int t = 0; t < ctx->threads; t++) {
+        hmb_calib *c = &ctx->calib[t];
+        c->alone_iters_per_ns = c->iters_per_ns;
+        c->concurrent = !disturbed && concurrent[t] > 0.0;
+        if (c->concurrent)
+            c->iters_per_ns = concurrent[t];
+    }
+    /* The check, under the same concurrency: every thread of every rank starts each request at
+     * once (a barrier between requests), the TIME kind then the WORK kind. */
+    for (int i = 0; i < HMB_COMPUTE_CHECKS; i++) {
+        for (int kind = 0; kind < 2; kind++) {
+            MPI_Barrier(ctx->comm);
+#pragma omp parallel num_threads(ctx->threads)
+            {
+                int tid = omp_get_thread_num();
+                const hmb_calib *c = &ctx->calib[tid];
+                if (kind == 0)
+                    ctx->compute_check_time_ns[tid][i] = hmb_compute_for(c, hmb_compute_check_ns[i]);
+                else
+                    ctx->compute_check_work_ns[tid][i] = hmb_compute_work(c, hmb_compute_check_ns[i]);
+            }
+        }
     }
 }
 
@@ -172,8 +246,10 @@ typedef struct {
     int calib_cpu[HMB_MAX_THREADS];
     double iters_per_ns[HMB_MAX_THREADS];
     double interrupt_lost_frac[HMB_MAX_THREADS], interrupts_per_s[HMB_MAX_THREADS];
+    double rate_spread[HMB_MAX_THREADS], verify_error[HMB_MAX_THREADS], alone_iters_per_ns[HMB_MAX_THREADS];
+    int concurrent[HMB_MAX_THREADS];
     int calibrations[HMB_MAX_THREADS];
-    int64_t check_measured_ns[HMB_MAX_THREADS][HMB_COMPUTE_CHECKS];
+    int64_t check_time_ns[HMB_MAX_THREADS][HMB_COMPUTE_CHECKS], check_work_ns[HMB_MAX_THREADS][HMB_COMPUTE_CHECKS];
 } rank_info;
 
 static const char *impl_name(const char *library)
@@ -302,6 +378,88 @@ static void write_placement(hmb_json *j, const hmb_ctx *ctx, const rank_info *al
     hmb_json_close_arr(j);
 }
 
+/* One check request over every thread of every rank: the median measured, and the thread
+ * furthest from the request (its rank, thread, measured). */
+static void write_check_kind(hmb_json *j, const char *prefix, int64_t request_ns, int ranks, int threads,
+                             const int64_t *(*measured_of)(const rank_info *, int), const rank_info *all, int i)
+{
+    const int n = ranks * threads;
+    double *values = malloc((size_t)n * sizeof(double));
+    if (!values)
+        abort();
+    int worst = 0;
+    double worst_off = -1.0;
+    for (int k = 0; k < n; k++) {
+        values[k] = (double)measured_of(&all[k / threads], k % threads)[i];
+        double off = fabs(values[k] - (double)request_ns);
+        if (off > worst_off)
+            worst_off = off, worst = k;
+    }
+    double worst_ns = values[worst];
+    qsort(values, (size_t)n, sizeof values[0], hmb_cmp_double);
+    char key[48];
+    snprintf(key, sizeof key, "%smeasured_ns", prefix);
+    hmb_json_num(j, key, hmb_quantile_sorted(values, n, 0.5));
+    snprintf(key, sizeof key, "%sworst_measured_ns", prefix);
+    hmb_json_int(j, key, (long long)worst_ns);
+    snprintf(key, sizeof key, "%sworst_rank", prefix);
+    hmb_json_int(j, key, worst / threads);
+    snprintf(key, sizeof key, "%sworst_thread", prefix);
+    hmb_json_int(j, key, worst % threads);
+    free(values);
+}
+
+static const int64_t *time_checks(const rank_info *r, int t) { return r->check_time_ns[t]; }
+static const int64_t *work_checks(const rank_info *r, int t) { return r->check_work_ns[t]; }
+
+/* The run header's "calibration": every thread's sustained rate and start-up check, and per
+ * check request the median over threads and ranks and the worst thread, for the TIME compute
+ * (measured_ns, worst_*) and the WORK compute (work_measured_ns, work_worst_*). */
+static void write_calibration(hmb_json *j, const hmb_ctx *ctx, const rank_info *all)
+{
+    hmb_json_open_obj(j, "calibration");
+    hmb_json_str(j, "rate", "sustained"); /* docs/methodology.md, "Compute load and noise" */
+    hmb_json_int(j, "ranks", ctx->size);
+    hmb_json_int(j, "threads", ctx->threads);
+    hmb_json_open_arr(j, "per_thread");
+    for (int r = 0; r < ctx->size; r++) {
+        for (int t = 0; t < ctx->threads; t++) {
+            hmb_json_open_obj(j, NULL);
+            hmb_json_int(j, "rank", r);
+            hmb_json_int(j, "thread", t);
+            hmb_json_num(j, "iters_per_ns", all[r].iters_per_ns[t]);
+            hmb_json_str(j, "measured", all[r].concurrent[t] ? "concurrent" : "alone");
+            hmb_json_num(j, "alone_iters_per_ns", all[r].alone_iters_per_ns[t]);
+            hmb_json_num(j, "rate_spread", all[r].rate_spread[t]);
+            hmb_json_num(j, "verify_error", all[r].verify_error[t]);
+            hmb_json_int(j, "cpu", all[r].calib_cpu[t]);
+            hmb_json_num(j, "interrupt_lost_frac", all[r].interrupt_lost_frac[t]);
+            hmb_json_num(j, "interrupts_per_s", all[r].interrupts_per_s[t]);
+            hmb_json_int(j, "calibrations", all[r].calibrations[t]);
+            hmb_json_open_arr(j, "check_measured_ns");
+            for (int i = 0; i < HMB_COMPUTE_CHECKS; i++)
+                hmb_json_int(j, NULL, all[r].check_time_ns[t][i]);
+            hmb_json_close_arr(j);
+            hmb_json_open_arr(j, "check_work_measured_ns");
+            for (int i = 0; i < HMB_COMPUTE_CHECKS; i++)
+                hmb_json_int(j, NULL, all[r].check_work_ns[t][i]);
+            hmb_json_close_arr(j);
+            hmb_json_close_obj(j);
+        }
+    }
+    hmb_json_close_arr(j);
+    hmb_json_open_arr(j, "check");
+    for (int i = 0; i < HMB_COMPUTE_CHECKS; i++) {
+        hmb_json_open_obj(j, NULL);
+        hmb_json_int(j, "request_ns", hmb_compute_check_ns[i]);
+        write_check_kind(j, "", hmb_compute_check_ns[i], ctx->size, ctx->threads, time_checks, all, i);
+        write_check_kind(j, "work_", hmb_compute_check_ns[i], ctx->size, ctx->threads, work_checks, all, i);
+        hmb_json_close_obj(j);
+    }
+    hmb_json_close_arr(j);
+    hmb_json_close_obj(j);
+}
+
 static void write_header_json(hmb_ctx *ctx, const rank_info *all, const char *library_full)
 {
     hmb_json j;
@@ -370,35 +528,7 @@ static void write_header_json(hmb_ctx *ctx, const rank_info *all, const char *li
         hmb_json_num(&j, NULL, ctx->clock_offsets_estimated_s[r]);
     hmb_json_close_arr(&j);
 
-    hmb_json_open_obj(&j, "calibration");
-    hmb_json_open_arr(&j, "per_thread");
-    for (int r = 0; r < ctx->size; r++) {
-        for (int t = 0; t < ctx->threads; t++) {
-            hmb_json_open_obj(&j, NULL);
-            hmb_json_int(&j, "rank", r);
-            hmb_json_int(&j, "thread", t);
-            hmb_json_num(&j, "iters_per_ns", all[r].iters_per_ns[t]);
-            hmb_json_int(&j, "cpu", all[r].calib_cpu[t]);
-            hmb_json_num(&j, "interrupt_lost_frac", all[r].interrupt_lost_frac[t]);
-            hmb_json_num(&j, "interrupts_per_s", all[r].interrupts_per_s[t]);
-            hmb_json_int(&j, "calibrations", all[r].calibrations[t]);
-            hmb_json_open_arr(&j, "check_measured_ns");
-            for (int i = 0; i < HMB_COMPUTE_CHECKS; i++)
-                hmb_json_int(&j, NULL, all[r].check_measured_ns[t][i]);
-            hmb_json_close_arr(&j);
-            hmb_json_close_obj(&j);
-        }
-    }
-    hmb_json_close_arr(&j);
-    hmb_json_open_arr(&j, "check");
-    for (int i = 0; i < HMB_COMPUTE_CHECKS; i++) {
-        hmb_json_open_obj(&j, NULL);
-        hmb_json_int(&j, "request_ns", hmb_compute_check_ns[i]);
-        hmb_json_int(&j, "measured_ns", all[0].check_measured_ns[0][i]);
-        hmb_json_close_obj(&j);
-    }
-    hmb_json_close_arr(&j);
-    hmb_json_close_obj(&j);
+    write_calibration(&j, ctx, all);
 
     hmb_json_open_obj(&j, "noise");
     hmb_json_str(&j, "model", hmb_opt_str(ctx, "noise"));
@@ -435,9 +565,15 @@ void hmb_env_record(hmb_ctx *ctx)
         mine->calib_cpu[t] = ctx->calib[t].cpu;
         mine->interrupt_lost_frac[t] = ctx->calib[t].interrupt_lost_frac;
         mine->interrupts_per_s[t] = ctx->calib[t].interrupts_per_ns * 1e9;
+        mine->rate_spread[t] = ctx->calib[t].rate_spread;
+        mine->verify_error[t] = ctx->calib[t].verify_error;
+        mine->alone_iters_per_ns[t] = ctx->calib[t].alone_iters_per_ns;
+        mine->concurrent[t] = ctx->calib[t].concurrent;
         mine->calibrations[t] = ctx->calibrations[t];
-        for (int i = 0; i < HMB_COMPUTE_CHECKS; i++)
-            mine->check_measured_ns[t][i] = ctx->compute_check_measured_ns[t][i];
+        for (int i = 0; i < HMB_COMPUTE_CHECKS; i++) {
+            mine->check_time_ns[t][i] = ctx->compute_check_time_ns[t][i];
+            mine->check_work_ns[t][i] = ctx->compute_check_work_ns[t][i];
+        }
     }
     rank_info *all = gather_placement(ctx, mine);
 

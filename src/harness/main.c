@@ -313,6 +313,7 @@ int main(int argc, char **argv)
     if (!hmb_all_agree(ctx, ctx->rank != 0 || !ctx->json_path || ctx->json))
         hmb_usage_error(ctx, "--json: cannot open '%s' for appending", ctx->json_path);
     hmb_clocks_sync(ctx);
+    hmb_env_check_compute(ctx); /* every thread of every rank at once */
     ctx->watchdog = hmb_watchdog_start(ctx);
     hmb_env_record(ctx); /* runs bench->check() first, then writes the run header */
     hmb_table_header(ctx);

@@ -63,6 +63,7 @@ static int run_iteration(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
 {
     atomic_store(&ctx->iter, iter);
     atomic_store(&ctx->checked_this_iter, 0);
+    hmb_compute_log_begin_iteration(ctx);
     hmb_checks_prepare(ctx, iter); /* registered buffers: sends filled, receives poisoned */
     if (ctx->bench->prepare) {
         hmb_phase(ctx, "prepare");
@@ -108,7 +109,7 @@ static int agree_unsupported(hmb_ctx *ctx)
 
 static void write_result(hmb_ctx *ctx, const hmb_point *pt, const char *status, const hmb_summary *summaries,
                          const sample_store *st, long warmup, long iterations, long invalid, stop_reason why,
-                         int ci_met, double elapsed_s)
+                         int ci_met, double elapsed_s, const hmb_compute_summary *compute)
 {
     hmb_json j;
     hmb_output_begin_record(ctx, &j, "result");
@@ -166,6 +167,8 @@ static void write_result(hmb_ctx *ctx, const hmb_point *pt, const char *status, 
             hmb_json_close_obj(&j);
         }
     }
+    if (compute)
+        hmb_compute_summary_write(&j, compute);
     hmb_extras_write(&j, "extra", &ctx->result_extra);
     hmb_json_close_obj(&j);
     hmb_output_record(ctx, &j);
@@ -200,7 +203,7 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
         hmb_cache_unregister_all(ctx);
         hmb_checks_clear(ctx);
         if (ctx->rank == 0) {
-            write_result(ctx, pt, "unsupported", NULL, NULL, 0, 0, 0, STOP_NONE, 0, 0);
+            write_result(ctx, pt, "unsupported", NULL, NULL, 0, 0, 0, STOP_NONE, 0, 0, NULL);
             hmb_table_unsupported(ctx, pt, ctx->unsupported_reason);
             hmb_pivot_add(ctx, pt, NULL);
         }
@@ -223,6 +226,7 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
     if (!st.values || !sample.value)
         abort();
     long iter = 0;
+    hmb_compute_log_free(ctx); /* the measured compute of this point's measured iterations */
     for (long w = 0; w < warmup; w++, iter++)
         run_iteration(ctx, state, pt, iter, &sample);
 
@@ -236,6 +240,7 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
         } else {
             invalid++;
         }
+        hmb_compute_log_keep_iteration(ctx);
         iter++;
         measured++;
         /* Decisions every rank can make alone need no communication. */
@@ -261,13 +266,9 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
         }
     }
     double elapsed_s = hmb_now() - t_point_start_s;
-    /* How far any rank's compute rate was raised above its start-up figure so far
-     * (hmb_compute_observe): recorded when it was. */
-    double rate_raised = 0.0;
-    for (int t = 0; t < ctx->threads; t++)
-        if (ctx->calib[t].start_iters_per_ns > 0.0)
-            rate_raised = fmax(rate_raised, ctx->calib[t].iters_per_ns / ctx->calib[t].start_iters_per_ns - 1.0);
-    hmb_reduce_max(ctx, &rate_raised, 1);
+    hmb_compute_summary compute;
+    hmb_compute_log_summarize(ctx, &compute); /* collective */
+    hmb_compute_log_free(ctx);
 
     if (ctx->rank == 0) {
         hmb_summary *summaries = calloc((size_t)st.nmetrics + 1, sizeof *summaries);
@@ -278,13 +279,11 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
         hmb_phase(ctx, "annotate");
         hmb_env_progress_annotate(ctx, pt);
         hmb_cache_annotate(ctx);
-        if (rate_raised > 0.0)
-            hmb_result_add_num(ctx, "compute_rate_raised", rate_raised);
         if (b->annotate)
             b->annotate(ctx, state, pt);
         /* Judged on the final CI: a point stopped by the budget may still have met the target. */
         int target_met = ci_target > 0 && hmb_ci_target_met(&summaries[primary_metric(&st)], ci_target);
-        write_result(ctx, pt, "ok", summaries, &st, warmup, measured, invalid, why, target_met, elapsed_s);
+        write_result(ctx, pt, "ok", summaries, &st, warmup, measured, invalid, why, target_met, elapsed_s, &compute);
         hmb_table_row(ctx, pt, summaries, measured);
         hmb_pivot_add(ctx, pt, summaries);
         free(summaries);

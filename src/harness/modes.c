@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core.h"
 #include "ctx.h"
@@ -273,4 +274,26 @@ void hmb_waitall_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, const hmb
                             : "library conformance problem",
                   fmt, ap);
     va_end(ap);
+}
+
+void hmb_wait_bound_prepare(hmb_ctx *ctx, long iter, const char *fmt, ...)
+{
+    char what[200], message[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    snprintf(message, sizeof message, "MPI_Wait never completed %s within %g s (--wait-bound)%s: library conformance problem",
+             what, ctx->wait_bound_s, never_completes(ctx, iter) ? " (--never-complete-at: planted by the test)" : "");
+    hmb_watchdog_bound_prepare(ctx->watchdog, ctx->wait_bound_s, iter, message);
+}
+
+void hmb_wait_bounded(hmb_ctx *ctx, long iter, MPI_Request *req, double since)
+{
+    hmb_watchdog_bound_start(ctx->watchdog, since);
+    if (never_completes(ctx, iter)) /* planted: a wait that never returns, ended by the bound */
+        for (;;)
+            pause();
+    MPI_Wait(req, MPI_STATUS_IGNORE);
+    hmb_watchdog_bound_clear(ctx->watchdog);
 }

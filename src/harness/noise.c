@@ -129,3 +129,14 @@ int64_t hmb_noise_draw(const hmb_noise *nz, int rank, int tid, int nthreads, lon
         return INT64_MAX;
     return (int64_t)llround(amount);
 }
+
+int64_t hmb_noise_max_draw(const hmb_noise *nz, int64_t base_ns)
+{
+    if (nz->kind == HMB_NOISE_NONE || base_ns <= 0)
+        return base_ns;
+    /* unit_interval's smallest step is 2^-53, so Box-Muller's u1 >= 2^-53 and
+     * |z| <= sqrt(-2 ln 2^-53) = sqrt(106 ln 2) = 8.572 */
+    const double z_max = nz->kind == HMB_NOISE_GAUSSIAN ? sqrt(106.0 * log(2.0)) : 1.0;
+    double amount = (double)base_ns * (1.0 + nz->percent / 100.0 * z_max);
+    return amount >= 9.2e18 ? INT64_MAX : (int64_t)ceil(amount);
+}

@@ -1,8 +1,11 @@
 /* Watchdog: one pthread per rank sleeps until the current point's deadline (--timeout). If a
  * point is still in flight then, it names the benchmark, point, rank and phase on stderr,
- * writes a failure record and aborts the job, instead of hanging an allocation. */
+ * writes a failure record and aborts the job, instead of hanging an allocation.
+ * It also keeps the --wait-bound of a blocking call the harness cannot poll (hmb_wait_bounded:
+ * MPI_Wait): past that bound it fails the point with exit 3 naming the call. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,7 +20,29 @@ struct hmb_watchdog {
     int armed, stopping;
     int64_t timeout_ns;
     struct timespec deadline; /* CLOCK_MONOTONIC */
+    /* The bounded blocking call: prepared (named, its bound not started yet: the watchdog looks
+     * again every bound_s) or started (fails at bound_deadline); bound_wake: when to look next. */
+    enum { BOUND_NONE, BOUND_PREPARED, BOUND_STARTED } bound;
+    double bound_s;
+    struct timespec bound_deadline, bound_wake;
+    long bound_iter;
+    char bound_message[600];
 };
+
+static struct timespec timespec_of(double s)
+{
+    struct timespec ts;
+    ts.tv_sec = (time_t)s;
+    ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+    if (ts.tv_nsec >= 1000000000)
+        ts.tv_sec++, ts.tv_nsec -= 1000000000;
+    return ts;
+}
+
+static int before(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
 
 static void fire(hmb_watchdog *w)
 {
@@ -36,23 +61,80 @@ static void fire(hmb_watchdog *w)
     _exit(HMB_EXIT_TIMEOUT);
 }
 
+/* The bounded call did not return within its bound: exit 3 (hmb_validation_failure). */
+static void fire_bound(hmb_watchdog *w)
+{
+    hmb_validation_failure(w->ctx, w->ctx->point, w->bound_iter, -1, "%s", w->bound_message);
+}
+
 static void *watch(void *arg)
 {
     hmb_watchdog *w = arg;
     pthread_mutex_lock(&w->lock);
     while (!w->stopping) {
-        if (!w->armed) {
+        if (!w->armed && w->bound == BOUND_NONE) {
             pthread_cond_wait(&w->changed, &w->lock);
             continue;
         }
-        int rc = pthread_cond_timedwait(&w->changed, &w->lock, &w->deadline);
-        if (rc == ETIMEDOUT && w->armed && !w->stopping) {
+        struct timespec wake = w->armed ? w->deadline : w->bound_wake;
+        if (w->bound != BOUND_NONE && before(&w->bound_wake, &wake))
+            wake = w->bound_wake;
+        int rc = pthread_cond_timedwait(&w->changed, &w->lock, &wake);
+        if (w->stopping)
+            break;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (rc == ETIMEDOUT && w->armed && !before(&now, &w->deadline)) {
             pthread_mutex_unlock(&w->lock);
             fire(w);
         }
+        if (w->bound == BOUND_STARTED && !before(&now, &w->bound_deadline)) {
+            pthread_mutex_unlock(&w->lock);
+            fire_bound(w);
+        }
+        if (w->bound != BOUND_NONE && !before(&now, &w->bound_wake)) /* started: its deadline; else look again */
+            w->bound_wake = w->bound == BOUND_STARTED ? w->bound_deadline
+                                                      : timespec_of((double)now.tv_sec + 1e-9 * (double)now.tv_nsec + w->bound_s);
     }
     pthread_mutex_unlock(&w->lock);
     return NULL;
+}
+
+void hmb_watchdog_bound_prepare(hmb_watchdog *w, double bound_s, long iter, const char *message)
+{
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->lock);
+    w->bound = BOUND_PREPARED;
+    w->bound_s = bound_s;
+    w->bound_iter = iter;
+    snprintf(w->bound_message, sizeof w->bound_message, "%s", message);
+    w->bound_wake = timespec_of(hmb_now() + bound_s);
+    pthread_cond_signal(&w->changed); /* its wake-up may be earlier than the one waited for */
+    pthread_mutex_unlock(&w->lock);
+}
+
+void hmb_watchdog_bound_start(hmb_watchdog *w, double since_s)
+{
+    if (!w)
+        return;
+    /* No signal: the deadline is never earlier than the wake-up the watchdog already has (the
+     * prepared bound looks again every bound_s, and since_s is after the latest look). */
+    pthread_mutex_lock(&w->lock);
+    if (w->bound == BOUND_PREPARED) {
+        w->bound = BOUND_STARTED;
+        w->bound_deadline = timespec_of(since_s + w->bound_s);
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+void hmb_watchdog_bound_clear(hmb_watchdog *w)
+{
+    if (!w)
+        return;
+    pthread_mutex_lock(&w->lock);
+    w->bound = BOUND_NONE; /* no signal: the watchdog wakes at its planned time and finds nothing */
+    pthread_mutex_unlock(&w->lock);
 }
 
 hmb_watchdog *hmb_watchdog_start(hmb_ctx *ctx)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -26,6 +28,31 @@ STUDY_ONLY_BENCH_KEYS = ("figures", "fit_ranks", "demo_args", "note", "partition
 
 class StudyError(Exception):
     """A one-line problem with a study file or a study command (exit status 2)."""
+
+
+MAX_STUDY_BYTES = 1 << 20   # the shipped studies are 10-30 KB
+MAX_TEXT_CHARS = 2000       # any one string of a study (their longest: a 465-character summary)
+# A study's name as part of a path (results/study-NAME): the file name's characters outside
+# these become "_" (a newline in the file name left a directory named with one).
+_PATH_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
+# Line separators and bidirectional overrides: they break a line, or reorder what a terminal shows.
+_LINE_OR_BIDI = frozenset("\u2028\u2029\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def path_name(stem: str) -> str:
+    """A study file's name fit for a path and a TOML comment: letters, digits and . _ + -,
+    not starting with . or -, at most 64 characters."""
+    name = _PATH_UNSAFE.sub("_", stem)[:64]
+    return name if name and name[0] not in ".-" else f"_{name}"[:64]
+
+
+def shown(text) -> str:
+    """Text from a file (a path, a value) in a one-line message: control characters escaped."""
+    text = str(text)
+    if all(c.isprintable() for c in text):
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
+                   for c in text)
 
 
 @dataclasses.dataclass
@@ -125,13 +152,53 @@ def _where(err: jsonschema.ValidationError) -> str:
     return path.lstrip(".") or "(top)"
 
 
+def _values(data, path=()):
+    """(path, value) of every string and number of a study, depth first, in file order."""
+    stack = [(path, data)]
+    while stack:
+        at, v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(reversed([(at + (k,), x) for k, x in v.items()]))
+        elif isinstance(v, list):
+            stack.extend(reversed([(at + (i,), x) for i, x in enumerate(v)]))
+        else:
+            yield at, v
+
+
+def _path_text(at: tuple) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in at).lstrip(".") or "(top)"
+
+
+def _plain_values(data: dict, where: str) -> None:
+    """No number from a study is NaN or infinite (TOML's nan and inf: `tolerance = inf` made
+    every reading agree), and no string holds a control character (a newline in a title became
+    a line of hmb's config.toml) or runs past MAX_TEXT_CHARS."""
+    for at, v in _values(data):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise StudyError(f"{where}: {_path_text(at)}: {v} is not a finite number")
+        if isinstance(v, str):
+            if len(v) > MAX_TEXT_CHARS:
+                raise StudyError(f"{where}: {_path_text(at)}: {len(v)} characters, more than {MAX_TEXT_CHARS} "
+                                 "(a study's text is a sentence or a paragraph)")
+            bad = next((c for c in v if ord(c) < 32 or 127 <= ord(c) < 160 or c in _LINE_OR_BIDI), None)
+            if bad is not None:
+                raise StudyError(f"{where}: {_path_text(at)}: holds a control character ({shown(bad)}): "
+                                 "a study's text is one line")
+        for key in at:
+            if isinstance(key, str) and (len(key) > 200 or not key.isprintable()):
+                raise StudyError(f"{where}: a key {shown(key[:64])!r}{'...' if len(key) > 64 else ''} is not a "
+                                 "name (printable, at most 200 characters)")
+
+
 def check(data: dict, where: str) -> None:
     """The study's data against its schema and its own cross-references; one-line StudyError."""
+    where = shown(where)
+    _plain_values(data, where)
     v = jsonschema.Draft202012Validator(_schema())
     errors = sorted(v.iter_errors(data), key=lambda e: (len(list(e.absolute_path)), str(e.absolute_path)))
     if errors:
         e = errors[0]
-        raise StudyError(f"{where}: {_where(e)}: {e.message}")
+        raise StudyError(f"{where}: {_where(e)}: {shown(e.message[:300])}")
     ids = [f["id"] for f in data.get("figure", []) + data.get("table", [])]
     if len(set(ids)) != len(ids):
         raise StudyError(f"{where}: figure and table ids repeat ({', '.join(ids)})")
@@ -139,6 +206,11 @@ def check(data: dict, where: str) -> None:
         for fid in b.get("figures", []):
             if fid not in ids:
                 raise StudyError(f"{where}: bench[{i}].figures: no figure or table {fid!r}")
+    for i, f in enumerate(data.get("figure", [])):
+        for j, name in enumerate(f.get("mpip", [])):
+            if not _inside_data(name):
+                raise StudyError(f"{where}: figure[{i}].mpip[{j}]: {name!r} is not a report under the bundled "
+                                 "data folder (python/hmb/data/)")
     if data["study"].get("headline") and data["study"]["headline"] not in ids:
         raise StudyError(f"{where}: study.headline: no figure {data['study']['headline']!r}")
     for i, c in enumerate(data.get("claim", [])):
@@ -146,17 +218,41 @@ def check(data: dict, where: str) -> None:
             raise StudyError(f"{where}: claim[{i}].figure_id: no figure {c['figure_id']!r}")
 
 
-def load_file(path) -> Study:
-    p = Path(path)
-    if not p.is_file():
-        raise StudyError(f"study file not found: {path}")
+def _inside_data(name: str) -> bool:
+    """An mpiP report named relative to python/hmb/data/ stays inside it (no .., no link out)."""
+    from ..project import DATA_DIR
     try:
-        data = tomllib.loads(p.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise StudyError(f"{path}: bad TOML: {str(e).splitlines()[0]}") from None
-    check(data, str(p))
+        return (DATA_DIR / name).resolve().is_relative_to(DATA_DIR.resolve())
+    except (OSError, RuntimeError, ValueError):
+        return False
+
+
+def load_file(path) -> Study:
+    """A study file, checked (schema, cross-references, finite numbers, one-line text); its
+    name is the file's, made fit for a path (path_name)."""
+    from ..results import file_problem
+    p = Path(path)
+    problem = file_problem(p)
+    if problem:
+        raise StudyError(f"study file not found: {shown(path)}" if problem == "no such file"
+                         else f"{shown(path)}: {problem}")
+    size = p.stat().st_size
+    if size > MAX_STUDY_BYTES:
+        raise StudyError(f"{shown(path)}: {size} bytes; a study file is at most {MAX_STUDY_BYTES >> 20} MiB")
+    try:
+        data = tomllib.loads(p.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise StudyError(f"{shown(path)}: not UTF-8 text (byte {e.start + 1})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise StudyError(f"{shown(path)}: bad TOML: {shown(str(e).splitlines()[0])}") from None
+    except RecursionError:
+        raise StudyError(f"{shown(path)}: bad TOML: nested too deeply") from None
+    try:
+        check(data, str(p))
+    except RecursionError:
+        raise StudyError(f"{shown(path)}: nested too deeply for a study") from None
     data["figure"] = [resolve(f, str(p)) for f in data.get("figure", [])]
-    return Study(p.stem, p, data)
+    return Study(path_name(p.stem), p, data)
 
 
 def names() -> list[str]:
@@ -167,7 +263,6 @@ def load(name: str) -> Study:
     """A shipped study by name, or a study file by path."""
     if name.endswith(".toml") or os.sep in name:
         return load_file(name)
-    p = studies_dir() / f"{name}.toml"
-    if not p.is_file():
-        raise StudyError(f"no study {name!r} (hmb study list names them: {', '.join(names())})")
-    return load_file(p)
+    if name not in names():
+        raise StudyError(f"no study '{shown(name[:100])}' (hmb study list names them: {', '.join(names())})")
+    return load_file(studies_dir() / f"{name}.toml")

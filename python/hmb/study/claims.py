@@ -16,7 +16,7 @@ import dataclasses
 import math
 
 from .. import tidy
-from ..results import fmt_num
+from ..results import fmt_num, md_text
 from ..tidy import same, select
 
 AGREES, DIFFERS, NOT_COMPARABLE = "agrees", "differs", "not comparable"
@@ -106,8 +106,13 @@ def judge(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupported=No
             else "the seed's reading depends on its network; this run is one node's shared memory"
     else:
         reason = ""
+    if any(not math.isfinite(float(claim.get(k, 0))) for k in ("value", "tolerance")):
+        return Verdict(claim, "–", NOT_COMPARABLE, "the seed's value or tolerance is not a finite number")
+    rows, dropped, gone = finite_rows(rows)
     solid = _solid(rows)
     stat = claim.get("stat", "median")
+    if rows.empty:
+        return Verdict(claim, "–", NOT_COMPARABLE, f"no reading: {dropped}")
     if solid.empty:   # shown as the claim reads (a ratio where it has `over`), never judged
         shown = _stat(rows, stat)
         if claim.get("over"):
@@ -127,6 +132,10 @@ def judge(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupported=No
         if _solid(den_rows).empty:
             return Verdict(claim, "–", NOT_COMPARABLE, "every reference point is oversubscribed or its "
                            "progress thread shares a compute core: not a reading")
+        den_rows, den_dropped, _ = finite_rows(den_rows)
+        if _solid(den_rows).empty:
+            return Verdict(claim, "–", NOT_COMPARABLE, f"no reference reading: {den_dropped}")
+        dropped = "; ".join(x for x in (dropped, den_dropped and f"reference points: {den_dropped}") if x)
         den = _stat(_solid(den_rows), stat)
         if claim.get("compare") == "difference":
             value = value - den
@@ -134,9 +143,14 @@ def judge(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupported=No
             return Verdict(claim, "–", NOT_COMPARABLE, "the reference reading is 0 or undefined")
         else:
             value = value / den
+    if not math.isfinite(value):
+        return Verdict(claim, fmt_num(value), NOT_COMPARABLE, "the reading is not a finite number"
+                       + (f" ({dropped})" if dropped else ""))
     launches = solid["run_id"].nunique()
-    reading = f"{fmt_num(value)} ({stat} of {len(point_medians(solid))} points, {launches} launch"\
-              f"{'es' if launches != 1 else ''})"
+    counted = f"{launches} of {launches + gone} launches" if gone else \
+        f"{launches} launch{'es' if launches != 1 else ''}"
+    reading = f"{fmt_num(value)} ({stat} of {len(point_medians(solid))} points, {counted}" \
+              f"{f'; {dropped}' if dropped else ''})"
     if reason:   # not judged; whether this machine's reading meets the seed's value is said beside it
         if "value" in claim:
             reason += f"; here the reading {'meets' if holds(claim, value) else 'does not meet'} the seed's value"
@@ -154,6 +168,34 @@ def judge(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupported=No
             notes.append(f"launches disagree: {agree} of {len(each)} agree alone "
                          f"({', '.join(fmt_num(v) for v in each)})")
     return Verdict(claim, reading, AGREES if ok else DIFFERS, "; ".join(n for n in notes if n))
+
+
+def _nonfinite(v) -> str:
+    return "NaN" if math.isnan(v) else "Infinity" if v > 0 else "-Infinity"
+
+
+def finite_rows(rows):
+    """(the rows whose median is a finite number, what was dropped in words, how many launches
+    were dropped whole). A NaN (hmb-bench's null) or infinite median is no reading: it is left
+    out of the statistic, and the reading says so ("launch 3 dropped: median NaN"), never a
+    launch counted that gave nothing."""
+    med = rows["median"].astype(float)
+    ok = med.map(math.isfinite).astype(bool)
+    if ok.all():
+        return rows, "", 0
+    kept = set(rows.loc[ok, "run_id"])
+    notes, gone = [], 0
+    for i, rid in enumerate(dict.fromkeys(rows["run_id"]), 1):
+        bad = med[(rows["run_id"] == rid) & ~ok]
+        if bad.empty:
+            continue
+        what = "median " + "/".join(sorted({_nonfinite(v) for v in bad}))
+        if rid in kept:
+            notes.append(f"{len(bad)} point{'s' if len(bad) > 1 else ''} of launch {i} dropped: {what}")
+        else:
+            gone += 1
+            notes.append(f"launch {i} dropped: {what}")
+    return rows[ok], "; ".join(notes), gone
 
 
 def holds(claim: dict, value: float) -> bool:
@@ -175,7 +217,7 @@ def per_launch(claim: dict, df) -> list[str]:
     if "metric" not in claim or claim.get("needs") or claim.get("over") or df is None or df.empty:
         return []
     rows = select(df, claim.get("bench"), claim["metric"], claim.get("where"))
-    rows = _solid(rows) if rows is not None and not rows.empty else rows
+    rows = _solid(finite_rows(rows)[0]) if rows is not None and not rows.empty else rows
     if rows is None or rows.empty:
         return []
     stat = claim.get("stat", "median")
@@ -209,6 +251,7 @@ def markdown(verdicts: list[Verdict]) -> str:
         c = v.claim
         seed_value = f"{c.get('op', '~')} {fmt_num(float(c['value']))}" + \
             (f" ±{float(c['tolerance']) * 100:.0f}%" if c.get("tolerance") else "") if "value" in c else "–"
-        quote = c["quote"].replace("|", "\\|")
-        out.append(f"| {c['figure']} | \"{quote}\" | {seed_value} | {v.mpi or '–'} | {v.reading} | {v.verdict} | {v.reason} |")
+        cells = [md_text(c["figure"]), f"\"{md_text(c['quote'])}\"", seed_value, md_text(v.mpi or "–"),
+                 md_text(v.reading), v.verdict, md_text(v.reason)]
+        out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"

@@ -6,12 +6,15 @@ finished launches are kept, `--resume` continues, and the machine lock applies.
 """
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
-from . import StudyError, load, names
+from . import StudyError, load, names, shown
 
 DEMO_TIMEOUT = "120s"
 
@@ -92,11 +95,114 @@ def _listed(v) -> list:
 
 
 def _write_config(out: Path, data: dict, comment: str) -> Path:
+    """out/config.toml: the grid, written by tomli_w (which escapes every string), under one
+    comment line made by hmb (a command line of checked names: no text from the study file)."""
     import tomli_w
-    out.mkdir(parents=True, exist_ok=True)
+    if any(not c.isprintable() for c in comment):
+        raise ValueError(f"config comment {comment!r}: not one printable line")
     path = out / "config.toml"
-    path.write_text(f"# {comment}\n" + tomli_w.dumps(data))
+    write_file(path, f"# {comment}\n" + tomli_w.dumps(data))
     return path
+
+
+def write_file(path: Path, content: str | bytes) -> None:
+    """Write a file of a study directory as a new file that replaces the old one (os.replace):
+    a symbolic link there is replaced, never written through (a study.md linked to a file
+    outside the directory was overwritten there)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _own_dir(path: Path) -> Path:
+    """A directory hmb writes inside a study directory (figures/): made if missing, refused
+    when it is a symbolic link (its files would land wherever it points)."""
+    if path.is_symlink():
+        raise StudyError(f"{path} is a symbolic link: hmb study writes its figures only inside the study "
+                         "directory (remove the link)")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _unlink_if_link(path: Path) -> None:
+    """A file a drawing library will write: a symbolic link in its place is removed first, so the
+    file it points to is left alone."""
+    if path.is_symlink():
+        path.unlink()
+
+
+MAX_TEXT_FILE = 1 << 20   # fit.txt and config.toml are a few KB
+
+
+def _read_text(path: Path) -> str:
+    """A text file of a study directory (fit.txt) as text: bytes that are not UTF-8 are shown
+    as U+FFFD, never a traceback; at most MAX_TEXT_FILE bytes are read."""
+    with open(path, "rb") as f:
+        data = f.read(MAX_TEXT_FILE + 1)
+    text = data[:MAX_TEXT_FILE].decode("utf-8", "replace")
+    return text + ("\n(cut at 1 MiB)" if len(data) > MAX_TEXT_FILE else "")
+
+
+def _first_difference(a, b, at: str = "") -> str | None:
+    """The first place two configs differ, as "KEY: A there, B now" (None when equal)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in list(a) + [k for k in b if k not in a]:
+            d = _first_difference(a.get(k), b.get(k), f"{at}.{k}" if at else str(k))
+            if d:
+                return d
+        return None
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            d = _first_difference(x, y, f"{at}[{i}]")
+            if d:
+                return d
+        return None
+    if a == b:
+        return None
+    show = lambda v: "absent" if v is None else shown(repr(v))[:80]   # noqa: E731
+    return f"{at or 'the grid'}: {show(a)} there, {show(b)} now"
+
+
+def claim_dir(out: Path, study, data: dict | None = None, what: str = "hmb study run") -> None:
+    """A study's output directory holds one study's run: refused (one line) when out holds
+    another study's (its study.toml differs from this study's file), or this study's with
+    results and another grid (config.toml differs from `data`: other options, --budget
+    included). A directory with no study.toml, or no results, may be written."""
+    held = out / "study.toml"
+    if held.is_symlink() or held.exists():
+        try:
+            same = held.read_bytes() == study.path.read_bytes()
+        except OSError:
+            same = False
+        if not same:
+            raise StudyError(f"{out} holds the run of another study ({held} differs from {shown(study.path)}): "
+                             f"give {what} another --out directory ('hmb study report {out}' reads that run)")
+    done = out / "results.jsonl"
+    config = out / "config.toml"
+    if data is None or not (done.is_file() and done.stat().st_size > 0):
+        return
+    try:
+        import tomllib
+    except ModuleNotFoundError:   # Python < 3.11
+        import tomli as tomllib
+    try:
+        old = tomllib.loads(_read_text(config))
+    except (OSError, tomllib.TOMLDecodeError, RecursionError):
+        old = None
+    strip = lambda d: {**d, "sweep": {k: v for k, v in d.get("sweep", {}).items() if k != "output"}}  # noqa: E731
+    diff = "its config.toml is missing or unreadable" if not isinstance(old, dict) \
+        else _first_difference(strip(old), strip(data))
+    if diff:
+        raise StudyError(f"{out} holds a run of {study.name} with another grid ({diff}): run it with the options it "
+                         f"was started with to --resume it, or give another --out directory for a new run")
 
 
 QUICK_ITERS, QUICK_WARMUP = 5, 1   # --budget: at most these per point (hmb-bench: 20 and 3)
@@ -123,31 +229,57 @@ def with_budget(data: dict, budget: str) -> list[str]:
     # The minimum iterations would otherwise outlast the budget: seed000's 100 ms compute in
     # three paired phases is 6.9 s a point at hmb-bench's 20 + 3 warm-up.
     for name, quick, default in (("iters", QUICK_ITERS, 20), ("warmup", QUICK_WARMUP, 3)):
-        was = {int(common.get(name, default))} | {int(b["args"][name]) for b in data["bench"]
-                                                    if name in (b.get("args") or {})}
+        where = [("sweep.args", common)] + [(f"bench[{i}].args", b["args"]) for i, b in enumerate(data["bench"])
+                                            if name in (b.get("args") or {})]
+        values = {w: _counts(args.get(name, default), f"{w}.{name}") for w, args in where}
+        was = {n for v in values.values() for n in v}
         if max(was) > quick:
-            common[name] = min(quick, int(common.get(name, default)))
-            for b in data["bench"]:
-                if int((b.get("args") or {}).get(name, 0)) > quick:
-                    b["args"][name] = quick
+            for w, args in where:
+                if w == "sweep.args" or max(values[w]) > quick:
+                    args[name] = _capped(args.get(name, default), values[w], quick)
             label = "minimum iterations" if name == "iters" else "warm-up iterations"
             changes.append(f"{label} per point {'/'.join(map(str, sorted(was)))} → at most {quick} (--budget)")
     return changes
+
+
+def _counts(value, where: str) -> list[int]:
+    """A whole-number option as the study writes it (5, "5", an axis [1, 2] or "1,2"): its
+    values, or a one-line StudyError naming where it is."""
+    items = value if isinstance(value, list) else str(value).split(",") if isinstance(value, str) else [value]
+    out = []
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, (int, str)) or (isinstance(v, str) and not v.strip().isdigit()) \
+                or len(str(v).strip()) > 18:
+            raise StudyError(f"{where}: {shown(repr(v))[:60]} is not a whole number of iterations")
+        out.append(int(v))
+    return out
+
+
+def _capped(value, counts: list[int], quick: int):
+    """value with each count above quick lowered to quick, written as the study wrote it."""
+    capped = sorted(dict.fromkeys(min(n, quick) for n in counts))
+    if isinstance(value, list):
+        return capped if len(capped) > 1 else capped[0]
+    return capped[0] if len(capped) == 1 else ",".join(map(str, capped))
 
 
 def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_run=False,
         resume=False, quiet=False, budget=None) -> int:
     """Run a study (or one figure of it) through hmb sweep; the study file, the fitted config
     and its changes are written beside the results (study.toml, config.toml, fit.txt), then the
-    report (study.md, figures/). Returns hmb sweep's status."""
+    report (study.md, figures/). A directory holding another study's run, or this study's with
+    results and another grid, is refused (claim_dir); a dry run writes nothing. Returns hmb
+    sweep's status."""
     from .. import sweep
     from . import fit
     if repeats is not None and repeats < 1:
         raise StudyError(f"--repeats: expected a positive integer, got {repeats}")
+    if outdir is not None and not str(outdir).strip():
+        raise StudyError("--out: an empty directory name (leave --out out for results/study-NAME)")
     mpis = _mpis(mpi)
     study = load(name)
-    if figure and figure not in [f["id"] for f in study.figures + study.tables]:
-        raise StudyError(f"study {study.name}: no figure or table {figure!r} (has: "
+    if figure is not None and figure not in [f["id"] for f in study.figures + study.tables]:
+        raise StudyError(f"study {study.name}: no figure or table '{shown(figure)[:80]}' (has: "
                          f"{', '.join(f['id'] for f in study.figures + study.tables)})")
     mode = mode or default_mode(study)
     for line in study.not_run(figure):
@@ -157,24 +289,32 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
     data, changes = fit.config(study, mode, figure=figure, repeats=repeats)
     if budget is not None:
         changes += with_budget(data, budget)
+    check_metrics(study, data)
     out = Path(outdir or f"results/study-{study.name}")
     data["sweep"]["output"] = str(out / "results.jsonl")
-    done = out / "results.jsonl"
-    if done.exists() and done.stat().st_size > 0 and not resume and not dry_run:
-        raise StudyError(f"{done} already has results: pass --resume to continue that run, or --out DIR "
-                         f"for a new one (hmb study report {out} reads it)")
-    config = _write_config(out, data, f"hmb study run {study.name} --{mode}"
-                           f"{f' --figure {figure}' if figure else ''} ({study.citation()})")
-    shutil.copyfile(study.path, out / "study.toml")
+    comment = f"hmb study run {study.name} --{mode}{f' --figure {figure}' if figure else ''}: the grid of " \
+              "study.toml beside this file"
     header = f"{study.name} --{mode}: {len(changes)} change{'s' if len(changes) != 1 else ''} for {fit.cores()} cores"
-    (out / "fit.txt").write_text("\n".join([header] + changes) + "\n")
     if not quiet:
         print(f"hmb study: {header}", file=sys.stderr)
         for c in changes:
             print(f"  {c}", file=sys.stderr)
+    with checked_config(study, data, comment, mpis) as cfg:   # refused before anything is written
+        if dry_run:
+            rc = sweep.run(cfg, dry_run=True, skip_missing=True, quiet=quiet)
+            print(f"hmb study: --dry-run: nothing written (a run would write {out})", file=sys.stderr)
+            return rc
+    claim_dir(out, study, data)
+    done = out / "results.jsonl"
+    if done.exists() and done.stat().st_size > 0 and not resume:
+        raise StudyError(f"{done} already has results: pass --resume to continue that run, or --out DIR "
+                         f"for a new one (hmb study report {out} reads it)")
+    config = _write_config(out, data, comment)
+    write_file(out / "study.toml", study.path.read_bytes())
+    write_file(out / "fit.txt", "\n".join([header] + changes) + "\n")
     cfg = sweep.load(str(config), mpis_override=mpis)
-    rc = sweep.run(cfg, resume=resume, dry_run=dry_run, skip_missing=True, quiet=quiet)
-    if dry_run or rc == 130 or not Path(cfg.output).exists():
+    rc = sweep.run(cfg, resume=resume, dry_run=False, skip_missing=True, quiet=quiet)
+    if rc == 130 or not Path(cfg.output).exists():
         return rc
     text, _ = report(study, [cfg.output], out, figures_only=[figure] if figure else None)
     if not quiet:
@@ -182,18 +322,74 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
     return rc
 
 
+@contextlib.contextmanager
+def checked_config(study, data: dict, comment: str, mpis=None):
+    """The grid as hmb sweep reads it (sweep.load and its expansion), from a temporary copy:
+    a grid hmb sweep refuses (an unknown MPI, a timeout without a unit, too many launches) is a
+    StudyError naming the study file, before anything is written to the study directory.
+    Yields the loaded config (its file is gone after the with block)."""
+    from .. import sweep
+    with tempfile.TemporaryDirectory(prefix="hmb-study-") as tmp:
+        path = _write_config(Path(tmp), data, comment)
+        try:
+            cfg = sweep.load(str(path), mpis_override=mpis)
+            sweep.expand(cfg, probe_mpi=False)
+        except sweep.ConfigError as e:
+            raise StudyError(f"{shown(study.path)}: {str(e).replace(f'{path}: ', '').replace(str(path), 'its grid')}") \
+                from None
+        yield cfg
+
+
+def _check_options(study, cfg) -> None:
+    """Each launch's options against the benchmarks' descriptors of the local build, as hmb sweep
+    checks them before its first launch (a study's iters = "5x" would otherwise be found on the
+    cluster); skipped when no hmb-bench is built here."""
+    from .. import descriptors, sweep
+    described = descriptors.local()   # {} with no build here: the cluster's hmb sweep checks them
+    try:
+        sweep.check_launches(sweep.expand(cfg, probe_mpi=False), described, "srun", None)
+    except sweep.ConfigError as e:
+        raise StudyError(f"{shown(study.path)}: {e}") from None
+
+
+def check_metrics(study, data: dict) -> None:
+    """Before any launch: each metric the run's figures and tables read (y, a table's rows) is
+    one hmb-bench's descriptor names for the bench, or a reading (*_kB); a study naming another
+    is refused in one line (a misspelt row was found only after the launches). Skipped when no
+    hmb-bench is built to describe the benchmarks."""
+    from .. import descriptors, tidy
+    described = descriptors.local()   # {} with no build here
+    ran = {b["name"] for b in data["bench"]}
+    for kind, decls, key in (("figure", study.figures, "y"), ("table", study.tables, "rows")):
+        for d in decls:
+            bench = described.get(d.get("bench"))
+            if d.get("bench") not in ran or bench is None or d.get("mpip"):
+                continue
+            wanted = d[key] if isinstance(d[key], list) else [d[key]]
+            known = {m.name for m in bench.metrics}
+            bad = [m for m in wanted if m not in known and not tidy.is_reading(m)]
+            if bad:
+                raise StudyError(f"study {study.name}: {d['number']} ({kind} {d['id']}): {key} {shown(bad[0])!r} is "
+                                 f"not a metric of {d['bench']} (hmb-bench {d['bench']} has: {', '.join(sorted(known))})")
+
+
 def slurm_config(name: str) -> str:
-    """hmb slurm --study NAME: write the study's grid as published to results/study-NAME/config.toml
-    (the sbatch script runs hmb sweep on it with --resume); returns its path."""
+    """hmb slurm --study NAME: write the study's grid as published to
+    results/study-NAME-slurm/config.toml (the sbatch script runs hmb sweep on it with --resume;
+    not hmb study run's results/study-NAME); returns its path."""
     from . import fit
     study = load(name)
     data, _ = fit.config(study, "as-published")
-    out = Path(f"results/study-{study.name}")
+    out = Path(f"results/study-{study.name}-slurm")
     data["sweep"]["output"] = str(out / "results.jsonl")
     for line in study.not_run():
         print(f"hmb study: {line}", file=sys.stderr)
-    path = _write_config(out, data, f"hmb slurm --study {study.name} (as published; {study.citation()})")
-    shutil.copyfile(study.path, out / "study.toml")
+    comment = f"hmb slurm --study {study.name} (as published): the grid of study.toml beside this file"
+    with checked_config(study, data, comment) as cfg:
+        _check_options(study, cfg)
+    claim_dir(out, study, data, what="hmb slurm --study")
+    path = _write_config(out, data, comment)
+    write_file(out / "study.toml", study.path.read_bytes())
     return str(path)
 
 
@@ -202,66 +398,124 @@ def cmd_report(args) -> int:
     try:
         d = Path(args.dir)
         if not d.is_dir():
-            raise StudyError(f"{args.dir}: not a directory (give the directory hmb study run wrote)")
+            raise StudyError(f"{shown(args.dir)}: not a directory (give the directory hmb study run wrote)")
         study = load(args.study) if args.study else None
+        out = d
         if study is None:
             if not (d / "study.toml").is_file():
                 raise StudyError(f"{d}: no study.toml (not written by hmb study run; name one with --study)")
             study = load(str(d / "study.toml"))
+        elif (d / "study.toml").exists() or (d / "study.toml").is_symlink():
+            try:
+                claim_dir(d, study)
+            except StudyError:   # another study's run: its study.md and figures are left alone
+                out = d / f"report-{study.name}"
+                print(f"hmb study: {d} holds another study's run: the report against {study.name} goes to {out}",
+                      file=sys.stderr)
         files = sorted(d.glob("*.jsonl"))
         if not files:
             raise StudyError(f"{d}: no results (*.jsonl)")
-        text, _ = report(study, files, d)
+        text, _ = report(study, files, out)
     except (StudyError, results.ResultsError) as e:
         return _fail(e)
     print(text)
     return 0
 
 
+def _columns_missing(decl: dict, df, keys: tuple) -> str | None:
+    """Why a declared figure or table cannot be drawn from df: a column it names (x, hue,
+    panels, columns) that the rows of its bench do not have; None when every one is there."""
+    from .. import figures as engine, tidy
+    rows = df[df["bench"] == decl.get("bench")] if "bench" in df.columns and decl.get("bench") else df
+    if rows.empty:
+        return None            # no results for it: the engine says so
+    have = {c for c in rows.columns if rows[c].notna().any()} | {"metric"}
+    if "y" in decl:
+        decl = engine.expand(decl, rows)   # y = "..._{mode}_...": one metric per mode of --describe
+    for key in keys:
+        col = decl.get(key)
+        if col is not None and not any(c in have for c in (col if isinstance(col, list) else [col])):
+            params = sorted(c for c in have if c not in tidy.CONTEXT)
+            return (f"its {key} '{shown(col)[:60]}' is not a column of this run's {decl.get('bench')} results "
+                    f"(they have: {', '.join(params) or 'no parameters'})")
+    key = "y" if "y" in decl else "rows"
+    wanted = decl.get(key) if isinstance(decl.get(key), list) else [decl.get(key)]
+    metrics = set(rows["metric"].dropna()) | {c for c in have if tidy.is_reading(c)}
+    if wanted and not any(m in metrics for m in wanted):
+        return (f"its {key} '{shown(', '.join(map(str, wanted)))[:60]}' is no metric of this run's {decl.get('bench')} "
+                f"results (they have: {', '.join(sorted(metrics)) or 'none'})")
+    return None
+
+
 def report(study, paths, outdir=None, figures_only=None) -> tuple[str, list]:
-    """Write the study's figures, tables and study.md; returns (the markdown, the verdicts)."""
+    """Write the study's figures, tables and study.md; returns (the markdown, the verdicts).
+    Text from the study and the results is escaped (results.md_text); a figure or table that
+    cannot be drawn from these results (a column it names is not there) is named in study.md,
+    and after study.md is written, a StudyError names it (exit status 2)."""
     from .. import results, tidy
+    from ..results import md_code, md_text
     from . import claims, figures
     rs = results.load([str(p) for p in paths])
     df = tidy.frame(rs)
     out = Path(outdir) if outdir else Path(paths[0]).resolve().parent
     m = study.meta
-    lines = [f"# {m['title']}", "", f"{study.citation()} — HMB study `{study.name}`.", "",
-             f"The seed's setup: {m.get('setup', 'not stated')}.", ""]
+    lines = [f"# {md_text(m['title'])}", "", f"{md_text(study.citation())} — HMB study `{study.name}`.", "",
+             f"The seed's setup: {md_text(m.get('setup', 'not stated'))}.", ""]
     fit_txt = out / "fit.txt"
     if fit_txt.is_file():
-        lines += ["## What --fit changed", "", "```", fit_txt.read_text().rstrip(), "```", ""]
+        lines += ["## What --fit changed", "", md_code(_read_text(fit_txt).rstrip()), ""]
     gaps = study.not_run()
     if gaps:
-        lines += ["## Not run: HMB lacks", ""] + [f"- {x[len('not run: '):]}" for x in gaps] + [""]
+        lines += ["## Not run: HMB lacks", ""] + [f"- {md_text(x[len('not run: '):])}" for x in gaps] + [""]
     lines += ["## Figures and tables", ""]
+    problems = []
+    figdir = out / "figures"
     for fig in study.figures:
         if (figures_only and fig["id"] not in figures_only) or fig.get("needs"):
             continue
+        why = None if fig.get("mpip") else _columns_missing(fig, df, ("x", "hue", "panels"))
+        if why:
+            problems.append(f"{fig['number']} ({fig['id']}): {why}")
+            lines += [f"- {md_text(fig['number'])}: not drawn: {md_text(why)}", ""]
+            continue
+        _unlink_if_link(figdir / f"{fig['id']}.png")
         if fig.get("mpip"):    # a projection from bundled mpiP reports: hmb project (project.py)
             from .. import project
             try:
-                path, note = project.study_figure(fig, df, out / "figures")
-                lines += [f"![{fig['number']}](figures/{path.name})", "", note, "", fig.get("note", ""), ""]
+                path, note = project.study_figure(fig, df, _own_dir(figdir))
+                head, _, code = note.partition("\n\n```\n")
+                lines += [f"![{md_text(fig['number'])}](figures/{path.name})", "", md_text(head), ""]
+                if code:
+                    lines += [md_code(code.rsplit("```", 1)[0].rstrip("\n")), ""]
+                lines += [md_text(fig.get("note", "")), ""]
             except project.ProjectError as e:
-                lines += [f"- {e}", ""]
+                lines += [f"- {md_text(e)}", ""]
             continue
-        path, note = figures.draw(fig, df, out / "figures")
+        _own_dir(figdir)
+        path, note = figures.draw(fig, df, figdir)
         if path is not None:
-            lines += [f"![{fig['number']}](figures/{path.name})", "", f"{note}. {fig.get('note', '')}".rstrip(), ""]
+            lines += [f"![{md_text(fig['number'])}](figures/{path.name})", "",
+                      md_text(f"{note}. {fig.get('note', '')}".rstrip()), ""]
         else:
-            lines += [f"- {note}", ""]
+            lines += [f"- {md_text(note)}", ""]
     for t in study.tables:
         if figures_only and t["id"] not in figures_only:
             continue
-        lines += [figures.table(t, df), t.get("note", ""), ""]
+        why = _columns_missing(t, df, ("columns", "panels"))
+        if why:
+            problems.append(f"{t['number']} ({t['id']}): {why}")
+            lines += [f"- {md_text(t['number'])}: not drawn: {md_text(why)}", ""]
+            continue
+        lines += [figures.table(t, df), md_text(t.get("note", "")), ""]
     verdicts = claims.table(study, df, tidy.unsupported(rs))
     if figures_only:
         verdicts = [v for v in verdicts if v.claim.get("figure_id") in figures_only]
     lines += ["## Claims beside HMB's readings", "", claims.markdown(verdicts)]
     text = "\n".join(lines)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "study.md").write_text(text)
+    write_file(out / "study.md", text)
+    if problems:
+        raise StudyError(f"{out / 'study.md'} written, but {problems[0]}"
+                         + (f" (and {len(problems) - 1} more in study.md)" if len(problems) > 1 else ""))
     return text, verdicts
 
 
@@ -314,10 +568,12 @@ def demo(mpi: str, out: Path) -> int:
     from .. import sweep, tidy
     from . import claims
     mpis = _mpis(mpi)
+    if (out / "study.toml").exists() or (out / "study.toml").is_symlink():
+        raise StudyError(f"{out} holds a study run (study.toml): give hmb study demo another -o directory")
     data, heads, changes = demo_config(mpis)
     data["sweep"]["output"] = str(out / "demo.jsonl")
     config = _write_config(out, data, "hmb study demo: the headline figure of every study, --fit, small")
-    (out / "fit.txt").write_text("\n".join([f"hmb study demo --fit: {len(changes)} changes"] + changes) + "\n")
+    write_file(out / "fit.txt", "\n".join([f"hmb study demo --fit: {len(changes)} changes"] + changes) + "\n")
     print(f"hmb study demo: {len(heads)} studies' headline figures on {', '.join(mpis)} -> {out}", file=sys.stderr)
     t0 = time.monotonic()
     rc = sweep.run(sweep.load(str(config)), overwrite=True, skip_missing=True, build="always")
@@ -333,7 +589,7 @@ def demo(mpi: str, out: Path) -> int:
         sub = out / study.name
         sub.mkdir(parents=True, exist_ok=True)
         own = [c[len(study.name) + 2:] for c in changes if c.startswith(f"{study.name}: ")]
-        (sub / "fit.txt").write_text("\n".join([f"{study.name} demo --fit: {len(own)} changes"] + own) + "\n")
+        write_file(sub / "fit.txt", "\n".join([f"{study.name} demo --fit: {len(own)} changes"] + own) + "\n")
         _, verdicts = report(study, [data["sweep"]["output"]], sub, figures_only=[head])
         fig = next((f for f in study.figures + study.tables if f["id"] == head), {})
         lines += ["", wrap_line(f"{study.name} — {fig.get('number', head)}: {fig.get('title', '')}", width),
@@ -347,6 +603,6 @@ def demo(mpi: str, out: Path) -> int:
                 lines.append(f"    each launch alone: {', '.join(launches)}")
         lines.append(f"  report: {sub / 'study.md'}")
     text = "\n".join(lines) + "\n"
-    (out / "demo.md").write_text(text)
+    write_file(out / "demo.md", text)
     print("\n" + text)
     return 0 if rc == 0 else 1

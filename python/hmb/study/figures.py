@@ -6,7 +6,7 @@ from pathlib import Path
 
 from .. import tidy
 from ..figures import as_number, context_line, render, save, sort_key, value_format, value_label
-from ..results import fmt_num
+from ..results import clip_text, fmt_num, md_text
 from ..tidy import select
 
 
@@ -25,14 +25,14 @@ def table(decl: dict, df) -> str:
     oversubscribed or its progress thread shares a compute core (not a reading). `resources`:
     recorded fields of the same points (communicators, vmrss_kib: no timing) as further rows."""
     rows = select(df, decl.get("bench"), decl["rows"], decl.get("where"))
-    head = f"**{decl['number']}: {decl['title']}**"
+    head = f"**{md_text(decl['number'])}: {md_text(decl['title'])}**"
     if rows is None or rows.empty or decl["columns"] not in rows.columns:
-        return f"{head}\n\n{decl['number']}: no results for this table\n"
+        return f"{head}\n\n{md_text(decl['number'])}: no results for this table\n"
     col, panel_col, labels = decl["columns"], decl.get("panels"), decl.get("labels") or {}
     cols = sorted({v for v in rows[col].dropna().unique()}, key=sort_key)
     fmt = value_format(col)
-    colname = decl.get("column_label", col)
-    out, any_bad = [head, "", context_line(rows), ""], False
+    colname = md_text(decl.get("column_label", col))
+    out, any_bad = [head, "", md_text(context_line(rows)), ""], False
     panel_vals = sorted(rows[panel_col].dropna().astype(str).unique(), key=sort_key) if panel_col else [None]
     for m in sorted(rows["mpi"].unique()):
         for pv in panel_vals:
@@ -41,9 +41,9 @@ def table(decl: dict, df) -> str:
                 sub = sub[sub[panel_col].astype(str) == pv]
             if sub.empty:
                 continue
-            title = f"{m}" + (f", {value_label(panel_col, pv, labels)}" if pv is not None else "")
+            title = md_text(f"{m}" + (f", {value_label(panel_col, pv, labels)}" if pv is not None else ""))
             out += [f"*{title}*", "", f"| {colname} | " + " | ".join(
-                fmt(as_number(c)) if as_number(c) is not None else str(c) for c in cols) + " |",
+                fmt(as_number(c)) if as_number(c) is not None else md_text(clip_text(c)) for c in cols) + " |",
                 "|---|" + "---|" * len(cols)]
             for metric in decl["rows"]:
                 cells = []
@@ -56,11 +56,11 @@ def table(decl: dict, df) -> str:
                     any_bad |= bad
                     cells.append(fmt_num(float(g["median"].astype(float).median())) + ("†" if bad else ""))
                 unit = sub[sub["metric"] == metric]["unit"]
-                name = labels.get(metric, metric) + (f" ({unit.iloc[0]})" if len(unit) else "")
+                name = md_text(labels.get(metric, metric) + (f" ({unit.iloc[0]})" if len(unit) else ""))
                 out.append(f"| {name} | " + " | ".join(cells) + " |")
             for field in decl.get("resources", []):
                 vals = [sub[sub[col] == c][field].astype(float).dropna() if field in sub.columns else () for c in cols]
-                out.append(f"| {labels.get(field, field)} | " + " | ".join(
+                out.append(f"| {md_text(labels.get(field, field))} | " + " | ".join(
                     "–" if not len(v) else f"{v.median():.0f}" if float(v.median()).is_integer()
                     else fmt_num(float(v.median())) for v in vals) + " |")
             out.append("")

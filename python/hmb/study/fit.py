@@ -62,7 +62,7 @@ def config(study: Study, mode: str = "fit", figure: str | None = None, demo: boo
             if mode == "fit" and not per_thread:
                 _fit_layout(g, study.benches[i], where, ncores, changes)
             if mode == "fit":
-                _fit_sizes(g, where, memory, changes)
+                _fit_sizes(g, where, memory, changes, sweep.get("args") or {})
             if repeats:
                 g["repeats"] = repeats
             benches.append(g)
@@ -78,7 +78,14 @@ def _listed(v) -> list:
 
 
 def _largest_divisor(n: int, at_most: int) -> int:
-    return max(d for d in range(1, max(1, at_most) + 1) if n % d == 0)
+    """The largest divisor of n that is at most at_most (1 at least): the divisors in pairs up to
+    sqrt(n), so a published T of 10^8 takes 10^4 steps, not 10^8."""
+    best, d = 1, 1
+    while d * d <= n:
+        if n % d == 0:
+            best = max([best] + [x for x in (d, n // d) if x <= at_most])
+        d += 1
+    return best
 
 
 def _per_thread(b: dict, where: str, ncores: int | None, changes: list) -> list:
@@ -164,11 +171,19 @@ def _size_text(n: int) -> str:
     return str(n)
 
 
-def _fit_sizes(b: dict, where: str, memory: int, changes: list) -> None:
+def _fit_sizes(b: dict, where: str, memory: int, changes: list, common: dict | None = None) -> None:
     """Sizes whose ranks together need more than a quarter of this machine's memory are left
-    out, and the change says so; a benchmark none of whose sizes fit is refused."""
+    out, and the change says so; a benchmark none of whose sizes fit is refused. A bench
+    without its own sizes runs the [sweep].args sizes: those it keeps become its own."""
     args = b.get("args") or {}
     if "sizes" not in args:
+        if "sizes" not in (common or {}):
+            return
+        args = {**args, "sizes": common["sizes"]}
+        before = copy.deepcopy(args)
+        _fit_sizes({**b, "args": args}, where, memory, changes)
+        if args != before:
+            b["args"] = args
         return
     ranks = max(b["ranks"]) if isinstance(b["ranks"], list) else b["ranks"]
     specs = args["sizes"] if isinstance(args["sizes"], list) else [args["sizes"]]
