@@ -121,7 +121,7 @@ def report_figures() -> dict:
     data = tomllib.loads(path.read_text())
     schema = _schema()
     v = jsonschema.Draft202012Validator({"$defs": schema["$defs"], "$ref": "#/$defs/report_figures"})
-    errors = sorted(v.iter_errors(data), key=lambda e: (len(list(e.absolute_path)), str(e.absolute_path)))
+    errors = sorted(v.iter_errors(data), key=_first)
     if errors:
         raise StudyError(f"{where}: {_where(errors[0])}: {errors[0].message}")
     out = {}
@@ -145,6 +145,13 @@ def resolve(fig: dict, where: str = "") -> dict:
     if base.get("where") or fig.get("where"):
         out["where"] = {**base.get("where", {}), **fig.get("where", {})}
     return out
+
+
+def _first(err: jsonschema.ValidationError) -> tuple:
+    """The error to name first: the shallowest, but never the 'unevaluated properties' one a
+    figure's shared keys ($defs.drawing) raise as soon as any of them is wrong (it would name
+    every key of the figure instead of the one that is wrong)."""
+    return (err.validator == "unevaluatedProperties", len(list(err.absolute_path)), str(err.absolute_path))
 
 
 def _where(err: jsonschema.ValidationError) -> str:
@@ -195,7 +202,7 @@ def check(data: dict, where: str) -> None:
     where = shown(where)
     _plain_values(data, where)
     v = jsonschema.Draft202012Validator(_schema())
-    errors = sorted(v.iter_errors(data), key=lambda e: (len(list(e.absolute_path)), str(e.absolute_path)))
+    errors = sorted(v.iter_errors(data), key=_first)
     if errors:
         e = errors[0]
         raise StudyError(f"{where}: {_where(e)}: {shown(e.message[:300])}")
