@@ -186,11 +186,13 @@ def test_report_figures_and_mock_share_table(tmp_path):
     for fig in ("halo3d_throughput_50us", "halo3d_ratio_50us", "halo3d_speedup_50us"):
         assert (out / "figures" / f"{fig}.png").exists(), fig
     assert "halo3d: mock-mode share of an iteration" in (out / "report.md").read_text()
-    from hmb.reports.patterns import MODES, mock_share_rows
-    rows = mock_share_rows(rs, "halo3d")
+    from hmb.reports.common import FAMILIES
+    ((_, header, rows, _),) = FAMILIES["halo3d"].tables(rs)
+    modes = header[5:-1]   # MPI, face, threads, compute, noise, one column per mode of --describe, no reading
+    assert {"serial", "single", "multiple", "partitioned", "persistent"} <= set(modes), header
     assert len(rows) == 2 and rows[0][1] != rows[1][1], rows  # faces of 968 and 4232 bytes
-    for row in rows:  # MPI, face, threads, compute, noise, then one cell per mode
-        cells = dict(zip(MODES, row[5:]))
+    for row in rows:
+        cells = dict(zip(modes, row[5:]))
         assert all(cells[m].endswith("%") for m in ("serial", "single", "multiple")), row
         assert cells["partitioned"] == cells["persistent"] == "-", row
 

@@ -314,6 +314,15 @@ def test_a_misspelt_metric_is_refused_before_any_launch(tmp_path, capsys):
     assert "Fig. 1 (figure fig1): y 'efficiency_pc' is not a metric of async" in line
 
 
+@pytest.mark.parametrize("name", hstudy.names())
+def test_every_shipped_study_passes_the_check_before_its_launches(name, capsys):
+    """seed000's Figs. 11-12 read the report's halo3d figure, y 'throughput_{mode}_MBps': the check
+    took the '{mode}' name itself for a metric and refused the study before any launch."""
+    from conftest import get_mpi
+    get_mpi("mpich")            # a built hmb-bench: the check reads its descriptors
+    assert cli.main(["study", "run", name, "--dry-run", "--mpi", "mpich"]) == 0, capsys.readouterr().err
+
+
 def test_study_text_and_results_text_stay_text_in_study_md(tmp_path, capsys):
     """A figure number injected a markdown link into study.md."""
     def change(d):

@@ -10,6 +10,7 @@ import pytest
 
 import hmb
 from hmb import cli, requirements
+from hmb import figures as engine
 from hmb import study as hstudy
 from hmb.study import claims, figures, fit
 from hmb.study import cli as study_cli
@@ -108,7 +109,7 @@ def test_figure_reference_to_nothing_is_named(tmp_path):
 # ---------------------------------------------------------------- the figure engine
 
 def test_figure_draws_declared_axes_lines_and_context(part_records):
-    f, note = figures.render(FIG, part_records)
+    f, note = engine.render(FIG, part_records)
     ax = f.axes[0]
     assert ax.get_xlabel() == "message size (bytes)"
     assert ax.get_ylabel() == "overhead t_part / t_pt2pt"
@@ -137,7 +138,7 @@ def test_a_figure_with_one_x_value_gives_each_line_its_own_slot(part_records):
     """A --fit run that kept one x value (seed003's T = 1): each line has its own named slot on the
     x axis instead of every point stacked on one tick, and the axis says the value."""
     fig = {**FIG, "where": {"compute": "10ms", "size_bytes": 65536}, "logy": False}
-    f, _ = figures.render(fig, part_records)
+    f, _ = engine.render(fig, part_records)
     ax = f.axes[0]
     f.canvas.draw()
     assert [t.get_text() for t in ax.get_xticklabels()] == ["partitions=1", "partitions=4", "partitions=16"]
@@ -150,7 +151,7 @@ def test_a_point_that_is_no_reading_does_not_set_the_scale(part_records):
     """The oversubscribed 60x would squeeze the readings (1.2-2.0) to a line: the shared y range
     covers the readings and the reference line; the hollow point sits at the edge as a triangle
     with its value."""
-    f, _ = figures.render(FIG, part_records)
+    f, _ = engine.render(FIG, part_records)
     ax = f.axes[0]
     lo, hi = ax.get_ylim()
     assert 0.9 < lo < 1.0 and 2.0 < hi < 2.2
@@ -161,9 +162,9 @@ def test_a_point_that_is_no_reading_does_not_set_the_scale(part_records):
 
 def test_figure_filters_and_labels(part_records):
     fig = {**FIG, "where": {"compute": "10ms", "partitions": 1}, "labels": {"1": "one partition"}}
-    f, _ = figures.render(fig, part_records)
+    f, _ = engine.render(fig, part_records)
     assert [ln.get_label() for ln in f.axes[0].get_lines() if not ln.get_label().startswith("_")] == ["one partition"]
-    none, why = figures.render({**FIG, "where": {"compute": "100ms"}}, part_records)
+    none, why = engine.render({**FIG, "where": {"compute": "100ms"}}, part_records)
     assert none is None and "no results" in why
 
 
@@ -399,6 +400,7 @@ def test_run_of_a_figure_hmb_lacks_says_not_run(capsys, tmp_path):
     assert "not run: Fig. 3" in err and "needs a measurement of 'productivity'" in err
 
 
+@pytest.mark.mpi   # run for real under MPICH
 def test_small_fit_run_through_the_sweep_and_report(tmp_path, capsys):
     """One tiny study (async pt2pt, one size) run for real with --fit, then reported again."""
     text = (hstudy.studies_dir() / "seed004-async.toml").read_text()

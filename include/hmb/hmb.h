@@ -39,7 +39,6 @@ extern "C" {
 #define HMB_EXIT_VALIDATION 3 /* received data wrong (or library reported arrival wrongly) */
 #define HMB_EXIT_TIMEOUT 4    /* watchdog fired */
 
-#define HMB_MAX_METRICS 24
 #define HMB_MAX_PARAMS 10
 #define HMB_MAX_THREADS 256
 
@@ -85,6 +84,7 @@ typedef struct {
 } hmb_default;
 
 typedef struct hmb_ctx hmb_ctx;
+typedef struct hmb_mode hmb_mode;
 
 /* Accessors (valid for common and benchmark options). Calling with an unknown name or
  * the wrong type is a programming error: the harness aborts with a message. */
@@ -155,6 +155,8 @@ const char *hmb_point_str(const hmb_point *p, const char *name); /* aborts if ab
 
 /* ------------------------------------------------------------------ metrics */
 
+/* A metric. In bench->mode_metrics it is a template: "{mode}" in its name and description stands
+ * for the name of each mode that declares it (hmb_mode.metrics), e.g. "t_iter_{mode}_us". */
 typedef struct {
     const char *name;        /* e.g. "latency_us", "overhead", "bandwidth_MBps" */
     const char *unit;        /* "us", "MB/s", "ratio", "%", "msg/s", ... */
@@ -167,11 +169,16 @@ typedef struct {
 #define HMB_METRIC_END {NULL, NULL, NULL, 0, 0}
 
 /* One iteration's outcome, filled by iterate() on rank 0 (other ranks: ignored).
- * value[i] corresponds to bench->metrics[i]. The first metric is the primary one: the
- * adaptive stopping rule watches its CI. Set valid = 0 to mark the sample invalid (it is
+ * value[i] is metric i of the benchmark's metric list: its fixed metrics (bench->metrics) first,
+ * then each mode metric (bench->mode_metrics) of every mode that declares it (hmb_mode.metrics),
+ * template by template, modes in their declared order. The harness sizes value[] at run time
+ * (nvalues); record through hmb_record / hmb_record_at / hmb_record_mode, which check the bound
+ * and abort naming the metric. The first metric is the primary one: the adaptive stopping rule
+ * watches its CI (or the first that has values). Set valid = 0 to mark the sample invalid (it is
  * counted, not summarised), e.g. when a timestamp could not be taken. */
 typedef struct {
-    double value[HMB_MAX_METRICS];
+    double *value;
+    int nvalues;
     int valid;
 } hmb_sample;
 
@@ -183,7 +190,14 @@ typedef struct hmb_bench {
     const char *summary; /* one line for --list */
     const hmb_option *options;   /* benchmark-specific options, HMB_OPTION_END-terminated */
     const hmb_default *defaults; /* overrides of common defaults, {NULL,NULL}-terminated; may be NULL */
-    const hmb_metric *metrics;   /* HMB_METRIC_END-terminated */
+    const hmb_metric *metrics;   /* fixed metrics, HMB_METRIC_END-terminated; may be NULL with modes */
+    /* Paired modes (hmb_modes_run), {.name = NULL}-terminated; NULL: none. A mode's name is written
+     * once, here: --mode (an option row with .modes = 1) lists the modes without HMB_MODE_HIDDEN,
+     * its default those without HMB_MODE_OPT_IN either, in this order (bit i of the mask: mode i). */
+    const struct hmb_mode *modes;
+    /* Metric templates of the modes ("t_iter_{mode}_us"), HMB_METRIC_END-terminated; bit k of a
+     * mode's .metrics instantiates template k for it. May be NULL. */
+    const hmb_metric *mode_metrics;
     int thread_level;            /* MPI_THREAD_SINGLE ... MPI_THREAD_MULTIPLE requested */
     int min_ranks;               /* fewer -> usage error, exit 2 */
     int rank_multiple;           /* ranks must be a multiple of this (0/1: any) */
@@ -378,9 +392,13 @@ void hmb_parrived_each_bounded(hmb_ctx *ctx, const hmb_point *pt, long iter, con
 #define HMB_MODE_MAX_TIMES 4
 #define HMB_MODE_MAX_SUMS 2
 
-/* One mode (phase, variant) of a paired design, as a benchmark declares it. */
-typedef struct {
-    const char *name; /* the phase label: "single", "comm", ... */
+/* One mode (phase, variant) of a paired design, as a benchmark declares it (bench->modes). */
+enum {
+    HMB_MODE_OPT_IN = 1, /* a --mode choice, but not in its default (halo3d's serial) */
+    HMB_MODE_HIDDEN = 2, /* not a --mode choice: run by another option (halo3d's threadcomm) or always */
+};
+struct hmb_mode {
+    const char *name; /* the --mode name and the phase label: "single", "comm", ... */
     /* untimed, before the mode's barrier (start persistent requests, zero counters); may be NULL */
     void (*setup)(hmb_ctx *ctx, void *state, int mode, long iter);
     /* one timed iteration of the mode; it may store sub-times (s) in times[1..] */
@@ -388,7 +406,11 @@ typedef struct {
     /* untimed, right after the mode: check it, and store per-rank values summed over ranks
      * (bytes sent, ...) in sums[]; may be NULL */
     void (*verify)(hmb_ctx *ctx, void *state, int mode, long iter, double *sums);
-} hmb_mode;
+    unsigned metrics; /* bit k: bench->mode_metrics[k] is a metric of this mode */
+    int flags;        /* HMB_MODE_OPT_IN, HMB_MODE_HIDDEN */
+};
+/* Bit k of hmb_mode.metrics. */
+#define HMB_METRIC_BIT(k) (1u << (k))
 
 /* The slowest rank's times of each mode run (times[m][0]: barrier to end of iterate, seconds;
  * [1..]: the mode's own sub-times) and the per-mode sums over ranks; 0 for modes not run. */
@@ -401,20 +423,23 @@ typedef struct {
 /* One rank's times of every mode, times[m][j] as in hmb_mode_results. */
 typedef double hmb_mode_times[HMB_MAX_MODES][HMB_MODE_MAX_TIMES];
 
-/* Run one iteration of a paired design: the nrun modes run[] (ids into modes[]) in the
+/* Run one iteration of a paired design: the nrun modes run[] (ids into bench->modes) in the
  * counterbalanced order of iteration iter (hmb_phase_order); before each but the first the
  * cache is evicted (--cache cold), then setup, a barrier, the timed iterate, verify. Times are
  * reduced by maximum, sums by sum. Returns 1 on rank 0 (which records the sample), 0 elsewhere. */
-int hmb_modes_run(hmb_ctx *ctx, void *state, const hmb_mode *modes, const int *run, int nrun, long iter,
-                  hmb_mode_results *out);
+int hmb_modes_run(hmb_ctx *ctx, void *state, const int *run, int nrun, long iter, hmb_mode_results *out);
 /* For a metric formed per rank from its own times and then aggregated (async: E of each rank,
  * worst and mean; never one rank's time with another's): every rank's res->local gathered on
  * rank 0, all[r][m][j] (free() it); NULL on the other ranks. Collective, untimed. */
 hmb_mode_times *hmb_modes_gather(hmb_ctx *ctx, const hmb_mode_results *res);
 
-/* Record a metric of this iteration's sample by its name (bench->metrics); an unknown name is
- * a programming error and aborts. */
+/* Record a metric of this iteration's sample: by its name, by its index in the metric list (a
+ * benchmark's enum over its fixed metrics), or as mode metric template k of mode `mode`. A name
+ * the list lacks, an index past it, or a template the mode does not declare is a programming
+ * error: the harness aborts naming the metric. */
 void hmb_record(hmb_ctx *ctx, hmb_sample *out, const char *metric, double value);
+void hmb_record_at(hmb_ctx *ctx, hmb_sample *out, int metric, double value);
+void hmb_record_mode(hmb_ctx *ctx, hmb_sample *out, int k, int mode, double value);
 /* The same, for a metric named printf-style ("t_iter_%s_us", mode name). */
 void hmb_recordf(hmb_ctx *ctx, hmb_sample *out, double value, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 

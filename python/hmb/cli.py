@@ -95,7 +95,7 @@ def cmd_run(args) -> int:
 
 def cmd_sweep(args) -> int:
     from . import sweep
-    cfg = sweep.load(args.config, mpis_override=args.mpi.split(",") if args.mpi else None,
+    cfg = sweep.load(args.config, mpis_override=mpi.names(args.mpi, "--mpi", UsageError) if args.mpi else None,
                      output_override=args.output)
     if args.launcher:
         cfg.launcher = args.launcher
@@ -145,7 +145,7 @@ def cmd_slurm(args) -> int:
         raise UsageError("slurm: --fit goes with --study NAME")
     elif not args.config:
         raise UsageError("slurm: give a CONFIG.toml or --study NAME")
-    cfg = sweep.load(args.config, mpis_override=args.mpi.split(",") if args.mpi else None,
+    cfg = sweep.load(args.config, mpis_override=mpi.names(args.mpi, "--mpi", UsageError) if args.mpi else None,
                      output_override=args.results)
     text = slurm.script(cfg, args.config, args.nodes, args.ranks_per_node, args.threads,
                         time=args.time, partition=args.partition, account=args.account,
@@ -403,10 +403,7 @@ def make_parser() -> argparse.ArgumentParser:
 
     def cmd_conform(a) -> int:
         from . import conform
-        libs = [x.strip() for x in a.mpi.split(",") if x.strip()]
-        bad = [x for x in libs if x not in mpi.KNOWN]
-        if not libs or bad:
-            raise UsageError(f"conform --mpi: unknown MPI '{','.join(bad) or a.mpi}' (choose from {', '.join(mpi.KNOWN)})")
+        libs = mpi.names(a.mpi, "conform --mpi", UsageError)
         return conform.run(libs, a.json, conform.parse_checks(a.check))
     cf.set_defaults(func=cmd_conform)
 

@@ -40,6 +40,16 @@ class Option:
 
 
 @dataclasses.dataclass(frozen=True)
+class Mode:
+    """A paired mode (phase) of a benchmark: its --mode name, whether --mode lists it (choice) and
+    runs it by default, and the metrics it adds (`modes` of --describe)."""
+    name: str
+    choice: bool
+    default: bool
+    metrics: tuple
+
+
+@dataclasses.dataclass(frozen=True)
 class Bench:
     name: str
     group: str
@@ -50,6 +60,7 @@ class Bench:
     rank_multiple: int = 1
     thread_level: str = "SINGLE"
     spare_core_when: str | None = None
+    modes: tuple = ()
 
     def metric(self, name: str) -> Metric | None:
         return next((m for m in self.metrics if m.name == name), None)
@@ -83,9 +94,12 @@ def parse_obj(data: dict) -> dict:
                                    bool(m.get("higher_is_better")), bool(m.get("signed")),
                                    bool(m.get("in_table", True)))
                             for m in b.get("metrics", []))
+            modes = tuple(Mode(m["name"], bool(m.get("choice", True)), bool(m.get("default", False)),
+                               tuple(m.get("metrics") or ()))
+                          for m in b.get("modes") or [])
             out[b["name"]] = Bench(b["name"], b.get("group", ""), b.get("summary", ""), options, metrics,
                                    int(b.get("min_ranks", 1)), int(b.get("rank_multiple", 1)),
-                                   b.get("thread_level", "SINGLE"), b.get("spare_core_when"))
+                                   b.get("thread_level", "SINGLE"), b.get("spare_core_when"), modes)
         return out
     except (ValueError, KeyError, TypeError) as e:
         raise DescriptorError(f"hmb-bench --list --json: unexpected output ({e})") from None

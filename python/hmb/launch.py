@@ -55,8 +55,7 @@ def prepare(name: str, build: str = "missing") -> Target:
 
     build: "missing" (only if hmb-bench is absent), "always" (incremental CMake build).
     """
-    if name not in hmpi.KNOWN:
-        raise LaunchError(f"unknown MPI '{name}' (choose from {', '.join(hmpi.KNOWN)})")
+    hmpi.check(name, error=LaunchError)
     if override():   # testing hook: no MPI at hand, a system MPI counts as MPICH-like
         return Target(name, hmpi.WHEEL_FLAVORS.get(name, "mpich"), None)
     try:

@@ -145,34 +145,21 @@ static const hmb_option halo_options[] = {
 
 static const hmb_default halo_defaults[] = {{"sizes", "4K:1M:x4"}, {"compute", "1ms"}, {NULL, NULL}};
 
-#define MODE_METRICS(m)                                                                                     \
-    {.name = "t_iter_" m "_us", .unit = "us", .higher_is_better = 0, .in_table = 0,                        \
-     .description = m ": time per iteration (compute and exchange), slowest rank"},                         \
-        {.name = "t_comm_" m "_us", .unit = "us", .higher_is_better = 0, .in_table = 0,                     \
-         .description = m ": last thread's compute end to exchange complete, slowest rank"},                \
-        {.name = "throughput_" m "_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 1,             \
-         .description = m ": bytes exchanged per process per second (MB = 1e6 B)"}
-
-static const hmb_metric halo_metrics[] = {
-    MODE_METRICS("single"),
-    MODE_METRICS("multiple"),
-    MODE_METRICS("partitioned"),
-    MODE_METRICS("persistent"),
-    MODE_METRICS("serial"),
-    MODE_METRICS("threadcomm"),
-    {.name = "ratio_multiple", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
-     .description = "throughput multiple / throughput single, same iterations"},
-    {.name = "ratio_partitioned", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
-     .description = "throughput partitioned / throughput single, same iterations"},
-    {.name = "ratio_persistent", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
-     .description = "throughput persistent / throughput single, same iterations"},
-#define SPEEDUP_METRIC(m)                                                                                   \
-    {.name = "speedup_" m "_vs_serial", .unit = "ratio", .higher_is_better = 1, .in_table = 1,               \
-     .description = "throughput " m " / throughput serial (one thread, the whole block), same iterations"}
-    SPEEDUP_METRIC("single"),
-    SPEEDUP_METRIC("multiple"),
-    SPEEDUP_METRIC("partitioned"),
-    SPEEDUP_METRIC("persistent"),
+/* The metrics each mode adds ("{mode}": its name), bits of hmb_mode.metrics. */
+enum { MT_ITER, MT_COMM, MT_THROUGHPUT, MT_RATIO, MT_SPEEDUP };
+#define EXCHANGE_METRICS (HMB_METRIC_BIT(MT_ITER) | HMB_METRIC_BIT(MT_COMM) | HMB_METRIC_BIT(MT_THROUGHPUT))
+static const hmb_metric halo_mode_metrics[] = {
+    [MT_ITER] = {.name = "t_iter_{mode}_us", .unit = "us", .higher_is_better = 0, .in_table = 0,
+                 .description = "{mode}: time per iteration (compute and exchange), slowest rank"},
+    [MT_COMM] = {.name = "t_comm_{mode}_us", .unit = "us", .higher_is_better = 0, .in_table = 0,
+                 .description = "{mode}: last thread's compute end to exchange complete, slowest rank"},
+    [MT_THROUGHPUT] = {.name = "throughput_{mode}_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 1,
+                       .description = "{mode}: bytes exchanged per process per second (MB = 1e6 B)"},
+    [MT_RATIO] = {.name = "ratio_{mode}", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+                  .description = "throughput {mode} / throughput single, same iterations"},
+    [MT_SPEEDUP] = {.name = "speedup_{mode}_vs_serial", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+                    .description = "throughput {mode} / throughput serial (one thread, the whole block), same "
+                                   "iterations"},
     HMB_METRIC_END};
 
 /* ------------------------------------------------------------------ block geometry */
@@ -1035,21 +1022,27 @@ static void mode_verify(hmb_ctx *ctx, void *state, int mode, long iter, double *
     check_halo(ctx, st, mode, iter);
 }
 
-static const hmb_mode halo_modes[NMODES] = {
-    {.name = "single", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
-    {.name = "multiple", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
-    {.name = "partitioned", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
-    {.name = "persistent", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
-    {.name = "serial", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
-    {.name = "threadcomm", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
-};
+static const hmb_mode halo_modes[NMODES + 1] = {
+    {.name = "single", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify,
+     .metrics = EXCHANGE_METRICS | HMB_METRIC_BIT(MT_SPEEDUP)},
+    {.name = "multiple", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify,
+     .metrics = EXCHANGE_METRICS | HMB_METRIC_BIT(MT_RATIO) | HMB_METRIC_BIT(MT_SPEEDUP)},
+    {.name = "partitioned", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify,
+     .metrics = EXCHANGE_METRICS | HMB_METRIC_BIT(MT_RATIO) | HMB_METRIC_BIT(MT_SPEEDUP)},
+    {.name = "persistent", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify,
+     .metrics = EXCHANGE_METRICS | HMB_METRIC_BIT(MT_RATIO) | HMB_METRIC_BIT(MT_SPEEDUP)},
+    {.name = "serial", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify,
+     .metrics = EXCHANGE_METRICS, .flags = HMB_MODE_OPT_IN},
+    {.name = "threadcomm", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify,
+     .metrics = EXCHANGE_METRICS, .flags = HMB_MODE_HIDDEN},
+    {.name = NULL}};
 
 static int halo_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
 {
     halo_state *st = state;
     st->pt = pt;
     hmb_mode_results r;
-    if (!hmb_modes_run(ctx, st, halo_modes, st->modes, st->nmodes, iter, &r))
+    if (!hmb_modes_run(ctx, st, st->modes, st->nmodes, iter, &r))
         return 0;
     double t_iter[NMODES], throughput[NMODES], ratio[NMODES];
     int ranks = st->ev_threads ? hmb_size(ctx) / st->ev_threads : hmb_size(ctx); /* everywhere: per group */
@@ -1062,16 +1055,15 @@ static int halo_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
     hmb_pattern_rates(NMODES, st->bytes_per_rank_iter, t_iter, throughput, ratio);
     for (int k = 0; k < st->nmodes; k++) {
         int m = st->modes[k];
-        const char *name = mode_names[m];
-        hmb_recordf(ctx, out, t_iter[m] * 1e6, "t_iter_%s_us", name);
-        hmb_recordf(ctx, out, r.times[m][1] * 1e6, "t_comm_%s_us", name);
+        hmb_record_mode(ctx, out, MT_ITER, m, t_iter[m] * 1e6);
+        hmb_record_mode(ctx, out, MT_COMM, m, r.times[m][1] * 1e6);
         if (st->mock) /* nothing was exchanged: no throughput */
             continue;
-        hmb_recordf(ctx, out, throughput[m] * 1e-6, "throughput_%s_MBps", name);
+        hmb_record_mode(ctx, out, MT_THROUGHPUT, m, throughput[m] * 1e-6);
         if (m != MODE_SINGLE && m != MODE_SERIAL && !isnan(t_iter[MODE_SINGLE]))
-            hmb_recordf(ctx, out, ratio[m], "ratio_%s", name);
+            hmb_record_mode(ctx, out, MT_RATIO, m, ratio[m]);
         if (m != MODE_SERIAL && !isnan(t_iter[MODE_SERIAL]))
-            hmb_recordf(ctx, out, throughput[m] / throughput[MODE_SERIAL], "speedup_%s_vs_serial", name);
+            hmb_record_mode(ctx, out, MT_SPEEDUP, m, throughput[m] / throughput[MODE_SERIAL]);
     }
     out->valid = 1;
     return 0;
@@ -1150,7 +1142,8 @@ static const hmb_bench halo_bench = {
     .summary = "7-point 3-D halo exchange, threads: single (fork-join), multiple, partitioned, persistent, mock mode",
     .options = halo_options,
     .defaults = halo_defaults,
-    .metrics = halo_metrics,
+    .modes = halo_modes,
+    .mode_metrics = halo_mode_metrics,
     .thread_level = MPI_THREAD_MULTIPLE,
     .min_ranks = 1,
     .check = halo_check,

@@ -572,7 +572,7 @@ static void pair_pieces(hmb_ctx *ctx, part_state *st)
     }
 }
 
-static const hmb_mode part_modes[NPHASES] = {
+static const hmb_mode part_modes[NPHASES + 1] = {
     [PHASE_SINGLE] = {.name = "single send", .iterate = phase_baseline},
     [PHASE_PERSISTENT] = {.name = "persistent", .setup = persistent_setup, .iterate = phase_baseline},
     [PHASE_PARTITIONED] = {.name = "partitioned", .setup = partitioned_setup, .iterate = phase_partitioned},
@@ -588,7 +588,7 @@ static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
     part_state *st = state;
     st->pt = pt;
     hmb_mode_results r;
-    hmb_modes_run(ctx, st, part_modes, all_phases, NPHASES, iter, &r);
+    hmb_modes_run(ctx, st, all_phases, NPHASES, iter, &r);
     const double *t_baseline = st->t_baseline;
 
     /* Untimed: the receiver's timestamps to rank 0 (this also keeps the sender from
@@ -684,6 +684,7 @@ static const hmb_bench part_bench = {
                "availability, early bird",
     .options = part_options,
     .defaults = part_defaults,
+    .modes = part_modes,
     .metrics = part_metrics,
     .thread_level = MPI_THREAD_MULTIPLE,
     .min_ranks = 2,

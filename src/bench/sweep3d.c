@@ -98,51 +98,21 @@ static const hmb_option sweep_options[] = {
 static const hmb_default sweep_defaults[] = {
     {"sizes", "4K:1M:x4"}, {"compute", "1ms"}, {"boundary", "open"}, {NULL, NULL}};
 
-static const hmb_metric sweep_metrics[] = {
-    {.name = "t_sweep_single_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
-     .description = "single: one sweep (8 octants), slowest rank"},
-    {.name = "t_sweep_multiple_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
-     .description = "multiple: one sweep (8 octants), slowest rank"},
-    {.name = "t_sweep_partitioned_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
-     .description = "partitioned: one sweep (8 octants), slowest rank"},
-    {.name = "t_sweep_persistent_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
-     .description = "persistent: one sweep (8 octants), slowest rank"},
-    {.name = "throughput_single_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 0,
-     .description = "single: bytes sent per process per sweep / t_sweep"},
-    {.name = "throughput_multiple_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 0,
-     .description = "multiple: bytes sent per process per sweep / t_sweep"},
-    {.name = "throughput_partitioned_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 0,
-     .description = "partitioned: bytes sent per process per sweep / t_sweep"},
-    {.name = "throughput_persistent_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 0,
-     .description = "persistent: bytes sent per process per sweep / t_sweep"},
-    {.name = "ratio_multiple", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
-     .description = "throughput_multiple / throughput_single of the same iteration (>1: faster)"},
-    {.name = "ratio_partitioned", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
-     .description = "throughput_partitioned / throughput_single of the same iteration (>1: faster)"},
-    {.name = "ratio_persistent", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
-     .description = "throughput_persistent / throughput_single of the same iteration (>1: faster)"},
-    {.name = "t_sweep_serial_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
-     .description = "serial: one sweep (8 octants), one thread computing the whole block, slowest rank"},
-    {.name = "throughput_serial_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 0,
-     .description = "serial: bytes sent per process per sweep / t_sweep"},
-    {.name = "idle_share_serial", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
-     .description = "serial: 1 - computing / sweep time, mean over ranks"},
-    {.name = "speedup_single_vs_serial", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
-     .description = "throughput_single / throughput_serial of the same iteration (seed 000: vs single-threaded)"},
-    {.name = "speedup_multiple_vs_serial", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
-     .description = "throughput_multiple / throughput_serial of the same iteration"},
-    {.name = "speedup_partitioned_vs_serial", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
-     .description = "throughput_partitioned / throughput_serial of the same iteration (seed 000's 15.1x)"},
-    {.name = "speedup_persistent_vs_serial", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
-     .description = "throughput_persistent / throughput_serial of the same iteration"},
-    {.name = "idle_share_single", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
-     .description = "single: 1 - computing / sweep time, mean over ranks"},
-    {.name = "idle_share_multiple", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
-     .description = "multiple: 1 - computing / sweep time, mean over ranks"},
-    {.name = "idle_share_partitioned", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
-     .description = "partitioned: 1 - computing / sweep time, mean over ranks"},
-    {.name = "idle_share_persistent", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
-     .description = "persistent: 1 - computing / sweep time, mean over ranks"},
+/* The metrics each mode adds ("{mode}": its name), bits of hmb_mode.metrics. */
+enum { MT_SWEEP, MT_THROUGHPUT, MT_RATIO, MT_IDLE, MT_SPEEDUP };
+#define SWEEP_METRICS (HMB_METRIC_BIT(MT_SWEEP) | HMB_METRIC_BIT(MT_THROUGHPUT) | HMB_METRIC_BIT(MT_IDLE))
+static const hmb_metric sweep_mode_metrics[] = {
+    [MT_SWEEP] = {.name = "t_sweep_{mode}_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+                  .description = "{mode}: one sweep (8 octants), slowest rank"},
+    [MT_THROUGHPUT] = {.name = "throughput_{mode}_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 0,
+                       .description = "{mode}: bytes sent per process per sweep / t_sweep"},
+    [MT_RATIO] = {.name = "ratio_{mode}", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+                  .description = "throughput_{mode} / throughput_single of the same iteration (>1: faster)"},
+    [MT_IDLE] = {.name = "idle_share_{mode}", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
+                 .description = "{mode}: 1 - computing / sweep time, mean over ranks"},
+    [MT_SPEEDUP] = {.name = "speedup_{mode}_vs_serial", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+                    .description = "throughput_{mode} / throughput_serial of the same iteration (seed 000: against "
+                                   "single-threaded; 15.1x for partitioned)"},
     HMB_METRIC_END};
 
 /* ------------------------------------------------------------------ geometry */
@@ -603,20 +573,25 @@ static void mode_verify(hmb_ctx *ctx, void *state, int mode, long iter, double *
         sums[0] += st->bytes_sent[tid];
 }
 
-static const hmb_mode sweep_modes[NMODES] = {
-    {.name = "single sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
-    {.name = "multiple sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
-    {.name = "partitioned sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
-    {.name = "persistent sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
-    {.name = "serial sweep", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify},
-};
+static const hmb_mode sweep_modes[NMODES + 1] = {
+    {.name = "single", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify,
+     .metrics = SWEEP_METRICS | HMB_METRIC_BIT(MT_SPEEDUP)},
+    {.name = "multiple", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify,
+     .metrics = SWEEP_METRICS | HMB_METRIC_BIT(MT_RATIO) | HMB_METRIC_BIT(MT_SPEEDUP)},
+    {.name = "partitioned", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify,
+     .metrics = SWEEP_METRICS | HMB_METRIC_BIT(MT_RATIO) | HMB_METRIC_BIT(MT_SPEEDUP)},
+    {.name = "persistent", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify,
+     .metrics = SWEEP_METRICS | HMB_METRIC_BIT(MT_RATIO) | HMB_METRIC_BIT(MT_SPEEDUP)},
+    {.name = "serial", .setup = mode_setup, .iterate = mode_iterate, .verify = mode_verify,
+     .metrics = SWEEP_METRICS, .flags = HMB_MODE_OPT_IN},
+    {.name = NULL}};
 
 static int sweep_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
 {
     sweep_state *st = state;
     st->pt = pt;
     hmb_mode_results r;
-    int rank0 = hmb_modes_run(ctx, st, sweep_modes, st->modes, st->nmodes, iter, &r);
+    int rank0 = hmb_modes_run(ctx, st, st->modes, st->nmodes, iter, &r);
     /* idle share: each rank's from its own sweep time (the slowest rank's is in r), mean over ranks */
     double idle[NMODES] = {0};
     for (int i = 0; i < st->nmodes; i++)
@@ -633,15 +608,14 @@ static int sweep_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
     hmb_pattern_rates(NMODES, st->bytes_per_rank, t_sweep, throughput, ratio); /* as halo3d */
     for (int i = 0; i < st->nmodes; i++) {
         int m = st->modes[i];
-        const char *name = mode_names[m];
-        hmb_recordf(ctx, out, t_sweep[m] * 1e6, "t_sweep_%s_us", name);
-        hmb_recordf(ctx, out, idle[m] / ranks, "idle_share_%s", name);
+        hmb_record_mode(ctx, out, MT_SWEEP, m, t_sweep[m] * 1e6);
+        hmb_record_mode(ctx, out, MT_IDLE, m, idle[m] / ranks);
         if (!st->ops->mock) /* nothing was exchanged: no throughput */
-            hmb_recordf(ctx, out, throughput[m] * 1e-6, "throughput_%s_MBps", name);
+            hmb_record_mode(ctx, out, MT_THROUGHPUT, m, throughput[m] * 1e-6);
         if (m != MODE_SINGLE && m != MODE_SERIAL && !st->ops->mock && t_sweep[MODE_SINGLE] > 0.0)
-            hmb_recordf(ctx, out, ratio[m], "ratio_%s", name);
+            hmb_record_mode(ctx, out, MT_RATIO, m, ratio[m]);
         if (m != MODE_SERIAL && !st->ops->mock && t_sweep[MODE_SERIAL] > 0.0)
-            hmb_recordf(ctx, out, throughput[m] / throughput[MODE_SERIAL], "speedup_%s_vs_serial", name);
+            hmb_record_mode(ctx, out, MT_SPEEDUP, m, throughput[m] / throughput[MODE_SERIAL]);
     }
     return 0;
 }
@@ -694,7 +668,8 @@ static const hmb_bench sweep_bench = {
     .summary = "KBA wavefront (Ember Sweep3D) on a px x py grid: single, multiple, partitioned, persistent, serial",
     .options = sweep_options,
     .defaults = sweep_defaults,
-    .metrics = sweep_metrics,
+    .modes = sweep_modes,
+    .mode_metrics = sweep_mode_metrics,
     .thread_level = MPI_THREAD_MULTIPLE,
     .min_ranks = 1,
     .check = sweep_check,

@@ -23,6 +23,26 @@ int hmb_layout(int i, const char **type, const char **field, size_t *offset, siz
 /* One-line error message into err (when err != NULL); shared by the parsers. */
 void hmb_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* ------------------------------------------------------------------ metriclist.c
+ * A benchmark's metric list (hmb_sample.value's layout): the fixed metrics, then every mode
+ * metric template instantiated per mode that declares it, template by template. */
+typedef struct {
+    int count;          /* metrics in the list */
+    hmb_metric *items;  /* names and descriptions of instantiated templates are owned */
+    char **owned;
+    int nfixed, nowned;
+    int ntemplates, nmodes;
+    int *slot;          /* [template * nmodes + mode]: index in items, -1: the mode lacks it */
+} hmb_metric_list;
+
+int hmb_bench_nmodes(const hmb_bench *b);
+void hmb_metric_list_build(hmb_metric_list *l, const hmb_bench *b);
+void hmb_metric_list_free(hmb_metric_list *l);
+/* Index of the metric named name[0..len), or -1. */
+int hmb_metric_list_find(const hmb_metric_list *l, const char *name, size_t len);
+/* Index of template k's metric of mode `mode`, or -1. */
+int hmb_metric_list_slot(const hmb_metric_list *l, int k, int mode);
+
 /* ------------------------------------------------------------------ units.c
  * All return 0 on success, -1 on malformed input (and write a one-line reason into err
  * when err != NULL). Suffixes K, M, G are binary (1K = 1024), case-insensitive, optional

@@ -85,6 +85,7 @@ void hmb_checks_clear(hmb_ctx *ctx);                       /* after teardown */
 
 struct hmb_ctx {
     const hmb_bench *bench;
+    hmb_metric_list metrics; /* the benchmark's metrics, fixed and per mode (hmb_sample.value) */
     hmb_optset opts;
     int argc;      /* full command line, for the record */
     char **argv;
@@ -133,7 +134,7 @@ struct hmb_ctx {
     atomic_int progress_tid;  /* HMB's progress thread (hmb_pin_progress_thread); 0: none */
 
     int table_columns_printed;
-    int table_metrics[HMB_MAX_METRICS]; /* the stdout table's metric columns (bench->metrics indices) */
+    int *table_metrics; /* the stdout table's metric columns (ctx->metrics indices) */
     int table_nmetrics;
     const struct hmb_osu_block *osu_block; /* --format osu: the block of the last row printed */
     int unbound;       /* placement: 1 ranks, 2 threads not bound (a launch by hand); header warns */

@@ -57,6 +57,8 @@ static void print_usage(FILE *out)
 
 static void print_bench_help(const hmb_bench *b, int all)
 {
+    hmb_metric_list metrics;
+    hmb_metric_list_build(&metrics, b);
     printf("hmb-bench %s — %s (group: %s)\n\n", b->name, b->summary, b->group);
     printf("usage: mpiexec -n N hmb-bench %s [options]   (needs at least %d ranks", b->name, b->min_ranks);
     if (b->rank_multiple > 1)
@@ -64,8 +66,9 @@ static void print_bench_help(const hmb_bench *b, int all)
     printf("; thread level %s)\n\n", hmb_thread_level_name(b->thread_level));
     hmb_options_help(stdout, b->options, b->defaults, all);
     printf("\nmetrics:\n");
-    for (const hmb_metric *m = b->metrics; m->name; m++)
-        printf("  %-22s %-8s %s\n", m->name, m->unit, m->description);
+    for (int i = 0; i < metrics.count; i++)
+        printf("  %-22s %-8s %s\n", metrics.items[i].name, metrics.items[i].unit, metrics.items[i].description);
+    hmb_metric_list_free(&metrics);
 }
 
 /* --metric: every name one of the benchmark's metrics, none twice. */
@@ -74,18 +77,15 @@ static void check_metric_names(hmb_ctx *ctx)
     const hmb_optval *v = hmb_options_find(&ctx->opts, "metric");
     if (!v || !v->present)
         return;
-    const hmb_metric *ms = ctx->bench->metrics;
+    const hmb_metric_list *ms = &ctx->metrics;
     for (const char *p = v->sval;;) {
         size_t len = strcspn(p, ",");
-        int found = 0;
-        for (int k = 0; ms[k].name && !found; k++)
-            found = strlen(ms[k].name) == len && !strncmp(ms[k].name, p, len);
-        if (!found) {
-            char known[1024];
+        if (hmb_metric_list_find(ms, p, len) < 0) {
+            char known[2048];
             size_t used = 0;
             known[0] = '\0';
-            for (int k = 0; ms[k].name && used < sizeof known; k++)
-                used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", k ? "," : "", ms[k].name);
+            for (int k = 0; k < ms->count && used < sizeof known; k++)
+                used += (size_t)snprintf(known + used, sizeof known - used, "%s%s", k ? "," : "", ms->items[k].name);
             hmb_usage_error(ctx, "--metric: \"%.*s\" is not a metric of %s (it has: %s)", (int)len, p,
                             ctx->bench->name, known);
         }
@@ -278,6 +278,7 @@ int main(int argc, char **argv)
     if (!ctx)
         return 1;
     ctx->bench = bench;
+    hmb_metric_list_build(&ctx->metrics, bench);
     ctx->rank = print_rank;
     ctx->size = 1;
     ctx->corrupt_rank = -1;
@@ -346,6 +347,8 @@ int main(int argc, char **argv)
     hmb_extras_clear(&ctx->result_extra);
     free(ctx->header_extra.items);
     free(ctx->result_extra.items);
+    free(ctx->table_metrics);
+    hmb_metric_list_free(&ctx->metrics);
     free(ctx);
     return HMB_EXIT_OK;
 }

@@ -25,7 +25,7 @@ typedef struct {
     int nmetrics;
     long count;
     size_t capacity;
-    double *values[HMB_MAX_METRICS];
+    double **values; /* nmetrics arrays */
 } sample_store;
 
 static void store_add(sample_store *st, const hmb_sample *s)
@@ -45,6 +45,7 @@ static void store_free(sample_store *st)
 {
     for (int m = 0; m < st->nmetrics; m++)
         free(st->values[m]);
+    free(st->values);
 }
 
 /* The primary metric is metric 0, or, for points that do not produce it (NaN: e.g. a latency
@@ -73,7 +74,7 @@ static int run_iteration(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
         hmb_cache_flush(ctx);
         MPI_Barrier(ctx->comm);
     }
-    for (int m = 0; m < HMB_MAX_METRICS; m++)
+    for (int m = 0; m < sample->nvalues; m++)
         sample->value[m] = NAN;
     sample->valid = 1;
     hmb_phase(ctx, "iterate");
@@ -136,7 +137,7 @@ static void write_result(hmb_ctx *ctx, const hmb_point *pt, const char *status, 
         hmb_json_num(&j, "elapsed_s", elapsed_s);
         hmb_json_open_obj(&j, "metrics");
         for (int m = 0; m < st->nmetrics; m++) {
-            const hmb_metric *mt = &ctx->bench->metrics[m];
+            const hmb_metric *mt = &ctx->metrics.items[m];
             const hmb_summary *s = &summaries[m];
             hmb_json_open_obj(&j, mt->name);
             hmb_json_str(&j, "unit", mt->unit);
@@ -157,7 +158,7 @@ static void write_result(hmb_ctx *ctx, const hmb_point *pt, const char *status, 
         if (hmb_opt_flag(ctx, "raw")) {
             hmb_json_open_obj(&j, "samples");
             for (int m = 0; m < st->nmetrics; m++) {
-                hmb_json_open_arr(&j, ctx->bench->metrics[m].name);
+                hmb_json_open_arr(&j, ctx->metrics.items[m].name);
                 for (long i = 0; i < st->count; i++)
                     if (!isnan(st->values[m][i]))
                         hmb_json_num(&j, NULL, st->values[m][i]);
@@ -218,10 +219,12 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
     const double budget_s = (double)hmb_opt_duration_ns(ctx, "budget") * 1e-9;
 
     ctx->cache.flushes = 0; /* counted from the point's first iteration */
-    sample_store st = {0};
-    while (b->metrics[st.nmetrics].name && st.nmetrics < HMB_MAX_METRICS)
-        st.nmetrics++;
-    hmb_sample sample;
+    sample_store st = {.nmetrics = ctx->metrics.count};
+    hmb_sample sample = {.nvalues = ctx->metrics.count};
+    st.values = calloc((size_t)st.nmetrics + 1, sizeof *st.values);
+    sample.value = calloc((size_t)sample.nvalues + 1, sizeof *sample.value);
+    if (!st.values || !sample.value)
+        abort();
     long iter = 0;
     hmb_compute_log_free(ctx); /* the measured compute of this point's measured iterations */
     for (long w = 0; w < warmup; w++, iter++)
@@ -268,8 +271,9 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
     hmb_compute_log_free(ctx);
 
     if (ctx->rank == 0) {
-        hmb_summary summaries[HMB_MAX_METRICS];
-        memset(summaries, 0, sizeof summaries);
+        hmb_summary *summaries = calloc((size_t)st.nmetrics + 1, sizeof *summaries);
+        if (!summaries)
+            abort();
         for (int m = 0; m < st.nmetrics; m++)
             hmb_summarize(st.values[m], st.count, 0.95, &summaries[m]);
         hmb_phase(ctx, "annotate");
@@ -282,8 +286,10 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
         write_result(ctx, pt, "ok", summaries, &st, warmup, measured, invalid, why, target_met, elapsed_s, &compute);
         hmb_table_row(ctx, pt, summaries, measured);
         hmb_pivot_add(ctx, pt, summaries);
+        free(summaries);
     }
     store_free(&st);
+    free(sample.value);
     hmb_phase(ctx, "teardown");
     if (b->teardown)
         b->teardown(ctx, state, pt);

@@ -46,10 +46,10 @@ int64_t hmb_calc_factor_ns(hmb_ctx *ctx, MPI_Comm comm, double factor, void (*ru
     return c_ns < HMB_MIN_COMPUTE_NS ? HMB_MIN_COMPUTE_NS : (int64_t)c_ns;
 }
 
-int hmb_modes_run(hmb_ctx *ctx, void *state, const hmb_mode *modes, const int *run, int nrun, long iter,
-                  hmb_mode_results *out)
+int hmb_modes_run(hmb_ctx *ctx, void *state, const int *run, int nrun, long iter, hmb_mode_results *out)
 {
-    if (nrun < 1 || nrun > HMB_MAX_MODES)
+    const hmb_mode *modes = ctx->bench->modes;
+    if (nrun < 1 || nrun > HMB_MAX_MODES || !modes || ctx->metrics.nmodes > HMB_MAX_MODES)
         abort();
     int order[HMB_MAX_MODES];
     hmb_phase_order(nrun, iter, order);
@@ -99,16 +99,20 @@ hmb_mode_times *hmb_modes_gather(hmb_ctx *ctx, const hmb_mode_results *res)
     return all;
 }
 
+/* The bound check of every record: the index must lie within the sample the harness sized. */
+static void record_checked(hmb_ctx *ctx, hmb_sample *out, int i, const char *what, double value)
+{
+    if (i < 0 || i >= out->nvalues || i >= ctx->metrics.count) {
+        fprintf(stderr, "hmb-bench %s: internal error: metric %s is not in the sample's %d metrics\n",
+                ctx->bench->name, what, out->nvalues);
+        abort();
+    }
+    out->value[i] = value;
+}
+
 void hmb_record(hmb_ctx *ctx, hmb_sample *out, const char *metric, double value)
 {
-    const hmb_metric *metrics = ctx->bench->metrics;
-    for (int i = 0; metrics[i].name; i++)
-        if (strcmp(metrics[i].name, metric) == 0) {
-            out->value[i] = value;
-            return;
-        }
-    fprintf(stderr, "hmb: internal error: %s has no metric %s\n", ctx->bench->name, metric);
-    abort();
+    record_checked(ctx, out, hmb_metric_list_find(&ctx->metrics, metric, strlen(metric)), metric, value);
 }
 
 void hmb_recordf(hmb_ctx *ctx, hmb_sample *out, double value, const char *fmt, ...)
@@ -119,6 +123,27 @@ void hmb_recordf(hmb_ctx *ctx, hmb_sample *out, double value, const char *fmt, .
     vsnprintf(name, sizeof name, fmt, ap);
     va_end(ap);
     hmb_record(ctx, out, name, value);
+}
+
+void hmb_record_at(hmb_ctx *ctx, hmb_sample *out, int metric, double value)
+{
+    char what[160];
+    snprintf(what, sizeof what, "#%d (%s)", metric,
+             metric >= 0 && metric < ctx->metrics.count ? ctx->metrics.items[metric].name : "past the list");
+    record_checked(ctx, out, metric, what, value);
+}
+
+void hmb_record_mode(hmb_ctx *ctx, hmb_sample *out, int k, int mode, double value)
+{
+    int i = hmb_metric_list_slot(&ctx->metrics, k, mode);
+    if (i < 0) {
+        const hmb_bench *b = ctx->bench;
+        int ok = k >= 0 && k < ctx->metrics.ntemplates && mode >= 0 && mode < ctx->metrics.nmodes;
+        fprintf(stderr, "hmb-bench %s: internal error: mode %s does not declare metric %s\n", b->name,
+                ok ? b->modes[mode].name : "?", ok ? b->mode_metrics[k].name : "(no such template)");
+        abort();
+    }
+    record_checked(ctx, out, i, ctx->metrics.items[i].name, value);
 }
 
 double hmb_wait_bound_s(const hmb_ctx *ctx) { return ctx->wait_bound_s; }

@@ -567,19 +567,23 @@ int hmb_table_metric_selected(const hmb_ctx *ctx, const char *name)
  * fit the width (all with --wide). hidden gets the names of those left out, comma-separated. */
 static void choose_columns(hmb_ctx *ctx, const hmb_point *pt, char *hidden, size_t hidden_len)
 {
-    const hmb_metric *ms = ctx->bench->metrics;
+    const hmb_metric *ms = ctx->metrics.items;
     const hmb_optval *chosen = hmb_options_find(&ctx->opts, "metric");
-    int wanted[HMB_MAX_METRICS], nwanted = 0;
+    int *wanted = calloc((size_t)ctx->metrics.count + 1, sizeof *wanted), nwanted = 0;
+    free(ctx->table_metrics);
+    ctx->table_metrics = calloc((size_t)ctx->metrics.count + 1, sizeof *ctx->table_metrics);
+    if (!wanted || !ctx->table_metrics)
+        abort();
     if (chosen && chosen->present) {
         for (const char *p = chosen->sval; *p;) {
             size_t len = strcspn(p, ",");
-            for (int k = 0; ms[k].name; k++)
-                if (strlen(ms[k].name) == len && !strncmp(ms[k].name, p, len) && nwanted < HMB_MAX_METRICS)
-                    wanted[nwanted++] = k;
+            int k = hmb_metric_list_find(&ctx->metrics, p, len);
+            if (k >= 0) /* --metric names each once (checked at start-up) */
+                wanted[nwanted++] = k;
             p += len + (p[len] == ',');
         }
     } else {
-        for (int k = 0; ms[k].name && nwanted < HMB_MAX_METRICS; k++)
+        for (int k = 0; k < ctx->metrics.count; k++)
             if (ms[k].in_table)
                 wanted[nwanted++] = k;
     }
@@ -605,6 +609,7 @@ static void choose_columns(hmb_ctx *ctx, const hmb_point *pt, char *hidden, size
     }
     if (more) /* the note stays one line */
         snprintf(hidden + hl, hidden_len - hl, " and %d more", more);
+    free(wanted);
 }
 
 void hmb_table_header(hmb_ctx *ctx)
@@ -662,7 +667,7 @@ static void table_columns(hmb_ctx *ctx, const hmb_point *pt)
         used += (size_t)snprintf(line + used, sizeof line - used, " %*s", param_width(&pt->params[i]),
                                  pt->params[i].name);
     for (int c = 0; c < ctx->table_nmetrics && used < sizeof line; c++) {
-        const hmb_metric *m = &ctx->bench->metrics[ctx->table_metrics[c]];
+        const hmb_metric *m = &ctx->metrics.items[ctx->table_metrics[c]];
         char ci[64];
         ci_header(m, ci, sizeof ci);
         used += (size_t)snprintf(line + used, sizeof line - used, " %*s %*s", median_width(m), m->name, ci_width(m), ci);
@@ -702,10 +707,8 @@ static void osu_row(hmb_ctx *ctx, const hmb_osu_block *b, const hmb_point *pt, c
     printf("%-10zu", pt->size_bytes);
     for (const char *p = b->metrics; *p;) {
         size_t len = strcspn(p, ",");
-        double v = NAN;
-        for (int k = 0; ctx->bench->metrics[k].name; k++)
-            if (strlen(ctx->bench->metrics[k].name) == len && !strncmp(ctx->bench->metrics[k].name, p, len))
-                v = summaries[k].count ? summaries[k].median : NAN;
+        int k = hmb_metric_list_find(&ctx->metrics, p, len);
+        double v = k >= 0 && summaries[k].count ? summaries[k].median : NAN;
         printf("%18.2f", v);
         p += len + (p[len] == ',');
     }
@@ -736,7 +739,7 @@ void hmb_table_row(hmb_ctx *ctx, const hmb_point *pt, const hmb_summary *summari
             printf(" %*lld", param_width(&pt->params[i]), pt->params[i].ival);
     }
     for (int c = 0; c < ctx->table_nmetrics; c++) {
-        const hmb_metric *m = &ctx->bench->metrics[ctx->table_metrics[c]];
+        const hmb_metric *m = &ctx->metrics.items[ctx->table_metrics[c]];
         const hmb_summary *s = &summaries[ctx->table_metrics[c]];
         char med[32], lo[32], hi[32], ci[80];
         format_value(s->count ? s->median : NAN, med, sizeof med);

@@ -40,10 +40,7 @@ static hmb_pivot *pivot_create(const hmb_ctx *ctx)
         p += n + (p[n] == ',');
         if (!hmb_table_metric_selected(ctx, name))
             continue; /* --metric names others */
-        pv->metric_index[pv->nmetrics] = -1;
-        for (int m = 0; b->metrics[m].name; m++)
-            if (strcmp(b->metrics[m].name, name) == 0)
-                pv->metric_index[pv->nmetrics] = m;
+        pv->metric_index[pv->nmetrics] = hmb_metric_list_find(&ctx->metrics, name, strlen(name));
         pv->nmetrics++;
     }
     return pv;

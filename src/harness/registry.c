@@ -112,8 +112,11 @@ static void write_descriptor(hmb_json *j, const hmb_bench *b)
     hmb_json_str(j, "spare_core_when", b->spare_core_when);
     hmb_json_bool(j, "data_reuse", b->data_reuse);
     write_options(j, b);
+    hmb_metric_list list;
+    hmb_metric_list_build(&list, b);
     hmb_json_open_arr(j, "metrics");
-    for (const hmb_metric *m = b->metrics; m->name; m++) {
+    for (int i = 0; i < list.count; i++) {
+        const hmb_metric *m = &list.items[i];
         hmb_json_open_obj(j, NULL);
         hmb_json_str(j, "name", m->name);
         hmb_json_str(j, "unit", m->unit);
@@ -124,6 +127,24 @@ static void write_descriptor(hmb_json *j, const hmb_bench *b)
         hmb_json_close_obj(j);
     }
     hmb_json_close_arr(j);
+    /* The paired modes: each one's metrics, whether --mode offers it and runs it by default. */
+    hmb_json_open_arr(j, "modes");
+    for (int m = 0; m < list.nmodes; m++) {
+        hmb_json_open_obj(j, NULL);
+        hmb_json_str(j, "name", b->modes[m].name);
+        hmb_json_bool(j, "choice", !(b->modes[m].flags & HMB_MODE_HIDDEN));
+        hmb_json_bool(j, "default", !(b->modes[m].flags & (HMB_MODE_HIDDEN | HMB_MODE_OPT_IN)));
+        hmb_json_open_arr(j, "metrics");
+        for (int k = 0; k < list.ntemplates; k++) {
+            int i = hmb_metric_list_slot(&list, k, m);
+            if (i >= 0)
+                hmb_json_str(j, NULL, list.items[i].name);
+        }
+        hmb_json_close_arr(j);
+        hmb_json_close_obj(j);
+    }
+    hmb_json_close_arr(j);
+    hmb_metric_list_free(&list);
     hmb_json_close_obj(j);
 }
 

@@ -173,6 +173,52 @@ def _schema() -> dict:
     return json.loads((resources.files("hmb") / "schema" / "study.schema.json").read_text())
 
 
+# Keys of a report figure that a study figure starting from it (`from`) does not take.
+REPORT_ONLY_KEYS = ("id", "title", "question", "per")
+
+
+def report_figures() -> dict:
+    """id -> declaration of the report's figures (python/hmb/reports/figures.toml, checked
+    against the schema's $defs.report_figures): the figures `hmb report` draws, which a study
+    figure may start from (`from`)."""
+    path = resources.files("hmb") / "reports" / "figures.toml"
+    where = "hmb/reports/figures.toml"
+    data = tomllib.loads(path.read_text())
+    schema = _schema()
+    v = jsonschema.Draft202012Validator({"$defs": schema["$defs"], "$ref": "#/$defs/report_figures"})
+    errors = sorted(v.iter_errors(data), key=_first)
+    if errors:
+        raise StudyError(f"{where}: {_where(errors[0])}: {errors[0].message}")
+    out = {}
+    for f in data["figure"]:
+        if f["id"] in out:
+            raise StudyError(f"{where}: figure id {f['id']!r} repeats")
+        out[f["id"]] = f
+    return out
+
+
+def resolve(fig: dict, where: str = "") -> dict:
+    """A study figure with `from`: the report figure it names, its own keys winning (its `where`
+    filters added to the report figure's)."""
+    if "from" not in fig:
+        return fig
+    base = report_figures().get(fig["from"])
+    if base is None:
+        raise StudyError(f"{where}{': ' if where else ''}figure {fig['id']}: from: no report figure "
+                         f"{fig['from']!r} (python/hmb/reports/figures.toml)")
+    out = {**{k: v for k, v in base.items() if k not in REPORT_ONLY_KEYS}, **fig}
+    if base.get("where") or fig.get("where"):
+        out["where"] = {**base.get("where", {}), **fig.get("where", {})}
+    return out
+
+
+def _first(err: jsonschema.ValidationError) -> tuple:
+    """The error to name first: the shallowest, but never the 'unevaluated properties' one a
+    figure's shared keys ($defs.drawing) raise as soon as any of them is wrong (it would name
+    every key of the figure instead of the one that is wrong)."""
+    return (err.validator == "unevaluatedProperties", len(list(err.absolute_path)), str(err.absolute_path))
+
+
 def _where(err: jsonschema.ValidationError) -> str:
     path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
     return path.lstrip(".") or "(top)"
@@ -221,7 +267,7 @@ def check(data: dict, where: str) -> None:
     where = shown(where)
     _plain_values(data, where)
     v = jsonschema.Draft202012Validator(_schema())
-    errors = sorted(v.iter_errors(data), key=lambda e: (len(list(e.absolute_path)), str(e.absolute_path)))
+    errors = sorted(v.iter_errors(data), key=_first)
     if errors:
         e = errors[0]
         raise StudyError(f"{where}: {_where(e)}: {shown(e.message[:300])}")
@@ -282,6 +328,7 @@ def load_file(path) -> Study:
         check(data, str(p))
     except RecursionError:
         raise StudyError(f"{shown(path)}: nested too deeply for a study") from None
+    data["figure"] = [resolve(f, str(p)) for f in data.get("figure", [])]
     return Study(path_name(p.stem), p, data)
 
 

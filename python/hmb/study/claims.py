@@ -37,7 +37,7 @@ import re
 
 from .. import tidy
 from ..results import fmt_num, md_text
-from ..tidy import RESOURCES
+from ..tidy import same, select, with_derived  # noqa: F401 (select: the claims' reader, tests use it)
 
 AGREES, DIFFERS, NOT_COMPARABLE, NO_VERDICT = "agrees", "differs", "not comparable", "no verdict"
 
@@ -58,43 +58,7 @@ class Verdict:
 
 
 # ---------------------------------------------------------------- selecting points
-
-def select(df, bench: str | None, metric: str | list | None, where: dict | None):
-    """Rows of the tidy table for bench, metric and column filters (a list: any of them)."""
-    if df is None or df.empty:
-        return df
-    m = df
-    if bench:
-        m = m[m["bench"] == bench]
-    if metric:
-        wanted = metric if isinstance(metric, list) else [metric]
-        m = tidy.with_readings(m, wanted)     # a reading (proto's memory, *_kB) read as a metric
-        m = m[m["metric"].isin(wanted)]
-    for col, want in (where or {}).items():
-        m = with_derived(m, col)
-        if col not in m.columns:
-            return m.iloc[0:0]
-        wants = want if isinstance(want, list) else [want]
-        m = m[m[col].map(lambda v: any(same(v, w) for w in wants))]
-    return m
-
-
-def with_derived(df, col: str):
-    """`cores` (ranks × threads: threads compared with processes at equal cores) when asked for
-    and not a column of its own."""
-    if col == "cores" and "cores" not in df.columns and {"ranks", "threads"} <= set(df.columns):
-        return df.assign(cores=df["ranks"].astype(float) * df["threads"].astype(float))
-    return df
-
-
-def same(value, want) -> bool:
-    """A table cell equals a filter value: as numbers when both read as numbers (partitions
-    1.0 is 1), else as text."""
-    try:
-        return float(value) == float(want)
-    except (TypeError, ValueError):
-        return str(value) == str(want)
-
+# select, same and with_derived are tidy's (one reader of the tidy table for figures and claims)
 
 def _number_first(text: str):
     try:
@@ -140,29 +104,17 @@ def why_no_rows(df, bench: str | None, where: dict | None, unsupported=None) -> 
     return "the claim's points ran but gave no result for its metric"
 
 
-_DROP = {"median", "ci_lo", "ci_hi", "count", "run_id", "tag", "source", "library", "host",
-         "oversubscribed", "spare_core_missing", "progress_shares_core", "cpus", "higher_is_better",
-         *RESOURCES}
-
-
-def _keys(rows) -> list[str]:
-    return [c for c in rows.columns if c not in _DROP and not tidy.is_reading(c)]   # readings vary by launch
-
-
 def points(rows):
     """One row per point: its parameters (as text, launches grouped) and `value`, the median of
     the point over its launches."""
-    keys = _keys(rows)
+    keys = tidy.point_columns(rows)
     g = rows.assign(**{k: rows[k].astype(str) for k in keys}).groupby(keys, dropna=False)["median"]
     return g.median().rename("value").reset_index()
 
 
 def point_medians(rows):
-    """The median of each point over its launches (launches are rows with equal parameters
-    apart from the run id)."""
-    keys = _keys(rows)
-    g = rows.assign(**{k: rows[k].astype(str) for k in keys}).groupby(keys, dropna=False)["median"]
-    return g.median()
+    """The median of each point over its launches (tidy.point_medians: the one point identity)."""
+    return tidy.point_medians(rows)
 
 
 def _stat(values, stat: str) -> float:
@@ -188,8 +140,8 @@ def _seed_network(setup: str) -> str:
 
 
 def _solid(rows):
-    """Rows that are readings: not oversubscribed, no progress thread on a compute core."""
-    return rows[~(rows["oversubscribed"].astype(bool) | (rows["progress_shares_core"] == True))]  # noqa: E712
+    """Rows that are readings (tidy.readings: the one predicate)."""
+    return tidy.readings(rows)
 
 
 def _single_node(df) -> bool:

@@ -84,13 +84,7 @@ def cmd_run(args) -> int:
 
 def _mpis(text: str | None) -> list | None:
     from .. import mpi as hmpi
-    if not text:
-        return None
-    libs = [x.strip() for x in text.split(",") if x.strip()]
-    bad = [x for x in libs if x not in hmpi.KNOWN]
-    if not libs or bad:
-        raise StudyError(f"--mpi: unknown MPI '{','.join(bad) or text}' (choose from {', '.join(hmpi.KNOWN)})")
-    return libs
+    return hmpi.names(text, "--mpi", StudyError) if text else None
 
 
 def default_mode(study) -> str:
@@ -379,6 +373,9 @@ def check_metrics(study, data: dict) -> None:
             if d.get("bench") not in ran or bench is None or d.get("mpip"):
                 continue
             wanted = d[key] if isinstance(d[key], list) else [d[key]]
+            if key == "y" and any("{mode}" in y for y in wanted):   # one metric per mode --describe lists
+                from .. import figures as engine
+                wanted = engine.expand(d, None, described)["y"] or wanted
             known = {m.name for m in bench.metrics}
             bad = [m for m in wanted if m not in known and not tidy.is_reading(m)]
             if bad:
@@ -443,18 +440,23 @@ def cmd_report(args) -> int:
 def _columns_missing(decl: dict, df, keys: tuple) -> str | None:
     """Why a declared figure or table cannot be drawn from df: a column it names (x, hue,
     panels, columns) that the rows of its bench do not have; None when every one is there."""
-    from .. import tidy
+    from .. import figures as engine, tidy
     rows = df[df["bench"] == decl.get("bench")] if "bench" in df.columns and decl.get("bench") else df
     if rows.empty:
         return None            # no results for it: the engine says so
     have = {c for c in rows.columns if rows[c].notna().any()} | {"metric"}
+    if "y" in decl:
+        decl = engine.expand(decl, rows)   # y = "..._{mode}_...": one metric per mode of --describe
     for key in keys:
         named = decl.get(key)
-        for col in named if isinstance(named, list) else [named]:   # panels may name several columns
-            if col is not None and col not in have:
-                params = sorted(c for c in have if c not in tidy.CONTEXT)
-                return (f"its {key} '{shown(col)[:60]}' is not a column of this run's {decl.get('bench')} results "
-                        f"(they have: {', '.join(params) or 'no parameters'})")
+        cols = named if isinstance(named, list) else [named]
+        # an x list reads the first column with a value (any of them will do); a panels list
+        # makes a panel of each combination (every one needed)
+        absent = [c for c in cols if c is not None and c not in have]
+        if absent and (key != "x" or len(absent) == len(cols)):
+            params = sorted(c for c in have if c not in tidy.CONTEXT)
+            return (f"its {key} '{shown(named if key == 'x' else absent[0])[:60]}' is not a column of this run's "
+                    f"{decl.get('bench')} results (they have: {', '.join(params) or 'no parameters'})")
     key = "y" if "y" in decl else "rows"
     wanted = decl.get(key) if isinstance(decl.get(key), list) else [decl.get(key)]
     metrics = set(rows["metric"].dropna()) | {c for c in have if tidy.is_reading(c)}
