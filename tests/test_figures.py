@@ -98,3 +98,27 @@ def test_a_report_figure_per_value_of_its_per_column(halo):
     (one,) = figure_instances(decl, halo)
     assert one["id"] == "halo3d_throughput_10ms" and one["title"].endswith("compute 10ms")
     assert one["where"] == {"comm": "on", "compute": "10ms"}
+
+
+def test_panels_by_several_columns_one_per_combination_in_numeric_order_over_included(tmp_path):
+    """seed004's figures and tables panel by scale and progress mode (`panels` a list): one panel per
+    combination, 28 ranks before 224 (as text '224' < '28'), and `over` read within each panel."""
+    recs = []
+    for rid, ranks in (("a", 28), ("b", 224)):
+        recs.append(run(rid, "async", ranks=ranks))
+        for prog, e in (("none", 10.0), ("test:10", 20.0)):
+            for size in (32, 1024):
+                recs.append(result(rid, "async", {"size_bytes": size, "progress": prog},
+                                   {"efficiency_mean_pct": metric(e + ranks + size / 1024, unit="%")}))
+    df = hmb.load(write(tmp_path / "a.jsonl", recs))
+    fig = {"id": "t", "title": "t", "bench": "async", "x": "size_bytes", "y": "efficiency_mean_pct",
+           "panels": ["ranks", "progress"], "labels": {"none": "E_0"}}
+    plan = engine.plan(fig, df)
+    assert [p.title for p in plan.panels] == ["ranks=28, E_0", "ranks=28, progress=test:10",
+                                              "ranks=224, E_0", "ranks=224, progress=test:10"]
+    assert [[pt.median for pt in p.lines[0].points] for p in plan.panels][2] == [234.03125, 235.0]
+    # over: test:10 over none at each size, within each panel (224 ranks: 244.03/234.03, 245/235)
+    ref = engine.plan({**fig, "panels": ["ranks"], "hue": "progress", "over": {"progress": "none"}}, df)
+    assert [p.title for p in ref.panels] == ["ranks=28", "ranks=224"]
+    (line,) = ref.panels[1].lines
+    assert [pt.median for pt in line.points] == pytest.approx([244.03125 / 234.03125, 245 / 235])
