@@ -23,11 +23,13 @@ LAUNCHES = {
                (["--thread-comm", "shared", "--sizes", "4K", "--compute", "10us"], 2, 2)],
     "sweep3d": [(["--mode", "all", "--sizes", "1K", "--compute", "10us"], 2, 1)],
     "stencil3d": [(["--sizes", "1K", "--compute", "10us"], 2, 1)],
-    # the sender view: --view both (the default) needs a linear range of 6 sizes or more
-    "proto": [(["--test", "all", "--sizes", "1K", "--range", "1K:8K", "--view", "sender"], 2, 1)],
+    # the sender view from 64 B: it finds Open MPI's inline send (264 B) and MPICH's 8120 B; --view
+    # both (the default) needs a linear range of 6 sizes or more
+    "proto": [(["--test", "all", "--sizes", "1K", "--range", "64:8K", "--view", "sender"], 2, 1)],
     "match": [(["--sizes", "8"], 2, 1)],
     "mt": [(["--test", "all", "--sizes", "8"], 2, 1)],
-    "conform": [(["--check", "restarts"], 2, 1)],
+    # a check with no partitioned request: restarts ends Open MPI 5.0.x runs with exit 3 (conftest.OPENMPI_PARTITIONED)
+    "conform": [(["--check", "thread-level"], 2, 1)],
 }
 
 # Read from the library's MPI_T performance variables: recorded only where the library exposes
