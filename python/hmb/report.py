@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from . import __version__
-from .results import ResultSet, combine, fmt_num, fmt_size, md_cell, md_text, point_key, varying
+from .results import ResultSet, combine, fmt_num, fmt_size, md_cell, point_key, varying
 
 
 def environment_rows(rs: ResultSet) -> list[list[str]]:

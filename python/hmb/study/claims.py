@@ -37,7 +37,7 @@ import re
 
 from .. import tidy
 from ..results import fmt_num, md_text
-from ..tidy import same, select, with_derived  # noqa: F401 (select: the claims' reader, tests use it)
+from ..tidy import same, select, with_derived
 
 AGREES, DIFFERS, NOT_COMPARABLE, NO_VERDICT = "agrees", "differs", "not comparable", "no verdict"
 
