@@ -387,14 +387,13 @@ def slurm_config(name: str, fit_cores: int | None = None) -> str:
     """hmb slurm --study NAME: write the study's grid as published (with fit_cores: fitted to that
     many cores, the allocation's, its changes in fit.txt) to results/study-NAME-slurm/config.toml
     (the sbatch script runs hmb sweep on it with --resume; not hmb study run's
-    results/study-NAME); returns its path."""
+    results/study-NAME); returns its path. What the study cannot run (Study.not_run) is the
+    caller's to say once the script is written: a refusal stays one line."""
     from . import fit
     study = load(name)
     data, changes = fit.config(study, "fit" if fit_cores else "as-published", ncores=fit_cores)
     out = Path(f"results/study-{study.name}-slurm")
     data["sweep"]["output"] = str(out / "results.jsonl")
-    for line in study.not_run():
-        print(f"hmb study: {line}", file=sys.stderr)
     comment = f"hmb slurm --study {study.name} ({'--fit' if fit_cores else 'as published'}): the grid of " \
               "study.toml beside this file"
     with checked_config(study, data, comment) as cfg:
