@@ -5,7 +5,7 @@ VENV   := .venv
 HMB    := $(VENV)/bin/hmb
 HMB_MPI ?= mpich
 
-.PHONY: demo test test-lab check setup build clean container
+.PHONY: demo test test-fast test-lab check setup build clean container
 # The demo is the small studies: each seed paper's headline figure, fitted to this machine.
 demo: setup
 	$(HMB) study demo --mpi $(HMB_MPI)
@@ -17,6 +17,13 @@ test: setup
 # missing): docs/lab.md. Separate from `make test`, which stays within minutes.
 test-lab: setup
 	$(VENV)/bin/python -m pytest -m lab tests/test_lab_nodes.py
+
+# The tests that need no MPI library (formulas, parsing, reports, studies, error paths), on every
+# core (pytest-xdist: nothing here launches a library, so nothing measures another's load). Tests
+# that build or launch hmb-bench are marked `mpi` when collected (tests/conftest.py); HMB_NO_MPI=1
+# makes any unmarked test that reaches for a library fail, naming itself.
+test-fast: setup
+	HMB_NO_MPI=1 $(VENV)/bin/python -m pytest -m "not mpi and not lab" -q -n auto
 
 # Machine physics (binding, timer, calibration, clocks, latency, async): PASS/WARN/FAIL per expectation.
 check: setup

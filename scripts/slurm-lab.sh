@@ -74,6 +74,8 @@ cmd=${1:-}
 case "$cmd" in
     up)
         [ "$(id -u)" = 0 ] || { say "needs root (network namespaces, a bridge, Slurm's daemons)"; exit 2; }
+        # The options first (a bad --name or --nodes was named only after apt-get had installed Slurm).
+        "$HMB" lab up --dry-run "$@" >/dev/null || exit 2
         install_missing
         name_args=()
         args=("$@")

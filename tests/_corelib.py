@@ -1,6 +1,6 @@
 """libhmbcore.so for the unit tests of the pure harness modules, with ctypes signatures.
 
-Builds only the CMake target `hmbcore` into $HMB_BUILD_ROOT/mpich (default build/mpich),
+Builds only the CMake target `hmbcore` into $HMB_BUILD_ROOT/mpich (default build/mpich; hmb.core),
 so the pure modules can be tested even while the rest of hmb-bench does not build.
 The structures below mirror src/harness/core.h, include/hmb/hmb.h and include/hmb/metrics.h;
 load() checks every size and field offset against the library's own table (hmb_layout,
@@ -9,8 +9,6 @@ src/harness/layout.c), so a struct change fails loudly instead of desynchronisin
 from __future__ import annotations
 
 import ctypes as C
-import os
-import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -211,6 +209,7 @@ _SIGNATURES = {
     "hmb_async_overhead": (C.c_double, [C.c_double, C.c_double]),
     "hmb_async_efficiency_pct": (C.c_double, [C.c_double, C.c_double, C.c_double]),
     "hmb_overlap_pct": (C.c_double, [C.c_double, C.c_double, C.c_double]),
+    "hmb_overlap_unclamped_pct": (C.c_double, [C.c_double, C.c_double, C.c_double]),
     "hmb_projected_speedup": (C.c_double, [C.c_double, C.c_double]),
     "hmb_eager_threshold_rule": (C.c_size_t, [C.c_double, C.c_size_t]),
     "hmb_async_compute_tolerance": (C.c_double, [C.c_double, C.c_double]),
@@ -269,27 +268,14 @@ _SIGNATURES = {
 _lib = None
 
 
-def build_dir() -> Path:
-    return REPO / os.environ.get("HMB_BUILD_ROOT", "build") / "mpich"
-
-
 def load():
-    """Build target hmbcore (once per process) and return the library with signatures set."""
+    """Build target hmbcore (once per process, incrementally: hmb.core.build_library) and return the
+    library with signatures set."""
     global _lib
     if _lib is not None:
         return _lib
-    bdir = build_dir()
-    mpicc = REPO / ".venv" / "bin" / "mpicc"
-    cfg = ["cmake", "-S", str(REPO), "-B", str(bdir), "-DCMAKE_BUILD_TYPE=Release"]
-    if mpicc.exists():
-        cfg.append(f"-DMPI_C_COMPILER={mpicc}")
-    steps = [] if (bdir / "CMakeCache.txt").exists() else [cfg]
-    steps.append(["cmake", "--build", str(bdir), "--target", "hmbcore", "-j", "2"])
-    for cmd in steps:
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
-    lib = C.CDLL(str(bdir / "libhmbcore.so"))
+    from hmb import core
+    lib = C.CDLL(str(core.build_library(fresh=True)))
     bad = layout_mismatches(lib)
     if bad:
         raise RuntimeError("tests/_corelib.py mirrors out of date:\n" + "\n".join(bad))

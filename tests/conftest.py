@@ -27,11 +27,19 @@ TEST_MPIS = [m for m in os.environ.get("HMB_TEST_MPIS", "mpich,openmpi").split("
 # variable in its header's env). A test that sets OMPI_MCA_btl itself replaces this; the product
 # never sets it: a sweep runs the library's own selection.
 os.environ.setdefault("OMPI_MCA_btl", "^ofi")
+# The tests' launches through hmb (launch.machine_lock: one hmb launch at a time per machine) take a
+# lock of this test session's own: a test waits for no other session's sweep on a shared machine
+# (fake launches waited minutes behind real ones, and timed out). The lock's own tests set theirs.
+import tempfile  # noqa: E402
+os.environ.setdefault("HMB_MACHINE_LOCK", os.path.join(tempfile.mkdtemp(prefix="hmb-tests-"), "lock"))
 _built: dict[str, hmpi.MPI] = {}
 
 
 def get_mpi(name: str) -> hmpi.MPI:
     """The named MPI with hmb-bench built for it (once per test session)."""
+    if os.environ.get("HMB_NO_MPI"):
+        pytest.fail(f"this test needs an MPI library ({name}) but is not marked mpi, and HMB_NO_MPI is set "
+                    "(make test-fast): see NEEDS_MPI in tests/conftest.py")
     if name not in _built:
         impl = hmpi.find(name)
         hmpi.build(impl)
@@ -124,6 +132,56 @@ def run_planted_never_complete(mpi_name: str, args: list[str], iteration: int, *
 @pytest.fixture(params=TEST_MPIS)
 def mpi_name(request):
     return request.param
+
+
+# The `mpi` marker: a test that needs an MPI library (builds hmb-bench or launches ranks) is marked
+# when collected, so `make test-fast` (pytest -m "not mpi") runs the rest. A test needs one when it
+# or anything it calls (its module's functions, this file's, its fixtures, followed through their
+# code) uses the mpi_name fixture or get_mpi, the one door to a built library here. A test that
+# launches in a way the code does not show (an `hmb run` command line) carries @pytest.mark.mpi
+# itself: under HMB_NO_MPI=1 (make test-fast) every MPI library is refused (hmb.mpi.find), so a
+# test that needs one and is not marked fails there, naming it.
+NEEDS_MPI = frozenset({"get_mpi", "mpi_name"})
+
+
+def _names(code, out: set) -> set:
+    out.update(code.co_names)
+    out.update(code.co_varnames)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            _names(const, out)
+    return out
+
+
+def needs_mpi(func, seen: set | None = None) -> bool:
+    """Whether func, or a function of this test tree it refers to, reaches NEEDS_MPI."""
+    seen = set() if seen is None else seen
+    func = getattr(func, "__wrapped__", func)
+    code = getattr(func, "__code__", None)
+    if code is None or code in seen:
+        return False
+    seen.add(code)
+    names = _names(code, set())
+    if names & NEEDS_MPI:
+        return True
+    here = Path(__file__).parent
+    for name in names:
+        g = func.__globals__.get(name)
+        if callable(g) and getattr(g, "__code__", None) is not None \
+                and Path(g.__code__.co_filename).parent == here and needs_mpi(g, seen):
+            return True
+    return False
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("mpi"):
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        fixtures = [d.func for defs in (info.name2fixturedefs.values() if info else ()) for d in defs]
+        if NEEDS_MPI & set(getattr(item, "fixturenames", ())) or \
+                any(needs_mpi(f) for f in [getattr(item, "function", None), *fixtures] if f is not None):
+            item.add_marker(pytest.mark.mpi)
 
 
 @dataclasses.dataclass

@@ -147,6 +147,7 @@ def test_run_returns_the_benchmark_exit_status(tmp_path):
     assert hmb(["run", "p2p"], env=env).returncode == 2
 
 
+@pytest.mark.mpi   # finds the installed MPICH wheel
 def test_run_dry_run_shows_launch_line(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("HMB_BENCH_OVERRIDE", "SLURM_JOB_ID")}
     env["PYTHONPATH"] = str(REPO / "python")

@@ -144,6 +144,7 @@ def test_launch_without_record_is_explained():
     assert "signal 9 (SIGKILL)" in conform._ended_without_record(137, "", 45)
 
 
+@pytest.mark.mpi   # hmb conform launches each check under MPICH
 def test_hmb_conform_runs_and_prints_the_matrix(tmp_path, capsys):
     out = tmp_path / "c.jsonl"
     rc = cli.main(["conform", "--mpi", "mpich", "--check", "parrived-truth,parrived-inactive", "--json", str(out)])

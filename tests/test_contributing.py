@@ -94,7 +94,7 @@ static void iterate_toy(hmb_ctx *ctx, void *state, int mode, long iter, double *
 {
     halo_state *st = mode_begin(ctx, state, iter);
 #pragma omp parallel num_threads(st->threads)
-    compute(ctx, st, omp_get_thread_num(), iter);
+    halo_compute(ctx, st, omp_get_thread_num(), iter);
     hmb_phase(ctx, "toy exchange");
     mode_end(st, mode, times, exchange_joined(st, mode, 0));
 }

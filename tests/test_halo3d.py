@@ -188,11 +188,13 @@ def test_report_figures_and_mock_share_table(tmp_path):
     for fig in ("halo3d_throughput_50us", "halo3d_ratio_50us", "halo3d_speedup_50us"):
         assert (out / "figures" / f"{fig}.png").exists(), fig
     assert "halo3d: mock-mode share of an iteration" in (out / "report.md").read_text()
-    from hmb.reports.patterns import MODES, mock_share_rows
-    rows = mock_share_rows(rs, "halo3d")
+    from hmb.reports.common import FAMILIES
+    ((_, header, rows, _),) = FAMILIES["halo3d"].tables(rs)
+    modes = header[5:-1]   # MPI, face, threads, compute, noise, one column per mode of --describe, no reading
+    assert {"serial", "single", "multiple", "partitioned", "persistent"} <= set(modes), header
     assert len(rows) == 2 and rows[0][1] != rows[1][1], rows  # faces of 968 and 4232 bytes
-    for row in rows:  # MPI, face, threads, compute, noise, then one cell per mode
-        cells = dict(zip(MODES, row[5:]))
+    for row in rows:
+        cells = dict(zip(modes, row[5:]))
         assert all(cells[m].endswith("%") for m in ("serial", "single", "multiple")), row
         assert cells["partitioned"] == cells["persistent"] == "-", row
 
@@ -335,17 +337,56 @@ def test_thread_comm_corrupted_cell_names_the_thread_share(mpi_name, tmp_path, t
         assert part in line, line
 
 
-def test_thread_comm_mock_and_everywhere_layout(mpi_name, tmp_path):
-    """--comm off: the same per-thread exchange copied into this rank's halo, validated. At
-    --threads 1 on 4 ranks every value is the single-threaded exchange: layout everywhere."""
+def test_thread_comm_mock(mpi_name, tmp_path):
+    """--comm off: the same per-thread exchange copied into this rank's halo, validated."""
     r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--threads", "2", "--thread-comm", "comm", "--comm",
                              "off"] + TINY, threads=2, tmp_path=tmp_path)
     assert r.rc == 0, r.stderr
     (res,) = r.results()
     assert res["extra"]["mock"] == 1 and res["extra"]["bytes_per_rank_iter_threadcomm"] == 6 * 16 * 8
-    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--thread-comm", "shared"] + TINY, ranks=4,
+
+
+def test_everywhere_ranks_play_the_threads(mpi_name, tmp_path):
+    """--everywhere-ranks 2 on 4 single-threaded ranks: MPI everywhere for 2 ranks x 2 threads.
+    Ranks 0, 1 stand in for rank 0's threads, 2, 3 for rank 1's; each exchanges its thread's share
+    of every face with the same thread index of the other group (2 of 6 faces to the other group,
+    4 wrapping to its own, as the threads do), validated every iteration. Bytes per group are the
+    threaded rank's: 6 faces x 16 cells x 8 B (as in test_thread_comm_every_mode_...)."""
+    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--everywhere-ranks", "2"] + TINY, ranks=4,
                   env=YIELD, tmp_path=tmp_path)
     assert r.rc == 0, r.stderr
     (res,) = r.results()
     assert res["params"]["layout"] == "everywhere" and res["params"]["ranks_x_threads"] == 4
-    assert res["extra"]["communicators"] == 1 and res["extra"]["streams"] == 0
+    ex = res["extra"]
+    assert (ex["everywhere_threads"], ex["everywhere_ranks"], ex["threads"]) == (2, 2, 1), ex
+    assert ex["bytes_per_rank_iter_threadcomm"] == 6 * 16 * 8
+    assert ex["communicators"] == 1 and ex["streams"] == 0
+    check_metrics(res, ("threadcomm",))
+    # the grid of the groups and the threads they stand in for, as the threaded run records it
+    header = r.header()["extra"]
+    assert (header["topology_grid"], header["topology_tgrid"]) == ("2x1x1", "2x1x1"), header
+
+
+def test_everywhere_corrupted_cell_names_group_and_thread(mpi_name, tmp_path):
+    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--everywhere-ranks", "2", "--inject", "corrupt:2"] + TINY,
+                  ranks=4, env=YIELD, tmp_path=tmp_path)
+    assert r.rc == 3, r.stderr
+    line = next(ln for ln in r.stderr.splitlines() if "validation failed" in ln)
+    # the picked rank is rank 3 (group 1, thread 1): its share of the +x face is cells 8..15, the
+    # middle byte of it cell 12
+    for part in ("iteration=2", "threadcomm/everywhere mode: group 1 face of direction +x from group 0",
+                 "piece 1 of 2 (thread 1's share)", "cell 12 of 16 (byte 96)"):
+        assert part in line, line
+
+
+@pytest.mark.parametrize("args,ranks,message", [
+    (["--threads", "2"], 4, "give --threads 1 (got 2)"),
+    (["--thread-comm", "shared"], 4, "--everywhere-ranks and --thread-comm"),
+    (["--mode", "single"], 4, "--everywhere-ranks and --mode"),
+    (["--comm", "off"], 4, "the mock has no processes"),
+    (["--everywhere-ranks", "3"], 4, "the 4 ranks do not form 3 groups"),
+])
+def test_everywhere_usage_errors(mpi_name, tmp_path, args, ranks, message):
+    r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--everywhere-ranks", "2"] + args + TINY, ranks=ranks,
+                  threads=2 if "--threads" in args else 1, env=YIELD, tmp_path=tmp_path)
+    assert r.rc == 2 and message in one_hmb_line(r.stderr), r.stderr

@@ -181,6 +181,16 @@ def test_overlap_pct(lib, comm, comp, overall, pct):
     assert lib.hmb_overlap_pct(comm, comp, overall) == pct
 
 
+@pytest.mark.parametrize("comm,comp,overall,pct", [
+    (2.0, 3.0, 4.0, 50.0),    # (2 + 3 - 4) / 2, as clamped
+    (2.0, 3.0, 6.0, -50.0),   # slower than serial: (2 + 3 - 6) / 2, kept (seed 001's "overlap ≤ 10 %")
+    (2.0, 3.0, 2.0, 150.0),   # faster than the compute alone, kept
+    (0.0, 3.0, 3.0, 0.0),     # no communication: 0
+])
+def test_overlap_unclamped_pct(lib, comm, comp, overall, pct):
+    assert lib.hmb_overlap_unclamped_pct(comm, comp, overall) == pct
+
+
 @pytest.mark.parametrize("f,s,speedup", [
     (0.5, 2.0, 4 / 3),        # 1 / (0.5 + 0.25)
     (0.0, 10.0, 1.0),         # no p2p time: nothing to gain

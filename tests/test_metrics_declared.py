@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from conftest import OPENMPI_PARTITIONED, get_mpi, pattern_modes, run_bench
+from conftest import get_mpi, run_bench
 
 FAST = ["--iters", "2", "--warmup", "0", "--ci-target", "0", "--budget", "1s"]
 
@@ -18,26 +18,24 @@ FAST = ["--iters", "2", "--warmup", "0", "--ci-target", "0", "--budget", "1s"]
 LAUNCHES = {
     "p2p": [(["--mode", "all", "--sizes", "8"], 2, 1)],
     "part": [(["--sizes", "4K", "--compute", "10us"], 2, 1)],
-    # enough samples that a few with a kernel faster than calibrated (left out) leave some
-    "async": [(["--sizes", "1K", "--compute", "200us", "--progress", "none", "--iters", "8"], 2, 1)],
+    "async": [(["--sizes", "1K", "--compute", "10us", "--progress", "none"], 2, 1)],
     "halo3d": [(["--mode", "all", "--sizes", "4K", "--compute", "10us"], 2, 1),
                (["--thread-comm", "shared", "--sizes", "4K", "--compute", "10us"], 2, 2)],
     "sweep3d": [(["--mode", "all", "--sizes", "1K", "--compute", "10us"], 2, 1)],
     "stencil3d": [(["--sizes", "1K", "--compute", "10us"], 2, 1)],
-    "proto": [(["--test", "all", "--sizes", "1K", "--range", "1K:6K:+1K"], 2, 1)],
+    # the sender view from 64 B: it finds Open MPI's inline send (264 B) and MPICH's 8120 B; --view
+    # both (the default) needs a linear range of 6 sizes or more
+    "proto": [(["--test", "all", "--sizes", "1K", "--range", "64:8K", "--view", "sender"], 2, 1)],
     "match": [(["--sizes", "8"], 2, 1)],
     "mt": [(["--test", "all", "--sizes", "8"], 2, 1)],
-    "conform": [(["--check", "thread-level"], 2, 1)],   # no partitioned request: no library wedges it
+    # a check with no partitioned request: restarts ends Open MPI 5.0.x runs with exit 3 (conftest.OPENMPI_PARTITIONED)
+    "conform": [(["--check", "thread-level"], 2, 1)],
 }
 
 # Read from the library's MPI_T performance variables: recorded only where the library exposes
 # them (the result says "available": 0 for each one it lacks).
 PVAR_METRICS = {"match": {"posted_q", "posted_q_peer_max", "unexpected_q", "unexpected_q_peer_max",
                           "searched_per_msg", "match_time_us_per_msg"}}
-# Recorded only when the library behaves so: proto's first switch when a probe found one (its
-# `switches` metric says how many; the probe's verdicts are the library's, not the harness's).
-FOUND_ONLY = {("proto", "first_switch_bytes"):
-              lambda rec: rec["metrics"]["switches"]["count"] == 0 or rec["metrics"]["switches"]["max"] == 0}
 
 
 def described(bench: str) -> dict:
@@ -55,29 +53,18 @@ def test_every_benchmark_has_launches():
 
 @pytest.mark.parametrize("bench", sorted(LAUNCHES))
 def test_declared_metrics_reach_the_output(mpi_name, bench, tmp_path):
-    desc = described(bench)
-    declared = {m["name"] for m in desc["metrics"]}
-    want = set(declared)
-    left_out = set() if "partitioned" in pattern_modes(mpi_name) else {"partitioned"}   # OPENMPI_PARTITIONED
-    got, lacking_pvars, results = set(), False, []
+    want = {m["name"] for m in described(bench)["metrics"]}
+    got, lacking_pvars = set(), False
     for args, ranks, threads in LAUNCHES[bench]:
-        if args[:2] == ["--mode", "all"] and left_out & {m["name"] for m in desc["modes"]}:   # tested on its own
-            args = ["--mode", ",".join(m["name"] for m in desc["modes"] if m["choice"] and m["name"] not in left_out)]
-            args += LAUNCHES[bench][0][0][2:]
-            want -= {name for m in desc["modes"] if m["name"] in left_out for name in m["metrics"]}
         extra = [] if bench == "conform" else FAST
-        r = run_bench(mpi_name, [bench] + extra + args, ranks=ranks, threads=threads, tmp_path=tmp_path,
+        r = run_bench(mpi_name, [bench] + args + extra, ranks=ranks, threads=threads, tmp_path=tmp_path,
                       timeout=240)
         assert r.rc == 0, (bench, args, r.stderr[-2000:])
-        results += r.results()
         for rec in r.results():
             got |= {name for name, m in rec["metrics"].items() if m["count"] > 0}
             lacking_pvars |= any(k.endswith(".available") and v == 0 for k, v in rec.get("extra", {}).items())
-            assert set(rec["metrics"]) <= declared, bench
+        assert set().union(*(rec["metrics"].keys() for rec in r.results())) <= want, bench
     missing = want - got
-    for (b, name), absent_ok in FOUND_ONLY.items():
-        if b == bench and name in missing and all(absent_ok(rec) for rec in results):
-            missing.discard(name)
     if lacking_pvars:
         missing -= PVAR_METRICS.get(bench, set())
     assert not missing, f"{bench} declares metrics no run recorded: {sorted(missing)}"
@@ -92,21 +79,3 @@ def test_modes_and_their_metrics_are_described():
     assert "speedup_persistent_vs_serial" in modes["persistent"]["metrics"]
     assert {m for mode in modes.values() for m in mode["metrics"]} <= {m["name"] for m in halo["metrics"]}
     assert len(halo["metrics"]) == 25
-
-
-def test_halo3d_mode_all_prints_every_speedup(mpi_name, tmp_path):
-    """The issue's reproduction: halo3d with serial among its modes prints the speed-up of every
-    mode over serial, persistent's included (the 25th metric a fixed cap once dropped), in the
-    summary table on stdout, and records it."""
-    modes = "all" if "partitioned" in pattern_modes(mpi_name) else "single,multiple,persistent,serial"
-    r = run_bench(mpi_name, ["halo3d", "--mode", modes, "--sizes", "4K", "--compute", "10us"] + FAST,
-                  tmp_path=tmp_path)
-    assert r.rc == 0, r.stderr
-    summary = r.stdout.split("# summary", 1)[1]
-    for mode in ("single", "multiple", "partitioned", "persistent"):
-        if mode not in modes and modes != "all":
-            continue   # OPENMPI_PARTITIONED
-        (row,) = [ln for ln in summary.splitlines() if ln.startswith(f"speedup_{mode}_vs_serial ")]
-        assert float(row.split()[1]) > 0, row
-    (rec,) = r.results()
-    assert rec["metrics"]["speedup_persistent_vs_serial"]["count"] == 2

@@ -172,6 +172,8 @@ def test_everywhere_baseline(mpi_name, tmp_path, ranks):
     for mode in ("everywhere", "comm"):
         check_rate(pts[("rate", mode)], lanes=1, pairs=ranks // 2)
     assert pts[("rate", "everywhere")]["extra"]["everywhere_processes"] == ranks // 2
+    # cores in use (ranks x threads): where everywhere's 2T ranks meet T threads per rank
+    assert all(p["params"]["ranks_x_threads"] == ranks for p in pts.values())
 
 
 @pytest.mark.parametrize("get_window", ["create", "allocate"])

@@ -241,6 +241,7 @@ def test_a_huge_grid_is_refused_up_front(tmp_path):
     ('args = { mode = "latency,nosuch" }', "'nosuch' is not one of"),
     ('args = { timeout = "soon" }', "not a duration"),
 ])
+@pytest.mark.mpi   # the sweep asks the built hmb-bench for its descriptors
 def test_every_launch_is_checked_before_the_first(tmp_path, body, why):
     cfg = config(tmp_path, f'[[bench]]\nname = "p2p"\n{body}\n')
     rc, _, err = hmb("sweep", cfg, "--output", tmp_path / "o.jsonl")
@@ -261,6 +262,7 @@ def test_a_comma_list_option_takes_all_as_hmb_bench_does():
 
 
 @pytest.mark.parametrize("rpn", [0, -3])
+@pytest.mark.mpi   # refused in the launch check, after the sweep has prepared the library
 def test_ranks_per_node_must_be_positive(tmp_path, rpn):
     cfg = config(tmp_path, '[[bench]]\nname = "p2p"\n')
     rc, _, err = hmb("sweep", cfg, "--output", tmp_path / "o.jsonl", "--ranks-per-node", rpn)

@@ -1,5 +1,6 @@
-"""The part report's launch spread (reports/part.py, launch_spread) on planted records: a point
-run in several launches shows every launch's median; a point run once says it is not a claim."""
+"""The part report's launch spread (reports/part.py, launch_spread) on planted records, through
+the figure engine's lines: a point run in several launches shows every launch's median; a point
+run once says it is not a claim."""
 from __future__ import annotations
 
 import json
@@ -8,8 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from hmb import results
+import hmb
 from hmb.reports import part
+from hmb import figures
+from hmb.study import report_figures
 
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))
@@ -30,12 +33,13 @@ def load(tmp_path: Path, launches: dict) -> list:
                      {"overhead": (around(overhead), "ratio", False)})
     path = tmp_path / "part.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in w.lines))
-    return list(results.load([path]).results)
+    plan = figures.plan(report_figures()["part_overhead"], hmb.load(path))
+    return plan.lines()
 
 
 def test_bimodal_launches_are_shown(tmp_path):
     res = load(tmp_path, [{1: 0.74, 2: 1.0}, {1: 1.86}, {1: 0.88}])
-    text = part.launch_spread(res, "overhead")
+    text = part.launch_spread(res)
     # P=1 ran in 3 launches (planted 0.74, 1.86, 0.88); P=2 in one
     assert "1 of 2 points in 2+ launches" in text
     assert "widest at P=1 1M" in text and "(3 launches)" in text
@@ -46,5 +50,5 @@ def test_bimodal_launches_are_shown(tmp_path):
 
 def test_one_launch_is_not_a_claim(tmp_path):
     res = load(tmp_path, [{1: 1.86, 4: 2.0}])
-    text = part.launch_spread(res, "overhead")
+    text = part.launch_spread(res)
     assert "1 launch: not a claim" in text and "widest" not in text

@@ -1,6 +1,6 @@
 """The protocol lab's report (reports/proto.py) on synthetic records with planted medians: the
-switch table, and the trade-off figure's reading of each setting against the same MPI's
-default, computed by hand."""
+switch table, and the trade-off figure's reading (its declaration in reports/figures.toml drawn by
+the figure engine) of each setting against the same MPI's default, computed by hand."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hmb import results
+from hmb import reports, results
 from hmb.reports import proto
 
 DATA = Path(__file__).parent / "data"
@@ -62,7 +62,8 @@ def test_switch_table_names_each_setting(tmp_path):
 
 
 def test_tradeoff_figure_reads_each_setting_against_the_default(tmp_path):
-    fig = proto.tradeoff_figure(write(tmp_path), tmp_path)
+    (fig,) = reports.figures(write(tmp_path), tmp_path, "proto")
+    assert fig.name == "proto_tradeoff"
     assert (tmp_path / fig.png).is_file() and (tmp_path / fig.svg).is_file()
     # msg/s 500/1000 and 800/400; overlap 45-50 and 40-10 points; memory 100/100 and 300/200
     assert "message rate (times the default) — MPICH setting 16K: 1K ×0.50, 16K ×2.00." in fig.reading
@@ -74,4 +75,4 @@ def test_tradeoff_figure_reads_each_setting_against_the_default(tmp_path):
 def test_no_tradeoff_runs_no_figure(tmp_path):
     rs = write(tmp_path)
     rs.results = [r for r in rs.results if r.params.get("test") == "probe"]
-    assert proto.tradeoff_figure(rs, tmp_path) is None
+    assert reports.figures(rs, tmp_path, "proto") == []

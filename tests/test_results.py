@@ -40,12 +40,19 @@ def test_identity_has_layout_and_run_options_but_not_run_control(tmp_path):
     async_run(w, 2, 80.0, {"compute": "1ms", "cache": "cold", "llc-size": "32M", "noise-thread": "fixed"})
     r = results.load([write(tmp_path / "a.jsonl", w.lines)]).results[0]
     ident = results.identity(r)
-    assert ident["ranks"] == "2" and ident["thread-level"] == "MULTIPLE" and ident["threads"] == "1"
-    assert ident["compute"] == "1ms" and ident["cache"] == "cold" and ident["noise-thread"] == "fixed"
-    for control in ("iters", "budget", "seed", "json", "llc-size"):
+    # keys are the tidy table's column names (option dashes read as underscores), values as recorded
+    assert ident["ranks"] == 2 and ident["thread_level"] == "MULTIPLE" and ident["threads"] == 1
+    assert ident["compute"] == "1ms" and ident["cache"] == "cold" and ident["noise_thread"] == "fixed"
+    for control in ("iters", "budget", "seed", "json", "llc_size", "llc-size"):
         assert control not in ident
     # expanded into params: not repeated as options
-    assert "sizes" not in ident and ident["op"] == "allreduce" and ident["size_bytes"] == "65536"
+    assert "sizes" not in ident and ident["op"] == "allreduce" and ident["size_bytes"] == 65536
+    # the same identity is the tidy table's point: its columns, and what point_key compares
+    import hmb
+    from hmb import tidy
+    df = hmb.load(tmp_path / "a.jsonl")
+    assert set(ident) - {"ranks", "threads"} <= set(tidy.point_columns(df))
+    assert dict(results.point_key(r)[1])["ranks"] == "2"
 
 
 def test_different_ranks_options_and_thread_levels_are_different_points(tmp_path):
@@ -167,12 +174,16 @@ def test_library_settings_are_part_of_a_points_identity(tmp_path):
     assert len({results.point_key(r, with_settings=False) for r in rs.results}) == 1
 
 
-def test_report_lines_are_split_and_labelled_by_settings(tmp_path):
-    from hmb.reports.common import lines_of, size_of
+def test_figure_lines_are_split_and_labelled_by_settings(tmp_path):
+    """The figure engine never merges two points of one line at one x: a 16K threshold and the
+    default split into two lines, each named by its setting."""
+    import hmb
+    from hmb import figures
     w = synth.Writer()
     _with_settings(w, 80.0, "default", "a-r0")
     _with_settings(w, 40.0, "16K", "b-r0")
-    rs = results.load([write(tmp_path / "a.jsonl", w.lines)])
-    lines = lines_of(rs.results, "efficiency_pct", lambda r: (r.mpi,), size_of, lambda r: "pt2pt")
-    got = sorted((ln.detail, ln.points[0][1].median) for ln in lines)
-    assert got == [("pt2pt, settings=16K", 40.0), ("pt2pt, settings=default", 80.0)]
+    df = hmb.load(write(tmp_path / "a.jsonl", w.lines))
+    plan = figures.plan({"id": "e", "title": "E", "bench": "async", "x": "size_bytes", "y": "efficiency_pct",
+                         "hue": "op", "hue_format": "{}"}, df, {})
+    got = sorted((ln.name, ln.points[0].median) for ln in plan.lines())
+    assert got == [("allreduce, settings=16K", 40.0), ("allreduce, settings=default", 80.0)]

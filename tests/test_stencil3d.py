@@ -13,7 +13,7 @@ from conftest import TEST_MPIS, compute_floor_us, run_bench
 
 mpich_only = pytest.mark.skipif("mpich" not in TEST_MPIS, reason="MPICH not selected (HMB_TEST_MPIS)")
 
-METRICS = ["overlap_pct", "t_comm_us", "t_comp_us", "t_overall_us", "t_post_us", "t_wait_us", "throughput_MBps"]
+METRICS = ["overlap_pct", "overlap_unclamped_pct", "t_comm_us", "t_comp_us", "t_overall_us", "t_post_us", "t_wait_us", "throughput_MBps"]
 FAST = ["--iters", "6", "--warmup", "1", "--ci-target", "0"]
 
 
@@ -45,6 +45,11 @@ def test_two_ranks_measure_what_they_promise(mpi_name, boundary, lib, tmp_path):
         # compute: the slowest post and the slowest wait are each shorter than the slowest phase.
         for post, wait, overall in zip(s["t_post_us"], s["t_wait_us"], s["t_overall_us"]):
             assert post + floor_us <= overall and wait + floor_us <= overall
+        # the overlap, per iteration, from that iteration's times; clamped to [0, 100] or not
+        for pct, raw, comm, comp, overall in zip(s["overlap_pct"], s["overlap_unclamped_pct"], s["t_comm_us"],
+                                                 s["t_comp_us"], s["t_overall_us"]):
+            assert raw == pytest.approx(100 * (comm + comp - overall) / comm, rel=1e-6, abs=1e-6)
+            assert pct == pytest.approx(min(100.0, max(0.0, raw)), abs=1e-9)
 
 
 @pytest.mark.mpi

@@ -2,6 +2,7 @@
 verdicts on planted values, --fit on a planted machine size, the CLI's one-line errors, and one
 small real run."""
 import json
+from pathlib import Path
 import math
 import shutil
 
@@ -9,6 +10,7 @@ import pytest
 
 import hmb
 from hmb import cli, requirements
+from hmb import figures as engine
 from hmb import study as hstudy
 from hmb.study import claims, figures, fit
 from hmb.study import cli as study_cli
@@ -87,7 +89,7 @@ def test_five_studies_one_per_seed():
 
 def test_schema_rejects_a_claim_without_its_quote(tmp_path):
     p = hstudy.studies_dir() / "seed004-async.toml"
-    bad = p.read_text().replace('quote = "There is no way', 'unquoted = "There is no way', 1)
+    bad = p.read_text().replace('quote = "iii) There is no way', 'unquoted = "iii) There is no way', 1)
     f = tmp_path / "bad.toml"
     f.write_text(bad)
     with pytest.raises(hstudy.StudyError) as e:
@@ -107,7 +109,7 @@ def test_figure_reference_to_nothing_is_named(tmp_path):
 # ---------------------------------------------------------------- the figure engine
 
 def test_figure_draws_declared_axes_lines_and_context(part_records):
-    f, note = figures.render(FIG, part_records)
+    f, note = engine.render(FIG, part_records)
     ax = f.axes[0]
     assert ax.get_xlabel() == "message size (bytes)"
     assert ax.get_ylabel() == "overhead t_part / t_pt2pt"
@@ -136,7 +138,7 @@ def test_a_figure_with_one_x_value_gives_each_line_its_own_slot(part_records):
     """A --fit run that kept one x value (seed003's T = 1): each line has its own named slot on the
     x axis instead of every point stacked on one tick, and the axis says the value."""
     fig = {**FIG, "where": {"compute": "10ms", "size_bytes": 65536}, "logy": False}
-    f, _ = figures.render(fig, part_records)
+    f, _ = engine.render(fig, part_records)
     ax = f.axes[0]
     f.canvas.draw()
     assert [t.get_text() for t in ax.get_xticklabels()] == ["partitions=1", "partitions=4", "partitions=16"]
@@ -149,7 +151,7 @@ def test_a_point_that_is_no_reading_does_not_set_the_scale(part_records):
     """The oversubscribed 60x would squeeze the readings (1.2-2.0) to a line: the shared y range
     covers the readings and the reference line; the hollow point sits at the edge as a triangle
     with its value."""
-    f, _ = figures.render(FIG, part_records)
+    f, _ = engine.render(FIG, part_records)
     ax = f.axes[0]
     lo, hi = ax.get_ylim()
     assert 0.9 < lo < 1.0 and 2.0 < hi < 2.2
@@ -160,9 +162,9 @@ def test_a_point_that_is_no_reading_does_not_set_the_scale(part_records):
 
 def test_figure_filters_and_labels(part_records):
     fig = {**FIG, "where": {"compute": "10ms", "partitions": 1}, "labels": {"1": "one partition"}}
-    f, _ = figures.render(fig, part_records)
+    f, _ = engine.render(fig, part_records)
     assert [ln.get_label() for ln in f.axes[0].get_lines() if not ln.get_label().startswith("_")] == ["one partition"]
-    none, why = figures.render({**FIG, "where": {"compute": "100ms"}}, part_records)
+    none, why = engine.render({**FIG, "where": {"compute": "100ms"}}, part_records)
     assert none is None and "no results" in why
 
 
@@ -401,6 +403,7 @@ def test_run_of_a_figure_hmb_lacks_says_not_run(capsys, tmp_path):
     assert "not run: Fig. 3" in err and "needs a measurement of 'productivity'" in err
 
 
+@pytest.mark.mpi   # run for real under MPICH
 def test_small_fit_run_through_the_sweep_and_report(tmp_path, capsys):
     """One tiny study (async pt2pt, one size) run for real with --fit, then reported again."""
     text = (hstudy.studies_dir() / "seed004-async.toml").read_text()
@@ -448,8 +451,9 @@ def test_claims_are_judged_per_library(tmp_path):
     df = hmb.load(write(tmp_path / "two.jsonl", recs))
     s = hstudy.load("seed000-partitioned")
     first = [v for v in claims.table(s, df) if v.claim["quote"].startswith("With one thread")]
-    assert [(v.mpi, v.verdict) for v in first] == [("MPICH", claims.AGREES), ("Open MPI", claims.DIFFERS)]
-    assert "| MPICH | 1.20" in claims.markdown(first)
+    # MPICH's one-partition overhead drifts between runs (docs/findings.md): its reading, no verdict
+    assert [(v.mpi, v.verdict) for v in first] == [("MPICH", claims.NO_VERDICT), ("Open MPI", claims.DIFFERS)]
+    assert "| MPICH | 1.20" in claims.markdown(first) and "drifts between runs" in first[0].reason
 
 
 def test_claim_needing_threads_and_signed_differences(part_records):
@@ -474,21 +478,22 @@ def test_seed000_report_draws_fig13_projection_from_the_bundled_mpip(tmp_path):
     assert (tmp_path / "figures" / "fig13.png").is_file()
     frac = project.parse_mpip(project.DATA_DIR / "mpip" / "snap-c.2.mpiP").fraction
     assert f"{1 / ((1 - frac) + frac / 2.0):.3f}" in text and f"{1 / ((1 - frac) + frac / 15.1):.3f}" in text
-    assert [v.verdict for v in verdicts] == [claims.NOT_COMPARABLE]
-    assert "2 ranks of one node" in verdicts[0].reason
+    assert {v.verdict for v in verdicts} == {claims.NOT_COMPARABLE}
+    assert any("2 ranks of one node" in v.reason for v in verdicts)
 
 
 def test_seed001_fig2_memory_beside_the_rate_and_its_claim(tmp_path):
     """proto's memory reading (rss_traffic_kB, in each result's extra) is drawn by settings and
-    read by the Fig. 2 memory claim: forced 1 MB / default = 30000 / 20000 = 1.5 ≥ 1 agrees."""
+    read by the Sec. 1.1 memory claim: forced 1 MB / the paper's 17 KB = 30000 / 20000 = 1.5 ≥ 1.1
+    agrees."""
     recs = []
-    for rid, setting, rss in (("a", "default", 20000.0), ("b", "1M", 30000.0)):
+    for rid, setting, rss in (("a", "17K", 20000.0), ("b", "1M", 30000.0)):
         r = _run(rid, "proto")
         r["tag"] = f"t-{rid}"
         recs.append(r)
         for size in (1024, 4096):
             recs.append(result(rid, "proto", {"size_bytes": size, "test": "tradeoff"},
-                               {"msg_rate": metric(1e6 if setting == "default" else 8e5, unit="msg/s", higher=True)},
+                               {"msg_rate": metric(1e6 if setting == "17K" else 8e5, unit="msg/s", higher=True)},
                                extra={"rss_traffic_kB": rss, "per_peer_kB": 10.0}))
         recs.append({"type": "launch", "tag": f"t-{rid}", "status": "done", "rc": 0,
                      "point": {"bench": "proto", "mpi": "mpich", "settings": setting}})
@@ -496,10 +501,15 @@ def test_seed001_fig2_memory_beside_the_rate_and_its_claim(tmp_path):
     s = hstudy.load("seed001-protocol")
     text, verdicts = study_cli.report(s, [f], tmp_path, figures_only=["fig2", "fig2_memory"])
     assert (tmp_path / "figures" / "fig2.png").is_file() and (tmp_path / "figures" / "fig2_memory.png").is_file()
-    by = {v.claim["figure_id"]: v for v in verdicts}
-    assert by["fig2_memory"].verdict == claims.AGREES and "1.5" in by["fig2_memory"].reading
-    assert by["fig2"].verdict == claims.AGREES          # rate 8e5 / 1e6 = 0.8 ≤ 1
-    assert not any("memory footprint beside" in m for m in s.meta.get("missing", []))
+    by = {}
+    for v in verdicts:
+        by.setdefault(v.claim["figure_id"], []).append(v)
+    (mem,) = by["fig2_memory"]
+    assert mem.verdict == claims.AGREES and "1.5" in mem.reading
+    # rate 8e5 / 1e6 = 0.8 ≤ 0.9 at each small size apart (1 and 4 KB)
+    assert [(v.claim["label"], v.verdict) for v in by["fig2"]] == [("size_bytes = 1024", claims.AGREES),
+                                                                   ("size_bytes = 4096", claims.AGREES)]
+    assert not any("memory footprint beside" in hstudy.missing_text(m) for m in s.missing)
 
 
 def test_budget_replaces_every_bench_budget_and_is_recorded():
@@ -550,3 +560,42 @@ def test_demo_lines_fold_to_the_terminal_width():
     assert len(out) > 1 and all(len(x) <= 80 for x in out)
     assert out[0].startswith("    HMB (MPICH): 1.01") and all(x.startswith("      ") for x in out[1:])
     assert " ".join(x.strip() for x in out) == line.strip()        # nothing lost, nothing split mid-word
+
+
+def test_table_panels_by_several_columns(tmp_path):
+    """`panels` naming several columns: one block per combination (seed004's tables per scale and
+    progress mode), in numeric order (28 before 224), each cell its own point's median."""
+    recs = []
+    for rid, ranks in (("a", 28), ("b", 224)):
+        recs.append(_run(rid, "async", ranks=ranks))
+        for prog, e in (("none", 10.0), ("test:10", 20.0)):
+            recs.append(result(rid, "async", {"size_bytes": 32, "progress": prog},
+                               {"efficiency_mean_pct": metric(e + ranks, unit="%")}))
+    df = hmb.load(write(tmp_path / "a.jsonl", recs))
+    decl = {"id": "t1", "number": "Table 1", "title": "E", "bench": "async", "columns": "size_bytes",
+            "rows": ["efficiency_mean_pct"], "panels": ["ranks", "progress"], "labels": {"none": "E_0"}}
+    text = figures.table(decl, df)
+    blocks = [line for line in text.splitlines() if line.startswith("*MPICH")]
+    assert blocks == ["*MPICH, ranks=28, E_0*", "*MPICH, ranks=28, progress=test:10*",
+                      "*MPICH, ranks=224, E_0*", "*MPICH, ranks=224, progress=test:10*"]
+    assert "| efficiency_mean_pct (%) | 234 |" in text and "| efficiency_mean_pct (%) | 38.0 |" in text
+    f, _ = figures.render({"id": "f", "number": "Fig. 1", "title": "E", "bench": "async", "x": "size_bytes",
+                           "y": "efficiency_mean_pct", "hue": "progress", "panels": ["ranks"]}, df)
+    assert [ax.get_title() for ax in f.axes] == ["ranks=28", "ranks=224"]
+
+
+def test_demo_names_the_cell_or_per_value_of_each_verdict(tmp_path, monkeypatch, capsys):
+    """A claim judged per value or per cell prints which one beside its figure (seed000's
+    one-partition claims per cache, seed004's per size): three identical quotes were unreadable."""
+    from hmb import sweep
+
+    def planted_run(cfg, **kw):
+        recs = [_run("a", "part", options={"compute": "10ms", "cache": "hot"})]
+        recs.append(result("a", "part", {"size_bytes": 65536, "partitions": 1, "noise": "none"},
+                           {"overhead": metric(1.1, unit="ratio")}))
+        write(Path(cfg.output), recs)
+        return 0
+    monkeypatch.setattr(sweep, "run", planted_run)
+    assert study_cli.demo("mpich", tmp_path / "demo") == 0
+    out = (tmp_path / "demo" / "demo.md").read_text()
+    assert "Fig. 4 [cache = hot]: \"With one thread" in out

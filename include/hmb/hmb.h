@@ -270,6 +270,12 @@ void hmb_usage_error(hmb_ctx *ctx, const char *fmt, ...) __attribute__((noreturn
  * memory (the node's memory over the ranks on it): a size too large for the machine is refused
  * at start-up, in one line, instead of the kernel killing the rank part-way through. */
 void hmb_require_memory(hmb_ctx *ctx, double bytes_per_rank, const char *what);
+/* Collective: whether a point that runs threads_here threads on this rank (not --threads: match's
+ * emulator runs one per emulated neighbour thread) outnumbers the CPUs of any node, or of any
+ * rank's compute mask (a bound rank runs them all on its own cores). The run
+ * header's `oversubscribed` counts --threads; a benchmark records this one per point
+ * (extra `oversubscribed_threads`, read by results.py like the header's). */
+int hmb_threads_oversubscribe(hmb_ctx *ctx, int threads_here);
 
 /* Report "unsupported" for this benchmark/point: one line on stdout and in JSON
  * ("status":"unsupported","reason":...), then the harness goes on with the next point. */
@@ -932,6 +938,10 @@ void hmb_topo_recv_box(const hmb_topo *t, const int n[3], int d, int piece, int 
  * (exit 2). With record = 1 (call it so from check()), the run header gets topology_grid
  * ("2x2x2"), topology_tgrid, topology_boundary and topology_neighbours. */
 void hmb_topo_from_options(hmb_ctx *ctx, int ndims, int neighbours, int record, hmb_topo *t);
+/* The same over a grid of `size` ranks (this one `rank`) with `threads` per rank: a benchmark whose
+ * ranks stand in for another layout's (halo3d --everywhere-ranks: groups of ranks play threads). */
+void hmb_topo_from_options_as(hmb_ctx *ctx, int ndims, int neighbours, int record, int size, int rank, int threads,
+                              hmb_topo *t);
 
 /* --face-partitions tiles|threads|N (.uses = HMB_OPTS_FACE_PARTITIONS; sweep3d, halo3d): how many
  * partitions (pieces) each face is cut into in the modes where every thread sends its own part

@@ -47,8 +47,11 @@ double hmb_async_efficiency_pct(double t_total_s, double c_s, double t_sync_s);
 int hmb_async_efficiency_ranks(int n, const double *t_total_s, const double *c_s, const double *t_sync_s,
                                double *worst_pct, double *mean_pct);
 
-/* Stencil overlap (SPEC §3.5): 100 (T_comm + T_comp - T_overall) / T_comm, clamped [0,100]. */
+/* Stencil overlap (SPEC §3.5): 100 (T_comm + T_comp - T_overall) / T_comm, clamped [0,100];
+ * unclamped: the same without the clamp (below 0: the overlapped phase took longer than
+ * communication and compute one after the other), 0 without communication. */
 double hmb_overlap_pct(double t_comm_s, double t_comp_s, double t_overall_s);
+double hmb_overlap_unclamped_pct(double t_comm_s, double t_comp_s, double t_overall_s);
 
 /* Amdahl projection (SPEC §3.7): 1 / ((1 - f) + f / s). */
 double hmb_projected_speedup(double fraction_p2p, double speedup_p2p);

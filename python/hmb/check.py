@@ -15,6 +15,7 @@ import json
 import math
 import os
 import platform
+import re
 import statistics
 import subprocess
 import tempfile
@@ -450,6 +451,19 @@ class Runner:
 
 def _of(records: list[dict], kind: str) -> list[dict]:
     return [r for r in records if r.get("type") == kind]
+
+
+def default_record(mpi_name: str, hosts=None) -> str:
+    """The machine record's default path: results/check-MPI.json, and with --hosts the lab's name
+    or the hostfile's stem (results/check-mpich-lab.json, check-mpich-hosts.json), never a path
+    built from --hosts (a hostfile '../../x' put the record outside results/)."""
+    if hosts is None:
+        return f"results/check-{mpi_name}.json"
+    if hosts.lab is not None:
+        tag = hosts.text.replace(":", "-")     # lab, lab-NAME (a checked lab name)
+    else:
+        tag = re.sub(r"[^A-Za-z0-9_.-]", "_", Path(hosts.hostfile).stem).strip(".") or "hostfile"
+    return f"results/check-{mpi_name}-{tag}.json"
 
 
 def run(mpi_name: str, ranks: int, quick: bool, json_path: str | None, out=print, threads: int = 1,

@@ -5,6 +5,7 @@ Every user error is one line "hmb: ..." on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -50,6 +51,26 @@ def _seed(text: str) -> int:
     return n
 
 
+MAX_RANKS = 1 << 20     # a bound for rank counts (slurm.MAX_COUNT): -n 99999999999 reached mpiexec
+MAX_THREADS = 256       # hmb-bench's HMB_MAX_THREADS
+
+
+def _count(flag: str, value: int, most: int = MAX_RANKS, least: int = 1) -> int:
+    """A count option in its range, else one UsageError line."""
+    if value < least:
+        raise UsageError(f"{flag} must be at least {least} (got {value:,})")
+    if value > most:
+        raise UsageError(f"{flag} must be at most {most:,} (got {value:,})")
+    return value
+
+
+def _nonempty(flag: str, value: str | None) -> str | None:
+    """An option given an empty value is refused, not read as not given (--json '' wrote nothing)."""
+    if value is not None and not value.strip():
+        raise UsageError(f"{flag}: empty value")
+    return value
+
+
 def cmd_build(args) -> int:
     impl = mpi.find(args.mpi)
     path = mpi.build(impl, quiet=not args.verbose)
@@ -72,18 +93,20 @@ def cmd_run(args) -> int:
         args.threads = bench_threads
     if args.threads is None:
         args.threads = 1
-    if args.ranks < 1 or args.threads < 1:
-        raise UsageError("-n and --threads must be at least 1")
-    if args.repeats < 1:
-        raise UsageError("--repeats must be at least 1")
+    _count("-n", args.ranks)
+    _count("--threads", args.threads, MAX_THREADS)
+    from .sweep import MAX_LAUNCHES
+    _count("--repeats", args.repeats, MAX_LAUNCHES)   # --repeats 99999999999 --dry-run printed for ever
+    _nonempty("--json", args.json)
+    _nonempty("--metric", args.metric)
     try:
         timeout = parse_duration(args.timeout) if args.timeout is not None else 0
     except ValueError as e:
         raise UsageError(f"--timeout: {e}") from None
     if args.metric and "metric" not in launch.parse_bench_argv(args.bench_args):
         args.bench_args = list(args.bench_args) + ["--metric", args.metric]   # every table, not only the summary
-    if args.ranks_per_node is not None and args.ranks_per_node < 1:
-        raise UsageError("--ranks-per-node must be at least 1")
+    if args.ranks_per_node is not None:
+        _count("--ranks-per-node", args.ranks_per_node)
     args.hosts = launch.parse_hosts(args.hosts)
     target = launch.prepare(args.mpi, build="always" if args.rebuild else "missing")
     if args.repeats == 1:
@@ -95,7 +118,9 @@ def cmd_run(args) -> int:
 
 def cmd_sweep(args) -> int:
     from . import sweep
-    cfg = sweep.load(args.config, mpis_override=args.mpi.split(",") if args.mpi else None,
+    if args.ranks_per_node is not None:
+        _count("--ranks-per-node", args.ranks_per_node)
+    cfg = sweep.load(args.config, mpis_override=mpi.names(args.mpi, "--mpi", UsageError) if args.mpi else None,
                      output_override=args.output)
     if args.launcher:
         cfg.launcher = args.launcher
@@ -127,30 +152,68 @@ def cmd_compare(args) -> int:
     return 1 if a.bad_lines or b.bad_lines else 0   # unreadable lines were skipped (named on stderr)
 
 
+@contextlib.contextmanager
+def _undone_on_error(directory: Path, names: tuple):
+    """Files of `directory` (and the directory) as they were, should the body fail: hmb slurm
+    --study writes the study's config before the allocation is checked against its grid (2 ranks
+    for seed004's 28 left results/study-seed004-async-slurm/ behind)."""
+    existed = directory.is_dir()
+    before = {n: (directory / n).read_bytes() if (directory / n).is_file() else None for n in names} if existed else {}
+    made = [p for p in [directory, *directory.parents] if not p.exists()]   # to remove again, deepest first
+    try:
+        yield
+    except BaseException:
+        for n in names:
+            old, path = before.get(n), directory / n
+            if old is None:
+                path.unlink(missing_ok=True)
+            elif not path.is_file() or path.read_bytes() != old:
+                path.write_bytes(old)
+        for p in made:
+            with contextlib.suppress(OSError):
+                p.rmdir()
+        raise
+
+
 def cmd_slurm(args) -> int:
     from . import slurm, sweep
     slurm.check_options(args.nodes, args.ranks_per_node, args.threads, args.time, args.partition, args.account,
-                        args.job_name)
+                        args.job_name, args.hosts)
+    for flag, value in (("--study", args.study), ("--results", args.results), ("--mpi", args.mpi)):
+        _nonempty(f"slurm {flag}", value)
+    if args.output is not None and not args.output.strip():
+        raise UsageError("slurm -o: give a file name, or - for standard output")
+    guard = contextlib.nullcontext()
     if args.study:   # hmb slurm --study NAME: the study as published (study/cli.py writes its config)
         from .study import StudyError
         from .study import cli as study_cli
         if args.config:
             raise UsageError("slurm: give a CONFIG or --study NAME, not both")
         try:
-            args.config = study_cli.slurm_config(args.study, fit_cores=args.nodes * args.ranks_per_node * args.threads
-                                                 if args.fit else None)
+            guard = _undone_on_error(Path(f"results/study-{study_cli.load(args.study).name}-slurm"),
+                                     ("config.toml", "study.toml", "fit.txt"))
         except StudyError as e:
             raise UsageError(str(e)) from None
     elif args.fit:
         raise UsageError("slurm: --fit goes with --study NAME")
     elif not args.config:
         raise UsageError("slurm: give a CONFIG.toml or --study NAME")
-    cfg = sweep.load(args.config, mpis_override=args.mpi.split(",") if args.mpi else None,
-                     output_override=args.results)
-    text = slurm.script(cfg, args.config, args.nodes, args.ranks_per_node, args.threads,
-                        time=args.time, partition=args.partition, account=args.account,
-                        job_name=args.job_name, mpi=args.mpi, hosts=args.hosts,
-                        study_dir=str(Path(args.config).parent) if args.study else None)
+    with guard:
+        if args.study:
+            try:
+                args.config = study_cli.slurm_config(args.study, fit_cores=args.nodes * args.ranks_per_node
+                                                     * args.threads if args.fit else None)
+            except StudyError as e:
+                raise UsageError(str(e)) from None
+        cfg = sweep.load(args.config, mpis_override=mpi.names(args.mpi, "--mpi", UsageError) if args.mpi else None,
+                         output_override=args.results)
+        text = slurm.script(cfg, args.config, args.nodes, args.ranks_per_node, args.threads,
+                            time=args.time, partition=args.partition, account=args.account,
+                            job_name=args.job_name, mpi=args.mpi, hosts=args.hosts,
+                            study_dir=str(Path(args.config).parent) if args.study else None)
+    if args.study:   # said once the script is made: a refusal above stays one line
+        for line in study_cli.load(args.study).not_run():
+            print(f"hmb study: {line}", file=sys.stderr)
     if args.output in (None, "-"):
         sys.stdout.write(text)
     else:
@@ -192,12 +255,13 @@ def cmd_check(args) -> int:
     from . import check
     if args.ranks < 2:
         raise UsageError("check: -n must be at least 2 (a ping-pong needs two ranks)")
-    if args.threads < 1:
-        raise UsageError("check: --threads must be at least 1")
+    _count("check: -n", args.ranks, least=2)
+    _count("check: --threads", args.threads, MAX_THREADS)
+    _nonempty("check: --json", args.json)
     from . import launch
-    json_path = args.json or f"results/check-{args.mpi}{'-' + args.hosts.replace(':', '-') if args.hosts else ''}.json"
-    return check.run(args.mpi, args.ranks, args.quick, json_path, threads=args.threads,
-                     hosts=launch.parse_hosts(args.hosts))
+    hosts = launch.parse_hosts(args.hosts)
+    return check.run(args.mpi, args.ranks, args.quick, args.json or check.default_record(args.mpi, hosts),
+                     threads=args.threads, hosts=hosts)
 
 
 def cmd_project(args) -> int:
@@ -403,10 +467,7 @@ def make_parser() -> argparse.ArgumentParser:
 
     def cmd_conform(a) -> int:
         from . import conform
-        libs = [x.strip() for x in a.mpi.split(",") if x.strip()]
-        bad = [x for x in libs if x not in mpi.KNOWN]
-        if not libs or bad:
-            raise UsageError(f"conform --mpi: unknown MPI '{','.join(bad) or a.mpi}' (choose from {', '.join(mpi.KNOWN)})")
+        libs = mpi.names(a.mpi, "conform --mpi", UsageError)
         return conform.run(libs, a.json, conform.parse_checks(a.check))
     cf.set_defaults(func=cmd_conform)
 
@@ -432,9 +493,11 @@ def make_parser() -> argparse.ArgumentParser:
         if not a.csv.strip():
             raise UsageError("--csv: give a file name, or - for standard output")
         rs = results.load(a.results)
-        df = tidy.frame(rs)
+        df = spreadsheet_safe(tidy.frame(rs))
         try:
-            df.to_csv(sys.stdout if a.csv == "-" else a.csv, index=False)
+            # RFC 4180's CRLF: csv quotes a field holding a character of the line terminator only, so
+            # with "\n" a CR inside a cell was written bare and a spreadsheet split the row there.
+            df.to_csv(sys.stdout if a.csv == "-" else a.csv, index=False, lineterminator="\r\n")
         except OSError as e:
             raise UsageError(f"--csv {a.csv}: {e.strerror or e}") from None
         if a.csv != "-":
@@ -454,10 +517,10 @@ def make_parser() -> argparse.ArgumentParser:
     def cmd_settings(a) -> int:
         from . import settings
         try:
-            t = settings.parse_bytes(a.threshold)
+            t, nocma = settings.parse_setting(a.threshold)
         except ValueError as e:
             raise UsageError(f"--threshold: {e}") from None
-        print(settings.table(a.mpi, t), end="")
+        print(settings.table(a.mpi, t, nocma), end="")
         return 0
     se.set_defaults(func=cmd_settings)
 
@@ -467,6 +530,22 @@ def make_parser() -> argparse.ArgumentParser:
     from .study import cli as study_cli
     study_cli.add_parser(sub)
     return p
+
+
+# A CSV cell a spreadsheet would read as a formula (CSV injection): OWASP's advice is to start it
+# with a quote. Text cells only (a number such as -1.5 stays a number); hmb.load's frame is not
+# changed, only the CSV hmb export writes for spreadsheets.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(df):
+    """df with every text cell that starts like a formula prefixed with a quote."""
+    import pandas as pd
+    out = df.copy()
+    for col in out.columns:
+        if not (pd.api.types.is_numeric_dtype(out[col]) or pd.api.types.is_datetime64_any_dtype(out[col])):
+            out[col] = out[col].map(lambda v: "'" + v if isinstance(v, str) and v.startswith(FORMULA_START) else v)
+    return out
 
 
 def add_lab_parser(sub) -> None:
@@ -483,6 +562,8 @@ def add_lab_parser(sub) -> None:
     up.add_argument("--subnet", metavar="CIDR", help="a private IPv4 /24 (default: one chosen from the name)")
     up.add_argument("--slurm", action="store_true", help="also start Slurm on the nodes (on a lab already up: "
                     "only Slurm; scripts/slurm-lab.sh up installs it); prints the SLURM_CONF to export")
+    up.add_argument("--dry-run", action="store_true", help="check the options and print the nodes' names, "
+                    "addresses and CPUs; create nothing")
     dn = ls.add_parser("down", help="stop every process in the nodes and remove namespaces, links, hosts entries")
     st = ls.add_parser("status", help="the nodes, their addresses, CPUs and processes (exit 1 if not up)")
     ex = ls.add_parser("exec", help="run a command inside a node: hmb lab exec NODE -- COMMAND ...")
@@ -492,6 +573,13 @@ def add_lab_parser(sub) -> None:
 
     def cmd_lab(a) -> int:
         try:
+            if a.lab_cmd == "up" and a.dry_run:
+                plan = lab.layout(a.name, a.nodes, a.subnet)
+                print(f"lab {plan.name} (not created): {len(plan.nodes)} nodes on bridge {plan.bridge} ({plan.subnet}, "
+                      f"this machine {plan.head_addr})")
+                for n in plan.nodes:
+                    print(f"  {n.name:<14} {n.addr:<15} cpus {','.join(map(str, n.cpus))}")
+                return 0
             if a.lab_cmd == "up":
                 made = lab.load(a.name) if a.slurm and lab.is_up(a.name) else lab.up(a.name, a.nodes, a.subnet)
                 conf = None
@@ -541,6 +629,11 @@ def main(argv=None) -> int:
     else:
         args = parser.parse_args(argv)
     try:
+        if getattr(args, "hosts", None) is not None and args.command != "slurm":
+            # --hosts is read before a command writes or deletes anything (sweep --overwrite removed
+            # the results and study run wrote its directory, then a missing hostfile was named);
+            # slurm checks it its own way (the lab need not be up where the script is written).
+            launch.parse_hosts(args.hosts)
         return args.func(args)
     except (mpi.MPIError, launch.LaunchError, sweep.ConfigError, results.ResultsError, UsageError) as e:
         print(f"hmb: {e}", file=sys.stderr)

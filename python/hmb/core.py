@@ -1,9 +1,13 @@
 """libhmbcore.so, the pure harness modules (formulas, size parsing), for the toolkit: one
-definition of each formula, in C, shared by hmb-bench and Python. Built on demand with the
-default MPICH build (the library links no MPI, so its copy serves every MPI)."""
+definition of each formula, in C, shared by hmb-bench and Python. Built on demand as the CMake
+target hmbcore of the MPICH build tree (the library links no MPI, so its copy serves every MPI;
+the tree is configured with the MPICH wheel's compiler wrapper, installed by `make setup`)."""
 from __future__ import annotations
 
 import ctypes
+import os
+import subprocess
+from pathlib import Path
 
 from . import mpi
 
@@ -18,15 +22,35 @@ _SIGNATURES = {
 _lib = None
 
 
+def build_library(fresh: bool = False) -> Path:
+    """libhmbcore.so, building the target hmbcore first when it is missing, or always with fresh
+    (an incremental build: the tests of the formulas test the sources as they are). No hmb-bench,
+    no MPI library run: a formula's caller needs none. A tree not yet configured is configured with
+    the MPICH wheel's mpicc (mpi.find installs it when even that is missing)."""
+    bdir = mpi.REPO / os.environ.get("HMB_BUILD_ROOT", "build") / "mpich"
+    path = bdir / "libhmbcore.so"
+    if path.exists() and not fresh:
+        return path
+    steps = []
+    if not (bdir / "CMakeCache.txt").exists():
+        mpicc = mpi.VENV / "bin" / "mpicc"
+        mpicc = mpicc if mpicc.exists() else Path(mpi.find("mpich").mpicc)
+        steps.append(["cmake", "-S", str(mpi.REPO), "-B", str(bdir), "-DCMAKE_BUILD_TYPE=Release",
+                      f"-DMPI_C_COMPILER={mpicc}"])
+    steps.append(["cmake", "--build", str(bdir), "--target", "hmbcore", "-j", str(os.cpu_count() or 2)])
+    for cmd in steps:
+        r = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
+        if r.returncode != 0:
+            raise mpi.MPIError(f"building libhmbcore failed: {' '.join(cmd[:2])}: "
+                               f"{(r.stderr.strip().splitlines() or r.stdout.strip().splitlines() or ['?'])[-1]}")
+    return path
+
+
 def load():
     """The library with the signatures above set (built first if missing)."""
     global _lib
     if _lib is None:
-        impl = mpi.find("mpich")
-        path = impl.build_dir / "libhmbcore.so"
-        if not path.exists():
-            mpi.build(impl)
-        lib = ctypes.CDLL(str(path))
+        lib = ctypes.CDLL(str(build_library()))
         for name, (res, args) in _SIGNATURES.items():
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = res, args

@@ -40,6 +40,16 @@ class Option:
 
 
 @dataclasses.dataclass(frozen=True)
+class Mode:
+    """A paired mode (phase) of a benchmark: its --mode name, whether --mode lists it (choice) and
+    runs it by default, and the metrics it adds (`modes` of --describe)."""
+    name: str
+    choice: bool
+    default: bool
+    metrics: tuple
+
+
+@dataclasses.dataclass(frozen=True)
 class Bench:
     name: str
     group: str
@@ -51,7 +61,7 @@ class Bench:
     thread_level: str = "SINGLE"
     spare_core_when: str | None = None
     # what some option values need from a launch: {"option", "values", "env": {flavor: {VAR: template}},
-    # "layout", "why"} (the benchmark's hmb_option_rule rows); the paired modes with their metrics
+    # "layout", "why"} (the benchmark's hmb_option_rule rows); the paired modes (Mode) with their metrics
     rules: tuple = ()
     modes: tuple = ()
 
@@ -87,10 +97,13 @@ def parse_obj(data: dict) -> dict:
                                    bool(m.get("higher_is_better")), bool(m.get("signed")),
                                    bool(m.get("in_table", True)))
                             for m in b.get("metrics", []))
+            modes = tuple(Mode(m["name"], bool(m.get("choice", True)), bool(m.get("default", False)),
+                               tuple(m.get("metrics") or ()))
+                          for m in b.get("modes") or [])
             out[b["name"]] = Bench(b["name"], b.get("group", ""), b.get("summary", ""), options, metrics,
                                    int(b.get("min_ranks", 1)), int(b.get("rank_multiple", 1)),
                                    b.get("thread_level", "SINGLE"), b.get("spare_core_when"),
-                                   tuple(b.get("rules") or ()), tuple(b.get("modes") or ()))
+                                   tuple(b.get("rules") or ()), modes)
         return out
     except (ValueError, KeyError, TypeError) as e:
         raise DescriptorError(f"hmb-bench --list --json: unexpected output ({e})") from None

@@ -137,13 +137,33 @@ def load(name: str = DEFAULT_NAME) -> Lab:
     check_name(name)
     path = base_dir() / name / "lab.json"
     try:
+        if path.exists() and not path.is_file():
+            raise ValueError("not a regular file")
         data = json.loads(path.read_text())
         lab = Lab(data["name"], data["subnet"], data["head_addr"], [Node(**n) for n in data["nodes"]])
+        _check_state(lab, name)
     except FileNotFoundError:
         raise LabError(f"no lab {name!r} is up (hmb lab up{'' if name == DEFAULT_NAME else ' --name ' + name})") from None
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise LabError(f"lab {name}: unreadable state {path}: {e} (hmb lab down --name {name} clears it)") from None
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as e:
+        why = "nested too deeply" if isinstance(e, RecursionError) else str(e)[:200]
+        raise LabError(f"lab {name}: unreadable state {path}: {why} (hmb lab down --name {name} clears it)") from None
     return lab
+
+
+def _check_state(lab: Lab, name: str) -> None:
+    """lab.json holds what `up` wrote: its names go to mpiexec -hosts, the agent and /etc/hosts,
+    so a hand-edited one (a node '-oProxyCommand=..', an address 'x;y') is refused (ValueError)."""
+    if lab.name != name or not isinstance(lab.nodes, list) or not 1 <= len(lab.nodes) <= MAX_NODES:
+        raise ValueError(f"not lab {name}'s state (name {lab.name!r}, {type(lab.nodes).__name__} of nodes)")
+    ipaddress.ip_network(lab.subnet)
+    ipaddress.ip_address(lab.head_addr)
+    for i, n in enumerate(lab.nodes, 1):
+        if n.name != f"{name}-n{i}":
+            raise ValueError(f"node {i} is named {str(n.name)[:40]!r}, not {name}-n{i}")
+        ipaddress.ip_address(n.addr)
+        if not isinstance(n.uts, str) or not isinstance(n.cpus, list) or \
+                not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 1 << 16 for c in n.cpus):
+            raise ValueError(f"node {n.name}: a uts path and a list of CPU numbers expected")
 
 
 def layout(name: str, nodes: int, subnet: str | None = None, cpus: list | None = None) -> Lab:
@@ -153,20 +173,24 @@ def layout(name: str, nodes: int, subnet: str | None = None, cpus: list | None =
     check_name(name)
     if not 2 <= nodes <= MAX_NODES:
         raise LabError(f"--nodes {nodes}: a lab has 2 to {MAX_NODES} nodes")
+    if subnet is not None and not subnet.strip():
+        raise LabError("--subnet: empty (leave it out for one chosen from the name)")
     try:
         net = ipaddress.ip_network(subnet or default_subnet(name))
     except ValueError as e:
         raise LabError(f"--subnet: {e}") from None
     if net.version != 4 or net.prefixlen > 24 or not net.is_private:
         raise LabError(f"--subnet {net}: expected a private IPv4 network of at least /24 (e.g. 10.77.5.0/24)")
-    hosts = list(net.hosts())
+    # Addresses by arithmetic: listing a /8's hosts took 47 s and 1.4 GB. At least /24: .1..N
+    # for the nodes, .254 for the bridge.
+    base = net.network_address
     cpus = sorted(cpus if cpus is not None else os.sched_getaffinity(0))
     share = len(cpus) // nodes
     out = []
     for i in range(1, nodes + 1):
         mine = cpus[(i - 1) * share:i * share] if share else cpus
-        out.append(Node(f"{name}-n{i}", str(hosts[i - 1]), str(base_dir() / name / f"uts-n{i}"), mine))
-    return Lab(name, str(net), str(hosts[253] if len(hosts) > 253 else hosts[-1]), out)
+        out.append(Node(f"{name}-n{i}", str(base + i), str(base_dir() / name / f"uts-n{i}"), mine))
+    return Lab(name, str(net), str(base + 254), out)
 
 
 def _agent_text(lab: Lab) -> str:
@@ -409,7 +433,9 @@ def leftovers(name: str) -> list[str]:
 
 
 def status(name: str = DEFAULT_NAME, out=print) -> int:
-    """Print the lab's nodes (hostname, address, CPUs, processes); 0 if up, 1 if not."""
+    """Print the lab's nodes (hostname, address, CPUs, processes); 0 if up, 1 if not (a bad
+    name is a LabError: exit 2)."""
+    check_name(name)
     try:
         lab = load(name)
     except LabError as e:

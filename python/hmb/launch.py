@@ -11,8 +11,10 @@ import dataclasses
 import fcntl
 import json
 import os
+import re
 import shlex
 import signal
+import stat
 import subprocess
 import sys
 
@@ -55,8 +57,7 @@ def prepare(name: str, build: str = "missing") -> Target:
 
     build: "missing" (only if hmb-bench is absent), "always" (incremental CMake build).
     """
-    if name not in hmpi.KNOWN:
-        raise LaunchError(f"unknown MPI '{name}' (choose from {', '.join(hmpi.KNOWN)})")
+    hmpi.check(name, error=LaunchError)
     if override():   # testing hook: no MPI at hand, a system MPI counts as MPICH-like
         return Target(name, hmpi.WHEEL_FLAVORS.get(name, "mpich"), None)
     try:
@@ -175,29 +176,69 @@ class Hosts:
         return ranks_per_node or -(-ranks // len(self.names))
 
 
+# A host name as a hostfile may give it (RFC 1123 labels, '_' tolerated; no ':', which hydra and
+# prte read as the slots): it reaches mpiexec's -hosts/--host and, from there, ssh's command line,
+# so a name such as '-oProxyCommand=...' (an ssh option) or 'a,b' (two hosts) is refused.
+HOST_NAME = re.compile(r"(?=.{1,253}$)[A-Za-z0-9_][A-Za-z0-9_-]{0,62}(\.[A-Za-z0-9_][A-Za-z0-9_-]{0,62})*")
+HOSTFILE_MAX_BYTES = 16 << 20   # 10^5 hosts take about 1 MB
+
+
+def _shown(text: str, width: int = 40) -> str:
+    """A value for a one-line message: control characters escaped, cut to width."""
+    s = text if text.isprintable() else ascii(text)[1:-1]
+    return s if len(s) <= width else s[:width] + "..."
+
+
 def parse_hosts(text: str | None) -> Hosts | None:
     """--hosts: 'lab' (the lab that is up, hmb lab up), 'lab:NAME', or a hostfile (one host per
-    line, first word, an optional :slots or slots= ignored)."""
-    if not text:
+    line, first word, an optional :slots or slots= ignored; a host listed again, as `srun
+    hostname` writes it once per task, counts once). A hostfile is a regular UTF-8 file of at
+    most HOSTFILE_MAX_BYTES whose every name is a host name (HOST_NAME); anything else is one
+    LaunchError line naming the problem (a FIFO or /dev/zero blocked or filled memory)."""
+    if text is None:
         return None
+    if not text.strip():
+        raise LaunchError("--hosts: empty (give lab, lab:NAME or a hostfile)")
     if text == "lab" or text.startswith("lab:"):
         from . import lab as hlab
         try:
             up = hlab.load(text.split(":", 1)[1] if ":" in text else hlab.DEFAULT_NAME)
         except hlab.LabError as e:
-            raise LaunchError(f"--hosts {text}: {e}") from None
+            raise LaunchError(f"--hosts {_shown(text)}: {e}") from None
         return Hosts(text, up.hostnames, lab=up)
-    path = os.path.abspath(text)
+    shown = _shown(text, 200)
     try:
-        with open(path) as f:
-            names = [w.split()[0].split(":")[0] for w in (ln.split("#")[0] for ln in f) if w.strip()]
+        path = os.path.abspath(text)
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file (a FIFO, device or socket)"
+            raise LaunchError(f"--hosts {shown}: {kind}; give lab, lab:NAME or a hostfile")
+        if st.st_size > HOSTFILE_MAX_BYTES:
+            raise LaunchError(f"--hosts {shown}: {st.st_size:,} bytes, more than a hostfile's "
+                              f"{HOSTFILE_MAX_BYTES >> 20} MB")
+        with open(path, "rb") as f:
+            data = f.read(HOSTFILE_MAX_BYTES + 1)
     except OSError as e:
-        raise LaunchError(f"--hosts {text}: not 'lab', 'lab:NAME' or a readable hostfile ({e.strerror})") from None
-    except UnicodeDecodeError:
-        raise LaunchError(f"--hosts {text}: not a text file") from None
+        raise LaunchError(f"--hosts {shown}: not 'lab', 'lab:NAME' or a readable hostfile ({e.strerror})") from None
+    except ValueError:     # a NUL in the path
+        raise LaunchError(f"--hosts {shown}: not a file name (a NUL byte)") from None
+    names: dict[str, str] = {}
+    for no, raw in enumerate(data.split(b"\n"), 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise LaunchError(f"--hosts {shown}: line {no}: not UTF-8 text (byte 0x{raw[e.start]:02x})") from None
+        words = line.split("#")[0].split()
+        if not words:
+            continue
+        name = words[0].split(":")[0]
+        if not HOST_NAME.fullmatch(name):
+            raise LaunchError(f"--hosts {shown}: line {no}: '{_shown(words[0])}' is not a host name (letters, "
+                              f"digits, '-', '_' and '.', not starting with '-'; an optional :SLOTS)")
+        names.setdefault(name.lower(), name)
     if not names:
-        raise LaunchError(f"--hosts {text}: no host in the file")
-    return Hosts(text, list(dict.fromkeys(names)), hostfile=path)
+        raise LaunchError(f"--hosts {shown}: no host in the file")
+    return Hosts(text, list(names.values()), hostfile=path)
 
 
 def hosts_prefix(target: Target, ranks: int, threads: int, hosts: Hosts,

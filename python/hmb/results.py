@@ -28,8 +28,6 @@ from . import descriptors
 
 
 DEFAULT_SETTINGS = "default"   # a sweep's `settings` entry that sets no library variable
-# Identity items left out when they hold their default, and that default (for labels).
-IDENTITY_ABSENT = {"settings": DEFAULT_SETTINGS}
 
 
 class ResultsError(Exception):
@@ -68,7 +66,22 @@ class Result:
 
     @property
     def oversubscribed(self) -> bool:
-        return bool(self.run.get("oversubscribed"))
+        """The run's ranks x threads outnumber a node's CPUs, or this point's own threads do
+        (extra `oversubscribed_threads`: match's low-cost emulator runs one thread per emulated
+        neighbour thread)."""
+        return bool(self.run.get("oversubscribed")) or \
+            bool((self.record.get("extra") or {}).get("oversubscribed_threads"))
+
+    @property
+    def progress_shares_core(self) -> bool | None:
+        """Whether its progress thread ran on a core the compute uses (None: no progress thread
+        recorded)."""
+        shares = (self.record.get("extra") or {}).get("progress_shares_compute_core")
+        return None if shares is None else bool(shares)
+
+    @property
+    def no_reading(self) -> bool:
+        return no_reading(self.oversubscribed, self.progress_shares_core)
 
     @property
     def noise(self) -> str:
@@ -96,6 +109,13 @@ class Result:
             return None
         s = np.asarray(s, dtype=float)
         return s[np.isfinite(s)]
+
+
+def no_reading(oversubscribed, progress_shares_core) -> bool:
+    """The one predicate for what is not a reading: a point that ran oversubscribed (ranks ×
+    threads beyond the cores) or whose progress thread shared a compute core. Figures draw it
+    hollow and dashed, tables mark it, readings and claims leave it out."""
+    return bool(oversubscribed) or progress_shares_core == True   # noqa: E712 (None, NaN: no thread)
 
 
 def mpi_label(run: dict, launch: dict | None = None) -> str:
@@ -550,35 +570,44 @@ def _mixed_types(numbered: list, bad_lines: list) -> list:
     return out
 
 
+# Run-level options that never make a point: the noise model (a column of its own) and where the
+# output went (also run control in every descriptor; named here for results read without one).
+NOT_IDENTITY_OPTIONS = frozenset({"noise", "json", "raw"})
+
+
 def identity(r: Result) -> dict:
-    """name -> text of everything that makes a point what it is, besides bench, noise and MPI:
-    the point's params (threads from the run if absent), the run's ranks and provided thread
-    level, and every run-level option except run control (role "run-control" in the benchmark's
-    descriptor: options that steer the run but not what is measured), the noise
-    model (kept apart) and options the benchmark expanded into params (sizes -> size_bytes,
-    partitions -> partitions, ...), and the sweep's `settings` entry when it set library
-    variables (an eager threshold measures something else than the default)."""
+    """column -> value of everything that makes a point what it is, besides bench, noise and
+    MPI: the one point identity (the tidy table's point columns are these; tidy.point_columns).
+
+    The point's params (threads from the run if absent), the run's ranks and provided thread
+    level (`thread_level`), and every run-level option (dashes read as underscores: the column
+    name) except run control (role "run-control" in the benchmark's descriptor: options that
+    steer the run but not what is measured), the noise model (kept apart), the output files and
+    options the benchmark expanded into params (sizes -> size_bytes, partitions -> partitions,
+    ...); the level asked for (`thread_level_requested`) only where it is not what was provided;
+    and the sweep's `settings` entry when it set library variables (an eager threshold measures
+    something else than the default). Values as recorded; a switch reads "true" / "false"."""
     params = r.params
-    out = {k: str(v) for k, v in params.items()}
+    out = dict(params)
     if "threads" not in out and r.run.get("threads") is not None:
-        out["threads"] = str(r.run.get("threads"))
+        out["threads"] = r.run.get("threads")
     if r.run.get("ranks") is not None:
-        out["ranks"] = str(r.run["ranks"])
+        out["ranks"] = r.run["ranks"]
     provided = (r.run.get("thread_level") or {}).get("provided")
     if provided:
-        out["thread-level"] = str(provided)
+        out["thread_level"] = str(provided)
     run_control = r.desc.run_control if r.desc else frozenset()
     for name, value in (r.run.get("options") or {}).items():
-        if value is None or name in run_control or name == "noise" \
-                or name.replace("-", "_") in params:
+        key = name.replace("-", "_")
+        if value is None or name in run_control or name in NOT_IDENTITY_OPTIONS or key in params:
             continue   # not set, run control, kept apart, or expanded into params
         if name == "sizes" and "size_bytes" in params:
             continue
-        if name == "thread-level":   # the level asked for: only news when it is not what was provided
+        if key == "thread_level":   # the level asked for: only news when it is not what was provided
             if provided and str(value).upper() == str(provided).upper():
                 continue
-            name = "thread-level-requested"
-        out.setdefault(name, _text(value))
+            key = "thread_level_requested"
+        out.setdefault(key, _text(value) if isinstance(value, bool) else value)
     if r.settings != DEFAULT_SETTINGS:
         out["settings"] = r.settings
     return out
@@ -594,7 +623,7 @@ def point_key(r: Result, with_mpi: bool = True, with_noise: bool = True, with_se
     """(bench, sorted identity items, noise, mpi): results with equal keys are repeats of one
     point. Used by the report (lines, tables) and compare (matching; it leaves the MPI or the
     settings out to match one library or setting against another)."""
-    items = identity(r)
+    items = {k: _text(v) for k, v in identity(r).items()}
     if not with_settings:
         items.pop("settings", None)
     return (r.bench, tuple(sorted(items.items())), r.noise if with_noise else "",
@@ -621,13 +650,24 @@ class Combined:
     spread_lo: float    # min of the repeats' medians
     spread_hi: float    # max of the repeats' medians
     repeats: int
-    oversubscribed: bool
+    no_reading: bool    # some launch is no reading (results.no_reading)
+
+
+def band(medians, ci_los, ci_his) -> tuple[float, float]:
+    """The error band of a point over its launches: the lowest to the highest bound of the
+    launches' 95% CIs, stretched to hold every launch's median (a launch without a valid CI still
+    counts by its median); NaN bounds when no launch has a valid CI. One launch: its CI. The one
+    band every figure, table and legend draws (figures: "band: 95% CI, lowest to highest bound
+    over launches")."""
+    valid = [(a, b) for a, b in zip(ci_los, ci_his) if not (math.isnan(a) or math.isnan(b))]
+    if not valid or not medians:
+        return math.nan, math.nan
+    return min(min(a for a, _ in valid), min(medians)), max(max(b for _, b in valid), max(medians))
 
 
 def combine(results: list, metric: str) -> Combined | None:
-    """Median of the repeats' medians. Band (ci_lo, ci_hi): one repeat's 95% CI; with
-    several repeats, the range of their medians (launch-to-launch variation), widened to
-    the typical repeat's CI when that is wider. NaN bounds: no valid CI."""
+    """A point's metric over its launches (repeats): the median of their medians, the band
+    (band(): lowest to highest CI bound over launches) and the range of their medians."""
     meds, los, his = [], [], []
     over = False
     for r in results:
@@ -637,19 +677,11 @@ def combine(results: list, metric: str) -> Combined | None:
         meds.append(float(m["median"]))
         los.append(as_float(m.get("ci_lo")))
         his.append(as_float(m.get("ci_hi")))
-        over = over or r.oversubscribed
+        over = over or r.no_reading
     if not meds:
         return None
-    med = float(statistics.median(meds))
-    if len(meds) == 1:
-        lo, hi = los[0], his[0]
-    else:
-        valid = [(m, a, b) for m, a, b in zip(meds, los, his) if not (math.isnan(a) or math.isnan(b))]
-        lo, hi = min(meds), max(meds)
-        if valid:   # the typical repeat's CI half-widths, around the combined median
-            lo = min(lo, med - statistics.median(m - a for m, a, _ in valid))
-            hi = max(hi, med + statistics.median(b - m for m, _, b in valid))
-    return Combined(med, lo, hi, min(meds), max(meds), len(meds), over)
+    lo, hi = band(meds, los, his)
+    return Combined(float(statistics.median(meds)), lo, hi, min(meds), max(meds), len(meds), over)
 
 
 def as_float(v) -> float:

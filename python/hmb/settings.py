@@ -62,7 +62,7 @@ def parse_bytes(text) -> int:
     else:
         m = re.fullmatch(r"[ \t]*([0-9]{1,16})[ \t]*([KMG]?)B?[ \t]*", str(text), re.IGNORECASE)
         if not m:
-            shown = str(text) if str(text).isprintable() else ascii(str(text))
+            shown = str(text) if str(text).isprintable() else ascii(str(text))[1:-1]
             raise ValueError(f"'{shown[:40]}' is not a byte count (write e.g. 16384, 16K or 1M)")
         n = int(m.group(1)) * _UNITS[m.group(2).upper()]
     if not 0 <= n <= MAX_THRESHOLD:
@@ -193,14 +193,35 @@ def threshold_env(mpi: str, threshold_bytes: int) -> dict[str, str]:
     return {**shm_env(mpi, threshold_bytes), **network_env(mpi, threshold_bytes)}
 
 
-def table(mpi: str | None = None, threshold_bytes: int = 16 << 10) -> str:
-    """`hmb settings`: presets, and per path the variables a threshold sets and what was
-    measured of them here."""
+def parse_setting(text: str) -> tuple[int | None, bool]:
+    """`hmb settings --threshold`: a threshold or preset as a sweep's `settings` axis takes it
+    ("default", "16K", "24576", each with an optional "+nocma") -> (bytes or None for
+    "default", single copy off). ValueError naming the problem (the option refused the
+    "default" and "+nocma" its own table lists)."""
+    base = str(text).strip(" \t")     # as parse_bytes: a trailing newline is refused
+    nocma = base.endswith(NO_SINGLE_COPY_SUFFIX)
+    if nocma:
+        base = base[:-len(NO_SINGLE_COPY_SUFFIX)]
+    return (None if base == "default" else parse_bytes(base)), nocma
+
+
+def table(mpi: str | None = None, threshold_bytes: int | None = 16 << 10, nocma: bool = False) -> str:
+    """`hmb settings`: presets, and per path the variables a threshold sets (None: the preset
+    "default", none) and what was measured of them here; nocma: the variables that turn single
+    copy off too."""
+    what = "the preset default (no variable set: each library's own switch)" if threshold_bytes is None \
+        else f"a threshold of {threshold_bytes} B"
     lines = [f"presets: default (nothing set), {', '.join(PRESET_THRESHOLDS)}; or a threshold such as 24K; "
              f"suffix {NO_SINGLE_COPY_SUFFIX} turns single copy off (MPICH, Open MPI)",
-             f"variables for a threshold of {threshold_bytes} B:"]
+             f"variables for {what}{' with single copy off' if nocma else ''}:"]
     for family in ([_family(mpi)] if mpi else FAMILIES):
         lines.append(f"{family}:")
+        if nocma:
+            off = NO_SINGLE_COPY.get(family)
+            lines.append("  single copy off: " + (" ".join(f"{k}={v}" for k, v in off.items()) if off
+                                                  else "no known way (not emulated)"))
+        if threshold_bytes is None:
+            continue
         try:
             shm = " ".join(f"{k}={v}" for k, v in shm_env(family, threshold_bytes).items())
         except ValueError as e:

@@ -15,7 +15,10 @@ import shlex
 from .sweep import Config, ConfigError, expand
 
 MAX_COUNT = 1 << 20   # a bound for the #SBATCH lines (a 31-digit --nodes was written as is)
-TIME_RE = re.compile(r"^(\d+-)?\d{1,3}(:\d{2}){0,2}$")
+# sbatch --time: minutes, minutes:seconds, hours:minutes:seconds, days-hours, days-hours:minutes,
+# days-hours:minutes:seconds (ASCII digits: \d took '١٢:٠٠'); 0 is no limit.
+TIME_RE = re.compile(r"(?:([0-9]{1,9})-([0-9]{1,2})(?::([0-9]{2}))?(?::([0-9]{2}))?|([0-9]{1,9})(?::([0-9]{2}))?(?::([0-9]{2}))?)")
+MAX_TIME_MIN = 0xFFFFFFFD     # Slurm keeps a time limit in minutes in 32 bits (0xFFFFFFFE/F: NO_VAL, INFINITE)
 # #SBATCH lines are not shell: a value is written as is, so it must be one plain word
 # (a newline would end the line and stop sbatch reading every #SBATCH after it).
 SBATCH_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+,@-]{0,127}")
@@ -48,22 +51,70 @@ def check(cfg: Config, nodes: int, ranks_per_node: int, threads: int) -> None:
                               f"CPUs per rank")
 
 
+def time_minutes(time: str) -> float:
+    """sbatch --time's value in minutes (ConfigError naming the field out of range): hours of a
+    day below 24, minutes and seconds below 60 where a larger field comes first (1-25:61:61 was
+    accepted)."""
+    m = TIME_RE.fullmatch(time)
+    if not m:
+        shown = time if time.isprintable() else ascii(time)[1:-1]
+        raise ConfigError(f"--time '{shown[:40]}': expected minutes, MM:SS, HH:MM:SS or D-HH[:MM[:SS]]")
+    d, dh, dm, ds, a, b, c = m.groups()
+    if d is not None:
+        fields = [("days", int(d), None), ("hours", int(dh), 24), ("minutes", int(dm or 0), 60),
+                  ("seconds", int(ds or 0), 60)]
+    elif c is not None:        # H:M:S
+        fields = [("hours", int(a), None), ("minutes", int(b), 60), ("seconds", int(c), 60)]
+    else:                      # M or M:S
+        fields = [("minutes", int(a), None), ("seconds", int(b or 0), 60)]
+    for name, value, below in fields:
+        if below is not None and value >= below:
+            raise ConfigError(f"--time {time}: {value} {name} (at most {below - 1} after a larger field)")
+    scale = {"days": 1440, "hours": 60, "minutes": 1, "seconds": 1 / 60}
+    total = sum(scale[name] * value for name, value, _ in fields)
+    if total > MAX_TIME_MIN:
+        raise ConfigError(f"--time {time}: {total:,.0f} minutes, beyond Slurm's largest limit ({MAX_TIME_MIN:,}); "
+                          f"0 is no limit")
+    return total
+
+
+def check_hosts(hosts: str | None) -> None:
+    """--hosts as hmb sweep will read it inside the allocation: lab, lab:NAME (a valid name; the
+    lab need not be up where the script is written) or a hostfile readable here."""
+    if hosts is None:
+        return
+    if hosts == "lab" or hosts.startswith("lab:"):
+        from . import lab
+        try:
+            lab.check_name(hosts.split(":", 1)[1] if ":" in hosts else lab.DEFAULT_NAME)
+        except lab.LabError as e:
+            raise ConfigError(f"--hosts {hosts}: {e}") from None
+        return
+    from .launch import LaunchError, parse_hosts
+    try:
+        parse_hosts(hosts)
+    except LaunchError as e:
+        raise ConfigError(str(e)) from None
+
+
 def check_options(nodes: int, ranks_per_node: int, threads: int, time: str = "01:00:00",
-                  partition: str | None = None, account: str | None = None, job_name: str = "hmb-sweep") -> None:
+                  partition: str | None = None, account: str | None = None, job_name: str = "hmb-sweep",
+                  hosts: str | None = None) -> None:
     """The allocation's options (one ConfigError line): checked before anything is written
-    (slurm --study wrote its config before a bad --time was refused)."""
+    (slurm --study wrote its config before a bad --time was refused). An option given empty
+    is refused, not dropped (--partition '' wrote no #SBATCH --partition line)."""
     if nodes < 1 or ranks_per_node < 1 or threads < 1:
         raise ConfigError("--nodes, --ranks-per-node and --threads must be at least 1")
     if max(nodes, ranks_per_node, threads) > MAX_COUNT:
         raise ConfigError(f"--nodes, --ranks-per-node and --threads must be at most {MAX_COUNT:,} "
                           f"(got {max(nodes, ranks_per_node, threads):,})")
-    if not TIME_RE.fullmatch(time):   # match's $ let a trailing newline through
-        raise ConfigError(f"--time {time!r}: expected [D-]HH:MM:SS, MM:SS or minutes")
+    time_minutes(time)
     _sbatch_value("--job-name", job_name)
-    if partition:
+    if partition is not None:
         _sbatch_value("--partition", partition)
-    if account:
+    if account is not None:
         _sbatch_value("--account", account)
+    check_hosts(hosts)
 
 
 def script(cfg: Config, config_path: str, nodes: int, ranks_per_node: int, threads: int,
@@ -73,7 +124,7 @@ def script(cfg: Config, config_path: str, nodes: int, ranks_per_node: int, threa
     """hosts: passed to hmb sweep (--hosts lab: the lab's network settings and path check inside
     the allocation, docs/lab.md); study_dir: a study's directory (hmb slurm --study), reported
     with hmb study report at the end."""
-    check_options(nodes, ranks_per_node, threads, time, partition, account, job_name)
+    check_options(nodes, ranks_per_node, threads, time, partition, account, job_name, hosts)
     for what, value in (("config", config_path), ("--results", cfg.output), ("--mpi", mpi or ""),
                         ("--hosts", hosts or "")):
         _no_control(what, value)

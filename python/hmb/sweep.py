@@ -149,10 +149,8 @@ def load(path: str, mpis_override: list | None = None, output_override: str | No
     bad = set(sweep) - SWEEP_KEYS
     if bad:
         raise ConfigError(f"{path}: unknown key sweep.{sorted(bad)[0]} (known: {', '.join(sorted(SWEEP_KEYS))})")
-    mpis = mpis_override or _as_list(sweep.get("mpis", ["mpich"]), "sweep.mpis", str)
-    for m in mpis:
-        if m not in hmpi.KNOWN:
-            raise ConfigError(f"{path}: unknown MPI '{m}' (choose from {', '.join(hmpi.KNOWN)})")
+    mpis = hmpi.names(mpis_override, "--mpi", ConfigError) if mpis_override else \
+        hmpi.names(_as_list(sweep.get("mpis", ["mpich"]), "sweep.mpis", str), f"{path}: sweep.mpis", ConfigError)
     repeats = _repeats(sweep.get("repeats", 1), "sweep.repeats")
     seed = sweep.get("seed")
     seed_given = seed is not None
@@ -189,9 +187,7 @@ def load(path: str, mpis_override: list | None = None, output_override: str | No
         bm = _as_list(b["mpis"], f"{where}.mpis", str) if "mpis" in b else mpis
         if mpis_override:
             bm = [m for m in bm if m in mpis_override] or mpis_override
-        for m in bm:
-            if m not in hmpi.KNOWN:
-                raise ConfigError(f"{path}: {where}: unknown MPI '{m}' (choose from {', '.join(hmpi.KNOWN)})")
+        hmpi.names(bm, f"{path}: {where}.mpis", ConfigError)
         args = {**common, **_check_args(b.get("args", {}), f"{where}.args")}
         chosen = b.get("settings", ["default"])
         if not isinstance(chosen, list) or not chosen or not all(

@@ -1,17 +1,21 @@
-"""The tidy table of results: one row per point and metric, as a pandas DataFrame.
+"""The tidy table of results: one row per point and metric, as a pandas DataFrame. The one data
+model the report, the studies, the claims and `hmb export --csv` read.
 
 `hmb.load(paths)` reads results with results.load (the one reader of JSON Lines: bad lines
 skipped and named, resumed launches counted once) and flattens them: every parameter of a
 point is a column of its own, beside the metric's name, median, 95% CI, sample count and unit,
-and the run's context (benchmark, MPI, library version, settings, noise, ranks, threads,
-oversubscription, hosts and the network between them, run id, file). The report's study
-figures and `hmb export --csv` use it.
+and the launch's context (benchmark, MPI, library version, settings, noise, ranks, threads,
+oversubscription, hosts and the network between them, run id, file).
 
-A result's readings (numbers in its `extra` named `*_kB`: the resident memory `proto` records,
-docs/metrics.md) are columns too, on each of that result's rows. They are readings, not
-metrics: no samples, no CI, and they differ from launch to launch, so a point's launches are
-grouped without them (is_reading). readings_as_metric turns one into metric rows, so a figure
-or a claim can read memory as it reads a metric (claims.select does it on request).
+A point's columns (point_columns) are its identity, the one results.identity gives: rows that
+agree on them are launches of one point. Everything else in a row belongs to the launch (its
+library version string, host, run id, whether it was a reading) or to the measurement.
+
+A result's memory readings (numbers in its `extra` named `*_kB`: the resident memory `proto`
+records, docs/metrics.md) are columns too, on each of that result's rows. They are recorded
+figures, not metrics: no samples, no CI, and they differ from launch to launch, so they are no
+part of a point's identity (is_reading). readings_as_metric turns one into metric rows,
+so a figure or a claim can read memory as it reads a metric (select does it on request).
 """
 from __future__ import annotations
 
@@ -23,10 +27,15 @@ from . import results as hresults
 CONTEXT = ["bench", "metric", "median", "ci_lo", "ci_hi", "count", "unit", "higher_is_better",
            "mpi", "library", "settings", "noise", "ranks", "threads", "oversubscribed",
            "spare_core_missing", "progress_shares_core", "host", "network", "cpus", "run_id", "tag", "source"]
+# What a row measured, and what belongs to its launch rather than to its point.
+MEASURE = ("median", "ci_lo", "ci_hi", "count", "unit", "higher_is_better")
+LAUNCH = ("library", "oversubscribed", "spare_core_missing", "progress_shares_core", "host", "network", "cpus",
+          "run_id", "tag", "source")
 # Resources a point recorded after its set-up (mt, halo3d --thread-comm: docs/metrics.md), columns
 # beside the context where the record has them: what a mode cost, not a parameter of the point
-# (they vary from launch to launch: claims group launches without them).
-RESOURCES = ["communicators", "streams", "vcis", "reserve_vcis", "vmrss_kib", "vmhwm_kib"]
+# (they vary from launch to launch: no part of its identity). everywhere_processes: the processes
+# per side mt's everywhere mode ran as (its x beside the threads of the other modes).
+RESOURCES = ["communicators", "streams", "vcis", "reserve_vcis", "vmrss_kib", "vmhwm_kib", "everywhere_processes"]
 
 
 # Numbers in a result's extra that are columns: the memory readings (kB).
@@ -34,18 +43,45 @@ READING_SUFFIX = "_kB"
 
 
 def is_reading(col) -> bool:
-    """A column that holds a result's reading (e.g. proto's rss_traffic_kB), not a parameter."""
+    """A column that holds a result's memory reading (e.g. proto's rss_traffic_kB), not a parameter."""
     return isinstance(col, str) and col.endswith(READING_SUFFIX)
+
+
+def point_columns(df) -> list:
+    """The columns that make a row's point what it is (results.identity's items, the benchmark,
+    metric, MPI, noise and settings): rows equal in them are launches of one point."""
+    return [c for c in df.columns if c not in MEASURE and c not in LAUNCH and c not in RESOURCES
+            and not is_reading(c)]
+
+
+def no_reading(df):
+    """Boolean Series: rows that are no reading (results.no_reading: oversubscribed, or a progress
+    thread on a compute core)."""
+    import pandas as pd
+    shares = df["progress_shares_core"] if "progress_shares_core" in df else [None] * len(df)
+    return pd.Series([hresults.no_reading(o, s) for o, s in zip(df["oversubscribed"], shares)],
+                     index=df.index, dtype=bool)
+
+
+def readings(df):
+    """The rows that are readings (no_reading false)."""
+    return df[~no_reading(df)]
+
+
+def _as_text(df, cols):
+    """The columns as text, lists and NaN included, to group by."""
+    return df.assign(**{c: df[c].astype(str) for c in cols})
+
+
+def point_medians(rows):
+    """The median of each point over its launches (a Series indexed by the point columns)."""
+    keys = point_columns(rows)
+    return _as_text(rows, keys).groupby(keys, dropna=False)["median"].median()
 
 
 def _readings(extra: dict) -> dict:
     return {k: float(v) for k, v in extra.items() if is_reading(k) and isinstance(v, (int, float))
             and not isinstance(v, bool) and math.isfinite(v)}
-
-
-def _num(v) -> float:
-    f = hresults.as_float(v)
-    return f
 
 
 def _host(run: dict) -> str:
@@ -60,34 +96,25 @@ def _network(run: dict) -> str:
 
 
 def _point(r) -> tuple[dict, dict]:
-    """A result's context columns and its parameters (run-level options included)."""
+    """A result's context columns and its parameters (the rest of its identity, and its memory
+    readings)."""
     run = r.run
     mpi_info = run.get("mpi") or {}
     extra = r.record.get("extra") or {}
-    shares = extra.get("progress_shares_compute_core")
-    threads = r.params.get("threads", run.get("threads"))
+    ident = hresults.identity(r)
     base = {
         "bench": r.bench, "mpi": r.mpi, "library": str(mpi_info.get("library") or ""),
-        "settings": r.settings, "noise": r.noise, "ranks": run.get("ranks"),
-        "threads": threads, "oversubscribed": r.oversubscribed,
+        "settings": r.settings, "noise": r.noise, "ranks": ident.get("ranks"),
+        "threads": ident.get("threads"), "oversubscribed": r.oversubscribed,
         "spare_core_missing": bool(run.get("spare_core_missing")),
-        "progress_shares_core": None if shares is None else bool(shares),
+        "progress_shares_core": r.progress_shares_core,
         "host": _host(run), "network": _network(run), "cpus": run.get("cpus_available"),
         "run_id": str(run.get("run_id") or r.record.get("run_id") or ""),
         "tag": str(run.get("tag") or ""), "source": r.source,
-        **{k: _num(extra[k]) for k in RESOURCES if k in extra},
+        **{k: hresults.as_float(extra[k]) for k in RESOURCES if k in extra},
     }
-    params = {k: v for k, v in r.params.items() if k not in base and k not in CONTEXT}
+    params = {k: v for k, v in ident.items() if k not in base and k not in CONTEXT}
     params.update(_readings(extra))
-    # Run-level options (compute, cache, progress, ...) are parameters too, unless the
-    # benchmark expanded them into params (sizes -> size_bytes) or they are context.
-    run_control = r.desc.run_control if r.desc else frozenset()
-    for name, value in (run.get("options") or {}).items():
-        key = name.replace("-", "_")
-        if value is None or key in params or key in CONTEXT or name in run_control \
-                or name in ("sizes", "noise", "threads", "json", "raw"):
-            continue
-        params[key] = hresults._text(value) if isinstance(value, bool) else value
     return base, params
 
 
@@ -104,8 +131,8 @@ def rows(rs: hresults.ResultSet) -> list[dict]:
                 continue
             s = r.metric(name)     # results.py's reading: an invalid CI reads as NaN bounds
             count = m.get("count")
-            out.append({**base, "metric": name, "median": _num(s.get("median")),
-                        "ci_lo": _num(s.get("ci_lo")), "ci_hi": _num(s.get("ci_hi")),
+            out.append({**base, "metric": name, "median": hresults.as_float(s.get("median")),
+                        "ci_lo": hresults.as_float(s.get("ci_lo")), "ci_hi": hresults.as_float(s.get("ci_hi")),
                         "count": int(count) if isinstance(count, (int, float)) and not isinstance(count, bool)
                         and math.isfinite(count) else None,
                         "unit": str(m.get("unit") or ""),
@@ -175,3 +202,52 @@ def load(paths, warn=True):
     if not paths:
         raise hresults.ResultsError("hmb.load: no results file given")
     return frame(hresults.load(paths, warn=warn))
+
+
+
+def select(df, bench: str | None, metric: str | None, where: dict | None):
+    """Rows of the tidy table for bench, metric and column filters (a list: any of them)."""
+    if df is None or df.empty:
+        return df
+    m = df
+    if bench:
+        m = m[m["bench"] == bench]
+    if metric:
+        wanted = metric if isinstance(metric, list) else [metric]
+        m = with_readings(m, wanted)     # a reading (proto's memory, *_kB) read as a metric
+        m = m[m["metric"].isin(wanted)]
+    for col in where or {}:
+        m = with_derived(m, col)
+    if any(col not in m.columns for col in where or {}):
+        return m.iloc[0:0]
+    return m[matches(m, where or {})]
+
+
+def with_derived(df, col: str):
+    """`cores` (ranks × threads: threads compared with processes at equal cores) when asked for
+    and not a column of its own."""
+    if col == "cores" and "cores" not in df.columns and {"ranks", "threads"} <= set(df.columns):
+        return df.assign(cores=df["ranks"].astype(float) * df["threads"].astype(float))
+    return df
+
+
+def matches(df, where: dict):
+    """Boolean Series: the rows whose columns hold the filters' values (a list: any of them); a
+    column the table lacks matches nothing."""
+    import pandas as pd
+    mask = pd.Series(True, index=df.index)
+    for col, want in where.items():
+        if col not in df.columns:
+            return mask & False
+        wants = want if isinstance(want, list) else [want]
+        mask &= df[col].map(lambda v: any(same(v, w) for w in wants)).astype(bool)
+    return mask
+
+
+def same(value, want) -> bool:
+    """A table cell equals a filter value: as numbers when both read as numbers (partitions
+    1.0 is 1), else as text."""
+    try:
+        return float(value) == float(want)
+    except (TypeError, ValueError):
+        return str(value) == str(want)

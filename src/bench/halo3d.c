@@ -7,8 +7,9 @@
  * every selected mode (a row of halo_modes, its own iterate) back to back on the same compute
  * draws, counterbalanced; every operation goes through the communication policy (--comm off: the
  * mock). A cell's value encodes (source rank, iteration, cell): a wrong face fails validation.
- * Here: the exchanges, the modes, their metrics, the descriptor; halo3d_setup.c: options, points,
- * memory, set-up; halo3d_verify.c: send data, validation, the record. */
+ * Here: the exchanges, the modes, their metrics, the descriptor; halo3d_threadcomm.c: threadcomm's
+ * exchange and MPI everywhere (--everywhere-ranks); halo3d_setup.c: options, points, memory,
+ * set-up; halo3d_verify.c: send data, validation, the record. */
 #include <math.h>
 #include <omp.h>
 
@@ -51,9 +52,9 @@ static void unpack_piece(halo_state *st, int d, int p)
 static long long piece_bytes(const halo_state *st, int d) { return (long long)(st->face[d].piece_cells * 8); }
 /* ------------------------------------------------------------------ packing and the exchanges */
 
-static void compute(hmb_ctx *ctx, halo_state *st, int tid, long iter)
+void halo_compute(hmb_ctx *ctx, halo_state *st, int tid, long iter)
 {
-    hmb_compute_ns(ctx, hmb_noise_ns(ctx, tid, iter, st->compute_ns));
+    hmb_compute_ns(ctx, hmb_noise_ns(ctx, st->ev_threads ? 0 : tid, iter, st->compute_ns));
     st->compute_end[tid] = hmb_now();
 }
 
@@ -150,43 +151,6 @@ static void parrived_partition(halo_state *st, int d, int q)
                          "the face from direction %d (partitioned mode)", d);
 }
 
-/* threadcomm, thread tid: post the receives of its share of every face, compute, pack and send its
- * share of every face, wait, unpack. Returns bytes it sent. */
-static long long threadcomm_exchange(hmb_ctx *ctx, halo_state *st, int tid, long iter)
-{
-    MPI_Request *req = st->tc_req + (size_t)tid * 2 * NDIRS;
-    MPI_Comm comm = st->tc_comm[tid];
-    int n = 0;
-    long long bytes = 0;
-    for (int d = 0; d < NDIRS; d++) {
-        const halo_face *f = &st->face[d];
-        size_t share = halo_face_cells(f) / (size_t)st->threads;
-        int tag = st->tc_tag_per_thread ? d * HMB_MAX_THREADS + tid : d;
-        if (f->from != MPI_PROC_NULL)
-            st->ops->irecv(f->recv + (size_t)tid * share, (int)share, MPI_UINT64_T, f->from, tag, comm, &req[n++]);
-    }
-    compute(ctx, st, tid, iter);
-    for (int d = 0; d < NDIRS; d++) {
-        halo_face *f = &st->face[d];
-        size_t share = halo_face_cells(f) / (size_t)st->threads;
-        int tag = st->tc_tag_per_thread ? d * HMB_MAX_THREADS + tid : d;
-        if (f->to == MPI_PROC_NULL)
-            continue;
-        halo_face_range(st, d, (size_t)tid * share, share, f->send, 0, 0);
-        st->ops->isend(f->send + (size_t)tid * share, (int)share, MPI_UINT64_T, f->to, tag, comm, &req[n++]);
-        bytes += (long long)(share * sizeof(uint64_t));
-    }
-    if (n > 0)
-        st->ops->waitall(n, req);
-    for (int d = 0; d < NDIRS; d++) {
-        halo_face *f = &st->face[d];
-        size_t share = halo_face_cells(f) / (size_t)st->threads;
-        if (f->from != MPI_PROC_NULL)
-            halo_face_range(st, d, (size_t)tid * share, share, f->recv, 1, 1);
-    }
-    return bytes;
-}
-
 /* ------------------------------------------------------------------ the modes */
 
 /* A mode's start and end (timed by the harness from its barrier): times[1] = t_comm, the last
@@ -203,8 +167,8 @@ static halo_state *mode_begin(hmb_ctx *ctx, void *state, long iter)
 
 static void mode_end(halo_state *st, int mode, double *times, long long bytes)
 {
-    double t_end = hmb_now(), last_compute = st->compute_end[0];
-    for (int t = 1; t < st->threads; t++)
+    double t_end = hmb_now(), last_compute = st->compute_end[st->ev_tid];
+    for (int t = 1; t < st->threads && !st->ev_threads; t++) /* everywhere: this rank's one thread */
         last_compute = st->compute_end[t] > last_compute ? st->compute_end[t] : last_compute;
     times[1] = t_end - last_compute;
     atomic_store(&st->bytes_sent[mode], bytes);
@@ -215,7 +179,7 @@ static void fork_join(hmb_ctx *ctx, void *state, int mode, long iter, double *ti
 {
     halo_state *st = mode_begin(ctx, state, iter);
 #pragma omp parallel num_threads(st->threads)
-    compute(ctx, st, omp_get_thread_num(), iter);
+    halo_compute(ctx, st, omp_get_thread_num(), iter);
     hmb_phase(ctx, phase);
     mode_end(st, mode, times, exchange_joined(st, mode, persistent));
 }
@@ -237,7 +201,7 @@ static void iterate_serial(hmb_ctx *ctx, void *state, int mode, long iter, doubl
 {
     halo_state *st = mode_begin(ctx, state, iter);
     for (int tid = 0; tid < st->threads; tid++)
-        compute(ctx, st, tid, iter);
+        halo_compute(ctx, st, tid, iter);
     hmb_phase(ctx, "serial exchange");
     mode_end(st, mode, times, exchange_joined(st, mode, 0));
 }
@@ -267,7 +231,7 @@ static long long each_thread(hmb_ctx *ctx, halo_state *st, long iter, void (*pos
 #pragma omp parallel num_threads(st->threads) reduction(+ : bytes)
     {
         int tid = omp_get_thread_num();
-        compute(ctx, st, tid, iter);
+        halo_compute(ctx, st, tid, iter);
         bytes += thread_send(st, tid, post);
         thread_receive(st, tid, arrive);
         if (done)
@@ -323,14 +287,19 @@ static void iterate_partitioned(hmb_ctx *ctx, void *state, int mode, long iter, 
     mode_end(st, mode, times, bytes);
 }
 
-/* threadcomm (--thread-comm): every thread posts, computes, sends and waits on its own share. */
+/* threadcomm (--thread-comm): every thread posts, computes, sends and waits on its own share;
+ * --everywhere-ranks: this rank, the share of the thread it plays. */
 static void iterate_threadcomm(hmb_ctx *ctx, void *state, int mode, long iter, double *times)
 {
     halo_state *st = mode_begin(ctx, state, iter);
     long long bytes = 0;
-    hmb_phase(ctx, "threadcomm exchange");
+    hmb_phase(ctx, st->ev_threads ? "threadcomm exchange (MPI everywhere: one thread's share)" : "threadcomm exchange");
+    if (st->ev_threads) {
+        bytes = halo_threadcomm_exchange(ctx, st, st->ev_tid, iter);
+    } else {
 #pragma omp parallel num_threads(st->threads) reduction(+ : bytes)
-    bytes += threadcomm_exchange(ctx, st, omp_get_thread_num(), iter);
+        bytes += halo_threadcomm_exchange(ctx, st, omp_get_thread_num(), iter);
+    }
     mode_end(st, mode, times, bytes);
 }
 
@@ -399,9 +368,10 @@ static int halo_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
     if (!hmb_modes_run(ctx, st, st->modes, st->nmodes, iter, &r))
         return 0;
     double t_iter[NMODES], throughput[NMODES], ratio[NMODES];
+    const int ranks = st->ev_threads ? hmb_size(ctx) / st->ev_threads : hmb_size(ctx); /* everywhere: groups */
     for (int m = 0; m < NMODES; m++) {
         t_iter[m] = NAN;
-        st->bytes_per_rank_iter[m] = r.sums[m][0] / hmb_size(ctx);
+        st->bytes_per_rank_iter[m] = r.sums[m][0] / ranks;
     }
     for (int k = 0; k < st->nmodes; k++)
         t_iter[st->modes[k]] = r.times[st->modes[k]][0];

@@ -1,6 +1,6 @@
 /* Private to halo3d (halo3d.c: the exchange pattern, its modes and metrics, the descriptor;
- * halo3d_setup.c: options, points, memory, set-up; halo3d_verify.c: send data, validation, the
- * record). The family's description is at the top of halo3d.c. */
+ * halo3d_threadcomm.c: the threadcomm exchange and MPI everywhere; halo3d_setup.c: options, points,
+ * memory, set-up; halo3d_verify.c: send data, validation, the record). The family's description is at the top of halo3d.c. */
 #ifndef HMB_BENCH_HALO3D_H
 #define HMB_BENCH_HALO3D_H
 
@@ -25,11 +25,15 @@ extern const char *const halo_tc_names[NTC + 1];
       .help = "instead of --mode: the threadcomm exchange, every thread sending its share of every face at once, " \
               "one point per value: shared (one communicator), comm (one per thread), tag (one, tag per thread, "   \
               "MPI 4 assertions), stream (an MPIX stream per thread, MPICH: MPIR_CVAR_CH4_RESERVE_VCIS=T). MPI "     \
-              "everywhere: --threads 1 on T times the ranks")
+              "everywhere: --everywhere-ranks")                                                                    \
+    X(everywhere_ranks, INT, .default_value = "0", .min = 0, .max = 1 << 20,                                        \
+      .help = "MPI everywhere for --thread-comm's exchange of R ranks x T threads, run at --threads 1 on R x T "    \
+              "ranks: rank g*T+t holds rank g's block and exchanges thread t's share of every face with rank t of " \
+              "each neighbouring group (the same messages and neighbours as thread t); 0: off")
 HMB_OPTIONS(halo_opts, HALO_OPTIONS);
 
-/* A point: the --thread-comm value, its layout (the value, or everywhere at --threads 1) and the
- * cores in use; none of them without --thread-comm. */
+/* A point: the --thread-comm value, its layout (the value, or everywhere for --everywhere-ranks)
+ * and the cores in use; none of them without --thread-comm or --everywhere-ranks. */
 #define HALO_PARAMS(X) X(thread_comm, NAME, .names = halo_tc_names) X(layout, TEXT) X(ranks_x_threads, INT)
 HMB_POINT_PARAMS(halo_point, HALO_PARAMS);
 
@@ -83,6 +87,9 @@ typedef struct {
     char tc_info[TC_NINFO][64];             /* tag: the assertions as the library kept them */
     long vmrss_kib, vmhwm_kib;              /* after set-up; -1: unknown */
     MPI_Request *tc_req;                    /* per thread, 2 * NDIRS */
+    int ev_threads, ev_tid;                 /* --everywhere-ranks: T, and the thread this rank plays; 0 */
+    MPI_Comm ev_comm;                       /* ... ranks playing thread ev_tid, ranked by group */
+    uint64_t *share_want;                   /* ... a received face's pattern (this rank checks its share) */
 } halo_state;
 
 extern const hmb_mode halo_modes[]; /* halo3d.c */
@@ -99,6 +106,22 @@ static inline size_t halo_face_cells(const halo_face *f) { return (size_t)f->npi
  * partitioned requests of the modes chosen, once per point. */
 int halo_choose_modes(hmb_ctx *ctx, halo_state *st);
 void halo_create_requests(halo_state *st);
+/* Thread tid's compute, its end on this rank's clock (MPI everywhere: the rank draws as a rank). */
+void halo_compute(hmb_ctx *ctx, halo_state *st, int tid, long iter);
+
+/* halo3d_threadcomm.c */
+int halo_everywhere_threads(const hmb_ctx *ctx); /* --everywhere-ranks' T (ranks / R); 0: off */
+/* The grid of the exchange: over the ranks and --threads, or with --everywhere-ranks over the R
+ * groups (this rank's) and their T threads. */
+void halo_topo(hmb_ctx *ctx, int record, hmb_topo *t);
+void halo_check_everywhere(hmb_ctx *ctx);
+/* st->rank and st->threads: this rank and --threads, or the group and T it stands in for (its
+ * communicator per thread index made, collective; threadcomm on shared's tags). */
+void halo_everywhere_setup(hmb_ctx *ctx, halo_state *st);
+void halo_threadcomm_setup(hmb_ctx *ctx, halo_state *st);
+/* threadcomm, thread tid: its share of every face posted, computed, sent, waited, unpacked; the
+ * bytes it sent. */
+long long halo_threadcomm_exchange(hmb_ctx *ctx, halo_state *st, int tid, long iter);
 
 /* halo3d_setup.c */
 extern const char *const halo_tc_info_keys[TC_NINFO];
@@ -106,7 +129,6 @@ extern const char *const halo_tc_info_keys[TC_NINFO];
  * boundary layer's send boxes (halo 0) or the halo's receive boxes (halo 1), into the block
  * (to_block) or out of it. */
 void halo_face_range(halo_state *st, int d, size_t first, size_t count, uint64_t *buf, int halo, int to_block);
-void halo_threadcomm_setup(hmb_ctx *ctx, halo_state *st);
 void halo_check(hmb_ctx *ctx);
 void halo_points(hmb_ctx *ctx, hmb_point_list *out);
 double halo_rank_bytes(hmb_ctx *ctx, size_t size_bytes);

@@ -61,14 +61,15 @@ void halo_face_range(halo_state *st, int d, size_t first, size_t count, uint64_t
 
 /* ------------------------------------------------------------------ options, points, memory */
 
-/* The thread grid of every rank: --tgrid, or balanced over --threads (what hmb_topo_from_options
- * builds, without the process grid: no MPI needed). */
+/* The thread grid of every rank: --tgrid, or balanced over --threads or --everywhere-ranks' T (what
+ * halo_topo builds, without the process grid: no MPI needed). */
 static void thread_dims(hmb_ctx *ctx, int tdims[3])
 {
     const hmb_common_opts *c = hmb_common(ctx);
+    const int ev = halo_everywhere_threads(ctx);
     for (int a = 0; a < 3; a++)
         tdims[a] = c->given.tgrid && c->tgrid.n == 3 ? (int)c->tgrid.v[a] : 0;
-    if (hmb_dims_balanced(hmb_threads(ctx), 3, tdims) != 0)
+    if (hmb_dims_balanced(ev ? ev : hmb_threads(ctx), 3, tdims) != 0)
         tdims[0] = tdims[1] = tdims[2] = 1;
 }
 
@@ -134,7 +135,8 @@ static void check_face_partitions(hmb_ctx *ctx, const hmb_topo *t, int parts, co
     }
 }
 
-/* --thread-comm: every face (n[b] x n[c] cells) must split into T equal thread shares. */
+/* --thread-comm, --everywhere-ranks: every face (n[b] x n[c] cells) must split into T equal thread
+ * shares. */
 static void check_thread_shares(hmb_ctx *ctx, int threads, const long long n[3])
 {
     for (int a = 0; a < 3; a++) {
@@ -149,9 +151,11 @@ void halo_check(hmb_ctx *ctx)
 {
     const halo_opts *o = HMB_OPTS(halo_opts, ctx);
     const hmb_common_opts *c = hmb_common(ctx);
+    halo_check_everywhere(ctx);
     hmb_topo t;
-    hmb_topo_from_options(ctx, 3, NDIRS, 1, &t);
-    int parts = hmb_face_partitions(ctx), tc = o->given.thread_comm;
+    halo_topo(ctx, 1, &t);
+    const int ev = halo_everywhere_threads(ctx), shares = ev ? ev : hmb_threads(ctx);
+    int parts = hmb_face_partitions(ctx), tc = o->given.thread_comm || ev;
     if (tc && o->given.mode)
         hmb_usage_error(ctx, "--thread-comm and --mode both given: --thread-comm runs its own exchange (threadcomm)");
     if (tc && c->given.face_partitions)
@@ -170,14 +174,14 @@ void halo_check(hmb_ctx *ctx)
         check_face_partitions(ctx, &t, parts, dom);
         hmb_require_memory(ctx, block_bytes(dom[0], dom[1], dom[2]), "--domain: the block");
         if (tc)
-            check_thread_shares(ctx, hmb_threads(ctx), dom);
+            check_thread_shares(ctx, shares, dom);
         return;
     }
     for (int s = 0; s < c->sizes.n; s++) { /* the block is a cube whose face is the size */
         long long side = cube_side(c->sizes.v[s], axis_multiple(t.tdims)), n[3] = {side, side, side};
         char what[96];
         if (tc)
-            check_thread_shares(ctx, hmb_threads(ctx), n);
+            check_thread_shares(ctx, shares, n);
         snprintf(what, sizeof what, "--sizes %zu: a %lldx%lldx%lld block", c->sizes.v[s], side, side, side);
         hmb_require_memory(ctx, block_bytes(side, side, side), what);
         check_face_partitions(ctx, &t, parts, n);
@@ -185,13 +189,16 @@ void halo_check(hmb_ctx *ctx)
 }
 
 /* One point per --sizes face (a cube whose face is that size, size_bytes = its real face), or one
- * for --domain (size_bytes = its mean face); with --thread-comm, that for each of its values. */
+ * for --domain (size_bytes = its mean face); with --thread-comm, that for each of its values. A
+ * --thread-comm or --everywhere-ranks point says its layout (the value, or everywhere) and the
+ * cores in use, ranks x threads (where R ranks x T threads and everywhere's R x T ranks meet). */
 void halo_points(hmb_ctx *ctx, hmb_point_list *out)
 {
     const halo_opts *o = HMB_OPTS(halo_opts, ctx);
     const hmb_common_opts *c = hmb_common(ctx);
     hmb_topo t;
-    hmb_topo_from_options(ctx, 3, NDIRS, 0, &t);
+    halo_topo(ctx, 0, &t);
+    const int ev = halo_everywhere_threads(ctx) > 0;
     unsigned long long tcs = o->given.thread_comm ? o->thread_comm : 0;
     const long long *dom = o->domain.v;
     for (int tc = -1; tc < NTC; tc++) { /* -1: --mode's exchanges (no --thread-comm) */
@@ -202,10 +209,10 @@ void halo_points(hmb_ctx *ctx, hmb_point_list *out)
             halo_point *p = hmb_points_new(out, o->given.domain ? (size_t)(8 * (dom[0] * dom[1] + dom[1] * dom[2] +
                                                                                  dom[0] * dom[2]) / 3)
                                                                 : (size_t)side * side * 8);
-            if (tc < 0)
+            if (tc < 0 && !ev)
                 continue;
-            p->thread_comm = tc; /* at --threads 1 every value is the same exchange: MPI everywhere */
-            p->layout = hmb_threads(ctx) == 1 ? "everywhere" : halo_tc_names[tc];
+            p->thread_comm = tc; /* -1 (unset) for --everywhere-ranks */
+            p->layout = ev ? "everywhere" : halo_tc_names[tc];
             p->ranks_x_threads = (long long)hmb_size(ctx) * hmb_threads(ctx);
         }
     }
@@ -234,6 +241,7 @@ static void halo_free(halo_state *st)
     free(st->compute_end);
     free(st->halo_seen);
     free(st->halo_want);
+    free(st->share_want);
     free(st->tc_req);
     free(st);
 }
@@ -266,41 +274,15 @@ static int setup_faces(hmb_ctx *ctx, halo_state *st)
     }
     st->halo_seen = malloc(most * sizeof(uint64_t));
     st->halo_want = malloc(most * sizeof(uint64_t));
+    st->share_want = malloc(most * sizeof(uint64_t));
     st->piece_rreq = malloc((size_t)st->nparts_total * sizeof(MPI_Request));
     st->piece_sreq = malloc((size_t)st->nparts_total * sizeof(MPI_Request));
     st->compute_end = calloc((size_t)st->threads, sizeof(double));
     st->tc_req = malloc((size_t)st->threads * 2 * NDIRS * sizeof(MPI_Request));
-    return st->piece_rreq && st->piece_sreq && st->compute_end && st->halo_seen && st->halo_want && st->tc_req ? 0
-                                                                                                              : -1;
-}
-
-/* --thread-comm: thread t's communicator (and tag scheme), created once per point. */
-static MPI_Comm tc_new_comm(halo_state *st, MPI_Comm comm)
-{
-    st->tc_created[st->tc_ncomms++] = comm;
-    return comm;
-}
-
-void halo_threadcomm_setup(hmb_ctx *ctx, halo_state *st)
-{
-    MPI_Comm base = hmb_comm(ctx), one = MPI_COMM_NULL;
-    st->tc_tag_per_thread = st->tc == TC_SHARED || st->tc == TC_TAG;
-    if (st->tc == TC_SHARED) {
-        MPI_Comm_dup(base, &one);
-        tc_new_comm(st, one);
-    } else if (st->tc == TC_TAG) {
-        one = tc_new_comm(st, hmb_comm_dup_asserting(base, halo_tc_info_keys, TC_NINFO, st->tc_info));
-    }
-    for (int t = 0; t < st->threads; t++) {
-        MPI_Comm comm = one;
-        if (st->tc == TC_COMM) {
-            MPI_Comm_dup(base, &comm);
-        } else if (st->tc == TC_STREAM) {
-            hmb_stream_create(&st->tc_streams[st->tc_nstreams++]);
-            hmb_stream_comm(base, st->tc_streams[t], &comm);
-        }
-        st->tc_comm[t] = one != MPI_COMM_NULL ? one : tc_new_comm(st, comm);
-    }
+    return st->piece_rreq && st->piece_sreq && st->compute_end && st->halo_seen && st->halo_want && st->share_want &&
+                   st->tc_req
+               ? 0
+               : -1;
 }
 
 void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
@@ -310,13 +292,11 @@ void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
         hmb_unsupported(ctx, "cannot allocate the benchmark state");
         return NULL;
     }
-    hmb_topo_from_options(ctx, 3, NDIRS, 0, &st->topo);
+    halo_topo(ctx, 0, &st->topo);
     st->ops = hmb_comm_policy(ctx);
     hmb_comm_route(st->ops, ctx, &st->topo);
     point_domain(ctx, pt, st->n);
     snprintf(st->domain, sizeof st->domain, "%d,%d,%d", st->n[0], st->n[1], st->n[2]);
-    st->rank = hmb_rank(ctx);
-    st->threads = hmb_threads(ctx);
     st->compute_ns = hmb_common(ctx)->compute;
     st->face_parts = hmb_face_partitions(ctx);
     st->mock = st->ops->mock;
@@ -325,6 +305,7 @@ void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
     for (int m = 0; m < HMB_MAX_MODES; m++)
         st->comm[m] = MPI_COMM_NULL;
     st->tc = HMB_POINT(halo_point, pt)->thread_comm; /* -1 without --thread-comm */
+    halo_everywhere_setup(ctx, st); /* rank and threads; collective: before any way out of set-up */
     st->vmrss_kib = st->vmhwm_kib = -1;
     if (halo_choose_modes(ctx, st))
         return st;
@@ -357,5 +338,7 @@ void halo_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
         MPI_Comm_free(&st->tc_created[c]);
     for (int i = 0; i < st->tc_nstreams; i++)
         hmb_stream_free(&st->tc_streams[i]);
+    if (st->ev_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&st->ev_comm);
     halo_free(st);
 }

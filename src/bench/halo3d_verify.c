@@ -32,9 +32,13 @@ static const char *mode_label(const halo_state *st, int mode, char *buf, size_t 
 {
     if (st->tc < 0) /* else the mode is threadcomm */
         return halo_modes[mode].name;
-    snprintf(buf, len, "threadcomm/%s", halo_tc_names[st->tc]);
+    snprintf(buf, len, "threadcomm/%s", st->ev_threads ? "everywhere" : halo_tc_names[st->tc]);
     return buf;
 }
+
+/* Who sends and receives faces in messages: ranks, or with --everywhere-ranks the groups of ranks
+ * standing in for them. */
+static const char *rank_word(const halo_state *st) { return st->ev_threads ? "group" : "rank"; }
 
 /* The face of direction d as sent (sender geometry, this rank's cells) or as received (the
  * sender's boundary layer on the +off side of each halo cell), piece by piece in box order. */
@@ -62,6 +66,26 @@ static void face_pattern(const halo_face *f, long iter, uint64_t *out, int recei
 
 static void face_received(const void *face, long iter, uint64_t *out) { face_pattern(face, iter, out, 1); }
 
+/* The cells of face f this rank receives, [first, first + count) of its packed order: MPI
+ * everywhere, thread ev_tid's share; else all of them. */
+static void received_cells(const halo_state *st, const halo_face *f, size_t *first, size_t *count)
+{
+    size_t cells = halo_face_cells(f), share = cells / (size_t)st->threads;
+    *first = st->ev_threads ? (size_t)st->ev_tid * share : 0;
+    *count = st->ev_threads ? share : cells;
+}
+
+/* MPI everywhere: the share of face f this rank receives, as its sender's cells. */
+static void face_share_received(const void *face, long iter, uint64_t *out)
+{
+    const halo_face *f = face;
+    const halo_state *st = f->state;
+    size_t first, count;
+    received_cells(st, f, &first, &count);
+    face_pattern(f, iter, st->share_want, 1);
+    memcpy(out, st->share_want + first, count * sizeof(uint64_t));
+}
+
 /* Validation as data: every face this rank packs (the harness poisons it before and after each
  * mode) and every face it receives, per mode, checked right after the mode. */
 void register_faces(hmb_ctx *ctx, halo_state *st)
@@ -75,12 +99,19 @@ void register_faces(hmb_ctx *ctx, halo_state *st)
         int pieces = face_pieces(st, f);
         if (f->to != MPI_PROC_NULL)
             hmb_check_register(ctx, HMB_SEND_PACKED, f->send, bytes, st->rank, d, pieces, HMB_EACH_MODE, "send");
+        size_t first, count;
+        received_cells(st, f, &first, &count);
         for (int k = 0; k < st->nmodes && f->from != MPI_PROC_NULL; k++) {
-            char name[32];
-            hmb_check_register_fn(ctx, HMB_RECEIVE, f->recv, bytes, face_received, f, pieces, st->modes[k],
-                                  "%s mode: rank %d face of direction %s from rank %d%s",
-                                  mode_label(st, st->modes[k], name, sizeof name), st->rank, dir, f->from,
-                                  st->tc >= 0 ? " (piece t: thread t's share)" : "");
+            char name[32], who[48] = "";
+            if (st->ev_threads)
+                snprintf(who, sizeof who, " (thread %d's share)", st->ev_tid);
+            else if (st->tc >= 0)
+                snprintf(who, sizeof who, " (piece t: thread t's share)");
+            hmb_check_register_fn(ctx, HMB_RECEIVE, f->recv + first, count * sizeof(uint64_t),
+                                  st->ev_threads ? face_share_received : face_received, f,
+                                  st->ev_threads ? 1 : pieces, st->modes[k], "%s mode: %s %d face of direction %s "
+                                  "from %s %d%s", mode_label(st, st->modes[k], name, sizeof name), rank_word(st),
+                                  st->rank, dir, rank_word(st), f->from, who);
         }
     }
 }
@@ -96,15 +127,17 @@ static void check_halo(hmb_ctx *ctx, halo_state *st, int mode, long iter)
         const halo_face *f = &st->face[d];
         if (f->from == MPI_PROC_NULL)
             continue;
-        size_t cells = halo_face_cells(f), bytes = cells * sizeof(uint64_t);
-        halo_face_range(st, d, 0, cells, st->halo_seen, 1, 0);
+        size_t cells = halo_face_cells(f), first, count;
+        received_cells(st, f, &first, &count);
+        size_t lo = first * sizeof(uint64_t), bytes = count * sizeof(uint64_t);
+        halo_face_range(st, d, first, count, st->halo_seen, 1, 0);
         face_pattern(f, iter, st->halo_want, 1);
         unsigned char *seen = (unsigned char *)st->halo_seen, *want = (unsigned char *)st->halo_want;
         if (hmb_corrupt_pick(ctx, iter))
-            seen[bytes / 2] ^= 0x5a;
-        if (memcmp(seen, want, bytes) == 0)
+            seen[lo + bytes / 2] ^= 0x5a;
+        if (memcmp(seen + lo, want + lo, bytes) == 0)
             continue;
-        size_t bad = 0;
+        size_t bad = lo;
         while (seen[bad] == want[bad])
             bad++;
         int pieces = face_pieces(st, f), piece = (int)(bad / sizeof(uint64_t) / (cells / (size_t)pieces));
@@ -113,10 +146,10 @@ static void check_halo(hmb_ctx *ctx, halo_state *st, int mode, long iter)
         if (st->tc >= 0)
             snprintf(share, sizeof share, " (thread %d's share)", piece);
         hmb_validation_failure(ctx, st->pt, iter, piece,
-                               "%s mode: rank %d face of direction %s from rank %d, piece %d of %d%s, cell %zu of "
+                               "%s mode: %s %d face of direction %s from %s %d, piece %d of %d%s, cell %zu of "
                                "%zu (byte %zu) in the halo after unpack is 0x%02x, expected 0x%02x",
-                               mode_label(st, mode, name, sizeof name), st->rank, dir, f->from, piece, pieces,
-                               share, bad / 8, cells, bad, seen[bad], want[bad]);
+                               mode_label(st, mode, name, sizeof name), rank_word(st), st->rank, dir, rank_word(st),
+                               f->from, piece, pieces, share, bad / 8, cells, bad, seen[bad], want[bad]);
     }
 }
 
@@ -155,7 +188,7 @@ void halo_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
     hmb_result_add_num(ctx, "face_bytes", 8.0 * faces / NDIRS); /* the real (mean) face */
     snprintf(tgrid, sizeof tgrid, "%dx%dx%d", st->topo.tdims[0], st->topo.tdims[1], st->topo.tdims[2]);
     hmb_result_add_str(ctx, "tgrid", tgrid);
-    hmb_result_add_num(ctx, "threads", st->threads);
+    hmb_result_add_num(ctx, "threads", hmb_threads(ctx));
     hmb_result_add_num(ctx, "compute_ns", (double)st->compute_ns);
     hmb_result_add_str(ctx, "noise", hmb_common(ctx)->noise);
     hmb_result_add_num(ctx, "mock", st->mock);
@@ -173,6 +206,10 @@ void halo_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
     hmb_result_add_num(ctx, "vmhwm_kib", st->vmhwm_kib >= 0 ? (double)st->vmhwm_kib : NAN);
     if (st->tc < 0)
         return;
+    if (st->ev_threads) { /* the communicator per thread index (MPI_Comm_split) is not counted */
+        hmb_result_add_num(ctx, "everywhere_threads", st->ev_threads);
+        hmb_result_add_num(ctx, "everywhere_ranks", hmb_size(ctx) / st->ev_threads);
+    }
     hmb_result_add_num(ctx, "communicators", st->tc_ncomms);
     hmb_result_add_num(ctx, "streams", st->tc_nstreams);
     long long vcis;

@@ -57,6 +57,7 @@ typedef struct {
     double *begin, *posted, *done, *paused;
     hmb_pvars *pv;
     int have_posted_q, have_unexpected_q, have_searched, have_match_time;
+    int oversubscribed;         /* the emulator's threads outnumber a node's CPUs */
     double *pv_values;          /* one read's values (count <= comm size) */
     double q[4];                /* posted total, posted peer max, unexpected total, unexpected peer max */
     long long seed;

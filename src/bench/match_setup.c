@@ -177,6 +177,7 @@ void *match_setup(hmb_ctx *ctx, const hmb_point *pt)
 #pragma omp parallel num_threads(st->nrun)
 #pragma omp single
     got = omp_get_num_threads();
+    st->oversubscribed = hmb_threads_oversubscribe(ctx, st->nrun); /* collective */
     if (st->nrun > 1 && hmb_thread_level_provided(ctx) < MPI_THREAD_MULTIPLE)
         hmb_unsupported(ctx, "%d threads communicate at once: needs MPI_THREAD_MULTIPLE, the library provides %s",
                         st->nrun, hmb_thread_level_name(hmb_thread_level_provided(ctx)));
@@ -242,6 +243,7 @@ void match_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
     hmb_result_add_num(ctx, "centre_sends_per_iter", sends * st->threads);
     hmb_result_add_num(ctx, "centre_sources", st->variant == VARIANT_REAL ? recvs : 1);
     hmb_result_add_num(ctx, "emulator_threads", st->variant == VARIANT_LOWCOST ? st->ndirs * st->threads : 0);
+    hmb_result_add_num(ctx, "oversubscribed_threads", st->oversubscribed);
     size_t len = (size_t)st->threads * 2 * (size_t)st->ndirs * 8 + 64;
     char *buf = malloc(len);
     if (buf) {

@@ -109,6 +109,8 @@ static void mt_points(hmb_ctx *ctx, hmb_point_list *out)
                     mt_point *p = hmb_points_new(out, sizes[i]);
                     p->test = test;
                     p->mode = mode;
+                    /* cores in use: where T threads per rank and everywhere's 2T ranks meet */
+                    p->ranks_x_threads = (long long)hmb_size(ctx) * hmb_threads(ctx);
                     if (test == MT_GET)
                         p->target_progress = prog;
                 }

@@ -37,7 +37,7 @@ enum { MT_WINDOW_CREATE, MT_WINDOW_ALLOCATE };
 /* A point: the test, the mode, and for get the target's progress. */
 #define MT_PARAMS(X)                                                                                                \
     X(test, NAME, .names = mt_test_names) X(mode, NAME, .names = mt_mode_names)                                    \
-    X(target_progress, NAME, .names = mt_progress_names)
+    X(target_progress, NAME, .names = mt_progress_names) X(ranks_x_threads, INT)
 HMB_POINT_PARAMS(mt_point, MT_PARAMS);
 
 /* Every rate/contention message starts with a 64-bit stamp: iteration (low 24 bits), lane

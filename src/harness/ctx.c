@@ -39,6 +39,18 @@ double hmb_to_global(const hmb_ctx *ctx, double t_local) { return t_local - ctx-
 double hmb_clock_offset(const hmb_ctx *ctx) { return ctx->run.clock_offset_s; }
 double hmb_timer_overhead_ns(const hmb_ctx *ctx) { return ctx->run.timer_overhead_ns; }
 
+int hmb_threads_oversubscribe(hmb_ctx *ctx, int threads_here)
+{
+    MPI_Comm node;
+    int node_threads = 0, over, any = 0;
+    MPI_Comm_split_type(ctx->run.comm, MPI_COMM_TYPE_SHARED, ctx->run.rank, MPI_INFO_NULL, &node);
+    MPI_Allreduce(&threads_here, &node_threads, 1, MPI_INT, MPI_SUM, node);
+    MPI_Comm_free(&node);
+    over = node_threads > ctx->run.node_compute_cpus || threads_here > hmb_cpus_count(&ctx->run.rank_cpus);
+    MPI_Allreduce(&over, &any, 1, MPI_INT, MPI_LOR, ctx->run.comm);
+    return any;
+}
+
 /* The thread levels, once, in the order of --thread-level's choices: their names for the table and
  * the JSON. */
 static const struct {

@@ -63,11 +63,16 @@ int hmb_async_efficiency_ranks(int n, const double *t_total_s, const double *c_s
     return 0;
 }
 
-double hmb_overlap_pct(double t_comm_s, double t_comp_s, double t_overall_s)
+double hmb_overlap_unclamped_pct(double t_comm_s, double t_comp_s, double t_overall_s)
 {
     if (!(t_comm_s > 0.0))
         return 0.0;
-    double pct = 100.0 * (t_comm_s + t_comp_s - t_overall_s) / t_comm_s;
+    return 100.0 * (t_comm_s + t_comp_s - t_overall_s) / t_comm_s;
+}
+
+double hmb_overlap_pct(double t_comm_s, double t_comp_s, double t_overall_s)
+{
+    double pct = hmb_overlap_unclamped_pct(t_comm_s, t_comp_s, t_overall_s);
     return pct < 0.0 ? 0.0 : pct > 100.0 ? 100.0 : pct;
 }
 

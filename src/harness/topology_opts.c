@@ -26,13 +26,18 @@ static void format_dims(char *buf, size_t len, const int *dims, int ndims)
 
 void hmb_topo_from_options(hmb_ctx *ctx, int ndims, int neighbours, int record, hmb_topo *t)
 {
+    hmb_topo_from_options_as(ctx, ndims, neighbours, record, hmb_size(ctx), hmb_rank(ctx), hmb_threads(ctx), t);
+}
+
+void hmb_topo_from_options_as(hmb_ctx *ctx, int ndims, int neighbours, int record, int size, int rank, int threads,
+                              hmb_topo *t)
+{
     int grid_v[3], tgrid_v[3];
     const hmb_common_opts *o = hmb_common(ctx);
     const int *grid = axes_option(ctx, "grid", o->grid, o->given.grid, ndims, grid_v);
     const int *tgrid = axes_option(ctx, "tgrid", o->tgrid, o->given.tgrid, ndims, tgrid_v);
     int periodic = o->boundary == HMB_BOUNDARY_PERIODIC;
-    const char *err = hmb_topo_build(t, ndims, neighbours, grid, hmb_size(ctx), hmb_rank(ctx), tgrid,
-                                     hmb_threads(ctx), periodic);
+    const char *err = hmb_topo_build(t, ndims, neighbours, grid, size, rank, tgrid, threads, periodic);
     if (err) {
         char want[64];
         int given[3] = {1, 1, 1};
@@ -41,10 +46,10 @@ void hmb_topo_from_options(hmb_ctx *ctx, int ndims, int neighbours, int record, 
             memcpy(given, shown, ndims * sizeof(int));
         format_dims(want, sizeof want, given, ndims);
         if (strstr(err, "thread"))
-            hmb_usage_error(ctx, "--tgrid %s: %s (--threads %d)", want, err, hmb_threads(ctx));
+            hmb_usage_error(ctx, "--tgrid %s: %s (%d threads)", want, err, threads);
         if (grid)
-            hmb_usage_error(ctx, "--grid %s: %s (%d ranks)", want, err, hmb_size(ctx));
-        hmb_usage_error(ctx, "%s (%d ranks)", err, hmb_size(ctx));
+            hmb_usage_error(ctx, "--grid %s: %s (%d ranks)", want, err, size);
+        hmb_usage_error(ctx, "%s (%d ranks)", err, size);
     }
     if (record) {
         char buf[64];

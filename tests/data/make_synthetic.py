@@ -1,11 +1,12 @@
 """Writes the synthetic result files in tests/data (run again after a schema change).
 
-  python tests/data/make_synthetic.py
+  python tests/data/make_synthetic.py            (python tests/data/make_synthetic.py report: that file only)
 
 report_small.jsonl: part/async/mt/p2p on two libraries, two repeats, noise none/uniform:4,
     early-bird planted on "Open MPI" from 64K on (P > 1, uniform noise), none on MPICH;
     async impl unsupported on Open MPI; one failed launch;
-    mt at T = 1, 2, 4 (T >= 2 oversubscribed), rate = MT_BASE · T^MT_GAIN[mode] and
+    mt on a 4-core node at T = 1, 2, 4 (T = 4 oversubscribed: 2 ranks x 4 threads, and everywhere's
+    8 ranks), rate = MT_BASE · T^MT_GAIN[mode] and
     everywhere = MT_EVERYWHERE · T, so rate / everywhere = (MT_BASE / MT_EVERYWHERE) · T^(gain − 1);
     stream unsupported on Open MPI; the thread-safety pair (T = 1, shared) runs at
     MT_SAFETY[impl] of SINGLE's rate under MULTIPLE.
@@ -13,6 +14,7 @@ compare_a.jsonl / compare_b.jsonl: 10 p2p points with raw samples; in B, exactly
     in PLANTED are 30% slower, the rest is the same distribution drawn anew.
 """
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +25,7 @@ KB = 1024
 MT_BASE, MT_EVERYWHERE = 2.0e6, 2.2e6
 MT_GAIN = {"shared": 0.6, "comm": 1.0, "tag": 0.9, "stream": 1.1, "funneled": 0.2}
 MT_SAFETY = {"MPICH": 0.8, "Open MPI": 0.9}     # msg/s at MULTIPLE / at SINGLE, one thread
+MT_CPUS = 4                                      # the planted node of the mt runs
 
 
 def reseed(seed: int) -> None:
@@ -46,7 +49,7 @@ class Writer:
         self.runs = 0
 
     def run(self, bench, impl, library, ranks, threads, noise="none", oversubscribed=False, tag=None,
-            thread_level="MULTIPLE"):
+            thread_level="MULTIPLE", cpus=2):
         self.runs += 1
         run_id = f"synth-{self.runs:03d}"
         self.lines.append({
@@ -55,7 +58,7 @@ class Writer:
             "tag": tag, "start_time": "2024-06-01T12:00:00Z",
             "mpi": {"library": library, "library_full": library, "impl": impl, "standard": "4.0"},
             "thread_level": {"requested": thread_level, "provided": thread_level}, "ranks": ranks,
-            "hosts": ["node1"], "ranks_per_node": ranks, "threads": threads, "cpus_available": 2,
+            "hosts": ["node1"], "ranks_per_node": ranks, "threads": threads, "cpus_available": cpus,
             "oversubscribed": oversubscribed,
             "placement": [{"rank": r, "host": "node1", "cpuset": str(r), "thread_cpus": [r]} for r in range(ranks)],
             "env": {"OMP_NUM_THREADS": str(threads)}, "timer": {"clock": "CLOCK_MONOTONIC", "resolution_ns": 1, "overhead_ns": 20},
@@ -152,9 +155,10 @@ def mt_extra(impl, mode, threads, processes=1, level="MULTIPLE"):
 
 def mt(w, impl, library, repeat):
     for threads in (1, 2, 4):
-        over = threads * 2 > 2
+        over = threads * 2 > MT_CPUS
         slow = 1.5 if over else 1.0
-        run_id = w.run("mt", impl, library, 2, threads, oversubscribed=over, tag=f"mt-{impl}-{threads}-r{repeat}")
+        run_id = w.run("mt", impl, library, 2, threads, oversubscribed=over, tag=f"mt-{impl}-{threads}-r{repeat}",
+                       cpus=MT_CPUS)
         for mode, gain in MT_GAIN.items():
             params = {"size_bytes": 8, "test": "rate", "mode": mode, "threads": threads}
             if mode == "stream" and impl == "Open MPI":
@@ -163,12 +167,13 @@ def mt(w, impl, library, repeat):
             rate = MT_BASE * threads ** gain / slow
             w.result(run_id, "mt", params, {"msg_rate": (noisy(rate), "msg/s", True)}, raw=False,
                      extra=mt_extra(impl, mode, threads))
-        run_id = w.run("mt", impl, library, 2 * threads, 1, oversubscribed=over, tag=f"mt-ev-{impl}-{threads}-r{repeat}")
+        run_id = w.run("mt", impl, library, 2 * threads, 1, oversubscribed=over, tag=f"mt-ev-{impl}-{threads}-r{repeat}",
+                       cpus=MT_CPUS)
         w.result(run_id, "mt", {"size_bytes": 8, "test": "rate", "mode": "everywhere", "threads": 1},
                  {"msg_rate": (noisy(MT_EVERYWHERE * threads / slow), "msg/s", True)}, raw=False,
                  extra=mt_extra(impl, "everywhere", 1, processes=threads))
     # Cost of thread safety: one thread at SINGLE (MULTIPLE is the T = 1 shared point above).
-    run_id = w.run("mt", impl, library, 2, 1, tag=f"mt-single-{impl}-r{repeat}", thread_level="SINGLE")
+    run_id = w.run("mt", impl, library, 2, 1, tag=f"mt-single-{impl}-r{repeat}", thread_level="SINGLE", cpus=MT_CPUS)
     w.result(run_id, "mt", {"size_bytes": 8, "test": "rate", "mode": "shared", "threads": 1},
              {"msg_rate": (noisy(MT_BASE / MT_SAFETY[impl]), "msg/s", True)}, raw=False,
              extra=mt_extra(impl, "shared", 1, level="SINGLE"))
@@ -220,5 +225,4 @@ def compare_files():
 
 
 if __name__ == "__main__":
-    report_file()
-    compare_files()
+    report_file() if sys.argv[1:] == ["report"] else (report_file(), compare_files())

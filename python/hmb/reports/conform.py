@@ -2,9 +2,7 @@
 matrix with its notes (report.py, hmb.conform.matrix_rows)."""
 from __future__ import annotations
 
-from . import register
+from .common import register
 
 
-@register("conform", "Conformance checks")
-def figures(rs, outdir):
-    return []
+register("conform", "Conformance checks")

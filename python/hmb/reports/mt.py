@@ -1,21 +1,14 @@
-"""Report of the multithreaded communication benchmark (mt): message rate per threading mode,
-set against MPI everywhere (SPEC §3.4), and its tables."""
+"""Readings and tables of the multithreaded communication benchmark (mt; figures.toml: mt_rate,
+mt_rate_vs_everywhere): message rate per threading mode, set against MPI everywhere (SPEC §3.4);
+the performance/resources table and the cost of thread safety."""
 from __future__ import annotations
 
-import dataclasses
 import math
 import statistics
 from collections import defaultdict
-from pathlib import Path
 
-from ..results import Combined, Result, ResultSet, combine, fmt_size, run_context
-from . import register
-from .common import Figure, Line, draw, int_param, lines_of, ok_results, per_mpi, size_of
-
-MT_MODES = ("everywhere", "shared", "comm", "tag", "stream", "funneled")   # fixed colours
-
-
-MT_COLORS = [(m,) for m in MT_MODES]
+from ..results import Result, ResultSet, combine, fmt_size
+from .common import int_param, largest_read, none_read, ok_results, per_mpi, reading, readings, register, size_of
 
 
 def _mt_test(r: Result) -> str:
@@ -47,7 +40,7 @@ def _thread_level(r: Result, which: str = "provided") -> str:
 
 def _mt_results(rs: ResultSet) -> list[Result]:
     """ok mt points at the benchmark's own thread level (MULTIPLE): the thread-safety runs at
-    SINGLE are compared in their own table, not mixed into the rate curves."""
+    SINGLE are compared in their own table, not mixed into the rates."""
     return [r for r in ok_results(rs, "mt") if r.metric("msg_rate") and _thread_level(r, "requested") == "MULTIPLE"]
 
 
@@ -55,28 +48,11 @@ def _mt_sizes(res: list[Result]) -> list:
     return sorted({size_of(r) for r in res}, key=lambda s: -1 if s is None else s)
 
 
-def _mt_ratio_points(res: list[Result]) -> dict:
-    """(mpi, size) -> mode -> {T: Combined ratio to everywhere with T processes per side}.
-
-    CI and spread are propagated conservatively (low over high, high over low)."""
-    groups = defaultdict(list)
-    for r in res:
-        if _mt_test(r) == "rate":
-            groups[(r.mpi, size_of(r), _mt_mode(r), _mt_threads(r))].append(r)
-    out = defaultdict(lambda: defaultdict(dict))
-    for (mpi, size, mode, threads), rr in groups.items():
-        base = groups.get((mpi, size, "everywhere", threads))
-        if mode == "everywhere" or not base:
-            continue
-        c, e = combine(rr, "msg_rate"), combine(base, "msg_rate")
-        if c is None or e is None or e.median <= 0:
-            continue
-        div = lambda a, b: a / b if b > 0 and not (math.isnan(a) or math.isnan(b)) else float("nan")  # noqa: E731
-        out[(mpi, size)][mode][threads] = Combined(
-            c.median / e.median, div(c.ci_lo, e.ci_hi), div(c.ci_hi, e.ci_lo),
-            div(c.spread_lo, e.spread_hi), div(c.spread_hi, e.spread_lo),
-            min(c.repeats, e.repeats), c.oversubscribed or e.oversubscribed)
-    return out
+def _modes(rs: ResultSet) -> list:
+    """mt's modes in its descriptor's order (--describe), for the tables' rows."""
+    desc = rs.descriptors.get("mt")
+    opt = desc.option("mode") if desc else None
+    return list(opt.choices or ()) if opt else []
 
 
 def _fmt_rate(v: float) -> str:
@@ -87,78 +63,46 @@ def _fmt_rate(v: float) -> str:
     return f"{v:.3g}"
 
 
-def _mode_order(mode: str) -> int:
-    return MT_MODES.index(mode) if mode in MT_MODES else len(MT_MODES)
-
-
-def _one_style(lines: list[Line]) -> list[Line]:
-    """Lines drawn in a panel of their own MPI: labelled by mode, one line style."""
-    return [dataclasses.replace(ln, label=ln.detail, mpi="") for ln in
-            sorted(lines, key=lambda ln: _mode_order(ln.color_key[0]))]
-
-
-def _reading_rates(lines: list[Line]) -> str:
+def _at_largest(lines: list, value) -> list:
+    """Per MPI: (mpi, T, [(value text, mode)] best first, larger Ts with no reading)."""
     out = []
-    for mpi, mlines in sorted(per_mpi(lines).items()):
-        t_max = max(x for ln in mlines for x, _ in ln.points)
-        at = sorted(((c.median, ln.color_key[0]) for ln in mlines for x, c in ln.points if x == t_max), reverse=True)
-        out.append(f"{mpi} at T={t_max}: " + ", ".join(f"{m} {_fmt_rate(v)}" for v, m in at))
+    for mpi, mlines in per_mpi(lines).items():
+        t_max, beyond = largest_read(mlines)
+        if t_max is None:
+            out.append((mpi, None, [], beyond))
+            continue
+        at = sorted(((p.median, ln.name) for p, ln in readings(mlines) if p.x == t_max), reverse=True)
+        out.append((mpi, t_max, [(value(v), m) for v, m in at], beyond))
+    return out
+
+
+def _beyond(beyond: list) -> str:
+    return f" (T={', '.join(f'{t:g}' for t in beyond)}: no reading)" if beyond else ""
+
+
+register("mt", "Multithreaded communication (mt)", tables=lambda rs: mt_tables(rs))
+
+
+@reading("mt_rate")
+def rates(plan, unsupported=None) -> str:
+    out = []
+    for mpi, t, at, beyond in _at_largest(plan.lines(), _fmt_rate):
+        out.append(none_read(mpi) if t is None else
+                   f"{mpi} at T={t:g}: " + ", ".join(f"{m} {v}" for v, m in at) + _beyond(beyond))
     return "Message rate (msg/s), best first: " + "; ".join(out) + "."
 
 
-def _reading_vs_everywhere(ratios: dict, several_sizes: bool) -> str:
+@reading("mt_rate_vs_everywhere")
+def vs_everywhere(plan, unsupported=None) -> str:
     out = []
-    for (mpi, size), modes in sorted(ratios.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
-        t_max = max(t for pts in modes.values() for t in pts)
-        at = sorted(((pts[t_max].median, mode) for mode, pts in modes.items() if t_max in pts), reverse=True)
-        where = f"At T={t_max} on {mpi}" + (f" ({fmt_size(size)})" if several_sizes and size else "")
+    for mpi, t, at, beyond in _at_largest(plan.lines(), lambda v: f"{v:.2f}"):
+        if t is None:
+            out.append(none_read(mpi))
+            continue
         (best, best_mode), rest = at[0], at[1:]
-        text = f"{where}, {best_mode} reaches {best:.2f} of everywhere"
-        out.append(text + "".join(f", {m} {v:.2f}" for v, m in rest))
+        out.append(f"At T={t:g} on {mpi}, {best_mode} reaches {best} of everywhere"
+                   + "".join(f", {m} {v}" for v, m in rest) + _beyond(beyond))
     return "; ".join(out) + "." if out else "No mode has an everywhere run with the same processes per side."
-
-
-@register("mt", "Multithreaded communication (mt)", tables=lambda rs: mt_tables(rs))
-def mt_figures(rs: ResultSet, outdir: Path) -> list[Figure]:
-    res = _mt_results(rs)
-    if not res:
-        return []
-    sizes = _mt_sizes(res)
-    several_sizes = len(sizes) > 1
-    panels, all_lines = [], []
-    for test in sorted({_mt_test(r) for r in res}):
-        for size in sizes:
-            sub = [r for r in res if _mt_test(r) == test and size_of(r) == size]
-            lines = lines_of(sub, "msg_rate", lambda r: (r.mpi, _mt_mode(r)), _mt_threads,
-                           _mt_mode, x_names=("threads", "ranks"),
-                           shown=("mode", "test", "size_bytes"))
-            all_lines += lines
-            for mpi, mlines in sorted(per_mpi(lines).items()):
-                where = f"{mpi}, test {test}" + (f", {fmt_size(size)}" if several_sizes and size else "")
-                panels.append((where, _one_style(mlines)))
-    figs = []
-    png, svg, over = draw("mt_rate", panels, "threads per rank T (everywhere: T processes)",
-                           "message rate (msg/s)", outdir, xsize=False, ylog=True, color_order=MT_COLORS)
-    figs.append(Figure("mt_rate", "Multithreaded message rate",
-                       "How does the message rate scale with threads in each threading mode?",
-                       _reading_rates(all_lines), png, svg, over))
-
-    ratios = _mt_ratio_points(res)
-    if ratios:
-        panels = []
-        ratio_context = frozenset(run_context(r.run) for r in res)
-        for (mpi, size), modes in sorted(ratios.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
-            mlines = [Line(mode, (mode,), "", sorted(pts.items()), context=ratio_context)
-                      for mode, pts in sorted(modes.items(), key=lambda kv: _mode_order(kv[0]))]
-            panels.append((mpi + (f", {fmt_size(size)}" if several_sizes and size else ""), mlines))
-        png, svg, over = draw("mt_rate_vs_everywhere", panels, "threads per rank T (everywhere: T processes)",
-                               "message rate / everywhere's", outdir, xsize=False, yref=1.0,
-                               color_order=MT_COLORS, ylim=(0.0, None))
-        figs.append(Figure("mt_rate_vs_everywhere", "Message rate relative to MPI everywhere",
-                           "With T threads per process, how close does each mode get to T single-threaded "
-                           "processes per side (MPI everywhere)? (1.0 = as fast as everywhere)",
-                           _reading_vs_everywhere(ratios, several_sizes), png, svg, over))
-    return figs
 
 
 def _per_side(r: Result, key: str):
@@ -203,8 +147,9 @@ def mt_tables(rs: ResultSet) -> list[tuple]:
         base = combine(modes["everywhere"], "msg_rate") if "everywhere" in modes else None
         base_rss = _median_of([_per_side(r, "vmrss_kib") for r in modes.get("everywhere", [])])
         where = [mpi] + ([fmt_size(size)] if several_sizes else []) + [str(threads)]
+        known = _modes(rs)
         order = sorted(set(modes) | set(unsupported.get(key, {})),
-                       key=lambda m: MT_MODES.index(m) if m in MT_MODES else len(MT_MODES))
+                       key=lambda m: (known.index(m) if m in known else len(known), m))
         for mode in order:
             if mode not in modes:
                 rows.append(where + [mode, "unsupported", "–", "–", "–", "–", "–", "–", "0"])
@@ -215,7 +160,7 @@ def mt_tables(rs: ResultSet) -> list[tuple]:
             vcis, reserved = _per_side(first, "vcis"), _per_side(first, "reserve_vcis")
             vci_text = _count(vcis) + (f" ({reserved:g} reserved)" if reserved else "")
             rss = _median_of([_per_side(r, "vmrss_kib") for r in rr])
-            over = "*" if c.oversubscribed else ""
+            over = "*" if c.no_reading else ""
             rows.append(where + [mode, _fmt_rate(c.median) + over, _pct(c.median, base.median if base else None),
                                  vci_text, _count(_per_side(first, "streams")),
                                  _count(_per_side(first, "communicators")),
@@ -227,7 +172,8 @@ def mt_tables(rs: ResultSet) -> list[tuple]:
                        "Resources are per side of the exchange: rank 0's VCIs (MPIR_CVAR_CH4_NUM_VCIS, "
                        "– where the library exposes none), MPIX streams, communicators and resident memory "
                        "after set-up, times the processes on its side (everywhere: T). msg/s is the median "
-                       "of the repeats' medians; * marks an oversubscribed run (ranks × threads > cores)."))
+                       "of the repeats' medians; * marks a point that is no reading (oversubscribed: ranks × threads > "
+                       "cores, or a progress thread on a compute core)."))
     tables += _mt_thread_safety(rs)
     return tables
 

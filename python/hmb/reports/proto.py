@@ -6,11 +6,9 @@ setting (seed 001 Figs 1b and 2). docs/metrics.md ("proto") defines every field.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
-from ..results import ResultSet, fmt_num, fmt_size
-from . import register
-from .common import OVERSUBSCRIBED_NOTE, Figure, draw, lines_of, ok_results, per_mpi, size_of
+from ..results import ResultSet, fmt_size
+from .common import ok_results, per_mpi, reading, register, size_of
 
 VIEW_ORDER = ("both", "sender", "recv-early", "recv-late", "step")
 
@@ -83,66 +81,43 @@ def tradeoff_table(rs: ResultSet) -> list[tuple]:
              "Memory per peer from 2 ranks (one peer): a rough figure to compare thresholds, not a capacity plan.")]
 
 
-@register("proto", "Protocols: eager/rendezvous switch and threshold trade-off (proto)",
-          tables=lambda rs: switch_table(rs) + tradeoff_table(rs))
-def proto_figures(rs: ResultSet, outdir: Path) -> list:
-    fig = tradeoff_figure(rs, outdir)
-    return [fig] if fig else []
+register("proto", "Protocols: eager/rendezvous switch and threshold trade-off (proto)",
+         tables=lambda rs: switch_table(rs) + tradeoff_table(rs))
 
 
-def _overlap_runs(rs: ResultSet) -> list:
-    return [r for r in ok_results(rs, "async") if r.params.get("op") == "pt2pt" and r.params.get("progress") == "none"]
-
-
-def _against_default(title: str, lines: list) -> str:
+def _against_default(panel) -> str:
     """Each setting against the same MPI's default at each size: a ratio of medians, or for the
     overlap (a percentage that can be negative) a difference in points."""
-    what = title.split(" (")[0]
-    points = title.startswith("overlap")
+    what = panel.title.split(" (")[0]
+    points = panel.value == "efficiency_pct"
     out = []
-    for mpi, mlines in sorted(per_mpi(lines).items()):
-        base = next((dict(ln.points) for ln in mlines if ln.color_key == ("default",)), None)
+    for mpi, mlines in per_mpi(panel.lines).items():
+        base = next(({p.x: p for p in ln.reading_points} for ln in mlines if ln.hue == "default" and not ln.split), None)
         if base is None:
             continue
         for ln in mlines:
-            if ln.color_key == ("default",):
+            if ln.hue == "default" and not ln.split:
                 continue
             cells = []
-            for x, c in ln.points:
-                b = base.get(x)
-                if b is None or not (math.isfinite(b.median) and math.isfinite(c.median)):
+            for p in ln.reading_points:
+                b = base.get(p.x)
+                if b is None or not (math.isfinite(b.median) and math.isfinite(p.median)):
                     continue
                 if points:
-                    cells.append(f"{fmt_size(x)} {c.median - b.median:+.1f}")
+                    cells.append(f"{fmt_size(p.x)} {p.median - b.median:+.1f}")
                 elif b.median > 0:
-                    cells.append(f"{fmt_size(x)} ×{c.median / b.median:.2f}")
+                    cells.append(f"{fmt_size(p.x)} ×{p.median / b.median:.2f}")
             if cells:
-                out.append(f"{mpi} {ln.detail}: " + ", ".join(cells))
+                out.append(f"{mpi} {ln.name}: " + ", ".join(cells))
     if not out:
         return ""
     unit = "points against the default" if points else "times the default"
     return f"{what} ({unit}) — " + "; ".join(out) + "."
 
 
-def tradeoff_figure(rs: ResultSet, outdir: Path) -> Figure | None:
+@reading("proto_tradeoff")
+def tradeoff(plan, unsupported=None) -> str:
     """Message rate, overlap and library memory per peer against the message size, one line per
     MPI and `settings` entry (the colour is the setting, the line style the MPI)."""
-    trade = [r for r in ok_results(rs, "proto") if r.params.get("test") == "tradeoff"]
-    wanted = (("message rate (msg/s)", trade, "msg_rate"),
-              ("overlap E (%): async pt2pt, no progress thread", _overlap_runs(rs), "efficiency_pct"),
-              ("library memory per peer (kB)", trade, "per_peer_kB"))
-    panels = [(title, ls) for title, res, metric in wanted
-              if (ls := lines_of(res, metric, lambda r: (r.mpi, r.settings), size_of,
-                                 lambda r: f"setting {r.settings}", shown=("settings",)))]
-    if not panels:
-        return None
-    png, svg, over = draw("proto_tradeoff", panels, "message size (bytes)", "", outdir, sharey=False,
-                          ylog=[title.startswith("message rate") for title, _ in panels],
-                          color_order=[(s,) for s in ("default", "4K", "16K", "64K", "1M")])
-    out = [_against_default(title, lines) for title, lines in panels]
-    reading = " ".join(s for s in out if s) or "No setting but the default was measured."
-    reading += OVERSUBSCRIBED_NOTE if over else ""
-    return Figure("proto_tradeoff", "What an eager threshold buys and costs",
-                  "Raising the eager threshold lets larger messages move during the compute (overlap), but "
-                  "what does it cost in message rate and library memory, per library? (seed 001 Figs 1b, 2; "
-                  "memory per peer from 2 ranks: one peer)", reading, png, svg, over)
+    out = [_against_default(p) for p in plan.panels]
+    return " ".join(s for s in out if s) or "No setting but the default was measured."

@@ -73,10 +73,14 @@ class Study:
     def tables(self) -> list:
         return self.data.get("table", [])
 
+    @property
+    def missing(self) -> list:
+        return self.meta.get("missing", [])
+
     def not_run(self, figure: str | None = None) -> list[str]:
         """What the study cannot run, one line each: the study's `missing` and each figure
         whose `needs` HMB lacks (only that figure's, with figure)."""
-        out = [] if figure else [f"not run: {m}" for m in self.meta.get("missing", [])]
+        out = [] if figure else [f"not run: {missing_text(m)}" for m in self.missing]
         out += [f"not run: {f['number']} ({f['title']}): needs {f['needs']}" for f in self.figures
                 if f.get("needs") and (figure is None or f["id"] == figure)]
         return out
@@ -95,9 +99,70 @@ class Study:
                 return f
         raise StudyError(f"study {self.name}: no figure {fid!r} (has: {', '.join(f['id'] for f in self.figures)})")
 
+    def coverage(self, cores: int | None = None) -> "Coverage":
+        """The study's inventory counted: the paper's statements, those declared as claims
+        (a table's cells each), those a run on `cores` cores can judge, those missing, and the
+        paper's figures and tables no claim or missing entry accounts for."""
+        from . import claims as hclaims
+        needs = {f["id"]: f["needs"] for f in self.figures if f.get("needs")}
+        cov = Coverage()
+        for c in self.claims:
+            lacks = needs.get(c.get("figure_id"), "")
+            for e in hclaims.expand(c):
+                cov.declared += 1
+                cov.judged_here += hclaims.runnable_here(e, lacks, cores)
+                cov.unreviewed += str(e.get("tolerance_from", "")).startswith("unreviewed")
+                cov.breaking += bool(hclaims.lint(e))
+        cov.missing = sum(m.get("cells", 1) if isinstance(m, dict) else 1 for m in self.missing)
+        cov.figures = list(self.meta.get("paper_figures", []))
+        cov.unaccounted = [f for f in cov.figures if f not in self.sources()]
+        return cov
+
+    def sources(self) -> set[str]:
+        """The paper's figures, tables and sections the claims and missing entries name."""
+        out = set()
+        for c in self.claims:
+            out.add(c["figure"])
+            out.update(c.get("also_in", []))
+            for cell in c.get("cells", []):
+                out.update(cell.get("also_in", []))
+        out.update(m["figure"] for m in self.missing if isinstance(m, dict))
+        return out
+
     def citation(self) -> str:
         m = self.meta
         return f"{m['authors']}, \"{m['title']}\", {m['venue']}, {m['year']}"
+
+
+@dataclasses.dataclass
+class Coverage:
+    declared: int = 0        # claims, a table's cells each
+    judged_here: int = 0     # of those, the ones this machine can give a verdict
+    missing: int = 0         # statements listed in missing, with the reason
+    unreviewed: int = 0      # claims whose tolerance is marked unreviewed (issue 27)
+    breaking: int = 0        # claims that break a fidelity rule (claims.lint)
+    figures: list = dataclasses.field(default_factory=list)       # the paper's figures and tables
+    unaccounted: list = dataclasses.field(default_factory=list)   # of those, read by nothing
+
+    @property
+    def statements(self) -> int:
+        return self.declared + self.missing
+
+    def line(self) -> str:
+        figs = (f"; {len(self.figures) - len(self.unaccounted)} of {len(self.figures)} figures and tables "
+                f"accounted for" + (f" (not: {', '.join(self.unaccounted)})" if self.unaccounted else "")
+                if self.figures else "; the paper's figures and tables are not listed (paper_figures)")
+        extra = "".join(f"; {n} {what}" for n, what in ((self.unreviewed, "unreviewed"),
+                                                        (self.breaking, "breaking a fidelity rule")) if n)
+        return (f"{self.statements} statements: {self.declared} declared, {self.missing} missing; "
+                f"{self.declared - self.judged_here} not runnable here{figs}{extra}")
+
+
+def missing_text(m) -> str:
+    """A `missing` entry as one line: a bare string as it is, else 'FIGURE: WHAT — WHY'."""
+    if isinstance(m, str):
+        return m
+    return f"{m['figure']}: {m['what']} — {m['why']}"
 
 
 def studies_dir() -> Path:
@@ -106,6 +171,52 @@ def studies_dir() -> Path:
 
 def _schema() -> dict:
     return json.loads((resources.files("hmb") / "schema" / "study.schema.json").read_text())
+
+
+# Keys of a report figure that a study figure starting from it (`from`) does not take.
+REPORT_ONLY_KEYS = ("id", "title", "question", "per")
+
+
+def report_figures() -> dict:
+    """id -> declaration of the report's figures (python/hmb/reports/figures.toml, checked
+    against the schema's $defs.report_figures): the figures `hmb report` draws, which a study
+    figure may start from (`from`)."""
+    path = resources.files("hmb") / "reports" / "figures.toml"
+    where = "hmb/reports/figures.toml"
+    data = tomllib.loads(path.read_text())
+    schema = _schema()
+    v = jsonschema.Draft202012Validator({"$defs": schema["$defs"], "$ref": "#/$defs/report_figures"})
+    errors = sorted(v.iter_errors(data), key=_first)
+    if errors:
+        raise StudyError(f"{where}: {_where(errors[0])}: {errors[0].message}")
+    out = {}
+    for f in data["figure"]:
+        if f["id"] in out:
+            raise StudyError(f"{where}: figure id {f['id']!r} repeats")
+        out[f["id"]] = f
+    return out
+
+
+def resolve(fig: dict, where: str = "") -> dict:
+    """A study figure with `from`: the report figure it names, its own keys winning (its `where`
+    filters added to the report figure's)."""
+    if "from" not in fig:
+        return fig
+    base = report_figures().get(fig["from"])
+    if base is None:
+        raise StudyError(f"{where}{': ' if where else ''}figure {fig['id']}: from: no report figure "
+                         f"{fig['from']!r} (python/hmb/reports/figures.toml)")
+    out = {**{k: v for k, v in base.items() if k not in REPORT_ONLY_KEYS}, **fig}
+    if base.get("where") or fig.get("where"):
+        out["where"] = {**base.get("where", {}), **fig.get("where", {})}
+    return out
+
+
+def _first(err: jsonschema.ValidationError) -> tuple:
+    """The error to name first: the shallowest, but never the 'unevaluated properties' one a
+    figure's shared keys ($defs.drawing) raise as soon as any of them is wrong (it would name
+    every key of the figure instead of the one that is wrong)."""
+    return (err.validator == "unevaluatedProperties", len(list(err.absolute_path)), str(err.absolute_path))
 
 
 def _where(err: jsonschema.ValidationError) -> str:
@@ -156,7 +267,7 @@ def check(data: dict, where: str) -> None:
     where = shown(where)
     _plain_values(data, where)
     v = jsonschema.Draft202012Validator(_schema())
-    errors = sorted(v.iter_errors(data), key=lambda e: (len(list(e.absolute_path)), str(e.absolute_path)))
+    errors = sorted(v.iter_errors(data), key=_first)
     if errors:
         e = errors[0]
         raise StudyError(f"{where}: {_where(e)}: {shown(e.message[:300])}")
@@ -174,9 +285,14 @@ def check(data: dict, where: str) -> None:
                                  "data folder (python/hmb/data/)")
     if data["study"].get("headline") and data["study"]["headline"] not in ids:
         raise StudyError(f"{where}: study.headline: no figure {data['study']['headline']!r}")
+    claim_ids = [c["id"] for c in data.get("claim", []) if c.get("id")]
+    if len(set(claim_ids)) != len(claim_ids):
+        raise StudyError(f"{where}: claim ids repeat ({', '.join(claim_ids)})")
     for i, c in enumerate(data.get("claim", [])):
         if c.get("figure_id") and c["figure_id"] not in ids:
             raise StudyError(f"{where}: claim[{i}].figure_id: no figure {c['figure_id']!r}")
+        if c.get("contradicts") and c["contradicts"] not in claim_ids:
+            raise StudyError(f"{where}: claim[{i}].contradicts: no claim with id {c['contradicts']!r}")
 
 
 def _inside_data(name: str) -> bool:
@@ -212,6 +328,7 @@ def load_file(path) -> Study:
         check(data, str(p))
     except RecursionError:
         raise StudyError(f"{shown(path)}: nested too deeply for a study") from None
+    data["figure"] = [resolve(f, str(p)) for f in data.get("figure", [])]
     return Study(path_name(p.stem), p, data)
 
 

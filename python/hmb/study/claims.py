@@ -1,27 +1,50 @@
-"""A study's claims beside HMB's reading: agrees / differs / not comparable, with the reason.
+"""A study's claims beside HMB's reading: agrees / differs / not comparable / no verdict, with
+the reason. docs/studies.md ("Claims") describes every key; the short form:
 
-A claim ([[claim]] in a study file) names the paper's figure or table (`figure`), quotes its
-words (`quote`), and where it is numeric, what to read from the tidy table: `bench`, `metric`,
-`where` (column = value filters), `stat` (median / max / min of the points' medians), optional
-`over` (a second filter: the reading is the ratio of the two, or with `compare = "difference"`
-their difference, for signed metrics), `min_threads` (rows with fewer threads per rank are no
-reading of the claim), and `value` with `op`
-("~": within `tolerance` relative; "<=" / ">=": at most / at least value×(1±tolerance)).
-`needs` (a feature HMB lacks) and `scope = "network"` (the seed's reading depends on an
-inter-node network) make it not comparable, with the reason; a network claim read across the
-nodes of an hmb lab says so ("network: TCP between namespaces on one machine, not the seed's
-InfiniBand", from the run header's HMB_NETWORK).
+What a claim reads (from the tidy table, `hmb.load`): `bench`, `metric`, `where` (column =
+value filters; a list: any of them), `stat` (median / max / min over the points, each point the
+median of its launches), and one of these forms:
+- plain: the stat of the selected points;
+- `over` (a second selection, optionally `over_metric`): the ratio of the two stats, or with
+  `compare = "difference"` their difference; with `pair_on` (columns) the ratio or difference is
+  taken point by point between points equal in those columns (`cores` = ranks × threads), then
+  the stat of those;
+- `trend = AXIS`: Spearman's rank correlation of the metric with the axis within each group of
+  points equal in every other parameter, then the stat over groups (+1 rising, 0 no trend);
+- `peak = AXIS`: the axis value where the metric is highest, per group, then the stat.
+
+What the paper says: `value` with `op` ("~" within the tolerance, "<=" / ">=" at most / at least
+value, loosened by the tolerance, "in" within `range`), `tolerance` (relative) or `tolerance_abs`,
+and `tolerance_from`: the paper's own spread, or the rationale for the tolerance. `null` is the
+reading without the effect (default 1 for a ratio, 0 for a difference or a trend): a claim must
+not accept it unless the paper's statement is that very absence (`null_agrees`, saying why), and
+no acceptance edge may sit on it. `scale` (columns) is the paper's scale: a run without it is
+read at its own and not judged. `per` (columns) judges each value apart; `cells` expands one
+claim into the cells of a table. `definition` (how HMB's definition differs), `contradicts` (the
+id of a claim the paper contradicts with this one), `drifts` (libraries whose reading drifts
+between runs: the reading, no verdict) are said beside the verdict. `needs` (a feature HMB
+lacks) and `scope = "network"` (the reading depends on the paper's network) make a claim not
+comparable, with the reason; a network claim read across the nodes of an hmb lab says so
+("network: TCP between namespaces on one machine, not the seed's InfiniBand", from the run
+header's HMB_NETWORK).
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
+import re
 
 from .. import tidy
 from ..results import fmt_num, md_text
-from ..tidy import RESOURCES
+from ..tidy import same, select, with_derived
 
-AGREES, DIFFERS, NOT_COMPARABLE = "agrees", "differs", "not comparable"
+AGREES, DIFFERS, NOT_COMPARABLE, NO_VERDICT = "agrees", "differs", "not comparable", "no verdict"
+
+# An acceptance edge closer than this share of the claim's scale to the reading without the
+# effect sits on it: noise alone would flip the verdict (seed000 Fig. 4's 1.3 ± 0.231 had its
+# lower edge at 0.9997, where one partition is by construction).
+EDGE = 0.05
 
 
 @dataclasses.dataclass
@@ -31,41 +54,31 @@ class Verdict:
     verdict: str
     reason: str
     mpi: str = ""       # the library the reading is from ("" when the claim reads nothing)
+    value: float = math.nan   # the reading as a number (nan when none)
 
 
-def select(df, bench: str | None, metric: str | None, where: dict | None):
-    """Rows of the tidy table for bench, metric and column filters (a list: any of them)."""
-    if df is None or df.empty:
-        return df
-    m = df
-    if bench:
-        m = m[m["bench"] == bench]
-    if metric:
-        wanted = metric if isinstance(metric, list) else [metric]
-        m = tidy.with_readings(m, wanted)     # a reading (proto's memory, *_kB) read as a metric
-        m = m[m["metric"].isin(wanted)]
-    for col, want in (where or {}).items():
-        if col not in m.columns:
-            return m.iloc[0:0]
-        wants = want if isinstance(want, list) else [want]
-        m = m[m[col].map(lambda v: any(same(v, w) for w in wants))]
-    return m
-
-
-def same(value, want) -> bool:
-    """A table cell equals a filter value: as numbers when both read as numbers (partitions
-    1.0 is 1), else as text."""
-    try:
-        return float(value) == float(want)
-    except (TypeError, ValueError):
-        return str(value) == str(want)
-
+# ---------------------------------------------------------------- selecting points
+# select, same and with_derived are tidy's (one reader of the tidy table for figures and claims)
 
 def _number_first(text: str):
     try:
         return (0, float(text), text)
     except ValueError:
         return (1, 0.0, text)
+
+
+def _had(m, col) -> list[str]:
+    m = with_derived(m, col)
+    return sorted({_show(v) for v in m[col].dropna()}, key=_number_first) if col in m.columns else []
+
+
+def _show(v) -> str:
+    """A cell as text that reads back as the same value (4194304, not 4.1943e+06)."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    return str(int(f)) if f.is_integer() else f"{f:.12g}"
 
 
 def why_no_rows(df, bench: str | None, where: dict | None, unsupported=None) -> str:
@@ -81,7 +94,8 @@ def why_no_rows(df, bench: str | None, where: dict | None, unsupported=None) -> 
         return f"this run has no {bench} results" if bench else "this run has no results"
     for col, want in (where or {}).items():
         wants = want if isinstance(want, list) else [want]
-        had = sorted({str(v) for v in m[col].dropna()}, key=_number_first) if col in m.columns else []
+        m = with_derived(m, col)
+        had = _had(m, col)
         kept = m[m[col].map(lambda v: any(same(v, w) for w in wants))] if col in m.columns else m.iloc[0:0]
         if kept.empty:
             ran = f"it ran {col} = {', '.join(had)}" if had else f"its {bench} results have no {col}"
@@ -90,29 +104,25 @@ def why_no_rows(df, bench: str | None, where: dict | None, unsupported=None) -> 
     return "the claim's points ran but gave no result for its metric"
 
 
-def point_medians(rows):
-    """The median of each point over its launches (launches are rows with equal parameters
-    apart from the run id)."""
-    drop = {"median", "ci_lo", "ci_hi", "count", "run_id", "tag", "source", "library", "host",
-            "oversubscribed", "spare_core_missing", "progress_shares_core", "cpus", "higher_is_better",
-            *RESOURCES}
-    keys = [c for c in rows.columns if c not in drop and not tidy.is_reading(c)]   # readings vary by launch
+def points(rows):
+    """One row per point: its parameters (as text, launches grouped) and `value`, the median of
+    the point over its launches."""
+    keys = tidy.point_columns(rows)
     g = rows.assign(**{k: rows[k].astype(str) for k in keys}).groupby(keys, dropna=False)["median"]
-    return g.median()
+    return g.median().rename("value").reset_index()
 
 
-def _stat(rows, stat: str) -> float:
-    vals = point_medians(rows)
-    if vals.empty:
+def point_medians(rows):
+    """The median of each point over its launches (tidy.point_medians: the one point identity)."""
+    return tidy.point_medians(rows)
+
+
+def _stat(values, stat: str) -> float:
+    vals = [v for v in values if not math.isnan(v)]
+    if not vals:
         return math.nan
-    return float({"median": vals.median, "max": vals.max, "min": vals.min}[stat]())
-
-
-def _single_node(df) -> bool:
-    hosts = set()
-    for h in df["host"].dropna():
-        hosts.update(x for x in str(h).split(",") if x)
-    return len(hosts) <= 1
+    import statistics
+    return float({"median": statistics.median, "max": max, "min": min}[stat](vals))
 
 
 def _lab_network(rows) -> str:
@@ -130,97 +140,15 @@ def _seed_network(setup: str) -> str:
 
 
 def _solid(rows):
-    """Rows that are readings: not oversubscribed, no progress thread on a compute core."""
-    return rows[~(rows["oversubscribed"].astype(bool) | (rows["progress_shares_core"] == True))]  # noqa: E712
+    """Rows that are readings (tidy.readings: the one predicate)."""
+    return tidy.readings(rows)
 
 
-def judge(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupported=None) -> Verdict:
-    """lacks: what HMB lacks for the claim's figure (the figure's `needs`); unsupported: the
-    points the library did not run (tidy.unsupported), to say so when the claim has no rows."""
-    if claim.get("needs") or lacks:
-        return Verdict(claim, "–", NOT_COMPARABLE, f"HMB lacks {claim.get('needs') or lacks}")
-    if "metric" not in claim:
-        return Verdict(claim, "–", NOT_COMPARABLE, claim.get("reason", "a qualitative claim: read the figure"))
-    rows = select(df, claim.get("bench"), claim["metric"], claim.get("where"))
-    if rows is None or rows.empty:
-        return Verdict(claim, "–", NOT_COMPARABLE, why_no_rows(df, claim.get("bench"), claim.get("where"), unsupported))
-    if claim.get("min_threads"):
-        enough = rows[rows["threads"].astype(float) >= claim["min_threads"]]
-        if enough.empty:
-            ran = "/".join(sorted({f"{float(t):g}" for t in rows["threads"]}))
-            return Verdict(claim, "–", NOT_COMPARABLE, f"the claim needs at least {claim['min_threads']} threads "
-                           f"per rank (the seed: one per partition); this run had T = {ran} (--fit)")
-        rows = enough
-    lab_net = _lab_network(rows) if claim.get("scope") == "network" else ""
-    if lab_net:     # nodes of one machine (hmb lab): the protocol's behaviour, never the seed's network
-        reason = f"network: {lab_net}, not the seed's {_seed_network(seed_setup)}"
-    elif claim.get("scope") == "network" and _single_node(df):
-        reason = f"the seed ran {seed_setup}; this run is one node's shared memory" if seed_setup \
-            else "the seed's reading depends on its network; this run is one node's shared memory"
-    else:
-        reason = ""
-    if any(not math.isfinite(float(claim.get(k, 0))) for k in ("value", "tolerance")):
-        return Verdict(claim, "–", NOT_COMPARABLE, "the seed's value or tolerance is not a finite number")
-    rows, dropped, gone = finite_rows(rows)
-    solid = _solid(rows)
-    stat = claim.get("stat", "median")
-    if rows.empty:
-        return Verdict(claim, "–", NOT_COMPARABLE, f"no reading: {dropped}")
-    if solid.empty:   # shown as the claim reads (a ratio where it has `over`), never judged
-        shown = _stat(rows, stat)
-        if claim.get("over"):
-            den_rows = select(df, claim.get("bench"), claim.get("over_metric", claim["metric"]), claim["over"])
-            den = _stat(den_rows, stat) if den_rows is not None and not den_rows.empty else math.nan
-            shown = shown - den if claim.get("compare") == "difference" else shown / den if den else math.nan
-        return Verdict(claim, f"{fmt_num(shown)} (oversubscribed)",
-                       NOT_COMPARABLE, "every point is oversubscribed or its progress thread shares a "
-                       "compute core: not a reading")
-    value = _stat(solid, stat)
-    if claim.get("over"):
-        den_rows = select(df, claim.get("bench"), claim.get("over_metric", claim["metric"]), claim["over"])
-        if claim.get("min_threads") and not den_rows.empty:
-            den_rows = den_rows[den_rows["threads"].astype(float) >= claim["min_threads"]]
-        if den_rows.empty:
-            return Verdict(claim, "–", NOT_COMPARABLE, "no results for the claim's reference points")
-        if _solid(den_rows).empty:
-            return Verdict(claim, "–", NOT_COMPARABLE, "every reference point is oversubscribed or its "
-                           "progress thread shares a compute core: not a reading")
-        den_rows, den_dropped, _ = finite_rows(den_rows)
-        if _solid(den_rows).empty:
-            return Verdict(claim, "–", NOT_COMPARABLE, f"no reference reading: {den_dropped}")
-        dropped = "; ".join(x for x in (dropped, den_dropped and f"reference points: {den_dropped}") if x)
-        den = _stat(_solid(den_rows), stat)
-        if claim.get("compare") == "difference":
-            value = value - den
-        elif not den or math.isnan(den):
-            return Verdict(claim, "–", NOT_COMPARABLE, "the reference reading is 0 or undefined")
-        else:
-            value = value / den
-    if not math.isfinite(value):
-        return Verdict(claim, fmt_num(value), NOT_COMPARABLE, "the reading is not a finite number"
-                       + (f" ({dropped})" if dropped else ""))
-    launches = solid["run_id"].nunique()
-    counted = f"{launches} of {launches + gone} launches" if gone else \
-        f"{launches} launch{'es' if launches != 1 else ''}"
-    reading = f"{fmt_num(value)} ({stat} of {len(point_medians(solid))} points, {counted}" \
-              f"{f'; {dropped}' if dropped else ''})"
-    if reason:   # not judged; whether this machine's reading meets the seed's value is said beside it
-        if "value" in claim:
-            reason += f"; here the reading {'meets' if holds(claim, value) else 'does not meet'} the seed's value"
-        return Verdict(claim, reading, NOT_COMPARABLE, reason)
-    if "value" not in claim:
-        return Verdict(claim, reading, NOT_COMPARABLE, "the seed gives no number: read the figure")
-    ok = holds(claim, value)
-    notes = [claim.get("caveat", "")]
-    if launches < 3 and claim.get("bimodal"):
-        notes.append(f"{launches} launch{'es' if launches != 1 else ''}: the library is bimodal between launches")
-    if launches > 1 and not claim.get("over"):
-        each = [_stat(g, stat) for _, g in solid.groupby("run_id", sort=False)]
-        agree = sum(holds(claim, v) for v in each)
-        if 0 < agree < len(each):
-            notes.append(f"launches disagree: {agree} of {len(each)} agree alone "
-                         f"({', '.join(fmt_num(v) for v in each)})")
-    return Verdict(claim, reading, AGREES if ok else DIFFERS, "; ".join(n for n in notes if n))
+def _single_node(df) -> bool:
+    hosts = set()
+    for h in df["host"].dropna():
+        hosts.update(x for x in str(h).split(",") if x)
+    return len(hosts) <= 1
 
 
 def _nonfinite(v) -> str:
@@ -251,30 +179,429 @@ def finite_rows(rows):
     return rows[ok], "; ".join(notes), gone
 
 
-def holds(claim: dict, value: float) -> bool:
-    """Whether a reading satisfies the claim's value: "~" within tolerance (relative), "<=" at
-    most value×(1+tolerance), ">=" at least value×(1−tolerance) (signs kept for negatives)."""
-    target, tol, op = float(claim["value"]), float(claim.get("tolerance", 0.0)), claim.get("op", "~")
-    if math.isnan(value):
-        return False
+# ---------------------------------------------------------------- the reading
+
+@dataclasses.dataclass
+class Reading:
+    value: float
+    detail: str          # "(median of 4 points, 3 launches)"
+    problem: str = ""    # why there is no reading ("" when there is one)
+
+
+def fmt(v: float) -> str:
+    """A reading or a paper's value as fmt_num writes it, but small values to three significant
+    digits (fmt_num's two decimals read the paper's 0.084 as 0.08)."""
+    if v is not None and math.isinf(v):
+        return "∞" if v > 0 else "−∞"
+    if v is not None and not math.isnan(v) and 0 < abs(v) < 0.1:
+        return f"{v:.3g}"
+    return fmt_num(v)
+
+
+def _launches(*frames) -> int:
+    ids = set()
+    for f in frames:
+        if f is not None and not f.empty:
+            ids.update(f["run_id"])
+    return len(ids)
+
+
+def _launch_text(n: int) -> str:
+    return f"{n} launch{'es' if n != 1 else ''}"
+
+
+def _norm(v) -> str:
+    try:
+        return f"{float(v):g}"
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def _combine(claim: dict, num: float, den: float) -> float:
+    if claim.get("compare") == "difference":
+        return num - den
+    return num / den if den and not math.isnan(den) else math.nan
+
+
+def reading(claim: dict, num, den=None, gone: int = 0) -> Reading:
+    """The claim's reading from its solid rows (num: its own selection, den: its `over`
+    selection, both already filtered; gone: launches dropped whole for a non-finite median)."""
+    stat = claim.get("stat", "median")
+    n = _launches(num, den)
+    launches = f"{n} of {n + gone} launches" if gone else _launch_text(n)
+    for col in list(claim.get("pair_on") or []) + [claim.get("trend") or claim.get("peak") or ""]:
+        num = with_derived(num, col)
+        den = with_derived(den, col) if den is not None else None
+    if claim.get("trend") or claim.get("peak"):
+        return _along(claim, num, stat, launches)
+    pts = points(num)
+    if not claim.get("over"):
+        return Reading(_stat(pts["value"], stat), f"({stat} of {len(pts)} points, {launches})")
+    if den is None or den.empty:
+        return Reading(math.nan, "", "no results for the claim's reference points")
+    dpts = points(den)
+    pair = claim.get("pair_on")
+    if not pair:
+        d = _stat(dpts["value"], stat)
+        if claim.get("compare") != "difference" and (not d or math.isnan(d)):
+            return Reading(math.nan, "", "the reference reading is 0 or undefined")
+        return Reading(_combine(claim, _stat(pts["value"], stat), d),
+                       f"({stat} of {len(pts)} points over {len(dpts)}, {launches})")
+    for col in pair:
+        if col not in pts.columns or col not in dpts.columns:
+            return Reading(math.nan, "", f"the points have no {col} to pair on")
+    ref = dpts.groupby([dpts[c].map(_norm) for c in pair])["value"].median()
+    vals = []
+    for _, p in pts.iterrows():
+        key = tuple(_norm(p[c]) for c in pair)
+        key = key[0] if len(pair) == 1 else key
+        if key in ref.index:
+            vals.append(_combine(claim, p["value"], float(ref[key])))
+    if not vals:
+        return Reading(math.nan, "", f"no reference point has the same {', '.join(pair)} as the claim's points")
+    return Reading(_stat(vals, stat), f"({stat} of {len(vals)} pairs at equal {', '.join(pair)}, {launches})")
+
+
+def _spearman(x, y) -> float:
+    """Spearman's rank correlation; 0 (no trend) for a flat series."""
+    from scipy.stats import spearmanr
+    if len(set(y)) <= 1:
+        return 0.0
+    return float(spearmanr(x, y).statistic)
+
+
+def _along(claim: dict, num, stat: str, launches: str) -> Reading:
+    axis = claim.get("trend") or claim.get("peak")
+    pts = points(num)
+    if axis not in pts.columns:
+        return Reading(math.nan, "", f"the points have no {axis}")
+    pts = pts.assign(_x=pts[axis].map(lambda v: float(v) if _number_first(str(v))[0] == 0 else math.nan))
+    # Columns that move with the axis (threads when P = T, one partition per thread) are part of
+    # the axis, not groups of their own: one value for each axis value, more than one in all.
+    moves = [c for c in pts.columns if c not in (axis, "value", "_x") and pts[c].nunique() > 1
+             and (pts.groupby("_x")[c].nunique() <= 1).all()]
+    others = [c for c in pts.columns if c not in (axis, "value", "_x", *moves)]
+    groups = [g for _, g in (pts.groupby(others, dropna=False) if others else [((), pts)])]
+    got = []
+    for g in groups:
+        g = g.dropna(subset=["_x"]).sort_values("_x")
+        if claim.get("trend"):
+            if g["_x"].nunique() >= 3:
+                got.append(_spearman(list(g["_x"]), list(g["value"])))
+        elif g["_x"].nunique() >= 3:
+            got.append(float(g.loc[g["value"].idxmax(), "_x"]))
+    if not got:
+        had = ", ".join(_had(num, axis))
+        return Reading(math.nan, "", f"a {'trend' if claim.get('trend') else 'peak'} needs at least 3 values "
+                       f"of {axis} in a group; this run had {axis} = {had or 'none'}")
+    what = "Spearman ρ" if claim.get("trend") else f"the {axis} of the highest point"
+    return Reading(_stat(got, stat), f"({what}, {stat} over {len(got)} group{'s' if len(got) != 1 else ''} "
+                   f"of points along {axis}, {launches})")
+
+
+# ---------------------------------------------------------------- what the paper says
+
+def acceptance(claim: dict) -> tuple[float, float]:
+    """The readings that meet the paper's value: (low, high), either end infinite."""
+    op = claim.get("op", "~")
+    if op == "in":
+        lo, hi = claim["range"]
+        return float(lo), float(hi)
+    v = float(claim["value"])
+    slack = float(claim["tolerance_abs"]) if "tolerance_abs" in claim else float(claim.get("tolerance", 0.0)) * abs(v)
     if op == "~":
-        return abs(value - target) <= tol * abs(target)
+        return v - slack, v + slack
     if op == "<=":
-        return value <= target * (1 + tol) if target >= 0 else value <= target * (1 - tol)
-    return value >= target * (1 - tol) if target >= 0 else value >= target * (1 + tol)
+        return -math.inf, v + slack
+    return v - slack, math.inf
+
+
+def holds(claim: dict, value: float) -> bool:
+    """Whether a reading meets the claim: "~" within tolerance, "<=" at most value (+ tolerance),
+    ">=" at least value (− tolerance), "in" within range (tolerance relative to |value|, or
+    tolerance_abs)."""
+    if value is None or math.isnan(value):
+        return False
+    lo, hi = acceptance(claim)
+    return lo <= value <= hi
+
+
+def null_of(claim: dict):
+    """The reading without the effect: declared, else 0 for a difference or a trend, 1 for a
+    ratio; None where there is none (no_null says why)."""
+    if "null" in claim:
+        return float(claim["null"])
+    if claim.get("trend"):
+        return 0.0
+    if claim.get("over"):
+        return 0.0 if claim.get("compare") == "difference" else 1.0
+    return None
+
+
+def is_numeric(claim: dict) -> bool:
+    return ("value" in claim or "range" in claim) and "metric" in claim
+
+
+def lint(claim: dict) -> list[str]:
+    """What breaks the fidelity rules (SPEC §3.8) in one (expanded) claim: a claim that cannot
+    differ from the reading without the effect, an edge on it, a tolerance without its source."""
+    if not is_numeric(claim) or claim.get("needs"):
+        return []
+    out = []
+    if not claim.get("tolerance_from"):
+        out.append("no tolerance_from: the paper's spread or a written rationale")
+    if claim.get("op", "~") == "~" and not (claim.get("tolerance") or claim.get("tolerance_abs")):
+        out.append("'~' with no tolerance: an exact value no measurement meets")
+    null = null_of(claim)
+    if null is None:
+        if not claim.get("no_null"):
+            out.append("no null (the reading without the effect) and no no_null saying why there is none")
+        return out
+    lo, hi = acceptance(claim)
+    scale = max([abs(null)] + [abs(x) for x in (lo, hi, claim.get("value", 0.0)) if math.isfinite(x)] + [1e-12])
+    if holds(claim, null):
+        if not claim.get("null_agrees"):
+            out.append(f"accepts the reading without the effect ({fmt(null)}): read the paper's effect, "
+                       "or say with null_agrees why its statement is that absence")
+    elif claim.get("null_agrees"):
+        out.append(f"null_agrees, but the reading without the effect ({fmt(null)}) does not meet it")
+    near = [e for e in (lo, hi) if math.isfinite(e) and abs(e - null) < EDGE * scale]
+    if near:
+        out.append(f"an edge of the accepted range ({fmt(near[0])}) sits on the reading without the effect "
+                   f"({fmt(null)}): noise alone flips the verdict")
+    return out
+
+
+# ---------------------------------------------------------------- cells, per, judging
+
+def _merge_where(base: dict | None, extra: dict | None) -> dict | None:
+    if base is None and not extra:
+        return None
+    return {**(base or {}), **(extra or {})}
+
+
+def _merge_over(over: dict, extra: dict | None) -> dict:
+    """A cell's or per value's filter joins `over` where `over` leaves the column open or allows
+    the value (then narrowing to it: per partitions = 4 against over partitions = 2-32 reads 4
+    over 4); where `over` fixes the column to other values it keeps its own (a cell mode = comm
+    against over mode = everywhere reads comm over everywhere, not comm over comm)."""
+    out = dict(over)
+    for k, v in (extra or {}).items():
+        allowed = over[k] if isinstance(over.get(k), list) else [over[k]] if k in over else None
+        vals = v if isinstance(v, list) else [v]
+        if allowed is None or all(any(same(x, a) for a in allowed) for x in vals):
+            out[k] = v
+    return out
+
+
+def expand(claim: dict) -> list[dict]:
+    """A claim with `cells` as one claim per cell: a cell's `where` joins the claim's `where`
+    and `over` (_merge_over), its other keys replace the claim's (value, tolerance, scale,
+    label, metric, over, ...)."""
+    if not claim.get("cells"):
+        return [claim]
+    out = []
+    for cell in claim["cells"]:
+        c = {k: copy.deepcopy(v) for k, v in claim.items() if k != "cells"}
+        c.update({k: copy.deepcopy(v) for k, v in cell.items() if k != "where"})
+        if cell.get("where"):
+            c["where"] = _merge_where(c.get("where"), cell["where"])
+            if c.get("over"):
+                c["over"] = _merge_over(c["over"], cell["where"])
+        c.setdefault("label", ", ".join(f"{k} = {_show(v)}" for k, v in {**cell.get("scale", {}),
+                                                                          **cell.get("where", {})}.items()))
+        out.append(c)
+    return out
+
+
+def _lib_key(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", str(name).lower())
+
+
+def _fmt_filter(d: dict) -> str:
+    return ", ".join(f"{k} = {'/'.join(_show(x) for x in (v if isinstance(v, list) else [v]))}" for k, v in d.items())
+
+
+def judge(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupported=None) -> Verdict:
+    """One (expanded) claim against one library's rows. lacks: what HMB lacks for the claim's
+    figure (the figure's `needs`); unsupported: the points the library did not run
+    (tidy.unsupported), to say so when the claim has no rows."""
+    if claim.get("needs") or lacks:
+        return Verdict(claim, "–", NOT_COMPARABLE, f"HMB lacks {claim.get('needs') or lacks}")
+    if "metric" not in claim:
+        return Verdict(claim, "–", NOT_COMPARABLE, claim.get("reason", "a qualitative claim: read the figure"))
+    numbers = [claim.get(k, 0) for k in ("value", "tolerance", "tolerance_abs")] + list(claim.get("range", []))
+    if any(not math.isfinite(float(x)) for x in numbers):
+        return Verdict(claim, "–", NOT_COMPARABLE, "the seed's value or tolerance is not a finite number")
+    rows = select(df, claim.get("bench"), claim["metric"], claim.get("where"))
+    if rows is None or rows.empty:
+        return Verdict(claim, "–", NOT_COMPARABLE, why_no_rows(df, claim.get("bench"), claim.get("where"), unsupported))
+    den = None
+    if claim.get("over"):
+        den = select(df, claim.get("bench"), claim.get("over_metric", claim["metric"]), claim["over"])
+        if den is None or den.empty:
+            return Verdict(claim, "–", NOT_COMPARABLE, "no results for the claim's reference points: "
+                           + why_no_rows(df, claim.get("bench"), claim["over"], unsupported))
+    if claim.get("min_threads"):
+        enough = rows[rows["threads"].astype(float) >= claim["min_threads"]]
+        if enough.empty:
+            ran = "/".join(sorted({f"{float(t):g}" for t in rows["threads"]}))
+            return Verdict(claim, "–", NOT_COMPARABLE, f"the claim needs at least {claim['min_threads']} threads "
+                           f"per rank (the seed: one per partition); this run had T = {ran} (--fit)")
+        rows = enough
+        if den is not None:
+            den = den[den["threads"].astype(float) >= claim["min_threads"]]
+    reasons = []
+    if claim.get("scale"):
+        at = select(rows, None, None, claim["scale"])
+        if at.empty:
+            ran = "; ".join(f"{k} = {', '.join(_had(rows, k)) or '?'}" for k in claim["scale"])
+            reasons.append(f"the seed's scale is {_fmt_filter(claim['scale'])}; this run ran {ran}")
+        else:
+            rows = at
+            if den is not None:
+                den_at = select(den, None, None, claim["scale"])
+                den = den_at if not den_at.empty else den
+    lab_net = _lab_network(rows) if claim.get("scope") == "network" else ""
+    if lab_net:     # nodes of one machine (hmb lab): the protocol's behaviour, never the seed's network
+        reasons.append(f"network: {lab_net}, not the seed's {_seed_network(seed_setup)}")
+    elif claim.get("scope") == "network" and _single_node(df):
+        reasons.append(f"the seed ran {seed_setup}; this run is one node's shared memory" if seed_setup
+                       else "the seed's reading depends on its network; this run is one node's shared memory")
+    rows, dropped, gone = finite_rows(rows)
+    if rows.empty:
+        return Verdict(claim, "–", NOT_COMPARABLE, f"no reading: {dropped}")
+    if den is not None:
+        den, den_dropped, _ = finite_rows(den)
+        if den.empty:
+            return Verdict(claim, "–", NOT_COMPARABLE, f"no reference reading: {den_dropped}")
+        dropped = "; ".join(x for x in (dropped, den_dropped and f"reference points: {den_dropped}") if x)
+    solid = _solid(rows)
+    sden = _solid(den) if den is not None else None
+    if solid.empty or (sden is not None and sden.empty):
+        r = reading(claim, rows, den)
+        shown = f"{fmt(r.value)} (oversubscribed)" if not r.problem else "–"
+        which = "every reference point is" if not solid.empty else "every point is"
+        return Verdict(claim, shown, NOT_COMPARABLE, f"{which} oversubscribed or its progress thread shares a "
+                       "compute core: not a reading", value=math.nan)
+    r = reading(claim, solid, sden, gone)
+    if r.problem:
+        return Verdict(claim, "–", NOT_COMPARABLE, r.problem)
+    if not math.isfinite(r.value):
+        return Verdict(claim, fmt_num(r.value), NOT_COMPARABLE, "the reading is not a finite number"
+                       + (f" ({dropped})" if dropped else ""))
+    text = f"{fmt(r.value)} {r.detail[:-1]}; {dropped})" if dropped else f"{fmt(r.value)} {r.detail}"
+    drift = _drifting(claim, df)
+    if drift and not reasons:
+        reasons.append(drift)
+    if reasons:   # not judged; whether this machine's reading meets the seed's value is said beside it
+        kind = NO_VERDICT if drift and reasons[0] == drift else NOT_COMPARABLE
+        if is_numeric(claim):
+            reasons[-1] += f"; here the reading {'meets' if holds(claim, r.value) else 'does not meet'} the seed's value"
+        return Verdict(claim, text, kind, "; ".join(reasons + _notes(claim)), value=r.value)
+    if not is_numeric(claim):
+        return Verdict(claim, text, NOT_COMPARABLE, "the seed gives no number: read the figure", value=r.value)
+    ok = holds(claim, r.value)
+    notes = [claim.get("caveat", "")] + _notes(claim)
+    launches = _launches(solid, sden)
+    if launches < 3 and claim.get("bimodal"):
+        notes.append(f"{_launch_text(launches)}: the library is bimodal between launches")
+    each = _each_launch(claim, solid, sden)
+    if len(each) > 1:
+        agree = sum(holds(claim, v) for v in each)
+        if 0 < agree < len(each):
+            notes.append(f"launches disagree: {agree} of {len(each)} agree alone "
+                         f"({', '.join(fmt(v) for v in each)})")
+    return Verdict(claim, text, AGREES if ok else DIFFERS, "; ".join(n for n in notes if n), value=r.value)
+
+
+def _notes(claim: dict) -> list[str]:
+    out = []
+    if claim.get("definition"):
+        out.append(f"definition differs: {claim['definition']}")
+    if claim.get("contradiction"):
+        out.append(f"the paper contradicts itself: {claim['contradiction']}")
+    return out
+
+
+def _drifting(claim: dict, df) -> str:
+    d = claim.get("drifts")
+    if not d or df is None or df.empty:
+        return ""
+    libs = {_lib_key(x) for x in d["mpi"]}
+    here = {_lib_key(x) for x in df["mpi"].dropna().unique()}
+    hit = [x for x in df["mpi"].dropna().unique() if _lib_key(x) in libs]
+    if not (libs & here):
+        return ""
+    return f"{hit[0]} drifts between runs: {d['why']}; the reading, no verdict"
+
+
+def _each_launch(claim: dict, num, den) -> list[float]:
+    """The claim's reading in each launch alone, where a launch holds both its selections."""
+    out = []
+    for rid in dict.fromkeys(num["run_id"]):
+        d = None if den is None else den[den["run_id"] == rid]
+        if den is not None and d.empty:
+            return []
+        r = reading(claim, num[num["run_id"] == rid], d)
+        if r.problem:
+            return []
+        out.append(r.value)
+    return out
 
 
 def per_launch(claim: dict, df) -> list[str]:
-    """The claim's reading in each launch alone (its stat over that launch's points), as text
-    in launch order; [] for a claim that reads nothing."""
-    if "metric" not in claim or claim.get("needs") or claim.get("over") or df is None or df.empty:
+    """The claim's reading in each launch alone, as text in launch order; [] for a claim that
+    reads nothing or whose selections come from different launches."""
+    if "metric" not in claim or claim.get("needs") or df is None or df.empty:
         return []
-    rows = select(df, claim.get("bench"), claim["metric"], claim.get("where"))
-    rows = _solid(finite_rows(rows)[0]) if rows is not None and not rows.empty else rows
-    if rows is None or rows.empty:
+    num = select(df, claim.get("bench"), claim["metric"], claim.get("where"))
+    if num is None or num.empty:
         return []
-    stat = claim.get("stat", "median")
-    return [fmt_num(_stat(g, stat)) for _, g in rows.groupby("run_id", sort=False)]
+    den = select(df, claim.get("bench"), claim.get("over_metric", claim["metric"]), claim["over"]) \
+        if claim.get("over") else None
+    if claim.get("min_threads"):   # as judge reads them: a launch with too few threads is no reading
+        num = num[num["threads"].astype(float) >= claim["min_threads"]]
+        den = den[den["threads"].astype(float) >= claim["min_threads"]] if den is not None else None
+    if claim.get("scale"):
+        at = select(num, None, None, claim["scale"])
+        num = at if not at.empty else num
+    num = _solid(finite_rows(num)[0])
+    den = _solid(finite_rows(den)[0]) if den is not None else None
+    if num.empty or (den is not None and den.empty):
+        return []
+    return [fmt(v) for v in _each_launch(claim, num, den)]
+
+
+def judge_all(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupported=None) -> list[Verdict]:
+    """A declared claim judged: one verdict per cell, and per value of its `per` columns."""
+    out = []
+    for c in expand(claim):
+        per = c.get("per")
+        if not per or "metric" not in c or c.get("needs") or lacks:
+            out.append(judge(c, df, seed_setup, lacks, unsupported))
+            continue
+        per = per if isinstance(per, list) else [per]
+        rows = select(df, c.get("bench"), c["metric"], c.get("where"))
+        combos = []
+        if rows is not None and not rows.empty and all(p in with_derived(rows, p).columns for p in per):
+            r = rows
+            for p in per:
+                r = with_derived(r, p)
+            combos = sorted({tuple(_show(x) for x in t) for t in r[per].dropna().itertuples(index=False)},
+                            key=lambda t: [_number_first(x) for x in t])
+        if not combos:
+            out.append(judge(c, df, seed_setup, lacks, unsupported))
+            continue
+        for combo in combos:
+            fix = dict(zip(per, combo))
+            cc = {**c, "where": _merge_where(c.get("where"), fix)}
+            if c.get("over"):
+                cc["over"] = _merge_over(c["over"], fix)
+            label = ", ".join(f"{k} = {v}" for k, v in fix.items())
+            cc["label"] = f"{c['label']}; {label}" if c.get("label") else label
+            out.append(judge(cc, df, seed_setup, lacks, unsupported))
+    return out
 
 
 def table(study, df, unsupported=None) -> list[Verdict]:
@@ -282,19 +609,64 @@ def table(study, df, unsupported=None) -> list[Verdict]:
     unsupported: tidy.unsupported of the same results."""
     needs = {f["id"]: f["needs"] for f in study.figures if f.get("needs")}
     mpis = sorted(df["mpi"].dropna().unique()) if df is not None and not df.empty else []
+    setup = study.meta.get("setup", "")
     out = []
     for c in study.claims:
         lacks = needs.get(c.get("figure_id"), "")
         if "metric" not in c or c.get("needs") or lacks or not mpis:
-            out.append(judge(c, df, study.meta.get("setup", ""), lacks))
+            out += judge_all(c, df, setup, lacks)
             continue
         for m in mpis:
             un = unsupported[unsupported["mpi"] == m] if unsupported is not None and not unsupported.empty \
                 else None
-            v = judge(c, df[df["mpi"] == m], study.meta.get("setup", ""), unsupported=un)
-            v.mpi = m
-            out.append(v)
+            for v in judge_all(c, df[df["mpi"] == m], setup, unsupported=un):
+                v.mpi = m
+                out.append(v)
     return out
+
+
+# ---------------------------------------------------------------- coverage
+
+def statements(claim: dict) -> int:
+    """How many of the paper's statements a declared claim stands for (a table's cells each)."""
+    return len(claim["cells"]) if claim.get("cells") else 1
+
+
+def runnable_here(claim: dict, lacks: str = "", cores: int | None = None) -> bool:
+    """Whether this machine can give the claim a verdict at all: HMB has the feature, the claim
+    does not depend on the paper's network, and its scale and threads fit the cores."""
+    if claim.get("needs") or lacks or "metric" not in claim or claim.get("scope") == "network":
+        return False
+    if cores is not None:
+        threads = float(claim.get("min_threads", 1))
+        scale = claim.get("scale") or {}
+        ranks = max(float(x) for x in _listed(scale.get("ranks", 2)))
+        threads = max([threads] + [float(x) for x in _listed(scale.get("threads", 1))])
+        return ranks * threads <= cores
+    return True
+
+
+def _listed(v) -> list:
+    return v if isinstance(v, list) else [v]
+
+
+# ---------------------------------------------------------------- markdown
+
+def seed_value(c: dict) -> str:
+    """The paper's value as the claim reads it: op, value, tolerance and the accepted range."""
+    if not is_numeric(c):
+        return "–"
+    op = c.get("op", "~")
+    if op == "in":
+        lo, hi = c["range"]
+        return f"in [{fmt(float(lo))}, {fmt(float(hi))}]"
+    v = float(c["value"])
+    tol = (f" ±{fmt(float(c['tolerance_abs']))}" if "tolerance_abs" in c
+           else f" ±{float(c['tolerance']) * 100:.0f}%" if c.get("tolerance") else "")
+    sym = {"~": "~", "<=": "≤", ">=": "≥"}[op]
+    lo, hi = acceptance(c)
+    rng = "" if not tol else f" [{fmt(lo)}, {fmt(hi)}]"
+    return f"{sym} {fmt(v)}{tol}{rng}"
 
 
 def markdown(verdicts: list[Verdict]) -> str:
@@ -302,9 +674,8 @@ def markdown(verdicts: list[Verdict]) -> str:
            "|---|---|---|---|---|---|---|"]
     for v in verdicts:
         c = v.claim
-        seed_value = f"{c.get('op', '~')} {fmt_num(float(c['value']))}" + \
-            (f" ±{float(c['tolerance']) * 100:.0f}%" if c.get("tolerance") else "") if "value" in c else "–"
-        cells = [md_text(c["figure"]), f"\"{md_text(c['quote'])}\"", seed_value, md_text(v.mpi or "–"),
+        where = f" [{c['label']}]" if c.get("label") else ""
+        cells = [md_text(c["figure"] + where), f"\"{md_text(c['quote'])}\"", seed_value(c), md_text(v.mpi or "–"),
                  md_text(v.reading), v.verdict, md_text(v.reason)]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"

@@ -61,12 +61,12 @@ def _fail(e: Exception) -> int:
 
 
 def cmd_list(args) -> int:
+    from .fit import cores
     try:
         for n in names():
             s = load(n)
             figs = ", ".join(dict.fromkeys(f["number"] for f in s.figures + s.tables))
-            print(f"{n:22s} {s.citation()}\n{'':22s} {figs}; {len(s.claims)} claims"
-                  + (f"; {len(s.not_run())} not runnable" if s.not_run() else ""))
+            print(f"{n:22s} {s.citation()}\n{'':22s} draws {figs}\n{'':22s} coverage: {s.coverage(cores()).line()}")
     except StudyError as e:
         return _fail(e)
     return 0
@@ -84,13 +84,7 @@ def cmd_run(args) -> int:
 
 def _mpis(text: str | None) -> list | None:
     from .. import mpi as hmpi
-    if not text:
-        return None
-    libs = [x.strip() for x in text.split(",") if x.strip()]
-    bad = [x for x in libs if x not in hmpi.KNOWN]
-    if not libs or bad:
-        raise StudyError(f"--mpi: unknown MPI '{','.join(bad) or text}' (choose from {', '.join(hmpi.KNOWN)})")
-    return libs
+    return hmpi.names(text, "--mpi", StudyError) if text else None
 
 
 def default_mode(study) -> str:
@@ -379,6 +373,9 @@ def check_metrics(study, data: dict) -> None:
             if d.get("bench") not in ran or bench is None or d.get("mpip"):
                 continue
             wanted = d[key] if isinstance(d[key], list) else [d[key]]
+            if key == "y" and any("{mode}" in y for y in wanted):   # one metric per mode --describe lists
+                from .. import figures as engine
+                wanted = engine.expand(d, None, described)["y"] or wanted
             known = {m.name for m in bench.metrics}
             bad = [m for m in wanted if m not in known and not tidy.is_reading(m)]
             if bad:
@@ -390,14 +387,13 @@ def slurm_config(name: str, fit_cores: int | None = None) -> str:
     """hmb slurm --study NAME: write the study's grid as published (with fit_cores: fitted to that
     many cores, the allocation's, its changes in fit.txt) to results/study-NAME-slurm/config.toml
     (the sbatch script runs hmb sweep on it with --resume; not hmb study run's
-    results/study-NAME); returns its path."""
+    results/study-NAME); returns its path. What the study cannot run (Study.not_run) is the
+    caller's to say once the script is written: a refusal stays one line."""
     from . import fit
     study = load(name)
     data, changes = fit.config(study, "fit" if fit_cores else "as-published", ncores=fit_cores)
     out = Path(f"results/study-{study.name}-slurm")
     data["sweep"]["output"] = str(out / "results.jsonl")
-    for line in study.not_run():
-        print(f"hmb study: {line}", file=sys.stderr)
     comment = f"hmb slurm --study {study.name} ({'--fit' if fit_cores else 'as published'}): the grid of " \
               "study.toml beside this file"
     with checked_config(study, data, comment) as cfg:
@@ -443,17 +439,23 @@ def cmd_report(args) -> int:
 def _columns_missing(decl: dict, df, keys: tuple) -> str | None:
     """Why a declared figure or table cannot be drawn from df: a column it names (x, hue,
     panels, columns) that the rows of its bench do not have; None when every one is there."""
-    from .. import tidy
+    from .. import figures as engine, tidy
     rows = df[df["bench"] == decl.get("bench")] if "bench" in df.columns and decl.get("bench") else df
     if rows.empty:
         return None            # no results for it: the engine says so
     have = {c for c in rows.columns if rows[c].notna().any()} | {"metric"}
+    if "y" in decl:
+        decl = engine.expand(decl, rows)   # y = "..._{mode}_...": one metric per mode of --describe
     for key in keys:
-        col = decl.get(key)
-        if col is not None and col not in have:
+        named = decl.get(key)
+        cols = named if isinstance(named, list) else [named]
+        # an x list reads the first column with a value (any of them will do); a panels list
+        # makes a panel of each combination (every one needed)
+        absent = [c for c in cols if c is not None and c not in have]
+        if absent and (key != "x" or len(absent) == len(cols)):
             params = sorted(c for c in have if c not in tidy.CONTEXT)
-            return (f"its {key} '{shown(col)[:60]}' is not a column of this run's {decl.get('bench')} results "
-                    f"(they have: {', '.join(params) or 'no parameters'})")
+            return (f"its {key} '{shown(named if key == 'x' else absent[0])[:60]}' is not a column of this run's "
+                    f"{decl.get('bench')} results (they have: {', '.join(params) or 'no parameters'})")
     key = "y" if "y" in decl else "rows"
     wanted = decl.get(key) if isinstance(decl.get(key), list) else [decl.get(key)]
     metrics = set(rows["metric"].dropna()) | {c for c in have if tidy.is_reading(c)}
@@ -611,7 +613,8 @@ def demo(mpi: str, out: Path) -> int:
         lines += ["", wrap_line(f"{study.name} — {fig.get('number', head)}: {fig.get('title', '')}", width),
                   wrap_line(f"  ({study.citation()})", width)]
         for v in verdicts:
-            lines += [wrap_line(f"  {v.claim['figure']}: \"{v.claim['quote']}\"", width),
+            cell = f" [{v.claim['label']}]" if v.claim.get("label") else ""   # a table cell, a per value
+            lines += [wrap_line(f"  {v.claim['figure']}{cell}: \"{v.claim['quote']}\"", width),
                       wrap_line(f"    HMB{f' ({v.mpi})' if v.mpi else ''}: {v.reading} → {v.verdict}"
                                 + (f" ({v.reason})" if v.reason else ""), width)]
             launches = claims.per_launch(v.claim, df[df["mpi"] == v.mpi] if v.mpi else df)
