@@ -176,9 +176,7 @@ def test_report_has_the_matrix(tmp_path):
     src.write_text("".join(json.dumps(r) + "\n" for r in PLANTED))
     report.build(results.load([src], warn=False), tmp_path / "rep")
     md = (tmp_path / "rep" / "report.md").read_text()
-    # (the report's tables escape markdown in results text: '[', '-' and '#' come out as '\[', '\-', '\#')
-    assert "## Conformance\n" in md and "| c1 | PASS | FAIL \\[1\\] |" in md
-    assert "| c2 | UNSUPPORTED \\[2\\] | \\- |" in md
+    assert "## Conformance\n" in md and "| c1 | PASS | FAIL [1] |" in md and "| c2 | UNSUPPORTED [2] | - |" in md
     assert "| 1 | c1 | b | broke | y |" in md
 
 
