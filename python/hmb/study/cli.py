@@ -320,7 +320,9 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
     write_file(out / "fit.txt", "\n".join([header] + changes) + "\n")
     cfg = sweep.load(str(config), mpis_override=mpis)
     cfg.hosts = hosts
-    rc = sweep.run(cfg, resume=resume, dry_run=False, skip_missing=True, quiet=quiet)
+    # build="always": an incremental CMake build, so a study never runs (or checks its options
+    # against) an hmb-bench left from older sources (seed003's --everywhere-ranks was refused by one)
+    rc = sweep.run(cfg, resume=resume, dry_run=False, skip_missing=True, quiet=quiet, build="always")
     if rc == 130 or not Path(cfg.output).exists():
         return rc
     text, _ = report(study, [cfg.output], out, figures_only=[figure] if figure else None)
