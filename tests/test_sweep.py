@@ -18,6 +18,8 @@ import pytest
 
 from hmb import results, sweep
 
+from conftest import hmb_cli
+
 HERE = Path(__file__).parent
 FAKE = HERE / "data" / "fake_hmb_bench.py"
 REPO = HERE.parent
@@ -125,8 +127,7 @@ args = { mode = "latency", sizes = ["8,16,32", "64,128,256", "512,1024,2048", "4
 
 
 def hmb(args, env, cwd, **kw):
-    return subprocess.run([sys.executable, "-m", "hmb.cli"] + args, env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=120, **kw)
+    return hmb_cli(args, env=env, cwd=cwd, **kw)
 
 
 def launch_records(path: Path) -> list[dict]:
