@@ -174,24 +174,64 @@ def needs_mpi(func, seen: set | None = None) -> bool:
     return False
 
 
-# `make test` runs on two pytest-xdist workers with --dist loadgroup: every `mpi` test is in one
-# xdist group, so they all run on one worker, one after the other, in collection order (their
-# ranks never share the cores with another launch's; the session builds each MPI once); the
-# tests that launch nothing run on the other worker meanwhile. Without xdist the group is inert.
-MPI_GROUP = pytest.mark.xdist_group("mpi")
-
-
-@pytest.hookimpl(tryfirst=True)   # before -m deselects by the marks and xdist names the groups
+@pytest.hookimpl(tryfirst=True)   # before -m deselects by the marks
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if not item.get_closest_marker("mpi"):
-            info = getattr(item, "_fixtureinfo", None)
-            fixtures = [d.func for defs in (info.name2fixturedefs.values() if info else ()) for d in defs]
-            if NEEDS_MPI & set(getattr(item, "fixturenames", ())) or \
-                    any(needs_mpi(f) for f in [getattr(item, "function", None), *fixtures] if f is not None):
-                item.add_marker(pytest.mark.mpi)
-        if item.get_closest_marker("mpi") or item.get_closest_marker("lab"):
-            item.add_marker(MPI_GROUP)
+        if item.get_closest_marker("mpi"):
+            continue
+        info = getattr(item, "_fixtureinfo", None)
+        fixtures = [d.func for defs in (info.name2fixturedefs.values() if info else ()) for d in defs]
+        if NEEDS_MPI & set(getattr(item, "fixturenames", ())) or \
+                any(needs_mpi(f) for f in [getattr(item, "function", None), *fixtures] if f is not None):
+            item.add_marker(pytest.mark.mpi)
+    groups_dir = os.environ.get(_GROUPS_DIR)
+    if groups_dir and hasattr(config, "workerinput"):
+        ids = [item.nodeid for item in items if item.get_closest_marker("mpi") or item.get_closest_marker("lab")]
+        Path(groups_dir, config.workerinput["workerid"]).write_text("\n".join(ids))
+
+
+# `make test` runs on two pytest-xdist workers with --dist loadgroup, and every test that launches
+# ranks (marked `mpi` above; `lab`) is in one group: they all run on one worker, one after the
+# other (their ranks never share the 2 cores with another launch's ranks; each MPI is built once),
+# while the tests that launch nothing run on the other worker. xdist's own loadgroup reads a group
+# from an "@group" suffix it adds to the node id on the worker, which pytest 9.2 no longer lets it
+# add (pytest-xdist issue 1386: the groups are then silently ignored; in a run here two MPI tests
+# launched at once and one failed). So each worker writes the ids of its group's tests into a
+# directory the controller made (_GROUPS_DIR), and the controller's scheduler (xdist's hook
+# pytest_xdist_make_scheduler) reads them when it makes its work units.
+_GROUPS_DIR = "HMB_TEST_XDIST_GROUPS"
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput") and getattr(config.option, "dist", "no") == "loadgroup":
+        os.environ[_GROUPS_DIR] = tempfile.mkdtemp(prefix="hmb-test-groups-")   # the workers inherit it
+
+
+def pytest_unconfigure(config):
+    if not hasattr(config, "workerinput") and os.environ.get(_GROUPS_DIR):
+        import shutil
+        shutil.rmtree(os.environ.pop(_GROUPS_DIR), ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True)   # a run without xdist (-p no:xdist) knows no such hook
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class MPIGroupScheduling(LoadGroupScheduling):
+        """loadgroup, with the tests whose ids the workers wrote in one work unit, "mpi"."""
+        mpi_ids: set | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.mpi_ids is None:
+                self.mpi_ids = set()
+                for f in Path(os.environ[_GROUPS_DIR]).iterdir():
+                    self.mpi_ids.update(f.read_text().splitlines())
+                assert self.mpi_ids, "no worker wrote the ids of its mpi tests"
+            return "mpi" if nodeid in self.mpi_ids else super()._split_scope(nodeid)
+
+    return MPIGroupScheduling(config, log)
 
 
 @dataclasses.dataclass
