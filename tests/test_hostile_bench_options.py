@@ -93,21 +93,18 @@ def test_option_used_by_a_selected_mode_is_accepted():
 KINDS = ["corrupt", "never-complete", "stale", "wrong-slot", "hang"]
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_inject_past_the_fixed_iterations_is_refused_before_the_run(kind):
-    # --ci-target 0: every point runs exactly --warmup + --iters iterations (0..3 here)
-    p = direct(["p2p", "--inject", f"{kind}:4", "--warmup", "1", "--iters", "3", "--ci-target", "0"])
-    assert p.returncode == 2, p.stderr
-    (line,) = p.stderr.splitlines()
-    assert f"--inject {kind}:4: never fires: each point runs iterations 0..3" in line, line
+# --ci-target 0: every point runs exactly --warmup + --iters iterations; else at most --warmup + --max-iters
+BOUNDS = [(["--warmup", "1", "--iters", "3", "--ci-target", "0"], 4, "0..3"),
+          (["--warmup", "0", "--iters", "2", "--max-iters", "30"], 30, "0..29")]
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_inject_past_max_iters_is_refused_before_the_run(kind):
-    p = direct(["p2p", "--inject", f"{kind}:30", "--warmup", "0", "--iters", "2", "--max-iters", "30"])
+@pytest.mark.parametrize("bounds,at,iterations", BOUNDS, ids=["fixed", "adaptive"])
+def test_inject_past_the_last_iteration_is_refused_before_the_run(kind, bounds, at, iterations):
+    p = direct(["p2p", "--inject", f"{kind}:{at}", *bounds])
     assert p.returncode == 2, p.stderr
     (line,) = p.stderr.splitlines()
-    assert f"--inject {kind}:30: never fires: each point runs iterations 0..29" in line, line
+    assert f"--inject {kind}:{at}: never fires: each point runs iterations {iterations}" in line, line
 
 
 @pytest.mark.parametrize("kind", KINDS)
