@@ -114,6 +114,8 @@ typedef struct {
     int corrupt_rank;              /* corrupt: rank whose first check of that iteration is corrupted (-1: any) */
     atomic_int corrupt_done;
     atomic_int checked_this_iter;
+    atomic_int fired[HMB_INJECT_COUNT]; /* this rank planted the fault (hmb_inject_fired; inject.c) */
+    long last_iter_run;                 /* the highest iteration any point ran, -1: none */
 } hmb_test_hooks;
 
 struct hmb_ctx {
