@@ -220,6 +220,10 @@ int64_t hmb_compute_for(const hmb_calib *c, int64_t ns);
 /* WORK compute: the kernel iterations of a request of ns at c's sustained rate
  * (hmb_compute_iters); returns the measured ns. */
 int64_t hmb_compute_work(const hmb_calib *c, int64_t ns);
+/* hmb_compute_work, also giving the time the thread was on its core for it (on_core_ns: the
+ * wall time less any time it was descheduled, as the sustained rate is measured): the rate's
+ * own error, apart from the time other processes took the core. Returns the wall ns. */
+int64_t hmb_compute_work_on_core(const hmb_calib *c, int64_t ns, int64_t *on_core_ns);
 /* The kernel iterations of a WORK request of ns: ns x the sustained rate, rounded. */
 uint64_t hmb_compute_iters(const hmb_calib *c, int64_t ns);
 /* Run exactly iters kernel iterations; returns the measured ns. */
