@@ -26,7 +26,7 @@ class Option(C.Structure):
                 ("choices", C.c_char_p), ("role", C.c_int),   # role: 0 parameter, 1 run control
                 # where the typed value and its given flag live (1 + offset; 0: none), names, modes, group
                 ("slot", C.c_size_t), ("given_slot", C.c_size_t), ("names", C.POINTER(C.c_char_p)),
-                ("modes", C.c_int), ("group", C.c_int)]
+                ("modes", C.c_int), ("group", C.c_int), ("used_by", C.c_char_p)]
 
 
 class Default(C.Structure):

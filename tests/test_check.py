@@ -83,13 +83,37 @@ def test_calibration_median_over_launches():
     hs = [header([], checks=[_check(10_000, 100, d10), _check(1_000_000, t1, d1)])
           for d10, d1, t1 in ((500, 20_000, 200), (5_000, 20_000, 300), (700, -100_000, 40_000))]
     c = by_name(ck.check_calibration(hs))
-    assert [x.name for x in ck.check_calibration(hs)] == [n for n in ck.EXPECTATIONS if
-                                                         n.startswith(("calibration_error", "compute_time_error"))]
+    assert [x.name for x in ck.check_calibration(hs)] == [n for n in ck.EXPECTATIONS if n.startswith(
+        ("calibration_error", "compute_time_error", "compute_descheduled"))]
     assert c["calibration_error_10us"].figure == pytest.approx(0.7) and c["calibration_error_10us"].status == "PASS"
     assert c["calibration_error_1ms"].figure == pytest.approx(20.0) and c["calibration_error_1ms"].status == "WARN"
     assert c["calibration_error_100ms"].status == "WARN" and c["calibration_error_100ms"].detail == "not recorded"
     assert c["compute_time_error_10us"].figure == pytest.approx(0.1) and c["compute_time_error_10us"].status == "PASS"
     assert c["compute_time_error_1ms"].figure == pytest.approx(0.3) and c["compute_time_error_1ms"].status == "PASS"
+
+
+def test_calibration_judges_the_rate_on_core_and_reports_the_time_taken_apart():
+    # 100 ms WORK request, three launches. Wall: +20, +25, +6 ms (other processes had the core);
+    # on core: +0.3, -0.2, +0.5 ms -> calibration_error_100ms = median +0.3 ms = 300 us PASS.
+    # Taken: 20 - 0.3 = 19.7 %, 25 + 0.2 = 25.2 %, 6 - 0.5 = 5.5 % of 100 ms -> median 19.7 % WARN.
+    R = 100_000_000
+    hs = []
+    for wall, core in ((20_000_000, 300_000), (25_000_000, -200_000), (6_000_000, 500_000)):
+        c = _check(R, 200, wall)
+        c.update({"work_on_core_measured_ns": R + core, "work_on_core_worst_measured_ns": R + 2 * core,
+                  "work_on_core_worst_rank": 1, "work_on_core_worst_thread": 0})
+        hs.append(header([], checks=[c]))
+    c = by_name(ck.check_calibration(hs))
+    assert c["calibration_error_100ms"].figure == pytest.approx(300.0)
+    assert c["calibration_error_100ms"].status == "PASS" and "on core" in c["calibration_error_100ms"].detail
+    assert "worst thread +1000 us (rank 1 thread 0" in c["calibration_error_100ms"].detail
+    assert c["compute_descheduled_pct"].figure == pytest.approx(19.7)
+    assert c["compute_descheduled_pct"].status == "WARN"
+    # An hmb-bench without on-core times: the wall time is judged, and the row says so.
+    old = [header([], checks=[_check(R, 200, 20_000_000)])]
+    c = by_name(ck.check_calibration(old))
+    assert c["calibration_error_100ms"].status == "FAIL" and "wall time" in c["calibration_error_100ms"].detail
+    assert c["compute_descheduled_pct"].figure is None
 
 
 def test_calibration_names_the_worst_thread_of_any_rank():

@@ -271,9 +271,12 @@ def test_startup_check_covers_every_thread_of_every_rank(mpi_name, tmp_path):
         # no library thread computes here: the rate is the one measured with every rank at once
         assert t["measured"] == "concurrent" and t["alone_iters_per_ns"] > 0
         assert all(got >= req for got, req in zip(t["check_measured_ns"], (10_000, 1_000_000, 100_000_000)))
+        # on its core: the wall time less the time descheduled, never more than the wall time
+        assert all(0 < core <= wall for core, wall in zip(t["check_work_on_core_ns"], t["check_work_measured_ns"]))
     for i, c in enumerate(cal["check"]):
         req = c["request_ns"]
-        for key, prefix in (("check_measured_ns", ""), ("check_work_measured_ns", "work_")):
+        for key, prefix in (("check_measured_ns", ""), ("check_work_measured_ns", "work_"),
+                            ("check_work_on_core_ns", "work_on_core_")):
             values = [t[key][i] for t in threads]
             assert c[prefix + "measured_ns"] == pytest.approx(statistics.median(values))
             worst = max(range(len(threads)), key=lambda k: _off(values[k], req))

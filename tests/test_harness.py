@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from conftest import get_mpi, hmb_lines, run_bench
+from conftest import get_mpi, hmb_lines, one_hmb_line, run_bench
 
 FAST = ["--iters", "5", "--warmup", "1", "--ci-target", "0"]
 
@@ -189,7 +189,8 @@ def test_cache_cold(mpi_name, tmp_path):
 
 @pytest.mark.parametrize("mode", ["latency", "bw"])
 def test_validation_failure(mpi_name, mode, tmp_path):
-    r = run_bench(mpi_name, ["p2p", "--mode", mode, "--sizes", "64K", "--inject", "corrupt:2", "--window", "4"]
+    window = ["--window", "4"] if mode != "latency" else []  # latency reads no --window (refused: exit 2)
+    r = run_bench(mpi_name, ["p2p", "--mode", mode, "--sizes", "64K", "--inject", "corrupt:2", *window]
                   + FAST, tmp_path=tmp_path, timeout=120)
     # MPICH passes MPI_Abort's code through; Open MPI's prterun also returns it (checked here).
     assert r.rc == 3, (r.rc, r.stderr)
@@ -203,10 +204,13 @@ def test_validation_failure(mpi_name, mode, tmp_path):
 
 
 def test_no_validate_skips_checks(mpi_name, tmp_path):
-    r = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "1K", "--inject", "corrupt:2",
-                             "--no-validate"] + FAST, tmp_path=tmp_path)
+    r = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "1K", "--no-validate"] + FAST, tmp_path=tmp_path)
     assert r.rc == 0, r.stderr
     assert r.header()["options"]["no-validate"] == "1"
+    # a planted corruption nothing would check tests nothing: refused before the run (issue 29)
+    bad = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "1K", "--inject", "corrupt:2",
+                               "--no-validate"] + FAST, tmp_path=tmp_path)
+    assert bad.rc == 2 and "--inject corrupt:2: never caught: --no-validate" in one_hmb_line(bad.stderr)
 
 
 def test_watchdog_timeout(mpi_name, tmp_path):

@@ -79,6 +79,9 @@ typedef struct {
     int modes;                 /* CHOICES: the names are bench->modes' (not HMB_MODE_HIDDEN); the default,
                                   those not HMB_MODE_OPT_IN either (choices and default_value unset) */
     int group;                 /* common options only: HMB_OPTS_* group, offered where bench->uses has it */
+    const char *used_by;       /* "mode:bw,bibw,msgrate": only these values of the benchmark's option --mode
+                                  (a CHOICE, CHOICES or CHOICE_ARGS option) read this one; given while none of
+                                  them is selected, it is a usage error naming both options. NULL: always read */
 } hmb_option;
 
 /* What an option is to the toolkit (hmb-bench --describe --json): a parameter defines what is
@@ -154,6 +157,13 @@ enum { HMB_COMM_ON, HMB_COMM_OFF };
 enum { HMB_INJECT_CORRUPT, HMB_INJECT_NEVER_COMPLETE, HMB_INJECT_STALE, HMB_INJECT_WRONG_SLOT, HMB_INJECT_HANG,
        HMB_INJECT_SILENT_PARTNER, HMB_INJECT_COUNT };
 
+/* Upper bounds of the common durations (docs/methodology.md, "Options"): a typo such as
+ * --compute 1e6s must not hold an allocation for days. One compute call (or one bounded wait) within
+ * an hour; a point's adaptive budget within a day; the watchdog's --timeout within a week. */
+#define HMB_MAX_COMPUTE_S 3600.0
+#define HMB_MAX_BUDGET_S 86400.0
+#define HMB_MAX_TIMEOUT_S 604800.0
+
 /* The options every benchmark has (and the groups some take), owned by the harness. */
 #define HMB_COMMON_OPTIONS(X)                                                                                       \
     X(sizes, SIZES, .default_value = "8:4M", .help = "message sizes (total message size per point)")              \
@@ -168,8 +178,8 @@ enum { HMB_INJECT_CORRUPT, HMB_INJECT_NEVER_COMPLETE, HMB_INJECT_STALE, HMB_INJE
       .help = "stop when the 95% CI half-width of the median is within this % of it (0 = run exactly --iters)",    \
       .min = 0, .max = 100, HMB_RUN_CONTROL)                                                                        \
     X(budget, DURATION, .default_value = "2s", .help = "time budget per point for adaptive repetitions",           \
-      HMB_RUN_CONTROL)                                                                                              \
-    X(compute, DURATION, .default_value = "0",                                                                      \
+      .max = HMB_MAX_BUDGET_S, HMB_RUN_CONTROL)                                                                     \
+    X(compute, DURATION, .default_value = "0", .max = HMB_MAX_COMPUTE_S,                                            \
       .help = "compute time per iteration per thread (benchmarks that compute)")                                  \
     X(noise, STRING, .default_value = "none", .help = "compute noise model: none | single:P | uniform:P | gaussian:P") \
     X(noise_thread, CHOICE, .default_value = "fixed", .choices = "fixed|rand",                                      \
@@ -195,11 +205,11 @@ enum { HMB_INJECT_CORRUPT, HMB_INJECT_NEVER_COMPLETE, HMB_INJECT_STALE, HMB_INJE
               "receiver never posts its side)",                                                                     \
       HMB_RUN_CONTROL)                                                                                              \
     X(timeout, DURATION, .default_value = "300s", .help = "watchdog: abort if one point runs longer than this",     \
-      HMB_RUN_CONTROL)                                                                                              \
+      .max = HMB_MAX_TIMEOUT_S, HMB_RUN_CONTROL)                                                                    \
     X(wait_bound, DURATION, .default_value = "10s",                                                                 \
       .help = "a partition never reported arrived, or a request never completed, this long after its wait began "  \
               "ends the point (exit 3)",                                                                            \
-      HMB_RUN_CONTROL)                                                                                              \
+      .max = HMB_MAX_COMPUTE_S, HMB_RUN_CONTROL)                                                                    \
     X(json, STRING, .help = "append JSON Lines results to this file", HMB_RUN_CONTROL)                              \
     X(raw, FLAG, .default_value = "0", .help = "also write every sample to the JSON", HMB_RUN_CONTROL)              \
     X(metric, STRING,                                                                                               \
@@ -260,6 +270,10 @@ const void *hmb_bench_options(const hmb_ctx *ctx);
 /* The iteration at which --inject plants fault (HMB_INJECT_*), or -1 (0 for a fault given without
  * an iteration: silent-partner). */
 long hmb_inject_at(const hmb_ctx *ctx, int fault);
+/* A benchmark that plants fault (HMB_INJECT_*) says so when it does, outside every timed region (where
+ * it picks the iteration's send data). A fault given to --inject that no rank planted fails the run at
+ * its end (exit 2), instead of a test passing that tested nothing; corrupt is marked by the harness. */
+void hmb_inject_fired(hmb_ctx *ctx, int fault);
 
 
 /* Report a usage problem found after parsing (e.g. in check()): rank 0 prints

@@ -61,6 +61,9 @@ EXPECTATIONS = {
         "us", (-10, 10), (-30, 30), "the delays part, halo3d, sweep3d, mt, stencil3d compute are only as exact as this (SPEC: 1%)"),
     "compute_time_error_100ms": Expectation(
         "us", (-1000, 1000), (-3000, 3000), "the delays part, halo3d, sweep3d, mt, stencil3d compute are only as exact as this (SPEC: 1%)"),
+    "compute_descheduled_pct": Expectation(
+        "%", (0, 1), (0, INF), "other processes took the core from a computing thread (100 ms WORK request, wall - "
+        "on-core): async's T_total and C_actual include it, the calibration rows above do not"),
     "clock_offset_same_host_us": Expectation(
         "us", (0, 10), (0, 100), "one clock on one host: the offset estimator must find ~0, or one-way times are off"),
     "clock_offset_one_clock_us": Expectation(
@@ -198,29 +201,42 @@ def check_calibration(headers: list[dict]) -> list[Check]:
     rank at once, after MPI_Init), measured - requested in us: for each launch the median over
     threads and ranks, the figure the median over launches; the detail adds their spread and the
     worst thread of any rank in any launch. calibration_error_*: the WORK kind at the sustained
-    rate (async's C); compute_time_error_*: the TIME kind (the delays of the other benchmarks)."""
+    rate (async's C), on its core as the rate is measured (work_on_core_*; the wall time,
+    work_*, from an hmb-bench that records no on-core time); compute_time_error_*: the TIME kind
+    (the delays of the other benchmarks). compute_descheduled_pct: the wall time less the on-core
+    time of the largest WORK request, the share other processes took from a computing thread."""
     out = []
     for prefix, name in (("work_", "calibration_error"), ("", "compute_time_error")):
         for request_ns, label in CHECK_REQUESTS:
-            errors, worst = [], None
+            errors, worst, wall_only = [], None, False
             for h in headers:
                 cal = h.get("calibration", {})
                 for c in cal.get("check", []):
-                    if c.get("request_ns") != request_ns or c.get(prefix + "measured_ns") is None:
+                    p = "work_on_core_" if prefix == "work_" and "work_on_core_measured_ns" in c else prefix
+                    if c.get("request_ns") != request_ns or c.get(p + "measured_ns") is None:
                         continue
-                    errors.append((c[prefix + "measured_ns"] - request_ns) / 1e3)
-                    if c.get(prefix + "worst_measured_ns") is None:
+                    wall_only |= prefix == "work_" and p == prefix
+                    errors.append((c[p + "measured_ns"] - request_ns) / 1e3)
+                    if c.get(p + "worst_measured_ns") is None:
                         continue
-                    off = (c[prefix + "worst_measured_ns"] - request_ns) / 1e3
+                    off = (c[p + "worst_measured_ns"] - request_ns) / 1e3
                     if worst is None or abs(off) > abs(worst[0]):
-                        worst = (off, c.get(prefix + "worst_rank"), c.get(prefix + "worst_thread"),
-                                 cal.get("threads"))
+                        worst = (off, c.get(p + "worst_rank"), c.get(p + "worst_thread"), cal.get("threads"))
             detail = [_spread(errors)]
             if worst is not None:
                 detail.append(f"worst thread {worst[0]:+.4g} us (rank {worst[1]} thread {worst[2]}, "
                               f"{worst[3]} per rank)")
+            if prefix == "work_" and errors:
+                detail.append("wall time: no on-core time recorded" if wall_only else "on core")
             out.append(classify(f"{name}_{label}", statistics.median(errors) if errors else None,
                                 "; ".join(d for d in detail if d)))
+    request_ns = CHECK_REQUESTS[-1][0]
+    taken = [100 * (c["work_measured_ns"] - c["work_on_core_measured_ns"]) / request_ns
+             for h in headers for c in h.get("calibration", {}).get("check", [])
+             if c.get("request_ns") == request_ns and c.get("work_measured_ns") is not None
+             and c.get("work_on_core_measured_ns") is not None]
+    out.append(classify("compute_descheduled_pct", statistics.median(taken) if taken else None,
+                        "; ".join(d for d in (_spread(taken), "of 100 ms, median thread") if d)))
     return out
 
 

@@ -16,13 +16,13 @@ typedef enum { PROG_NONE, PROG_TEST, PROG_THREAD, PROG_IMPL } progress_kind;
       .choices = "none|test:|thread|impl", /* progress_kind order */                                               \
       .help = "progress modes (comma list): none, test:P (MPI_Testall every P µs of compute, 0.1..1e6), thread, "   \
               "impl")                                                                                               \
-    X(neighbors, INT, .default_value = "2", .min = 1, .max = 64,                                                    \
+    X(neighbors, INT, .default_value = "2", .min = 1, .max = 64, .used_by = "op:exch,neighbor_alltoall",            \
       .help = "exch/neighbor_alltoall: neighbours per rank (ring: even; grid2d: 4 or 8)")                          \
-    X(topology, CHOICE, .default_value = "ring", .choices = "ring|grid2d",                                          \
+    X(topology, CHOICE, .default_value = "ring", .choices = "ring|grid2d", .used_by = "op:exch,neighbor_alltoall",  \
       .help = "exch/neighbor_alltoall neighbourhood: ring or periodic 2-D grid")                                   \
     X(calc_factor, DOUBLE, .default_value = "2.0", .min = 0.01, .max = 1000,                                        \
       .help = "without --compute: C = factor x the blocking time of the op and size (seed: 1.5-2)")               \
-    X(baseline, CHOICE, .default_value = "pingpong", .choices = ASYNC_BASELINE_CHOICES, /* async_baseline order */ \
+    X(baseline, CHOICE, .default_value = "pingpong", .choices = ASYNC_BASELINE_CHOICES, .used_by = "op:pt2pt", /* async_baseline order */ \
       .help = "pt2pt blocking baseline: pingpong (IMB-ASYNC sync_pt2pt: Send then Recv, reversed on the partner) " \
               "or sendrecv (MPI_Sendrecv)")
 HMB_OPTIONS(async_opts, ASYNC_OPTIONS);

@@ -16,6 +16,7 @@
  *
  * conform.c: the framework (verdicts, bounded waits, data, the table of checks, the descriptor);
  * conform_part.c: partitioned checks; conform_threads.c: MPI + threads checks; conform.h: shared. */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,19 +99,31 @@ static const hmb_metric conform_metrics[] = {
      .description = "1 when the check passed, 0 when it failed (no sample when unsupported)"},
     HMB_METRIC_END};
 
+/* One count of part-counts at *p (digits only: no sign or space), 1..65536; -1 when malformed. */
+static int parse_count(const char **p)
+{
+    long v = 0;
+    const char *q = *p;
+    for (; isdigit((unsigned char)*q) && v <= 65536; q++)
+        v = v * 10 + (*q - '0');
+    if (q == *p || v < 1 || v > 65536)
+        return -1;
+    *p = q;
+    return (int)v;
+}
+
 /* part-counts: "4:8,8:2" into pairs; -1 on a malformed list. */
 static int parse_counts(const char *text, int (*out)[2], int max)
 {
     int n = 0;
     for (const char *p = text; *p;) {
-        int a, b, used = 0;
-        if (n == max || sscanf(p, "%d:%d%n", &a, &b, &used) != 2 || a < 1 || b < 1 || a > 65536 || b > 65536)
+        int a = n == max ? -1 : parse_count(&p), b = a > 0 && *p++ == ':' ? parse_count(&p) : -1;
+        if (b < 0)
             return -1;
         out[n][0] = a;
         out[n][1] = b;
         n++;
-        p += used;
-        if (*p == ',')
+        if (*p == ',' && p[1])
             p++;
         else if (*p)
             return -1;

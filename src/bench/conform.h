@@ -24,17 +24,17 @@ enum { STATE_UNSTARTED, STATE_NULL, STATE_COMPLETED };
       .choices = "inactive-buffer|pready-nonblocking|parrived-truth|parrived-inactive|part-counts|pready-order|"     \
                  "third-rank|many-partitions|restarts|request-free|multi-completion|mt-order|info-assertions|"      \
                  "streams|thread-level") /* the order of checks[] in conform.c */                                  \
-    X(requests, INTS, .default_value = "1,2,8", .min = 1, .max = 64,                                                \
+    X(requests, INTS, .default_value = "1,2,8", .min = 1, .max = 64, .used_by = "check:inactive-buffer",           \
       .help = "inactive-buffer: partitioned requests per pair of ranks")                                           \
-    X(counts, STRING, .default_value = "4:8,8:2,3:6,6:4", .help = "part-counts: send:receive partition counts")     \
-    X(order, CHOICES, .default_value = "reverse,random,threads,range,list", .names = cf_order_names,                \
+    X(counts, STRING, .default_value = "4:8,8:2,3:6,6:4", .used_by = "check:part-counts", .help = "part-counts: send:receive partition counts") \
+    X(order, CHOICES, .default_value = "reverse,random,threads,range,list", .names = cf_order_names, .used_by = "check:pready-order", \
       .help = "pready-order: reverse, random, from all --threads at once, MPI_Pready_range, MPI_Pready_list")        \
-    X(state, CHOICES, .default_value = "unstarted,null,completed", .names = cf_state_names,                         \
+    X(state, CHOICES, .default_value = "unstarted,null,completed", .names = cf_state_names, .used_by = "check:parrived-inactive", \
       .help = "parrived-inactive: a request never started, MPI_REQUEST_NULL, a completed request")                 \
-    X(many, INTS, .default_value = "1024,65536", .min = 1, .max = 1 << 20, .help = "many-partitions: partition counts") \
-    X(restarts, INT, .default_value = "1000", .min = 300, .max = 1000000, .help = "restarts: MPI_Start/complete rounds") \
-    X(delay, DURATION, .default_value = "50ms", .help = "pready-nonblocking: the receiver's delay before MPI_Start") \
-    X(bound, DURATION, .default_value = "3s", .help = "deadline of one check: past it a check still waiting FAILs", \
+    X(many, INTS, .default_value = "1024,65536", .min = 1, .max = 1 << 20, .used_by = "check:many-partitions", .help = "many-partitions: partition counts") \
+    X(restarts, INT, .default_value = "1000", .min = 300, .max = 1000000, .used_by = "check:restarts", .help = "restarts: MPI_Start/complete rounds") \
+    X(delay, DURATION, .default_value = "50ms", .max = 3600, .used_by = "check:pready-nonblocking", .help = "pready-nonblocking: the receiver's delay before MPI_Start") \
+    X(bound, DURATION, .default_value = "3s", .max = 3600, .help = "deadline of one check: past it a check still waiting FAILs", \
       HMB_RUN_CONTROL)
 HMB_OPTIONS(conform_opts, CONFORM_OPTIONS);
 

@@ -149,6 +149,7 @@ void check_inactive_buffer(cf *c, const hmb_point *pt)
     for (int i = 0; i < k; i++)
         pair_init(c, &p[i], 1, 1, INACTIVE_WORDS, TAG_DATA + i);
     if (c->silent && c->rank == RECEIVER) { /* TEST ONLY: the partner never posts its side */
+        hmb_inject_fired(c->ctx, HMB_INJECT_SILENT_PARTNER);
         for (int i = 0; i < k; i++)
             MPI_Request_free(&p[i].req);
         free(p);

@@ -22,13 +22,13 @@ extern const char *const mt_test_names[MT_NTESTS + 1], *const mt_mode_names[MT_N
               "export MPIR_CVAR_CH4_RESERVE_VCIS=T, and MPIR_CVAR_CH4_NUM_VCIS=T+1 for per-thread VCIs)")          \
     X(window, INT, .default_value = "64", .min = 1, .max = 65536,                                                   \
       .help = "messages (or gets) in flight per lane before the window is completed")                              \
-    X(windows_per_iter, INT, .default_value = "4", .min = 1, .max = 4096,                                           \
+    X(windows_per_iter, INT, .default_value = "4", .min = 1, .max = 4096, .used_by = "test:rate,contention",        \
       .help = "windows per lane in one timed iteration")                                                           \
-    X(target_progress, CHOICES, .default_value = "none,thread", .names = mt_progress_names,                         \
+    X(target_progress, CHOICES, .default_value = "none,thread", .names = mt_progress_names, .used_by = "test:get",  \
       .help = "get test: none (target computes without MPI calls), thread (a helper thread polls MPI_Iprobe)")     \
-    X(get_window, CHOICE, .default_value = "create", .choices = "create|allocate",                                  \
+    X(get_window, CHOICE, .default_value = "create", .choices = "create|allocate", .used_by = "test:get",           \
       .help = "get test: window memory from MPI_Win_create (malloc) or MPI_Win_allocate")                          \
-    X(shuffle_delay, DURATION, .default_value = "0",                                                                \
+    X(shuffle_delay, DURATION, .default_value = "0", .max = 1,                                                      \
       .help = "TEST ONLY (distorts every rate): before each post a thread may yield or sleep up to this long, at "  \
               "random, so cross-thread matching orders vary")
 HMB_OPTIONS(mt_opts, MT_OPTIONS);

@@ -288,6 +288,8 @@ static void mt_rate_thread(hmb_ctx *ctx, mt_state *s, int tid, long iter)
 
 void mt_rate_prepare(hmb_ctx *ctx, mt_state *s, long iter)
 {
+    if (s->sending && iter == s->stale_at)
+        hmb_inject_fired(ctx, HMB_INJECT_STALE); /* lane 0's slot 0 below, and its stamp in mt_rate_thread */
     if (s->sending) {
         for (int l = 0; l < s->nlanes; l++)
             for (int i = 0; i < s->window; i++)

@@ -14,17 +14,21 @@
 /* Each message's send data for iteration iter, chosen outside the timed region: message j
  * sends slot j % slots of set iter & 1 (the test-only faults send the other set, or give the
  * last message the next slot's data). */
-static void pick_send_data(p2p_state *st, long iter)
+static void pick_send_data(hmb_ctx *ctx, p2p_state *st, long iter)
 {
     if (!st->send_sets)
         return;
     long set = iter == st->stale_at && st->is_sender ? (iter + 1) & 1 : iter & 1;
     if (st->nsets == 1)
         set = 0;
+    else if (set != (iter & 1))
+        hmb_inject_fired(ctx, HMB_INJECT_STALE);
     for (int j = 0; j < st->count; j++) {
         int slot = j % st->slots;
-        if (iter == st->wrong_slot_at && st->is_sender && j == st->count - 1)
+        if (iter == st->wrong_slot_at && st->is_sender && j == st->count - 1 && st->slots > 1) {
             slot = (slot + 1) % st->slots;
+            hmb_inject_fired(ctx, HMB_INJECT_WRONG_SLOT);
+        }
         st->send_msg[j] = st->send_sets + ((size_t)set * st->slots + (size_t)slot) * st->size;
     }
 }
@@ -51,7 +55,7 @@ static int p2p_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter
     const int n = st->count, size = (int)st->size;
     if (st->mode != MODE_MSGRATE && st->peer < 0)
         return 0;
-    pick_send_data(st, iter);
+    pick_send_data(ctx, st, iter);
     unsigned char *const *send = st->send_msg, *const *recv = st->recv_msg;
     double t_start_s = 0, t_end_s = 0;
 

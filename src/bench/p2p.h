@@ -12,12 +12,12 @@ extern const char *const p2p_mode_names[MODE_COUNT + 1];
 
 #define P2P_OPTIONS(X)                                                                                              \
     X(mode, CHOICES, .default_value = "all", .names = p2p_mode_names, .help = "what to measure")                       \
-    X(window, INT, .default_value = "64", .min = 1, .max = 4096,                                                    \
+    X(window, INT, .default_value = "64", .min = 1, .max = 4096, .used_by = "mode:bw,bibw,msgrate",                 \
       .help = "messages in flight per iteration for bw, bibw, msgrate (osu: 64)")                                  \
-    X(post, CHOICE, .default_value = "racing", .choices = "racing|ahead", /* POST_* order */                       \
+    X(post, CHOICE, .default_value = "racing", .choices = "racing|ahead", .used_by = "mode:bw,msgrate", /* POST_* order */ \
       .help = "bw, msgrate: the receiver posts a window's receives after the start signal, racing the sender's "    \
               "first messages as after osu_bw's and osu_mbw_mr's ack (racing), or before it (ahead: all pre-posted)") \
-    X(batch, INT, .default_value = "0", .min = 0, .max = 4096,                                                      \
+    X(batch, INT, .default_value = "0", .min = 0, .max = 4096, .used_by = "mode:latency",                           \
       .help = "latency: round trips timed back-to-back per sample (0 = auto: a sample of >= 20 us, at most 256)")
 HMB_OPTIONS(p2p_opts, P2P_OPTIONS);
 

@@ -15,20 +15,20 @@ extern const char *const proto_view_names[VIEW_COUNT + 1];
 
 #define PROTO_OPTIONS(X)                                                                                            \
     X(test, CHOICES, .default_value = "probe", .names = proto_test_names, .help = "what to measure")                \
-    X(view, CHOICES, .default_value = "both", .names = proto_view_names,                                            \
+    X(view, CHOICES, .default_value = "both", .names = proto_view_names, .used_by = "test:probe",                   \
       .help = "probe: both = both sides compute after posting (does the transfer progress during compute?); "       \
               "sender/recv-early/recv-late = whose request completes without the peer's MPI calls; step = where "   \
               "the cost of a blocking transfer of fresh data jumps (steps of the cost curve; give a linear --range)") \
-    X(range, SIZES, .default_value = "512:96K:+512", .min = 1, .max = 1 << 30,                                      \
+    X(range, SIZES, .default_value = "512:96K:+512", .min = 1, .max = 1 << 30, .used_by = "test:probe",             \
       .help = "probe: size grid scanned for switches (then bisected); views both and step want a linear one")      \
-    X(element, INT, .default_value = "8", .min = 1, .max = 1 << 20,                                                 \
+    X(element, INT, .default_value = "8", .min = 1, .max = 1 << 20, .used_by = "test:probe",                        \
       .help = "probe: bisection resolution in bytes (grid sizes must be multiples)")                               \
-    X(trials, INT, .default_value = "5", .min = 1, .max = 101,                                                      \
+    X(trials, INT, .default_value = "5", .min = 1, .max = 101, .used_by = "test:probe",                             \
       .help = "probe: trials per size per iteration (both: pooled over iterations; sender, recv-*: a size "       \
               "progressed when most of them did)")                                                                 \
-    X(min_compute, DURATION, .default_value = "50us",                                                               \
+    X(min_compute, DURATION, .default_value = "50us", .used_by = "test:probe", .max = 3600,                         \
       .help = "probe: least compute per trial (else 2x the transfer time)")                                        \
-    X(window, INT, .default_value = "64", .min = 1, .max = 4096,                                                    \
+    X(window, INT, .default_value = "64", .min = 1, .max = 4096, .used_by = "test:tradeoff",                        \
       .help = "tradeoff: messages in flight per pair per iteration")
 HMB_OPTIONS(proto_opts, PROTO_OPTIONS);
 

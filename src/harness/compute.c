@@ -180,6 +180,16 @@ uint64_t hmb_compute_iters(const hmb_calib *c, int64_t ns)
 
 int64_t hmb_compute_work(const hmb_calib *c, int64_t ns) { return hmb_compute_run_iters(hmb_compute_iters(c, ns)); }
 
+int64_t hmb_compute_work_on_core(const hmb_calib *c, int64_t ns, int64_t *on_core_ns)
+{
+    int64_t cpu_begin_ns = cpu_ns();
+    int64_t wall_ns = hmb_compute_work(c, ns);
+    int64_t on_core = cpu_ns() - cpu_begin_ns;
+    if (on_core_ns)
+        *on_core_ns = on_core > 0 && on_core < wall_ns ? on_core : wall_ns;
+    return wall_ns;
+}
+
 /* The TIME kind re-reads the clock after every chunk of work. A chunk is at most MAX_CHUNK_NS
  * long: a thread that loses its core for D (another process, the hypervisor) overshoots only
  * when that happens within D of the deadline, not whenever D exceeds a large chunk. Once less

@@ -20,8 +20,11 @@ void *hmb_grow(void *items, size_t *capacity, size_t count, size_t elem);
  * (NULL: the structure's size), offset and size; returns 0 past the last row. */
 int hmb_layout(int i, const char **type, const char **field, size_t *offset, size_t *size);
 
-/* One-line error message into err (when err != NULL); shared by the parsers. */
+/* One-line error message into err (when err != NULL); shared by the parsers. Control characters
+ * (a newline inside a value) are escaped (hmb_escape_controls), so the message stays one line. */
 void hmb_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* in into out (at most outlen bytes with the NUL) with \n, \t, \r and other control bytes as \xNN. */
+void hmb_escape_controls(const char *in, char *out, size_t outlen);
 
 /* ------------------------------------------------------------------ metriclist.c
  * A benchmark's metric list (hmb_sample.value's layout): the fixed metrics, then every mode
@@ -58,6 +61,12 @@ int hmb_parse_int_list(const char *s, long long **out, int *count, char *err, si
 /* "10us", "1.5ms", "2s", "500ns"; "1m" is NOT accepted (ambiguous); a bare number other than
  * 0 is an error (a unit is required). */
 int hmb_parse_duration_ns(const char *s, int64_t *out, char *err, size_t errlen);
+/* Every number the parsers read as a double: plain decimal only ([+-]digits[.digits][e[+-]digits]),
+ * never what strtod also takes (hex "0x10", inf, nan, leading spaces). hmb_parse_decimal reads the
+ * number at the start of s (*end: where it stopped; -1 when there is none, or when it overflows or
+ * underflows a double); hmb_parse_number wants all of s. */
+int hmb_parse_decimal(const char *s, double *out, const char **end);
+int hmb_parse_number(const char *s, double *out);
 /* 4096 -> "4K", 1048576 -> "1M", 1000 -> "1000" (exact binary units only). */
 void hmb_format_size(size_t bytes, char *buf, size_t len);
 
@@ -211,6 +220,10 @@ int64_t hmb_compute_for(const hmb_calib *c, int64_t ns);
 /* WORK compute: the kernel iterations of a request of ns at c's sustained rate
  * (hmb_compute_iters); returns the measured ns. */
 int64_t hmb_compute_work(const hmb_calib *c, int64_t ns);
+/* hmb_compute_work, also giving the time the thread was on its core for it (on_core_ns: the
+ * wall time less any time it was descheduled, as the sustained rate is measured): the rate's
+ * own error, apart from the time other processes took the core. Returns the wall ns. */
+int64_t hmb_compute_work_on_core(const hmb_calib *c, int64_t ns, int64_t *on_core_ns);
 /* The kernel iterations of a WORK request of ns: ns x the sustained rate, rounded. */
 uint64_t hmb_compute_iters(const hmb_calib *c, int64_t ns);
 /* Run exactly iters kernel iterations; returns the measured ns. */

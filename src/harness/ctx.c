@@ -286,7 +286,7 @@ double hmb_compute_calibration_error(const hmb_ctx *ctx, int64_t ns)
      * shortfall of this rank's start-up check (its worst thread) at the check request nearest
      * to ns (log scale), plus the interruption share the sustained rate includes (a run that
      * meets no interruption is that much short). A check that ran long was disturbed, which
-     * says nothing about how fast an undisturbed run can be. */
+     * says nothing about how fast an undisturbed run can be. On-core time, as the rate. */
     int nearest = 0;
     for (int i = 1; i < HMB_COMPUTE_CHECKS; i++)
         if (fabs(log((double)hmb_compute_check_ns[i] / (double)ns)) <
@@ -295,7 +295,7 @@ double hmb_compute_calibration_error(const hmb_ctx *ctx, int64_t ns)
     double shortfall = 0.0, lost = 0.0;
     const double request_ns = (double)hmb_compute_check_ns[nearest];
     for (int t = 0; t < ctx->run.threads; t++) {
-        double measured_ns = (double)ctx->run.compute_check_work_ns[t][nearest];
+        double measured_ns = (double)ctx->run.compute_check_work_core_ns[t][nearest];
         if (measured_ns > 0.0 && measured_ns < request_ns)
             shortfall = fmax(shortfall, (request_ns - measured_ns) / request_ns);
         lost = fmax(lost, ctx->run.calib[t].interrupt_lost_frac);

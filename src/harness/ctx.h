@@ -45,10 +45,12 @@ typedef struct {
     hmb_calib calib[HMB_MAX_THREADS];
     /* How many calibrations each thread took (hmb_compute_calibrate_verified), and its start-up
      * check after MPI_Init, every thread of every rank at once (hmb_env_check_compute): the
-     * hmb_compute_check_ns requests as TIME and as WORK compute, measured ns. */
+     * hmb_compute_check_ns requests as TIME and as WORK compute, measured ns (WORK: wall, and
+     * on its core: the wall less the time the thread was descheduled). */
     int calibrations[HMB_MAX_THREADS];
     int64_t compute_check_time_ns[HMB_MAX_THREADS][HMB_COMPUTE_CHECKS];
     int64_t compute_check_work_ns[HMB_MAX_THREADS][HMB_COMPUTE_CHECKS];
+    int64_t compute_check_work_core_ns[HMB_MAX_THREADS][HMB_COMPUTE_CHECKS];
     /* The measured compute of the point in flight, per thread (computelog.c). */
     hmb_compute_log compute_log[HMB_MAX_THREADS];
     double timer_resolution_ns, timer_overhead_ns;
@@ -114,6 +116,8 @@ typedef struct {
     int corrupt_rank;              /* corrupt: rank whose first check of that iteration is corrupted (-1: any) */
     atomic_int corrupt_done;
     atomic_int checked_this_iter;
+    atomic_int fired[HMB_INJECT_COUNT]; /* this rank planted the fault (hmb_inject_fired; inject.c) */
+    long last_iter_run;                 /* the highest iteration any point ran, -1: none */
 } hmb_test_hooks;
 
 struct hmb_ctx {

@@ -101,7 +101,8 @@ void hmb_env_check_compute(hmb_ctx *ctx)
                 if (kind == 0)
                     ctx->run.compute_check_time_ns[tid][i] = hmb_compute_for(c, hmb_compute_check_ns[i]);
                 else
-                    ctx->run.compute_check_work_ns[tid][i] = hmb_compute_work(c, hmb_compute_check_ns[i]);
+                    ctx->run.compute_check_work_ns[tid][i] = hmb_compute_work_on_core(
+                        c, hmb_compute_check_ns[i], &ctx->run.compute_check_work_core_ns[tid][i]);
             }
         }
     }
@@ -254,6 +255,7 @@ typedef struct {
     int concurrent[HMB_MAX_THREADS];
     int calibrations[HMB_MAX_THREADS];
     int64_t check_time_ns[HMB_MAX_THREADS][HMB_COMPUTE_CHECKS], check_work_ns[HMB_MAX_THREADS][HMB_COMPUTE_CHECKS];
+    int64_t check_work_core_ns[HMB_MAX_THREADS][HMB_COMPUTE_CHECKS];
 } rank_info;
 
 static const char *impl_name(const char *library)
@@ -415,10 +417,13 @@ static void write_check_kind(hmb_json *j, const char *prefix, int64_t request_ns
 
 static const int64_t *time_checks(const rank_info *r, int t) { return r->check_time_ns[t]; }
 static const int64_t *work_checks(const rank_info *r, int t) { return r->check_work_ns[t]; }
+static const int64_t *work_core_checks(const rank_info *r, int t) { return r->check_work_core_ns[t]; }
 
 /* The run header's "calibration": every thread's sustained rate and start-up check, and per
  * check request the median over threads and ranks and the worst thread, for the TIME compute
- * (measured_ns, worst_*) and the WORK compute (work_measured_ns, work_worst_*). */
+ * (measured_ns, worst_*) and the WORK compute in wall time (work_measured_ns, work_worst_*) and
+ * on its core (work_on_core_measured_ns, work_on_core_worst_*: the rate's own error, without the
+ * time other processes took the core, which a wall time includes). */
 static void write_calibration(hmb_json *j, const hmb_ctx *ctx, const rank_info *all)
 {
     hmb_json_open_obj(j, "calibration");
@@ -448,6 +453,10 @@ static void write_calibration(hmb_json *j, const hmb_ctx *ctx, const rank_info *
             for (int i = 0; i < HMB_COMPUTE_CHECKS; i++)
                 hmb_json_int(j, NULL, all[r].check_work_ns[t][i]);
             hmb_json_close_arr(j);
+            hmb_json_open_arr(j, "check_work_on_core_ns");
+            for (int i = 0; i < HMB_COMPUTE_CHECKS; i++)
+                hmb_json_int(j, NULL, all[r].check_work_core_ns[t][i]);
+            hmb_json_close_arr(j);
             hmb_json_close_obj(j);
         }
     }
@@ -458,6 +467,8 @@ static void write_calibration(hmb_json *j, const hmb_ctx *ctx, const rank_info *
         hmb_json_int(j, "request_ns", hmb_compute_check_ns[i]);
         write_check_kind(j, "", hmb_compute_check_ns[i], ctx->run.size, ctx->run.threads, time_checks, all, i);
         write_check_kind(j, "work_", hmb_compute_check_ns[i], ctx->run.size, ctx->run.threads, work_checks, all, i);
+        write_check_kind(j, "work_on_core_", hmb_compute_check_ns[i], ctx->run.size, ctx->run.threads, work_core_checks,
+                         all, i);
         hmb_json_close_obj(j);
     }
     hmb_json_close_arr(j);
@@ -577,6 +588,7 @@ void hmb_env_record(hmb_ctx *ctx)
         for (int i = 0; i < HMB_COMPUTE_CHECKS; i++) {
             mine->check_time_ns[t][i] = ctx->run.compute_check_time_ns[t][i];
             mine->check_work_ns[t][i] = ctx->run.compute_check_work_ns[t][i];
+            mine->check_work_core_ns[t][i] = ctx->run.compute_check_work_core_ns[t][i];
         }
     }
     rank_info *all = gather_placement(ctx, mine);

@@ -9,15 +9,15 @@
 
 #include "ctx.h"
 #include "watchdog.h"
-#include "watchdog.h"
 
 void hmb_usage_error(hmb_ctx *ctx, const char *fmt, ...)
 {
-    char msg[1024];
+    char raw[1024], msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    hmb_escape_controls(raw, msg, sizeof msg); /* a newline inside a value keeps the error one line */
     if (ctx->run.rank == 0) {
         fprintf(stderr, "hmb-bench %s: %s\n", ctx->bench->name, msg);
         fflush(stderr);

@@ -18,7 +18,7 @@ static const layout_row rows[] = {
     SIZE(hmb_option), FIELD(hmb_option, name), FIELD(hmb_option, type), FIELD(hmb_option, default_value),
     FIELD(hmb_option, help), FIELD(hmb_option, min), FIELD(hmb_option, max), FIELD(hmb_option, choices),
     FIELD(hmb_option, role), FIELD(hmb_option, slot), FIELD(hmb_option, given_slot), FIELD(hmb_option, names),
-    FIELD(hmb_option, modes), FIELD(hmb_option, group),
+    FIELD(hmb_option, modes), FIELD(hmb_option, group), FIELD(hmb_option, used_by),
     SIZE(hmb_default), FIELD(hmb_default, name), FIELD(hmb_default, value),
     SIZE(hmb_optval), FIELD(hmb_optval, opt), FIELD(hmb_optval, given), FIELD(hmb_optval, present),
     FIELD(hmb_optval, ival), FIELD(hmb_optval, dval), FIELD(hmb_optval, ns), FIELD(hmb_optval, sval),

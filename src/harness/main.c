@@ -11,6 +11,7 @@
 #include "output.h"
 #include "pivot.h"
 #include "registry.h"
+#include "validate.h"
 #include "watchdog.h"
 #include "hmb_buildinfo.h"
 
@@ -140,14 +141,7 @@ static void parse_before_init(hmb_ctx *ctx, int argc, char **argv)
                         ctx->bench->name);
     check_metric_names(ctx);
     ctx->val.validate = !o->no_validate;
-    for (int f = 0; f < HMB_INJECT_COUNT; f++)
-        ctx->hooks.inject[f] = -1;
-    for (int i = 0; i < o->inject.n; i++) { /* --inject corrupt:2,hang:3,silent-partner */
-        double at = isnan(o->inject.arg[i]) ? 0.0 : o->inject.arg[i];
-        if (at != floor(at))
-            hmb_usage_error(ctx, "--inject: the iteration %g is not a whole number", at);
-        ctx->hooks.inject[o->inject.choice[i]] = (long)at;
-    }
+    hmb_inject_setup(ctx);
     ctx->val.wait_bound_s = (double)o->wait_bound * 1e-9;
     ctx->out.json_path = o->json;
     omp_set_num_threads(ctx->run.threads);
@@ -294,15 +288,19 @@ int main(int argc, char **argv)
     }
     const hmb_bench *bench = hmb_registry_find(argv[1]);
     if (!bench) {
+        char name[256];
+        hmb_escape_controls(argv[1], name, sizeof name);
         if (print_rank == 0)
-            fprintf(stderr, "hmb-bench: unknown benchmark '%s' (see hmb-bench --list)\n", argv[1]);
+            fprintf(stderr, "hmb-bench: unknown benchmark '%s' (see hmb-bench --list)\n", name);
         return usage_exit(print_rank);
     }
     if (argc > 2 && strcmp(argv[2], "--describe") == 0) {
         /* The descriptor for the toolkit: JSON is the only form (--json is accepted for symmetry). */
         if (argc > 4 || (argc == 4 && strcmp(argv[3], "--json") != 0)) {
+            char got[256];
+            hmb_escape_controls(argv[argc - 1], got, sizeof got);
             if (print_rank == 0)
-                fprintf(stderr, "hmb-bench: --describe takes only --json (got '%s')\n", argv[argc - 1]);
+                fprintf(stderr, "hmb-bench: --describe takes only --json (got '%s')\n", got);
             return usage_exit(print_rank);
         }
         if (print_rank == 0)
@@ -347,6 +345,7 @@ int main(int argc, char **argv)
     hmb_env_probe_cpus(ctx);
 
     init_mpi(ctx, &argc, &argv);
+    hmb_inject_check_ranks(ctx);
     identify_run(ctx);
     if (!hmb_all_agree(ctx, hmb_cache_init(ctx)))
         hmb_usage_error(ctx, "--cache cold: cannot allocate the eviction buffer (%zu bytes)", ctx->cache.flush_bytes);
@@ -375,6 +374,7 @@ int main(int argc, char **argv)
 
     hmb_pivot_print(ctx);
     hmb_pivot_free(ctx);
+    const int rc = hmb_inject_verdict(ctx); /* after every result is written: a fault that never fired */
     hmb_set_run_data(ctx, NULL);
     hmb_watchdog_stop(ctx->watchdog);
     ctx->watchdog = NULL;
@@ -393,5 +393,5 @@ int main(int argc, char **argv)
     free(ctx->out.table_metrics);
     hmb_metric_list_free(&ctx->metrics);
     free(ctx);
-    return HMB_EXIT_OK;
+    return rc;
 }

@@ -280,6 +280,7 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
         }
     }
     double elapsed_s = hmb_now() - t_point_start_s;
+    hmb_inject_point_ran(ctx, iter);
     hmb_compute_summary compute;
     hmb_compute_log_summarize(ctx, &compute); /* collective */
     hmb_compute_log_free(ctx);

@@ -72,9 +72,8 @@ int hmb_noise_parse(const char *spec, hmb_noise *out, char *err, size_t errlen)
             hmb_set_err(err, errlen, "\"%s\": needs a percentage, e.g. %s:10", spec, models[found].name);
             return -1;
         }
-        char *end;
-        double percent = strtod(colon + 1, &end);
-        if (*end || !isfinite(percent)) {
+        double percent;
+        if (hmb_parse_number(colon + 1, &percent)) { /* plain decimal: no hex, inf, nan or spaces */
             hmb_set_err(err, errlen, "\"%s\": \"%s\" is not a number", spec, colon + 1);
             return -1;
         }

@@ -160,10 +160,9 @@ static int parse_choice_args(hmb_optval *v, const char *text, char *err, size_t 
             return -1;
         }
         if (takes_arg) {
-            char num[64], *end = NULL;
+            char num[64];
             snprintf(num, sizeof num, "%.*s", (int)(len - name_len - 1), p + name_len + 1);
-            x = strtod(num, &end);
-            if (!num[0] || *end || !isfinite(x)) {
+            if (hmb_parse_number(num, &x)) {
                 hmb_set_err(err, errlen, "--%s: \"%.*s\": \"%s\" is not a number", o->name, (int)len, p, num);
                 return -1;
             }
@@ -229,10 +228,9 @@ static int parse_value(hmb_optval *v, const char *text, char *err, size_t errlen
         break;
     }
     case HMB_OPT_DOUBLE: {
-        char *end;
-        double x = strtod(text, &end);
-        if (end == text || *end || !isfinite(x)) {
-            hmb_set_err(err, errlen, "--%s: \"%s\" is not a number", o->name, text);
+        double x;
+        if (hmb_parse_number(text, &x)) {
+            hmb_set_err(err, errlen, "--%s: \"%s\" is not a number (plain decimal, e.g. 2.5 or 1e-3)", o->name, text);
             return -1;
         }
         v->dval = x;
@@ -390,6 +388,66 @@ static hmb_optval *find_val(hmb_optset *set, const char *name, size_t len)
     return NULL;
 }
 
+/* The choices v selects, as a bit mask over its declared names (CHOICE, CHOICES, CHOICE_ARGS). */
+static long long selected_mask(const hmb_optval *v)
+{
+    if (!v->present)
+        return 0;
+    switch (v->opt->type) {
+    case HMB_OPT_CHOICE: return v->ival >= 0 && v->ival < 63 ? 1LL << v->ival : 0;
+    case HMB_OPT_CHOICES: return v->ival;
+    case HMB_OPT_CHOICE_ARGS: {
+        long long mask = 0;
+        for (int k = 0; k < v->count; k++)
+            mask |= v->ints[k] >= 0 && v->ints[k] < 63 ? 1LL << v->ints[k] : 0;
+        return mask;
+    }
+    default: return 0;
+    }
+}
+
+/* An option given while none of the values of the option that selects its readers is chosen
+ * (hmb_option.used_by: p2p --post with --mode latency) is refused, not silently ignored. */
+static int check_used_by(hmb_optset *set, char *err, size_t errlen)
+{
+    for (int i = 0; i < set->count; i++) {
+        const hmb_optval *v = &set->vals[i];
+        const char *spec = v->opt->used_by, *colon = spec ? strchr(spec, ':') : NULL;
+        if (!spec || !v->given)
+            continue;
+        const hmb_optval *sel = colon ? find_val(set, spec, (size_t)(colon - spec)) : NULL;
+        if (!sel || (sel->opt->type != HMB_OPT_CHOICE && sel->opt->type != HMB_OPT_CHOICES &&
+                     sel->opt->type != HMB_OPT_CHOICE_ARGS)) {
+            hmb_set_err(err, errlen, "--%s: declared used by \"%s\", which names no choice option", v->opt->name, spec);
+            return -1;
+        }
+        long long readers = 0;
+        for (const char *p = colon + 1; *p;) {
+            size_t len = strcspn(p, ",");
+            int k = choice_index(sel->opt->choices, p, len, NULL);
+            if (k < 0 || k > 62) {
+                hmb_set_err(err, errlen, "--%s: declared used by --%s %.*s, which is not one of %s", v->opt->name,
+                            sel->opt->name, (int)len, p, sel->opt->choices);
+                return -1;
+            }
+            readers |= 1LL << k;
+            p += len + (p[len] == ',');
+        }
+        if (selected_mask(sel) & readers)
+            continue;
+        char users[256] = "";
+        for (const char *p = colon + 1; *p;) {
+            size_t len = strcspn(p, ",");
+            snprintf(users + strlen(users), sizeof users - strlen(users), "%s%.*s", *users ? ", " : "", (int)len, p);
+            p += len + (p[len] == ',');
+        }
+        hmb_set_err(err, errlen, "--%s: --%s %s does not use it (only --%s %s %s)", v->opt->name, sel->opt->name,
+                    sel->sval, sel->opt->name, users, strchr(users, ',') ? "do" : "does");
+        return -1;
+    }
+    return 0;
+}
+
 static const char *default_text(const hmb_option *o, const hmb_default *defaults)
 {
     for (const hmb_default *d = defaults; d && d->name; d++)
@@ -481,6 +539,8 @@ static int parse_impl(hmb_optset *set, const hmb_option *bench_options, const hm
             goto fail;
         }
     }
+    if (check_used_by(set, err, errlen))
+        goto fail;
     return 0;
 fail:
     hmb_options_free(set);

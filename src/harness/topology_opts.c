@@ -1,5 +1,6 @@
 /* hmb_topo_from_options: the topology options (HMB_OPTS_TOPO) -> hmb_topo, usage errors and the
  * run-header record. The grid arithmetic itself is pure (topology.c). */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,8 +72,8 @@ int hmb_face_partitions(hmb_ctx *ctx)
     if (strcmp(v, "threads") == 0)
         return threads;
     char *end;
-    long n = strtol(v, &end, 10);
-    if (end == v || *end != '\0' || n < 1 || n > HMB_MAX_THREADS || n % threads != 0)
+    long n = isdigit((unsigned char)v[0]) ? strtol(v, &end, 10) : 0; /* digits only: no sign or spaces */
+    if (n == 0 || *end != '\0' || n < 1 || n > HMB_MAX_THREADS || n % threads != 0)
         hmb_usage_error(ctx, "--face-partitions %s: give tiles, threads, or a number of partitions per face that "
                              "is a multiple of --threads %d, at most %d", v, threads, HMB_MAX_THREADS);
     return (int)n;

@@ -16,14 +16,94 @@
 /* A list that expands to more values than this is almost certainly a typo ("1:1G:+1"). */
 #define MAX_LIST_VALUES 100000
 
+/* A control character in a user's value ("1\nms") would break the one-line error in two: it is
+ * written as an escape (\n, \t, \r, or \xNN), so the line shows what was typed. */
+void hmb_escape_controls(const char *in, char *out, size_t outlen)
+{
+    if (!out || outlen == 0)
+        return;
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)in; *p; p++) {
+        char esc[8];
+        if (*p >= 0x20 && *p != 0x7f) {
+            esc[0] = (char)*p;
+            esc[1] = '\0';
+        } else if (*p == '\n' || *p == '\t' || *p == '\r') {
+            snprintf(esc, sizeof esc, "\\%c", *p == '\n' ? 'n' : *p == '\t' ? 't' : 'r');
+        } else {
+            snprintf(esc, sizeof esc, "\\x%02X", *p);
+        }
+        size_t len = strlen(esc);
+        if (n + len >= outlen)
+            break;
+        memcpy(out + n, esc, len);
+        n += len;
+    }
+    out[n] = '\0';
+}
+
 void hmb_set_err(char *err, size_t errlen, const char *fmt, ...)
 {
     if (!err || errlen == 0)
         return;
+    char raw[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    hmb_escape_controls(raw, err, errlen);
+}
+
+/* The end of the plain decimal number at the start of s: [+-] digits [. digits] [(e|E) [+-] digits],
+ * at least one digit before the exponent; s itself when there is none. strtod also reads hex
+ * ("0x10"), inf, nan and leading spaces: no number a user types here is meant that way. */
+static const char *plain_decimal_end(const char *s)
+{
+    const char *p = s;
+    int digits = 0;
+    if (*p == '+' || *p == '-')
+        p++;
+    for (; isdigit((unsigned char)*p); p++)
+        digits++;
+    if (*p == '.')
+        for (p++; isdigit((unsigned char)*p); p++)
+            digits++;
+    if (!digits)
+        return s;
+    if (*p == 'e' || *p == 'E') {
+        const char *e = p + 1;
+        if (*e == '+' || *e == '-')
+            e++;
+        if (isdigit((unsigned char)*e)) {
+            while (isdigit((unsigned char)*e))
+                e++;
+            p = e;
+        }
+    }
+    return p;
+}
+
+int hmb_parse_decimal(const char *s, double *out, const char **end)
+{
+    const char *stop = plain_decimal_end(s);
+    *end = stop;
+    if (stop == s || (size_t)(stop - s) >= 64)
+        return -1;
+    char num[64];
+    memcpy(num, s, (size_t)(stop - s));
+    num[stop - s] = '\0';
+    errno = 0;
+    double x = strtod(num, NULL);
+    if (errno == ERANGE || !isfinite(x)) /* overflow, or a nonzero value below the smallest double */
+        return -1;
+    *out = x;
+    return 0;
+}
+
+int hmb_parse_number(const char *s, double *out)
+{
+    const char *end;
+    return s && !hmb_parse_decimal(s, out, &end) && *end == '\0' ? 0 : -1;
 }
 
 /* Parse one integer with an optional binary unit suffix from s[0..len). The piece is
@@ -287,21 +367,20 @@ int hmb_parse_duration_ns(const char *s, int64_t *out, char *err, size_t errlen)
         return -1;
     }
     const char *p = s;
-    while (isspace((unsigned char)*p))
-        p++;
     if (*p == '-') {
         hmb_set_err(err, errlen, "\"%s\": a duration must not be negative", s);
         return -1;
     }
+    /* plain decimal only: no sign, spaces, hex ("0x10ms"), inf or nan */
+    const char *end;
+    double value;
     if (!isdigit((unsigned char)*p) && *p != '.') {
         hmb_set_err(err, errlen, "\"%s\": not a duration (e.g. 500ns, 10us, 1.5ms, 2s)", s);
         return -1;
     }
-    char *end;
-    errno = 0;
-    double value = strtod(p, &end);
-    if (end == p || errno == ERANGE || !isfinite(value)) {
-        hmb_set_err(err, errlen, "\"%s\": not a duration (e.g. 500ns, 10us, 1.5ms, 2s)", s);
+    if (hmb_parse_decimal(p, &value, &end)) {
+        hmb_set_err(err, errlen, "\"%s\": %s", s,
+                    end == p ? "not a duration (e.g. 500ns, 10us, 1.5ms, 2s)" : "too large or too small a number");
         return -1;
     }
     double scale_ns;
@@ -327,6 +406,10 @@ int hmb_parse_duration_ns(const char *s, int64_t *out, char *err, size_t errlen)
     double ns = value * scale_ns;
     if (ns >= 9.2e18) {
         hmb_set_err(err, errlen, "\"%s\": too large", s);
+        return -1;
+    }
+    if (value > 0.0 && llround(ns) == 0) { /* "1e-9ns" would silently be no time at all */
+        hmb_set_err(err, errlen, "\"%s\": below the resolution of 1 ns (rounds to 0; write 0 for none)", s);
         return -1;
     }
     *out = (int64_t)llround(ns);

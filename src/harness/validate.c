@@ -77,8 +77,12 @@ int hmb_corrupt_pick(hmb_ctx *ctx, long iter)
     if (!ctx->val.validate)
         return 0;
     atomic_store(&ctx->hooks.checked_this_iter, 1);
-    return iter == ctx->hooks.inject[HMB_INJECT_CORRUPT] && (ctx->hooks.corrupt_rank < 0 || ctx->hooks.corrupt_rank == ctx->run.rank) &&
-           atomic_exchange(&ctx->hooks.corrupt_done, 1) == 0;
+    if (iter == ctx->hooks.inject[HMB_INJECT_CORRUPT] && (ctx->hooks.corrupt_rank < 0 || ctx->hooks.corrupt_rank == ctx->run.rank) &&
+        atomic_exchange(&ctx->hooks.corrupt_done, 1) == 0) {
+        hmb_inject_fired(ctx, HMB_INJECT_CORRUPT);
+        return 1;
+    }
+    return 0;
 }
 
 /* hmb_check against the pattern of generation gen while --inject corrupt keys on the iteration. */
