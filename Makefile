@@ -16,8 +16,9 @@ demo: setup
 	$(HMB) study demo --mpi $(HMB_MPI)
 
 # Two pytest-xdist workers, --dist loadgroup: the `mpi` tests (they build or launch hmb-bench) are
-# one group, run one after the other on one worker, so no two launches share the 2 cores; the rest
-# runs on the other worker meanwhile (tests/conftest.py, MPI_GROUP). One closing summary line.
+# one work unit, run one after the other on one worker, so no two launches share the cores; the
+# rest runs on the other worker meanwhile (tests/conftest.py, pytest_xdist_make_scheduler). One
+# closing summary line.
 test: setup
 	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup
 
