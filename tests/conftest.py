@@ -11,6 +11,8 @@ import json
 import os
 import re
 import subprocess
+import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -30,7 +32,6 @@ os.environ.setdefault("OMPI_MCA_btl", "^ofi")
 # The tests' launches through hmb (launch.machine_lock: one hmb launch at a time per machine) take a
 # lock of this test session's own: a test waits for no other session's sweep on a shared machine
 # (fake launches waited minutes behind real ones, and timed out). The lock's own tests set theirs.
-import tempfile  # noqa: E402
 os.environ.setdefault("HMB_MACHINE_LOCK", os.path.join(tempfile.mkdtemp(prefix="hmb-tests-"), "lock"))
 _built: dict[str, hmpi.MPI] = {}
 
@@ -173,6 +174,7 @@ def needs_mpi(func, seen: set | None = None) -> bool:
     return False
 
 
+@pytest.hookimpl(tryfirst=True)   # before -m deselects by the marks
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("mpi"):
@@ -182,6 +184,54 @@ def pytest_collection_modifyitems(config, items):
         if NEEDS_MPI & set(getattr(item, "fixturenames", ())) or \
                 any(needs_mpi(f) for f in [getattr(item, "function", None), *fixtures] if f is not None):
             item.add_marker(pytest.mark.mpi)
+    groups_dir = os.environ.get(_GROUPS_DIR)
+    if groups_dir and hasattr(config, "workerinput"):
+        ids = [item.nodeid for item in items if item.get_closest_marker("mpi") or item.get_closest_marker("lab")]
+        Path(groups_dir, config.workerinput["workerid"]).write_text("\n".join(ids))
+
+
+# `make test` runs on two pytest-xdist workers with --dist loadgroup, and every test that launches
+# ranks (marked `mpi` above; `lab`) is in one group: they all run on one worker, one after the
+# other (their ranks never share the 2 cores with another launch's ranks; each MPI is built once),
+# while the tests that launch nothing run on the other worker. xdist's own loadgroup reads a group
+# from an "@group" suffix it adds to the node id on the worker, which pytest 9.2 no longer lets it
+# add (pytest-xdist issue 1386: the groups are then silently ignored; in a run here two MPI tests
+# launched at once and one failed). So each worker writes the ids of its group's tests into a
+# directory the controller made (_GROUPS_DIR), and the controller's scheduler (xdist's hook
+# pytest_xdist_make_scheduler) reads them when it makes its work units.
+_GROUPS_DIR = "HMB_TEST_XDIST_GROUPS"
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput") and getattr(config.option, "dist", "no") == "loadgroup":
+        os.environ[_GROUPS_DIR] = tempfile.mkdtemp(prefix="hmb-test-groups-")   # the workers inherit it
+
+
+def pytest_unconfigure(config):
+    if not hasattr(config, "workerinput") and os.environ.get(_GROUPS_DIR):
+        import shutil
+        shutil.rmtree(os.environ.pop(_GROUPS_DIR), ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True)   # a run without xdist (-p no:xdist) knows no such hook
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadGroupScheduling
+
+    class MPIGroupScheduling(LoadGroupScheduling):
+        """loadgroup, with the tests whose ids the workers wrote in one work unit, "mpi"."""
+        mpi_ids: set | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.mpi_ids is None:
+                self.mpi_ids = set()
+                for f in Path(os.environ[_GROUPS_DIR]).iterdir():
+                    self.mpi_ids.update(f.read_text().splitlines())
+                assert self.mpi_ids, "no worker wrote the ids of its mpi tests"
+            return "mpi" if nodeid in self.mpi_ids else super()._split_scope(nodeid)
+
+    return MPIGroupScheduling(config, log)
 
 
 @dataclasses.dataclass
@@ -260,6 +310,75 @@ def run_bench(mpi_name: str, args: list[str], ranks: int = 2, threads: int = 1,
     return BenchRun(p.returncode, clean_launcher_output(p.stdout.decode(errors="replace")),
                     clean_launcher_output(p.stderr.decode(errors="replace")), records)
 
+
+
+def _fresh_process_state() -> None:
+    """Empty what hmb caches once per process (a binary's descriptors, the launch probes' answers,
+    the lines said once, the launch-needs rules), so an in-process `hmb` call sees what a new
+    process would (a test's fake hmb-bench lists other benchmarks than the one before it)."""
+    from hmb import descriptors, launch, requirements
+    for cache in (descriptors._cache, launch._accepted, launch._said_oversub, launch._paths):
+        cache.clear()
+    requirements._rules = None
+
+
+def hmb_cli(args, cwd=None, env: dict | None = None, timeout: float | None = None) -> subprocess.CompletedProcess:
+    """`hmb ARGS` as a subprocess would see it (exit status, stdout and stderr as text), run in this
+    process: hmb.cli.main(ARGS) with the working directory, the environment and file descriptors 1
+    and 2 swapped for the call (what hmb's own child processes write is captured too). An exit
+    through SystemExit (argparse: --help 0, a usage error 2) gives its status; an exception that
+    escapes main gives its traceback on stderr and status 1, as the interpreter would. A Python
+    start-up per call (0.5 s idle, 1-2 s loaded) was most of `make test-fast`'s time; the console
+    script itself is launched for real by tests/test_cli.py::test_console_script_runs.
+    `timeout` is accepted for the subprocess helpers' signature (pytest-timeout bounds the test).
+    What hmb keeps per process starts empty, as in a new process, and is emptied again after."""
+    import contextlib
+    import io
+    import traceback
+    from hmb import cli
+    _fresh_process_state()
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    saved_fds = [os.dup(1), os.dup(2)]
+    files = [tempfile.TemporaryFile(), tempfile.TemporaryFile()]
+    streams = [io.TextIOWrapper(open(os.dup(f.fileno()), "wb", buffering=0), encoding="utf-8",
+                                errors="replace", write_through=True) for f in files]
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        if cwd is not None:
+            os.chdir(cwd)
+        for fd, f in zip((1, 2), files):
+            os.dup2(f.fileno(), fd)
+        with contextlib.redirect_stdout(streams[0]), contextlib.redirect_stderr(streams[1]):
+            try:
+                rc = cli.main([str(a) for a in args])
+            except SystemExit as e:
+                rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+                if not isinstance(e.code, (int, type(None))):
+                    print(e.code, file=sys.stderr)
+            except Exception:  # noqa: BLE001 -- what the interpreter prints for an uncaught one
+                traceback.print_exc()
+                rc = 1
+    finally:
+        for fd, saved in zip((1, 2), saved_fds):
+            os.dup2(saved, fd)
+            os.close(saved)
+        os.chdir(saved_cwd)
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(saved_env)
+        for stream in streams:
+            stream.close()
+        _fresh_process_state()   # nor does a later in-process test see this call's caches
+    out = []
+    for f in files:
+        f.seek(0)
+        out.append(f.read().decode("utf-8", errors="replace"))
+        f.close()
+    return subprocess.CompletedProcess(["hmb", *map(str, args)], 0 if rc is None else rc, out[0], out[1])
 
 # Every JSON / JSON Lines file a test leaves in its tmp_path is validated against the shipped
 # schema (hmb validate) when the test ends; files in tmp_path_factory directories at the end of

@@ -3,15 +3,13 @@ alternation and ratio on a fake program."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import get_mpi
+from conftest import get_mpi, hmb_cli
 
-HMB = [sys.executable, "-m", "hmb.cli"]
 
 
 def nb(size, messages, hist, exact=True, nbytes=None):
@@ -77,7 +75,7 @@ def files(tmp_path_factory):
 
 
 def hmb(*args, cwd=None):
-    return subprocess.run(HMB + [str(a) for a in args], capture_output=True, text=True, cwd=cwd)
+    return hmb_cli(args, cwd=cwd)
 
 
 def test_advice_by_hand(files):

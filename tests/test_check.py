@@ -5,22 +5,18 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import TEST_MPIS, get_mpi
+from conftest import TEST_MPIS, get_mpi, hmb_cli
 from hmb import check as ck
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def hmb(args, timeout=60):
-    env = dict(os.environ, PYTHONPATH=str(REPO / "python"))
-    return subprocess.run([sys.executable, "-m", "hmb.cli", *args], capture_output=True, text=True,
-                          cwd=REPO, env=env, timeout=timeout)
+    return hmb_cli(args, cwd=REPO, timeout=timeout)
 
 
 # ------------------------------------------------------------------ classification

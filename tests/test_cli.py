@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import hmb_cli
+
 HERE = Path(__file__).parent
 REPO = HERE.parent
 FAKE = HERE / "data" / "fake_hmb_bench.py"
@@ -21,8 +23,7 @@ SUBCOMMANDS = ["build", "run", "sweep", "report", "compare", "slurm", "demo"]
 
 
 def hmb(args, cwd=REPO, env=None, timeout=120):
-    return subprocess.run([sys.executable, "-m", "hmb.cli", *args], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=timeout)
+    return hmb_cli(args, cwd=cwd, env=env, timeout=timeout)
 
 
 def fake_env(tmp_path, **extra):
@@ -43,6 +44,18 @@ def test_help_reads_well():
         assert r.returncode == 0 and r.stdout.startswith("usage: hmb " + sub), sub
         assert len(r.stdout.splitlines()) > 4
     assert "MPIR_CVAR_ASYNC_PROGRESS" in hmb(["run", "--help"]).stdout
+
+
+def test_console_script_runs():
+    """The installed `hmb` console script and `python -m hmb.cli`, launched for real (the other
+    tests call hmb.cli.main in-process: conftest.hmb_cli): help on stdout with status 0, and a
+    usage error as one line with status 2."""
+    script = Path(sys.executable).parent / "hmb"
+    for cmd in ([str(script)], [sys.executable, "-m", "hmb.cli"]):
+        r = subprocess.run(cmd + ["--help"], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and r.stdout.startswith("usage: hmb") and "examples:" in r.stdout, (cmd, r.stderr)
+        r = subprocess.run(cmd + ["bogus"], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and "Traceback" not in r.stderr and "bogus" in r.stderr, (cmd, r.stderr)
 
 
 BAD_TOML = "[sweep\nmpis = 1"

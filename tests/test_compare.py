@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +16,8 @@ import numpy as np
 import pytest
 
 from hmb import compare, results
+
+from conftest import hmb_cli
 
 DATA = Path(__file__).parent / "data"
 PLANTED = {64, 4096, 65536}
@@ -73,8 +74,7 @@ def test_holm_correction():
 
 def test_cli_table_and_summary(tmp_path):
     out = tmp_path / "cmp.txt"
-    r = subprocess.run([sys.executable, "-m", "hmb.cli", "compare", str(DATA / "compare_a.jsonl"),
-                        str(DATA / "compare_b.jsonl"), "-o", str(out)], capture_output=True, text=True)
+    r = hmb_cli(["compare", DATA / "compare_a.jsonl", DATA / "compare_b.jsonl", "-o", out])
     assert r.returncode == 0, r.stderr
     assert "Significant changes (Holm p < 0.05, CI excludes no change, and |B/A - 1| > 5% " in r.stdout
     assert "of scale): 3 of 10" in r.stdout and "basis" in r.stdout

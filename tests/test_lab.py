@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from hmb import check, lab, launch
 from hmb import mpi as hmpi
+
+from conftest import hmb_cli
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -134,9 +135,8 @@ def test_hostfile_hosts(tmp_path):
 
 
 def test_hosts_lab_without_a_lab_is_one_line(state):
-    r = subprocess.run([sys.executable, "-m", "hmb.cli", "run", "p2p", "--hosts", "lab:nolab", "--dry-run"],
-                       capture_output=True, text=True, cwd=REPO, env={**__import__("os").environ,
-                                                                      lab.BASE_VAR: str(state / "state")})
+    r = hmb_cli(["run", "p2p", "--hosts", "lab:nolab", "--dry-run"], cwd=REPO,
+                env={**__import__("os").environ, lab.BASE_VAR: str(state / "state")})
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no lab 'nolab' is up" in r.stderr
 
 
@@ -169,13 +169,12 @@ def test_clock_check_across_hosts_of_one_clock():
 
 
 def test_slurm_script_for_the_lab(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "hmb.cli", "slurm", "tests/data/slurm.toml", "--nodes", "2",
-                        "--ranks-per-node", "1", "--threads", "4", "--hosts", "lab"],
-                       capture_output=True, text=True, cwd=REPO)
+    r = hmb_cli(["slurm", "tests/data/slurm.toml", "--nodes", "2", "--ranks-per-node", "1", "--threads", "4",
+                 "--hosts", "lab"], cwd=REPO)
     assert r.returncode == 0, r.stderr
     assert "--launcher srun --ranks-per-node 1 --hosts lab --output results/cluster.jsonl" in r.stdout
-    r = subprocess.run([sys.executable, "-m", "hmb.cli", "slurm", "tests/data/slurm.toml", "--nodes", "2",
-                        "--ranks-per-node", "1", "--threads", "4", "--fit"], capture_output=True, text=True, cwd=REPO)
+    r = hmb_cli(["slurm", "tests/data/slurm.toml", "--nodes", "2", "--ranks-per-node", "1", "--threads", "4", "--fit"],
+                cwd=REPO)
     assert r.returncode == 2 and "--fit goes with --study" in r.stderr
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from hmb import cli, results
-from conftest import get_mpi, run_bench
+from conftest import get_mpi, hmb_cli, run_bench
 
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))
@@ -43,8 +43,7 @@ def text(lines: list[dict]) -> str:
 
 
 def hmb(*argv) -> tuple[int, str, str]:
-    p = subprocess.run([sys.executable, "-m", "hmb.cli", *map(str, argv)], capture_output=True, text=True,
-                       timeout=300)
+    p = hmb_cli(argv)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -280,8 +279,7 @@ def fake_env(tmp_path: Path, **extra) -> dict:
 
 
 def hmb_env(env, *argv):
-    p = subprocess.run([sys.executable, "-m", "hmb.cli", *map(str, argv)], capture_output=True, text=True,
-                       timeout=300, env=env)
+    p = hmb_cli(argv, env=env)
     return p.returncode, p.stdout, p.stderr
 
 

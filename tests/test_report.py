@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -23,6 +22,8 @@ DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))
 import make_synthetic as synth  # noqa: E402  (the planted values)
 
+from conftest import hmb_cli
+
 FIGURES = ["part_overhead", "part_overhead_persistent", "part_perceived_bw", "part_availability", "part_early_bird",
            "async_efficiency", "mt_rate", "mt_rate_vs_everywhere", "p2p_latency", "p2p_bandwidth"]
 
@@ -30,8 +31,7 @@ FIGURES = ["part_overhead", "part_overhead_persistent", "part_perceived_bw", "pa
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     out = tmp_path_factory.mktemp("report")
-    r = subprocess.run([sys.executable, "-m", "hmb.cli", "report", str(DATA / "report_small.jsonl"),
-                        "-o", str(out)], capture_output=True, text=True, timeout=240)
+    r = hmb_cli(["report", DATA / "report_small.jsonl", "-o", out])
     assert r.returncode == 0, r.stderr
     return out
 

@@ -12,6 +12,8 @@ import pytest
 
 from hmb import sweep, validate
 
+from conftest import hmb_cli
+
 ROOT = Path(__file__).resolve().parent.parent
 RUN = {"type": "run", "schema": 1, "run_id": "h-1-2", "bench": "p2p", "ranks": 2, "threads": 1,
        "mpi": {"library": "MPICH Version: 4.2", "impl": "MPICH"}, "thread_level": {"requested": "SINGLE", "provided": "SINGLE"}}
@@ -25,8 +27,7 @@ CONFORMANCE = {"type": "conformance", "schema": 1, "library": "MPICH 4.2", "chec
 
 
 def hmb_validate(*paths):
-    return subprocess.run([sys.executable, "-m", "hmb.cli", "validate", *map(str, paths)],
-                          capture_output=True, text=True, cwd=ROOT)
+    return hmb_cli(["validate", *paths], cwd=ROOT)
 
 
 def test_schema_is_valid_draft_2020_12_and_versioned_with_the_writers():

@@ -1,16 +1,16 @@
 """hmb slurm: the sbatch script matches the golden file; impossible layouts are refused."""
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
+
+from conftest import hmb_cli
 
 HERE = Path(__file__).parent
 REPO = HERE.parent
 
 
 def hmb(*args):
-    return subprocess.run([sys.executable, "-m", "hmb.cli", *args], capture_output=True, text=True, cwd=REPO)
+    return hmb_cli(args, cwd=REPO)
 
 
 def test_matches_golden(tmp_path):

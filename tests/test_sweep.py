@@ -18,6 +18,8 @@ import pytest
 
 from hmb import results, sweep
 
+from conftest import hmb_cli
+
 HERE = Path(__file__).parent
 FAKE = HERE / "data" / "fake_hmb_bench.py"
 REPO = HERE.parent
@@ -125,8 +127,7 @@ args = { mode = "latency", sizes = ["8,16,32", "64,128,256", "512,1024,2048", "4
 
 
 def hmb(args, env, cwd, **kw):
-    return subprocess.run([sys.executable, "-m", "hmb.cli"] + args, env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=120, **kw)
+    return hmb_cli(args, env=env, cwd=cwd, **kw)
 
 
 def launch_records(path: Path) -> list[dict]:
@@ -160,7 +161,8 @@ def test_resume_after_killed_sweep_keeps_finished_and_redoes_none(tmp_path, sig)
     assert 2 <= len(finished_before) < 6
     results_before = [r for r in map(json.loads, out.read_text().splitlines()) if r.get("type") == "result"]
 
-    r = hmb(["sweep", str(cfg), "--resume"], env, tmp_path)
+    # the pause between points was there to stop it mid-launch; the resumed sweep needs none
+    r = hmb(["sweep", str(cfg), "--resume"], fake_env(tmp_path), tmp_path)
     assert r.returncode == 0, r.stderr
     launches = launch_records(out)
     tags = Counter(rec["tag"] for rec in launches)
