@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from hmb import launch as hlaunch
 from hmb import mpi as hmpi
 
 TEST_MPIS = [m for m in os.environ.get("HMB_TEST_MPIS", "mpich,openmpi").split(",") if m]
@@ -292,6 +293,7 @@ def run_bench(mpi_name: str, args: list[str], ranks: int = 2, threads: int = 1,
     if env:
         e.update(env)
     for attempt in (1, 2):
+        shm_before = hlaunch.shm_names()
         try:
             p = subprocess.run(cmd, capture_output=True, timeout=timeout, env=e)
         except subprocess.TimeoutExpired as exc:
@@ -304,6 +306,8 @@ def run_bench(mpi_name: str, args: list[str], ranks: int = 2, threads: int = 1,
             warnings.warn(f"Open MPI's launcher failed to start ({LAUNCHER_FLAKE.decode()}); launched again")
             continue
         break
+    if p.returncode != 0:   # an aborted launch's segments (hmb run does the same: launch.run_streaming)
+        hlaunch.remove_left_shm(shm_before)
     records = []
     if jpath is not None and jpath.exists():
         records = [json.loads(line) for line in jpath.read_text().splitlines() if line.strip()]

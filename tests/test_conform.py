@@ -182,14 +182,33 @@ def test_report_has_the_matrix(tmp_path):
 
 def test_segments_left_by_a_dead_launch_are_removed(tmp_path):
     import os
-    before = conform._shm_names()
+    before = conform.launch.shm_names()
     left = f"{conform.launch.SHM_DIR}hmb-test-conform-left-{os.getpid()}"
     held = f"{conform.launch.SHM_DIR}hmb-test-conform-held-{os.getpid()}"
     open(left, "w").close()
     with open(held, "w"):
-        conform._remove_left_shm(before)   # one nobody holds goes; one a live process holds stays
+        removed = conform.launch.remove_left_shm(before)   # one nobody holds goes; one a live process holds stays
         assert not os.path.exists(left) and os.path.exists(held)
+        assert removed == [os.path.basename(left)]
     os.unlink(held)
+
+
+@pytest.mark.parametrize("status", [3, 0])
+def test_a_failed_launch_leaves_no_segment_and_says_so(status, capsys):
+    # What every hmb launch runs through (hmb run, sweep, study, conform): a launch that fails on
+    # its own (a rank aborted) leaves segments its library could not unlink; a good one's stay.
+    import os
+    import sys
+    name = f"hmb-test-left-by-launch-{os.getpid()}-{status}"
+    code = f"open({conform.launch.SHM_DIR + name!r}, 'w').close(); raise SystemExit({status})"
+    assert conform.launch.run_streaming([sys.executable, "-c", code], dict(os.environ)) == status
+    path = conform.launch.SHM_DIR + name
+    if status:
+        assert not os.path.exists(path)
+        assert f"removed 1 shared-memory segment the failed launch left in /dev/shm ({name})" in capsys.readouterr().err
+    else:
+        assert os.path.exists(path)
+        os.unlink(path)
 
 
 def test_report_of_a_conform_run_has_no_curves_but_the_matrix(tmp_path):

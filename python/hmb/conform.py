@@ -83,25 +83,6 @@ def _ended_without_record(status: int, stderr: str, timeout: float) -> str:
     return f"the launch ended ({what}) before the check reported" + (f": {how[:300]}" if how else "")
 
 
-def _shm_names() -> set:
-    try:
-        return set(os.listdir(launch.SHM_DIR))
-    except OSError:
-        return set()
-
-
-def _remove_left_shm(before: set) -> None:
-    """A check that crashed or aborted leaves its shared-memory segments behind (its processes
-    could not unlink them; a killed launch is cleaned by the launch layer): remove those that
-    appeared during the launch and that no live process maps or holds open."""
-    left = (_shm_names() - before) - launch._shm_in_tree(None)
-    for name in left:
-        try:
-            os.unlink(launch.SHM_DIR + name)
-        except OSError:
-            continue
-
-
 def run_one(target: launch.Target, spec: Spec, json_path: str, bound_s: float = BOUND_S,
             timeout: float = LAUNCH_TIMEOUT_S, extra_args: tuple = ()) -> dict:
     """Launch one check; returns its conformance record (read back, or made for a launch that
@@ -114,11 +95,9 @@ def run_one(target: launch.Target, spec: Spec, json_path: str, bound_s: float = 
         cmd = launch.command(target, "conform", args + ["--json", out_json], spec.ranks, spec.threads,
                              env_names=sorted(added))
         t0 = time.monotonic()
-        shm_before = _shm_names()
         with open(os.path.join(tmp, "stdout"), "w+") as so, open(os.path.join(tmp, "stderr"), "w+") as se:
+            # a failed check's shared-memory segments: removed by run_streaming (remove_left_shm)
             status = launch.run_streaming(cmd, env, timeout, stdout=so, stderr=se)
-            if status != 0:
-                _remove_left_shm(shm_before)
             so.seek(0)
             se.seek(0)
             stderr = se.read() + "\n" + so.read()   # MPICH's launcher tells a rank's signal on stdout
