@@ -7,6 +7,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 from conftest import get_mpi
@@ -72,3 +73,21 @@ def test_easyconfig_parses_and_names_what_it_installs():
     assert ast.literal_eval(v["easyblock"]) == "CMakeMake"
     assert ast.literal_eval(v["toolchainopts"])["openmp"] is True
     assert "bin/hmb-bench" in ast.unparse(v["sanity_check_paths"]) and "libhmbprof" in ast.unparse(v["sanity_check_paths"])
+
+
+def test_two_processes_building_one_fresh_tree_both_succeed(tmp_path):
+    """CI's clean clone: make test's two workers both found build/mpich missing and configured it
+    at once; CMake broke ("CMAKE_C_COMPILER not set", then "No rule to make target 'Makefile'") and
+    59 tests errored. Builds of a tree are serialised by a lock beside it (hmb.mpi.tree_lock): two
+    processes started together on a fresh tree both end with the library built, and the one that
+    waited finds the tree configured."""
+    code = "from hmb import core; print(core.build_library(fresh=True))"
+    env = {**os.environ, "HMB_BUILD_ROOT": str(tmp_path / "trees")}
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-2000:]
+        assert out.strip() == str(tmp_path / "trees" / "mpich" / "libhmbcore.so")
+    assert (tmp_path / "trees" / "mpich" / "libhmbcore.so").is_file()
+    assert (tmp_path / "trees" / ".mpich.lock").exists()

@@ -38,11 +38,14 @@ def build_library(fresh: bool = False) -> Path:
         steps.append(["cmake", "-S", str(mpi.REPO), "-B", str(bdir), "-DCMAKE_BUILD_TYPE=Release",
                       f"-DMPI_C_COMPILER={mpicc}"])
     steps.append(["cmake", "--build", str(bdir), "--target", "hmbcore", "-j", str(os.cpu_count() or 2)])
-    for cmd in steps:
-        r = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
-        if r.returncode != 0:
-            raise mpi.MPIError(f"building libhmbcore failed: {' '.join(cmd[:2])}: "
-                               f"{(r.stderr.strip().splitlines() or r.stdout.strip().splitlines() or ['?'])[-1]}")
+    with mpi.tree_lock(mpi.build_lock_path(bdir)):    # the tree hmb-bench's MPICH build shares
+        for cmd in steps:
+            if cmd[1] == "-S" and (bdir / "CMakeCache.txt").exists():
+                continue                    # configured by another process while this one waited
+            r = subprocess.run(cmd, capture_output=True, text=True, errors="replace")
+            if r.returncode != 0:
+                raise mpi.MPIError(f"building libhmbcore failed: {' '.join(cmd[:2])}: "
+                                   f"{(r.stderr.strip().splitlines() or r.stdout.strip().splitlines() or ['?'])[-1]}")
     return path
 
 

@@ -6,7 +6,9 @@ MPICC or MPI_HOME (or mpicc on PATH). Each has its own build directory build/<na
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import os
 import shutil
 import subprocess
@@ -182,11 +184,25 @@ def find(name: str, install: bool = True) -> MPI:
     if not mpicc.exists():
         if not install:
             raise MPIError(f"MPI '{name}' is not installed (run: hmb build --mpi {name})")
-        if name in SOURCE_BUILDS:
-            build_from_source(name)
-        else:
-            install_wheels(name)
+        with tree_lock(REPO / ".mpi" / f".{name}.lock"):
+            if not mpicc.exists():          # another process installed it while this one waited
+                if name in SOURCE_BUILDS:
+                    build_from_source(name)
+                else:
+                    install_wheels(name)
     return MPI(name, WHEEL_FLAVORS[name], prefix, str(mpicc), str(prefix / "bin" / "mpiexec"))
+
+
+@contextlib.contextmanager
+def tree_lock(path: Path):
+    """Hold an exclusive flock on path (created, with its folder) while a tree inside the repo is
+    installed, configured or built: two processes (pytest's workers, two hmb commands) doing it at
+    once broke CMake's configure ("CMAKE_C_COMPILER not set", "No rule to make target 'Makefile'").
+    The second waits, then finds the work done or finishes it incrementally."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield                           # closing the file releases the lock
 
 
 def install_wheels(name: str) -> None:
@@ -219,10 +235,17 @@ def build(mpi: MPI, quiet: bool = True) -> Path:
         cfg.append(f"-DMPI_HOME={os.environ['MPI_HOME']}")
     jobs = str(os.cpu_count() or 2)
     out = subprocess.DEVNULL if quiet else None
-    for cmd in (cfg, ["cmake", "--build", str(mpi.build_dir), "-j", jobs]):
-        r = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.PIPE if quiet else None, text=True, errors="replace")
-        if r.returncode != 0:
-            if quiet and r.stderr:
-                sys.stderr.write(r.stderr)
-            raise MPIError(f"building hmb-bench for {mpi.name} failed: {' '.join(cmd[:2])} (see above)")
+    with tree_lock(build_lock_path(mpi.build_dir)):
+        for cmd in (cfg, ["cmake", "--build", str(mpi.build_dir), "-j", jobs]):
+            r = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.PIPE if quiet else None, text=True,
+                               errors="replace")
+            if r.returncode != 0:
+                if quiet and r.stderr:
+                    sys.stderr.write(r.stderr)
+                raise MPIError(f"building hmb-bench for {mpi.name} failed: {' '.join(cmd[:2])} (see above)")
     return mpi.bench
+
+
+def build_lock_path(build_dir: Path) -> Path:
+    """The lock a build tree is configured and built under (tree_lock), beside the tree."""
+    return build_dir.parent / f".{build_dir.name}.lock"
