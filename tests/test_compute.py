@@ -244,6 +244,37 @@ def test_verified_calibration_follows_the_core_both_ways(lib, core, after):
     assert abs(median_error(lib.hmb_compute_work, cal, 1_000_000, 5)) <= 0.01
 
 
+@pytest.mark.parametrize("speed,remeasured", [
+    (1.0, False),     # the rate holds: requests of 1 ms take 1 ms (+ a clock read), nothing changes
+    (0.5, False),     # the core slowed down: requests run long, which async measures (C_actual)
+    (0.96, False),    # 4 % long: still no re-measure (only short runs say the rate is stale)
+    (1.6, True),      # a rate measured during a burst of other load reads low: the core now runs 1.6 x
+                      # faster than it says, each request takes 1 / 1.6 = 0.625 of its time, below 1 - 5 %
+])
+def test_probe_remeasures_a_rate_only_when_work_runs_short(lib, core, speed, remeasured):
+    """async's probe before a point (hmb_compute_probe): 5 requests of 1 ms at the calibrated rate
+    (BASE_RATE); their median measured / requested is 1 / speed on a core running at speed x the
+    calibrated rate (plus one clock read of 25 ns). Below 1 - tolerance (5 %) the rate is measured
+    again (3 sustained runs): BASE_RATE x speed. Otherwise it stays as it was, never raised by luck."""
+    core([(1e12, speed)])
+    cal = cl.Calib(iters_per_ns=BASE_RATE)
+    flag = C.c_int(-1)
+    ratio = lib.hmb_compute_probe(C.byref(cal), 1_000_000, 5, 0.05, C.byref(flag))
+    assert ratio == pytest.approx(1 / speed + READ_NS / 1e6, rel=1e-6)
+    assert flag.value == int(remeasured)
+    assert cal.iters_per_ns == pytest.approx(BASE_RATE * speed if remeasured else BASE_RATE, rel=1e-5)
+    if remeasured:   # the next requests take their time again
+        assert abs(median_error(lib.hmb_compute_work, cal, 1_000_000, 3)) <= 0.001
+
+
+def test_probe_refuses_what_it_cannot_judge(lib, core):
+    core([(1e12, 2.0)])
+    cal = cl.Calib(iters_per_ns=BASE_RATE)
+    flag = C.c_int(-1)
+    assert math.isnan(lib.hmb_compute_probe(C.byref(cal), 0, 5, 0.05, C.byref(flag)))
+    assert flag.value == 0 and cal.iters_per_ns == BASE_RATE
+
+
 # ------------------------------------------------------------------ hmb-bench's record of it
 
 @pytest.fixture(params=TEST_MPIS)

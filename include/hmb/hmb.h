@@ -699,6 +699,13 @@ double hmb_compute_rate(const hmb_ctx *ctx, int tid);
  * request nearest to ns (run header "calibration", worst thread of this rank) plus the share of
  * machine interruptions the sustained rate includes (a run that meets none is that much short). */
 double hmb_compute_calibration_error(const hmb_ctx *ctx, int64_t ns);
+/* The calling thread's rate, probed before a point: `runs` WORK requests of ns (not logged as the
+ * point's compute). When their median comes out shorter than (1 - tolerance) x ns, the rate was
+ * measured while something slowed the core (another process's burst, steal) and every request at
+ * it now runs short: the sustained rate is measured again (hmb_compute_sustained_rate, ~30 ms) and
+ * replaces it; never otherwise, so the rate is no ratchet of lucky runs. Returns the probe's
+ * median measured / ns; *remeasured is 1 when the rate was replaced. */
+double hmb_compute_probe_rate(hmb_ctx *ctx, int64_t ns, int runs, double tolerance, int *remeasured);
 
 /* Compute amount (ns) for OpenMP thread tid in iteration iter under the run's noise model
  * (--noise, --noise-thread, --seed) around base_ns (--compute or the benchmark's own).

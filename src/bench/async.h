@@ -48,6 +48,8 @@ typedef struct {
     double calibration_error;    /* this rank's, for a request of C (hmb_compute_calibration_error) */
     long too_fast_samples;       /* rank 0: measured iterations with a kernel faster than calibrated */
     double fastest_kernel_ratio; /* rank 0: the smallest kernel time / C among them, any rank */
+    double rate_probe[2];        /* rank 0 after the probe: [0] ranks whose rate was measured again,
+                                  * [1] the shortest probe median, measured / requested, of any rank */
 } async_state;
 
 /* async_setup.c */

@@ -386,6 +386,28 @@ double hmb_compute_sustained_rate(const hmb_calib *c, int runs)
     return hmb_quantile_sorted(rates, runs, 0.5);
 }
 
+double hmb_compute_probe(hmb_calib *c, int64_t ns, int runs, double tolerance, int *remeasured)
+{
+    enum { MAX_PROBE_RUNS = 16, RERATE_RUNS = 3 };
+    *remeasured = 0;
+    if (ns <= 0)
+        return NAN;
+    runs = runs < 1 ? 1 : runs > MAX_PROBE_RUNS ? MAX_PROBE_RUNS : runs;
+    double ratios[MAX_PROBE_RUNS];
+    for (int k = 0; k < runs; k++)
+        ratios[k] = (double)hmb_compute_work(c, ns) / (double)ns;
+    qsort(ratios, (size_t)runs, sizeof ratios[0], hmb_cmp_double);
+    double ratio = hmb_quantile_sorted(ratios, runs, 0.5);
+    if (ratio < 1.0 - tolerance) { /* short: the rate is stale (a kernel run is never short by chance) */
+        double rate = hmb_compute_sustained_rate(c, RERATE_RUNS);
+        if (rate > 0.0 && isfinite(rate)) {
+            c->iters_per_ns = rate;
+            *remeasured = 1;
+        }
+    }
+    return ratio;
+}
+
 const int64_t hmb_compute_check_ns[HMB_COMPUTE_CHECKS] = {10000, 1000000, 100000000};
 
 double hmb_compute_allowed_error_ns(int64_t request_ns)

@@ -207,6 +207,8 @@ int hmb_compute_calibrate_verified(hmb_calib *out, double target_s, int max_trie
 /* The sustained rate of the calling thread now: the median of `runs` runs of ~10 ms (sized
  * with c's rate) in on-core time, as the calibration measures it. 0 without a rate in c. */
 double hmb_compute_sustained_rate(const hmb_calib *c, int runs);
+/* hmb_compute_probe_rate (hmb.h) on the calibration c. */
+double hmb_compute_probe(hmb_calib *c, int64_t ns, int runs, double tolerance, int *remeasured);
 /* Signed error of iters run in measured_ns against calibrated_iters_per_ns: measured / expected
  * - 1 (> 0: ran long, the rate is too high; < 0: ran short, the rate is too low); 0 when there
  * is nothing to judge. */

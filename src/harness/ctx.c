@@ -303,6 +303,11 @@ double hmb_compute_calibration_error(const hmb_ctx *ctx, int64_t ns)
     return shortfall + (lost < 0.5 ? lost : 0.0);
 }
 
+double hmb_compute_probe_rate(hmb_ctx *ctx, int64_t ns, int runs, double tolerance, int *remeasured)
+{
+    return hmb_compute_probe(&ctx->run.calib[compute_tid(ctx)], ns, runs, tolerance, remeasured);
+}
+
 double hmb_compute_rate(const hmb_ctx *ctx, int tid)
 {
     if (tid < 0 || tid >= ctx->run.threads)
