@@ -311,7 +311,9 @@ def run_bench(mpi_name: str, args: list[str], ranks: int = 2, threads: int = 1,
     records = []
     if jpath is not None and jpath.exists():
         records = [json.loads(line) for line in jpath.read_text().splitlines() if line.strip()]
-    return BenchRun(p.returncode, clean_launcher_output(p.stdout.decode(errors="replace")),
+    # hydra returns 9 now and then for a rank's MPI_Abort(3) (hmb.launch.abort_code): the rank's code
+    rc = hlaunch.abort_code(p.returncode, p.stderr.decode(errors="replace"))
+    return BenchRun(rc, clean_launcher_output(p.stdout.decode(errors="replace")),
                     clean_launcher_output(p.stderr.decode(errors="replace")), records)
 
 

@@ -89,3 +89,25 @@ def test_oversubscribed_open_mpi_launches_yield_unless_the_user_chose(monkeypatc
     assert added(t_ompi, 1, 9, env_added={"OMPI_MCA_mpi_yield_when_idle": "0"})["OMPI_MCA_mpi_yield_when_idle"] == "0"
     monkeypatch.setenv("OMPI_MCA_mpi_yield_when_idle", "0")
     assert "OMPI_MCA_mpi_yield_when_idle" not in added(t_ompi, 1, 9)
+
+
+HYDRA_ABORT = ("hmb-bench: validation failed: bench=halo3d size=128 iteration=2 rank=3 partition=0: ...\n"
+               "Abort(3) on node 3 (rank 3 in comm 496): application called MPI_Abort(comm=0x84000001, 3) - process 3\n")
+OMPI5_ABORT = ("hmb-bench: hmb-bench: watchdog: ...\n" + "-" * 74 + "\n"
+               "MPI_ABORT was invoked on rank 3 in communicator MPI COMM 3 DUP FROM 0\n"
+               "  Proc: [[54314,1],3]\n  Errorcode: 4\n\nNOTE: invoking MPI_ABORT causes Open MPI to kill all MPI processes.\n")
+OMPI4_ABORT = "MPI_ABORT was invoked on rank 1 in communicator MPI_COMM_WORLD\nwith errorcode 3.\n"
+
+
+@pytest.mark.parametrize("rc,text,expected", [
+    (9, HYDRA_ABORT, 3),          # hydra's SIGKILL status, seen 1 launch in 6 with 4 ranks on 2 cores
+    (137, HYDRA_ABORT, 3),
+    (-9, OMPI5_ABORT, 4),
+    (9, OMPI4_ABORT, 3),
+    (3, HYDRA_ABORT, 3),          # the launcher's own status when it is not a kill: unchanged
+    (1, OMPI5_ABORT, 1),
+    (9, "Killed\n", 9),           # a kill with no abort printed: the kill
+    (9, HYDRA_ABORT + HYDRA_ABORT.replace(", 3)", ", 4)"), 9),   # two codes: no guess
+])
+def test_abort_code_is_the_ranks_where_the_launcher_returned_its_kill(rc, text, expected):
+    assert launch.abort_code(rc, text) == expected

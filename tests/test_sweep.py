@@ -193,6 +193,19 @@ def test_sweep_refuses_to_mix_into_existing_output(tmp_path):
     assert len(launch_records(tmp_path / "out.jsonl")) == 6
 
 
+def test_an_abort_the_launcher_returned_as_its_kill_is_recorded_with_the_ranks_code(tmp_path):
+    """hydra returns 9 (the SIGKILL it stopped the other ranks with) for a rank's MPI_Abort(3) now
+    and then: the launch record carries the rank's 3, and the launcher's 9 beside it."""
+    cfg = write_config(tmp_path, RESUME)
+    tag_part = sweep.expand(sweep.load(str(cfg)))[1].tag
+    env = fake_env(tmp_path, FAKE_FAIL_TAG_SUBSTR=tag_part, FAKE_FAIL_AS_HYDRA_KILL="1")
+    r = hmb(["sweep", str(cfg)], env, tmp_path)
+    assert r.returncode == 1 and "failed (exit 3)" in r.stderr and "validation failed" in r.stderr, r.stderr
+    recs = {rec["tag"]: rec for rec in launch_records(tmp_path / "out.jsonl")}
+    assert (recs[tag_part]["rc"], recs[tag_part]["launcher_rc"], recs[tag_part]["status"]) == (3, 9, "failed")
+    assert all("launcher_rc" not in rec for tag, rec in recs.items() if tag != tag_part)
+
+
 def test_failed_launch_recorded_and_not_retried(tmp_path):
     cfg = write_config(tmp_path, RESUME)
     tag_part = sweep.expand(sweep.load(str(cfg)))[1].tag

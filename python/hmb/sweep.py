@@ -586,14 +586,26 @@ def _run_one(spec: LaunchSpec, target: hlaunch.Target, cfg: Config, output: Path
         if rc == 124:
             log.write(f"hmb: launch killed after the {cfg.timeout:g} s timeout\n")
         elapsed = time.monotonic() - t0
+    launcher_rc, rc = rc, _aborted_with(log_path, start_offset, rc)
     status = "done" if rc == 0 else "failed"
     append_record(output, {"type": "launch", "schema": SCHEMA, "tag": spec.tag, "point": spec.point(),
                            "mpi": spec.mpi, "rc": rc, "status": status, "env_added": added,
+                           **({"launcher_rc": launcher_rc} if launcher_rc != rc else {}),
                            "command": cmd, "elapsed_s": round(elapsed, 3), "end_time": _now()})
     if rc != 0:
         bar.write(f"hmb: {spec.tag} failed (exit {rc}): {failure_reason(log_path, start_offset, rc, cfg.timeout)}",
                   file=sys.stderr)
     return rc
+
+
+def _aborted_with(path: Path, offset: int, rc: int) -> int:
+    """The launch's status, with the code a rank gave MPI_Abort where the launcher returned the
+    signal it stopped the others with (hmb.launch.abort_code); the record keeps the launcher's."""
+    if rc not in (9, 137, -9):
+        return rc
+    with open(path, errors="replace") as f:
+        f.seek(offset)
+        return hlaunch.abort_code(rc, f.read())
 
 
 def failure_reason(path: Path, offset: int, rc: int, timeout: float = 0) -> str:

@@ -4,7 +4,7 @@ Writes schema-1 records (a run header carrying HMB_TAG, then one result per size
 flushed) to --json FILE, sleeping FAKE_SLEEP_S between points so a test can kill a sweep
 mid-launch. Appends "start TAG" / "end TAG" to $FAKE_LOG. `--list --json` describes the benchmarks
 in $FAKE_BENCHES (default: p2p part async mt). $FAKE_FAIL_TAG_SUBSTR makes matching
-launches exit 2.
+launches exit 2 ($FAKE_FAIL_AS_HYDRA_KILL: print a rank's MPI_Abort(3) as hydra does, and exit 9).
 """
 import json
 import os
@@ -81,6 +81,12 @@ def main():
     tag = os.environ.get("HMB_TAG")
     log(f"start {tag}")
     if os.environ.get("FAKE_FAIL_TAG_SUBSTR") and os.environ["FAKE_FAIL_TAG_SUBSTR"] in (tag or ""):
+        if os.environ.get("FAKE_FAIL_AS_HYDRA_KILL"):    # a rank's MPI_Abort(3), hydra returning 9
+            print("hmb-bench: validation failed: bench=p2p size=8 iteration=2 rank=1: planted\n"
+                  "Abort(3) on node 1 (rank 1 in comm 496): application called MPI_Abort(comm=0x84000001, 3) - "
+                  "process 1", file=sys.stderr)
+            log(f"end {tag}")
+            return 9
         print("hmb-bench fake: --sizes: planted failure", file=sys.stderr)
         log(f"end {tag}")
         return 2
