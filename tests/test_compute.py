@@ -301,7 +301,9 @@ def test_startup_check_covers_every_thread_of_every_rank(mpi_name, tmp_path):
         assert t["iters_per_ns"] > 0 and 1 <= t["calibrations"] <= 3 and t["rate_spread"] >= 0
         # no library thread computes here: the rate is the one measured with every rank at once
         assert t["measured"] == "concurrent" and t["alone_iters_per_ns"] > 0
-        assert all(got >= req for got, req in zip(t["check_measured_ns"], (10_000, 1_000_000, 100_000_000)))
+        # --compute 200us: the check's 10 us and 1 ms requests (no 100 ms: test_harness)
+        assert len(t["check_measured_ns"]) == 2
+        assert all(got >= req for got, req in zip(t["check_measured_ns"], (10_000, 1_000_000)))
         # on its core: the wall time less the time descheduled, never more than the wall time
         assert all(0 < core <= wall for core, wall in zip(t["check_work_on_core_ns"], t["check_work_measured_ns"]))
     for i, c in enumerate(cal["check"]):

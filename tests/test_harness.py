@@ -77,6 +77,24 @@ def test_malformed_invocation(mpi_name, case):
     assert "Traceback" not in r.stderr and "Segmentation" not in r.stderr
 
 
+@pytest.mark.parametrize("args,requests", [
+    (["p2p", "--compute-check", "full"], 3),                            # asked (hmb check does)
+    (["part", "--compute", "5ms", "--noise", "uniform:100"], 3),        # draws reach 10 ms
+    (["part", "--compute", "5ms", "--noise", "uniform:99"], 2),         # 9.95 ms at most
+    (["async", "--compute", "10us", "--progress", "none"], 3),          # judges its calibration error
+])
+def test_startup_check_runs_100ms_when_the_run_may_need_it(args, requests, tmp_path):
+    """The rule (src/harness/env.c, compute_checks_wanted): the 100 ms request runs when the run's
+    largest compute request (--compute and its largest noise draw) is 10 ms or more, for async, or
+    with --compute-check full. MPICH only: the rule is hmb-bench's, the same under any library."""
+    r = run_bench("mpich", args + ["--sizes", "1K"] + FAST, tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    cal = r.header()["calibration"]
+    assert [c["request_ns"] for c in cal["check"]] == [10_000, 1_000_000, 100_000_000][:requests]
+    assert all(len(t["check_work_on_core_ns"]) == requests for t in cal["per_thread"])
+    assert ("check_skipped" in cal) == (requests < 3)
+
+
 def test_run_header(mpi_name, tmp_path):
     r = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "8"] + FAST, tmp_path=tmp_path,
                   env={"HMB_TAG": "sweep-7", "MPIR_CVAR_HMB_TEST": "1"})
@@ -103,7 +121,10 @@ def test_run_header(mpi_name, tmp_path):
     assert h["timer"]["resolution_ns"] > 0 and h["timer"]["overhead_ns"] > 0
     cal = h["calibration"]
     assert len(cal["per_thread"]) == 2 and all(c["iters_per_ns"] > 0 for c in cal["per_thread"])
-    assert [c["request_ns"] for c in cal["check"]] == [10_000, 1_000_000, 100_000_000]
+    # p2p computes nothing: the start-up check skips its 100 ms request (0.2 s of every launch) and says so
+    assert [c["request_ns"] for c in cal["check"]] == [10_000, 1_000_000]
+    assert cal["check_skipped"].startswith("100 ms") and "--compute-check full" in cal["check_skipped"]
+    assert all(len(t["check_measured_ns"]) == 2 for t in cal["per_thread"])
     assert all(c["measured_ns"] > 0 for c in cal["check"])
     for place in h["placement"]:
         assert len(place["thread_cpus"]) == 1 and place["cpuset"]

@@ -149,6 +149,7 @@ typedef struct {
 /* Option groups of the harness a benchmark takes (bench->uses): their values are in hmb_common. */
 enum { HMB_OPTS_TOPO = 1, HMB_OPTS_COMM = 2, HMB_OPTS_FACE_PARTITIONS = 4, HMB_OPTS_FORMAT = 8 };
 enum { HMB_CACHE_HOT, HMB_CACHE_COLD };
+enum { HMB_COMPUTE_CHECK_AUTO, HMB_COMPUTE_CHECK_FULL };
 enum { HMB_DATA_REUSE, HMB_DATA_FRESH };
 enum { HMB_NOISE_THREAD_FIXED, HMB_NOISE_THREAD_RAND };
 enum { HMB_BOUNDARY_PERIODIC, HMB_BOUNDARY_OPEN };
@@ -186,6 +187,10 @@ enum { HMB_INJECT_CORRUPT, HMB_INJECT_NEVER_COMPLETE, HMB_INJECT_STALE, HMB_INJE
       .help = "single:P noise hits the same thread every iteration (fixed) or one drawn per iteration (rand)")     \
     X(seed, INT, .default_value = "1", .help = "seed of the noise generator (recorded; same seed, same draws)",    \
       .min = 0, .max = 4611686018427387904.0 /* 2^62 */, HMB_RUN_CONTROL)                                           \
+    X(compute_check, CHOICE, .default_value = "auto", .choices = "auto|full",                                      \
+      .help = "start-up compute check: auto = 10 us and 1 ms, and 100 ms when the run may compute 10 ms or more "  \
+              "(or its benchmark judges its calibration error, async); full = all three (hmb check)",             \
+      HMB_RUN_CONTROL)                                                                                              \
     X(cache, CHOICE, .default_value = "hot", .choices = "hot|cold",                                                 \
       .help = "hot: buffers stay cached; cold: evict the caches before every timed iteration")                     \
     X(data, CHOICE, .default_value = "fresh", .choices = "reuse|fresh",                                             \
@@ -417,6 +422,11 @@ typedef struct hmb_bench {
     int thread_level;            /* MPI_THREAD_SINGLE ... MPI_THREAD_MULTIPLE requested */
     int min_ranks;               /* fewer -> usage error, exit 2 */
     int rank_multiple;           /* ranks must be a multiple of this (0/1: any) */
+    /* 1: the start-up compute check runs every request (10 us, 1 ms, 100 ms) whatever --compute
+     * says: the benchmark derives its WORK compute at run time and judges it by the check request
+     * nearest to it (hmb_compute_calibration_error: async). Else the 100 ms request runs only for a
+     * run that may compute 10 ms or more, or with --compute-check full. */
+    int full_compute_check;
 
     /* Extra option checks needing MPI (sizes divisible by partitions, ...). May be NULL.
      * Call hmb_usage_error() to reject. Runs on every rank with the same inputs. */

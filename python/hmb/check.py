@@ -455,8 +455,10 @@ class Runner:
         self.count += 1
         out = self.workdir / f"bench-{self.count}.jsonl"
         launcher = self.launch_args(self.ranks, cores or self.threads)
+        # --compute-check full: every header carries the 100 ms request, which a run that computes
+        # nothing of 10 ms or more skips (calibration_error_100ms, compute_time_error_100ms)
         self._run(f"hmb-bench {args[0]}", launcher + [str(self.impl.bench)] + args
-                  + ["--threads", str(self.threads), "--json", str(out)], env)
+                  + ["--threads", str(self.threads), "--compute-check", "full", "--json", str(out)], env)
         return [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
 
     def pingpong(self, exe: Path, iters: int, batch: int, sizes: list[int]) -> dict[int, float]:

@@ -242,6 +242,7 @@ static const hmb_bench async_bench = {
     .thread_level = MPI_THREAD_MULTIPLE, /* the `thread` mode tests from a second thread */
     .min_ranks = 2,
     .rank_multiple = 1,
+    .full_compute_check = 1, /* its calibration error reads the check request nearest C */
     .check = async_check,
     .points = async_points,
     .setup = async_setup,

@@ -288,7 +288,7 @@ double hmb_compute_calibration_error(const hmb_ctx *ctx, int64_t ns)
      * meets no interruption is that much short). A check that ran long was disturbed, which
      * says nothing about how fast an undisturbed run can be. On-core time, as the rate. */
     int nearest = 0;
-    for (int i = 1; i < HMB_COMPUTE_CHECKS; i++)
+    for (int i = 1; i < ctx->run.compute_checks; i++)
         if (fabs(log((double)hmb_compute_check_ns[i] / (double)ns)) <
             fabs(log((double)hmb_compute_check_ns[nearest] / (double)ns)))
             nearest = i;
