@@ -159,7 +159,9 @@ def test_fewer_receive_partitions_keep_t_part_from_the_first_pready(tmp_path):
     14 us, overhead 0.6). Pieces now pair each send partition's s with its bytes' arrival.
     Thread 1 computes 11 x 1 ms (single:1000), thread 0 1 ms: even time-sliced on one core
     (2 ranks x 2 threads on 2 cores), thread 0 is ready ~9 ms before thread 1, so t_part
-    must be milliseconds for both receive partition counts."""
+    must be milliseconds for both receive partition counts. The bound is 1 ms, 70 x the fault's
+    14 us: with another process on the machine thread 0 itself starts late now and then (a median
+    of 2.05 ms, CI 0.13-7.0 ms, in a make test with builds beside it; 3 ms failed there)."""
     for recv in (2, 1):
         r = run_bench("mpich", ["part", "--sizes", "64K", "--threads", "2", "--partitions", "2",
                                 "--recv-partitions", str(recv), "--observe", "poller", "--noise", "single:1000",
@@ -167,7 +169,7 @@ def test_fewer_receive_partitions_keep_t_part_from_the_first_pready(tmp_path):
                       threads=2, tmp_path=tmp_path)
         assert r.rc == 0, r.stderr
         (res,) = r.results()
-        assert res["metrics"]["t_part_us"]["median"] > 3000, (recv, res["metrics"]["t_part_us"])
+        assert res["metrics"]["t_part_us"]["median"] > 1000, (recv, res["metrics"]["t_part_us"])
 
 
 def test_fewer_receive_partitions_aligned_with_threads(mpi_name, tmp_path):
