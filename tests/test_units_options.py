@@ -272,6 +272,7 @@ def test_common_table_exactly(lib):
         "noise": (STRING, "none", 0, 0, None),
         "noise-thread": (CHOICE, "fixed", 0, 0, "fixed|rand"),
         "seed": (INT, "1", 0, 2.0 ** 62, None),
+        "compute-check": (CHOICE, "auto", 0, 0, "auto|full"),
         "cache": (CHOICE, "hot", 0, 0, "hot|cold"),
         "data": (CHOICE, "fresh", 0, 0, "reuse|fresh"),
         "llc-size": (SIZES, "0", 0, 0, None),
@@ -286,7 +287,7 @@ def test_common_table_exactly(lib):
         "thread-level": (CHOICE, None, 0, 0, "single|funneled|serialized|multiple"),
     }
     # options that steer the run but never define what is measured (the toolkit groups by the rest)
-    assert run_control == {"iters", "max-iters", "warmup", "ci-target", "budget", "seed", "llc-size",
+    assert run_control == {"iters", "max-iters", "warmup", "ci-target", "budget", "seed", "compute-check", "llc-size",
                            "no-validate", "inject", "timeout", "wait-bound", "json", "raw",
                            "metric", "wide"}
 
@@ -445,7 +446,7 @@ def test_help_text(lib):
     assert any("--poll TIME" in line and "[1us..1s]" in line for line in lines)
     assert any(line.startswith("  --raw ") for line in lines)
     for name in ("sizes", "threads", "iters", "max-iters", "warmup", "ci-target", "budget",
-                 "compute", "noise", "noise-thread", "seed", "cache", "data", "llc-size", "no-validate",
+                 "compute", "noise", "noise-thread", "seed", "compute-check", "cache", "data", "llc-size", "no-validate",
                  "timeout", "json", "raw", "metric", "wide"):
         assert any(line.startswith(f"  --{name} ") for line in lines[common_at:] + threads), name
     # TEST ONLY options (planted faults) are counted, listed only with --help-all (all = 1)
