@@ -162,6 +162,7 @@ def layout_mismatches(lib) -> list:
 _SIGNATURES = {
     # validate.c
     "hmb_poison_pages": (None, [C.c_void_p, C.c_size_t]),
+    "hmb_poison_why": (None, [C.c_char_p, C.c_char_p, C.c_size_t, C.c_char_p, C.c_size_t]),
     # units.c
     "hmb_parse_size": (C.c_int, [C.c_char_p, _P(C.c_size_t), C.c_char_p, C.c_size_t]),
     "hmb_parse_size_list": (C.c_int, [C.c_char_p, _P(_P(C.c_size_t)), _P(C.c_int), C.c_char_p, C.c_size_t]),

@@ -820,6 +820,10 @@ enum { HMB_SEND = 0, HMB_RECEIVE = 1, HMB_SEND_PACKED = 2 };
 #define HMB_EACH_MODE (-2)
 #define HMB_POISON_BYTE 0xA5
 #define HMB_SENT_BYTE 0x5E
+/* Why got (len bytes, want: what it should hold) is wrong, when the poison says: the receive poison
+ * (never written) or the sender's (its send buffer read after the send completed), whole or in the
+ * wrong bytes alone, each a library conformance problem; why is " (...)", or "" when it does not. */
+void hmb_poison_why(const unsigned char *got, const unsigned char *want, size_t len, char *why, size_t whylen);
 typedef void (*hmb_pattern_fn)(const void *arg, long iter, uint64_t *out);
 void hmb_check_register(hmb_ctx *ctx, int role, void *buf, size_t len, int rank, int part, int pieces, int group,
                         const char *label, ...) __attribute__((format(printf, 9, 10)));

@@ -141,15 +141,16 @@ static void check_halo(hmb_ctx *ctx, halo_state *st, int mode, long iter)
         while (seen[bad] == want[bad])
             bad++;
         int pieces = face_pieces(st, f), piece = (int)(bad / sizeof(uint64_t) / (cells / (size_t)pieces));
-        char dir[8], name[32], share[32] = "";
+        char dir[8], name[32], share[32] = "", why[200];
+        hmb_poison_why(seen + lo, want + lo, bytes, why, sizeof why);
         direction_name(&st->topo, d, dir);
         if (st->tc >= 0)
             snprintf(share, sizeof share, " (thread %d's share)", piece);
         hmb_validation_failure(ctx, st->pt, iter, piece,
                                "%s mode: %s %d face of direction %s from %s %d, piece %d of %d%s, cell %zu of "
-                               "%zu (byte %zu) in the halo after unpack is 0x%02x, expected 0x%02x",
+                               "%zu (byte %zu) in the halo after unpack is 0x%02x, expected 0x%02x%s",
                                mode_label(st, mode, name, sizeof name), rank_word(st), st->rank, dir, rank_word(st),
-                               f->from, piece, pieces, share, bad / 8, cells, bad, seen[bad], want[bad]);
+                               f->from, piece, pieces, share, bad / 8, cells, bad, seen[bad], want[bad], why);
     }
 }
 

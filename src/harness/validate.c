@@ -268,14 +268,6 @@ void hmb_checks_prepare(hmb_ctx *ctx, long iter)
     }
 }
 
-static int all_bytes(const unsigned char *p, size_t len, unsigned char byte)
-{
-    for (size_t k = 0; k < len; k++)
-        if (p[k] != byte)
-            return 0;
-    return len > 0;
-}
-
 /* Check a registered receive buffer (then poison it); on a mismatch name the piece and what it
  * holds instead: another iteration's data (at the piece's place), the receive poison or the
  * sender's poison. */
@@ -314,15 +306,9 @@ static void check_one(hmb_ctx *ctx, struct hmb_checked *c, long iter)
             snprintf(why, sizeof why, " (the piece holds iteration %ld's data: %s)", g,
                      g < iter ? "never delivered" : "written after its requests completed, library conformance problem");
     }
-    if (!why[0] && all_bytes(c->buf + start, plen, HMB_POISON_BYTE))
-        snprintf(why, sizeof why,
-                 " (the piece is still the receive poison: never written although its requests completed, "
-                 "library conformance problem)");
-    if (!why[0] && all_bytes(c->buf + start, plen, HMB_SENT_BYTE))
-        snprintf(why, sizeof why,
-                 " (the piece is the sender's poison: its buffer read after its send completed, library "
-                 "conformance problem)");
     expected(c, iter, want);
+    if (!why[0])
+        hmb_poison_why(c->buf + start, want + start, plen, why, sizeof why);
     hmb_validation_failure(ctx, ctx->point, iter, c->pieces > 1 ? piece : c->part,
                            "%s, piece %d of %d, cell %zu of %zu (byte %zu) is 0x%02x, expected 0x%02x%s", c->label,
                            piece, c->pieces, bad / 8, c->len / 8, bad, c->buf[bad], want[bad], why);
