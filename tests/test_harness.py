@@ -81,12 +81,13 @@ def test_malformed_invocation(mpi_name, case):
     (["p2p", "--compute-check", "full"], 3),                            # asked (hmb check does)
     (["part", "--compute", "5ms", "--noise", "uniform:100"], 3),        # draws reach 10 ms
     (["part", "--compute", "5ms", "--noise", "uniform:99"], 2),         # 9.95 ms at most
-    (["async", "--compute", "10us", "--progress", "none"], 3),          # judges its calibration error
+    (["async", "--progress", "none"], 3),           # C from --calc-factor: judged by the check nearest it
+    (["async", "--compute", "10us", "--progress", "none"], 2),          # C given: the rule above
 ])
 def test_startup_check_runs_100ms_when_the_run_may_need_it(args, requests, tmp_path):
     """The rule (src/harness/env.c, compute_checks_wanted): the 100 ms request runs when the run's
-    largest compute request (--compute and its largest noise draw) is 10 ms or more, for async, or
-    with --compute-check full. MPICH only: the rule is hmb-bench's, the same under any library."""
+    largest compute request (--compute and its largest noise draw) is 10 ms or more, for async when
+    it derives C (no --compute), or with --compute-check full. MPICH only: the rule is hmb-bench's, the same under any library."""
     r = run_bench("mpich", args + ["--sizes", "1K"] + FAST, tmp_path=tmp_path)
     assert r.rc == 0, r.stderr
     cal = r.header()["calibration"]

@@ -422,10 +422,11 @@ typedef struct hmb_bench {
     int thread_level;            /* MPI_THREAD_SINGLE ... MPI_THREAD_MULTIPLE requested */
     int min_ranks;               /* fewer -> usage error, exit 2 */
     int rank_multiple;           /* ranks must be a multiple of this (0/1: any) */
-    /* 1: the start-up compute check runs every request (10 us, 1 ms, 100 ms) whatever --compute
-     * says: the benchmark derives its WORK compute at run time and judges it by the check request
-     * nearest to it (hmb_compute_calibration_error: async). Else the 100 ms request runs only for a
-     * run that may compute 10 ms or more, or with --compute-check full. */
+    /* 1: without --compute the start-up compute check runs every request (10 us, 1 ms, 100 ms):
+     * the benchmark then derives its WORK compute at run time (--calc-factor x T_sync) and judges
+     * it by the check request nearest to it (hmb_compute_calibration_error: async). Otherwise the
+     * 100 ms request runs only for a run that may compute 10 ms or more, or with --compute-check
+     * full. */
     int full_compute_check;
 
     /* Extra option checks needing MPI (sizes divisible by partitions, ...). May be NULL.

@@ -60,18 +60,18 @@ static double library_ns_on_compute_cpus(const hmb_ctx *ctx)
     return sum_ns;
 }
 
-/* The start-up check's 100 ms request (a TIME and a WORK request: 0.2 s of every launch, a third of
- * a short one's time) runs when the run may request compute nearer to 100 ms than to 1 ms (from
- * their log midpoint, 10 ms: --compute with the largest noise draw), when the benchmark judges its
- * calibration error by the request nearest its compute (full_compute_check: async), or with
- * --compute-check full (hmb check). The header lists the requests that ran. */
+/* The start-up check's 100 ms request (a TIME and a WORK request: 0.3 s of every launch, half of a
+ * short one's time) runs when the run may request compute nearer to 100 ms than to 1 ms (from
+ * their log midpoint, 10 ms: --compute with the largest noise draw), when the benchmark derives a
+ * compute it judges by the request nearest to it (full_compute_check without --compute: async's
+ * --calc-factor), or with --compute-check full (hmb check). The header lists the requests that ran. */
 #define LONG_CHECK_FROM_NS 10000000
 
 static int compute_checks_wanted(const hmb_ctx *ctx)
 {
     const hmb_common_opts *o = &ctx->opt.common;
     int64_t largest = hmb_noise_max_ns(ctx, o->compute);
-    int full = o->compute_check == HMB_COMPUTE_CHECK_FULL || ctx->bench->full_compute_check ||
+    int full = o->compute_check == HMB_COMPUTE_CHECK_FULL || (ctx->bench->full_compute_check && !o->given.compute) ||
                (o->compute > largest ? o->compute : largest) >= LONG_CHECK_FROM_NS;
     return full ? HMB_COMPUTE_CHECKS : HMB_COMPUTE_CHECKS - 1;
 }
