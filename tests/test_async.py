@@ -48,11 +48,13 @@ def _check_physical(result):
     assert extra["phase_order"] == "counterbalanced"
     assert sorted(extra["phase_orders"].split(",")) == sorted(["bnc", "bcn", "nbc", "ncb", "cbn", "cnb"])
     assert extra["library_progress_thread"] in (0, 1)
-    # The rate probe before the point (hmb_compute_probe_rate): a ratio measured, and a count of
-    # the ranks whose rate it measured again (each one's probe ran short, below 1 - tolerance).
+    # The rate probe before the point (hmb_compute_probe_rate): the shortest probe median of any
+    # rank, and a count of the ranks whose rate it measured again. A rank does so when its own probe
+    # ran short by more than its own tolerance, at least 1 % (rank 0's tolerance is no bound for
+    # another rank's), so the shortest median is then below 0.99.
     assert extra["rate_probe_ratio"] > 0 and extra["rate_remeasured_ranks"] in range(0, 257), extra
-    if extra["rate_probe_ratio"] >= 1 - extra["compute_tolerance"]:
-        assert extra["rate_remeasured_ranks"] == 0, extra
+    if extra["rate_remeasured_ranks"] > 0:
+        assert extra["rate_probe_ratio"] < 0.99, extra
     if valid == 0:
         return
     m = {k: result["metrics"][k]["median"] for k in METRICS}
