@@ -136,6 +136,21 @@ def mpi_name(request):
     return request.param
 
 
+def usage_cases(argnames: str, cases: list, on_every_mpi: int = 2, ids: list | None = None) -> tuple[str, list]:
+    """The parameters of a test of hmb-bench's own usage errors, for pytest.mark.parametrize(*...):
+    "mpi_name," + argnames, every case under the first library of TEST_MPIS (MPICH) and the first
+    on_every_mpi cases under every library too. The rules are hmb-bench's, the same under any
+    library; what a library changes is the way a usage error leaves (rank 0's one line, exit 2,
+    through its launcher), which the first cases check under each. Every further case under Open MPI
+    was a launch (0.3-0.5 s of make test's critical path) that checked nothing new."""
+    params = []
+    for i, case in enumerate(cases):
+        case = case if isinstance(case, tuple) and "," in argnames else (case,)
+        params += [pytest.param(m, *case, id=f"{m}-{ids[i]}" if ids else None)
+                   for m in TEST_MPIS if m == TEST_MPIS[0] or i < on_every_mpi]
+    return "mpi_name," + argnames, params
+
+
 # The `mpi` marker: a test that needs an MPI library (builds hmb-bench or launches ranks) is marked
 # when collected, so `make test-fast` (pytest -m "not mpi") runs the rest. A test needs one when it
 # or anything it calls (its module's functions, this file's, its fixtures, followed through their

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from conftest import (one_hmb_line, partitioned_outcome, pattern_modes, run_bench, run_partitioned_bounded,
-                      run_planted_never_complete)
+                      run_planted_never_complete, usage_cases)
 
 TINY = ["--iters", "3", "--warmup", "1", "--ci-target", "0", "--compute", "50us", "--timeout", "120s"]
 MODES = ("single", "multiple", "partitioned")
@@ -148,7 +148,7 @@ def test_corrupted_cell_names_its_place(mpi_name, tmp_path, mode):
         assert part in line, line
 
 
-@pytest.mark.parametrize("args,words", [
+@pytest.mark.parametrize(*usage_cases("args,words", [
     (["--grid", "3,1,1"], "--grid 3x1x1"),
     (["--grid", "2,1"], "--grid: 2 values"),
     (["--tgrid", "2,2,1"], "--tgrid 2x2x1"),
@@ -166,7 +166,7 @@ def test_corrupted_cell_names_its_place(mpi_name, tmp_path, mode):
     (["--sizes", "64K,1G"], "--sizes 1073741824: a 11585x11585x11585 block needs 1.25e+04 GB per rank"),
     # 20002^3 cells and 14 faces of 20000^2 cells: 64.1 TB
     (["--domain", "20000,20000,20000"], "--domain: the block needs 6.41e+04 GB per rank"),
-])
+]))
 def test_bad_input_is_one_line_exit_2(mpi_name, tmp_path, args, words):
     threads = 2 if "--threads" in args else 1
     r = run_bench(mpi_name, ["halo3d"] + args + TINY, threads=threads, tmp_path=tmp_path)
@@ -238,11 +238,11 @@ def test_face_partitions_corrupted_cell_names_its_partition(mpi_name, tmp_path):
         assert part in line, line
 
 
-@pytest.mark.parametrize("args,threads,words", [
+@pytest.mark.parametrize(*usage_cases("args,threads,words", [
     (["--domain", "4,4,4", "--face-partitions", "3"], 2, "--face-partitions 3"),      # not a multiple of T
     (["--domain", "4,4,2", "--face-partitions", "16"], 1, "--face-partitions 16"),    # x face: 8 cells
     (["--sizes", "1K", "--face-partitions", "x"], 1, "--face-partitions x"),
-])
+]))
 def test_face_partitions_bad_input_exits_2(mpi_name, tmp_path, args, threads, words):
     r = run_bench(mpi_name, ["halo3d", "--threads", str(threads)] + args + TINY, threads=threads, tmp_path=tmp_path)
     assert r.rc == 2, (r.rc, r.stderr)
@@ -379,13 +379,13 @@ def test_everywhere_corrupted_cell_names_group_and_thread(mpi_name, tmp_path):
         assert part in line, line
 
 
-@pytest.mark.parametrize("args,ranks,message", [
+@pytest.mark.parametrize(*usage_cases("args,ranks,message", [
     (["--threads", "2"], 4, "give --threads 1 (got 2)"),
     (["--thread-comm", "shared"], 4, "--everywhere-ranks and --thread-comm"),
     (["--mode", "single"], 4, "--everywhere-ranks and --mode"),
     (["--comm", "off"], 4, "the mock has no processes"),
     (["--everywhere-ranks", "3"], 4, "the 4 ranks do not form 3 groups"),
-])
+]))
 def test_everywhere_usage_errors(mpi_name, tmp_path, args, ranks, message):
     r = run_bench(mpi_name, ["halo3d", "--domain", "4,4,4", "--everywhere-ranks", "2"] + args + TINY, ranks=ranks,
                   threads=2 if "--threads" in args else 1, env=YIELD, tmp_path=tmp_path)

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from conftest import get_mpi, hmb_lines, one_hmb_line, run_bench
+from conftest import get_mpi, hmb_lines, one_hmb_line, run_bench, usage_cases
 
 FAST = ["--iters", "5", "--warmup", "1", "--ci-target", "0"]
 
@@ -64,7 +64,7 @@ MALFORMED = [
 ]
 
 
-@pytest.mark.parametrize("case", MALFORMED, ids=[c[0] for c in MALFORMED])
+@pytest.mark.parametrize(*usage_cases("case", MALFORMED, ids=[c[0] for c in MALFORMED]))
 def test_malformed_invocation(mpi_name, case):
     _, args, ranks, expect = case
     r = run_bench(mpi_name, args, ranks=ranks, timeout=60)

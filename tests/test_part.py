@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import one_hmb_line, run_bench, run_planted_never_complete
+from conftest import one_hmb_line, run_bench, run_planted_never_complete, usage_cases
 
 TINY = ["--iters", "5", "--warmup", "1", "--ci-target", "0", "--compute", "100us"]
 METRICS = ("overhead", "overhead_persistent", "t_part_us", "t_pt2pt_us", "t_persist_us", "perceived_bw_MBps",
@@ -78,13 +78,13 @@ def test_noise_models_and_cold_cache_run(mpi_name, tmp_path, extra):
     assert res["extra"]["noise"] == extra[1]
 
 
-@pytest.mark.parametrize("args,named", [
+@pytest.mark.parametrize(*usage_cases("args,named", [
     (["--sizes", "1000", "--partitions", "4"], ["1000", "4"]),
     (["--sizes", "4K", "--recv-partitions", "3", "--partitions", "2"], ["4096", "3"]),
     (["--sizes", "4K", "--threads", "2", "--partitions", "3"], ["3", "--threads"]),
     (["--sizes", "4K", "--complete", "poll"], ["--complete", "poll"]),
     (["--sizes", "4K", "--complete", "test,"], ["--complete"]),
-])
+]))
 def test_bad_values_are_usage_errors(mpi_name, tmp_path, args, named):
     r = run_bench(mpi_name, ["part"] + args + TINY, threads=2 if "--threads" in args else 1, tmp_path=tmp_path)
     assert r.rc == 2, (r.rc, r.stderr)

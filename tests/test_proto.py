@@ -7,7 +7,7 @@ import math
 import pytest
 
 import _corelib as cl
-from conftest import run_bench
+from conftest import run_bench, usage_cases
 
 
 @pytest.fixture(scope="module")
@@ -243,14 +243,14 @@ def test_probe_view_step_validation_failure_exit_3(mpi_name, tmp_path):
     assert any("validation failed: bench=proto" in ln and "iteration=1" in ln for ln in r.stderr.splitlines())
 
 
-@pytest.mark.parametrize("args,needle", [
+@pytest.mark.parametrize(*usage_cases("args,needle", [
     (["--view", "step", "--range", "1K:16K"], "--view step needs at least 6 --range sizes"),
     (["--range", "1K:16K"], "--view both needs at least 6 --range sizes"),
     (["--range", "1K,1000"], "--range must increase"),
     (["--range", "1K:8K", "--element", "3"], "not a multiple of --element"),
     (["--range", "4K"], "at least two sizes"),
     (["--view", "middle"], "view"),
-])
+]))
 def test_bad_input_exit_2(mpi_name, args, needle):
     r = run_bench(mpi_name, ["proto"] + args + FAST)
     assert r.rc == 2

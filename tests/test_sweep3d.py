@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import (OPENMPI_PARTITIONED, partitioned_outcome, pattern_modes, run_bench, run_partitioned_bounded,
-                      run_planted_never_complete)
+                      run_planted_never_complete, usage_cases)
 
 TINY = ["--iters", "2", "--warmup", "0", "--ci-target", "0", "--timeout", "120s"]
 MODES = ("single", "multiple", "partitioned")
@@ -117,7 +117,7 @@ def test_one_mode_alone(mpi_name, tmp_path):
     assert "bytes_per_rank_sweep_single" not in res["extra"]
 
 
-@pytest.mark.parametrize("args,words", [
+@pytest.mark.parametrize(*usage_cases("args,words", [
     (["--boundary", "periodic"], "periodic"),
     (["--grid", "3,1"], "--grid"),                          # 3 ranks' grid on 2 ranks
     (["--sizes", "1000"], "--sizes"),                       # not whole 8-byte rows of --kblock cells
@@ -126,7 +126,7 @@ def test_one_mode_alone(mpi_name, tmp_path):
     (["--domain", "8,8,4", "--sizes", "1K"], "--domain"),
     (["--mode", "funneled"], "--mode"),
     (["--comm", "maybe"], "--comm"),
-])
+]))
 def test_bad_input_exits_2(mpi_name, tmp_path, args, words):
     r = run_bench(mpi_name, ["sweep3d"] + args + TINY, ranks=2, threads=2 if "--threads" in args else 1,
                   tmp_path=tmp_path)
@@ -217,13 +217,13 @@ def test_face_partitions_corrupted_piece_named(mpi_name, tmp_path, mode):
     assert f"{mode} mode, octant 0 (+++), k-block 0: x face from rank 0, piece 2 of 4, cell 64 of 128" in line
 
 
-@pytest.mark.parametrize("args,words", [
+@pytest.mark.parametrize(*usage_cases("args,words", [
     (["--face-partitions", "3", "--threads", "1"], "--face-partitions 3"),   # 128 cells do not split in 3
     (["--face-partitions", "3", "--threads", "2"], "--face-partitions 3"),   # not a multiple of T
     (["--face-partitions", "0"], "--face-partitions 0"),
     (["--face-partitions", "512"], "--face-partitions 512"),
     (["--face-partitions", "many"], "--face-partitions many"),
-])
+]))
 def test_face_partitions_bad_input_exits_2(mpi_name, tmp_path, args, words):
     threads = 2 if args[-1] == "2" else 1
     r = run_bench(mpi_name, ["sweep3d", "--sizes", "1K"] + args + TINY, ranks=2, threads=threads,
