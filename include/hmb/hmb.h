@@ -189,7 +189,7 @@ enum { HMB_INJECT_CORRUPT, HMB_INJECT_NEVER_COMPLETE, HMB_INJECT_STALE, HMB_INJE
       .min = 0, .max = 4611686018427387904.0 /* 2^62 */, HMB_RUN_CONTROL)                                           \
     X(compute_check, CHOICE, .default_value = "auto", .choices = "auto|full",                                      \
       .help = "start-up compute check: auto = 10 us and 1 ms, and 100 ms when the run may compute 10 ms or more "  \
-              "(or its benchmark judges its calibration error, async); full = all three (hmb check)",             \
+              "(or async derives C from --calc-factor); full = all three (hmb check)",                            \
       HMB_RUN_CONTROL)                                                                                              \
     X(cache, CHOICE, .default_value = "hot", .choices = "hot|cold",                                                 \
       .help = "hot: buffers stay cached; cold: evict the caches before every timed iteration")                     \

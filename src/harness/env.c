@@ -70,9 +70,8 @@ static double library_ns_on_compute_cpus(const hmb_ctx *ctx)
 static int compute_checks_wanted(const hmb_ctx *ctx)
 {
     const hmb_common_opts *o = &ctx->opt.common;
-    int64_t largest = hmb_noise_max_ns(ctx, o->compute);
     int full = o->compute_check == HMB_COMPUTE_CHECK_FULL || (ctx->bench->full_compute_check && !o->given.compute) ||
-               (o->compute > largest ? o->compute : largest) >= LONG_CHECK_FROM_NS;
+               hmb_noise_max_ns(ctx, o->compute) >= LONG_CHECK_FROM_NS; /* --compute itself without noise */
     return full ? HMB_COMPUTE_CHECKS : HMB_COMPUTE_CHECKS - 1;
 }
 
@@ -349,11 +348,23 @@ static rank_info *gather_placement(hmb_ctx *ctx, rank_info *mine)
 #pragma omp parallel num_threads(ctx->run.threads)
     mine->thread_cpu[omp_get_thread_num()] = sched_getcpu();
     MPI_Gather(mine, (int)sizeof *mine, MPI_BYTE, all, (int)sizeof *mine, MPI_BYTE, 0, ctx->run.comm);
+    return all;
+}
+
+/* Collective: the node layout, and whether any rank lacks the spare core its run needs. */
+static void layout(hmb_ctx *ctx)
+{
     node_layout(ctx);
     int spare_missing = ctx->run.spare_cores_needed && hmb_cpus_count(&ctx->run.spare_cpus) == 0, any_missing = 0;
     MPI_Allreduce(&spare_missing, &any_missing, 1, MPI_INT, MPI_LOR, ctx->run.comm);
     ctx->run.spare_core_missing = any_missing;
-    return all;
+}
+
+void hmb_env_check_options(hmb_ctx *ctx)
+{
+    layout(ctx);
+    if (ctx->bench->check)
+        ctx->bench->check(ctx);
 }
 
 /* Rank 0, once placement is gathered and the options are known to be good. */
@@ -619,9 +630,6 @@ void hmb_env_record(hmb_ctx *ctx)
     size_t first_line = strcspn(library_full, "\n");
     snprintf(ctx->run.mpi_library_line, sizeof ctx->run.mpi_library_line, "%.*s", (int)first_line, library_full);
 
-    if (ctx->bench->check)
-        ctx->bench->check(ctx);
-
     if (ctx->run.rank == 0) {
         warn_placement(ctx, all);
         write_header_json(ctx, all, library_full);
@@ -643,6 +651,7 @@ int hmb_env_placement_main(hmb_ctx *ctx, int *argc, char ***argv)
     rank_info *mine = calloc(1, sizeof *mine);
     if (!mine)
         abort();
+    layout(ctx);
     rank_info *all = gather_placement(ctx, mine);
     if (ctx->run.rank == 0) {
         warn_placement(ctx, all);

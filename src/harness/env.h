@@ -12,6 +12,10 @@ void hmb_clocks_sync(hmb_ctx *ctx);
 void hmb_clocks_recheck(hmb_ctx *ctx);
 void hmb_clocks_free(hmb_ctx *ctx);
 
+/* env.c: right after MPI_Init, the node layout (ranks per node, oversubscription, a missing spare
+ * core) and the benchmark's own option checks (bench->check, which may need the layout: memory per
+ * rank), before the start-up measurements: bad input ends the run before it pays for them. */
+void hmb_env_check_options(hmb_ctx *ctx);
 /* env.c: gathers the environment and writes the run header (JSON + stdout). */
 void hmb_env_record(hmb_ctx *ctx);
 /* Before MPI_Init: the rank's CPU sets (needs ctx->run.threads). */

@@ -347,6 +347,7 @@ int main(int argc, char **argv)
     init_mpi(ctx, &argc, &argv);
     hmb_inject_check_ranks(ctx);
     identify_run(ctx);
+    hmb_env_check_options(ctx); /* bad input ends here, before the clock sync and the compute check */
     if (!hmb_all_agree(ctx, hmb_cache_init(ctx)))
         hmb_usage_error(ctx, "--cache cold: cannot allocate the eviction buffer (%zu bytes)", ctx->cache.flush_bytes);
     hmb_output_open(ctx);
@@ -355,7 +356,7 @@ int main(int argc, char **argv)
     hmb_clocks_sync(ctx);
     hmb_env_check_compute(ctx); /* every thread of every rank at once */
     ctx->watchdog = hmb_watchdog_start(ctx);
-    hmb_env_record(ctx); /* runs bench->check() first, then writes the run header */
+    hmb_env_record(ctx); /* the run header */
     hmb_table_header(ctx);
 
     hmb_point_list points = {0};
