@@ -196,6 +196,7 @@ _SIGNATURES = {
     "hmb_compute_rate_error": (C.c_double, [C.c_double, C.c_uint64, C.c_int64]),
     "hmb_compute_sustained_rate": (C.c_double, [_P(Calib), C.c_int]),
     "hmb_compute_calibrate_verified": (C.c_int, [_P(Calib), C.c_double, C.c_int]),
+    "hmb_compute_calibrate_rate": (C.c_int, [_P(Calib), C.c_double]),
     "hmb_compute_probe": (C.c_double, [_P(Calib), C.c_int64, C.c_int, C.c_double, _P(C.c_int)]),
     "hmb_compute_allowed_error_ns": (C.c_double, [C.c_int64]),
     "hmb_compute_thread_medians": (None, [C.c_long, _P(C.c_double), _P(C.c_double), _P(C.c_double)]),

@@ -223,6 +223,17 @@ def test_sustained_rate_now(lib, core):
     assert lib.hmb_compute_sustained_rate(C.byref(cl.Calib()), 3) == 0.0   # no rate to size the runs
 
 
+def test_rate_alone_for_a_run_that_computes_nothing(lib, core):
+    """hmb_compute_calibrate_rate: the sustained rate as the full calibration measures it (a core at
+    0.8 x BASE_RATE: 0.4 iterations/ns), one measurement, and neither verification nor interruption
+    probe: their fields NaN (null in the run header)."""
+    core([(1e12, 0.8)])
+    cal = cl.Calib()
+    assert lib.hmb_compute_calibrate_rate(C.byref(cal), 0.04) == 1
+    assert cal.iters_per_ns == pytest.approx(0.8 * BASE_RATE, rel=1e-4)
+    assert math.isnan(cal.verify_error) and math.isnan(cal.interrupt_lost_frac) and math.isnan(cal.interrupts_per_ns)
+
+
 @pytest.mark.parametrize("after", [0.9, 1.1])
 def test_verified_calibration_follows_the_core_both_ways(lib, core, after):
     """A level change right after the rate was measured, inside the first 10 ms verification

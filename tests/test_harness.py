@@ -94,6 +94,9 @@ def test_startup_check_runs_100ms_when_the_run_may_need_it(args, requests, tmp_p
     assert [c["request_ns"] for c in cal["check"]] == [10_000, 1_000_000, 100_000_000][:requests]
     assert all(len(t["check_work_on_core_ns"]) == requests for t in cal["per_thread"])
     assert ("check_skipped" in cal) == (requests < 3)
+    # every one of these runs computes (asked, --compute, or async's C): the full calibration
+    assert "calibration_skipped" not in cal
+    assert all(t["verify_error"] is not None and t["interrupt_lost_frac"] is not None for t in cal["per_thread"])
 
 
 def test_run_header(mpi_name, tmp_path):
@@ -126,6 +129,12 @@ def test_run_header(mpi_name, tmp_path):
     assert [c["request_ns"] for c in cal["check"]] == [10_000, 1_000_000]
     assert cal["check_skipped"].startswith("100 ms") and "--compute-check full" in cal["check_skipped"]
     assert all(len(t["check_measured_ns"]) == 2 for t in cal["per_thread"])
+    # ... and, computing nothing, calibrates the rate alone: no verification, no interruption probe,
+    # no second measurement with every rank at once (85 ms of each rank's start-up)
+    assert "the run computes nothing" in cal["calibration_skipped"]
+    for t in cal["per_thread"]:
+        assert t["verify_error"] is None and t["interrupt_lost_frac"] is None and t["interrupts_per_s"] is None
+        assert t["measured"] == "alone" and t["calibrations"] == 1 and t["iters_per_ns"] == t["alone_iters_per_ns"]
     assert all(c["measured_ns"] > 0 for c in cal["check"])
     for place in h["placement"]:
         assert len(place["thread_cpus"]) == 1 and place["cpuset"]

@@ -150,6 +150,7 @@ typedef struct {
 enum { HMB_OPTS_TOPO = 1, HMB_OPTS_COMM = 2, HMB_OPTS_FACE_PARTITIONS = 4, HMB_OPTS_FORMAT = 8 };
 enum { HMB_CACHE_HOT, HMB_CACHE_COLD };
 enum { HMB_COMPUTE_CHECK_AUTO, HMB_COMPUTE_CHECK_FULL };
+enum { HMB_DERIVED_NONE, HMB_DERIVED_TIME, HMB_DERIVED_WORK }; /* hmb_bench.derived_compute */
 enum { HMB_DATA_REUSE, HMB_DATA_FRESH };
 enum { HMB_NOISE_THREAD_FIXED, HMB_NOISE_THREAD_RAND };
 enum { HMB_BOUNDARY_PERIODIC, HMB_BOUNDARY_OPEN };
@@ -189,7 +190,8 @@ enum { HMB_INJECT_CORRUPT, HMB_INJECT_NEVER_COMPLETE, HMB_INJECT_STALE, HMB_INJE
       .min = 0, .max = 4611686018427387904.0 /* 2^62 */, HMB_RUN_CONTROL)                                           \
     X(compute_check, CHOICE, .default_value = "auto", .choices = "auto|full",                                      \
       .help = "start-up compute check: auto = 10 us and 1 ms, and 100 ms when the run may compute 10 ms or more "  \
-              "(or async derives C from --calc-factor); full = all three (hmb check)",                            \
+              "(or async derives C from --calc-factor), a run that computes nothing calibrating the rate alone; "  \
+              "full = all three requests and the full calibration (hmb check)",                                     \
       HMB_RUN_CONTROL)                                                                                              \
     X(cache, CHOICE, .default_value = "hot", .choices = "hot|cold",                                                 \
       .help = "hot: buffers stay cached; cold: evict the caches before every timed iteration")                     \
@@ -422,12 +424,13 @@ typedef struct hmb_bench {
     int thread_level;            /* MPI_THREAD_SINGLE ... MPI_THREAD_MULTIPLE requested */
     int min_ranks;               /* fewer -> usage error, exit 2 */
     int rank_multiple;           /* ranks must be a multiple of this (0/1: any) */
-    /* 1: without --compute the start-up compute check runs every request (10 us, 1 ms, 100 ms):
-     * the benchmark then derives its WORK compute at run time (--calc-factor x T_sync) and judges
-     * it by the check request nearest to it (hmb_compute_calibration_error: async). Otherwise the
-     * 100 ms request runs only for a run that may compute 10 ms or more, or with --compute-check
-     * full. */
-    int full_compute_check;
+    /* The compute it derives at run time besides --compute (HMB_DERIVED_*): a run computes when
+     * --compute > 0 or its benchmark derives compute, and only such a run calibrates in full (the
+     * rate verified, the interruption probe, the rate measured again with every rank at once);
+     * otherwise the rate alone (docs/methodology.md). HMB_DERIVED_WORK (async's C from
+     * --calc-factor, judged by the start-up check request nearest it) also runs the check's
+     * 100 ms request when --compute is not given. */
+    int derived_compute;
 
     /* Extra option checks needing MPI (sizes divisible by partitions, ...). May be NULL.
      * Call hmb_usage_error() to reject. Runs on every rank with the same inputs. */

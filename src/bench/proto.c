@@ -240,6 +240,7 @@ static const hmb_bench proto_bench = {
     .thread_level = MPI_THREAD_SINGLE,
     .min_ranks = 2,
     .rank_multiple = 1,
+    .derived_compute = HMB_DERIVED_TIME, /* its leads and delays, from the sizes probed */
     .check = proto_check,
     .points = proto_points,
     .setup = proto_setup,

@@ -291,6 +291,7 @@ static const hmb_bench stencil_bench = {
     .thread_level = MPI_THREAD_FUNNELED,
     .min_ranks = 1,
     .rank_multiple = 1,
+    .derived_compute = HMB_DERIVED_TIME, /* --calc-factor x the exchange's time, without --compute */
     .check = stencil_check,
     .points = stencil_points,
     .setup = stencil_setup,

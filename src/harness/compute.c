@@ -324,6 +324,17 @@ int hmb_compute_calibrate(hmb_calib *out, double target_s)
     return out->iters_per_ns > 0.0 && isfinite(out->iters_per_ns) ? 0 : -1;
 }
 
+int hmb_compute_calibrate_rate(hmb_calib *out, double target_s)
+{
+    int64_t t_start_ns = clock_ns();
+    out->cpu = sched_getcpu();
+    measure_rate(out, target_s > 0.0 ? target_s : 0.04, t_start_ns);
+    out->verify_error = NAN; /* not verified, no interruption probe: JSON null */
+    out->interrupt_lost_frac = out->interrupts_per_ns = NAN;
+    out->calib_s = (double)(clock_ns() - t_start_ns) * 1e-9;
+    return out->iters_per_ns > 0.0 && isfinite(out->iters_per_ns) ? 1 : -1;
+}
+
 double hmb_compute_rate_error(double calibrated_iters_per_ns, uint64_t iters, int64_t measured_ns)
 {
     /* A run at the rate takes iters / rate; > 0: it took longer (the rate is too high). */

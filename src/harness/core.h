@@ -204,6 +204,10 @@ int hmb_compute_calibrate(hmb_calib *out, double target_s);
  * measurements in all; then the interruption probe. Returns the measurements made, -1 if the
  * first found no rate. */
 int hmb_compute_calibrate_verified(hmb_calib *out, double target_s, int max_tries);
+/* The rate alone, as hmb_compute_calibrate measures it, without verification or interruption probe
+ * (verify_error and the interruption fields NaN), for a run that computes nothing. Returns 1, or -1
+ * if no rate came out. */
+int hmb_compute_calibrate_rate(hmb_calib *out, double target_s);
 /* The sustained rate of the calling thread now: the median of `runs` runs of ~10 ms (sized
  * with c's rate) in on-core time, as the calibration measures it. 0 without a rate in c. */
 double hmb_compute_sustained_rate(const hmb_calib *c, int runs);

@@ -52,6 +52,7 @@ typedef struct {
     int64_t compute_check_work_ns[HMB_MAX_THREADS][HMB_COMPUTE_CHECKS];
     int64_t compute_check_work_core_ns[HMB_MAX_THREADS][HMB_COMPUTE_CHECKS];
     int compute_checks; /* how many of hmb_compute_check_ns the start-up check ran (hmb_env_check_compute) */
+    int calibrated_fully; /* the run computes: rate verified, interruptions probed, rate measured again */
     /* The measured compute of the point in flight, per thread (computelog.c). */
     hmb_compute_log compute_log[HMB_MAX_THREADS];
     double timer_resolution_ns, timer_overhead_ns;

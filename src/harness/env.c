@@ -21,16 +21,30 @@ extern char **environ;
 
 enum { CALIBRATION_TARGET_MS = 40, CALIBRATION_TRIES = 3 };
 
+/* Whether the run computes: --compute > 0, a benchmark that derives compute (derived_compute), or
+ * --compute-check full (hmb check). One that does not still measures the kernel's rate (the start-up
+ * check's 10 us and 1 ms requests use it), but not the verification (30 ms), the interruption probe
+ * (25 ms) or the rate again after MPI_Init (30 ms): 85 ms of each rank's start-up that described a
+ * compute it never runs (a third of a short p2p launch). The header says so. */
+static int run_computes(const hmb_ctx *ctx)
+{
+    const hmb_common_opts *o = &ctx->opt.common;
+    return o->compute_check == HMB_COMPUTE_CHECK_FULL || o->compute > 0 || ctx->bench->derived_compute;
+}
+
 void hmb_env_calibrate(hmb_ctx *ctx)
 {
     hmb_timer_measure(&ctx->run.timer_resolution_ns, &ctx->run.timer_overhead_ns);
+    ctx->run.calibrated_fully = run_computes(ctx);
     /* Every thread calibrates itself at once, as the threads will later compute together (and
      * the ranks, started together, calibrate at the same time). */
 #pragma omp parallel num_threads(ctx->run.threads)
     {
         int tid = omp_get_thread_num();
-        ctx->run.calibrations[tid] = hmb_compute_calibrate_verified(&ctx->run.calib[tid], CALIBRATION_TARGET_MS * 1e-3,
-                                                                CALIBRATION_TRIES);
+        hmb_calib *c = &ctx->run.calib[tid];
+        ctx->run.calibrations[tid] =
+            ctx->run.calibrated_fully ? hmb_compute_calibrate_verified(c, CALIBRATION_TARGET_MS * 1e-3, CALIBRATION_TRIES)
+                                      : hmb_compute_calibrate_rate(c, CALIBRATION_TARGET_MS * 1e-3);
     }
 }
 
@@ -70,7 +84,8 @@ static double library_ns_on_compute_cpus(const hmb_ctx *ctx)
 static int compute_checks_wanted(const hmb_ctx *ctx)
 {
     const hmb_common_opts *o = &ctx->opt.common;
-    int full = o->compute_check == HMB_COMPUTE_CHECK_FULL || (ctx->bench->full_compute_check && !o->given.compute) ||
+    int full = o->compute_check == HMB_COMPUTE_CHECK_FULL ||
+               (ctx->bench->derived_compute == HMB_DERIVED_WORK && !o->given.compute) ||
                hmb_noise_max_ns(ctx, o->compute) >= LONG_CHECK_FROM_NS; /* --compute itself without noise */
     return full ? HMB_COMPUTE_CHECKS : HMB_COMPUTE_CHECKS - 1;
 }
@@ -78,34 +93,10 @@ static int compute_checks_wanted(const hmb_ctx *ctx)
 /* Runs of the concurrent rate measurement (each ~10 ms). */
 enum { CONCURRENT_RUNS = 3 };
 
-void hmb_env_check_compute(hmb_ctx *ctx)
+/* The start-up check, under the run's concurrency: every thread of every rank starts each request
+ * at once (a barrier between requests), the TIME kind then the WORK kind. */
+static void check_requests(hmb_ctx *ctx)
 {
-    /* The sustained rate under the run's own concurrency: from a barrier, every thread of every
-     * rank measures it at once (turbo and power limits depend on how many cores compute), and
-     * it replaces the rate measured before MPI_Init, this rank's threads alone. Unless a thread
-     * the library started inside MPI_Init (MPICH's progress thread, when there is no spare core
-     * to move it to) ran on the compute CPUs meanwhile: its time would be in the rate, and
-     * async could no longer see it steal compute; the rate before MPI_Init stays then. */
-    double library_before_ns = library_ns_on_compute_cpus(ctx);
-    MPI_Barrier(ctx->run.comm);
-    double t_start = hmb_now();
-    double concurrent[HMB_MAX_THREADS];
-#pragma omp parallel num_threads(ctx->run.threads)
-    {
-        int tid = omp_get_thread_num();
-        concurrent[tid] = hmb_compute_sustained_rate(&ctx->run.calib[tid], CONCURRENT_RUNS);
-    }
-    double wall_ns = (hmb_now() - t_start) * 1e9;
-    int disturbed = library_ns_on_compute_cpus(ctx) - library_before_ns > 0.01 * wall_ns;
-    for (int t = 0; t < ctx->run.threads; t++) {
-        hmb_calib *c = &ctx->run.calib[t];
-        c->alone_iters_per_ns = c->iters_per_ns;
-        c->concurrent = !disturbed && concurrent[t] > 0.0;
-        if (c->concurrent)
-            c->iters_per_ns = concurrent[t];
-    }
-    /* The check, under the same concurrency: every thread of every rank starts each request at
-     * once (a barrier between requests), the TIME kind then the WORK kind. */
     ctx->run.compute_checks = compute_checks_wanted(ctx);
     for (int i = 0; i < ctx->run.compute_checks; i++) {
         for (int kind = 0; kind < 2; kind++) {
@@ -122,6 +113,44 @@ void hmb_env_check_compute(hmb_ctx *ctx)
             }
         }
     }
+}
+
+/* The sustained rate under the run's own concurrency: from a barrier, every thread of every rank
+ * measures it at once (turbo and power limits depend on how many cores compute), and it replaces
+ * the rate measured before MPI_Init, this rank's threads alone. Unless a thread the library started
+ * inside MPI_Init (MPICH's progress thread, when there is no spare core to move it to) ran on the
+ * compute CPUs meanwhile: its time would be in the rate, and async could no longer see it steal
+ * compute; the rate before MPI_Init stays then. */
+static void measure_concurrent_rate(hmb_ctx *ctx)
+{
+    double library_before_ns = library_ns_on_compute_cpus(ctx);
+    MPI_Barrier(ctx->run.comm);
+    double t_start = hmb_now();
+    double concurrent[HMB_MAX_THREADS];
+#pragma omp parallel num_threads(ctx->run.threads)
+    {
+        int tid = omp_get_thread_num();
+        concurrent[tid] = hmb_compute_sustained_rate(&ctx->run.calib[tid], CONCURRENT_RUNS);
+    }
+    double wall_ns = (hmb_now() - t_start) * 1e9;
+    int disturbed = library_ns_on_compute_cpus(ctx) - library_before_ns > 0.01 * wall_ns;
+    for (int t = 0; t < ctx->run.threads; t++) {
+        hmb_calib *c = &ctx->run.calib[t];
+        c->concurrent = !disturbed && concurrent[t] > 0.0;
+        if (c->concurrent)
+            c->iters_per_ns = concurrent[t];
+    }
+}
+
+void hmb_env_check_compute(hmb_ctx *ctx)
+{
+    for (int t = 0; t < ctx->run.threads; t++) {
+        ctx->run.calib[t].alone_iters_per_ns = ctx->run.calib[t].iters_per_ns;
+        ctx->run.calib[t].concurrent = 0;
+    }
+    if (ctx->run.calibrated_fully) /* a run that computes nothing keeps the rate before MPI_Init */
+        measure_concurrent_rate(ctx);
+    check_requests(ctx);
 }
 
 /* ------------------------------------------------------------------ placement */
@@ -489,6 +518,9 @@ static void write_calibration(hmb_json *j, const hmb_ctx *ctx, const rank_info *
         }
     }
     hmb_json_close_arr(j);
+    if (!ctx->run.calibrated_fully)
+        hmb_json_str(j, "calibration_skipped", "the verification, the interruption probe and the rate with every rank "
+                                               "at once: the run computes nothing (--compute-check full does them)");
     if (ctx->run.compute_checks < HMB_COMPUTE_CHECKS)
         hmb_json_str(j, "check_skipped", "100 ms: the run requests no compute of 10 ms or more (--compute-check full "
                                          "runs it)");
