@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import get_mpi
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,6 +77,7 @@ def test_easyconfig_parses_and_names_what_it_installs():
     assert "bin/hmb-bench" in ast.unparse(v["sanity_check_paths"]) and "libhmbprof" in ast.unparse(v["sanity_check_paths"])
 
 
+@pytest.mark.mpi   # two builds with the MPI compiler wrapper: 4-12 s of compiling, not for make test-fast
 def test_two_processes_building_one_fresh_tree_both_succeed(tmp_path):
     """CI's clean clone: make test's two workers both found build/mpich missing and configured it
     at once; CMake broke ("CMAKE_C_COMPILER not set", then "No rule to make target 'Makefile'") and
