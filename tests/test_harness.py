@@ -99,6 +99,24 @@ def test_startup_check_runs_100ms_when_the_run_may_need_it(args, requests, tmp_p
     assert all(t["verify_error"] is not None and t["interrupt_lost_frac"] is not None for t in cal["per_thread"])
 
 
+def test_fixed_iterations_are_valid_samples(tmp_path):
+    """--iters N with --ci-target 0 gives N valid samples: a sample left out as invalid (planted by
+    --inject invalid:2, as async leaves out a kernel faster than calibrated) is replaced, so the point
+    runs 4 measured iterations for --iters 3, counts 1 invalid and keeps 3 samples of each metric.
+    MPICH only: the rule is the harness's."""
+    r = run_bench("mpich", ["p2p", "--mode", "latency", "--sizes", "8", "--iters", "3", "--warmup", "1",
+                            "--ci-target", "0", "--inject", "invalid:2"], tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    (res,) = r.results()
+    assert (res["iterations"], res["invalid"], res["stop_reason"]) == (4, 1, "fixed")
+    assert res["metrics"]["latency_us"]["count"] == 3
+    # without a sample to replace the point stops where it did: 3 iterations, none invalid
+    r = run_bench("mpich", ["p2p", "--mode", "latency", "--sizes", "8", "--iters", "3", "--warmup", "1",
+                            "--ci-target", "0"], tmp_path=tmp_path)
+    (res,) = r.results()
+    assert (res["iterations"], res["invalid"], res["stop_reason"]) == (3, 0, "fixed")
+
+
 def test_run_header(mpi_name, tmp_path):
     r = run_bench(mpi_name, ["p2p", "--mode", "latency", "--sizes", "8"] + FAST, tmp_path=tmp_path,
                   env={"HMB_TAG": "sweep-7", "MPIR_CVAR_HMB_TEST": "1"})

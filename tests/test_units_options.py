@@ -277,7 +277,7 @@ def test_common_table_exactly(lib):
         "data": (CHOICE, "fresh", 0, 0, "reuse|fresh"),
         "llc-size": (SIZES, "0", 0, 0, None),
         "no-validate": (FLAG, "0", 0, 0, None),
-        "inject": (CHOICE_ARGS, None, 0, 1e9, "corrupt:|never-complete:|stale:|wrong-slot:|hang:|silent-partner"),
+        "inject": (CHOICE_ARGS, None, 0, 1e9, "corrupt:|never-complete:|stale:|wrong-slot:|hang:|silent-partner|invalid:"),
         "timeout": (DURATION, "300s", 0, 604800, None),
         "wait-bound": (DURATION, "10s", 0, 3600, None),
         "json": (STRING, None, 0, 0, None),
@@ -381,7 +381,7 @@ def test_default_overrides(lib):
     (["--warmup", "-1"], "--warmup: -1 is below the minimum 0"),
     (["--inject", "corrupt:-2"], "--inject: -2 is below the minimum 0"),
     (["--inject", "corrupt"], '--inject: "corrupt" is not one of corrupt:|never-complete:|stale:|wrong-slot:|hang:|'
-                              'silent-partner (a comma list; NAME:NUMBER where a name ends in :)'),
+                              'silent-partner|invalid: (a comma list; NAME:NUMBER where a name ends in :)'),
     (["--max-iters", "2000000000"], "--max-iters: 2000000000 is above the maximum 1000000000"),
     (["--ci-target", "101"], "--ci-target: 101 is above the maximum 100"),
     (["--ci-target", "abc"], '--ci-target: "abc" is not a number (plain decimal, e.g. 2.5 or 1e-3)'),

@@ -157,7 +157,7 @@ enum { HMB_BOUNDARY_PERIODIC, HMB_BOUNDARY_OPEN };
 enum { HMB_COMM_ON, HMB_COMM_OFF };
 /* --inject (TEST ONLY): the faults a test plants, each at one iteration (hmb_inject_at). */
 enum { HMB_INJECT_CORRUPT, HMB_INJECT_NEVER_COMPLETE, HMB_INJECT_STALE, HMB_INJECT_WRONG_SLOT, HMB_INJECT_HANG,
-       HMB_INJECT_SILENT_PARTNER, HMB_INJECT_COUNT };
+       HMB_INJECT_SILENT_PARTNER, HMB_INJECT_INVALID, HMB_INJECT_COUNT };
 
 /* Upper bounds of the common durations (docs/methodology.md, "Options"): a typo such as
  * --compute 1e6s must not hold an allocation for days. One compute call (or one bounded wait) within
@@ -203,13 +203,14 @@ enum { HMB_INJECT_CORRUPT, HMB_INJECT_NEVER_COMPLETE, HMB_INJECT_STALE, HMB_INJE
       .help = "last-level cache size: --cache cold eviction, p2p window slots (0 = sysfs)", HMB_RUN_CONTROL)        \
     X(no_validate, FLAG, .default_value = "0", .help = "do not check received data (checked every iteration by "   \
                                                        "default)", HMB_RUN_CONTROL)                                 \
-    X(inject, CHOICE_ARGS, .choices = "corrupt:|never-complete:|stale:|wrong-slot:|hang:|silent-partner",          \
+    X(inject, CHOICE_ARGS, .choices = "corrupt:|never-complete:|stale:|wrong-slot:|hang:|silent-partner|invalid:", \
       .min = 0, .max = 1e9,                                                                                         \
       .help = "TEST ONLY: plant faults, each at an iteration: corrupt (one received byte flipped: validation must " \
               "catch it), never-complete (bounded waits see nothing arrive: exit 3 within --wait-bound), stale "   \
               "(senders send the other generation's data), wrong-slot (the last message carries the next slot's "  \
               "data), hang (rank 1 stops before the iteration: the watchdog's test); silent-partner (conform: the " \
-              "receiver never posts its side)",                                                                     \
+              "receiver never posts its side); invalid (that iteration's sample left out, as an impossible one is: " \
+              "with --ci-target 0 another replaces it)",                                                             \
       HMB_RUN_CONTROL)                                                                                              \
     X(timeout, DURATION, .default_value = "300s", .help = "watchdog: abort if one point runs longer than this",     \
       .max = HMB_MAX_TIMEOUT_S, HMB_RUN_CONTROL)                                                                    \

@@ -112,6 +112,11 @@ static int run_iteration(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
         int mine = atomic_load(&ctx->hooks.checked_this_iter) ? ctx->run.rank : -1;
         MPI_Allreduce(&mine, &ctx->hooks.corrupt_rank, 1, MPI_INT, MPI_MAX, ctx->run.comm);
     }
+    /* --inject invalid (test only): rank 0, which judges validity, leaves this sample out. */
+    if (ctx->run.rank == 0 && iter == ctx->hooks.inject[HMB_INJECT_INVALID]) {
+        sample->valid = 0;
+        hmb_inject_fired(ctx, HMB_INJECT_INVALID);
+    }
     return sample->valid;
 }
 
@@ -257,11 +262,18 @@ void hmb_measure_point(hmb_ctx *ctx, const hmb_point *pt)
         hmb_compute_log_keep_iteration(ctx);
         iter++;
         measured++;
-        /* Decisions every rank can make alone need no communication. */
+        /* max_iters: every rank alone; the other stops: rank 0 decides and broadcasts. */
         if (measured >= max_iters) {
             why = STOP_MAX_ITERS;
         } else if (ci_target <= 0 && measured >= min_iters) {
-            why = STOP_FIXED;
+            /* --iters N with --ci-target 0: N valid samples. An invalid one (async's kernel faster
+             * than calibrated, when another process's load ends mid-run) is replaced while the
+             * budget lasts. Only rank 0 judges validity: it decides, outside every timed region. */
+            int decision = STOP_FIXED;
+            if (ctx->run.rank == 0 && measured - invalid < min_iters)
+                decision = hmb_now() - t_measure_start_s >= budget_s ? STOP_BUDGET : STOP_NONE;
+            MPI_Bcast(&decision, 1, MPI_INT, 0, ctx->run.comm);
+            why = (stop_reason)decision;
         } else if (ci_target > 0 && measured >= next_check) {
             /* Rank 0 decides; checked every ~1/16 of the iterations so far, so the broadcast
              * costs next to nothing per iteration (and is never inside a timed region). */
