@@ -381,6 +381,14 @@ typedef struct {
     int higher_is_better;    /* 1 for bandwidth/rate/efficiency, 0 for times */
     int in_table;            /* shown in the stdout table (the JSON always has all) */
     int is_signed;           /* can be negative (efficiency, availability): compared by difference */
+    /* What the definition allows, for the toolkit's claims (a claim must be able to differ with a
+     * reading the benchmark can produce; docs/studies.md). NULL: nothing beyond is_signed. */
+    const char *bounds;      /* "LO..HI", either end may be empty: "0..1", "..100" */
+    const char *fixed;       /* "VALUE at COL=V[,COL=V]": the value the definition gives there,
+                              * e.g. "0 at partitions=1" (early-bird with one partition) */
+    const char *set_by;      /* an option that sets the reading by construction ("compute": a
+                              * throughput whose loop holds the compute): a ratio across its values
+                              * reads the option, not the library */
 } hmb_metric;
 
 #define HMB_METRIC_END {NULL, NULL, NULL, 0, 0}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import subprocess
 
@@ -26,6 +27,25 @@ class Metric:
     higher_is_better: bool
     signed: bool
     in_table: bool
+    bounds: str = ""    # what the definition allows, "LO..HI" (parse_bounds)
+    fixed: str = ""     # "VALUE at COL=V": the value the definition gives there (parse_fixed)
+    set_by: str = ""    # options that set the reading by construction, comma-separated
+
+    def allowed(self) -> tuple[float, float]:
+        """(lo, hi) of the readings the benchmark can produce: its bounds, else 0 upwards for a
+        metric that cannot be negative."""
+        lo, hi = parse_bounds(self.bounds)
+        lo = lo if lo is not None else (-math.inf if self.signed else 0.0)
+        return lo, hi if hi is not None else math.inf
+
+    @property
+    def fixed_at(self) -> tuple:
+        """((value, {column: value}),) where the definition gives the value (parse_fixed)."""
+        return parse_fixed(self.fixed)
+
+    @property
+    def set_by_options(self) -> tuple:
+        return tuple(x.strip() for x in self.set_by.split(",") if x.strip())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +104,39 @@ def parse(text: str) -> dict:
         raise DescriptorError(f"hmb-bench --list --json: not JSON ({e})") from None
 
 
+def parse_bounds(text) -> tuple:
+    """A metric's "LO..HI" (either end may be empty) as (lo, hi), None for an open end."""
+    if not text:
+        return (None, None)
+    lo, sep, hi = str(text).partition("..")
+    if not sep:
+        raise ValueError(f"bounds {text!r}: expected LO..HI")
+    return (float(lo) if lo.strip() else None, float(hi) if hi.strip() else None)
+
+
+def parse_fixed(text) -> tuple:
+    """A metric's "VALUE at COL=V[,COL=V]" as ((value, {col: v}),): where the definition gives
+    the value (early-bird is 0 with one partition)."""
+    if not text:
+        return ()
+    value, sep, where = str(text).partition(" at ")
+    if not sep:
+        raise ValueError(f"fixed {text!r}: expected VALUE at COL=V")
+    cond = {}
+    for item in where.split(","):
+        col, eq, v = item.partition("=")
+        if not eq:
+            raise ValueError(f"fixed {text!r}: expected COL=V")
+        cond[col.strip()] = v.strip()
+    return ((float(value), cond),)
+
+
+def _checked(text, parse) -> str:
+    """A definition field as text, once parse accepts it (a malformed one: the output's problem)."""
+    parse(text)
+    return str(text or "")
+
+
 def parse_obj(data: dict) -> dict:
     """parse() for the decoded object (also a "descriptors" record in a results file)."""
     try:
@@ -95,7 +148,8 @@ def parse_obj(data: dict) -> dict:
                             for o in b.get("options", []))
             metrics = tuple(Metric(m["name"], m.get("unit", ""), m.get("description", ""),
                                    bool(m.get("higher_is_better")), bool(m.get("signed")),
-                                   bool(m.get("in_table", True)))
+                                   bool(m.get("in_table", True)), _checked(m.get("bounds"), parse_bounds),
+                                   _checked(m.get("fixed"), parse_fixed), str(m.get("set_by") or ""))
                             for m in b.get("metrics", []))
             modes = tuple(Mode(m["name"], bool(m.get("choice", True)), bool(m.get("default", False)),
                                tuple(m.get("metrics") or ()))
@@ -111,8 +165,13 @@ def parse_obj(data: dict) -> dict:
 
 def record(described: dict) -> dict:
     """A "descriptors" record for a results file (read back by parse_obj)."""
-    return {"type": "descriptors", "schema_version": 1,
-            "benchmarks": [dataclasses.asdict(b) for b in described.values()]}
+    benches = []
+    for b in described.values():
+        d = dataclasses.asdict(b)
+        d["metrics"] = [{k: v for k, v in m.items() if v != "" or k not in ("bounds", "fixed", "set_by")}
+                        for m in d["metrics"]]
+        benches.append(d)
+    return {"type": "descriptors", "schema_version": 1, "benchmarks": benches}
 
 
 _cache: dict = {}

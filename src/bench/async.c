@@ -52,14 +52,14 @@ static int test_exchange(void *ex)
 static const hmb_metric async_metrics[] = {
     {.name = "t_total_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
      .description = "post + compute + completion time of the non-blocking run"},
-    {.name = "efficiency_pct", .unit = "%", .higher_is_better = 1, .in_table = 1, .is_signed = 1,
+    {.name = "efficiency_pct", .unit = "%", .higher_is_better = 1, .bounds = "..100", .in_table = 1, .is_signed = 1,
      .description = "E = 100 (1 - T_over / T_sync) of each rank from its own times: the worst rank's"},
-    {.name = "efficiency_loaded_pct", .unit = "%", .higher_is_better = 1, .in_table = 1, .is_signed = 1,
+    {.name = "efficiency_loaded_pct", .unit = "%", .higher_is_better = 1, .bounds = "..100", .in_table = 1, .is_signed = 1,
      .description = "E_loaded = 100 (1 - (T_total - C_loaded) / T_sync) of each rank: the worst rank's (E against "
                     "the compute time measured with every rank computing at once)"},
-    {.name = "efficiency_mean_pct", .unit = "%", .higher_is_better = 1, .in_table = 0, .is_signed = 1,
+    {.name = "efficiency_mean_pct", .unit = "%", .higher_is_better = 1, .bounds = "..100", .in_table = 0, .is_signed = 1,
      .description = "E of each rank, mean over ranks (seed 004: over all pairs)"},
-    {.name = "efficiency_loaded_mean_pct", .unit = "%", .higher_is_better = 1, .in_table = 0, .is_signed = 1,
+    {.name = "efficiency_loaded_mean_pct", .unit = "%", .higher_is_better = 1, .bounds = "..100", .in_table = 0, .is_signed = 1,
      .description = "E_loaded of each rank, mean over ranks"},
     {.name = "t_sync_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
      .description = "blocking operation time (baseline)"},

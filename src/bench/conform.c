@@ -95,7 +95,7 @@ static const hmb_default conform_defaults[] = {{"sizes", "0"},   {"warmup", "0"}
 
 static const hmb_metric conform_metrics[] = {
     {.name = "check_s", .unit = "s", .higher_is_better = 0, .in_table = 1, .description = "time the check took"},
-    {.name = "pass", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
+    {.name = "pass", .unit = "ratio", .higher_is_better = 1, .bounds = "0..1", .in_table = 1,
      .description = "1 when the check passed, 0 when it failed (no sample when unsupported)"},
     HMB_METRIC_END};
 

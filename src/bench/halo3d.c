@@ -23,11 +23,11 @@ enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, MODE_PERSISTENT, MODE_SERIA
 enum { MT_ITER, MT_COMM, MT_THROUGHPUT, MT_RATIO, MT_SPEEDUP };
 #define EXCHANGE_METRICS (HMB_METRIC_BIT(MT_ITER) | HMB_METRIC_BIT(MT_COMM) | HMB_METRIC_BIT(MT_THROUGHPUT))
 static const hmb_metric halo_mode_metrics[] = {
-    [MT_ITER] = {.name = "t_iter_{mode}_us", .unit = "us", .higher_is_better = 0, .in_table = 0,
+    [MT_ITER] = {.name = "t_iter_{mode}_us", .unit = "us", .higher_is_better = 0, .set_by = "compute", .in_table = 0,
                  .description = "{mode}: time per iteration (compute and exchange), slowest rank"},
     [MT_COMM] = {.name = "t_comm_{mode}_us", .unit = "us", .higher_is_better = 0, .in_table = 0,
                  .description = "{mode}: last thread's compute end to exchange complete, slowest rank"},
-    [MT_THROUGHPUT] = {.name = "throughput_{mode}_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 1,
+    [MT_THROUGHPUT] = {.name = "throughput_{mode}_MBps", .unit = "MB/s", .higher_is_better = 1, .set_by = "compute", .in_table = 1,
                        .description = "{mode}: bytes exchanged per process per second (MB = 1e6 B)"},
     [MT_RATIO] = {.name = "ratio_{mode}", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
                   .description = "throughput {mode} / throughput single, same iterations"},

@@ -261,9 +261,9 @@ static void stencil_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
 static const hmb_default stencil_defaults[] = {{"sizes", "1K:1M"}, {NULL, NULL}};
 
 static const hmb_metric stencil_metrics[] = {
-    {.name = "overlap_pct", .unit = "%", .higher_is_better = 1, .in_table = 1, .is_signed = 0,
+    {.name = "overlap_pct", .unit = "%", .higher_is_better = 1, .bounds = "0..100", .in_table = 1, .is_signed = 0,
      .description = "100 (T_comm + T_comp - T_overall) / T_comm, clamped to [0, 100]"},
-    {.name = "overlap_unclamped_pct", .unit = "%", .higher_is_better = 1, .in_table = 0, .is_signed = 1,
+    {.name = "overlap_unclamped_pct", .unit = "%", .higher_is_better = 1, .bounds = "..100", .in_table = 0, .is_signed = 1,
      .description = "overlap_pct without the clamp (below 0: the overlapped phase took longer than T_comm + T_comp)"},
     {.name = "t_comm_us", .unit = "us", .higher_is_better = 0, .in_table = 1, .is_signed = 0,
      .description = "communication alone: 6 Irecv + 6 Isend, Waitall, Allreduce (slowest rank)"},

@@ -23,13 +23,13 @@
 enum { MT_SWEEP, MT_THROUGHPUT, MT_RATIO, MT_IDLE, MT_SPEEDUP };
 #define SWEEP_METRICS (HMB_METRIC_BIT(MT_SWEEP) | HMB_METRIC_BIT(MT_THROUGHPUT) | HMB_METRIC_BIT(MT_IDLE))
 static const hmb_metric sweep_mode_metrics[] = {
-    [MT_SWEEP] = {.name = "t_sweep_{mode}_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+    [MT_SWEEP] = {.name = "t_sweep_{mode}_us", .unit = "us", .higher_is_better = 0, .set_by = "compute", .in_table = 1,
                   .description = "{mode}: one sweep (8 octants), slowest rank"},
-    [MT_THROUGHPUT] = {.name = "throughput_{mode}_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 0,
+    [MT_THROUGHPUT] = {.name = "throughput_{mode}_MBps", .unit = "MB/s", .higher_is_better = 1, .set_by = "compute", .in_table = 0,
                        .description = "{mode}: bytes sent per process per sweep / t_sweep"},
     [MT_RATIO] = {.name = "ratio_{mode}", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
                   .description = "throughput_{mode} / throughput_single of the same iteration (>1: faster)"},
-    [MT_IDLE] = {.name = "idle_share_{mode}", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
+    [MT_IDLE] = {.name = "idle_share_{mode}", .unit = "ratio", .higher_is_better = 0, .bounds = "0..1", .in_table = 0,
                  .description = "{mode}: 1 - computing / sweep time, mean over ranks"},
     [MT_SPEEDUP] = {.name = "speedup_{mode}_vs_serial", .unit = "ratio", .higher_is_better = 1, .in_table = 1,
                     .description = "throughput_{mode} / throughput_serial of the same iteration (seed 000: against "

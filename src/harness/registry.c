@@ -172,6 +172,12 @@ static void write_descriptor(hmb_json *j, const hmb_bench *b)
         hmb_json_bool(j, "higher_is_better", m->higher_is_better);
         hmb_json_bool(j, "signed", m->is_signed);
         hmb_json_bool(j, "in_table", m->in_table);
+        if (m->bounds)
+            hmb_json_str(j, "bounds", m->bounds);
+        if (m->fixed)
+            hmb_json_str(j, "fixed", m->fixed);
+        if (m->set_by)
+            hmb_json_str(j, "set_by", m->set_by);
         hmb_json_close_obj(j);
     }
     hmb_json_close_arr(j);
