@@ -363,10 +363,10 @@ CLAIM = {"figure": "Fig. 4", "quote": "planted", "bench": "part", "metric": "ove
 
 def test_a_launch_whose_median_is_nan_is_dropped_counted_and_named(tmp_path):
     """A NaN median dropped out of a claim silently while the reading said '3 launches'."""
-    df = _launches(tmp_path, [1.0, 1.1, math.nan])
+    df = _launches(tmp_path, [1.0, 1.02, 1.01, math.nan])
     v = claims.judge(CLAIM, df)
-    assert v.verdict == claims.AGREES
-    assert v.reading == "1.05 (median of 2 points, 2 of 3 launches; launch 3 dropped: median NaN)", v.reading
+    assert v.verdict == claims.AGREES and v.launches == [1.0, 1.02, 1.01]
+    assert v.reading == "1.01 (median of 2 points, 3 of 4 launches; launch 4 dropped: median NaN)", v.reading
 
 
 def test_an_infinite_median_is_no_reading(tmp_path):

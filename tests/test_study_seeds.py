@@ -23,6 +23,11 @@ def row(metric, value, run_id="a", bench="match", **cols):
     return r
 
 
+def three(rows) -> pd.DataFrame:
+    """Planted rows of launch "a" in three launches alike (a verdict rests on three)."""
+    return pd.DataFrame([{**r, "run_id": rid} for rid in ("a", "b", "c") for r in rows])
+
+
 def test_a_metric_the_library_does_not_record_reads_nothing():
     """match on the MPICH wheels: posted_q has no samples (median null). The claim is not
     comparable with the reason, never "differs" on a reading of nan."""
@@ -58,8 +63,8 @@ def test_a_point_whose_own_threads_oversubscribe_is_no_reading(tmp_path):
 def test_a_cell_keeps_the_reference_its_over_fixes():
     """seed003's table cells (mode = comm, tag, stream) against over mode = everywhere: each cell
     reads its mode over everywhere (2000/1000 = 2, 1000/1000 = 1), not its mode over itself."""
-    df = pd.DataFrame([row("msg_rate", v, bench="mt", mode=m, ranks_x_threads=4)
-                       for m, v in (("comm", 2000.0), ("tag", 1000.0), ("everywhere", 1000.0))])
+    df = three([row("msg_rate", v, bench="mt", mode=m, ranks_x_threads=4)
+                for m, v in (("comm", 2000.0), ("tag", 1000.0), ("everywhere", 1000.0))])
     c = {"figure": "Slide X", "quote": "q", "bench": "mt", "metric": "msg_rate", "over": {"mode": "everywhere"},
          "pair_on": ["ranks_x_threads"], "op": ">=", "value": 1.5, "tolerance_from": "planted",
          "cells": [{"where": {"mode": "comm"}}, {"where": {"mode": "tag"}}]}
@@ -75,17 +80,21 @@ def test_a_cell_keeps_the_reference_its_over_fixes():
 
 def _records(tmp_path, launches):
     """launches: (run_id, bench, ranks, threads, [(params, {metric: value})]) -> a results file
-    in hmb-bench's format, read back through hmb.load (the tidy table the report uses)."""
+    in hmb-bench's format, read back through hmb.load (the tidy table the report uses); each
+    launch three times alike, as a sweep's repeats (tags ...-r0, -r1, -r2: a verdict rests on three
+    launches, paired by repeat index across the claim's selections)."""
     from _planted import metric, result, run, write
 
     from hmb import tidy
     recs = []
-    for rid, bench, ranks, threads, points in launches:
-        r = run(rid, bench, ranks=ranks, threads=threads)
-        r["hosts"] = ["node1", "node2"]          # the paper's network: a verdict, not 'one node'
-        recs.append(r)
-        for params, values in points:
-            recs.append(result(rid, bench, params, {k: metric(v) for k, v in values.items()}))
+    for k in range(3):
+        for rid, bench, ranks, threads, points in launches:
+            r = run(f"{rid}{k}", bench, ranks=ranks, threads=threads)
+            r["hosts"] = ["node1", "node2"]          # the paper's network: a verdict, not 'one node'
+            r["tag"] = f"{rid}-r{k}"
+            recs.append(r)
+            for params, values in points:
+                recs.append(result(f"{rid}{k}", bench, params, {k2: metric(v) for k2, v in values.items()}))
     return tidy.load(write(tmp_path / "r.jsonl", recs))
 
 
@@ -149,7 +158,7 @@ def test_seed001_reads_17k_against_1m_per_size_and_unclamped(tmp_path):
                             ("b", "1M", {"t_comm_us": 100.0, "overlap_unclamped_pct": 45.0, "t_wait_us": 10.0})):
         launches.append((rid, "stencil3d", 2, 1, [({"size_bytes": 65536}, m)]))
     df = _records(tmp_path, launches)
-    df["settings"] = df["run_id"].map({"a": "17K", "b": "1M"})   # the sweep's launch record names it
+    df["settings"] = df["run_id"].str[0].map({"a": "17K", "b": "1M"})   # the sweep's launch record names it
     s = "seed001-protocol"
     assert [(v.value, v.verdict) for v in claims.judge_all(_claim(s, "fig1a-comm"), df)] == [(0.8, claims.AGREES)]
     (v,) = claims.judge_all(_claim(s, "fig1b-rendezvous"), df)

@@ -26,11 +26,12 @@ from . import results as hresults
 # Columns every table has, in this order; the point's parameters follow them.
 CONTEXT = ["bench", "metric", "median", "ci_lo", "ci_hi", "count", "unit", "higher_is_better",
            "mpi", "library", "settings", "noise", "ranks", "threads", "oversubscribed",
-           "spare_core_missing", "progress_shares_core", "host", "network", "cpus", "run_id", "tag", "source"]
+           "spare_core_missing", "progress_shares_core", "host", "network", "cpus", "ranks_per_node", "run_id", "tag",
+           "source"]
 # What a row measured, and what belongs to its launch rather than to its point.
 MEASURE = ("median", "ci_lo", "ci_hi", "count", "unit", "higher_is_better")
 LAUNCH = ("library", "oversubscribed", "spare_core_missing", "progress_shares_core", "host", "network", "cpus",
-          "run_id", "tag", "source")
+          "ranks_per_node", "run_id", "tag", "source")
 # Resources a point recorded after its set-up (mt, halo3d --thread-comm: docs/metrics.md), columns
 # beside the context where the record has them: what a mode cost, not a parameter of the point
 # (they vary from launch to launch: no part of its identity). everywhere_processes: the processes
@@ -109,6 +110,7 @@ def _point(r) -> tuple[dict, dict]:
         "spare_core_missing": bool(run.get("spare_core_missing")),
         "progress_shares_core": r.progress_shares_core,
         "host": _host(run), "network": _network(run), "cpus": run.get("cpus_available"),
+        "ranks_per_node": run.get("ranks_per_node"),
         "run_id": str(run.get("run_id") or r.record.get("run_id") or ""),
         "tag": str(run.get("tag") or ""), "source": r.source,
         **{k: hresults.as_float(extra[k]) for k in RESOURCES if k in extra},

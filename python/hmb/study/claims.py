@@ -39,7 +39,15 @@ from .. import tidy
 from ..results import fmt_num, md_text
 from ..tidy import same, select, with_derived
 
-AGREES, DIFFERS, NOT_COMPARABLE, NO_VERDICT = "agrees", "differs", "not comparable", "no verdict"
+AGREES, DIFFERS, NOT_COMPARABLE = "agrees", "differs", "not comparable"
+UNDECIDED, UNSTABLE = "undecided", "unstable"
+DECIDED = (AGREES, DIFFERS)
+
+# A verdict rests on at least this many launches, and on a 95 % interval of the mean of the
+# claim's reading in each launch that lies on one side of every edge of the claim's range
+# (decide). Launches of one repeat index pair up across the claim's selections (replicate).
+MIN_LAUNCHES = 3
+LEVEL = 0.95
 
 # An acceptance edge closer than this share of the claim's scale to the reading without the
 # effect sits on it: noise alone would flip the verdict (seed000 Fig. 4's 1.3 ± 0.231 had its
@@ -55,6 +63,10 @@ class Verdict:
     reason: str
     mpi: str = ""       # the library the reading is from ("" when the claim reads nothing)
     value: float = math.nan   # the reading as a number (nan when none)
+    launches: list = dataclasses.field(default_factory=list)   # the reading in each launch alone
+    decision: "Decision | None" = None    # this run's launches against the range (decide)
+    library: str = ""   # the library's version string, as the run header gives it
+    history: str = ""   # the kept runs' readings beside this one (over_time)
 
 
 # ---------------------------------------------------------------- selecting points
@@ -363,12 +375,16 @@ def is_numeric(claim: dict) -> bool:
     return ("value" in claim or "range" in claim) and "metric" in claim
 
 
-def lint(claim: dict) -> list[str]:
+def lint(claim: dict, metric=None) -> list[str]:
     """What breaks the fidelity rules (SPEC §3.8) in one (expanded) claim: a claim that cannot
-    differ from the reading without the effect, an edge on it, a tolerance without its source."""
+    differ from the reading without the effect, an edge on it, a tolerance without its source;
+    with the metric's descriptor (descriptors.Metric: what hmb-bench says its definition allows),
+    also a reading the definition fixes (early-bird at one partition), a ratio across the values
+    of an option that sets the metric (throughput whose loop holds the compute), and a range
+    that no producible reading meets or every producible reading meets (physical)."""
     if not is_numeric(claim) or claim.get("needs"):
         return []
-    out = []
+    out = physical(claim, metric) if metric is not None else []
     if not claim.get("tolerance_from"):
         out.append("no tolerance_from: the paper's spread or a written rationale")
     if claim.get("op", "~") == "~" and not (claim.get("tolerance") or claim.get("tolerance_abs")):
@@ -390,6 +406,51 @@ def lint(claim: dict) -> list[str]:
     if near:
         out.append(f"an edge of the accepted range ({fmt(near[0])}) sits on the reading without the effect "
                    f"({fmt(null)}): noise alone flips the verdict")
+    return out
+
+
+def producible(claim: dict, metric) -> tuple[float, float]:
+    """The readings of the claim the benchmark can produce, from the metric's bounds: a trend's
+    ρ within [−1, 1]; a ratio of a metric that cannot be negative from 0; a difference within
+    the bounds' width; a plain reading or a peak within the bounds."""
+    lo, hi = metric.allowed()
+    if claim.get("trend"):
+        return -1.0, 1.0
+    if claim.get("peak"):
+        return 0.0, math.inf
+    if claim.get("over"):
+        if claim.get("compare") == "difference":
+            width = hi - lo
+            return -width, width
+        return (0.0, math.inf) if lo >= 0 else (-math.inf, math.inf)
+    return lo, hi
+
+
+def physical(claim: dict, metric) -> list[str]:
+    """Fidelity rules that need the metric's definition (lint)."""
+    out = []
+    sels = [("where", claim.get("where") or {})] + ([("over", claim["over"])] if claim.get("over") else [])
+    for value, cond in getattr(metric, "fixed_at", ()):
+        for which, sel in sels:
+            if all(col in sel and all(same(x, v) for x in _listed(sel[col])) for col, v in cond.items()):
+                at = ", ".join(f"{k} = {v}" for k, v in cond.items())
+                out.append(f"reads {metric.name} at {at} ({which}), which its definition fixes at {fmt(value)}: "
+                           "no reading there can differ")
+    for opt in getattr(metric, "set_by_options", ()):
+        col = opt.replace("-", "_")
+        if claim.get("trend") == col:
+            out.append(f"a trend of {metric.name} along {col}, which the {opt} sets by construction")
+        if claim.get("over") and col in (claim.get("where") or {}) and col in claim["over"]:
+            a, b = sorted(map(str, _listed(claim["where"][col]))), sorted(map(str, _listed(claim["over"][col])))
+            if a != b:
+                out.append(f"a ratio of {metric.name} across {col} values ({'/'.join(a)} over {'/'.join(b)}), "
+                           f"which the {opt} sets by construction: the reading is the {opt}'s, not the library's")
+    plo, phi = producible(claim, metric)
+    lo, hi = acceptance(claim)
+    if max(lo, plo) > min(hi, phi):
+        out.append(f"no reading {metric.name} can produce meets it (it can read {fmt(plo)} to {fmt(phi)})")
+    elif lo <= plo and phi <= hi:
+        out.append(f"every reading {metric.name} can produce meets it ({fmt(plo)} to {fmt(phi)}): it cannot differ")
     return out
 
 
@@ -446,7 +507,9 @@ def _fmt_filter(d: dict) -> str:
 def judge(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupported=None) -> Verdict:
     """One (expanded) claim against one library's rows. lacks: what HMB lacks for the claim's
     figure (the figure's `needs`); unsupported: the points the library did not run
-    (tidy.unsupported), to say so when the claim has no rows."""
+    (tidy.unsupported), to say so when the claim has no rows. The verdict is this run's
+    (decide): agrees / differs when the launches decide it, undecided when they do not;
+    over_time sets it beside the kept runs."""
     if claim.get("needs") or lacks:
         return Verdict(claim, "–", NOT_COMPARABLE, f"HMB lacks {claim.get('needs') or lacks}")
     if "metric" not in claim:
@@ -472,7 +535,7 @@ def judge(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupported=No
         rows = enough
         if den is not None:
             den = den[den["threads"].astype(float) >= claim["min_threads"]]
-    reasons = []
+    reasons, labels = [], []
     if claim.get("scale"):
         at = select(rows, None, None, claim["scale"])
         if at.empty:
@@ -483,12 +546,10 @@ def judge(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupported=No
             if den is not None:
                 den_at = select(den, None, None, claim["scale"])
                 den = den_at if not den_at.empty else den
-    lab_net = _lab_network(rows) if claim.get("scope") == "network" else ""
-    if lab_net:     # nodes of one machine (hmb lab): the protocol's behaviour, never the seed's network
-        reasons.append(f"network: {lab_net}, not the seed's {_seed_network(seed_setup)}")
-    elif claim.get("scope") == "network" and _single_node(df):
-        reasons.append(f"the seed ran {seed_setup}; this run is one node's shared memory" if seed_setup
-                       else "the seed's reading depends on its network; this run is one node's shared memory")
+    if claim.get("scope") == "network":
+        why, label = _network_reason(claim, rows, df, seed_setup)
+        reasons += [why] if why else []
+        labels += [label] if label else []
     rows, dropped, gone = finite_rows(rows)
     if rows.empty:
         return Verdict(claim, "–", NOT_COMPARABLE, f"no reading: {dropped}")
@@ -497,8 +558,13 @@ def judge(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupported=No
         if den.empty:
             return Verdict(claim, "–", NOT_COMPARABLE, f"no reference reading: {den_dropped}")
         dropped = "; ".join(x for x in (dropped, den_dropped and f"reference points: {den_dropped}") if x)
-    solid = _solid(rows)
-    sden = _solid(den) if den is not None else None
+    if claim.get("oversubscribed"):   # the seed's own oversubscription: its points are the reading
+        solid, sden = rows, den
+        if no_reading(rows).any() or (den is not None and no_reading(den).any()):
+            labels.append(f"read oversubscribed, as the seed was: {claim['oversubscribed']}")
+    else:
+        solid = _solid(rows)
+        sden = _solid(den) if den is not None else None
     if solid.empty or (sden is not None and sden.empty):
         r = reading(claim, rows, den)
         shown = f"{fmt(r.value)} (oversubscribed)" if not r.problem else "–"
@@ -512,28 +578,113 @@ def judge(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupported=No
         return Verdict(claim, fmt_num(r.value), NOT_COMPARABLE, "the reading is not a finite number"
                        + (f" ({dropped})" if dropped else ""))
     text = f"{fmt(r.value)} {r.detail[:-1]}; {dropped})" if dropped else f"{fmt(r.value)} {r.detail}"
-    drift = _drifting(claim, df)
-    if drift and not reasons:
-        reasons.append(drift)
+    each = _each_launch(claim, solid, sden)
+    library = _library(solid)
     if reasons:   # not judged; whether this machine's reading meets the seed's value is said beside it
-        kind = NO_VERDICT if drift and reasons[0] == drift else NOT_COMPARABLE
         if is_numeric(claim):
             reasons[-1] += f"; here the reading {'meets' if holds(claim, r.value) else 'does not meet'} the seed's value"
-        return Verdict(claim, text, kind, "; ".join(reasons + _notes(claim)), value=r.value)
+        return Verdict(claim, text, NOT_COMPARABLE, "; ".join(reasons + _notes(claim)), value=r.value,
+                       launches=each, library=library)
     if not is_numeric(claim):
-        return Verdict(claim, text, NOT_COMPARABLE, "the seed gives no number: read the figure", value=r.value)
-    ok = holds(claim, r.value)
-    notes = [claim.get("caveat", "")] + _notes(claim)
-    launches = _launches(solid, sden)
-    if launches < 3 and claim.get("bimodal"):
-        notes.append(f"{_launch_text(launches)}: the library is bimodal between launches")
-    each = _each_launch(claim, solid, sden)
-    if len(each) > 1:
-        agree = sum(holds(claim, v) for v in each)
-        if 0 < agree < len(each):
-            notes.append(f"launches disagree: {agree} of {len(each)} agree alone "
-                         f"({', '.join(fmt(v) for v in each)})")
-    return Verdict(claim, text, AGREES if ok else DIFFERS, "; ".join(n for n in notes if n), value=r.value)
+        return Verdict(claim, text, NOT_COMPARABLE, "the seed gives no number: read the figure", value=r.value,
+                       launches=each, library=library)
+    d = decide(claim, r.value, each)
+    notes = [d.text] + labels + [claim.get("caveat", "")] + _notes(claim)
+    return Verdict(claim, text, d.verdict, "; ".join(n for n in notes if n), value=r.value, launches=each,
+                   decision=d, library=library)
+
+
+def no_reading(rows):
+    return tidy.no_reading(rows)
+
+
+def _library(rows) -> str:
+    libs = sorted({str(x) for x in rows["library"].dropna() if str(x)}) if "library" in rows.columns else []
+    return libs[0] if libs else ""
+
+
+def _network_reason(claim: dict, rows, df, seed_setup: str) -> tuple[str, str]:
+    """(why a network-scoped claim is not judged here, "" when it is; the label a judged one
+    carries). Across the nodes of an hmb lab, a claim whose statement is an effect (`lab =
+    "effect"`: a direction, an ordering, a ratio) is judged, labelled with the lab's network; an
+    overlap claim (`lab = "overlap"`) only where each node has a core beside its ranks for the
+    kernel's TCP work and the library's threads; a value measured on the seed's network never."""
+    lab_net = _lab_network(rows)
+    seed_net = _seed_network(seed_setup)
+    if lab_net:
+        kind = claim.get("lab")
+        label = f"network: {lab_net}, not the seed's {seed_net}"
+        if kind == "effect":
+            return "", f"judged on the effect the seed states; {label}"
+        if kind == "overlap":
+            short = _no_spare_core(rows)
+            if short:
+                return (f"{label}; overlap needs a core beside each rank for the network path, and {short}: "
+                        "the rank, the kernel's TCP work and the library's threads time-slice one core"), ""
+            return "", f"judged on the effect the seed states, each node with a core to spare; {label}"
+        return f"{label}: the seed's value is measured on its network", ""
+    if _single_node(df):
+        return (f"the seed ran {seed_setup}; this run is one node's shared memory" if seed_setup
+                else "the seed's reading depends on its network; this run is one node's shared memory"), ""
+    return "", ""
+
+
+def _no_spare_core(rows) -> str:
+    """Where a launch's nodes had no core beside their ranks' threads (the run header's CPUs of the
+    busiest node against its ranks × threads), that fact in words; "" where every node had one."""
+    for _, r in rows.drop_duplicates("run_id").iterrows():
+        try:
+            cpus, per_node, threads = float(r.get("cpus")), float(r.get("ranks_per_node")), float(r.get("threads"))
+        except (TypeError, ValueError):
+            return "the run header does not say how many CPUs a node has"
+        if not (cpus > per_node * threads):
+            return (f"a node has {cpus:g} CPU{'s' if cpus != 1 else ''} for {per_node:g} rank{'s' if per_node != 1 else ''}"
+                    f" × {threads:g} thread{'s' if threads != 1 else ''} (measured: the run header's cpus_available)")
+    return ""
+
+
+@dataclasses.dataclass
+class Decision:
+    """This run's launches against the claim's range: the mean of the reading in each launch
+    with its 95 % interval (Student's t over the launches); agrees when the interval lies inside
+    the range, differs when it lies outside one edge, undecided otherwise (or with fewer than
+    MIN_LAUNCHES launches). `edge_se`: the distance of the mean from the nearest edge in
+    standard errors (what more launches could resolve)."""
+    verdict: str
+    n: int
+    mean: float = math.nan
+    half: float = math.nan
+    edge_se: float = math.nan
+    text: str = ""
+
+
+def decide(claim: dict, value: float, each: list) -> Decision:
+    """The verdict the launches support (Decision). value: the claim's reading (the statistic of
+    the points' medians), which must fall on the same side as the interval."""
+    vals = [float(v) for v in each if v is not None and math.isfinite(float(v))]
+    n = len(vals)
+    if n < MIN_LAUNCHES:
+        why = "the claim's selections come from launches that do not pair up" if not vals and each == [] \
+            else f"{_launch_text(n)}"
+        return Decision(UNDECIDED, n, text=f"undecided: {why}; a verdict rests on at least {MIN_LAUNCHES} launches")
+    from scipy.stats import t as student
+    mean = sum(vals) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (n - 1))
+    se = sd / math.sqrt(n)
+    half = float(student.ppf(0.5 + LEVEL / 2, n - 1)) * se
+    lo, hi = acceptance(claim)
+    a, b = mean - half, mean + half
+    edges = [e for e in (lo, hi) if math.isfinite(e)]
+    edge = min(edges, key=lambda e: abs(mean - e)) if edges else math.nan
+    dist = abs(mean - edge) / se if se > 0 else math.inf
+    interval = f"{n} launches: {fmt(mean)} ± {fmt(half)} ({LEVEL * 100:.0f} %)"
+    if lo <= a and b <= hi and holds(claim, value):
+        return Decision(AGREES, n, mean, half, dist, interval)
+    if (b < lo or a > hi) and not holds(claim, value):
+        return Decision(DIFFERS, n, mean, half, dist, interval)
+    return Decision(UNDECIDED, n, mean, half, dist,
+                    f"undecided: {interval} reaches across the edge {fmt(edge)}, "
+                    f"{dist:.1f} standard errors from it")
 
 
 def _notes(claim: dict) -> list[str]:
@@ -545,53 +696,47 @@ def _notes(claim: dict) -> list[str]:
     return out
 
 
-def _drifting(claim: dict, df) -> str:
-    d = claim.get("drifts")
-    if not d or df is None or df.empty:
-        return ""
-    libs = {_lib_key(x) for x in d["mpi"]}
-    here = {_lib_key(x) for x in df["mpi"].dropna().unique()}
-    hit = [x for x in df["mpi"].dropna().unique() if _lib_key(x) in libs]
-    if not (libs & here):
-        return ""
-    return f"{hit[0]} drifts between runs: {d['why']}; the reading, no verdict"
+_REPEAT = re.compile(r"-r(\d+)$")
+
+
+def replicate(rows):
+    """Each row's launch replicate: the repeat index of its sweep launch (the tag's -rN: launches
+    of one repeat index of different configs were alternated, so they pair up across a claim's
+    selections), else its run id (a launch on its own)."""
+    tags = rows["tag"].astype(str) if "tag" in rows.columns else None
+    out = []
+    for i, rid in enumerate(rows["run_id"].astype(str)):
+        m = _REPEAT.search(tags.iloc[i]) if tags is not None else None
+        out.append(f"r{m.group(1)}" if m else f"run {rid}")
+    return out
 
 
 def _each_launch(claim: dict, num, den) -> list[float]:
-    """The claim's reading in each launch alone, where a launch holds both its selections."""
+    """The claim's reading in each launch replicate alone (replicate), in order: a replicate
+    counts where it holds every point of both selections that the run holds (a launch cut short
+    or a config relaunched alone is no replicate of the claim)."""
+    rn = replicate(num)
+    rd = replicate(den) if den is not None else None
+    full_n = len(points(num))
+    full_d = len(points(den)) if den is not None else 0
     out = []
-    for rid in dict.fromkeys(num["run_id"]):
-        d = None if den is None else den[den["run_id"] == rid]
-        if den is not None and d.empty:
-            return []
-        r = reading(claim, num[num["run_id"] == rid], d)
-        if r.problem:
-            return []
-        out.append(r.value)
+    for key in dict.fromkeys(rn):
+        n = num[[k == key for k in rn]]
+        d = None if den is None else den[[k == key for k in rd]]
+        if len(points(n)) < full_n or (d is not None and (d.empty or len(points(d)) < full_d)):
+            continue
+        r = reading(claim, n, d)
+        if not r.problem and math.isfinite(r.value):
+            out.append(r.value)
     return out
 
 
 def per_launch(claim: dict, df) -> list[str]:
-    """The claim's reading in each launch alone, as text in launch order; [] for a claim that
-    reads nothing or whose selections come from different launches."""
+    """The claim's reading in each launch replicate alone, as text, as judge reads them; [] for a
+    claim that reads nothing here."""
     if "metric" not in claim or claim.get("needs") or df is None or df.empty:
         return []
-    num = select(df, claim.get("bench"), claim["metric"], claim.get("where"))
-    if num is None or num.empty:
-        return []
-    den = select(df, claim.get("bench"), claim.get("over_metric", claim["metric"]), claim["over"]) \
-        if claim.get("over") else None
-    if claim.get("min_threads"):   # as judge reads them: a launch with too few threads is no reading
-        num = num[num["threads"].astype(float) >= claim["min_threads"]]
-        den = den[den["threads"].astype(float) >= claim["min_threads"]] if den is not None else None
-    if claim.get("scale"):
-        at = select(num, None, None, claim["scale"])
-        num = at if not at.empty else num
-    num = _solid(finite_rows(num)[0])
-    den = _solid(finite_rows(den)[0]) if den is not None else None
-    if num.empty or (den is not None and den.empty):
-        return []
-    return [fmt(v) for v in _each_launch(claim, num, den)]
+    return [fmt(v) for v in judge(claim, df).launches]
 
 
 def judge_all(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupported=None) -> list[Verdict]:
@@ -653,18 +798,35 @@ def statements(claim: dict) -> int:
     return len(claim["cells"]) if claim.get("cells") else 1
 
 
-def runnable_here(claim: dict, lacks: str = "", cores: int | None = None) -> bool:
-    """Whether this machine can give the claim a verdict at all: HMB has the feature, the claim
-    does not depend on the paper's network, and its scale and threads fit the cores."""
-    if claim.get("needs") or lacks or "metric" not in claim or claim.get("scope") == "network":
-        return False
-    if cores is not None:
-        threads = float(claim.get("min_threads", 1))
+def not_here(claim: dict, lacks: str = "", cores: int | None = None, lab: bool = False) -> str:
+    """Why this machine cannot judge the claim, as a short reason that groups claims (one line
+    per reason in the demo): "HMB lacks …", "a qualitative statement", "needs a network", "needs
+    nodes with a spare core", "needs N cores"; "" where it can. lab: the run is across the nodes
+    of an hmb lab (a network claim stating an effect is judged there)."""
+    if claim.get("needs") or lacks:
+        return f"HMB lacks {claim.get('needs') or lacks}"
+    if "metric" not in claim:
+        return "a qualitative statement (read the figure)"
+    if not is_numeric(claim):
+        return "the seed gives no number (read the figure)"
+    if claim.get("scope") == "network":
+        kind = claim.get("lab")
+        if not lab:
+            return "needs a network (hmb study run --hosts lab)" if kind else "needs the seed's network"
+        if kind is None:
+            return "needs the seed's network"
+    if cores is not None and not claim.get("oversubscribed"):
         scale = claim.get("scale") or {}
         ranks = max(float(x) for x in _listed(scale.get("ranks", 2)))
-        threads = max([threads] + [float(x) for x in _listed(scale.get("threads", 1))])
-        return ranks * threads <= cores
-    return True
+        threads = max([float(claim.get("min_threads", 1))] + [float(x) for x in _listed(scale.get("threads", 1))])
+        if ranks * threads > cores:
+            return f"needs {ranks * threads:g} cores"
+    return ""
+
+
+def runnable_here(claim: dict, lacks: str = "", cores: int | None = None) -> bool:
+    """Whether this machine can give the claim a verdict at all (not_here says why not)."""
+    return not not_here(claim, lacks, cores)
 
 
 def _listed(v) -> list:
@@ -697,6 +859,6 @@ def markdown(verdicts: list[Verdict]) -> str:
         c = v.claim
         where = f" [{c['label']}]" if c.get("label") else ""
         cells = [md_text(c["figure"] + where), f"\"{md_text(c['quote'])}\"", seed_value(c), md_text(v.mpi or "–"),
-                 md_text(v.reading), v.verdict, md_text(v.reason)]
+                 md_text(v.reading), v.verdict, md_text("; ".join(x for x in (v.history, v.reason) if x))]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
