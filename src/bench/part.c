@@ -360,7 +360,7 @@ static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
         t_join = fmax(t_join, hmb_to_global(ctx, st->compute_end[t]));
     pair_pieces(ctx, st);
     hmb_part_metrics m;
-    int rc = hmb_part_metrics_compute(st->npieces, st->piece_ready, st->piece_arrived, t_join, t_pt2pt, t_persist,
+    int rc = hmb_part_metrics_compute(st->npieces, st->piece_ready, st->piece_arrived, t_join, t_pt2pt, t_persist, NAN,
                                       st->size_bytes, &m);
     out->valid = rc == 0;
     if (rc == 1 && iter >= hmb_common(ctx)->warmup) /* counted where the harness counts invalid samples */
