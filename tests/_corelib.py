@@ -83,9 +83,9 @@ class ComputeSummary(C.Structure):
 
 
 class PartMetrics(C.Structure):
-    _fields_ = [(n, C.c_double) for n in ("t_part_s", "t_pt2pt_s", "t_persist_s", "overhead",
-                                          "overhead_persistent", "perceived_bw_Bps", "t_after_join_s",
-                                          "availability", "early_bird")]
+    _fields_ = [(n, C.c_double) for n in ("t_part_s", "t_pt2pt_s", "t_persist_s", "t_polled_s", "overhead",
+                                          "overhead_persistent", "overhead_polled", "polled_over_blocking",
+                                          "perceived_bw_Bps", "t_after_join_s", "availability", "early_bird")]
 
 
 class Changepoint(C.Structure):
@@ -208,7 +208,7 @@ _SIGNATURES = {
     "hmb_timer_measure": (None, [_P(C.c_double), _P(C.c_double)]),
     # metrics.c
     "hmb_part_metrics_compute": (C.c_int, [C.c_int, _P(C.c_double), _P(C.c_double), C.c_double,
-                                           C.c_double, C.c_double, C.c_size_t, _P(PartMetrics)]),
+                                           C.c_double, C.c_double, C.c_double, C.c_size_t, _P(PartMetrics)]),
     "hmb_async_overhead": (C.c_double, [C.c_double, C.c_double]),
     "hmb_async_efficiency_pct": (C.c_double, [C.c_double, C.c_double, C.c_double]),
     "hmb_overlap_pct": (C.c_double, [C.c_double, C.c_double, C.c_double]),

@@ -15,10 +15,11 @@ def lib():
     return cl.load()
 
 
-def part(lib, s, a, t_join, t_pt2pt, t_persist, m_bytes):
+def part(lib, s, a, t_join, t_pt2pt, t_persist, m_bytes, t_polled=math.nan):
+    """t_polled NaN: a run whose polled-receive phase is off (--no-polled)."""
     out = cl.PartMetrics()
-    rc = lib.hmb_part_metrics_compute(len(s), cl.doubles(s), cl.doubles(a), t_join, t_pt2pt, t_persist, m_bytes,
-                                      C.byref(out))
+    rc = lib.hmb_part_metrics_compute(len(s), cl.doubles(s), cl.doubles(a), t_join, t_pt2pt, t_persist, t_polled,
+                                      m_bytes, C.byref(out))
     return rc, out
 
 
@@ -137,6 +138,55 @@ def test_part_last_ready_ties_take_the_last_arrival(lib):
     assert rc == 0 and m.perceived_bw_Bps == pytest.approx(10 / 3)
     rc, m = part(lib, [2.0, 2.0], [5.0, 3.0], 2.0, 1.0, 1.0, 10)   # order does not matter
     assert rc == 0 and m.perceived_bw_Bps == pytest.approx(10 / 3)
+
+
+def test_part_polled_baseline_the_blocking_wait_is_the_difference(lib):
+    # One partition, the partitioned receiver polling: s = t_join = 2, a = 2.0001 -> t_part =
+    # 100 us. The blocking MPI_Recv baseline took t_pt2pt = 200 us, the same send with a receiver
+    # polling MPI_Test t_polled = 100 us, the persistent one t_persist = 250 us.
+    #   overhead = 100 / 200 = 0.5 (below the paper's ~1), overhead_persistent = 100 / 250 = 0.4
+    #   overhead_polled = 100 / 100 = 1: against a polling receiver the partitioned request costs
+    #   what a send costs; polled_over_blocking = 100 / 200 = 0.5: the blocking wait is the gap
+    rc, m = part(lib, [2.0], [2.0001], 2.0, 200e-6, 250e-6, 4096, t_polled=100e-6)
+    assert rc == 0
+    assert m.t_polled_s == 100e-6 and m.t_pt2pt_s == 200e-6
+    assert m.overhead == pytest.approx(0.5) and m.overhead_persistent == pytest.approx(0.4)
+    assert m.overhead_polled == pytest.approx(1.0)
+    assert m.polled_over_blocking == pytest.approx(0.5)
+
+
+def test_part_polled_baseline_the_partitioned_request_is_the_difference(lib):
+    # The other reading: polling the receive changes nothing (t_polled = t_pt2pt = 4) while the
+    # partitioned request is faster. Two partitions, both readied at the join: s = [5, 5],
+    # a = [6, 7], t_join = 5 -> t_part = 7 - 5 = 2.
+    #   overhead = overhead_polled = 2 / 4 = 0.5; polled_over_blocking = 4 / 4 = 1
+    #   (the other metrics do not move: availability = 1 - (7 - 5) / 4 = 0.5)
+    rc, m = part(lib, [5.0, 5.0], [6.0, 7.0], 5.0, 4.0, 4.0, 64, t_polled=4.0)
+    assert rc == 0
+    assert (m.overhead, m.overhead_polled, m.polled_over_blocking) == (0.5, 0.5, 1.0)
+    assert m.availability == 0.5
+
+
+def test_part_polled_baseline_against_a_slower_blocking_receive(lib):
+    # Four partitions: s = [1, 1, 1, 3], a = [1.5, 1.5, 1.5, 3.5] -> t_part = 3.5 - 1 = 2.5.
+    # t_pt2pt = 0.5 (blocking), t_polled = 0.25, t_persist = 1:
+    #   overhead = 5, overhead_persistent = 2.5, overhead_polled = 2.5 / 0.25 = 10,
+    #   polled_over_blocking = 0.25 / 0.5 = 0.5
+    rc, m = part(lib, [1.0, 1.0, 1.0, 3.0], [1.5, 1.5, 1.5, 3.5], 3.0, 0.5, 1.0, 4000, t_polled=0.25)
+    assert rc == 0
+    assert (m.overhead, m.overhead_persistent, m.overhead_polled, m.polled_over_blocking) == (5.0, 2.5, 10.0, 0.5)
+
+
+def test_part_polled_baseline_absent_or_unusable(lib):
+    # The polled phase off (NaN) or a non-positive time: only overhead_polled and
+    # polled_over_blocking are NaN; t_part 1, overhead 1 / 1, overhead_persistent 1 / 2 remain.
+    for bad in (math.nan, 0.0, -1.0):
+        rc, m = part(lib, [1.0], [2.0], 1.0, 1.0, 2.0, 8, t_polled=bad)
+        assert rc == 0
+        assert math.isnan(m.overhead_polled) and math.isnan(m.polled_over_blocking)
+        assert (m.t_part_s, m.overhead, m.overhead_persistent) == (1.0, 1.0, 0.5)
+    # and an unusable blocking baseline still makes the whole sample unusable, polled or not
+    assert part(lib, [1.0], [2.0], 1.0, 0.0, 1.0, 8, t_polled=1.0)[0] == -1
 
 
 def test_part_bad_inputs(lib):

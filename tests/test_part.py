@@ -13,20 +13,26 @@ import pytest
 from conftest import one_hmb_line, run_bench, run_planted_never_complete, usage_cases
 
 TINY = ["--iters", "5", "--warmup", "1", "--ci-target", "0", "--compute", "100us"]
+POLLED = ("overhead_polled", "t_pt2pt_polled_us", "polled_over_blocking")   # the polled-receive baseline's
 METRICS = ("overhead", "overhead_persistent", "t_part_us", "t_pt2pt_us", "t_persist_us", "perceived_bw_MBps",
-           "availability", "early_bird", "t_after_join_us")
+           "availability", "early_bird", "t_after_join_us") + POLLED
 
 
-def check_physical(result: dict) -> None:
+def check_physical(result: dict, polled: bool = True) -> None:
     """Every metric present and finite; every one-way time positive (an arrival cannot precede
-    its send: a clock or pairing error would break this on any machine)."""
+    its send: a clock or pairing error would break this on any machine). Without the polled
+    phase (--no-polled) its metrics are present with no sample."""
     m = result["metrics"]
     for name in METRICS:
         assert name in m, f"metric {name} missing: {sorted(m)}"
+        if not polled and name in POLLED:
+            assert m[name]["count"] == 0, (name, m[name])
+            continue
         for key in ("median", "min", "max"):
             assert math.isfinite(m[name][key]), f"{name}.{key} = {m[name][key]}"
         assert m[name]["count"] >= 1
-    for name in ("t_part_us", "t_pt2pt_us", "t_persist_us", "perceived_bw_MBps"):
+    for name in ("t_part_us", "t_pt2pt_us", "t_persist_us", "perceived_bw_MBps") + (("t_pt2pt_polled_us",) if polled
+                                                                                   else ()):
         assert m[name]["min"] > 0, (name, m[name])
 
 
@@ -65,6 +71,7 @@ def test_single_partition_completes_by_test_or_wait(mpi_name, tmp_path):
         check_physical(res)
         assert res["invalid"] == 0 and len(res["samples"]["early_bird"]) == 5
         assert ("MPI_Wait" in res["extra"]["persistent"]) == (res["params"]["complete"] == "wait")
+        assert "MPI_Irecv + MPI_Test polling" in res["extra"]["polled_receive"]
 
 
 @pytest.mark.parametrize("extra", [["--noise", "uniform:20"], ["--noise", "single:50", "--noise-thread", "rand"],
@@ -100,8 +107,23 @@ def test_corruption_is_detected(mpi_name, tmp_path, complete):
                              "--complete", complete] + TINY, threads=2, tmp_path=tmp_path)
     assert r.rc == 3, (r.rc, r.stderr)
     assert "iteration=2" in r.stderr and "partition=" in r.stderr, r.stderr
+    # the polled-receive phase's buffer is checked first: the planted byte is found there, so
+    # its received data is validated every iteration like the other phases'
+    assert "polled-receive phase, send partition" in r.stderr, r.stderr
     failures = [x for x in r.records if x.get("type") == "failure"]
     assert failures and failures[0]["kind"] == "validation"
+
+
+def test_no_polled_leaves_out_the_polled_receive_phase(mpi_name, tmp_path):
+    """--no-polled runs three phases: the polled baseline's metrics have no sample, the rest are
+    as before, and the result says the phase did not run."""
+    r = run_bench(mpi_name, ["part", "--sizes", "4K", "--partitions", "1", "--no-polled", "--raw"] + TINY,
+                  tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    (res,) = r.results()
+    check_physical(res, polled=False)
+    assert res["extra"]["polled_receive"] == "not run (--no-polled)"
+    assert res["invalid"] == 0 and len(res["samples"]["overhead"]) == 5
 
 
 def run_mismatch(mpi_name, tmp_path, send, recv, size="64K", extra=()):

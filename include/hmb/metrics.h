@@ -15,8 +15,11 @@ typedef struct {
     double t_part_s;            /* max_k a_k - min_k s_k */
     double t_pt2pt_s;           /* single-send (fresh send) one-way time of the paired phase */
     double t_persist_s;         /* persistent send/receive one-way time of the paired phase */
+    double t_polled_s;          /* the single send with a polling receiver (MPI_Irecv + MPI_Test) */
     double overhead;            /* t_part / t_pt2pt */
     double overhead_persistent; /* t_part / t_persist */
+    double overhead_polled;     /* t_part / t_polled */
+    double polled_over_blocking; /* t_polled / t_pt2pt: what the receiver's blocking wait costs */
     double perceived_bw_Bps;    /* m / (a_L - s_L), L = piece made ready last (ties: arrived last) */
     double t_after_join_s;      /* max(0, max_k a_k - t_join) */
     double availability;        /* 1 - t_after_join / t_pt2pt */
@@ -30,12 +33,13 @@ typedef struct {
  * the message's bytes reported arrived at or before t_join: a library that transfers nothing
  * before the join scores 0, and so does P = 1 (its only s is at or after the join).
  * Returns 0, or -1 if inputs are unusable (n < 1, t_pt2pt <= 0); t_persist <= 0 (or NaN) leaves
- * only overhead_persistent NaN, the other metrics do not depend on it. An arrival
+ * only overhead_persistent NaN, and t_polled <= 0 (or NaN: the polled phase did not run) only
+ * overhead_polled and polled_over_blocking; the other metrics do not depend on them. An arrival
  * before its ready time is reported as is (a clock problem the user must see), except where it
  * leaves the piece made ready last with a_L - s_L <= 0: no bandwidth is defined, perceived_bw
  * is NaN and the function returns 1 (the caller marks the sample invalid, saying why). */
 int hmb_part_metrics_compute(int n, const double *s, const double *a, double t_join_s, double t_pt2pt_s,
-                             double t_persist_s, size_t m_bytes, hmb_part_metrics *out);
+                             double t_persist_s, double t_polled_s, size_t m_bytes, hmb_part_metrics *out);
 
 /* Asynchronous progress (SPEC §3.3): T_over = T_total - C; E = 100 (1 - T_over / T_sync). */
 double hmb_async_overhead(double t_total_s, double c_s);

@@ -1,10 +1,15 @@
-/* part — partitioned point-to-point (SPEC §3.2): a paired design of two baselines and the
+/* part — partitioned point-to-point (SPEC §3.2): a paired design of three baselines and the
  * partitioned request.
  *
  * Rank 0 sends, rank 1 receives, other ranks only join the collectives. Each iteration runs
- * three phases on the same per-thread compute draws (hmb_noise_ns is deterministic):
+ * four phases (three under --no-polled) on the same per-thread compute draws (hmb_noise_ns is
+ * deterministic):
  *   single send: threads compute, join (t_join_ss), one fresh send of the whole message; the
  *      receiver's MPI_Recv returns at t_recv; t_pt2pt = t_recv - t_join_ss.
+ *   polled receive: the single send again, the sender's side identical, but the receiver posts
+ *      MPI_Irecv where the single send's receiver calls MPI_Recv and polls MPI_Test, t_recv taken
+ *      at its first success (as the partitioned receiver polls MPI_Parrived); t_polled. It tells
+ *      a receiver's blocking wait apart from what the partitioned request itself costs.
  *   persistent: the same with MPI_Send_init/MPI_Recv_init requests made once per point; the
  *      receive is started before the barrier like the partitioned one, the send at the join
  *      (a persistent send's start says its data is ready); t_persist = its t_recv - its join.
@@ -33,12 +38,18 @@ static const hmb_metric part_metrics[] = {
      .description = "t_part / t_pt2pt (partitioned vs a fresh single send; ~1 for one partition)"},
     {.name = "overhead_persistent", .unit = "ratio", .higher_is_better = 0, .in_table = 1,
      .description = "t_part / t_persist (partitioned vs a pre-started persistent send/receive)"},
+    {.name = "overhead_polled", .unit = "ratio", .higher_is_better = 0, .in_table = 1,
+     .description = "t_part / t_pt2pt_polled (partitioned vs the single send with a receiver polling MPI_Test)"},
     {.name = "t_part_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
      .description = "first Pready to last Parrived"},
     {.name = "t_pt2pt_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
      .description = "single send: join to receive completion (one-way)"},
     {.name = "t_persist_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
      .description = "persistent send/receive: join to receive completion (one-way)"},
+    {.name = "t_pt2pt_polled_us", .unit = "us", .higher_is_better = 0, .in_table = 1,
+     .description = "single send, receiver polling MPI_Test on an MPI_Irecv: join to the first completion (one-way)"},
+    {.name = "polled_over_blocking", .unit = "ratio", .higher_is_better = 0, .in_table = 0,
+     .description = "t_pt2pt_polled / t_pt2pt (< 1: the receiver's blocking MPI_Recv costs the difference)"},
     {.name = "perceived_bw_MBps", .unit = "MB/s", .higher_is_better = 1, .in_table = 1,
      .description = "m / (a_L - s_L), L = partition made ready last (MB = 1e6 B)"},
     {.name = "availability", .unit = "ratio", .higher_is_better = 1, .bounds = "..1", .in_table = 1, .is_signed = 1,
@@ -202,27 +213,29 @@ static void persistent_setup(hmb_ctx *ctx, void *state, int phase, long iter)
         MPI_Start(&st->persist_req);
 }
 
-/* A baseline phase (single send or persistent), from the barrier. Stores (sender) its join or
- * (receiver) its t_recv, local, in t_baseline; the single send's time inside the send / receive
- * on this rank scales the hang bounds of the partitioned phase (grace_s). */
+/* A baseline phase (single send, persistent, or the single send with a polling receiver), from
+ * the barrier. Stores (sender) its join or (receiver) its t_recv, local, in t_baseline; the
+ * single send's time inside the send / receive on this rank scales the hang bounds of the
+ * partitioned phase (grace_s). */
 static void phase_baseline(hmb_ctx *ctx, void *state, int phase, long iter, double *times)
 {
     (void)times;
     part_state *st = state;
-    const int persistent = phase == PHASE_PERSISTENT;
+    const int persistent = phase == PHASE_PERSISTENT, polled = phase == PHASE_POLLED;
+    const int count = (int)(st->size_bytes / 8), tag = polled ? TAG_POLLED : TAG_SINGLE;
     double t = 0.0, comm_s = 0.0;
     if (st->rank == SENDER) {
-        t = sender_compute(ctx, st, iter, 0); /* t_join_ss, or the persistent phase's join */
-        hmb_phase(ctx, persistent ? "persistent send" : "single send");
-        int count = (int)(st->size_bytes / 8);
+        /* t_join_ss, or the persistent or polled phase's join */
+        t = sender_compute(ctx, st, iter, 0);
+        hmb_phase(ctx, persistent ? "persistent send" : polled ? "single send (receiver polling)" : "single send");
         if (persistent) {
             MPI_Start(&st->persist_req);
             complete_send(st, &st->persist_req);
-        } else if (st->complete_wait) {
-            MPI_Send(st->send_buf, count, MPI_UINT64_T, RECEIVER, TAG_SINGLE, st->data_comm);
+        } else if (st->complete_wait) { /* the single and the polled phases send alike */
+            MPI_Send(st->send_buf, count, MPI_UINT64_T, RECEIVER, tag, st->data_comm);
         } else {
             MPI_Request req;
-            MPI_Isend(st->send_buf, count, MPI_UINT64_T, RECEIVER, TAG_SINGLE, st->data_comm, &req);
+            MPI_Isend(st->send_buf, count, MPI_UINT64_T, RECEIVER, tag, st->data_comm, &req);
             complete_send(st, &req);
         }
         comm_s = hmb_now() - t;
@@ -231,10 +244,17 @@ static void phase_baseline(hmb_ctx *ctx, void *state, int phase, long iter, doub
         if (persistent) {
             hmb_phase(ctx, "persistent receiver MPI_Wait");
             MPI_Wait(&st->persist_req, MPI_STATUS_IGNORE);
+        } else if (polled) {
+            /* posted where the single send's receiver calls MPI_Recv; t_recv at the first
+             * MPI_Test success, as the partitioned receiver takes a_j at MPI_Parrived's */
+            hmb_phase(ctx, "polled-receive MPI_Test");
+            MPI_Request req;
+            MPI_Irecv(st->recv_buf_polled, count, MPI_UINT64_T, SENDER, TAG_POLLED, st->data_comm, &req);
+            for (int done = 0; !done;)
+                MPI_Test(&req, &done, MPI_STATUS_IGNORE);
         } else {
             hmb_phase(ctx, "single-send MPI_Recv");
-            MPI_Recv(st->recv_buf_single, (int)(st->size_bytes / 8), MPI_UINT64_T, SENDER, TAG_SINGLE, st->data_comm,
-                     MPI_STATUS_IGNORE);
+            MPI_Recv(st->recv_buf_single, count, MPI_UINT64_T, SENDER, TAG_SINGLE, st->data_comm, MPI_STATUS_IGNORE);
         }
         t = hmb_now(); /* t_recv */
         comm_s = t - t_posted;
@@ -322,8 +342,10 @@ static const hmb_mode part_modes[NPHASES + 1] = {
                           .flags = HMB_MODE_HIDDEN},
     [PHASE_PARTITIONED] = {.name = "partitioned", .setup = partitioned_setup, .iterate = phase_partitioned,
                            .flags = HMB_MODE_HIDDEN},
+    [PHASE_POLLED] = {.name = "polled receive", .iterate = phase_baseline, .flags = HMB_MODE_HIDDEN},
 };
-static const int all_phases[NPHASES] = {PHASE_SINGLE, PHASE_PERSISTENT, PHASE_PARTITIONED};
+/* --no-polled runs the first three */
+static const int all_phases[NPHASES] = {PHASE_SINGLE, PHASE_PERSISTENT, PHASE_PARTITIONED, PHASE_POLLED};
 
 /* The paired design runs on the harness's driver (hmb_modes_run: counterbalanced orders, barrier
  * before each phase). Order 0 runs the single send first: the never-reported grace comes from
@@ -334,7 +356,7 @@ static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
     part_state *st = state;
     st->pt = pt;
     hmb_mode_results r;
-    hmb_modes_run(ctx, st, all_phases, NPHASES, iter, &r);
+    hmb_modes_run(ctx, st, all_phases, st->polled ? NPHASES : NPHASES - 1, iter, &r);
     const double *t_baseline = st->t_baseline;
 
     /* Untimed: the receiver's timestamps to rank 0 (this also keeps the sender from
@@ -344,6 +366,7 @@ static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
     if (st->rank == RECEIVER) {
         st->times_msg[TIMES_RECV_SINGLE] = hmb_to_global(ctx, t_baseline[PHASE_SINGLE]);
         st->times_msg[TIMES_RECV_PERSIST] = hmb_to_global(ctx, t_baseline[PHASE_PERSISTENT]);
+        st->times_msg[TIMES_RECV_POLLED] = st->polled ? hmb_to_global(ctx, t_baseline[PHASE_POLLED]) : NAN;
         for (int j = 0; j < st->nparts_recv; j++)
             st->times_msg[TIMES_ARRIVED + j] = hmb_to_global(ctx, st->arrived[j]);
         MPI_Send(st->times_msg, ntimes, MPI_DOUBLE, SENDER, TAG_TIMES, st->ctl_comm);
@@ -355,21 +378,26 @@ static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
 
     double t_pt2pt = st->times_msg[TIMES_RECV_SINGLE] - hmb_to_global(ctx, t_baseline[PHASE_SINGLE]);
     double t_persist = st->times_msg[TIMES_RECV_PERSIST] - hmb_to_global(ctx, t_baseline[PHASE_PERSISTENT]);
+    double t_polled = st->polled ? st->times_msg[TIMES_RECV_POLLED] - hmb_to_global(ctx, t_baseline[PHASE_POLLED])
+                                 : NAN;
     double t_join = -INFINITY;
     for (int t = 0; t < st->threads; t++)
         t_join = fmax(t_join, hmb_to_global(ctx, st->compute_end[t]));
     pair_pieces(ctx, st);
     hmb_part_metrics m;
-    int rc = hmb_part_metrics_compute(st->npieces, st->piece_ready, st->piece_arrived, t_join, t_pt2pt, t_persist,
+    int rc = hmb_part_metrics_compute(st->npieces, st->piece_ready, st->piece_arrived, t_join, t_pt2pt, t_persist, t_polled,
                                       st->size_bytes, &m);
     out->valid = rc == 0;
     if (rc == 1 && iter >= hmb_common(ctx)->warmup) /* counted where the harness counts invalid samples */
         st->no_perceived_bw++;
     hmb_record(ctx, out, "overhead", m.overhead);
     hmb_record(ctx, out, "overhead_persistent", m.overhead_persistent);
+    hmb_record(ctx, out, "overhead_polled", m.overhead_polled);
     hmb_record(ctx, out, "t_part_us", m.t_part_s * 1e6);
     hmb_record(ctx, out, "t_pt2pt_us", m.t_pt2pt_s * 1e6);
     hmb_record(ctx, out, "t_persist_us", m.t_persist_s * 1e6);
+    hmb_record(ctx, out, "t_pt2pt_polled_us", m.t_polled_s * 1e6);
+    hmb_record(ctx, out, "polled_over_blocking", m.polled_over_blocking);
     hmb_record(ctx, out, "perceived_bw_MBps", m.perceived_bw_Bps * 1e-6);
     hmb_record(ctx, out, "availability", m.availability);
     hmb_record(ctx, out, "early_bird", m.early_bird);
@@ -388,8 +416,8 @@ static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
 static const hmb_bench part_bench = {
     .name = "part",
     .group = "partitioned",
-    .summary = "partitioned point-to-point vs single and persistent send: overhead, perceived bandwidth, "
-               "availability, early bird",
+    .summary = "partitioned point-to-point vs single (blocking or polled receive) and persistent send: overhead, "
+               "perceived bandwidth, availability, early bird",
     HMB_BENCH_PARAMS(part_point),
     HMB_BENCH_OPTIONS(part_opts),
     .defaults = (const hmb_default[]){{"sizes", "4K:4M:x4"}, {"compute", "1ms"}, {NULL, NULL}},
@@ -407,6 +435,6 @@ static const hmb_bench part_bench = {
     .verify = NULL, /* the harness checks the registered buffers (part_setup) */
     .teardown = part_teardown,
     .annotate = part_annotate,
-    .pivot_metrics = "overhead,overhead_persistent,availability,early_bird",
+    .pivot_metrics = "overhead,overhead_persistent,overhead_polled,availability,early_bird",
 };
 HMB_REGISTER(part_bench);

@@ -7,16 +7,17 @@
 #include "hmb/hmb.h"
 
 enum { SENDER = 0, RECEIVER = 1 };
-enum { TAG_SINGLE = 1, TAG_PART = 2, TAG_SENDER_DONE = 3, TAG_TIMES = 4, TAG_PERSIST = 5 };
+enum { TAG_SINGLE = 1, TAG_PART = 2, TAG_SENDER_DONE = 3, TAG_TIMES = 4, TAG_PERSIST = 5, TAG_POLLED = 6 };
 enum { PREADY_SINGLE, PREADY_RANGE, PREADY_LIST };
 enum { COMPLETE_TEST, COMPLETE_WAIT, NCOMPLETE };
 extern const char *const part_complete_names[NCOMPLETE + 1];
 
 #define PART_PARAMS(X) X(partitions, INT) X(recv_partitions, INT) X(complete, NAME, .names = part_complete_names)
 HMB_POINT_PARAMS(part_point, PART_PARAMS);
-enum { PHASE_SINGLE, PHASE_PERSISTENT, PHASE_PARTITIONED, NPHASES };
-/* times_msg (receiver -> rank 0): both baselines' t_recv, then a_0 .. a_{P_recv-1} */
-enum { TIMES_RECV_SINGLE, TIMES_RECV_PERSIST, TIMES_ARRIVED };
+enum { PHASE_SINGLE, PHASE_PERSISTENT, PHASE_PARTITIONED, PHASE_POLLED, NPHASES };
+/* times_msg (receiver -> rank 0): the baselines' t_recv (the polled one NaN under --no-polled),
+ * then a_0 .. a_{P_recv-1} */
+enum { TIMES_RECV_SINGLE, TIMES_RECV_PERSIST, TIMES_RECV_POLLED, TIMES_ARRIVED };
 
 /* A partition not reported this long after the sender completed is never coming. */
 #define NEVER_REPORTED_MIN_GRACE_S 1.0
@@ -28,11 +29,12 @@ typedef struct {
     int pready_mode;
     int observe_poller; /* one thread polls every partition */
     int complete_wait;  /* the sender completes with MPI_Wait, else by polling MPI_Test */
+    int polled;         /* the polled-receive phase runs (not --no-polled) */
     int64_t compute_ns;
     int rank;
     MPI_Comm data_comm; /* both phases' messages */
     MPI_Comm ctl_comm;  /* sender-done message and timestamps: never matches data */
-    unsigned char *send_buf, *recv_buf_single, *recv_buf_persist, *recv_buf_part;
+    unsigned char *send_buf, *recv_buf_single, *recv_buf_persist, *recv_buf_part, *recv_buf_polled;
     MPI_Request part_req;
     MPI_Request persist_req; /* MPI_Send_init on the sender, MPI_Recv_init on the receiver */
     int *pready_list;     /* identity list: a thread passes its own slice to Pready_list */
@@ -63,7 +65,9 @@ typedef struct {
     X(observe, CHOICE, .default_value = "thread", .choices = "thread|poller",                                       \
       .help = "receiver polls MPI_Parrived per thread (own partitions) or in one poller")                          \
     X(complete, CHOICES, .default_value = "test", .names = part_complete_names,                                    \
-      .help = "how the sender completes its request in every phase: polling MPI_Test or MPI_Wait (one point each)")
+      .help = "how the sender completes its request in every phase: polling MPI_Test or MPI_Wait (one point each)") \
+    X(no_polled, FLAG, .default_value = "0",                                                                        \
+      .help = "leave out the baseline whose receiver polls MPI_Test (overhead_polled): 3 phases an iteration, not 4")
 HMB_OPTIONS(part_opts, PART_OPTIONS);
 enum { OBSERVE_THREAD, OBSERVE_POLLER };
 

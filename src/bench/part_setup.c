@@ -102,6 +102,7 @@ static void part_free(part_state *st)
     free(st->recv_buf_single);
     free(st->recv_buf_persist);
     free(st->recv_buf_part);
+    free(st->recv_buf_polled);
     free(st->pready_list);
     free(st->ready_local);
     free(st->compute_end);
@@ -152,6 +153,7 @@ void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
     st->pready_mode = pready;
     st->observe_poller = HMB_OPTS(part_opts, ctx)->observe == OBSERVE_POLLER;
     st->complete_wait = pp->complete == COMPLETE_WAIT;
+    st->polled = !HMB_OPTS(part_opts, ctx)->no_polled;
     st->compute_ns = hmb_common(ctx)->compute;
     MPI_Comm_dup(hmb_comm(ctx), &st->data_comm);
     MPI_Comm_dup(hmb_comm(ctx), &st->ctl_comm);
@@ -185,10 +187,14 @@ void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
         st->recv_buf_single = hmb_buffer_alloc(ctx, st->size_bytes);
         st->recv_buf_persist = hmb_buffer_alloc(ctx, st->size_bytes);
         st->recv_buf_part = hmb_buffer_alloc(ctx, st->size_bytes);
+        if (st->polled)
+            st->recv_buf_polled = hmb_buffer_alloc(ctx, st->size_bytes);
         st->arrived = calloc((size_t)st->nparts_recv, sizeof(double));
         st->times_msg = calloc((size_t)st->nparts_recv + TIMES_ARRIVED, sizeof(double));
-        if (!st->recv_buf_single || !st->recv_buf_persist || !st->recv_buf_part || !st->arrived || !st->times_msg) {
-            hmb_unsupported(ctx, "cannot allocate 3 x %zu bytes of receive buffers on the receiver", st->size_bytes);
+        if (!st->recv_buf_single || !st->recv_buf_persist || !st->recv_buf_part || (st->polled && !st->recv_buf_polled) ||
+            !st->arrived || !st->times_msg) {
+            hmb_unsupported(ctx, "cannot allocate %d x %zu bytes of receive buffers on the receiver", 3 + st->polled,
+                            st->size_bytes);
             return st;
         }
         MPI_Precv_init(st->recv_buf_part, st->nparts_recv, count_recv, MPI_UINT64_T, SENDER, TAG_PART, st->data_comm,
@@ -196,10 +202,12 @@ void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
         MPI_Recv_init(st->recv_buf_persist, count_whole, MPI_UINT64_T, SENDER, TAG_PERSIST, st->data_comm,
                       &st->persist_req);
         /* validation as data: every send partition in every phase's buffer, checked after the
-         * iteration; poisoned before it, so a reported-but-unwritten partition is visible */
-        unsigned char *bufs[3] = {st->recv_buf_part, st->recv_buf_single, st->recv_buf_persist};
-        static const char *const phase[3] = {"partitioned", "single-send", "persistent"};
-        for (int b = 0; b < 3; b++)
+         * iteration; poisoned before it, so a reported-but-unwritten partition is visible. The
+         * polled phase's comes first when it runs: --inject corrupt hits the first check, so the
+         * tests see that this buffer is checked too. */
+        unsigned char *bufs[4] = {st->recv_buf_polled, st->recv_buf_part, st->recv_buf_single, st->recv_buf_persist};
+        static const char *const phase[4] = {"polled-receive", "partitioned", "single-send", "persistent"};
+        for (int b = st->polled ? 0 : 1; b < 4; b++)
             for (int i = 0; i < st->nparts_send; i++)
                 hmb_check_register(ctx, HMB_RECEIVE, bufs[b] + (size_t)i * st->psize_send, st->psize_send, SENDER,
                                    i, 1, HMB_AFTER_ITERATION, "%s phase, send partition %d (%zu bytes)", phase[b], i,
@@ -243,6 +251,10 @@ void part_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
     int wait = pp->complete == COMPLETE_WAIT;
     hmb_result_add_str(ctx, "single_send", wait ? "MPI_Send / MPI_Recv of the whole message"
                                                 : "MPI_Isend + MPI_Test polling / MPI_Recv of the whole message");
+    hmb_result_add_str(ctx, "polled_receive", !st->polled ? "not run (--no-polled)"
+                                              : wait ? "MPI_Send / MPI_Irecv + MPI_Test polling of the whole message"
+                                                     : "MPI_Isend + MPI_Test polling / MPI_Irecv + MPI_Test polling of "
+                                                       "the whole message");
     hmb_result_add_str(ctx, "persistent", wait ? "MPI_Send_init + MPI_Wait / MPI_Recv_init started before the barrier"
                                                : "MPI_Send_init + MPI_Test polling / MPI_Recv_init started before the "
                                                  "barrier");

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 int hmb_part_metrics_compute(int n, const double *s, const double *a, double t_join_s, double t_pt2pt_s,
-                             double t_persist_s, size_t m_bytes, hmb_part_metrics *out)
+                             double t_persist_s, double t_polled_s, size_t m_bytes, hmb_part_metrics *out)
 {
     if (n < 1 || !(t_pt2pt_s > 0.0) || !out)
         return -1;
@@ -24,9 +24,12 @@ int hmb_part_metrics_compute(int n, const double *s, const double *a, double t_j
     out->t_part_s = a_max - s_min;
     out->t_pt2pt_s = t_pt2pt_s;
     out->t_persist_s = t_persist_s;
+    out->t_polled_s = t_polled_s;
     out->overhead = out->t_part_s / t_pt2pt_s;
-    /* an unusable persistent baseline costs only the metric that divides by it */
+    /* an unusable persistent or polled baseline costs only the metrics that use it */
     out->overhead_persistent = t_persist_s > 0.0 ? out->t_part_s / t_persist_s : NAN;
+    out->overhead_polled = t_polled_s > 0.0 ? out->t_part_s / t_polled_s : NAN;
+    out->polled_over_blocking = t_polled_s > 0.0 ? t_polled_s / t_pt2pt_s : NAN;
     double last_span = a[last_ready] - s[last_ready];
     out->perceived_bw_Bps = last_span > 0.0 ? (double)m_bytes / last_span : NAN;
     double after = a_max - t_join_s;
