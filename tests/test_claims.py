@@ -473,3 +473,16 @@ def test_every_claim_can_differ_with_a_reading_its_benchmark_produces():
                         f"{name}:{i} {e['figure']}: {problems[0]}")
     assert not failures, "\n".join(failures)
     assert len(pending) <= len(PHYSICAL_PENDING)
+
+
+def test_a_cause_variant_is_read_beside_a_difference():
+    """part's one-partition overhead against the blocking baseline reads 0.55 (differs from ~1),
+    against the polling baseline 0.95 (meets): the cause is the baseline's blocking receive."""
+    rows = [("overhead", v, rid, {"partitions": 1}) for v, rid in zip((0.5, 0.55, 0.6), LAUNCHES)]
+    rows += [("overhead_polled", v, rid, {"partitions": 1}) for v, rid in zip((0.93, 0.95, 0.97), LAUNCHES)]
+    c = _c(metric="overhead", where={"partitions": 1}, value=1.0, tolerance=0.25, null=1.0, null_agrees="planted",
+           cause={"metric": "overhead_polled", "label": "against a receiver that polls"})
+    v = claims.judge(c, _df(rows))
+    assert v.verdict == claims.DIFFERS
+    assert v.cause == "against a receiver that polls (overhead_polled): 0.95, which meets the seed's value (agrees)"
+    assert "cause: against a receiver that polls" in claims.markdown([v])

@@ -67,6 +67,7 @@ class Verdict:
     decision: "Decision | None" = None    # this run's launches against the range (decide)
     library: str = ""   # the library's version string, as the run header gives it
     history: str = ""   # the kept runs' readings beside this one (over_time)
+    cause: str = ""     # the claim's `cause` variant read beside it (the paired measurement that names it)
 
 
 # ---------------------------------------------------------------- selecting points
@@ -591,7 +592,26 @@ def judge(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupported=No
     d = decide(claim, r.value, each)
     notes = [d.text] + labels + [claim.get("caveat", "")] + _notes(claim)
     return Verdict(claim, text, d.verdict, "; ".join(n for n in notes if n), value=r.value, launches=each,
-                   decision=d, library=library)
+                   decision=d, library=library, cause=_cause(claim, df, seed_setup))
+
+
+def _cause(claim: dict, df, seed_setup: str) -> str:
+    """The claim's `cause` (a paired variant HMB measures beside the paper's baseline, e.g. part's
+    polled receive against its blocking one): the same selection read with the variant's metric,
+    in words, so a difference from the paper can be put down to the baseline or to the library
+    ("" without one)."""
+    cause = claim.get("cause")
+    if not cause:
+        return ""
+    variant = {k: v for k, v in claim.items() if k != "cause"}
+    variant["metric"] = cause["metric"]
+    if claim.get("over"):
+        variant["over_metric"] = cause.get("over_metric", claim.get("over_metric", claim["metric"]))
+    v = judge(variant, df, seed_setup)
+    if not math.isfinite(v.value):
+        return f"{cause['label']}: no reading ({v.reason})"
+    meets = "meets" if holds(claim, v.value) else "does not meet"
+    return f"{cause['label']} ({cause['metric']}): {fmt(v.value)}, which {meets} the seed's value ({v.verdict})"
 
 
 def no_reading(rows):
@@ -852,6 +872,11 @@ def seed_value(c: dict) -> str:
     return f"{sym} {fmt(v)}{tol}{rng}"
 
 
+def shown_cause(v: Verdict) -> str:
+    """The cause variant's reading, where the verdict is not agreement (a difference to explain)."""
+    return f"cause: {v.cause}" if v.cause and v.verdict != AGREES else ""
+
+
 def markdown(verdicts: list[Verdict]) -> str:
     out = ["| seed | claim (quoted) | seed's value | MPI | HMB's reading | verdict | why |",
            "|---|---|---|---|---|---|---|"]
@@ -859,6 +884,6 @@ def markdown(verdicts: list[Verdict]) -> str:
         c = v.claim
         where = f" [{c['label']}]" if c.get("label") else ""
         cells = [md_text(c["figure"] + where), f"\"{md_text(c['quote'])}\"", seed_value(c), md_text(v.mpi or "–"),
-                 md_text(v.reading), v.verdict, md_text("; ".join(x for x in (v.history, v.reason) if x))]
+                 md_text(v.reading), v.verdict, md_text("; ".join(x for x in (v.history, v.reason, shown_cause(v)) if x))]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
