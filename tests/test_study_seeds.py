@@ -149,6 +149,46 @@ def test_seed003_category1_reads_the_halo_at_the_talks_scale(tmp_path):
     assert v.verdict == claims.NOT_COMPARABLE and "the seed's scale is threads = 16" in v.reason
 
 
+def test_seed003_contention_reads_two_senders_and_more(tmp_path):
+    """mt contention: T-1 senders into one receiving thread. At T = 2 one sender contends with
+    no one (tags 2e5 against a communicator per sender's 1e5 would read 2.0): not read. At T = 3
+    tags 1.2e5 / 1e5 = 1.2 >= 1.1 agrees, at T = 4 1.05e5 / 1e5 = 1.05 < 1.1 differs; MPIX
+    streams 1.25e5 and 2e5 over 1e5: 1.25 and 2.0 agree. Against the streams (summary row), at
+    T = 3 a communicator per sender reads 1e5 / 1.25e5 = 0.8 <= 0.9 (a fraction: agrees) and tags
+    1.2e5 / 1.25e5 = 0.96 >= 0.8 (nearly as good: agrees)."""
+    def pts(**rate):
+        return [({"test": "contention", "size_bytes": 8, "mode": m}, {"msg_rate": v}) for m, v in rate.items()]
+    df = _records(tmp_path, [("a", "mt", 2, 2, pts(comm=1e5, tag=2e5, stream=2e5)),
+                             ("b", "mt", 2, 3, pts(comm=1e5, tag=1.2e5, stream=1.25e5)),
+                             ("c", "mt", 2, 4, pts(comm=1e5, tag=1.05e5, stream=2e5))])
+    got = [(v.claim["label"], round(v.value, 6), v.verdict)
+           for v in claims.judge_all(_claim("seed003-threads", "cat3-hints"), df)]
+    assert got == [("MPI-3.1 with hints (tags): no contention; threads = 3", 1.2, claims.AGREES),
+                   ("MPI-3.1 with hints (tags): no contention; threads = 4", 1.05, claims.DIFFERS),
+                   ("endpoints (MPIX streams): no contention; threads = 3", 1.25, claims.AGREES),
+                   ("endpoints (MPIX streams): no contention; threads = 4", 2.0, claims.AGREES)]
+    got = [(round(v.value, 6), v.verdict) for v in claims.judge_all(_claim("seed003-threads", "cat3-summary"), df)
+           if v.claim["label"].endswith("threads = 3")]
+    assert got == [(0.8, claims.AGREES), (0.96, claims.AGREES)]
+    assert claims.not_here(claims.expand(_claim("seed003-threads", "cat3-hints"))[0], cores=2) == "needs 6 cores"
+
+
+def test_seed003_rma_reads_threads_against_processes_from_two_threads(tmp_path):
+    """mt get with the target's progress thread: at 1 thread (2 cores) a window per thread and
+    MPI everywhere are one program (1e4 against 5e4 would read 0.2): not read. At 2 ranks x 2
+    threads 4.6e4 against 4 single-threaded ranks' 5e4: 0.92 >= 0.9 agrees."""
+    get = {"test": "get", "size_bytes": 8, "target_progress": "thread"}
+    df = _records(tmp_path, [
+        ("a", "mt", 2, 1, [({**get, "mode": "comm", "ranks_x_threads": 2}, {"msg_rate": 1e4})]),
+        ("b", "mt", 2, 1, [({**get, "mode": "everywhere", "ranks_x_threads": 2}, {"msg_rate": 5e4})]),
+        ("c", "mt", 2, 2, [({**get, "mode": "comm", "ranks_x_threads": 4}, {"msg_rate": 4.6e4})]),
+        ("d", "mt", 4, 1, [({**get, "mode": "everywhere", "ranks_x_threads": 4}, {"msg_rate": 5e4})]),
+    ])
+    got = [(v.claim["label"], round(v.value, 6), v.verdict)
+           for v in claims.judge_all(_claim("seed003-threads", "cat2-rma"), df)]
+    assert got == [("ranks_x_threads = 4", 0.92, claims.AGREES)]
+
+
 def test_seed001_reads_17k_against_1m_per_size_and_unclamped(tmp_path):
     """stencil3d at 17 KB and 1 MB, 64 KB: T_comm 80 / 100 = 0.8 (in [0.5, 0.9]: agrees); the
     overlap at 17 KB -30 % (a negative overlap, which the clamp shows as 0) is <= 10: agrees, and
