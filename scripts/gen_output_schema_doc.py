@@ -14,7 +14,7 @@ SCHEMA = ROOT / "python/hmb/schema/hmb-output.schema.json"
 DOC = ROOT / "docs/output-schema.md"
 # record types in the order a reader meets them
 ORDER = ["run", "result", "failure", "clocks", "sweep", "launch", "descriptors", "descriptor_listing",
-         "conformance", "check", "advise", "hmbprof"]
+         "conformance", "check", "advise", "hmbprof", "rounds", "claim_run"]
 
 
 def _type_text(prop: dict, defs: dict) -> str:

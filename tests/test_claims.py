@@ -271,15 +271,15 @@ def test_cells_and_per_are_judged_apart():
 
 
 def test_launches_decide_at_their_stated_confidence():
-    """A verdict needs at least three launches whose 95 % interval (Student's t over the
+    """A verdict needs at least three launches whose 97.5 % interval (Student's t over the
     launches' readings) lies on one side of every edge: 0.50, 0.55, 0.60 against [0.8, 1.2] is
-    0.55 ± 0.124 (t = 4.303, s = 0.05): differs; 0.70, 0.80, 0.90 is 0.80 ± 0.248, across 0.8."""
+    0.55 ± 0.179 (t = 6.205, s = 0.05): differs; 0.70, 0.80, 0.90 is 0.80 ± 0.358, across 0.8."""
     c = _c(value=1.0, tolerance=0.2, null_agrees="planted", null=1.0)
     low = pd.DataFrame([_row("b", "m", v, rid, {}) for v, rid in zip((0.5, 0.55, 0.6), LAUNCHES)])
     v = claims.judge(c, low)
     assert v.verdict == claims.DIFFERS and v.launches == [0.5, 0.55, 0.6]
-    assert v.decision.half == pytest.approx(4.302653 * 0.05 / 3 ** 0.5, rel=1e-5)
-    assert "3 launches: 0.55 ± 0.12 (95 %)" in v.reason
+    assert v.decision.half == pytest.approx(6.205347 * 0.05 / 3 ** 0.5, rel=1e-5)
+    assert "3 launches: 0.55 ± 0.18 (97.5 %)" in v.reason
     wide = pd.DataFrame([_row("b", "m", v, rid, {}) for v, rid in zip((0.7, 0.8, 0.9), LAUNCHES)])
     v = claims.judge(c, wide)
     assert v.verdict == claims.UNDECIDED and "across the edge 0.80" in v.reason

@@ -45,13 +45,15 @@ def toy_study(tmp_path: Path) -> Path:
 
 # availability planted per (partitions, size) in each of two launches; agree: 4 partitions over 1
 # reads 0.8 / 0.4 = 2.0 >= 1.5 x 0.9; differ: 0.42 / 0.4 = 1.05.
-AGREE = {(1, 65536): (0.38, 0.42), (4, 65536): (0.78, 0.82), (1, 1048576): (0.40, 0.40), (4, 1048576): (0.8, 0.8)}
-DIFFER = {(1, 65536): (0.38, 0.42), (4, 65536): (0.40, 0.44), (1, 1048576): (0.40, 0.40), (4, 1048576): (0.42, 0.42)}
+AGREE = {(1, 65536): (0.38, 0.42, 0.40), (4, 65536): (0.78, 0.82, 0.80), (1, 1048576): (0.40, 0.40, 0.40),
+         (4, 1048576): (0.8, 0.8, 0.8)}
+DIFFER = {(1, 65536): (0.38, 0.42, 0.40), (4, 65536): (0.40, 0.44, 0.42), (1, 1048576): (0.40, 0.40, 0.40),
+          (4, 1048576): (0.42, 0.42, 0.42)}
 
 
 def planted(path: Path, values: dict) -> Path:
     recs = []
-    for launch in (0, 1):
+    for launch in (0, 1, 2):        # a verdict rests on three launches
         rid = f"r{launch}"
         r = run(rid, "part")
         r["options"].update({"compute": "10ms", "cache": "hot"})
@@ -70,11 +72,11 @@ def test_the_guide_s_figure_appears_drawn_in_the_study_report(tmp_path):
     text, _ = study_cli.report(study, [results], tmp_path, figures_only=[FIG_ID])
     png = tmp_path / "figures" / f"{FIG_ID}.png"
     assert png.is_file() and png.read_bytes()[:4] == b"\x89PNG"
-    assert f"![{fig['number']}](figures/{FIG_ID}.png)" in text and "2 launches" in text
-    # what it drew: one line per size, the partitions along x, each point the median of 2 launches
+    assert f"![{fig['number']}](figures/{FIG_ID}.png)" in text and "3 launches" in text
+    # what it drew: one line per size, the partitions along x, each point the median of 3 launches
     plan = engine.plan(fig, hmb.load(results))
     got = {ln.name: [(p.x, round(p.median, 3), p.launches) for p in ln.points] for ln in plan.lines()}
-    assert got == {"64K": [(1.0, 0.4, 2), (4.0, 0.8, 2)], "1M": [(1.0, 0.4, 2), (4.0, 0.8, 2)]}
+    assert got == {"64K": [(1.0, 0.4, 3), (4.0, 0.8, 3)], "1M": [(1.0, 0.4, 3), (4.0, 0.8, 3)]}
 
 
 @pytest.mark.parametrize("values, verdict", [(AGREE, claims.AGREES), (DIFFER, claims.DIFFERS)])

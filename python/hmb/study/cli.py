@@ -41,7 +41,9 @@ def add_parser(sub) -> None:
                    "quick look with wider confidence intervals; recorded as a --fit change)")
     r.add_argument("-o", "--out", "--output-dir", dest="out", metavar="DIR", help="default results/study-NAME")
     r.add_argument("--dry-run", action="store_true", help="print the launches, run nothing")
-    r.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    r.add_argument("--resume", action="store_true", help="continue an interrupted run (a claim-driven run: its rounds)")
+    r.add_argument("--max-time", metavar="TIME", help="start no round of a claim-driven run after this long "
+                   "(claims left undecided say so)")
     r.add_argument("--hosts", metavar="lab|lab:NAME|FILE", help="across the lab's nodes (hmb lab up) or a "
                    "hostfile's: ranks spread evenly, one per node for the seeds' pairs (docs/lab.md)")
     r.set_defaults(func=cmd_run, mode=None)
@@ -77,9 +79,22 @@ def cmd_run(args) -> int:
     try:
         return run(args.name, mode=args.mode, mpi=args.mpi, figure=args.figure, repeats=args.repeats,
                    outdir=args.out, dry_run=args.dry_run, resume=args.resume, budget=args.budget,
-                   hosts=args.hosts)
+                   hosts=args.hosts, max_time=_seconds(args.max_time))
     except (StudyError, sweep.ConfigError) as e:
         return _fail(e)
+
+
+def _seconds(text: str | None) -> float | None:
+    from ..units import parse_duration
+    if text is None:
+        return None
+    try:
+        t = parse_duration(text)
+    except ValueError as e:
+        raise StudyError(f"--max-time: {e}") from None
+    if t <= 0:
+        raise StudyError(f"--max-time: '{text}' is not a positive duration")
+    return t
 
 
 def _mpis(text: str | None) -> list | None:
@@ -267,12 +282,14 @@ def _capped(value, counts: list[int], quick: int):
 
 
 def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_run=False,
-        resume=False, quiet=False, budget=None, hosts=None) -> int:
+        resume=False, quiet=False, budget=None, hosts=None, max_time=None) -> int:
     """Run a study (or one figure of it) through hmb sweep; the study file, the fitted config
     and its changes are written beside the results (study.toml, config.toml, fit.txt), then the
-    report (study.md, figures/). A directory holding another study's run, or this study's with
-    results and another grid, is refused (claim_dir); a dry run writes nothing. Returns hmb
-    sweep's status."""
+    report (study.md, figures/). By default the claims drive the launches (rounds.py: each claim
+    this machine can judge gets launches until it is decided, the figures one short launch);
+    --repeats or --budget run the grid as a fixed design instead. A directory holding another
+    study's run, or this study's with results and another grid, is refused (claim_dir); a dry
+    run writes nothing. Returns hmb sweep's status."""
     from .. import sweep
     from . import fit
     if repeats is not None and repeats < 1:
@@ -306,10 +323,15 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
         for c in changes:
             print(f"  {c}", file=sys.stderr)
     with checked_config(study, data, comment, mpis) as cfg:   # refused before anything is written
-        if dry_run:
+        if dry_run and (repeats is not None or budget is not None):
             rc = sweep.run(cfg, dry_run=True, skip_missing=True, quiet=quiet)
             print(f"hmb study: --dry-run: nothing written (a run would write {out})", file=sys.stderr)
             return rc
+    fixed = repeats is not None or budget is not None
+    if not fixed:
+        units = [claim_unit(study, data, figure, hosts)]
+        if dry_run:
+            return _dry_plan(units, cfg.mpis, out)
     claim_dir(out, study, data)
     done = out / "results.jsonl"
     if done.exists() and done.stat().st_size > 0 and not resume:
@@ -320,6 +342,8 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
     write_file(out / "fit.txt", "\n".join([header] + changes) + "\n")
     cfg = sweep.load(str(config), mpis_override=mpis)
     cfg.hosts = hosts
+    if not fixed:
+        return _run_claims(study, units, data, cfg, out, figure, hosts, quiet, max_time)
     # build="always": an incremental CMake build, so a study never runs (or checks its options
     # against) an hmb-bench left from older sources (seed003's --everywhere-ranks was refused by one)
     rc = sweep.run(cfg, resume=resume, dry_run=False, skip_missing=True, quiet=quiet, build="always")
@@ -329,6 +353,76 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
     if not quiet:
         print(text)
     return rc
+
+
+def claim_unit(study, data: dict, figure=None, hosts=None, only_demo: bool = False):
+    """The study's claims this machine can judge (claims.not_here; with --figure, that figure's;
+    only_demo: those marked demo), and the grid's benches narrowed to their points (rounds.plan)."""
+    from . import claims as hclaims
+    from . import fit
+    from . import history as hhistory
+    from . import rounds
+    from .. import descriptors
+    needs = {f["id"]: f["needs"] for f in study.figures if f.get("needs")}
+    described = descriptors.local()
+    judged, keys = [], []
+    for c in study.claims:
+        if figure and c.get("figure_id") != figure:
+            continue
+        if only_demo and not c.get("demo"):
+            continue
+        spare = getattr(described.get(c.get("bench")), "spare_core_when", None)
+        for e in hclaims.expand(c):
+            if not hclaims.not_here(e, needs.get(c.get("figure_id"), ""), fit.cores(), lab=bool(hosts),
+                                    spare_core_when=spare):
+                judged.append(e)
+                keys.append(hhistory.claim_key(study.name, e))
+    return rounds.Unit(study, rounds.plan(study, data, judged, keys), judged, keys)
+
+
+def _dry_plan(units, mpis, out) -> int:
+    """--dry-run of a claim-driven run: the first round's launches per bench and the claims they feed."""
+    from . import rounds
+    from .. import sweep
+    total = 0
+    for u in units:
+        for d in u.driven:
+            cfg = sweep.load(str(rounds._bench_cfg(d.bench, mpis, out / "results.jsonl", Path(tempfile.mkdtemp()))))
+            n = len(sweep.expand(cfg, probe_mpi=False))
+            total += n
+            what = ", ".join(dict.fromkeys(c["figure"] + (f" [{c['label']}]" if c.get("label") else "")
+                                           for c in d.claims))
+            args = " ".join(f"--{k} {'/'.join(map(str, v)) if isinstance(v, list) else v}"
+                            for k, v in d.bench.get("args", {}).items())
+            layout = " ".join(f"{k}={'/'.join(map(str, rounds._listed(d.bench[k])))}"
+                              for k in ("ranks", "threads", "settings") if k in d.bench)
+            print(f"{u.study.name}: {d.bench['name']} {layout} {args}: {n} launches (round 1) for {what}")
+    print(f"# round 1: {total} claim launches (then {rounds.STEP} more per round for claims still undecided, "
+          f"up to {rounds.CAP}), plus one short launch of each bench of the grid for the figures", file=sys.stderr)
+    print(f"hmb study: --dry-run: nothing written (a run would write {out})", file=sys.stderr)
+    return 0
+
+
+def _run_claims(study, units, data, cfg, out, figure, hosts, quiet, max_time) -> int:
+    """The claim-driven run (rounds.drive), then its report with launches and time per claim."""
+    from . import rounds
+    figs = rounds.figure_benches(data)
+    outcome = rounds.drive(units, figs, out, cfg.mpis, hosts=hosts, quiet=quiet,
+                           timeout=data["sweep"].get("timeout", "3600s"), time_limit=max_time)
+    rounds.write_rounds(out, outcome)
+    if outcome.rc == 130 or not (out / "results.jsonl").exists():
+        return outcome.rc
+    lines = []
+
+    def summary(verdicts):
+        lines.append(rounds.summary_line(study.name, outcome.seconds, outcome.launches, verdicts))
+        return lines[-1]
+    text, verdicts = report(study, [out / "results.jsonl"], out, figures_only=[figure] if figure else None,
+                            record=True, summary=summary)
+    if not quiet:
+        print(text)
+    print(f"hmb study: {lines[-1]}", file=sys.stderr)
+    return outcome.rc
 
 
 @contextlib.contextmanager
@@ -467,17 +561,26 @@ def _columns_missing(decl: dict, df, keys: tuple) -> str | None:
     return None
 
 
-def report(study, paths, outdir=None, figures_only=None) -> tuple[str, list]:
+def report(study, paths, outdir=None, figures_only=None, claims_only=None, record=False, strict=True,
+           summary=None) -> tuple[str, list]:
     """Write the study's figures, tables and study.md; returns (the markdown, the verdicts).
     Text from the study and the results is escaped (results.md_text); a figure or table that
     cannot be drawn from these results (a column it names is not there) is named in study.md,
-    and after study.md is written, a StudyError names it (exit status 2)."""
+    and after study.md is written, a StudyError names it (exit status 2; strict False: named
+    only). A claim-driven run's rounds.json (figure launches, each claim's launches, seconds and
+    round) is read beside the results: the figures' short launches are no reading of a claim.
+    Each verdict is set beside the kept runs of its claim (history.jsonl beside the study
+    directory); record: this run's readings are added to it. claims_only: the claims (by
+    history key) to judge; summary: a line to put first under the claims."""
     from .. import results, tidy
     from ..results import md_code, md_text
     from . import claims, figures
+    from . import history as hhistory
     rs = results.load([str(p) for p in paths])
     df = tidy.frame(rs)
     out = Path(outdir) if outdir else Path(paths[0]).resolve().parent
+    plan = _read_rounds(Path(paths[0]).resolve().parent / "rounds.json")
+    claims_df = df[~df["tag"].isin(set(plan.get("figure_tags", [])))] if not df.empty and plan else df
     m = study.meta
     lines = [f"# {md_text(m['title'])}", "", f"{md_text(study.citation())} — HMB study `{study.name}`.", "",
              f"The seed's setup: {md_text(m.get('setup', 'not stated'))}.", ""]
@@ -527,16 +630,127 @@ def report(study, paths, outdir=None, figures_only=None) -> tuple[str, list]:
             lines += [f"- {md_text(t['number'])}: not drawn: {md_text(why)}", ""]
             continue
         lines += [figures.table(t, df), md_text(t.get("note", "")), ""]
-    verdicts = claims.table(study, df, tidy.unsupported(rs))
-    if figures_only:
+    verdicts = claims.table(study, claims_df, tidy.unsupported(rs))
+    if claims_only is not None:
+        verdicts = [v for v in verdicts if hhistory.claim_key(study.name, _unlabelled(v.claim)) in claims_only]
+    elif figures_only:
         verdicts = [v for v in verdicts if v.claim.get("figure_id") in figures_only]
-    lines += ["## Claims beside HMB's readings", "", claims.markdown(verdicts)]
+    over_time(study, verdicts, claims_df, paths[0], plan.get("claims", {}), record)
+    summary = summary(verdicts) if callable(summary) else summary
+    lines += ["## Claims beside HMB's readings", ""] + ([md_text(summary), ""] if summary else []) \
+        + [claims.markdown(verdicts)]
+    if claims_only is not None:
+        lines += ["## The study's other claims", "", "Not judged by this run, each with the reason "
+                  "(hmb study run judges those this machine can):", ""]
+        lines += [f"- {md_text(line)}" for line in _not_here_lines(study, claims_only)] + [""]
     text = "\n".join(lines)
     write_file(out / "study.md", text)
-    if problems:
+    if problems and not strict:
+        print(f"hmb study: {out / 'study.md'}: {problems[0]}", file=sys.stderr)
+    elif problems:
         raise StudyError(f"{out / 'study.md'} written, but {problems[0]}"
                          + (f" (and {len(problems) - 1} more in study.md)" if len(problems) > 1 else ""))
     return text, verdicts
+
+
+def _read_rounds(path: Path) -> dict:
+    """A claim-driven run's rounds.json ({} when the run was a fixed design or it is unreadable)."""
+    import json
+    try:
+        data = json.loads(_read_text(path))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _unlabelled(claim: dict) -> dict:
+    """A verdict's claim as planned (before `per` added its value to the label and filters)."""
+    return claim.get("_planned", claim)
+
+
+_TAG_MPI = __import__("re").compile(r"^[a-z0-9_]+-(.+)-[0-9a-f]{10}-r\d+$")
+
+
+def _mpi_names(df) -> dict:
+    """The library label of the results (MPICH, Open MPI) -> the name hmb launched it by (mpich)."""
+    out = {}
+    if df is None or df.empty:
+        return out
+    for label, tag in zip(df["mpi"], df["tag"]):
+        m = _TAG_MPI.match(str(tag))
+        if m:
+            out.setdefault(label, m.group(1))
+    return out
+
+
+def _source(path) -> str:
+    """This run's identity in the history: a claim-driven run's id (rounds.json), else its results
+    file and the start of its first sweep."""
+    from .. import results
+    run_id = _read_rounds(Path(path).resolve().parent / "rounds.json").get("run_id")
+    if run_id:
+        return f"{Path(path).resolve()}#{run_id}"
+    start = ""
+    try:
+        for _, rec in results.read_records(Path(path)):
+            if rec.get("type") == "sweep":
+                start = str(rec.get("start_time", ""))
+                break
+    except results.ResultsError:
+        pass
+    return f"{Path(path).resolve()}@{start}"
+
+
+def over_time(study, verdicts, df, results_path, state: dict, record: bool) -> None:
+    """Each verdict beside the kept runs of its claim (history.over_time), its launches, seconds
+    and deciding round from a claim-driven run's state; record: this run's readings kept."""
+    from . import history as hhistory
+    path = hhistory.path_for(Path(results_path).resolve().parent)
+    kept_all = hhistory.load(path)
+    source = _source(results_path)
+    names = _mpi_names(df)
+    network = ", ".join(sorted({str(x) for x in df["network"].dropna() if str(x)})) if not df.empty else ""
+    for v in verdicts:
+        st = state.get(f"{hhistory.claim_key(study.name, _unlabelled(v.claim))}|{names.get(v.mpi, v.mpi)}")
+        if st:
+            v.cost = (f"{st.get('launches', 0)} launches, {st.get('seconds', 0):.0f} s"
+                      + (f", decided in round {st['round']}" if st.get("round") else "")
+                      + (f"; stopped: {st['stopped']}" if st.get("stopped") and not st.get("round") else ""))
+        hhistory.over_time(v, hhistory.kept(kept_all, study.name, v, source, network))
+    if record:
+        hhistory.append(path, hhistory.records(study.name, verdicts, source, network=network))
+
+
+def _not_here_lines(study, judged: set) -> list[str]:
+    """Each claim of the study not in `judged` (history keys), with why this machine cannot
+    judge it, or that hmb study run does."""
+    from .. import descriptors
+    from . import claims as hclaims
+    from . import fit
+    from . import history as hhistory
+    described = descriptors.local()
+    needs = {f["id"]: f["needs"] for f in study.figures if f.get("needs")}
+    out = []
+    for c in study.claims:
+        spare = getattr(described.get(c.get("bench")), "spare_core_when", None)
+        for e in hclaims.expand(c):
+            if hhistory.claim_key(study.name, e) in judged:
+                continue
+            why = hclaims.not_here(e, needs.get(c.get("figure_id"), ""), fit.cores(), spare_core_when=spare) \
+                or f"judged by hmb study run {study.name}"
+            where = f" [{e['label']}]" if e.get("label") else ""
+            out.append(f"{e['figure']}{where} \"{e['quote'][:120]}{'…' if len(e['quote']) > 120 else ''}\": {why}")
+    return out
+
+
+def claims_cause(v) -> str:
+    from . import claims
+    return claims.shown_cause(v)
+
+
+def claims_fmt(x) -> str:
+    from . import claims
+    return claims.fmt(x)
 
 
 def wrap_line(line: str, width: int) -> str:
@@ -555,75 +769,98 @@ def cmd_demo(args) -> int:
         return _fail(e)
 
 
-def demo_config(mpis: list) -> tuple[dict, list, list]:
-    """One sweep config holding every study's headline figure, --fit, with each study's demo
-    settings (demo_args, demo_threads, demo_repeats launches): (config, [(study, figure id)],
-    [changes])."""
-    from . import fit
-    benches, heads, changes = [], [], []
-    for n in names():
-        study = load(n)
-        head = study.meta["headline"]
-        data, ch = fit.config(study, "fit", figure=head, demo=True,
-                              repeats=study.meta.get("demo_repeats", 1))
-        common = data["sweep"].get("args", {})
-        if study.meta.get("demo_budget"):
-            common = {**common, "budget": study.meta["demo_budget"]}
-        for b in data["bench"]:
-            b["args"] = {**common, **b.get("args", {})}
-            b.pop("mpis", None)
-            benches.append(b)
-        heads.append((study, head))
-        changes += [f"{n}: {c}" for c in ch]
-    cfg = {"sweep": {"mpis": mpis, "repeats": 1, "seed": 1, "timeout": DEMO_TIMEOUT}, "bench": benches}
-    return cfg, heads, changes
+DEMO_CAP = 5          # launches a demo claim gets at most (3 in the first round, 2 more if undecided)
+DEMO_TIME = 100.0     # seconds of launches after which the demo starts no further round
+
+
+def elsewhere(study, judged_keys: set, cores: int, described: dict) -> list[str]:
+    """A study's claims the demo does not judge, one line per reason (claims.not_here): "needs 4
+    cores: 12 (Fig. 4, Fig. 5)", and those this machine can judge by hmb study run."""
+    from . import claims as hclaims
+    from . import history as hhistory
+    needs = {f["id"]: f["needs"] for f in study.figures if f.get("needs")}
+    groups: dict = {}
+    for c in study.claims:
+        spare = getattr(described.get(c.get("bench")), "spare_core_when", None)
+        for e in hclaims.expand(c):
+            if hhistory.claim_key(study.name, e) in judged_keys:
+                continue
+            why = hclaims.not_here(e, needs.get(c.get("figure_id"), ""), cores, spare_core_when=spare)
+            if not why:
+                why = f"judged by hmb study run {study.name}"
+            elif why.startswith("HMB lacks"):
+                why = "HMB lacks what the seed ran"
+            groups.setdefault(why, []).append(e["figure"])
+    return [f"{why}: {len(figs)} ({', '.join(dict.fromkeys(figs))})" for why, figs in
+            sorted(groups.items(), key=lambda kv: -len(kv[1]))]
 
 
 def demo(mpi: str, out: Path) -> int:
-    """Run every study's headline figure --fit and small, then report each and print its
-    readings: the claims of that figure with their verdicts, and each launch's reading where
-    a study asks for several launches (a library bimodal from launch to launch)."""
-    import time
-
-    from .. import sweep, tidy
-    from . import claims
+    """The claims each study marks `demo` (ones this machine can judge, quickly), run as a
+    claim-driven run (rounds.drive: 3 launches each, more while undecided, up to DEMO_CAP, no
+    round started after DEMO_TIME), then each study's report and its verdicts printed, each
+    beside the kept runs of the claim (history.jsonl beside the demo directory); the study's
+    other claims in one line per reason."""
+    from .. import descriptors
+    from . import fit, rounds
     mpis = _mpis(mpi)
     if (out / "study.toml").exists() or (out / "study.toml").is_symlink():
         raise StudyError(f"{out} holds a study run (study.toml): give hmb study demo another -o directory")
-    data, heads, changes = demo_config(mpis)
-    data["sweep"]["output"] = str(out / "demo.jsonl")
-    config = _write_config(out, data, "hmb study demo: the headline figure of every study, --fit, small")
+    units, changes = [], []
+    described = descriptors.local()
+    for n in names():
+        study = load(n)
+        data, ch = fit.config(study, "fit")
+        units.append(claim_unit(study, data, only_demo=True))
+        changes += [f"{n}: {c}" for c in ch]
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in ("results.jsonl", "results.jsonl.log", "demo.jsonl", "demo.jsonl.log"):
+        (out / stale).unlink(missing_ok=True)      # each demo is a run of its own; history.jsonl keeps the past
     write_file(out / "fit.txt", "\n".join([f"hmb study demo --fit: {len(changes)} changes"] + changes) + "\n")
-    print(f"hmb study demo: {len(heads)} studies' headline figures on {', '.join(mpis)} -> {out}", file=sys.stderr)
-    t0 = time.monotonic()
-    rc = sweep.run(sweep.load(str(config)), overwrite=True, skip_missing=True, build="always")
-    took = time.monotonic() - t0
-    if rc == 130:
-        return rc
-    if not Path(data["sweep"]["output"]).exists():
+    n_claims = sum(len(u.judged) for u in units)
+    print(f"hmb study demo: {n_claims} claims of {len(units)} studies that this machine can judge, on "
+          f"{', '.join(mpis)} -> {out}", file=sys.stderr)
+    # the launcher's own limit per launch (the demo's points are small)
+    outcome = rounds.drive(units, [], out, mpis, timeout=DEMO_TIMEOUT, cap=DEMO_CAP, time_limit=DEMO_TIME)
+    rounds.write_rounds(out, outcome)
+    if outcome.rc == 130:
+        return 130
+    if not (out / "results.jsonl").exists():
         raise StudyError("the demo produced no results")
-    df = tidy.load([data["sweep"]["output"]], warn=False)
-    lines = [f"hmb study demo: {took:.0f} s on {', '.join(mpis)}; what --fit changed: {out / 'fit.txt'}"]
     width = max(60, min(shutil.get_terminal_size((120, 24)).columns, 120))
-    for study, head in heads:
+    lines = [f"hmb study demo: {outcome.seconds:.0f} s, {outcome.launches} launches on {', '.join(mpis)}; "
+             f"what --fit changed: {out / 'fit.txt'}"]
+    every, per_study = [], []
+    for u in units:
+        study = u.study
         sub = out / study.name
         sub.mkdir(parents=True, exist_ok=True)
-        own = [c[len(study.name) + 2:] for c in changes if c.startswith(f"{study.name}: ")]
-        write_file(sub / "fit.txt", "\n".join([f"{study.name} demo --fit: {len(own)} changes"] + own) + "\n")
-        _, verdicts = report(study, [data["sweep"]["output"]], sub, figures_only=[head])
-        fig = next((f for f in study.figures + study.tables if f["id"] == head), {})
-        lines += ["", wrap_line(f"{study.name} — {fig.get('number', head)}: {fig.get('title', '')}", width),
-                  wrap_line(f"  ({study.citation()})", width)]
+        figs = sorted({c.get("figure_id") for c in u.judged if c.get("figure_id")})
+        _, verdicts = report(study, [out / "results.jsonl"], sub, figures_only=figs or None,
+                             claims_only=set(u.keys), record=True, strict=False)
+        every += verdicts
+        per_study.append(verdicts)
+        lines += ["", wrap_line(f"{study.name} — {study.citation()}", width)]
         for v in verdicts:
             cell = f" [{v.claim['label']}]" if v.claim.get("label") else ""   # a table cell, a per value
             lines += [wrap_line(f"  {v.claim['figure']}{cell}: \"{v.claim['quote']}\"", width),
                       wrap_line(f"    HMB{f' ({v.mpi})' if v.mpi else ''}: {v.reading} → {v.verdict}"
                                 + (f" ({v.reason})" if v.reason else ""), width)]
-            launches = claims.per_launch(v.claim, df[df["mpi"] == v.mpi] if v.mpi else df)
-            if len(launches) > 1 and "launches disagree" not in v.reason:
-                lines.append(f"    each launch alone: {', '.join(launches)}")
+            for extra in (v.history, claims_cause(v), v.cost):
+                if extra:
+                    lines.append(wrap_line(f"    {extra}", width))
+            if len(v.launches) > 1:
+                lines.append(f"    each launch alone: {', '.join(claims_fmt(x) for x in v.launches)}")
+        for line in elsewhere(study, set(u.keys), fit.cores(), described):
+            lines.append(wrap_line(f"  not in the demo: {line}", width))
         lines.append(f"  report: {sub / 'study.md'}")
+    count = {w: sum(v.verdict == w for v in every) for w in ("agrees", "differs", "unstable", "undecided",
+                                                              "not comparable")}
+    seeds = sum(any(v.verdict in ("agrees", "differs") for v in vs) for vs in per_study)
+    lines += ["", f"hmb study demo: {count['agrees'] + count['differs']} verdicts ({count['agrees']} agree, "
+              f"{count['differs']} differ) from {seeds} studies, {count['unstable']} unstable, "
+              f"{count['undecided']} undecided, {count['not comparable']} not comparable"]
     text = "\n".join(lines) + "\n"
     write_file(out / "demo.md", text)
     print("\n" + text)
-    return 0 if rc == 0 else 1
+    return 0 if outcome.rc == 0 else 1

@@ -1,0 +1,531 @@
+"""Measurement driven by the claims (`hmb study run`'s default; docs/studies.md, "Claim-driven
+runs"): measure until each question is answered, not for a fixed budget.
+
+- The plan. Each claim this machine can judge (claims.not_here) selects points (its `where`
+  and `over`, at its scale and threads). Every bench of the fitted grid is narrowed to the points
+  its claims select (narrow: the launch axes and the in-launch lists, sizes, partitions, modes,
+  cut to the values the selections name) and merged per launch layout, so a launch holds every
+  point its claims need and no other.
+- Round 1 gives those points FIRST launches (a verdict rests on at least three), each point's CI
+  target derived from the tolerance of the claims that read it (ci_target), and every bench of
+  the grid one short launch (FIGURE_ARGS) so each figure is drawn: points only a figure reads
+  get nothing more.
+- After each round every claim says where it stands (claims.judge: agrees or differs at 95 %,
+  undecided with its distance from the edge, not comparable with why). The next round gives
+  STEP more launches to the points of the claims still undecided, per library, up to CAP
+  launches a claim; a claim undecided at the cap, or whose launches stopped growing, says so
+  and is never forced into a verdict.
+- Launches of a claim's points carry tags -r0, -r1, ...: those of one index pair up across its
+  selections (claims.replicate); the figure launches are left out of the claims' readings.
+
+Everything is derived from the study, the grid and the results, so `--resume` continues the
+rounds where they stopped (finished launches are kept by hmb sweep).
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import math
+import time
+from pathlib import Path
+
+from .. import core, tidy
+from . import claims as hclaims
+
+FIRST, STEP, CAP = 3, 2, 9
+# One short launch per bench of the grid for its figures: one iteration a point, no warm-up.
+FIGURE_ARGS = {"iters": 1, "warmup": 0, "ci-target": 0, "budget": "0.1s"}
+# A claim's points: at most this long per point and at least this many iterations
+CLAIM_BUDGET, CLAIM_ITERS, CLAIM_WARMUP = "1s", 5, 1
+CI_MIN, CI_MAX = 0.01, 0.10
+
+
+@dataclasses.dataclass
+class Driven:
+    """A bench of the claims' plan: its config (repeats set per round) and the claims it feeds."""
+    bench: dict
+    claims: list          # expanded claims (dicts) that read its points
+    keys: list            # their history keys
+    tags: dict = dataclasses.field(default_factory=dict)   # (0, mpi) -> its launches' tags
+
+
+def selections(claim: dict) -> list[dict]:
+    """The point filters a claim reads: its where and its over, each at its scale; with the
+    threads it needs (min_threads) as a filter of its own ("threads>=")."""
+    out = []
+    for sel in [claim.get("where") or {}] + ([claim["over"]] if claim.get("over") else []):
+        s = {**sel, **(claim.get("scale") or {})}
+        if claim.get("min_threads"):
+            s["threads>="] = claim["min_threads"]
+        out.append(s)
+    return out
+
+
+def _listed(v) -> list:
+    return v if isinstance(v, list) else [v]
+
+
+def _matches(value, wants) -> bool:
+    return any(tidy.same(value, w) for w in wants)
+
+
+def _option_for(col: str, args: dict) -> str | None:
+    if col == "size_bytes":
+        return "sizes" if "sizes" in args else None
+    for name in (col, col.replace("_", "-")):
+        if name in args:
+            return name
+    return None
+
+
+def _narrow_sizes(value, wants) -> tuple[object, bool]:
+    """sizes narrowed to wants: (new value, True) or (value, False) where no size matches (a
+    benchmark whose point size is not the option's: halo3d records the face it ran)."""
+    specs = _listed(value)
+    kept = []
+    for spec in specs:
+        try:
+            sizes = core.size_list(str(spec))
+        except ValueError:
+            return value, False
+        kept += [n for n in sizes if _matches(n, wants) and n not in kept]
+    if not kept:
+        return value, False
+    text = ",".join(str(n) for n in kept)
+    return ([text] if isinstance(value, list) else text), True
+
+
+def _default(defaults: dict, col: str):
+    for name in (col, col.replace("_", "-")):
+        if name in defaults:
+            return defaults[name]
+    return None
+
+
+def narrow(bench: dict, sel: dict, defaults: dict | None = None) -> dict | None:
+    """The bench cut to the points sel selects: each filter on a column the bench sets (a launch
+    axis, an in-launch list, threads, ranks, settings) keeps only the matching values; None when
+    the bench cannot produce a point of sel. A filter on an option the bench leaves at its
+    default (defaults: option -> hmb-bench's default, from --describe) must hold that default;
+    filters on other columns are left to the reading."""
+    defaults = defaults or {}
+    b = copy.deepcopy(bench)
+    args = b.setdefault("args", {})
+    for col, want in sel.items():
+        wants = _listed(want)
+        if col == "threads>=":
+            kept = [t for t in _listed(b.get("threads", 1)) if float(t) >= float(want)]
+            if not kept:
+                return None
+            b["threads"] = kept
+            continue
+        if col in ("threads", "ranks", "settings"):
+            have = _listed(b.get(col, "default" if col == "settings" else 1))
+            kept = [v for v in have if _matches(v, wants)]
+            if not kept:
+                return None
+            b[col] = kept
+            continue
+        opt = _option_for(col, args)
+        if opt is None:
+            default = _default(defaults, col)
+            if default is not None and not _matches(default, wants):
+                return None     # the benchmark runs only its default there, which sel does not hold
+            continue
+        value = args[opt]
+        if opt == "sizes":
+            args[opt], _ = _narrow_sizes(value, wants)
+            continue
+        if isinstance(value, list):            # a launch axis
+            kept = [v for v in value if _matches(v, wants)]
+            if not kept:
+                return None
+            args[opt] = kept
+        elif isinstance(value, str) and "," in value:   # an in-launch list
+            kept = [v for v in value.split(",") if _matches(v.strip(), wants)]
+            if not kept:
+                return None
+            args[opt] = ",".join(kept)
+        elif not _matches(value, wants):
+            return None
+    return b
+
+
+def _union(key: str, a, b):
+    """Two values of an option of narrowed benches of one origin merged: launch axes and
+    in-launch lists united in order (sizes as numbers), else a's."""
+    if a == b:
+        return a
+    if isinstance(a, list) or isinstance(b, list):
+        return list(dict.fromkeys(_listed(a) + _listed(b)))
+    if isinstance(a, str) and isinstance(b, str):
+        if key == "sizes":
+            try:
+                return ",".join(str(n) for n in dict.fromkeys(core.size_list(a) + core.size_list(b)))
+            except ValueError:
+                return a
+        items = list(dict.fromkeys(a.split(",") + b.split(",")))
+        try:
+            return ",".join(sorted(items, key=float))
+        except ValueError:
+            return ",".join(items)
+    return a
+
+
+def _values(b: dict, defaults: dict, control: frozenset) -> dict:
+    """A narrowed bench as option -> the set of values it runs (launch axes, in-launch lists split,
+    sizes as numbers; threads, ranks and settings too; an option left out at its default): the
+    points it holds are their product. Run-control options (control) hold no point."""
+    out = {"threads": frozenset(str(v) for v in _listed(b.get("threads", 1))),
+           "ranks": frozenset(str(v) for v in _listed(b.get("ranks", 2))),
+           "settings": frozenset(str(v) for v in _listed(b.get("settings", "default")))}
+    args = {**{k: v for k, v in defaults.items() if k not in control}, **(b.get("args") or {})}
+    for k, v in args.items():
+        if k in control:
+            continue
+        items = []
+        for x in _listed(v):
+            if k == "sizes" and isinstance(x, str):
+                try:
+                    items += [str(n) for n in core.size_list(x)]
+                    continue
+                except ValueError:
+                    pass
+            items += [y.strip() for y in x.split(",")] if isinstance(x, str) else [str(x)]
+        out[k] = frozenset(items)
+    return out
+
+
+def _number_first(v: str):
+    try:
+        return (0, float(v), v)
+    except ValueError:
+        return (1, 0.0, v)
+
+
+def _absorb(m: Driven, d: Driven) -> None:
+    for c, k in zip(d.claims, d.keys):
+        if k not in m.keys:
+            m.claims.append(c)
+            m.keys.append(k)
+
+
+def merge(driven: list[Driven], described: dict | None = None) -> list[Driven]:
+    """Narrowed benches of one benchmark merged where that adds no point: a bench whose points
+    another holds is dropped into it, and two that differ in one option only become one (that
+    option's values united). Others stay apart (a point both hold runs in both). described: the
+    descriptors (options' defaults and which are run control)."""
+    described = described or {}
+
+    def values(b):
+        desc = described.get(b["name"])
+        defaults = {o.name: o.default for o in desc.options if o.default not in (None, "")} if desc else {}
+        control = frozenset(o.name for o in desc.options if o.role == "run-control") if desc else frozenset()
+        return _values(b, defaults, control | {"budget", "iters", "warmup", "ci-target", "timeout"})
+    out: list[Driven] = []
+    for d in driven:
+        out.append(Driven(copy.deepcopy(d.bench), list(d.claims), list(d.keys)))
+    changed = True
+    while changed:
+        changed = False
+        for i, a in enumerate(out):
+            for j, b in enumerate(out):
+                if i == j or a.bench["name"] != b.bench["name"]:
+                    continue
+                va, vb = values(a.bench), values(b.bench)
+                if va.keys() != vb.keys():
+                    continue
+                differ = [k for k in va if va[k] != vb[k]]
+                if all(va[k] <= vb[k] for k in va):          # a's points are b's
+                    _absorb(b, a)
+                elif len(differ) == 1:                       # one option apart: an exact union
+                    k = differ[0]
+                    if k in ("threads", "ranks", "settings"):
+                        b.bench[k] = sorted(va[k] | vb[k], key=_number_first)
+                    elif k in a.bench["args"] and k in b.bench["args"]:
+                        b.bench["args"][k] = _union(k, b.bench["args"][k], a.bench["args"][k])
+                    else:
+                        continue
+                    _absorb(b, a)
+                else:
+                    continue
+                out.pop(i)
+                changed = True
+                break
+            if changed:
+                break
+    for d in out:
+        d.bench.pop("_origin", None)
+    return out
+
+
+def ci_target(claims: list[dict]) -> float:
+    """The CI half-width a point needs, relative to its median, from the claims that read it: a
+    third of the narrowest relative tolerance (a 2x effect needs less precision than ±5 %), within
+    CI_MIN..CI_MAX; trends and peaks, whose tolerance is on ρ or a position, take CI_MAX / 2."""
+    rel = []
+    for c in claims:
+        if c.get("trend") or c.get("peak"):
+            rel.append(CI_MAX * 1.5)
+            continue
+        lo, hi = hclaims.acceptance(c)
+        v = float(c.get("value", 0.0)) if "value" in c else (lo + hi) / 2
+        null = hclaims.null_of(c)
+        edges = [e for e in (lo, hi) if math.isfinite(e)]
+        ref = max(abs(v), 1e-12)
+        if null is not None and edges:
+            rel.append(min(abs(e - null) for e in edges) / max(abs(null), ref))
+        elif edges:
+            rel.append(min(abs(e - v) for e in edges) / ref if any(abs(e - v) > 0 for e in edges) else CI_MAX)
+    target = min(rel) / 3 if rel else CI_MAX
+    return round(min(CI_MAX, max(CI_MIN, target)), 3)
+
+
+def plan(study, data: dict, judged: list[dict], keys: list[str], described: dict | None = None) -> list[Driven]:
+    """The claims' benches: every bench of the fitted grid (data) narrowed to each judged claim's
+    selections, merged (merge), with the claims' CI target and budget. described: the benchmarks'
+    descriptors (an option left at its default selects only that default)."""
+    from .. import descriptors
+    described = descriptors.local() if described is None else described
+    driven = []
+    common = (data.get("sweep") or {}).get("args") or {}
+    benches = [{**b, "args": {**common, **(b.get("args") or {})}, "_origin": i} for i, b in enumerate(data["bench"])]
+    for c, k in zip(judged, keys):
+        for sel in selections(c):
+            for b in benches:
+                if b["name"] != c.get("bench"):
+                    continue
+                desc = described.get(b["name"])
+                defaults = {o.name: o.default for o in desc.options if o.default not in (None, "")} if desc else {}
+                n = narrow(b, sel, defaults)
+                if n is not None:
+                    driven.append(Driven(n, [c], [k]))
+    out = merge(driven, described)
+    for d in out:
+        args = d.bench.setdefault("args", {})
+        args.update({"ci-target": ci_target(d.claims), "budget": CLAIM_BUDGET})
+        args["iters"] = min(_count(args.get("iters", 20)), CLAIM_ITERS)
+        args["warmup"] = min(_count(args.get("warmup", 3)), CLAIM_WARMUP)
+        d.bench["repeats"] = FIRST
+    return out
+
+
+def _count(v) -> int:
+    try:
+        return min(int(x) for x in str(v).split(","))
+    except ValueError:
+        return 20
+
+
+def figure_benches(data: dict) -> list[dict]:
+    """Every bench of the grid, once, short: what the figures draw."""
+    out = []
+    common = (data.get("sweep") or {}).get("args") or {}
+    for b in data["bench"]:
+        b = copy.deepcopy(b)
+        b["args"] = {**common, **b.get("args", {}), **FIGURE_ARGS}
+        b["repeats"] = 1
+        out.append(b)
+    return out
+
+
+@dataclasses.dataclass
+class Standing:
+    """Where a claim stands for one library after the rounds: its verdict, the launches and
+    seconds its points took, and the round that decided it (0: never)."""
+    verdict: object
+    launches: int = 0
+    seconds: float = 0.0
+    round: int = 0
+
+
+def launch_seconds(records: list[dict]) -> dict:
+    """tag -> seconds its launch took (the sweep's launch records)."""
+    return {r.get("tag"): float(r.get("elapsed_s") or 0.0) for r in records if r.get("type") == "launch"}
+
+
+def tags_of(cfg) -> dict:
+    """(bench index, mpi) -> the tags of that bench's launches (hmb sweep's expansion)."""
+    from .. import sweep
+    out: dict = {}
+    for i, b in enumerate(cfg.benches):
+        one = dataclasses.replace(cfg, benches=[b])
+        for s in sweep.expand(one, probe_mpi=False):
+            out.setdefault((i, s.mpi), []).append(s.tag)
+    return out
+
+
+def summary_line(name: str, seconds: float, launches: int, verdicts: list) -> str:
+    """A study's line: time, launches, and claims decided, unstable, undecided, not comparable."""
+    count = lambda *w: sum(v.verdict in w for v in verdicts)   # noqa: E731
+    agree, differ = count(hclaims.AGREES), count(hclaims.DIFFERS)
+    return (f"{name}: {seconds:.0f} s, {launches} launches; claims: {agree + differ} decided ({agree} agree, "
+            f"{differ} differ), {count(hclaims.UNSTABLE)} unstable, {count(hclaims.UNDECIDED)} undecided, "
+            f"{count(hclaims.NOT_COMPARABLE)} not comparable")
+
+
+def write_rounds(out: Path, outcome: "Outcome") -> None:
+    """DIR/rounds.json (the output schema's `rounds`): what the report needs of the rounds."""
+    import uuid
+
+    from .cli import write_file
+    data = {"type": "rounds", "schema": 1, "run_id": outcome.run_id or uuid.uuid4().hex,
+            "figure_tags": outcome.figure_tags, "rounds": outcome.rounds, "seconds": round(outcome.seconds, 1),
+            "claims": outcome.state}
+    write_file(out / "rounds.json", json.dumps(data, indent=1, default=str) + "\n")
+
+
+def now() -> float:
+    return time.monotonic()
+
+
+@dataclasses.dataclass
+class Unit:
+    """One study in a claim-driven run: the study, its driven benches, and the claims they judge."""
+    study: object
+    driven: list
+    judged: list           # expanded claims (dicts)
+    keys: list             # their history keys
+
+
+@dataclasses.dataclass
+class Outcome:
+    rc: int
+    seconds: float
+    rounds: int
+    figure_tags: list
+    state: dict            # "key|mpi" -> {"round": r, "launches": n, "seconds": s, "verdict": ...}
+    launches: int = 0
+    run_id: str = ""
+
+
+def _sweep_config(benches: list[dict], mpis: list, output: Path, seed: int, timeout: str) -> dict:
+    out = []
+    for b in benches:
+        b = copy.deepcopy(b)
+        b.setdefault("mpis", list(mpis))
+        b.pop("figures", None)
+        out.append(b)
+    return {"sweep": {"mpis": list(mpis), "repeats": 1, "seed": seed, "timeout": timeout, "output": str(output)},
+            "bench": out}
+
+
+def _load_cfg(data: dict, path: Path, hosts):
+    import tomli_w
+
+    from .. import sweep
+    from .cli import write_file
+    write_file(path, "# hmb study: a claim-driven round (docs/studies.md)\n" + tomli_w.dumps(data))
+    cfg = sweep.load(str(path))
+    cfg.hosts = hosts
+    return cfg
+
+
+def _finished(output: Path) -> set:
+    from .. import sweep
+    return sweep.finished_tags(output) if output.exists() else set()
+
+
+def drive(units: list[Unit], figures: list[dict], out: Path, mpis: list, hosts=None, quiet=False,
+          timeout="3600s", cap: int = CAP, time_limit: float | None = None, build: str = "always") -> Outcome:
+    """Run the rounds (module docstring) for the units into out/results.jsonl: round 1 with the
+    figures' short launches, then STEP more launches of undecided claims' points per round up to
+    cap launches a claim or time_limit seconds. Returns the outcome for the report."""
+    from .. import results as hresults
+    from .. import sweep
+    output = out / "results.jsonl"
+    start = now()
+    figure_tags: list = []
+    if figures:
+        fcfg = _load_cfg(_sweep_config(figures, mpis, output, 1, timeout), out / "figures.toml", hosts)
+        figure_tags = [s.tag for s in sweep.expand(fcfg, probe_mpi=False)]
+    for u in units:
+        for d in u.driven:
+            d.bench["mpis"] = list(mpis)
+    state: dict = {}
+    last_n: dict = {}
+    target = FIRST
+    rc, rnd = 0, 0
+    while True:
+        rnd += 1
+        benches = [d.bench for u in units for d in u.driven if d.bench.get("mpis")]
+        if not benches and not (rnd == 1 and figures):
+            break
+        data = _sweep_config(benches + (figures if rnd == 1 else []), mpis, output, rnd, timeout)
+        cfg = _load_cfg(data, out / "rounds.toml", hosts)
+        todo = [s for s in sweep.expand(cfg, probe_mpi=False) if s.tag not in _finished(output)]
+        if todo:
+            if not quiet:
+                print(f"hmb study: round {rnd}: {len(todo)} launch{'es' if len(todo) != 1 else ''}", flush=True,
+                      file=__import__("sys").stderr)
+            r = sweep.run(cfg, resume=True, skip_missing=True, quiet=quiet, build=build if rnd == 1 else "missing")
+            if r == 130:
+                return Outcome(130, now() - start, rnd, figure_tags, state)
+            rc = rc or r
+        if not output.exists():
+            break
+        records = [rec for _, rec in hresults.read_records(output)]
+        elapsed = launch_seconds(records)
+        df = tidy.load([output], warn=False)
+        if not df.empty:
+            df = df[~df["tag"].isin(set(figure_tags))]
+        undecided: dict = {}
+        for u in units:
+            for i, d in enumerate(u.driven):
+                tags = tags_of(sweep.load(str(_bench_cfg(d.bench, mpis, output, out))))
+                d.tags = tags
+        for u in units:
+            for c, k in zip(u.judged, u.keys):
+                feeding = [d for d in u.driven if k in d.keys]
+                for m in mpis:
+                    tags = {t for d in feeding for (i, mm), ts in d.tags.items() if mm == m for t in ts}
+                    rows = df[df["tag"].isin(tags)] if not df.empty else df
+                    vs = hclaims.judge_all(c, rows, u.study.meta.get("setup", "")) if not rows.empty else []
+                    n = min((v.decision.n for v in vs if v.decision is not None), default=0)
+                    sid = f"{k}|{m}"
+                    st = state.setdefault(sid, {"round": 0})
+                    st["launches"] = len({t for t in tags if t in elapsed})
+                    st["seconds"] = round(sum(elapsed.get(t, 0.0) for t in tags), 1)
+                    st["n"] = n
+                    still = [v for v in vs if v.verdict == hclaims.UNDECIDED]
+                    if vs and not still and not st["round"]:
+                        st["round"] = rnd
+                    grew = n > last_n.get(sid, -1)
+                    last_n[sid] = n
+                    if still and n < cap and grew:
+                        undecided.setdefault(k, set()).add(m)
+                        st.pop("stopped", None)
+                    elif still:
+                        st["stopped"] = (f"the cap of {cap} launches" if n >= cap else
+                                         "its launches stopped adding readings (failed, or not paired)")
+        if not undecided:
+            break
+        took = now() - start
+        per_round = took / rnd
+        if time_limit is not None and took + per_round > time_limit:
+            for k, ms in undecided.items():
+                for m in ms:
+                    state[f"{k}|{m}"]["stopped"] = f"the run's time limit ({time_limit:.0f} s)"
+            break
+        target += STEP
+        for u in units:
+            for d in u.driven:
+                want = sorted({m for k in d.keys for m in undecided.get(k, ())})
+                d.bench["mpis"] = want
+                if want:
+                    d.bench["repeats"] = target
+    launches = len([t for t in launch_seconds([rec for _, rec in hresults.read_records(output)]) if t]) \
+        if output.exists() else 0
+    import uuid
+    return Outcome(rc, now() - start, rnd, figure_tags, state, launches, uuid.uuid4().hex)
+
+
+def _bench_cfg(bench: dict, mpis: list, output: Path, out: Path) -> Path:
+    """A one-bench sweep config (its tags per library), in out/.tags.toml."""
+    import tomli_w
+    path = out / ".tags.toml"
+    b = copy.deepcopy(bench)
+    b["mpis"] = list(mpis)
+    path.write_text(tomli_w.dumps({"sweep": {"mpis": list(mpis), "output": str(output)}, "bench": [b]}))
+    return path
