@@ -122,3 +122,45 @@ def test_panels_by_several_columns_one_per_combination_in_numeric_order_over_inc
     assert [p.title for p in ref.panels] == ["ranks=28", "ranks=224"]
     (line,) = ref.panels[1].lines
     assert [pt.median for pt in line.points] == pytest.approx([244.03125 / 234.03125, 245 / 235])
+
+
+@pytest.mark.parametrize("logy", [True, False])
+def test_a_median_beyond_any_axis_is_drawn_at_the_edge_not_a_traceback(tmp_path, logy):
+    """hmb report on a result whose median is 1e308 ended in matplotlib's "Axis limits cannot be
+    NaN or Inf": the axis spans the drawable readings, the far point sits at its edge."""
+    import matplotlib
+    matplotlib.use("Agg")
+    recs = [run("a", "p2p")]
+    for size, lat in ((8, 1.5), (1024, 1e308), (65536, 12.0)):
+        recs.append(result("a", "p2p", {"size_bytes": size}, {"latency_us": metric(lat, unit="us")}))
+    df = hmb.load(write(tmp_path / "big.jsonl", recs))
+    decl = {"id": "f", "number": "Fig. 1", "title": "latency", "bench": "p2p", "x": "size_bytes", "y": "latency_us",
+            "logy": logy}
+    f, note = engine.render(decl, df)
+    lo, hi = f.axes[0].get_ylim()
+    assert 0 < hi < 1e100 and lo < 1.5 and hi > 12.0
+    f.savefig(tmp_path / "f.png")         # draws, no error
+    only = hmb.load(write(tmp_path / "only.jsonl", [recs[0], recs[2]]))
+    f, _ = engine.render(decl, only)       # nothing the axis can span: a neutral range
+    assert all(abs(v) < 1e100 for v in f.axes[0].get_ylim())
+    f.savefig(tmp_path / "g.png")
+
+
+def test_a_ci_band_as_wide_as_the_panel_is_drawn_as_its_edges(tmp_path):
+    """seed000 Fig. 4 in the demo: a 95 % CI over few samples filled the panel and hid the lines;
+    such a band is drawn as two dotted edges, and the legend says so."""
+    import matplotlib
+    matplotlib.use("Agg")
+    recs = [run("a", "p2p")]
+    for size, lat in ((8, 1.0), (1024, 1.2), (65536, 1.1)):
+        m = metric(lat, unit="us")
+        m["ci_lo"], m["ci_hi"] = lat / 1000.0, lat * 1000.0
+        recs.append(result("a", "p2p", {"size_bytes": size}, {"latency_us": m}))
+    df = hmb.load(write(tmp_path / "w.jsonl", recs))
+    decl = {"id": "f", "number": "Fig. 1", "title": "latency", "bench": "p2p", "x": "size_bytes", "y": "latency_us",
+            "logy": True}
+    f, _ = engine.render(decl, df)
+    ax = f.axes[0]
+    assert not ax.collections, "a band as wide as the panel was filled"
+    assert sum(ln.get_linestyle() == ":" for ln in ax.get_lines()) == 2
+    assert any("as wide as the panel" in t.get_text() for t in f.legends[0].get_texts())

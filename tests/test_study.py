@@ -628,3 +628,17 @@ def test_demo_names_the_cell_or_per_value_of_each_verdict(tmp_path, monkeypatch,
     assert (tmp_path / "history.jsonl").is_file()
     assert study_cli.demo("mpich", tmp_path / "demo") == 0
     assert "agrees in 2 of 2 runs" in (tmp_path / "demo" / "demo.md").read_text()
+
+def test_a_study_directory_of_an_earlier_hmb_is_reported_with_the_current_claims(tmp_path, capsys):
+    """A study.toml without tolerance_from (written before the fidelity rules) was refused by
+    study report: it is reported with the current study of the same seed paper, and says so."""
+    import re
+    old = re.sub(r'\ntolerance_from = "[^"]*"', "", (hstudy.studies_dir() / "seed000-partitioned.toml").read_text())
+    (tmp_path / "study.toml").write_text(old)
+    recs = [_run("a", "part", options={"compute": "10ms", "cache": "hot"}),
+            result("a", "part", {"size_bytes": 65536, "partitions": 1}, {"overhead": metric(1.0, unit="ratio")})]
+    write(tmp_path / "results.jsonl", recs)
+    cli.main(["study", "report", str(tmp_path)])      # 2: the figures this one point cannot draw are named
+    err = capsys.readouterr().err
+    assert "written by an earlier HMB" in err and "seed000-partitioned's claims" in err
+    assert "Claims beside HMB's readings" in (tmp_path / "study.md").read_text()

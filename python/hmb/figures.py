@@ -403,6 +403,7 @@ def render(fig: dict, df, title_prefix: str = "", plan_: Plan | None = None, des
     mpis = sorted({ln.mpi for panel in p.panels for ln in panel.lines})
     style_of = {m: MPI_STYLES[i % len(MPI_STYLES)] for i, m in enumerate(mpis)}
     handles, any_bad, any_spread, any_band = {}, False, False, False
+    bands = []                # (axes, [(x, lo, hi)], colour): drawn once the y range is set
     kept, hollow = {}, {}     # per axes (or shared): y values that set the range; points that are no reading
     beyond = []               # points past ymin/ymax
     xfmt = value_format(x)
@@ -438,11 +439,10 @@ def render(fig: dict, df, title_prefix: str = "", plan_: Plan | None = None, des
                 ax.errorbar([pt.x for pt in spread], [pt.median for pt in spread], fmt="none", color=color,
                             yerr=[[pt.median - pt.spread_lo for pt in spread], [pt.spread_hi - pt.median for pt in spread]],
                             capsize=3, linewidth=0.9)
-            bands = [(pt.x, pt.lo, pt.hi) for pt in pts if not (math.isnan(pt.lo) or math.isnan(pt.hi))]
-            if len(bands) > 1:
+            band = [(pt.x, pt.lo, pt.hi) for pt in pts if math.isfinite(pt.lo) and math.isfinite(pt.hi)]
+            if len(band) > 1:
                 any_band = True
-                ax.fill_between([b[0] for b in bands], [b[1] for b in bands], [b[2] for b in bands],
-                                color=color, alpha=0.12, linewidth=0)
+                bands.append((ax, band, color))
             handles.setdefault(ln.label, Line2D([], [], color=color, linestyle=ls, marker="o"))
         if one_x is not None:
             ticks = list(range(len(slots)))
@@ -484,6 +484,7 @@ def render(fig: dict, df, title_prefix: str = "", plan_: Plan | None = None, des
         ax0 = axes[0][0] if sharey else next(a for a in axes[0] if id(a) == scope)
         _clip(ax0, fig, kept.get(scope, []), hollow.get(scope, []),
               [b[1:] for b in beyond if b[0] == scope], ax0.get_yscale() == "log")
+    wide = _draw_bands(bands)
     for ax in axes[0]:
         if ax.get_yscale() == "log":
             _plain_log_labels(ax)
@@ -502,6 +503,9 @@ def render(fig: dict, df, title_prefix: str = "", plan_: Plan | None = None, des
     if any_band:
         extra.append(Patch(facecolor="grey", alpha=0.25, linewidth=0,
                            label="band: 95% CI, lowest to highest bound over launches"))
+    if wide:
+        extra.append(Line2D([], [], color="black", linestyle=":", linewidth=0.8,
+                            label="dotted: a 95% CI as wide as the panel (its edges only)"))
     f.legend(list(handles.values()) + extra, list(handles) + [e.get_label() for e in extra],
              loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
     context = context_line(rows) if rows["library"].astype(str).str.strip().any() else ""
@@ -520,12 +524,52 @@ def render(fig: dict, df, title_prefix: str = "", plan_: Plan | None = None, des
 HOLLOW_STRETCH, HOLLOW_DECADES = 10.0, 1.0
 
 
+# Values beyond this magnitude are drawn at the axis' edge with their value, never spanned by it.
+DRAWABLE = 1e100
+
+# A band covering this share of its panel's y range at most of its points hides the lines under
+# it: only its edges are drawn.
+WIDE_BAND = 0.8
+
+
+def _draw_bands(bands: list) -> bool:
+    """The CI bands, once the y range is set: filled, or, where a band covers WIDE_BAND of the
+    panel at most of its points (few samples a point), only its edges, dotted, so the lines and
+    the launch ranges stay readable. Returns whether any band was drawn as edges."""
+    wide_any = False
+    for ax, band, color in bands:
+        lo, hi = ax.get_ylim()
+        log = ax.get_yscale() == "log"
+
+        def pos(v):
+            v = min(max(v, lo), hi)
+            return math.log(v / lo) / math.log(hi / lo) if log and lo > 0 and v > 0 else (v - lo) / ((hi - lo) or 1.0)
+        covered = [pos(b[2]) - pos(b[1]) for b in band]
+        xs, los, his = [b[0] for b in band], [b[1] for b in band], [b[2] for b in band]
+        if sum(c >= WIDE_BAND for c in covered) * 2 > len(covered):
+            wide_any = True
+            for edge in (los, his):
+                ax.plot(xs, edge, color=color, linestyle=":", linewidth=0.8)
+        else:
+            ax.fill_between(xs, los, his, color=color, alpha=0.12, linewidth=0)
+        if ax.get_autoscaley_on() and (lo > 0 or not log):   # no range set: the band may not set one
+            ax.set_ylim(lo, hi)
+    return wide_any
+
+
 def _pad(lo: float, hi: float, logy: bool) -> tuple[float, float]:
+    """lo..hi with a margin; where the margin would overflow (a median of 1e308), none."""
     if logy:
         pad = (hi / lo) ** 0.08
-        return lo / pad, hi * pad
-    pad = 0.08 * (hi - lo or abs(hi) or 1.0)
-    return lo - pad, hi + pad
+        out = (lo / pad, hi * pad)
+    else:
+        pad = 0.08 * (hi - lo or abs(hi) or 1.0)
+        out = (lo - pad, hi + pad)
+    if all(math.isfinite(v) for v in out) and out[0] < out[1]:
+        return out
+    if lo < hi:
+        return lo, hi
+    return (lo / 2, hi * 2) if logy else (lo - 1.0, hi + 1.0) if abs(lo) < 1e300 else (lo * 0.5, hi * 0.5 + lo * 0.5)
 
 
 def _clip(ax, fig: dict, keep: list, hollow: list, points: list, logy: bool) -> None:
@@ -537,15 +581,17 @@ def _clip(ax, fig: dict, keep: list, hollow: list, points: list, logy: bool) -> 
     edge as a triangle with its value, so an oversubscribed -250000 % flattens nothing either."""
     ymin, ymax = fig.get("ymin"), fig.get("ymax")
 
-    def inside(v):
-        return (ymin is None or v >= ymin) and (ymax is None or v <= ymax) and (v > 0 or not logy)
+    def inside(v):   # beyond DRAWABLE no axis can span it (a median of 1e308): drawn at the edge
+        return (ymin is None or v >= ymin) and (ymax is None or v <= ymax) and (v > 0 or not logy) \
+            and abs(v) < DRAWABLE and (not logy or v > 1 / DRAWABLE)
     keep = [v for v in keep if math.isfinite(v) and inside(v)]
     near = [h for h in hollow if math.isfinite(h[2]) and inside(h[2])]
     if not keep:
         keep, near = [h[2] for h in near], []
-    if not keep:
+    if not keep and not any(math.isfinite(p[2]) for p in points):
         return
-    lo, hi = _pad(min(keep), max(keep), logy)
+    # nothing the axis can span (every value past DRAWABLE): a neutral range, each point at its edge
+    lo, hi = _pad(min(keep), max(keep), logy) if keep else ((0.1, 10.0) if logy else (-1.0, 1.0))
     far = [h for h in near if not lo <= h[2] <= hi]
     if far:
         vals = [h[2] for h in far] + [lo, hi]

@@ -503,6 +503,29 @@ def slurm_config(name: str, fit_cores: int | None = None) -> str:
     return str(path)
 
 
+def _load_written(path: Path):
+    """A study directory's study.toml; one written by an earlier HMB that the current schema
+    refuses (a claim without tolerance_from, a key since removed) is reported with the current
+    study of the same seed paper, and the report says so."""
+    try:
+        return load(str(path))
+    except StudyError as e:
+        try:
+            import tomllib
+        except ModuleNotFoundError:   # Python < 3.11
+            import tomli as tomllib
+        try:
+            seed = tomllib.loads(_read_text(path)).get("study", {}).get("seed")
+        except (tomllib.TOMLDecodeError, AttributeError, RecursionError):
+            raise e from None
+        same = [n for n in names() if load(n).meta.get("seed") == seed] if seed else []
+        if not same:
+            raise
+        print(f"hmb study: {shown(path)} was written by an earlier HMB ({e}); reported with the current "
+              f"{same[0]}'s claims and figures", file=sys.stderr)
+        return load(same[0])
+
+
 def cmd_report(args) -> int:
     from .. import results
     try:
@@ -514,7 +537,7 @@ def cmd_report(args) -> int:
         if study is None:
             if not (d / "study.toml").is_file():
                 raise StudyError(f"{d}: no study.toml (not written by hmb study run; name one with --study)")
-            study = load(str(d / "study.toml"))
+            study = _load_written(d / "study.toml")
         elif (d / "study.toml").exists() or (d / "study.toml").is_symlink():
             try:
                 claim_dir(d, study)
