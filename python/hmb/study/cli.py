@@ -51,7 +51,7 @@ def add_parser(sub) -> None:
     rp.add_argument("dir", metavar="DIR", help="the directory hmb study run wrote (study.toml, results.jsonl)")
     rp.add_argument("--study", metavar="NAME", help="judge against this study instead of DIR/study.toml")
     rp.set_defaults(func=cmd_report)
-    d = ss.add_parser("demo", help="the headline figure of every study, --fit, small (about 2 minutes)")
+    d = ss.add_parser("demo", help="the claims this machine can judge, decided (make demo; about 2 minutes)")
     d.add_argument("--mpi", default="mpich", help="MPI(s), comma-separated (default mpich)")
     d.add_argument("-o", "--out", default="results/demo", metavar="DIR", help="default results/demo")
     d.set_defaults(func=cmd_demo)
