@@ -383,12 +383,16 @@ def claim_unit(study, data: dict, figure=None, hosts=None, only_demo: bool = Fal
 def _dry_plan(units, mpis, out) -> int:
     """--dry-run of a claim-driven run: the first round's launches per bench and the claims they feed."""
     from . import rounds
+    import tomli_w
+
     from .. import sweep
     total = 0
     for u in units:
         for d in u.driven:
-            cfg = sweep.load(str(rounds._bench_cfg(d.bench, mpis, out / "results.jsonl", Path(tempfile.mkdtemp()))))
-            n = len(sweep.expand(cfg, probe_mpi=False))
+            with tempfile.TemporaryDirectory(prefix="hmb-plan-") as tmp:
+                path = Path(tmp) / "plan.toml"
+                path.write_text(tomli_w.dumps(rounds._sweep_config([d.bench], mpis, out / "results.jsonl", 1, "60s")))
+                n = len(sweep.expand(sweep.load(str(path)), probe_mpi=False))
             total += n
             what = ", ".join(dict.fromkeys(c["figure"] + (f" [{c['label']}]" if c.get("label") else "")
                                            for c in d.claims))

@@ -27,7 +27,9 @@ import copy
 import dataclasses
 import json
 import math
+import sys
 import time
+import uuid
 from pathlib import Path
 
 from .. import core, tidy
@@ -47,7 +49,7 @@ class Driven:
     bench: dict
     claims: list          # expanded claims (dicts) that read its points
     keys: list            # their history keys
-    tags: dict = dataclasses.field(default_factory=dict)   # (0, mpi) -> its launches' tags
+    tags: dict = dataclasses.field(default_factory=dict)   # mpi -> the tags of its launches so far
 
 
 def selections(claim: dict) -> list[dict]:
@@ -345,17 +347,6 @@ def launch_seconds(records: list[dict]) -> dict:
     return {r.get("tag"): float(r.get("elapsed_s") or 0.0) for r in records if r.get("type") == "launch"}
 
 
-def tags_of(cfg) -> dict:
-    """(bench index, mpi) -> the tags of that bench's launches (hmb sweep's expansion)."""
-    from .. import sweep
-    out: dict = {}
-    for i, b in enumerate(cfg.benches):
-        one = dataclasses.replace(cfg, benches=[b])
-        for s in sweep.expand(one, probe_mpi=False):
-            out.setdefault((i, s.mpi), []).append(s.tag)
-    return out
-
-
 def summary_line(name: str, seconds: float, launches: int, verdicts: list) -> str:
     """A study's line: time, launches, and claims decided, unstable, undecided, not comparable."""
     count = lambda *w: sum(v.verdict in w for v in verdicts)   # noqa: E731
@@ -367,8 +358,6 @@ def summary_line(name: str, seconds: float, launches: int, verdicts: list) -> st
 
 def write_rounds(out: Path, outcome: "Outcome") -> None:
     """DIR/rounds.json (the output schema's `rounds`): what the report needs of the rounds."""
-    import uuid
-
     from .cli import write_file
     data = {"type": "rounds", "schema": 1, "run_id": outcome.run_id or uuid.uuid4().hex,
             "figure_tags": outcome.figure_tags, "rounds": outcome.rounds, "seconds": round(outcome.seconds, 1),
@@ -454,11 +443,15 @@ def drive(units: list[Unit], figures: list[dict], out: Path, mpis: list, hosts=N
             break
         data = _sweep_config(benches + (figures if rnd == 1 else []), mpis, output, rnd, timeout)
         cfg = _load_cfg(data, out / "rounds.toml", hosts)
+        driven = [d for u in units for d in u.driven if d.bench.get("mpis")]
+        for d, b in zip(driven, cfg.benches):       # the claims' benches come first, in this order
+            for spec in sweep.expand(dataclasses.replace(cfg, benches=[b]), probe_mpi=False):
+                d.tags.setdefault(spec.mpi, set()).add(spec.tag)
         todo = [s for s in sweep.expand(cfg, probe_mpi=False) if s.tag not in _finished(output)]
         if todo:
             if not quiet:
                 print(f"hmb study: round {rnd}: {len(todo)} launch{'es' if len(todo) != 1 else ''}", flush=True,
-                      file=__import__("sys").stderr)
+                      file=sys.stderr)
             r = sweep.run(cfg, resume=True, skip_missing=True, quiet=quiet, build=build if rnd == 1 else "missing")
             if r == 130:
                 return Outcome(130, now() - start, rnd, figure_tags, state)
@@ -472,14 +465,10 @@ def drive(units: list[Unit], figures: list[dict], out: Path, mpis: list, hosts=N
             df = df[~df["tag"].isin(set(figure_tags))]
         undecided: dict = {}
         for u in units:
-            for i, d in enumerate(u.driven):
-                tags = tags_of(sweep.load(str(_bench_cfg(d.bench, mpis, output, out))))
-                d.tags = tags
-        for u in units:
             for c, k in zip(u.judged, u.keys):
                 feeding = [d for d in u.driven if k in d.keys]
                 for m in mpis:
-                    tags = {t for d in feeding for (i, mm), ts in d.tags.items() if mm == m for t in ts}
+                    tags = {t for d in feeding for t in d.tags.get(m, ())}
                     rows = df[df["tag"].isin(tags)] if not df.empty else df
                     vs = hclaims.judge_all(c, rows, u.study.meta.get("setup", "")) if not rows.empty else []
                     n = min((v.decision.n for v in vs if v.decision is not None), default=0)
@@ -517,15 +506,4 @@ def drive(units: list[Unit], figures: list[dict], out: Path, mpis: list, hosts=N
                     d.bench["repeats"] = target
     launches = len([t for t in launch_seconds([rec for _, rec in hresults.read_records(output)]) if t]) \
         if output.exists() else 0
-    import uuid
     return Outcome(rc, now() - start, rnd, figure_tags, state, launches, uuid.uuid4().hex)
-
-
-def _bench_cfg(bench: dict, mpis: list, output: Path, out: Path) -> Path:
-    """A one-bench sweep config (its tags per library), in out/.tags.toml."""
-    import tomli_w
-    path = out / ".tags.toml"
-    b = copy.deepcopy(bench)
-    b["mpis"] = list(mpis)
-    path.write_text(tomli_w.dumps({"sweep": {"mpis": list(mpis), "output": str(output)}, "bench": [b]}))
-    return path
