@@ -557,6 +557,8 @@ def judge(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupported=No
         why, label = _network_reason(claim, rows, df, seed_setup)
         reasons += [why] if why else []
         labels += [label] if label else []
+    elif _lab_network(rows):    # a claim any network may judge, read across lab nodes: said so
+        labels.append(f"network: {_lab_network(rows)}")
     rows, dropped, gone = finite_rows(rows)
     if rows.empty:
         return Verdict(claim, "–", NOT_COMPARABLE, f"no reading: {dropped}")
