@@ -78,7 +78,8 @@ def test_reframe_runs_every_check_on_both_wheels(local_run):
             assert (env, p) in points
     # the launches were the library's, bound to one core each as settings.py says
     runs = [json.loads(path.read_text().splitlines()[0]) for path in (local_run[2] / "output").rglob("hmb.jsonl")]
-    assert len(runs) == len(checks) and {r["mpi"]["impl"] for r in runs} == {"MPICH", "Open MPI"}
+    # (ReFrame keeps the output of a check that passed: an expected failure's stays in its stage)
+    assert len(runs) == len(checks) - len(xfail) and {r["mpi"]["impl"] for r in runs} == {"MPICH", "Open MPI"}
     cpusets = {tuple(p["cpuset"] for p in r["placement"]) for r in runs}
     assert all(len(c) == 2 and all(re.fullmatch(r"\d+", x) for x in c) and c[0] != c[1] for c in cpusets), cpusets
 
