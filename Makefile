@@ -10,7 +10,7 @@ HMB_MPI ?= mpich
 # against 3.4 s here, in each xdist worker).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: demo test test-fast test-lab check setup build clean container
+.PHONY: demo test test-fast test-lab test-packaging check setup build clean container
 # The demo is the small studies: each seed paper's headline figure, fitted to this machine.
 demo: setup
 	$(HMB) study demo --mpi $(HMB_MPI)
@@ -24,8 +24,17 @@ test: setup
 
 # Nodes on this machine and a real Slurm on them (root, ip netns; installs Debian's Slurm where it is
 # missing): docs/lab.md. Separate from `make test`, which stays within minutes.
+# tests/test_lab_reframe.py runs HMB's ReFrame library on the lab's Slurm: its tools first.
 test-lab: setup
-	$(VENV)/bin/python -m pytest -m lab tests/test_lab_nodes.py
+	scripts/packaging-tools.sh
+	$(VENV)/bin/python -m pytest -m lab tests/test_lab_nodes.py tests/test_lab_reframe.py
+
+# Where HPC centres run benchmarks (docs/toolkit.md): HMB's ReFrame library on this machine with
+# both wheels, the EasyBuild module built and loaded with Lmod. Installs its tools first
+# (scripts/packaging-tools.sh: the frameworks extra, Debian's lmod). A few minutes.
+test-packaging: setup
+	scripts/packaging-tools.sh
+	$(VENV)/bin/python -m pytest -m packaging tests/test_packaging.py
 
 # The tests that need no MPI library (formulas, parsing, reports, studies, error paths), on every
 # core (pytest-xdist: nothing here launches a library, so nothing measures another's load). Tests
@@ -34,7 +43,7 @@ test-lab: setup
 # --dist worksteal: an idle worker takes tests queued for the other (a few take seconds): 50-55 s
 # here against 60-63 s with the default scheduling.
 test-fast: setup
-	HMB_NO_MPI=1 $(VENV)/bin/python -m pytest -m "not mpi and not lab" -q -n auto --dist worksteal
+	HMB_NO_MPI=1 $(VENV)/bin/python -m pytest -m "not mpi and not lab and not packaging" -q -n auto --dist worksteal
 
 # Machine physics (binding, timer, calibration, clocks, latency, async): PASS/WARN/FAIL per expectation.
 check: setup

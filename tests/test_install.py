@@ -77,6 +77,39 @@ def test_easyconfig_parses_and_names_what_it_installs():
     assert "bin/hmb-bench" in ast.unparse(v["sanity_check_paths"]) and "libhmbprof" in ast.unparse(v["sanity_check_paths"])
 
 
+# EasyBuild's constants an easyconfig may name, as EasyBuild's parser provides them.
+_EB_CONSTANTS = {"SOURCE_TAR_GZ": "%(name)s-%(version)s.tar.gz", "SHLIB_EXT": "so",
+                 "SYSTEM": {"name": "system", "version": "system"}, "EXTERNAL_MODULE": "EXTERNAL_MODULE"}
+# What the package is, whatever builds it: the same in every easyconfig of HMB.
+_EB_DESCRIPTION = ("easyblock", "name", "version", "homepage", "description", "sources", "sanity_check_paths",
+                   "sanity_check_commands", "moduleclass")
+
+
+def _easyconfig(name: str) -> dict:
+    """An easyconfig's parameters (it is Python: evaluated with EasyBuild's constants)."""
+    path = ROOT / "packaging" / "easybuild" / name
+    params = dict(_EB_CONSTANTS)
+    exec(compile(path.read_text(), str(path), "exec"), {}, params)
+    return {k: v for k, v in params.items() if k not in _EB_CONSTANTS}
+
+
+def test_easyconfigs_for_foss_and_system_describe_one_package():
+    """The foss-2023a easyconfig (for sites with foss) and the SYSTEM one (a site's own compiler
+    and MPI module; the one built here, tests/test_packaging.py) share one description: name,
+    version, text, sources, what is installed and checked. They differ only in how it is built."""
+    foss, system = _easyconfig("HMB-0.1.0-foss-2023a.eb"), _easyconfig("HMB-0.1.0.eb")
+    for key in _EB_DESCRIPTION:
+        assert foss[key] == system[key], f"{key} differs: {foss[key]!r} / {system[key]!r}"
+    assert system["toolchain"] == _EB_CONSTANTS["SYSTEM"] and foss["toolchain"] == {"name": "foss", "version": "2023a"}
+    # SYSTEM: the site's MPI is an external module (not built by EasyBuild), found through its mpicc
+    (mpi,) = system["dependencies"]
+    assert mpi[1] == "EXTERNAL_MODULE" and mpi[0].startswith("mpich/")
+    assert "-DMPI_C_COMPILER=mpicc" in system["configopts"] and "-DMPI_C_COMPILER=" in foss["configopts"]
+    # each names the files installed: hmb-bench and the PMPI profiler
+    assert "bin/hmb-bench" in system["sanity_check_paths"]["files"]
+    assert any("libhmbprof.so" in str(f) for f in system["sanity_check_paths"]["files"])
+
+
 @pytest.mark.mpi   # two builds with the MPI compiler wrapper: 4-12 s of compiling, not for make test-fast
 def test_two_processes_building_one_fresh_tree_both_succeed(tmp_path):
     """CI's clean clone: make test's two workers both found build/mpich missing and configured it

@@ -5,7 +5,10 @@
 #
 # SPDX-License-Identifier: (Apache-2.0 OR MIT)
 
-from spack_repo.builtin.build_systems.cmake import CMakePackage
+try:  # Spack >= 1.0: the build systems live in the builtin package repository
+    from spack_repo.builtin.build_systems.cmake import CMakePackage
+except ImportError:  # Spack < 1.0: they come with spack.package
+    pass
 
 from spack.package import *
 
@@ -17,6 +20,9 @@ class Hmb(CMakePackage):
     mpiexec or srun like osu_latency or IMB-MPI1, plus libhmbprof.so, a PMPI profiler."""
 
     homepage = "https://example.org/hmb"  # replace with the project's page when published
+    # No release is published yet: a mirror serves hmb/hmb-0.1.0.tar.gz (`git archive
+    # --prefix=hmb-0.1.0/` of a checkout; `spack install --no-checksum hmb`), or `spack dev-build`.
+    url = "https://example.org/hmb/hmb-0.1.0.tar.gz"
 
     maintainers()
     license("MIT")
