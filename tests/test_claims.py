@@ -422,7 +422,7 @@ def test_each_launch_reads_as_the_claim_reads():
 
 # Claims the audit of issue 36 moves (a reading the definition fixes): expected failures here
 # until their study is redone, named so the list can only shrink.
-PHYSICAL_PENDING = {"seed000-partitioned:20", "seed000-partitioned:33"}
+PHYSICAL_PENDING: set[str] = set()
 
 
 def _producible_outside(c: dict, lo_p: float, hi_p: float):
