@@ -46,8 +46,9 @@ def _row(bench, metric, value, run_id, cols):
 
 
 def _grid(sel: dict, fixed: dict) -> list[dict]:
-    """Every combination of a selection's listed values, with fixed columns added."""
-    sel = {**sel, **fixed}
+    """Every combination of a selection's listed values, with fixed columns added where the
+    selection does not set them (an over of threads = 1 keeps its 1 under a scale of 8)."""
+    sel = {**fixed, **sel}
     keys = list(sel)
     return [dict(zip(keys, combo)) for combo in itertools.product(*(_listed(sel[k]) for k in keys))]
 

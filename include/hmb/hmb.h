@@ -384,8 +384,9 @@ typedef struct {
     /* What the definition allows, for the toolkit's claims (a claim must be able to differ with a
      * reading the benchmark can produce; docs/studies.md). NULL: nothing beyond is_signed. */
     const char *bounds;      /* "LO..HI", either end may be empty: "0..1", "..100" */
-    const char *fixed;       /* "VALUE at COL=V[,COL=V]": the value the definition gives there,
-                              * e.g. "0 at partitions=1" (early-bird with one partition) */
+    const char *fixed;       /* "VALUE at COL=V[,COL=V][; ...]": the value the definition gives
+                              * there, e.g. "0 at partitions=1; 0 at threads=1" (early-bird: one
+                              * partition, or one thread marking every piece at its own join) */
     const char *set_by;      /* an option that sets the reading by construction ("compute": a
                               * throughput whose loop holds the compute): a ratio across its values
                               * reads the option, not the library */

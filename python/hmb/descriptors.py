@@ -28,7 +28,7 @@ class Metric:
     signed: bool
     in_table: bool
     bounds: str = ""    # what the definition allows, "LO..HI" (parse_bounds)
-    fixed: str = ""     # "VALUE at COL=V": the value the definition gives there (parse_fixed)
+    fixed: str = ""     # "VALUE at COL=V[; ...]": the value the definition gives there (parse_fixed)
     set_by: str = ""    # options that set the reading by construction, comma-separated
 
     def allowed(self) -> tuple[float, float]:
@@ -115,20 +115,23 @@ def parse_bounds(text) -> tuple:
 
 
 def parse_fixed(text) -> tuple:
-    """A metric's "VALUE at COL=V[,COL=V]" as ((value, {col: v}),): where the definition gives
-    the value (early-bird is 0 with one partition)."""
+    """A metric's "VALUE at COL=V[,COL=V][; VALUE at ...]" as ((value, {col: v}), ...): where the
+    definition gives the value (early-bird is 0 with one partition, and with one thread)."""
     if not text:
         return ()
-    value, sep, where = str(text).partition(" at ")
-    if not sep:
-        raise ValueError(f"fixed {text!r}: expected VALUE at COL=V")
-    cond = {}
-    for item in where.split(","):
-        col, eq, v = item.partition("=")
-        if not eq:
-            raise ValueError(f"fixed {text!r}: expected COL=V")
-        cond[col.strip()] = v.strip()
-    return ((float(value), cond),)
+    out = []
+    for part in str(text).split(";"):
+        value, sep, where = part.strip().partition(" at ")
+        if not sep:
+            raise ValueError(f"fixed {text!r}: expected VALUE at COL=V")
+        cond = {}
+        for item in where.split(","):
+            col, eq, v = item.partition("=")
+            if not eq:
+                raise ValueError(f"fixed {text!r}: expected COL=V")
+            cond[col.strip()] = v.strip()
+        out.append((float(value), cond))
+    return tuple(out)
 
 
 def _checked(text, parse) -> str:

@@ -54,7 +54,7 @@ static const hmb_metric part_metrics[] = {
      .description = "m / (a_L - s_L), L = partition made ready last (MB = 1e6 B)"},
     {.name = "availability", .unit = "ratio", .higher_is_better = 1, .bounds = "..1", .in_table = 1, .is_signed = 1,
      .description = "1 - t_after_join / t_pt2pt"},
-    {.name = "early_bird", .unit = "ratio", .higher_is_better = 1, .bounds = "0..1", .fixed = "0 at partitions=1", .in_table = 1,
+    {.name = "early_bird", .unit = "ratio", .higher_is_better = 1, .bounds = "0..1", .fixed = "0 at partitions=1; 0 at threads=1", .in_table = 1,
      .description = "share of the message's bytes reported arrived at or before the join"},
     {.name = "t_after_join_us", .unit = "us", .higher_is_better = 0, .in_table = 0,
      .description = "max(0, last arrival - join)"},

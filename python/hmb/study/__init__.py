@@ -23,7 +23,7 @@ except ModuleNotFoundError:   # Python < 3.11
 import jsonschema
 
 STUDY_ONLY_BENCH_KEYS = ("figures", "fit_ranks", "demo_args", "note", "partition_per_thread",
-                         "demo_threads", "fit_threads", "demo")
+                         "demo_threads", "fit_threads", "demo", "oversubscribe")
 
 
 class StudyError(Exception):

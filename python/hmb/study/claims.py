@@ -50,6 +50,7 @@ DECIDED = (AGREES, DIFFERS)
 # edge is then decided about 3 % of the time each way (tests/test_rounds.py simulates it).
 MIN_LAUNCHES = 3
 LEVEL = 0.975
+OVERSUBSCRIBE_LIMIT = 16    # threads a core hmb sweep runs on one machine (sweep.LOCAL_PROCS_PER_CORE)
 
 # An acceptance edge closer than this share of the claim's scale to the reading without the
 # effect sits on it: noise alone would flip the verdict (seed000 Fig. 4's 1.3 ± 0.231 had its
@@ -844,6 +845,13 @@ def not_here(claim: dict, lacks: str = "", cores: int | None = None, lab: bool =
             return "needs a network (hmb study run --hosts lab)" if kind else "needs the seed's network"
         if kind is None:
             return "needs the seed's network"
+    if cores is not None and claim.get("oversubscribed"):   # oversubscribed as the seed was, within the limit
+        scale = claim.get("scale") or {}
+        total = max(float(x) for x in _listed(scale.get("ranks", 2))) * max(
+            [float(claim.get("min_threads", 1))] + [float(x) for x in _listed(scale.get("threads", 1))])
+        if total > OVERSUBSCRIBE_LIMIT * cores:
+            return (f"needs {math.ceil(total / OVERSUBSCRIBE_LIMIT):g} cores (the seed's oversubscription, at most "
+                    f"{OVERSUBSCRIBE_LIMIT} threads a core)")
     if cores is not None and not claim.get("oversubscribed"):
         scale = claim.get("scale") or {}
         ranks = max(float(x) for x in _listed(scale.get("ranks", 2)))

@@ -16,6 +16,10 @@ from .. import core
 from . import STUDY_ONLY_BENCH_KEYS, Study, StudyError
 
 
+# hmb sweep runs at most this many threads a core on one machine (sweep.LOCAL_PROCS_PER_CORE)
+OVERSUBSCRIBE_LIMIT = 16
+
+
 def cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -135,6 +139,16 @@ def _fit_layout(b: dict, declared: dict, where: str, ncores: int, changes: list)
     keep = [t for t in threads if t <= per_rank]
     if not keep:
         keep = declared.get("fit_threads") or [per_rank]
+    for t in declared.get("oversubscribe") or []:   # the seed oversubscribed these on purpose
+        if t in threads and t not in keep:
+            if max(fitting) * t <= OVERSUBSCRIBE_LIMIT * ncores:
+                keep.append(t)
+                changes.append(f"{where}: threads {t} kept, oversubscribed as the seed's were ({max(fitting) * t} "
+                               f"threads on {ncores} cores): only claims marked oversubscribed read them")
+            else:
+                changes.append(f"{where}: threads {t} not kept: {max(fitting) * t} threads on {ncores} cores exceed "
+                               f"hmb sweep's {OVERSUBSCRIBE_LIMIT} a core (claims marked oversubscribed need "
+                               f"{-(-max(fitting) * t // OVERSUBSCRIBE_LIMIT)} cores)")
     if keep != threads:
         msg = f"{where}: threads {_span(threads)} → {_span(keep)}"
         if max(keep) > per_rank:
