@@ -854,8 +854,10 @@ def not_here(claim: dict, lacks: str = "", cores: int | None = None, lab: bool =
                     f"{OVERSUBSCRIBE_LIMIT} threads a core)")
     if cores is not None and not claim.get("oversubscribed"):
         scale = claim.get("scale") or {}
-        ranks = max(float(x) for x in _listed(scale.get("ranks", 2)))
-        threads = max([float(claim.get("min_threads", 1))] + [float(x) for x in _listed(scale.get("threads", 1))])
+        where = claim.get("where") or {}
+        ranks = max(_numbers(scale.get("ranks", 2)) + _numbers(where.get("ranks")) or [2.0])
+        threads = max([float(claim.get("min_threads", 1))] + _numbers(scale.get("threads", 1))
+                      + _numbers(where.get("threads")))
         spare = _needs_spare(claim, spare_core_when)
         if ranks * (threads + spare) > cores:
             return f"needs {ranks * (threads + spare):g} cores" + (" (a spare core per rank for the progress thread)"
@@ -873,6 +875,17 @@ def _needs_spare(claim: dict, when: str | None) -> int:
     sels = [claim.get("where") or {}] + ([claim["over"]] if claim.get("over") else [])
     hit = [sel for sel in sels if col in sel and all(str(v) in allowed for v in _listed(sel[col]))]
     return 1 if hit else 0
+
+
+def _numbers(v) -> list[float]:
+    """The numbers among a filter's values (none for None)."""
+    out = []
+    for x in _listed(v) if v is not None else []:
+        try:
+            out.append(float(x))
+        except (TypeError, ValueError):
+            pass
+    return out
 
 
 def runnable_here(claim: dict, lacks: str = "", cores: int | None = None) -> bool:

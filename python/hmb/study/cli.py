@@ -355,7 +355,7 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
     return rc
 
 
-def claim_unit(study, data: dict, figure=None, hosts=None, only_demo: bool = False):
+def claim_unit(study, data: dict, figure=None, hosts=None, only_demo: bool = False, budget: str | None = None):
     """The study's claims this machine can judge (claims.not_here; with --figure, that figure's;
     only_demo: those marked demo), and the grid's benches narrowed to their points (rounds.plan)."""
     from . import claims as hclaims
@@ -377,7 +377,8 @@ def claim_unit(study, data: dict, figure=None, hosts=None, only_demo: bool = Fal
                                     spare_core_when=spare):
                 judged.append(e)
                 keys.append(hhistory.claim_key(study.name, e))
-    return rounds.Unit(study, rounds.plan(study, data, judged, keys), judged, keys)
+    return rounds.Unit(study, rounds.plan(study, data, judged, keys, budget=budget or rounds.CLAIM_BUDGET),
+                       judged, keys)
 
 
 def _dry_plan(units, mpis, out) -> int:
@@ -797,7 +798,8 @@ def cmd_demo(args) -> int:
 
 
 DEMO_CAP = 5          # launches a demo claim gets at most (3 in the first round, 2 more if undecided)
-DEMO_TIME = 100.0     # seconds of launches after which the demo starts no further round
+DEMO_TIME = 110.0     # seconds of launches the demo's rounds fit in (a round that would pass it is not started)
+DEMO_BUDGET = "0.3s"  # a demo point's time: the launches, not the samples of one, decide a claim
 
 
 def elsewhere(study, judged_keys: set, cores: int, described: dict) -> list[str]:
@@ -838,7 +840,7 @@ def demo(mpi: str, out: Path) -> int:
     for n in names():
         study = load(n)
         data, ch = fit.config(study, "fit")
-        units.append(claim_unit(study, data, only_demo=True))
+        units.append(claim_unit(study, data, only_demo=True, budget=DEMO_BUDGET))
         changes += [f"{n}: {c}" for c in ch]
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("results.jsonl", "results.jsonl.log", "demo.jsonl", "demo.jsonl.log"):

@@ -284,7 +284,8 @@ def ci_target(claims: list[dict]) -> float:
     return round(min(CI_MAX, max(CI_MIN, target)), 3)
 
 
-def plan(study, data: dict, judged: list[dict], keys: list[str], described: dict | None = None) -> list[Driven]:
+def plan(study, data: dict, judged: list[dict], keys: list[str], described: dict | None = None,
+         budget: str = CLAIM_BUDGET) -> list[Driven]:
     """The claims' benches: every bench of the fitted grid (data) narrowed to each judged claim's
     selections, merged (merge), with the claims' CI target and budget. described: the benchmarks'
     descriptors (an option left at its default selects only that default)."""
@@ -306,7 +307,7 @@ def plan(study, data: dict, judged: list[dict], keys: list[str], described: dict
     out = merge(driven, described)
     for d in out:
         args = d.bench.setdefault("args", {})
-        args.update({"ci-target": ci_target(d.claims), "budget": CLAIM_BUDGET})
+        args.update({"ci-target": ci_target(d.claims), "budget": budget})
         args["iters"] = min(_count(args.get("iters", 20)), CLAIM_ITERS)
         args["warmup"] = min(_count(args.get("warmup", 3)), CLAIM_WARMUP)
         d.bench["repeats"] = FIRST
@@ -387,6 +388,19 @@ class Outcome:
     state: dict            # "key|mpi" -> {"round": r, "launches": n, "seconds": s, "verdict": ...}
     launches: int = 0
     run_id: str = ""
+
+
+def _next_round_seconds(units: list, undecided: dict, elapsed: dict) -> float:
+    """What the next round should take: per bench to relaunch, the mean of its launches so far
+    times the STEP launches per library it gets."""
+    total = 0.0
+    for u in units:
+        for d in u.driven:
+            want = {m for k in d.keys for m in undecided.get(k, ())}
+            for m in want:
+                took = [elapsed[t] for t in d.tags.get(m, ()) if t in elapsed]
+                total += STEP * (sum(took) / len(took) if took else 0.0)
+    return total
 
 
 def _sweep_config(benches: list[dict], mpis: list, output: Path, seed: int, timeout: str) -> dict:
@@ -491,8 +505,7 @@ def drive(units: list[Unit], figures: list[dict], out: Path, mpis: list, hosts=N
         if not undecided:
             break
         took = now() - start
-        per_round = took / rnd
-        if time_limit is not None and took + per_round > time_limit:
+        if time_limit is not None and took + _next_round_seconds(units, undecided, elapsed) > time_limit:
             for k, ms in undecided.items():
                 for m in ms:
                     state[f"{k}|{m}"]["stopped"] = f"the run's time limit ({time_limit:.0f} s)"
