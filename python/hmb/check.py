@@ -564,8 +564,9 @@ def run(mpi_name: str, ranks: int, quick: bool, json_path: str | None, out=print
                                                   "pass": _finite(EXPECTATIONS[c.name].passes),
                                                   "warn": _finite(EXPECTATIONS[c.name].warns)} for c in checks]}
     if json_path:
+        from .outputs import write_json
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(json.dumps(record, indent=1) + "\n")
+        write_json(json_path, record, "--json")
         out(f"# machine record: {json_path}")
     return exit_status(checks)
 

@@ -36,6 +36,7 @@ except ModuleNotFoundError:   # Python < 3.11
 from . import descriptors
 from . import launch as hlaunch
 from . import mpi as hmpi
+from . import outputs
 from . import requirements
 from . import settings as hsettings
 from .units import parse_duration
@@ -419,9 +420,16 @@ def _die_with_parent() -> None:
 
 def run(cfg: Config, resume: bool = False, dry_run: bool = False, overwrite: bool = False,
         skip_missing: bool = False, ranks_per_node: int | None = None,
-        build: str = "missing", quiet: bool = False) -> int:
-    """Run the sweep; returns 0 if every launch succeeded, 1 if some failed, 130 on Ctrl-C."""
+        build: str = "stale", quiet: bool = False, force: bool = False) -> int:
+    """Run the sweep; returns 0 if every launch succeeded, 1 if some failed or are incomplete,
+    130 on Ctrl-C."""
     output = Path(cfg.output)
+    if not dry_run:
+        # a FIFO (hmb-bench blocked on it), a device, the config itself or another kind of file
+        try:
+            outputs.check_output(output, "output", "results", [cfg.path], force=force, makes_dirs=True)
+        except outputs.OutputError as e:
+            raise ConfigError(str(e)) from None
     if resume and not cfg.seed_given:
         # The order continues the interrupted sweep's shuffle, not a new one.
         cfg.seed = recorded_seed(output, cfg.seed)
