@@ -489,7 +489,7 @@ def run(mpi_name: str, ranks: int, quick: bool, json_path: str | None, out=print
     """hosts (launch.Hosts): the ranks spread over them; on an hmb lab (one machine's clock) the
     offsets estimated across hosts are checked against the true 0 too."""
     impl = hmpi.find(mpi_name)
-    if not impl.bench.exists():
+    if hmpi.stale(impl):     # missing, or older than a source (a git pull)
         hmpi.build(impl)
     exe = build_pingpong(impl)
     lab_env = {}

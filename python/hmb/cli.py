@@ -107,11 +107,12 @@ def cmd_run(args) -> int:
     if args.ranks_per_node is not None:
         _count("--ranks-per-node", args.ranks_per_node)
     args.hosts = launch.parse_hosts(args.hosts)
-    target = launch.prepare(args.mpi, build="always" if args.rebuild else "missing")
+    target = launch.prepare(args.mpi, build="always" if args.rebuild else "stale")
     if args.repeats == 1:
         return launch.run_bench(target, args.bench, args.bench_args, args.ranks, args.threads,
                                 json_path=args.json, launcher=args.launcher, timeout=timeout or None,
                                 dry_run=args.dry_run, hosts=args.hosts, ranks_per_node=args.ranks_per_node)
+    from . import repeats
     return repeats.run(target, args, timeout or None)
 
 

@@ -56,14 +56,16 @@ class Target:
 def prepare(name: str, build: str = "missing") -> Target:
     """Find the MPI (installing a wheel if needed) and build hmb-bench for it.
 
-    build: "missing" (only if hmb-bench is absent), "always" (incremental CMake build).
+    build: "missing" (only if hmb-bench is absent), "stale" (also when a source is newer than
+    the build: hmpi.stale; what hmb run and hmb sweep do, so a git pull never launches the old
+    binary), "always" (an incremental CMake build).
     """
     hmpi.check(name, error=LaunchError)
     if override():   # testing hook: no MPI at hand, a system MPI counts as MPICH-like
         return Target(name, hmpi.WHEEL_FLAVORS.get(name, "mpich"), None)
     try:
         impl = hmpi.find(name)
-        if build == "always" or not impl.bench.exists():
+        if build == "always" or not impl.bench.exists() or (build == "stale" and hmpi.stale(impl)):
             print(f"hmb: building hmb-bench for {name} in {impl.build_dir}", file=sys.stderr)
             hmpi.build(impl)
     except hmpi.MPIError as e:
