@@ -9,7 +9,9 @@ import contextlib
 import sys
 from pathlib import Path
 
-from . import __version__, mpi, repeats
+# Only light modules here: the console script imports this one before main() runs, and a Ctrl-C
+# during that import is Python's traceback, not hmb's one line (numpy, pandas: inside main()).
+from . import __version__, mpi
 from .units import parse_duration
 
 EXAMPLES = """examples:
@@ -618,8 +620,31 @@ def _split_run_argv(argv: list[str]) -> tuple[list[str], list[str]]:
     return argv, []
 
 
+def _tolerant_streams() -> None:
+    """stdout and stderr write what their encoding cannot hold as escapes (PYTHONIOENCODING=ascii,
+    a C locale without UTF-8): a study's author with an accent in their name made hmb study list
+    a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure") and (stream.errors or "strict") == "strict":
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):
+                pass
+
+
 def main(argv=None) -> int:
-    from . import launch, outputs, results, sweep  # error types (light imports)
+    """The hmb command; a Ctrl-C at any moment (start-up included: the imports, the parser) is
+    one line and exit status 130."""
+    try:
+        _tolerant_streams()
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("hmb: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv=None) -> int:
+    from . import launch, outputs, results, sweep  # error types
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = make_parser()
     own, passthrough = _split_run_argv(argv)
