@@ -122,7 +122,7 @@ def cmd_sweep(args) -> int:
     from . import sweep
     if args.ranks_per_node is not None:
         _count("--ranks-per-node", args.ranks_per_node)
-    cfg = sweep.load(args.config, mpis_override=mpi.names(args.mpi, "--mpi", UsageError) if args.mpi else None,
+    cfg = sweep.load(args.config, mpis_override=mpi.names(args.mpi, "--mpi", UsageError) if args.mpi is not None else None,
                      output_override=args.output)
     if args.launcher:
         cfg.launcher = args.launcher
@@ -214,7 +214,7 @@ def cmd_slurm(args) -> int:
                                                      * args.threads if args.fit else None)
             except StudyError as e:
                 raise UsageError(str(e)) from None
-        cfg = sweep.load(args.config, mpis_override=mpi.names(args.mpi, "--mpi", UsageError) if args.mpi else None,
+        cfg = sweep.load(args.config, mpis_override=mpi.names(args.mpi, "--mpi", UsageError) if args.mpi is not None else None,
                          output_override=args.results)
         text = slurm.script(cfg, args.config, args.nodes, args.ranks_per_node, args.threads,
                             time=args.time, partition=args.partition, account=args.account,

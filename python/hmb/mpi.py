@@ -48,11 +48,16 @@ def names(value, where: str = "--mpi", error=MPIError) -> list[str]:
     parser of a list of MPIs, for every command and config that takes one. Empty, or a name not
     in KNOWN: `error` with one line."""
     items = value.split(",") if isinstance(value, str) else list(value or [])
-    libs = [str(x).strip() for x in items if str(x).strip()]
-    if not libs:
+    libs = [str(x).strip() for x in items]
+    if not any(libs):
         raise error(f"{where}: no MPI named (choose from {', '.join(KNOWN)})")
+    if not all(libs):      # "mpich,,openmpi", "mpich,": a name left out, not a list to guess at
+        raise error(f"{where}: an empty name in the list {','.join(libs)!r} (choose from {', '.join(KNOWN)})")
     for lib in libs:
         check(lib, where, error)
+    twice = sorted({lib for lib in libs if libs.count(lib) > 1})
+    if twice:              # each launch would run twice, in one column
+        raise error(f"{where}: {', '.join(twice)} named twice")
     return libs
 
 

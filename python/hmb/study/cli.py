@@ -84,7 +84,7 @@ def cmd_run(args) -> int:
 
 def _mpis(text: str | None) -> list | None:
     from .. import mpi as hmpi
-    return hmpi.names(text, "--mpi", StudyError) if text else None
+    return hmpi.names(text, "--mpi", StudyError) if text is not None else None   # --mpi '' is no default
 
 
 def default_mode(study) -> str:
