@@ -365,7 +365,9 @@ def order(specs: list[LaunchSpec], seed: int) -> list[LaunchSpec]:
 
 
 class WriteError(ConfigError):
-    """The sweep cannot write its output or its log (a full disk): one line naming the file."""
+    """The sweep cannot write its output or its log (a full disk): one line naming the file.
+    ran: the launch in hand had run (its record was what could not be written)."""
+    ran = False
 
 
 def _history(output: Path) -> tuple[dict, dict, int | None]:
@@ -686,8 +688,9 @@ def _run_locked(cfg, specs, output, resume, overwrite, skip_missing, ranks_per_n
                                        attempts[spec.tag] + 1)
             except WriteError as e:
                 bar.close()
-                print(f"hmb: {e}: the sweep stops, {i - 1} of {len(todo)} launches run; what they wrote is kept "
-                      f"in {output} (make space, then: {resume_hint})", file=sys.stderr)
+                last = f" (launch {spec.tag} ran; without its record --resume runs it again)" if e.ran else ""
+                print(f"hmb: {e}{last}: the sweep stops after {i - 1 + e.ran} of {len(todo)} launches; what they "
+                      f"wrote is kept in {output} (make space, then: {resume_hint})", file=sys.stderr)
                 return 1
             ran += 1
             failed += status == "failed"
@@ -794,11 +797,16 @@ def _run_one(spec: LaunchSpec, target: hlaunch.Target, cfg: Config, output: Path
     launcher_rc, rc = rc, hlaunch.abort_code(rc, text)
     planned, written = launch_points(output, out_offset, spec.tag)
     status, why = outcome(rc, text, planned, written, cfg.timeout)
-    append_record(output, {"type": "launch", "schema": SCHEMA, "tag": spec.tag, "point": spec.point(),
-                           "mpi": spec.mpi, "rc": rc, "status": status, "attempt": attempt,
-                           **({"why": why} if why else {}), "points_planned": planned, "points_written": written,
-                           "env_added": added, **({"launcher_rc": launcher_rc} if launcher_rc != rc else {}),
-                           "command": cmd, "elapsed_s": round(elapsed, 3), "end_time": _now()})
+    try:
+        append_record(output, {"type": "launch", "schema": SCHEMA, "tag": spec.tag, "point": spec.point(),
+                               "mpi": spec.mpi, "rc": rc, "status": status, "attempt": attempt,
+                               **({"why": why} if why else {}), "points_planned": planned,
+                               "points_written": written, "env_added": added,
+                               **({"launcher_rc": launcher_rc} if launcher_rc != rc else {}),
+                               "command": cmd, "elapsed_s": round(elapsed, 3), "end_time": _now()})
+    except WriteError as e:
+        e.ran = True
+        raise
     if status != "done":
         bar.write(f"hmb: {spec.tag} {status} (exit {rc}): {why}", file=sys.stderr)
     return status, why
