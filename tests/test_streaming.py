@@ -105,3 +105,13 @@ def test_load_keeps_no_samples_unless_asked(tmp_path):
     f.write_text(json.dumps(RUN) + "\n" + json.dumps(_result(8, 10)) + "\n")
     assert "samples" not in results.load([f], samples=False).results[0].record
     assert len(results.load([f]).results[0].samples("latency_us")) == 10
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_validate_of_a_fifo_or_a_device_is_one_line(tmp_path, kind):
+    """Refused without being opened (reading a FIFO blocks, /dev/zero never ends): one line."""
+    path = Path("/dev/zero") if kind == "device" else tmp_path / "fifo.jsonl"
+    if kind == "fifo":
+        os.mkfifo(path)
+    p = hmb_cli(["validate", path])
+    assert p.returncode == 2 and p.stdout == f"{path}:0: not a regular file (a FIFO or a device?)\n", p.stdout

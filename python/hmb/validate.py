@@ -151,18 +151,21 @@ def validate_file(path: Path) -> tuple[int, list[str]]:
 
 def main(paths: list[str], out=print) -> int:
     from .results import file_problem
-    total, bad = 0, []
+    total, bad, unread = 0, [], 0
     for p in paths:
         path = Path(p)
         problem = file_problem(path)
-        if problem:
+        if problem:     # a FIFO or a device is never opened (reading one would block)
             bad.append(f"{p}:0: {problem}")
+            unread += 1
             continue
         n, b = validate_file(path)
         total += n
         bad += b
     for line in bad:
         out(line)
+    if bad and unread == len(bad) == len(paths):   # nothing read: the one line says it all
+        return 2
     if bad:
         out(f"# {len(bad)} bad of {total} records in {len(paths)} files")
         return 2
