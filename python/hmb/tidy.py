@@ -170,8 +170,11 @@ def with_readings(df, names):
 
 def frame(rs: hresults.ResultSet):
     """The ResultSet as a tidy DataFrame (CONTEXT columns first, then the parameters)."""
+    return _frame(rows(rs))
+
+
+def _frame(data: list):
     import pandas as pd
-    data = rows(rs)
     df = pd.DataFrame(data)
     if df.empty:
         return pd.DataFrame(columns=CONTEXT)
@@ -210,7 +213,10 @@ def load(paths, warn=True):
     """hmb.load(paths): results files (a directory: its *.jsonl) → tidy DataFrame, one row per
     point and metric. Raises results.ResultsError (one line) on a file that cannot be read. The
     files are read a line at a time and --raw samples are not kept (the table has none)."""
-    return frame(hresults.load(_paths(paths), warn=warn, samples=False))
+    stream = hresults.scan(_paths(paths), warn=warn, samples=False)    # no list of results kept
+    data = [row for r in stream for row in result_rows(r)]
+    stream.say_bad_lines()
+    return _frame(data)
 
 
 # A CSV cell a spreadsheet would read as a formula (CSV injection): OWASP's advice is to start it
