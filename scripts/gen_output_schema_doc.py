@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "python/hmb/schema/hmb-output.schema.json"
 DOC = ROOT / "docs/output-schema.md"
 # record types in the order a reader meets them
-ORDER = ["run", "result", "failure", "clocks", "sweep", "launch", "descriptors", "descriptor_listing",
+ORDER = ["run", "plan", "result", "failure", "clocks", "sweep", "launch", "descriptors", "descriptor_listing",
          "conformance", "check", "advise", "hmbprof", "rounds", "claim_run"]
 
 

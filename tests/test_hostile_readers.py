@@ -232,8 +232,8 @@ def test_md_code_fence_is_longer_than_any_backtick_run():
 @pytest.mark.planted_json("x.csv")
 @pytest.mark.parametrize("argv, why", [
     (["export", "--csv", "", "{f}"], "--csv: give a file name, or - for standard output"),
-    (["export", "--csv", "/dev/full", "{f}"], "--csv /dev/full: No space left on device"),
-    (["export", "--csv", "{tmp}", "{f}"], "Is a directory"),
+    (["export", "--csv", "/dev/full", "{f}"], "--csv /dev/full: a device, not a file"),
+    (["export", "--csv", "{tmp}", "{f}"], "is a directory"),
     (["compare", "{f}", "{f}", "--seed", "-1"], "seed -1 is out of range"),
     (["compare", "{f}", "{f}", "--seed", "x"], "invalid seed 'x'"),
 ])

@@ -370,6 +370,9 @@ def verify(cmd: list[str], mpi_name: str, threshold: int, launches: int, regex: 
 # ------------------------------------------------------------------ command
 
 def run(args) -> int:
+    if args.json:   # before anything is read or run: never over an input, a FIFO or a device
+        from .outputs import check_output
+        check_output(args.json, "--json", "advise", [args.profile, args.probe, args.tradeoff], force=True)
     tradeoff = load_tradeoff(args.tradeoff) if args.tradeoff else None
     if args.launches < 1:
         raise AdviseError("--launches must be at least 1")
@@ -407,7 +410,8 @@ def run(args) -> int:
             raise AdviseError(f"profile {args.profile}: malformed ({type(e).__name__}: {e})") from None
         sys.stdout.write(render(adv, args.mpi, tradeoff))
         if args.json:
-            Path(args.json).write_text(json.dumps(adv, indent=1) + "\n")
+            from .outputs import write_json
+            write_json(args.json, adv, "--json")
         if threshold is None:
             threshold = adv["job"]["threshold_bytes"]
     elif not args.verify:

@@ -489,7 +489,7 @@ def run(mpi_name: str, ranks: int, quick: bool, json_path: str | None, out=print
     """hosts (launch.Hosts): the ranks spread over them; on an hmb lab (one machine's clock) the
     offsets estimated across hosts are checked against the true 0 too."""
     impl = hmpi.find(mpi_name)
-    if not impl.bench.exists():
+    if hmpi.stale(impl):     # missing, or older than a source (a git pull)
         hmpi.build(impl)
     exe = build_pingpong(impl)
     lab_env = {}
@@ -564,8 +564,9 @@ def run(mpi_name: str, ranks: int, quick: bool, json_path: str | None, out=print
                                                   "pass": _finite(EXPECTATIONS[c.name].passes),
                                                   "warn": _finite(EXPECTATIONS[c.name].warns)} for c in checks]}
     if json_path:
+        from .outputs import write_json
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-        Path(json_path).write_text(json.dumps(record, indent=1) + "\n")
+        write_json(json_path, record, "--json")
         out(f"# machine record: {json_path}")
     return exit_status(checks)
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import sys
 from pathlib import Path
 
-from . import __version__, mpi, repeats
+# Only light modules here: the console script imports this one before main() runs, and a Ctrl-C
+# during that import is Python's traceback, not hmb's one line (numpy, pandas: inside main()).
+from . import __version__, mpi
 from .units import parse_duration
 
 EXAMPLES = """examples:
@@ -108,11 +109,12 @@ def cmd_run(args) -> int:
     if args.ranks_per_node is not None:
         _count("--ranks-per-node", args.ranks_per_node)
     args.hosts = launch.parse_hosts(args.hosts)
-    target = launch.prepare(args.mpi, build="always" if args.rebuild else "missing")
+    target = launch.prepare(args.mpi, build="always" if args.rebuild else "stale")
     if args.repeats == 1:
         return launch.run_bench(target, args.bench, args.bench_args, args.ranks, args.threads,
                                 json_path=args.json, launcher=args.launcher, timeout=timeout or None,
                                 dry_run=args.dry_run, hosts=args.hosts, ranks_per_node=args.ranks_per_node)
+    from . import repeats
     return repeats.run(target, args, timeout or None)
 
 
@@ -120,19 +122,20 @@ def cmd_sweep(args) -> int:
     from . import sweep
     if args.ranks_per_node is not None:
         _count("--ranks-per-node", args.ranks_per_node)
-    cfg = sweep.load(args.config, mpis_override=mpi.names(args.mpi, "--mpi", UsageError) if args.mpi else None,
+    cfg = sweep.load(args.config, mpis_override=mpi.names(args.mpi, "--mpi", UsageError) if args.mpi is not None else None,
                      output_override=args.output)
     if args.launcher:
         cfg.launcher = args.launcher
     cfg.hosts = args.hosts
     cfg.max_launches = args.max_launches
     return sweep.run(cfg, resume=args.resume, dry_run=args.dry_run, overwrite=args.overwrite,
-                     ranks_per_node=args.ranks_per_node, build="always" if args.rebuild else "missing")
+                     ranks_per_node=args.ranks_per_node, build="always" if args.rebuild else "stale",
+                     force=args.force)
 
 
 def cmd_report(args) -> int:
     from . import report, results
-    rs = results.load(args.results)
+    rs = results.load(args.results, samples=False)    # the report reads summaries, never --raw samples
     out = report.build(rs, Path(args.output), embed=args.embed)
     print(f"hmb: wrote {out['html']} and {out['md']} ({len(out['figures'])} figures)")
     return 1 if rs.bad_lines else 0   # unreadable lines were skipped (named on stderr)
@@ -140,6 +143,8 @@ def cmd_report(args) -> int:
 
 def cmd_compare(args) -> int:
     from . import compare, results
+    from .outputs import check_output
+    check_output(args.output, "-o", "text", [args.a, args.b], force=args.force)
     a, b = results.load([args.a]), results.load([args.b])
     metrics = args.metric.split(",") if args.metric else None
     c = compare.compare(a, b, metrics, seed=args.seed, label_a=args.a, label_b=args.b)
@@ -148,7 +153,8 @@ def cmd_compare(args) -> int:
     text = compare.render(c)
     sys.stdout.write(text)
     if args.output:
-        Path(args.output).write_text(text)
+        from .outputs import write_text
+        write_text(args.output, text, "-o")
     return 1 if a.bad_lines or b.bad_lines else 0   # unreadable lines were skipped (named on stderr)
 
 
@@ -183,6 +189,9 @@ def cmd_slurm(args) -> int:
         _nonempty(f"slurm {flag}", value)
     if args.output is not None and not args.output.strip():
         raise UsageError("slurm -o: give a file name, or - for standard output")
+    from .outputs import check_output, write_text
+    # the config it reads, and the results file the script's sweep will write, are no place for it
+    check_output(args.output, "slurm -o", "script", [args.config, args.results], force=args.force)
     guard = contextlib.nullcontext()
     if args.study:   # hmb slurm --study NAME: the study as published (study/cli.py writes its config)
         from .study import StudyError
@@ -205,7 +214,7 @@ def cmd_slurm(args) -> int:
                                                      * args.threads if args.fit else None)
             except StudyError as e:
                 raise UsageError(str(e)) from None
-        cfg = sweep.load(args.config, mpis_override=mpi.names(args.mpi, "--mpi", UsageError) if args.mpi else None,
+        cfg = sweep.load(args.config, mpis_override=mpi.names(args.mpi, "--mpi", UsageError) if args.mpi is not None else None,
                          output_override=args.results)
         text = slurm.script(cfg, args.config, args.nodes, args.ranks_per_node, args.threads,
                             time=args.time, partition=args.partition, account=args.account,
@@ -217,8 +226,7 @@ def cmd_slurm(args) -> int:
     if args.output in (None, "-"):
         sys.stdout.write(text)
     else:
-        Path(args.output).write_text(text)
-        os.chmod(args.output, 0o755)
+        write_text(args.output, text, "slurm -o", executable=True)
         print(f"hmb: wrote {args.output}; submit it with: sbatch {args.output}", file=sys.stderr)
     return 0
 
@@ -258,10 +266,16 @@ def cmd_check(args) -> int:
     _count("check: -n", args.ranks, least=2)
     _count("check: --threads", args.threads, MAX_THREADS)
     _nonempty("check: --json", args.json)
-    from . import launch
+    from . import launch, outputs
     hosts = launch.parse_hosts(args.hosts)
-    return check.run(args.mpi, args.ranks, args.quick, args.json or check.default_record(args.mpi, hosts),
-                     threads=args.threads, hosts=hosts)
+    json_path = args.json or check.default_record(args.mpi, hosts)
+    parent = Path(json_path).parent
+    if not parent.exists() and not args.json:   # results/, made for the default record
+        parent.mkdir(parents=True, exist_ok=True)
+    # before a minute of measuring: a directory, a FIFO, a device or another kind of file is no record
+    outputs.check_output(json_path, "check: --json", "check", [args.hosts if hosts and hosts.hostfile else None],
+                         force=args.force)
+    return check.run(args.mpi, args.ranks, args.quick, json_path, threads=args.threads, hosts=hosts)
 
 
 def cmd_project(args) -> int:
@@ -331,6 +345,8 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--output", metavar="FILE", help="results file (default: sweep.output in the config)")
     s.add_argument("--dry-run", action="store_true", help="list the launches in order, run nothing")
     s.add_argument("--overwrite", action="store_true", help="start over, deleting an existing output")
+    s.add_argument("--force", action="store_true", help="write the output even if it holds something else than "
+                   "results (a config, a study, a CSV): --overwrite then deletes it, --resume appends to it")
     s.add_argument("--mpi", metavar="LIST", help="only these MPIs (comma-separated), overriding the config")
     s.add_argument("--launcher", choices=("auto", "mpiexec", "srun"), help="override sweep.launcher")
     s.add_argument("--ranks-per-node", type=int, help="with srun or --hosts: spread ranks over ceil(ranks/R) nodes")
@@ -360,6 +376,7 @@ def make_parser() -> argparse.ArgumentParser:
     c.add_argument("--metric", help="only these metrics (comma-separated; default all)")
     c.add_argument("--seed", type=_seed, default=0, help="bootstrap seed (default 0)")
     c.add_argument("-o", "--output", metavar="FILE", help="also write the table to FILE")
+    c.add_argument("--force", action="store_true", help="replace FILE even if it holds results, a config or a study")
     c.set_defaults(func=cmd_compare)
 
     sl = sub.add_parser("slurm", help="write an sbatch script that runs a sweep with srun",
@@ -381,6 +398,7 @@ def make_parser() -> argparse.ArgumentParser:
     sl.add_argument("--hosts", metavar="lab|lab:NAME", help="the allocation is on an hmb lab: its network settings "
                     "and path check (docs/lab.md)")
     sl.add_argument("-o", "--output", metavar="FILE", help="script file (default: stdout)")
+    sl.add_argument("--force", action="store_true", help="replace FILE even if it holds results, a config or a study")
     sl.set_defaults(func=cmd_slurm)
 
     ck = sub.add_parser("check", help="self-test: can numbers measured on this machine be trusted?",
@@ -395,6 +413,8 @@ def make_parser() -> argparse.ArgumentParser:
                     "check runs on every thread of every rank at once")
     ck.add_argument("--json", metavar="FILE", help="machine record (default results/check-MPI.json)")
     ck.add_argument("--quick", action="store_true", help="fewer rounds and iterations (about half a minute)")
+    ck.add_argument("--force", action="store_true", help="replace the --json file even if it holds results, a "
+                    "config or a study")
     ck.add_argument("--hosts", metavar="lab|lab:NAME|FILE", help="ranks spread over these hosts; on an hmb lab "
                     "(one machine's clock) the offsets estimated across hosts must be ~0 (docs/lab.md)")
     ck.set_defaults(func=cmd_check)
@@ -487,22 +507,24 @@ def make_parser() -> argparse.ArgumentParser:
                         "parameters as columns, median, CI, count, unit, MPI, settings, run id.")
     ex.add_argument("--csv", required=True, metavar="FILE", help="output CSV ('-': standard output)")
     ex.add_argument("results", nargs="+", metavar="RESULTS")
+    ex.add_argument("--force", action="store_true", help="replace FILE even if it holds something else than a "
+                    "CSV table (results, a config, a study)")
 
     def cmd_export(a) -> int:
-        from . import results, tidy
+        from . import outputs, results, tidy
         if not a.csv.strip():
             raise UsageError("--csv: give a file name, or - for standard output")
-        rs = results.load(a.results)
-        df = spreadsheet_safe(tidy.frame(rs))
-        try:
-            # RFC 4180's CRLF: csv quotes a field holding a character of the line terminator only, so
-            # with "\n" a CR inside a cell was written bare and a spreadsheet split the row there.
-            df.to_csv(sys.stdout if a.csv == "-" else a.csv, index=False, lineterminator="\r\n")
-        except OSError as e:
-            raise UsageError(f"--csv {a.csv}: {e.strerror or e}") from None
+        outputs.check_output(a.csv, "--csv", "csv", a.results, force=a.force)
+        stream = results.scan(a.results)    # read a line at a time: a 1 GB file in bounded memory
+        if a.csv == "-":
+            n = tidy.write_csv(stream, sys.stdout)
+        else:
+            with outputs.write_atomic(a.csv, "--csv", newline="") as f:
+                n = tidy.write_csv(stream, f)
+        stream.say_bad_lines()
         if a.csv != "-":
-            print(f"hmb: wrote {a.csv} ({len(df)} rows)", file=sys.stderr)
-        return 1 if rs.bad_lines else 0
+            print(f"hmb: wrote {a.csv} ({n} rows)", file=sys.stderr)
+        return 1 if stream.bad_lines else 0
     ex.set_defaults(func=cmd_export)
 
     # hmb settings: the `settings` presets and the variables each path gets (hmb/settings.py)
@@ -530,22 +552,6 @@ def make_parser() -> argparse.ArgumentParser:
     from .study import cli as study_cli
     study_cli.add_parser(sub)
     return p
-
-
-# A CSV cell a spreadsheet would read as a formula (CSV injection): OWASP's advice is to start it
-# with a quote. Text cells only (a number such as -1.5 stays a number); hmb.load's frame is not
-# changed, only the CSV hmb export writes for spreadsheets.
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def spreadsheet_safe(df):
-    """df with every text cell that starts like a formula prefixed with a quote."""
-    import pandas as pd
-    out = df.copy()
-    for col in out.columns:
-        if not (pd.api.types.is_numeric_dtype(out[col]) or pd.api.types.is_datetime64_any_dtype(out[col])):
-            out[col] = out[col].map(lambda v: "'" + v if isinstance(v, str) and v.startswith(FORMULA_START) else v)
-    return out
 
 
 def add_lab_parser(sub) -> None:
@@ -614,8 +620,31 @@ def _split_run_argv(argv: list[str]) -> tuple[list[str], list[str]]:
     return argv, []
 
 
+def _tolerant_streams() -> None:
+    """stdout and stderr write what their encoding cannot hold as escapes (PYTHONIOENCODING=ascii,
+    a C locale without UTF-8): a study's author with an accent in their name made hmb study list
+    a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure") and (stream.errors or "strict") == "strict":
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):
+                pass
+
+
 def main(argv=None) -> int:
-    from . import launch, results, sweep  # error types (light imports)
+    """The hmb command; a Ctrl-C at any moment (start-up included: the imports, the parser) is
+    one line and exit status 130."""
+    try:
+        _tolerant_streams()
+        return _main(argv)
+    except KeyboardInterrupt:
+        print("hmb: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv=None) -> int:
+    from . import launch, outputs, results, sweep  # error types
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = make_parser()
     own, passthrough = _split_run_argv(argv)
@@ -635,7 +664,8 @@ def main(argv=None) -> int:
             # slurm checks it its own way (the lab need not be up where the script is written).
             launch.parse_hosts(args.hosts)
         return args.func(args)
-    except (mpi.MPIError, launch.LaunchError, sweep.ConfigError, results.ResultsError, UsageError) as e:
+    except (mpi.MPIError, launch.LaunchError, sweep.ConfigError, results.ResultsError, outputs.OutputError,
+            UsageError) as e:
         print(f"hmb: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -97,7 +97,7 @@ def run_one(target: launch.Target, spec: Spec, json_path: str, bound_s: float = 
         t0 = time.monotonic()
         with open(os.path.join(tmp, "stdout"), "w+") as so, open(os.path.join(tmp, "stderr"), "w+") as se:
             # a failed check's shared-memory segments: removed by run_streaming (remove_left_shm)
-            status = launch.run_streaming(cmd, env, timeout, stdout=so, stderr=se)
+            status = launch.run_streaming(cmd, env, timeout, stdout=so, stderr=se, library=target.flavor)
             so.seek(0)
             se.seek(0)
             stderr = se.read() + "\n" + so.read()   # MPICH's launcher tells a rank's signal on stdout

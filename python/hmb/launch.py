@@ -17,6 +17,7 @@ import signal
 import stat
 import subprocess
 import sys
+import time
 
 from . import descriptors
 from . import mpi as hmpi
@@ -55,14 +56,16 @@ class Target:
 def prepare(name: str, build: str = "missing") -> Target:
     """Find the MPI (installing a wheel if needed) and build hmb-bench for it.
 
-    build: "missing" (only if hmb-bench is absent), "always" (incremental CMake build).
+    build: "missing" (only if hmb-bench is absent), "stale" (also when a source is newer than
+    the build: hmpi.stale; what hmb run and hmb sweep do, so a git pull never launches the old
+    binary), "always" (an incremental CMake build).
     """
     hmpi.check(name, error=LaunchError)
     if override():   # testing hook: no MPI at hand, a system MPI counts as MPICH-like
         return Target(name, hmpi.WHEEL_FLAVORS.get(name, "mpich"), None)
     try:
         impl = hmpi.find(name)
-        if build == "always" or not impl.bench.exists():
+        if build == "always" or not impl.bench.exists() or (build == "stale" and hmpi.stale(impl)):
             print(f"hmb: building hmb-bench for {name} in {impl.build_dir}", file=sys.stderr)
             hmpi.build(impl)
     except hmpi.MPIError as e:
@@ -509,15 +512,19 @@ def machine_lock(what: str):
 
 
 def run_streaming(cmd: list[str], env: dict, timeout: float | None = None,
-                  stdout=None, stderr=None, preexec_fn=None) -> int:
+                  stdout=None, stderr=None, preexec_fn=None, library: str | None = None) -> int:
     """Run cmd in its own process group; on timeout or Ctrl-C stop the whole group.
-    Holds the machine lock (machine_lock) while it runs.
+    Holds the machine lock (machine_lock) while it runs. library (a launcher flavor: mpich,
+    openmpi): first remove that library's shared-memory segments that earlier launches left and
+    no live process maps (remove_dead_shm).
 
     Returns the exit status (124 on timeout). KeyboardInterrupt is re-raised after the
     child group is stopped, so the caller can leave without recording an unfinished launch.
     A command that cannot start is a LaunchError.
     """
     with machine_lock(" ".join(cmd)[:300]):
+        if library:
+            _say_removed(remove_dead_shm(library), "earlier launches")
         shm_before = shm_names()
         try:
             proc = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=stderr,
@@ -538,6 +545,33 @@ def run_streaming(cmd: list[str], env: dict, timeout: float | None = None,
 
 
 SHM_DIR = "/dev/shm/"
+
+# The names each library's own code gives its shared-memory segments in /dev/shm (UCX, which both
+# MPICH's wheel and Open MPI's pml ucx load, has its own): remove_dead_shm touches no other name.
+SHM_PREFIXES = {"mpich": ("mpich_shm_",), "openmpi": ("sm_segment.", "vader_segment."), "impi": ()}
+UCX_SHM_PREFIXES = ("ucx_shm_posix_",)
+# A segment younger than this may be one a launch is creating (before its first process maps it).
+SHM_DEAD_AGE_S = 60
+
+
+def remove_dead_shm(library: str) -> list:
+    """Segments of this library's own names (SHM_PREFIXES) that earlier launches left behind:
+    a driver killed with SIGKILL, or a launch killed outside hmb, cannot remove them (MPICH
+    unlinks a segment only once every rank has mapped it), and no later launch did. Only those
+    this user owns, not changed for SHM_DEAD_AGE_S, and that no live process maps or holds
+    open; returns the names removed."""
+    prefixes = SHM_PREFIXES.get(library, ()) + UCX_SHM_PREFIXES
+    now, uid, old = time.time(), os.geteuid(), set()
+    for name in shm_names():
+        if not name.startswith(prefixes):
+            continue
+        try:
+            st = os.lstat(SHM_DIR + name)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_uid == uid and now - st.st_mtime > SHM_DEAD_AGE_S:
+            old.add(name)
+    return _unlink_shm(old - shm_in_tree(None)) if old else []
 
 # What the launchers print when a rank calls MPI_Abort(comm, CODE): hydra "application called
 # MPI_Abort(comm=0x84000001, 3) - process 3", Open MPI 5 "MPI_ABORT was invoked on rank 3 in communicator
@@ -673,7 +707,7 @@ def run_bench(target: Target, bench: str, bench_args: list[str], ranks: int, thr
         print(f"# hmb: {added_txt} {' '.join(cmd)}{note}", file=sys.stderr, flush=True)
         if dry_run:
             continue
-        rc = run_streaming(cmd, env, timeout)
+        rc = run_streaming(cmd, env, timeout, library=target.flavor)
         if rc == 124 and timeout:
             print(f"hmb: launch killed after the --timeout of {timeout:g} s", file=sys.stderr)
         if rc != 0 and worst == 0:

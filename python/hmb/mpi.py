@@ -48,11 +48,16 @@ def names(value, where: str = "--mpi", error=MPIError) -> list[str]:
     parser of a list of MPIs, for every command and config that takes one. Empty, or a name not
     in KNOWN: `error` with one line."""
     items = value.split(",") if isinstance(value, str) else list(value or [])
-    libs = [str(x).strip() for x in items if str(x).strip()]
-    if not libs:
+    libs = [str(x).strip() for x in items]
+    if not any(libs):
         raise error(f"{where}: no MPI named (choose from {', '.join(KNOWN)})")
+    if not all(libs):      # "mpich,,openmpi", "mpich,": a name left out, not a list to guess at
+        raise error(f"{where}: an empty name in the list {','.join(libs)!r} (choose from {', '.join(KNOWN)})")
     for lib in libs:
         check(lib, where, error)
+    twice = sorted({lib for lib in libs if libs.count(lib) > 1})
+    if twice:              # each launch would run twice, in one column
+        raise error(f"{where}: {', '.join(twice)} named twice")
     return libs
 
 
@@ -224,6 +229,37 @@ def build_from_source(name: str) -> None:
         raise MPIError(f"building {name} from source failed ({SOURCE_BUILDS[name]}, see its log above)")
 
 
+# What hmb-bench, libhmbcore.so and libhmbprof.so are built from (relative to the repository).
+BUILD_SOURCES = ("src", "include", "cmake", "CMakeLists.txt")
+BUILT_STAMP = ".hmb-built"   # in the build tree, touched after each build that succeeded
+
+
+def stale(mpi: MPI) -> bool:
+    """Whether hmb-bench for this MPI is missing or older than a source it is built from (a git
+    pull, an edit): a stat of each file under BUILD_SOURCES against the build's stamp, a few ms.
+    hmb run and hmb sweep build then (incrementally) before they launch."""
+    stamp = mpi.build_dir / BUILT_STAMP
+    if not mpi.bench.exists():
+        return True
+    try:
+        built = stamp.stat().st_mtime     # a build that relinked no binary (one .c of the profiler) counts
+    except OSError:
+        return True
+    for name in BUILD_SOURCES:
+        top = REPO / name
+        if top.is_file():
+            files = [top]
+        else:
+            files = (Path(d) / f for d, _, fs in os.walk(top) for f in fs)
+        for f in files:
+            try:
+                if f.stat().st_mtime > built:
+                    return True
+            except OSError:
+                continue
+    return False
+
+
 def build(mpi: MPI, quiet: bool = True) -> Path:
     """Configure and build hmb-bench for this MPI with CMake; returns the executable."""
     if shutil.which("cmake") is None:
@@ -243,6 +279,7 @@ def build(mpi: MPI, quiet: bool = True) -> Path:
                 if quiet and r.stderr:
                     sys.stderr.write(r.stderr)
                 raise MPIError(f"building hmb-bench for {mpi.name} failed: {' '.join(cmd[:2])} (see above)")
+        (mpi.build_dir / BUILT_STAMP).touch()
     return mpi.bench
 
 

@@ -59,9 +59,9 @@ def unsupported_rows(rs: ResultSet) -> list[list[str]]:
 def failure_rows(rs: ResultSet) -> list[list[str]]:
     rows = [[f.get("bench", "?"), f.get("kind", "?"), str(f.get("params", "")), f.get("message", "")]
             for f in rs.failures]
-    rows += [[ln.get("point", {}).get("bench", "?"), f"launch failed (exit {ln.get('rc')})",
-              ln.get("tag", ""), " ".join(ln.get("command", []))[:160]]
-             for ln in rs.launches if ln.get("status") == "failed"]
+    rows += [[ln.get("point", {}).get("bench", "?"), f"launch {ln.get('status')} (exit {ln.get('rc')})",
+              ln.get("tag", ""), (ln.get("why") or " ".join(ln.get("command", [])))[:160]]
+             for ln in rs.launches if ln.get("status") in ("failed", "incomplete")]
     return rows
 
 

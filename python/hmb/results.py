@@ -165,31 +165,123 @@ class ResultSet:
 MAX_WARNINGS = 5   # bad lines named one by one per file; the rest are counted
 
 
-def read_records(path: Path, bad: list | None = None):
-    """(line number, record) for every well-formed record of a JSON Lines file.
+# The longest line a reader takes: a record with --raw samples of every metric (10^5 iterations,
+# hmb-bench's default --max-iters) is a few MB to some tens of MB. A longer line is a bad line,
+# skipped without holding it (a file without line ends, binary data).
+MAX_LINE_BYTES = 256 << 20
+_CHUNK = 1 << 20
 
-    Each line that is not one (cut short, binary, a NUL byte, not UTF-8, nested too deeply, a
-    JSON value that is not an object, a record whose fields have the wrong types) is appended
-    to `bad` as "FILE:LINE: why" and skipped. A byte-order mark at the start is allowed."""
+
+def _skip_line(f) -> int:
+    """Read past the rest of the current line (to the byte after its LF, or the end) without
+    holding it; returns the bytes skipped. A stretch of the file that is a hole (a sparse file:
+    it reads as NULs, never a line end) is jumped over, so a 20 GB sparse file of NULs is passed
+    at once instead of read."""
+    skipped = 0
+    while True:
+        chunk = f.read1(_CHUNK) if hasattr(f, "read1") else f.read(_CHUNK)
+        if not chunk:
+            return skipped
+        at = chunk.find(b"\n")
+        if at >= 0:
+            f.seek(at + 1 - len(chunk), os.SEEK_CUR)
+            return skipped + at + 1
+        skipped += len(chunk)
+        if not chunk.strip(b"\0") and hasattr(os, "SEEK_DATA"):
+            here = f.tell()
+            data = _next_data(f.fileno(), here)
+            if data is None:    # nothing but a hole up to the end
+                end = os.fstat(f.fileno()).st_size
+                f.seek(max(end, here))
+                return skipped + max(0, end - here)
+            if data > here:
+                f.seek(data)
+                skipped += data - here
+
+
+def _next_data(fd: int, offset: int) -> int | None:
+    """Where the file's next data (not a hole) starts at or after offset; None: none up to the
+    end; offset itself when the file system cannot say. The descriptor's own position is kept
+    (a buffered reader sits on it)."""
+    pos = os.lseek(fd, 0, os.SEEK_CUR)
+    try:
+        return os.lseek(fd, offset, os.SEEK_DATA)
+    except OSError as e:
+        return None if e.errno == errno.ENXIO else offset
+    finally:
+        os.lseek(fd, pos, os.SEEK_SET)
+
+
+def lines(f, max_line: int = MAX_LINE_BYTES):
+    """(line number, bytes, None) for each line of a binary file object, read one at a time
+    (bounded memory: at most one line of max_line bytes), or (line number, None, why) for a line
+    that is not read: one holding a NUL byte (binary data, a sparse or preallocated file) or
+    longer than max_line. A byte-order mark at the start is left out."""
+    n = 0
+    while True:
+        n += 1
+        raw = f.readline(_CHUNK)
+        if not raw:
+            return
+        if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        if raw.endswith(b"\n") or len(raw) < _CHUNK:
+            yield n, raw, None
+            continue
+        # a long line: gather it piece by piece, as long as it may still be a record
+        pieces, size, why = [raw], len(raw), None
+        while True:
+            if b"\0" in pieces[-1]:
+                why = "a NUL byte (binary data, or a sparse or preallocated file?)"
+            elif size > max_line:
+                why = f"a line longer than {max_line >> 20} MB (no line end: not JSON Lines?)"
+            if why:
+                pieces = None
+                if not raw.endswith(b"\n"):
+                    _skip_line(f)
+                break
+            raw = f.readline(_CHUNK)
+            if not raw:
+                break
+            pieces.append(raw)
+            size += len(raw)
+            if raw.endswith(b"\n"):
+                break
+        if why:
+            yield n, None, why
+        else:
+            yield n, b"".join(pieces), None
+
+
+def iter_records(path: Path, bad: list | None = None, samples: bool = True):
+    """(line number, record) for every well-formed record of a JSON Lines file, read one line at
+    a time (results.lines). Each line that is not one (cut short, binary, a NUL byte, not UTF-8,
+    nested too deeply, a JSON value that is not an object, a record whose fields have the wrong
+    types) is appended to `bad` as "FILE:LINE: why" and skipped. A byte-order mark at the start
+    is allowed. samples False: --raw samples are left out of each record once it is checked."""
     problem = file_problem(path)
     if problem:
         raise ResultsError(f"results file not found: {path}" if problem == "no such file"
                            else f"{path}: {problem}")
     bad = [] if bad is None else bad
-    records = []
     try:
         with open(path, "rb") as f:
-            for n, raw in enumerate(f, 1):
-                if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                    raw = raw[3:]
-                problem, rec = _parse_line(raw)
+            for n, raw, why in lines(f):
+                problem, rec = (why, None) if why else _parse_line(raw)
+                raw = None
                 if problem:
                     bad.append(f"{path}:{n}: {problem}")
                 elif rec is not None:
-                    records.append((n, rec))
+                    if not samples:
+                        rec.pop("samples", None)
+                    yield n, rec
     except OSError as e:
         raise ResultsError(f"cannot read {path}: {e.strerror}") from None
-    return records
+
+
+def read_records(path: Path, bad: list | None = None, samples: bool = True):
+    """iter_records as a list."""
+    return list(iter_records(path, bad, samples))
 
 
 # Lines that may hold a number Python cannot use as a double (a run of 20 digits, a 3-digit
@@ -297,10 +389,6 @@ def _parse_line(raw: bytes) -> tuple[str | None, dict | None]:
     except RecursionError:
         problem = "JSON nested too deeply"
     return problem, rec
-
-
-def _read(path: Path, bad: list) -> list[tuple[int, dict]]:
-    return read_records(path, bad)
 
 
 _SAMPLE_TYPES = frozenset((int, float, type(None)))
@@ -420,7 +508,7 @@ def _files(paths, skipped: list) -> list[Path]:
     return files
 
 
-def load(paths, warn=True) -> ResultSet:
+def load(paths, warn=True, samples=True) -> ResultSet:
     """Load one or more JSONL files (a directory means every *.jsonl in it).
 
     Each file is its own data set: "the last run of a tag counts" (a launch redone by
@@ -428,83 +516,203 @@ def load(paths, warn=True) -> ResultSet:
     sweep record that does not resume starts a new sweep within the file (two sweeps of one
     config concatenated keep both), and a record identical to an earlier one of its file
     (the file concatenated with itself) is read once. Unreadable lines are skipped, named
-    (FILE:LINE: why) on `warn` and counted in ResultSet.bad_lines; duplicates in .duplicates."""
-    warn = sys.stderr if warn is True else warn
-    bad_lines = []
-    files = _files(paths, bad_lines)
-    runs, launches, results, failures, conformance = {}, [], [], [], []
-    duplicates = 0
-    # The descriptors a sweep recorded beside its results, else those of the local build.
-    described = dict(descriptors.local())
-    for path in files:
+    (FILE:LINE: why) on `warn` and counted in ResultSet.bad_lines; duplicates in .duplicates.
+    samples False: the results leave out their --raw samples (the report and the tidy table
+    read the summaries only). The files are read as scan() reads them: a line at a time."""
+    stream = scan(paths, warn=warn, samples=samples, slim=False)
+    results = list(stream)
+    stream.say_bad_lines()
+    return ResultSet(results, stream.runs, stream.launches, stream.failures, stream.sources, stream.descriptors,
+                     stream.bad_lines, stream.duplicates, stream.conformance)
+
+
+# A run header's fields a Result and the tidy table read (scan(slim=True) keeps only these).
+_RUN_FIELDS = ("type", "schema", "run_id", "bench", "tag", "mpi", "thread_level", "ranks", "threads", "hosts",
+               "oversubscribed", "spare_core_missing", "cpus_available", "noise", "options")
+
+
+class _Interned:
+    """One shared object per distinct value (by its JSON text): the run headers of thousands of
+    launches hold the same options, library and hosts."""
+
+    def __init__(self):
+        self.known = {}
+
+    def __call__(self, value):
+        if isinstance(value, str):
+            return sys.intern(value)
+        if isinstance(value, (dict, list)):
+            try:
+                key = json.dumps(value, sort_keys=True)
+            except (TypeError, ValueError, RecursionError):
+                return value
+            return self.known.setdefault(key, value)
+        return value
+
+
+def _slim_run(rec: dict, intern: _Interned) -> dict:
+    out = {k: intern(rec[k]) for k in _RUN_FIELDS if k in rec}
+    network = (rec.get("env") or {}).get("HMB_NETWORK") if isinstance(rec.get("env"), dict) else None
+    if network:
+        out["env"] = intern({"HMB_NETWORK": network})
+    return out
+
+
+def _slim_launch(rec: dict, intern: _Interned) -> dict:
+    point = rec.get("point") if isinstance(rec.get("point"), dict) else {}
+    out = {k: rec[k] for k in ("type", "tag", "status", "mpi", "rc", "attempt") if k in rec}
+    out["point"] = intern({k: point[k] for k in ("bench", "mpi", "settings", "repeat") if k in point})
+    return out
+
+
+class ResultStream:
+    """The results of files, read a line at a time (scan()): the runs, launch records, failures
+    and conformance records are known once the files have been read through; iterating yields
+    each result that counts (as load() would list it), reading the files once more. Memory stays
+    bounded by what is kept per run and per result line (a few numbers), not by the files."""
+
+    def __init__(self, warn, samples: bool, slim: bool):
+        self.warn = sys.stderr if warn is True else warn
+        self.samples, self.slim = samples, slim
+        self.runs, self.launches, self.failures, self.conformance = {}, [], [], []
+        self.sources, self.bad_lines, self.duplicates = [], [], 0
+        self.descriptors = dict(descriptors.local())
+        self.files = []     # (path, kept result lines, their run ids, runs, launches by tag)
+        self.kinds = {}     # (bench, param) -> Counter(is number) over the results that count
+        self.count = 0      # results that count (before the mixed-types check)
+        self._said = False
+        self._named = set()     # (file, line) of results already named as bad lines
+
+    def __iter__(self):
+        for path, kept, runs, launches in self.files:
+            want = iter(kept)
+            nxt = next(want, None)
+            for n, rec in iter_records(path, [], samples=self.samples):
+                while nxt is not None and nxt[0] < n:
+                    nxt = next(want, None)
+                if nxt is None:
+                    break
+                if nxt[0] != n or rec.get("type") != "result":
+                    continue
+                _, run_id, sweep_no = nxt
+                run = runs.get(run_id, {})
+                tag = run.get("tag")
+                r = Result(rec, run, launches.get((sweep_no, tag), {}) if tag else {}, str(path))
+                if self._mixed(n, r):
+                    continue
+                r.desc = self.descriptors.get(r.bench)
+                yield r
+
+    def _mixed(self, n: int, r: Result) -> bool:
+        """A result whose param is text where the benchmark's other results have numbers (or the
+        other way round) cannot be ordered with them: the minority kind is a bad line."""
+        for k, v in r.params.items():
+            kinds = self.kinds.get((r.bench, k))
+            if kinds and len(kinds) > 1 and kinds[_is_number(v)] <= kinds[not _is_number(v)]:
+                if (r.source, n) in self._named:
+                    return True
+                self._named.add((r.source, n))
+                self.bad_lines.append(f"{r.source}:{n}: params.{k} is {'a number' if _is_number(v) else 'text'}"
+                                      f" ({v!r}) where other {r.bench} results have "
+                                      f"{'text' if _is_number(v) else 'numbers'}")
+                return True
+        return False
+
+    def say_bad_lines(self) -> None:
+        """Name the unreadable lines on `warn` (once all results have been read)."""
+        if self._said or not self.bad_lines or not self.warn:
+            return
+        self._said = True
+        for line in self.bad_lines[:MAX_WARNINGS]:
+            print(f"hmb: skipped {line}", file=self.warn)
+        more = len(self.bad_lines) - MAX_WARNINGS
+        print(f"hmb: {len(self.bad_lines)} unreadable lines skipped{f' ({more} more not shown)' if more > 0 else ''};"
+              f" every readable record is used", file=self.warn)
+
+    def _index(self, path: Path) -> None:
+        """The first pass over one file: what every result needs, and which result lines count."""
+        import hashlib
+        intern = _Interned()
         file_bad = []
-        records = _read(path, file_bad)
-        bad_lines += file_bad
-        if not any(r.get("type") in ("run", "result", "conformance") for _, r in records):
-            if file_bad:
-                raise ResultsError(f"{file_bad[0]} (and no readable hmb-bench record in the file"
-                                   f"{f'; {len(file_bad)} bad lines' if len(file_bad) > 1 else ''})")
-            raise ResultsError(_failed_launches(path, records)
-                               or f"{path}: no hmb-bench records (is it a JSON Lines results file?)")
-        file_runs, file_launches, last_run_of_tag, items = {}, {}, {}, []
-        seen, sweep_no, file_dups = set(), 0, 0
-        for n, rec in records:
+        file_runs, file_launches, last_run_of_tag = {}, {}, {}
+        items = []       # (line, sweep number, run id, param kinds) of each result line
+        seen, sweep_no, file_dups, readable = set(), 0, 0, False
+        for n, rec in iter_records(path, file_bad, samples=False):
             kind = rec.get("type")
+            readable = readable or kind in ("run", "result", "conformance")
             try:
                 # --raw samples (10^5 and more numbers) are left out of the comparison: a
                 # record's summaries tell it apart, and the encoding took seconds
-                text = json.dumps({k: v for k, v in rec.items() if k != "samples"}, sort_keys=True)
-            except RecursionError:
-                text = None
-            if text is not None and text in seen:
+                digest = hashlib.blake2b(json.dumps(rec, sort_keys=True).encode("utf-8", "surrogatepass"),
+                                         digest_size=16).digest()
+            except (RecursionError, ValueError):
+                digest = None
+            if digest is not None and digest in seen:
                 file_dups += kind in ("run", "result", "launch", "failure")
                 continue
-            seen.add(text)
+            seen.add(digest)
             if kind == "sweep" and not rec.get("resume"):
                 sweep_no += 1     # tags repeat across sweeps of one config: scope them
             if kind == "run":
-                file_runs[rec.get("run_id")] = rec
+                run_id = rec.get("run_id")
+                file_runs[run_id] = _slim_run(rec, intern) if self.slim else rec
                 if rec.get("tag"):
-                    last_run_of_tag[(sweep_no, rec["tag"])] = rec.get("run_id")
+                    last_run_of_tag[(sweep_no, rec["tag"])] = run_id
             elif kind == "launch":
-                file_launches[(sweep_no, rec.get("tag"))] = rec
+                file_launches[(sweep_no, rec.get("tag"))] = _slim_launch(rec, intern) if self.slim else rec
             elif kind == "result":
-                items.append((n, sweep_no, rec))
+                params = rec.get("params") or {}
+                sig = intern([[rec.get("bench") or "", k, _is_number(v)] for k, v in params.items()])
+                items.append((n, sweep_no, intern(rec.get("run_id")) if isinstance(rec.get("run_id"), str)
+                              else rec.get("run_id"), sig))
             elif kind == "failure":
-                failures.append(rec)
+                self.failures.append(rec)
             elif kind == "conformance":
-                conformance.append(rec)
+                self.conformance.append(rec)
             elif kind == "descriptors":
                 try:
-                    described.update(descriptors.parse_obj(rec))
+                    self.descriptors.update(descriptors.parse_obj(rec))
                 except descriptors.DescriptorError as e:
                     raise ResultsError(f"{path}:{n}: descriptors record: {e}") from None
-        sweep_of_run = {}
-        for n, sweep_at, rec in items:
-            run = file_runs.get(rec.get("run_id"), {})
+        seen = None
+        self.bad_lines += file_bad
+        if not readable:
+            if file_bad:
+                raise ResultsError(f"{file_bad[0]} (and no readable hmb-bench record in the file"
+                                   f"{f'; {len(file_bad)} bad lines' if len(file_bad) > 1 else ''})")
+            raise ResultsError(_failed_launches(path, [(0, r) for r in file_launches.values()])
+                               or f"{path}: no hmb-bench records (is it a JSON Lines results file?)")
+        kept, sweep_of_run = [], {}
+        for n, sweep_at, run_id, sig in items:
+            run = file_runs.get(run_id, {})
             tag = run.get("tag")
-            sweep_no = sweep_of_run.setdefault(rec.get("run_id"), sweep_at)
-            if tag and last_run_of_tag.get((sweep_no, tag)) != rec.get("run_id"):
+            sweep_no = sweep_of_run.setdefault(run_id, sweep_at)
+            if tag and last_run_of_tag.get((sweep_no, tag)) != run_id:
                 continue  # superseded by a redone launch of the same tag
-            results.append((n, Result(rec, run, file_launches.get((sweep_no, tag), {}) if tag else {},
-                                      str(path))))
-        runs.update({(str(path), run_id): run for run_id, run in file_runs.items()})
-        launches += file_launches.values()
-        duplicates += file_dups
-        if file_dups and warn:
+            kept.append((n, run_id, sweep_no))
+            for bench, k, is_num in sig:
+                self.kinds.setdefault((bench, k), collections.Counter())[is_num] += 1
+        self.count += len(kept)
+        self.runs.update({(str(path), run_id): run for run_id, run in file_runs.items()})
+        self.launches += file_launches.values()
+        self.duplicates += file_dups
+        if file_dups and self.warn:
             print(f"hmb: {path}: {file_dups} duplicate records (identical to earlier lines) read once",
-                  file=warn)
-    results = _mixed_types(results, bad_lines)
-    if bad_lines and warn:
-        for line in bad_lines[:MAX_WARNINGS]:
-            print(f"hmb: skipped {line}", file=warn)
-        more = len(bad_lines) - MAX_WARNINGS
-        print(f"hmb: {len(bad_lines)} unreadable lines skipped{f' ({more} more not shown)' if more > 0 else ''};"
-              f" every readable record is used", file=warn)
-    for r in results:
-        r.desc = described.get(r.bench)
-    return ResultSet(results, runs, launches, failures, [str(f) for f in files], described,
-                     bad_lines, duplicates, conformance)
+                  file=self.warn)
+        self.files.append((path, kept, file_runs, file_launches))
+
+
+def scan(paths, warn=True, samples=False, slim=True) -> ResultStream:
+    """Read results files (a directory means every *.jsonl in it) a line at a time: the
+    ResultStream knows the runs, launch records, failures and bad lines, and yields the results
+    that count, reading the files again (load() lists them). slim: keep only the run header
+    fields a Result and the tidy table read (hmb export: a file of many launches)."""
+    stream = ResultStream(warn, samples, slim)
+    files = _files(paths, stream.bad_lines)
+    stream.sources = [str(f) for f in files]
+    for path in files:
+        stream._index(path)
+    return stream
 
 
 def _failed_launches(path: Path, records: list) -> str | None:
@@ -546,28 +754,6 @@ def _launch_failure(log: Path, launch: dict) -> str:
     start = headers[-1].end()
     end = text.find(b"\n### ", start)
     return f"exit {rc}: {log_reason(text[start:end if end >= 0 else len(text)].decode('utf-8', 'replace'), rc)}"
-
-
-def _mixed_types(numbered: list, bad_lines: list) -> list:
-    """Results whose param is text where the benchmark's other results have numbers (or the
-    other way round) cannot be ordered with them: the minority kind is a bad line."""
-    kinds = {}
-    for _, r in numbered:
-        for k, v in r.params.items():
-            kinds.setdefault((r.bench, k), collections.Counter())[_is_number(v)] += 1
-    out = []
-    for n, r in numbered:
-        odd = [k for k, v in r.params.items()
-               if len(kinds[(r.bench, k)]) > 1
-               and kinds[(r.bench, k)][_is_number(v)] <= kinds[(r.bench, k)][not _is_number(v)]]
-        if odd:
-            v = r.params[odd[0]]
-            bad_lines.append(f"{r.source}:{n}: params.{odd[0]} is {'a number' if _is_number(v) else 'text'}"
-                             f" ({v!r}) where other {r.bench} results have "
-                             f"{'text' if _is_number(v) else 'numbers'}")
-            continue
-        out.append(r)
-    return out
 
 
 # Run-level options that never make a point: the noise model (a column of its own) and where the

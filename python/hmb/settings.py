@@ -202,7 +202,17 @@ def parse_setting(text: str) -> tuple[int | None, bool]:
     nocma = base.endswith(NO_SINGLE_COPY_SUFFIX)
     if nocma:
         base = base[:-len(NO_SINGLE_COPY_SUFFIX)]
-    return (None if base == "default" else parse_bytes(base)), nocma
+    return (None if base == "default" else _threshold(base)), nocma
+
+
+def _threshold(text) -> int:
+    """A threshold of at least 1 B: at 0 hmb settings printed variables that looked usable (UCX,
+    OFI and TCP limits of 0) for a switch no library's eager path takes."""
+    n = parse_bytes(text)
+    if n == 0:
+        raise ValueError("0 B is no eager threshold (the largest message sent eagerly: at least 1 B; "
+                         "give a preset such as 16K, or default)")
+    return n
 
 
 def table(mpi: str | None = None, threshold_bytes: int | None = 16 << 10, nocma: bool = False) -> str:
@@ -265,4 +275,8 @@ def resolve(mpi: str, setting) -> tuple[str, dict[str, str]]:
     except ValueError:
         raise ValueError(f"{mpi}: unknown setting '{setting}' (presets: {', '.join(table)}; "
                          f"or a threshold such as 24K)") from None
+    try:
+        _threshold(t)
+    except ValueError as e:
+        raise ValueError(f"{mpi}: setting '{setting}': {e}") from None
     return str(setting), threshold_env(mpi, t)

@@ -14,6 +14,7 @@ import contextlib
 import ctypes
 import dataclasses
 import datetime
+import errno
 import fcntl
 import hashlib
 import itertools
@@ -36,6 +37,7 @@ except ModuleNotFoundError:   # Python < 3.11
 from . import descriptors
 from . import launch as hlaunch
 from . import mpi as hmpi
+from . import outputs
 from . import requirements
 from . import settings as hsettings
 from .units import parse_duration
@@ -362,47 +364,190 @@ def order(specs: list[LaunchSpec], seed: int) -> list[LaunchSpec]:
     return shuffled
 
 
-def _records(output: Path) -> list[dict]:
-    """The output's readable records (results.read_records; bad lines are the report's to name)."""
+class WriteError(ConfigError):
+    """The sweep cannot write its output or its log (a full disk): one line naming the file.
+    ran: the launch in hand had run (its record was what could not be written)."""
+    ran = False
+
+
+def _history(output: Path) -> tuple[dict, dict, int | None]:
+    """What the output says of its launches, read a line at a time, for the sweep that the last
+    sweep record not resuming began (tags repeat across sweeps of one config): tag -> its launch
+    records in order, tag -> the run ids of its run headers, and the first sweep record's seed."""
     from . import results
+    launches, runs, seed = {}, {}, None
     if not output.exists():
-        return []
+        return launches, runs, seed
     try:
-        return [rec for _, rec in results.read_records(output)]
+        for _, rec in results.iter_records(output, [], samples=False):
+            kind = rec.get("type")
+            if kind == "sweep":
+                if seed is None and isinstance(rec.get("seed"), int) and not isinstance(rec["seed"], bool):
+                    seed = rec["seed"]
+                if not rec.get("resume"):
+                    launches, runs = {}, {}
+            elif kind == "launch" and isinstance(rec.get("tag"), str):
+                launches.setdefault(rec["tag"], []).append({k: rec.get(k) for k in ("status", "rc", "attempt", "why")})
+            elif kind == "run" and isinstance(rec.get("tag"), str):
+                runs.setdefault(rec["tag"], set()).add(rec.get("run_id"))
     except results.ResultsError as e:
         raise ConfigError(str(e)) from None
+    return launches, runs, seed
+
+
+# hmb-bench's own verdicts, final: a usage error (2), a validation failure or a library defect it
+# named (3). Anything else (the watchdog's 4 included: a rank left hanging by a lost node looks the
+# same) is the machine's, unless the launch wrote every planned point and exited 0.
+VERDICT_CODES = (2, 3)
+# hmb-bench lines that speak of the machine, not of the benchmark: a write or open that failed.
+_MACHINE_LINE = re.compile(r"cannot (write|open)|No space left|Disk quota|Read-only file system|"
+                           r"Input/output error|Stale file handle", re.IGNORECASE)
+
+
+def is_final(rec: dict) -> bool:
+    """Whether a launch record ends its launch: done, or failed by the benchmark's own verdict.
+    Records written before launch outcomes had an `attempt` called every non-zero exit
+    `failed`: of those, only a verdict's exit status is final."""
+    status = rec.get("status")
+    if status == "done":
+        return True
+    if status != "failed":
+        return False
+    return rec.get("attempt") is not None or rec.get("rc") in VERDICT_CODES
 
 
 def finished_tags(output: Path) -> set[str]:
-    """Tags with a done/failed launch record in the output (what --resume skips)."""
-    return {rec.get("tag") for rec in _records(output)
-            if rec.get("type") == "launch" and rec.get("status") in ("done", "failed")}
+    """Tags whose last launch record is final (is_final): what --resume skips."""
+    launches, _, _ = _history(output)
+    return {tag for tag, recs in launches.items() if is_final(recs[-1])}
 
 
 def recorded_seed(output: Path, default: int) -> int:
     """The seed of the first sweep record in the output (default if there is none)."""
-    for rec in _records(output):
-        if rec.get("type") == "sweep" and isinstance(rec.get("seed"), int) and not isinstance(rec["seed"], bool):
-            return rec["seed"]
-    return default
+    seed = _history(output)[2]
+    return default if seed is None else seed
+
+
+def outcome(rc: int, text: str, planned: int | None, written: int, timeout: float = 0) -> tuple[str, str]:
+    """(status, why) of one launch: whose failure it was (docs/toolkit.md, "Whose failure").
+
+    failed: hmb-bench's own verdict (VERDICT_CODES with its own error line, not one about a
+    write): final. done: exit 0 and every planned point written (the `plan` record's count; a
+    launch whose hmb-bench writes no plan record: exit 0 and some result). incomplete: anything
+    else, the machine's (the launcher or a rank killed, a step refused, a node lost, a write that
+    failed, the timeout, fewer points than planned whatever the launcher returned)."""
+    own = own_line(text)
+    if rc in VERDICT_CODES and own and not _MACHINE_LINE.search(own):
+        return "failed", own
+    if rc == 0:
+        if planned is not None and written < planned:
+            return "incomplete", (f"{written} of {planned} planned points written, though the launcher "
+                                  f"returned 0 ({log_reason(text, rc, timeout)})")
+        if planned is None and written == 0:
+            return "incomplete", f"no result written, though the launcher returned 0 ({log_reason(text, rc, timeout)})"
+        return "done", ""
+    return "incomplete", log_reason(text, rc, timeout)
+
+
+def launch_points(output: Path, offset: int, tag: str) -> tuple[int | None, int]:
+    """(points its plan record announced or None, results written) of the launch with this tag
+    whose records follow `offset` in the output (complete lines only)."""
+    from . import results
+    run_ids, planned, written = set(), None, 0
+    with open(output, "rb") as f:
+        f.seek(offset)
+        for _, raw, why in results.lines(f):
+            if why or not raw.endswith(b"\n"):
+                continue
+            problem, rec = results._parse_line(raw)
+            if problem or rec is None:
+                continue
+            kind = rec.get("type")
+            if kind == "run" and rec.get("tag") == tag:
+                run_ids.add(rec.get("run_id"))
+            elif kind == "plan" and rec.get("run_id") in run_ids and isinstance(rec.get("points"), int):
+                planned = rec["points"]
+            elif kind == "result" and rec.get("run_id") in run_ids:
+                written += 1
+    return planned, written
+
+
+def repair_tail(output: Path) -> int:
+    """Cut a partial last line off the output (a write cut short by a full disk, a killed
+    writer), so what is appended next starts a record of its own and every line stays whole; a
+    last line that is a whole record without its line end gets the line end. Returns the bytes
+    cut off (0: nothing to repair)."""
+    from . import results
+    try:
+        st = os.stat(output)
+    except FileNotFoundError:
+        return 0
+    if not stat_is_regular(st) or st.st_size == 0:
+        return 0
+    with open(output, "r+b") as f:
+        f.seek(-1, os.SEEK_END)
+        if f.read(1) == b"\n":
+            return 0
+        end = st.st_size
+        start, chunk = end, 1 << 16
+        while start > 0:    # the last line's start: after the last LF
+            lo = max(0, start - chunk)
+            f.seek(lo)
+            at = f.read(start - lo).rfind(b"\n")
+            if at >= 0:
+                start = lo + at + 1
+                break
+            start = lo
+        f.seek(start)
+        tail = f.read(end - start) if end - start <= results.MAX_LINE_BYTES else b""
+        problem, rec = results._parse_line(tail) if tail else ("too long", None)
+        if problem is None and rec is not None:
+            f.seek(end)
+            f.write(b"\n")
+            f.flush()
+            os.fsync(f.fileno())
+            return 0
+        f.truncate(start)
+        f.flush()
+        os.fsync(f.fileno())
+        return end - start
+
+
+def stat_is_regular(st) -> bool:
+    import stat as st_mod
+    return st_mod.S_ISREG(st.st_mode)
 
 
 def append_record(output: Path, record: dict) -> None:
-    """Append one JSON line and make it durable before going on; a failed write, flush or sync
-    (a full disk) is a ConfigError naming the file."""
+    """Append one JSON line and make it durable before going on. A partial last line (a writer
+    cut short) is cut off first (repair_tail). A failed write, flush or sync (a full disk) is a
+    WriteError naming the file, and what was written of the line is cut off again: the lines
+    before stay as they were."""
+    data = (json.dumps(record) + "\n").encode()
     try:
-        with open(output, "a") as f:
-            # A killed hmb-bench may have left a partial line: start on a fresh one.
-            if f.tell() > 0:
-                with open(output, "rb") as r:
-                    r.seek(-1, os.SEEK_END)
-                    if r.read(1) != b"\n":
-                        f.write("\n")
-            f.write(json.dumps(record) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        cut = repair_tail(output)
+        if cut:
+            print(f"hmb: {output}: cut off a partial last line ({cut:,} bytes: a write cut short)", file=sys.stderr)
+        fd = os.open(output, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+        try:
+            before = os.fstat(fd).st_size
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+                try:
+                    os.fsync(fd)
+                except OSError as e:
+                    if e.errno != errno.EINVAL:    # a device or a pipe cannot be synced
+                        raise
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, before)
+                raise
+        finally:
+            os.close(fd)
     except OSError as e:
-        raise ConfigError(f"cannot write to {output}: {e.strerror or e}") from None
+        raise WriteError(f"cannot write to {output}: {e.strerror or e}") from None
 
 
 def _now() -> str:
@@ -419,9 +564,16 @@ def _die_with_parent() -> None:
 
 def run(cfg: Config, resume: bool = False, dry_run: bool = False, overwrite: bool = False,
         skip_missing: bool = False, ranks_per_node: int | None = None,
-        build: str = "missing", quiet: bool = False) -> int:
-    """Run the sweep; returns 0 if every launch succeeded, 1 if some failed, 130 on Ctrl-C."""
+        build: str = "stale", quiet: bool = False, force: bool = False) -> int:
+    """Run the sweep; returns 0 if every launch succeeded, 1 if some failed or are incomplete,
+    130 on Ctrl-C."""
     output = Path(cfg.output)
+    if not dry_run:
+        # a FIFO (hmb-bench blocked on it), a device, the config itself or another kind of file
+        try:
+            outputs.check_output(output, "output", "results", [cfg.path], force=force, makes_dirs=True)
+        except outputs.OutputError as e:
+            raise ConfigError(str(e)) from None
     if resume and not cfg.seed_given:
         # The order continues the interrupted sweep's shuffle, not a new one.
         cfg.seed = recorded_seed(output, cfg.seed)
@@ -472,8 +624,10 @@ def _run_locked(cfg, specs, output, resume, overwrite, skip_missing, ranks_per_n
                               f"or --output for a new file")
         output.unlink()
         output.with_name(output.name + ".log").unlink(missing_ok=True)
-    done = finished_tags(output) if resume else set()
+    history, runs_of, _ = _history(output) if resume else ({}, {}, None)
+    done = {tag for tag, recs in history.items() if is_final(recs[-1])}
     todo = [s for s in specs if s.tag not in done]
+    attempts = {s.tag: max(len(history.get(s.tag, ())), len(runs_of.get(s.tag, ()))) for s in todo}
     if resume and not todo:
         print(f"hmb: the sweep is already finished: all {len(specs)} launches are recorded in {output} "
               f"(nothing to resume; --overwrite starts over)", file=sys.stderr)
@@ -505,15 +659,21 @@ def _run_locked(cfg, specs, output, resume, overwrite, skip_missing, ranks_per_n
     check_launches(todo, described, cfg.launcher if hosts is None else "srun", ranks_per_node)
     output.parent.mkdir(parents=True, exist_ok=True)
     log_path = output.with_name(output.name + ".log")
-    append_record(output, {"type": "sweep", "schema": SCHEMA, "config": cfg.path, "seed": cfg.seed,
-                           "seed_given": cfg.seed_given, "start_time": _now(), "resume": resume,
-                           "launches": len(specs), "skipped_finished": len(specs) - len(todo) if resume else 0,
-                           "order": [s.tag for s in todo]})
-    if described:   # so reading the results needs no hmb-bench (docs/output-schema.md)
-        append_record(output, descriptors.record(described))
+    resume_hint = f"hmb sweep {cfg.path} --resume{_output_flag(cfg)}"
+    try:
+        append_record(output, {"type": "sweep", "schema": SCHEMA, "config": cfg.path, "seed": cfg.seed,
+                               "seed_given": cfg.seed_given, "start_time": _now(), "resume": resume,
+                               "launches": len(specs), "skipped_finished": len(specs) - len(todo) if resume else 0,
+                               "rerun_incomplete": sum(1 for s in todo if attempts[s.tag]),
+                               "order": [s.tag for s in todo]})
+        if described:   # so reading the results needs no hmb-bench (docs/output-schema.md)
+            append_record(output, descriptors.record(described))
+    except WriteError as e:
+        raise WriteError(f"{e}: no launch was run (make space, then: {resume_hint if resume else 'run it again'})") \
+            from None
     # SIGTERM (scancel, kill) ends the sweep like Ctrl-C: stop the launch, keep what finished.
     old_term = signal.signal(signal.SIGTERM, _raise_interrupt)
-    failed = 0
+    failed, incomplete, ran = 0, [], 0
     tqdm.monitor_interval = 0  # no helper thread: children are started with preexec_fn
     bar = tqdm(total=len(todo), unit="launch", desc="hmb sweep", file=sys.stderr,
                disable=quiet or None, dynamic_ncols=True)
@@ -523,26 +683,57 @@ def _run_locked(cfg, specs, output, resume, overwrite, skip_missing, ranks_per_n
         for i, spec in enumerate(todo, 1):
             bar.set_postfix_str(f"{spec.bench} {spec.mpi} {spec.split or ''}".strip(), refresh=False)
             t0 = time.monotonic()
-            rc = _run_one(spec, targets[spec.mpi], cfg, output, log_path, ranks_per_node, bar, hosts)
-            failed += rc != 0
+            try:
+                status, why = _run_one(spec, targets[spec.mpi], cfg, output, log_path, ranks_per_node, bar, hosts,
+                                       attempts[spec.tag] + 1)
+            except WriteError as e:
+                bar.close()
+                last = f" (launch {spec.tag} ran; without its record --resume runs it again)" if e.ran else ""
+                print(f"hmb: {e}{last}: the sweep stops after {i - 1 + e.ran} of {len(todo)} launches; what they "
+                      f"wrote is kept in {output} (make space, then: {resume_hint})", file=sys.stderr)
+                return 1
+            ran += 1
+            failed += status == "failed"
+            if status == "incomplete":
+                incomplete.append((spec.tag, why))
             bar.update(1)
             if lines:
-                print(f"hmb sweep: {i}/{len(todo)} {spec.tag} {'done' if rc == 0 else 'failed'} "
+                print(f"hmb sweep: {i}/{len(todo)} {spec.tag} {status} "
                       f"({time.monotonic() - t0:.1f} s)", file=sys.stderr, flush=True)
+            if status == "incomplete" and _cannot_write(why, output):
+                bar.close()
+                print(f"hmb: {output} cannot be written ({why}): the sweep stops, {i} of {len(todo)} launches "
+                      f"run; what they wrote is kept (make space, then: {resume_hint})", file=sys.stderr)
+                return 1
     except KeyboardInterrupt:
         bar.close()
         print(f"hmb: sweep interrupted; finished launches are kept in {output} "
-              f"(continue with: hmb sweep {cfg.path} --resume{_output_flag(cfg)})", file=sys.stderr)
+              f"(continue with: {resume_hint})", file=sys.stderr)
         return 130
     finally:
         signal.signal(signal.SIGTERM, old_term)
         bar.close()
     if failed:
         print(f"hmb: {failed} of {len(todo)} launches failed (details in {log_path})", file=sys.stderr)
+    if incomplete:
+        named = "; ".join(f"{tag} ({why[:100]})" for tag, why in incomplete[:3])
+        more = f"; {len(incomplete) - 3} more" if len(incomplete) > 3 else ""
+        print(f"hmb: {len(incomplete)} of {len(todo)} launches incomplete, cut short by the machine: {named}{more} "
+              f"(details in {log_path})", file=sys.stderr)
     if not quiet:
-        print(f"hmb: {len(todo)} launches, {_results_since(output, start_size)} results, {failed} failed "
-              f"-> {output}", file=sys.stderr)
-    return 1 if failed else 0
+        print(f"hmb: {len(todo)} launches, {_results_since(output, start_size)} results, {failed} failed"
+              + (f", {len(incomplete)} incomplete" if incomplete else "") + f" -> {output}"
+              + (f" (run the incomplete ones again: {resume_hint})" if incomplete else ""), file=sys.stderr)
+    elif incomplete:
+        print(f"hmb: run the incomplete launches again with: {resume_hint}", file=sys.stderr)
+    return 1 if failed or incomplete else 0
+
+
+def _cannot_write(why: str, output: Path) -> bool:
+    """Whether a launch ended because its results file could not be written (a full disk): the
+    next launches would end the same way."""
+    return bool(re.search(r"cannot write|No space left|Disk quota|Read-only file system", why)) and \
+        (str(output) in why or os.path.basename(str(output)) in why or "No space left" in why)
 
 
 def _results_since(output: Path, offset: int) -> int:
@@ -550,7 +741,8 @@ def _results_since(output: Path, offset: int) -> int:
     from . import results
     with open(output, "rb") as f:
         f.seek(offset)
-        return sum(1 for raw in f if (results._parse_line(raw)[1] or {}).get("type") == "result")
+        return sum(1 for _, raw, why in results.lines(f)
+                   if not why and (results._parse_line(raw)[1] or {}).get("type") == "result")
 
 
 def _output_flag(cfg: Config) -> str:
@@ -562,7 +754,8 @@ def _raise_interrupt(signum, frame):
 
 
 def _run_one(spec: LaunchSpec, target: hlaunch.Target, cfg: Config, output: Path,
-             log_path: Path, ranks_per_node, bar, hosts=None) -> int:
+             log_path: Path, ranks_per_node, bar, hosts=None, attempt: int = 1) -> tuple[str, str]:
+    """Run one launch and append its launch record: (status, why) as outcome() judges it."""
     argv = hlaunch.bench_argv(spec.args) + ["--threads", str(spec.threads),
                                             "--json", str(output), "--raw"]
     try:
@@ -572,40 +765,51 @@ def _run_one(spec: LaunchSpec, target: hlaunch.Target, cfg: Config, output: Path
                               ranks_per_node, cfg.srun_args, env_names=sorted(added), hosts=hosts)
     except hlaunch.LaunchError as e:     # e.g. the lab's network probe: the same for every launch
         raise ConfigError(str(e)) from None
-    with open(log_path, "a") as log:
-        log.write(f"### {_now()} {spec.tag}: {' '.join(cmd)}\n")
-        log.flush()
+    out_offset = output.stat().st_size
+    try:
+        log = open(log_path, "a")
+    except OSError as e:
+        raise WriteError(f"cannot write to {log_path}: {e.strerror or e}") from None
+    with log:
+        try:
+            log.write(f"### {_now()} {spec.tag}: {' '.join(cmd)}\n")
+            log.flush()
+        except OSError as e:
+            raise WriteError(f"cannot write to {log_path}: {e.strerror or e}") from None
         start_offset = log.tell()
         t0 = time.monotonic()
         try:
             rc = hlaunch.run_streaming(cmd, env, cfg.timeout or None, stdout=log, stderr=log,
-                                       preexec_fn=_die_with_parent)
+                                       preexec_fn=_die_with_parent, library=target.flavor)
         except hlaunch.LaunchError as e:
             rc = 127
-            log.write(f"{e}\n")
+            with contextlib.suppress(OSError):
+                log.write(f"{e}\n")
         if rc == 124:
-            log.write(f"hmb: launch killed after the {cfg.timeout:g} s timeout\n")
+            with contextlib.suppress(OSError):
+                log.write(f"hmb: launch killed after the {cfg.timeout:g} s timeout\n")
         elapsed = time.monotonic() - t0
-    launcher_rc, rc = rc, _aborted_with(log_path, start_offset, rc)
-    status = "done" if rc == 0 else "failed"
-    append_record(output, {"type": "launch", "schema": SCHEMA, "tag": spec.tag, "point": spec.point(),
-                           "mpi": spec.mpi, "rc": rc, "status": status, "env_added": added,
-                           **({"launcher_rc": launcher_rc} if launcher_rc != rc else {}),
-                           "command": cmd, "elapsed_s": round(elapsed, 3), "end_time": _now()})
-    if rc != 0:
-        bar.write(f"hmb: {spec.tag} failed (exit {rc}): {failure_reason(log_path, start_offset, rc, cfg.timeout)}",
-                  file=sys.stderr)
-    return rc
-
-
-def _aborted_with(path: Path, offset: int, rc: int) -> int:
-    """The launch's status, with the code a rank gave MPI_Abort where the launcher returned the
-    signal it stopped the others with (hmb.launch.abort_code); the record keeps the launcher's."""
-    if rc not in (9, 137, -9):
-        return rc
-    with open(path, errors="replace") as f:
-        f.seek(offset)
-        return hlaunch.abort_code(rc, f.read())
+        with contextlib.suppress(OSError):
+            log.flush()
+    with open(log_path, errors="replace") as f:
+        f.seek(start_offset)
+        text = f.read()
+    launcher_rc, rc = rc, hlaunch.abort_code(rc, text)
+    planned, written = launch_points(output, out_offset, spec.tag)
+    status, why = outcome(rc, text, planned, written, cfg.timeout)
+    try:
+        append_record(output, {"type": "launch", "schema": SCHEMA, "tag": spec.tag, "point": spec.point(),
+                               "mpi": spec.mpi, "rc": rc, "status": status, "attempt": attempt,
+                               **({"why": why} if why else {}), "points_planned": planned,
+                               "points_written": written, "env_added": added,
+                               **({"launcher_rc": launcher_rc} if launcher_rc != rc else {}),
+                               "command": cmd, "elapsed_s": round(elapsed, 3), "end_time": _now()})
+    except WriteError as e:
+        e.ran = True
+        raise
+    if status != "done":
+        bar.write(f"hmb: {spec.tag} {status} (exit {rc}): {why}", file=sys.stderr)
+    return status, why
 
 
 def failure_reason(path: Path, offset: int, rc: int, timeout: float = 0) -> str:
@@ -617,13 +821,21 @@ def failure_reason(path: Path, offset: int, rc: int, timeout: float = 0) -> str:
         return log_reason(f.read(), rc, timeout)
 
 
-def log_reason(text: str, rc: int, timeout: float = 0) -> str:
-    """failure_reason of one launch's part of the log, given as text."""
+def own_line(text: str) -> str | None:
+    """hmb-bench's own last error line in a launch's output (not a warning, not the launcher's
+    banner after it), or None."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     own = [ln[ln.index("hmb-bench"):] for ln in lines
            if re.search(r"(^|\W)hmb-bench( [a-z0-9_]+)?: (?!warning:)", ln)]
+    return own[-1][:200] if own else None
+
+
+def log_reason(text: str, rc: int, timeout: float = 0) -> str:
+    """failure_reason of one launch's part of the log, given as text."""
+    own = own_line(text)
     if own:
-        return own[-1][:200]
+        return own
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     if rc == 124:
         return f"killed after the {timeout:g} s timeout"
     sig = -rc if rc < 0 else rc - 128 if 128 < rc < 160 else 0

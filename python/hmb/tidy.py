@@ -123,22 +123,26 @@ def _point(r) -> tuple[dict, dict]:
 def rows(rs: hresults.ResultSet) -> list[dict]:
     """One dict per (ok result, metric) of a ResultSet; unsupported points have no metric and
     no row here (unsupported() lists them, results.ResultSet keeps them for the report's table)."""
+    return [row for r in rs.results for row in result_rows(r)]
+
+
+def result_rows(r) -> list[dict]:
+    """The rows of one result (rows())."""
+    if r.status != "ok":
+        return []
     out = []
-    for r in rs.results:
-        if r.status != "ok":
+    base, params = _point(r)
+    for name, m in sorted((r.record.get("metrics") or {}).items()):
+        if not isinstance(m, dict):
             continue
-        base, params = _point(r)
-        for name, m in sorted((r.record.get("metrics") or {}).items()):
-            if not isinstance(m, dict):
-                continue
-            s = r.metric(name)     # results.py's reading: an invalid CI reads as NaN bounds
-            count = m.get("count")
-            out.append({**base, "metric": name, "median": hresults.as_float(s.get("median")),
-                        "ci_lo": hresults.as_float(s.get("ci_lo")), "ci_hi": hresults.as_float(s.get("ci_hi")),
-                        "count": int(count) if isinstance(count, (int, float)) and not isinstance(count, bool)
-                        and math.isfinite(count) else None,
-                        "unit": str(m.get("unit") or ""),
-                        "higher_is_better": m.get("higher_is_better"), **params})
+        s = r.metric(name)     # results.py's reading: an invalid CI reads as NaN bounds
+        count = m.get("count")
+        out.append({**base, "metric": name, "median": hresults.as_float(s.get("median")),
+                    "ci_lo": hresults.as_float(s.get("ci_lo")), "ci_hi": hresults.as_float(s.get("ci_hi")),
+                    "count": int(count) if isinstance(count, (int, float)) and not isinstance(count, bool)
+                    and math.isfinite(count) else None,
+                    "unit": str(m.get("unit") or ""),
+                    "higher_is_better": m.get("higher_is_better"), **params})
     return out
 
 
@@ -168,8 +172,11 @@ def with_readings(df, names):
 
 def frame(rs: hresults.ResultSet):
     """The ResultSet as a tidy DataFrame (CONTEXT columns first, then the parameters)."""
+    return _frame(rows(rs))
+
+
+def _frame(data: list):
     import pandas as pd
-    data = rows(rs)
     df = pd.DataFrame(data)
     if df.empty:
         return pd.DataFrame(columns=CONTEXT)
@@ -190,9 +197,7 @@ def unsupported(rs: hresults.ResultSet):
     return pd.DataFrame(out)
 
 
-def load(paths, warn=True):
-    """hmb.load(paths): results files (a directory: its *.jsonl) → tidy DataFrame, one row per
-    point and metric. Raises results.ResultsError (one line) on a file that cannot be read."""
+def _paths(paths) -> list:
     import os
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         paths = [paths]
@@ -203,8 +208,61 @@ def load(paths, warn=True):
                                     f"{type(paths).__name__ if not isinstance(paths, list) else 'a list holding other things'}") from None
     if not paths:
         raise hresults.ResultsError("hmb.load: no results file given")
-    return frame(hresults.load(paths, warn=warn))
+    return paths
 
+
+def load(paths, warn=True):
+    """hmb.load(paths): results files (a directory: its *.jsonl) → tidy DataFrame, one row per
+    point and metric. Raises results.ResultsError (one line) on a file that cannot be read. The
+    files are read a line at a time and --raw samples are not kept (the table has none)."""
+    stream = hresults.scan(_paths(paths), warn=warn, samples=False)    # no list of results kept
+    data = [row for r in stream for row in result_rows(r)]
+    stream.say_bad_lines()
+    return _frame(data)
+
+
+# A CSV cell a spreadsheet would read as a formula (CSV injection): OWASP's advice is to start it
+# with a quote. Text cells only (a number such as -1.5 stays a number); hmb.load's frame is not
+# changed, only the CSV hmb export writes for spreadsheets.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_cell(v):
+    """A cell as hmb export writes it: empty for no value (None, NaN), a text cell that starts
+    like a formula with a quote before it, anything else as Python writes it."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    if isinstance(v, str) and v.startswith(FORMULA_START):
+        return "'" + v
+    return v
+
+
+def write_csv(stream, f) -> int:
+    """The tidy table of a results.ResultStream as CSV on the text file f (RFC 4180: CRLF line
+    ends), a result at a time: rows go to a temporary file while the columns are collected (a
+    point's parameters are columns, known once every result has been read), then out under the
+    header. Memory stays bounded by one result. Returns the rows written."""
+    import csv
+    import pickle
+    import tempfile
+    columns = dict.fromkeys(CONTEXT)
+    count = 0
+    with tempfile.TemporaryFile() as spool:
+        for r in stream:
+            for row in result_rows(r):
+                columns.update(dict.fromkeys(row))
+                pickle.dump(row, spool, protocol=pickle.HIGHEST_PROTOCOL)
+                count += 1
+        spool.seek(0)
+        header = list(columns)
+        # csv quotes a field holding a character of the line terminator only, so with "\n" a CR
+        # inside a cell was written bare and a spreadsheet split the row there
+        w = csv.writer(f, lineterminator="\r\n")
+        w.writerow(header)
+        for _ in range(count):
+            row = pickle.load(spool)
+            w.writerow([_csv_cell(row.get(c)) for c in header])
+    return count
 
 
 def select(df, bench: str | None, metric: str | None, where: dict | None):

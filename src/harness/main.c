@@ -366,6 +366,7 @@ int main(int argc, char **argv)
     points.params = bench->params;
     bench->points(ctx, &points);
     hmb_watchdog_disarm(ctx->watchdog);
+    hmb_output_plan(ctx, points.count);
     for (int i = 0; i < points.count; i++)
         hmb_measure_point(ctx, &points.items[i]);
     hmb_watchdog_arm(ctx->watchdog, ctx->opt.common.timeout);

@@ -383,6 +383,20 @@ static void write_params(hmb_ctx *ctx, hmb_json *j, const hmb_point *pt)
     hmb_json_close_obj(j);
 }
 
+/* {"type":"plan","points":N}: how many result records this run will write, once its points are
+ * known (before the first is measured), so a reader (hmb sweep) can tell a run that was cut, or a
+ * launcher that returned 0 for a run it lost, from a finished one. */
+void hmb_output_plan(hmb_ctx *ctx, int points)
+{
+    hmb_json j;
+    hmb_output_begin_record(ctx, &j, "plan");
+    hmb_json_str(&j, "bench", ctx->bench->name);
+    hmb_json_int(&j, "points", points);
+    hmb_json_close_obj(&j);
+    hmb_output_record(ctx, &j);
+    hmb_json_free(&j);
+}
+
 void hmb_output_failure(hmb_ctx *ctx, const char *kind, int partition, const char *message)
 {
     hmb_json j;

@@ -13,6 +13,7 @@ void hmb_output_record(hmb_ctx *ctx, hmb_json *record); /* rank 0: one line, ffl
 void hmb_output_record_any_rank(hmb_ctx *ctx, hmb_json *record);
 void hmb_output_begin_record(hmb_ctx *ctx, hmb_json *j, const char *type);
 void hmb_output_failure(hmb_ctx *ctx, const char *kind, int partition, const char *message);
+void hmb_output_plan(hmb_ctx *ctx, int points); /* rank 0: the result records this run will write */
 void hmb_table_header(hmb_ctx *ctx);
 void hmb_table_row(hmb_ctx *ctx, const hmb_point *pt, const hmb_summary *summaries, long iterations);
 void hmb_table_unsupported(hmb_ctx *ctx, const hmb_point *pt, const char *reason);

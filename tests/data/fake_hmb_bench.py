@@ -5,6 +5,12 @@ flushed) to --json FILE, sleeping FAKE_SLEEP_S between points so a test can kill
 mid-launch. Appends "start TAG" / "end TAG" to $FAKE_LOG. `--list --json` describes the benchmarks
 in $FAKE_BENCHES (default: p2p part async mt). $FAKE_FAIL_TAG_SUBSTR makes matching
 launches exit 2 ($FAKE_FAIL_AS_HYDRA_KILL: print a rank's MPI_Abort(3) as hydra does, and exit 9).
+$FAKE_MACHINE_TAG_SUBSTR makes the first launch of matching tags fail as the machine does
+($FAKE_MACHINE: "srun", a step refused before anything ran, exit 1; "daemon", Open MPI's mpiexec
+returning 0 after "A daemon failed to report back" with 1 point of the plan's; "watchdog", exit 4
+after one point; "hang", no end until the sweep's timeout); a tag's later launches run normally. A write that fails (a full disk,
+RLIMIT_FSIZE) is handled as hmb-bench handles it: the half-written line cut off, one line naming
+the file, exit 1.
 """
 import json
 import os
@@ -44,10 +50,28 @@ def log(line):
 
 
 def emit(path, rec):
-    with open(path, "a") as f:
-        f.write(json.dumps(rec) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    good = os.path.getsize(path) if os.path.exists(path) else 0
+    try:
+        with open(path, "a") as f:
+            f.write(json.dumps(rec) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as e:
+        try:
+            os.truncate(path, good)
+        except OSError:
+            pass
+        print(f"hmb-bench: cannot write results to '{path}': {e.strerror}", file=sys.stderr)
+        sys.exit(1)
+
+
+def first_start(tag):
+    """Whether this is the first launch of the tag ($FAKE_LOG's start lines)."""
+    path = os.environ.get("FAKE_LOG")
+    if not path or not os.path.exists(path):
+        return True
+    with open(path) as f:
+        return sum(1 for line in f if line.split() == ["start", str(tag)]) <= 1
 
 
 def launch_scale():
@@ -90,10 +114,18 @@ def main():
         print("hmb-bench fake: --sizes: planted failure", file=sys.stderr)
         log(f"end {tag}")
         return 2
+    machine = os.environ.get("FAKE_MACHINE", "") if os.environ.get("FAKE_MACHINE_TAG_SUBSTR") and \
+        os.environ["FAKE_MACHINE_TAG_SUBSTR"] in (tag or "") and first_start(tag) else ""
+    if machine == "srun":
+        print("srun: error: Unable to create step for job 4242: Job/step already completing or completed",
+              file=sys.stderr)
+        log(f"end {tag}")
+        return 1
     run_id = f"fake-{os.getpid()}-{time.time_ns()}"
     jpath = o.get("json")
     threads = int(o.get("threads", 1))
     common = {"schema": 1, "run_id": run_id, "bench": bench}
+    sizes = size_list(str(o.get("sizes", "8")))
     if jpath:
         emit(jpath, {"type": "run", **common, "tag": tag, "argv": sys.argv, "ranks": 2,
                      "threads": threads, "hosts": ["fakehost"], "oversubscribed": False,
@@ -101,8 +133,13 @@ def main():
                      "noise": {"model": o.get("noise", "none"), "thread": "fixed", "seed": 1},
                      "git_revision": "0000000", "env": {k: v for k, v in os.environ.items()
                                                         if k.startswith(("OMP_", "HMB_", "MPIR_CVAR_"))}})
+        emit(jpath, {"type": "plan", **common, "points": len(sizes)})
     sleep_s = float(os.environ.get("FAKE_SLEEP_S", "0"))
-    for size in size_list(str(o.get("sizes", "8"))):
+    if machine in ("daemon", "watchdog"):
+        sizes = sizes[:1]
+    if machine == "hang":
+        time.sleep(600)
+    for size in sizes:
         time.sleep(sleep_s)
         value = (1.0 + int(size) / 1000.0) * launch_scale()
         if jpath:
@@ -114,6 +151,14 @@ def main():
                          "samples": {"latency_us": [value * 0.95, value, value * 1.05]}})
         print(f"{size:>8} {value:.2f}", flush=True)
     log(f"end {tag}")
+    if machine == "daemon":
+        print("--------------------------------------------------------------------------\n"
+              "A daemon failed to report back that it was alive. This could be caused by a\n"
+              "node failure.\n"
+              "--------------------------------------------------------------------------", file=sys.stderr)
+    if machine == "watchdog":
+        print(f"hmb-bench: watchdog: {bench} size=64 rank 1 phase iterate did not finish in 1s", file=sys.stderr)
+        return 4
     return 0
 
 

@@ -99,7 +99,7 @@ def _seconds(text: str | None) -> float | None:
 
 def _mpis(text: str | None) -> list | None:
     from .. import mpi as hmpi
-    return hmpi.names(text, "--mpi", StudyError) if text else None
+    return hmpi.names(text, "--mpi", StudyError) if text is not None else None   # --mpi '' is no default
 
 
 def default_mode(study) -> str:
