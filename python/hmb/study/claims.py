@@ -855,9 +855,10 @@ def not_here(claim: dict, lacks: str = "", cores: int | None = None, lab: bool =
     if cores is not None and not claim.get("oversubscribed"):
         scale = claim.get("scale") or {}
         where = claim.get("where") or {}
-        ranks = max(_numbers(scale.get("ranks", 2)) + _numbers(where.get("ranks")) or [2.0])
-        threads = max([float(claim.get("min_threads", 1))] + _numbers(scale.get("threads", 1))
-                      + _numbers(where.get("threads")))
+        # the least the claim reads (a list of thread counts is judged per value): its smallest point
+        ranks = min(_numbers(scale.get("ranks")) or _numbers(where.get("ranks")) or [2.0])
+        threads = max([float(claim.get("min_threads", 1)),
+                       min(_numbers(scale.get("threads")) or _numbers(where.get("threads")) or [1.0])])
         spare = _needs_spare(claim, spare_core_when)
         if ranks * (threads + spare) > cores:
             return f"needs {ranks * (threads + spare):g} cores" + (" (a spare core per rank for the progress thread)"
