@@ -225,3 +225,127 @@ def test_srun_asks_for_the_spare_core_only_where_the_allocation_has_it(monkeypat
     assert launch.cores_per_rank(t, "async", [], 2, 1, "srun") == 1
     monkeypatch.setenv("SLURM_CPUS_PER_TASK", "2")
     assert launch.cores_per_rank(t, "async", [], 2, 1, "srun") == 2
+
+
+# ------------------------------------------------------------------ issue 40: nothing lost when the machine fails
+
+@pytest.mark.parametrize("subnet, words", [
+    ("127.0.0.0/24", "loopback"), ("127.5.0.0/16", "loopback"), ("224.1.0.0/16", "multicast"),
+    ("239.255.0.0/24", "multicast"), ("169.254.3.0/24", "link-local"), ("0.0.0.0/24", "'this network'"),
+    ("240.0.0.0/24", "reserved"), ("100.64.0.0/24", "carrier-grade NAT"), ("10.0.0.0/7", "inside 10.0.0.0/8"),
+    ("0.0.0.0/0", "inside 10.0.0.0/8"),
+])
+def test_subnets_that_carry_no_lab_are_named(state, subnet, words):
+    """`lab up --subnet 127.0.0.0/24` was reported up, and no TCP connected between its nodes
+    (Python counts loopback and link-local as private)."""
+    with pytest.raises(lab.LabError) as e:
+        lab.layout("hmbt", 2, subnet)
+    assert words in str(e.value) and "\n" not in str(e.value)
+    for good in ("172.16.5.0/24", "192.168.9.0/24", "10.77.0.0/16"):
+        assert lab.layout("hmbt", 2, good).subnet == good
+
+
+def _machine(monkeypatch, routes: str, made: list):
+    """lab._run answering `ip route` from `routes` (honouring `to match ADDR`), recording the rest."""
+    def run(cmd, check=True, **kw):
+        if cmd[:2] == ["ip", "-4"] and "route" in cmd:
+            lines = routes.splitlines()
+            if "match" in cmd:
+                import ipaddress
+                addr = ipaddress.ip_address(cmd[cmd.index("match") + 1])
+                lines = [ln for ln in lines if ln.split()[0] == "default"
+                         or addr in ipaddress.ip_network(ln.split()[0], strict=False)]
+            return subprocess.CompletedProcess(cmd, 0, "\n".join(lines) + "\n", "")
+        made.append(cmd)
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+    monkeypatch.setattr(lab, "_run", run)
+    monkeypatch.setattr(lab, "can_make_labs", lambda: None)
+
+
+ROUTES = """default via 192.0.2.1 dev eth0
+10.77.71.0/24 dev hmblabbr proto kernel scope link src 10.77.71.254
+192.0.2.0/24 dev eth0 proto kernel scope link src 192.0.2.2
+local 192.168.3.7 dev eth1 table local proto kernel scope host src 192.168.3.7
+"""
+
+
+@pytest.mark.parametrize("subnet, why", [
+    ("10.77.0.0/16", "10.77.71.0/24 dev hmblabbr"),      # a /16 around a lab that is up: its first node .1 is free
+    ("10.77.71.0/24", "10.77.71.0/24 dev hmblabbr"),
+    ("192.168.0.0/16", "local 192.168.3.7 dev eth1"),     # an address of this machine's
+])
+def test_a_subnet_overlapping_what_the_machine_uses_is_refused(state, monkeypatch, subnet, why):
+    """The check looked only at the route to the new lab's first node: a /16 over a lab already
+    up was accepted (its .1 is not in the lab's /24), and the two labs' routes collided."""
+    made = []
+    _machine(monkeypatch, ROUTES, made)
+    with pytest.raises(lab.LabError) as e:
+        lab.up("hmbnew", 2, subnet)
+    assert why in str(e.value) and "choose another" in str(e.value)
+    assert not [c for c in made if "add" in c], "something was made"
+
+
+@pytest.mark.planted_json("lab.json")
+def test_a_subnet_overlapping_another_labs_state_is_refused(state, monkeypatch):
+    """A lab whose state exists (up, or half up with its bridge gone) holds its subnet."""
+    made = []
+    _machine(monkeypatch, "default via 192.0.2.1 dev eth0\n", made)
+    other = state / "state" / "other"
+    other.mkdir(parents=True)
+    (other / "lab.json").write_text(json.dumps(lab.layout("other", 2, "10.77.5.0/24").to_json()))
+    with pytest.raises(lab.LabError) as e:
+        lab.up("hmbnew", 2, "10.77.0.0/20")
+    assert "lab other has 10.77.5.0/24" in str(e.value) and not [c for c in made if "add" in c]
+
+
+def _guarded(monkeypatch, signals_in_cleanup=0, left=()):
+    """Run taken_down_on_interrupt around a SIGTERM to this process; the cleanup's down() gets
+    `signals_in_cleanup` more. Returns (the exception, the number of downs)."""
+    import os
+    import signal
+    downs = []
+
+    def down(name, quiet=False, out=print):
+        downs.append(name)
+        for _ in range(signals_in_cleanup):
+            os.kill(os.getpid(), signal.SIGINT)
+    monkeypatch.setattr(lab, "down", down)
+    monkeypatch.setattr(lab, "leftovers", lambda name: list(left))
+    with pytest.raises(lab.LabInterrupted) as e:
+        with lab.taken_down_on_interrupt("hmbt") as guard:
+            guard.started = True
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(100):
+                __import__("time").sleep(0.01)
+    return str(e.value), downs
+
+
+def test_an_interrupt_of_up_takes_down_what_was_made(state, monkeypatch):
+    """SIGTERM killed `hmb lab up` where it stood, and a second SIGINT cut its cleanup short:
+    namespaces, links, UTS mounts and the state were left in 4 of 6 runs, with no message."""
+    import signal
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    text, downs = _guarded(monkeypatch)
+    assert downs == ["hmbt"] and text == "hmb lab: interrupted; lab hmbt was taken down again, nothing is left"
+    text, downs = _guarded(monkeypatch, signals_in_cleanup=2)
+    assert downs == ["hmbt"] and "(interrupted 3 times: the cleanup finished first)" in text
+    text, _ = _guarded(monkeypatch, left=["namespace hmbt-n2", "mount /run/hmb-lab/hmbt/uts-n2"])
+    assert text == ("hmb lab: interrupted; lab hmbt is partly down: left namespace hmbt-n2, mount "
+                    "/run/hmb-lab/hmbt/uts-n2 (hmb lab down --name hmbt clears it)")
+    assert {s: signal.getsignal(s) for s in before} == before       # handlers as they were
+
+
+def test_an_interrupt_before_anything_is_made_takes_nothing_down(state, monkeypatch):
+    import os
+    import signal
+    downs = []
+    monkeypatch.setattr(lab, "down", lambda *a, **k: downs.append(a))
+    with pytest.raises(lab.LabInterrupted) as e:
+        with lab.taken_down_on_interrupt("hmbt"):
+            os.kill(os.getpid(), signal.SIGINT)
+            __import__("time").sleep(1)
+    assert downs == [] and "before lab hmbt was made" in str(e.value)
+    with pytest.raises(lab.LabError):       # a refusal (lab already up) takes nothing down either
+        with lab.taken_down_on_interrupt("hmbt"):
+            raise lab.LabError("lab hmbt is already up")
+    assert downs == []

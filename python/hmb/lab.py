@@ -18,6 +18,7 @@ MPICH's hydra calls it with -launcher-exec, Open MPI's prte as plm_rsh_agent.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import ipaddress
 import json
@@ -28,6 +29,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import zlib
 from pathlib import Path
@@ -42,6 +44,11 @@ MAX_NODES = 16
 
 class LabError(Exception):
     """A one-line, user-facing problem (exit status 2)."""
+
+
+class LabInterrupted(KeyboardInterrupt):
+    """`up` (or `up --slurm`) was interrupted (SIGINT, SIGTERM, SIGHUP) and took down what it had
+    made: str() says so in one line, naming what is left, if anything."""
 
 
 @dataclasses.dataclass
@@ -109,7 +116,10 @@ def default_subnet(name: str) -> str:
 
 
 def _run(cmd: list[str], check: bool = True, **kw) -> subprocess.CompletedProcess:
-    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", **kw)
+    """cmd's result (LabError with its last line when it fails and check). The command runs in a
+    session of its own: a Ctrl-C at the terminal reaches hmb alone, which decides what to stop
+    (a second one killed the `ip netns del` of the cleanup the first had started)."""
+    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", start_new_session=True, **kw)
     if check and p.returncode != 0:
         msg = (p.stderr.strip() or p.stdout.strip() or f"exit {p.returncode}").splitlines()[-1]
         raise LabError(f"{' '.join(cmd[:6])}: {msg}")
@@ -125,10 +135,14 @@ def can_make_labs() -> str | None:
         if shutil.which(tool) is None:
             return f"needs `{tool}` on PATH (packages iproute2, util-linux)"
     probe = f"hmbprobe{os.getpid() % 100000}"
-    p = _run(["ip", "netns", "add", probe], check=False)
-    if p.returncode != 0:
-        return f"`ip netns add` fails here: {(p.stderr.strip() or 'exit ' + str(p.returncode)).splitlines()[-1]}"
-    _run(["ip", "netns", "del", probe], check=False)
+    try:
+        p = _run(["ip", "netns", "add", probe], check=False)
+        if p.returncode != 0:
+            return f"`ip netns add` fails here: {(p.stderr.strip() or 'exit ' + str(p.returncode)).splitlines()[-1]}"
+    finally:
+        with _signals(raising=False):
+            if os.path.exists(f"/run/netns/{probe}"):
+                _run(["ip", "netns", "del", probe], check=False)
     return None
 
 
@@ -179,8 +193,9 @@ def layout(name: str, nodes: int, subnet: str | None = None, cpus: list | None =
         net = ipaddress.ip_network(subnet or default_subnet(name))
     except ValueError as e:
         raise LabError(f"--subnet: {e}") from None
-    if net.version != 4 or net.prefixlen > 24 or not net.is_private:
+    if net.version != 4 or net.prefixlen > 24:
         raise LabError(f"--subnet {net}: expected a private IPv4 network of at least /24 (e.g. 10.77.5.0/24)")
+    check_subnet(net)
     # Addresses by arithmetic: listing a /8's hosts took 47 s and 1.4 GB. At least /24: .1..N
     # for the nodes, .254 for the bridge.
     base = net.network_address
@@ -191,6 +206,64 @@ def layout(name: str, nodes: int, subnet: str | None = None, cpus: list | None =
         mine = cpus[(i - 1) * share:i * share] if share else cpus
         out.append(Node(f"{name}-n{i}", str(base + i), str(base_dir() / name / f"uts-n{i}"), mine))
     return Lab(name, str(net), str(base + 254), out)
+
+
+PRIVATE = [ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")]
+# Ranges that are no use for nodes, named (Python's is_private counts loopback and link-local as
+# private: a lab on 127.0.0.0/24 came up, and no TCP connected between its nodes).
+UNUSABLE = [(ipaddress.ip_network(n), what) for n, what in (
+    ("127.0.0.0/8", "loopback: every node would take its peers' addresses for its own"),
+    ("224.0.0.0/4", "multicast: no host may hold such an address"),
+    ("169.254.0.0/16", "link-local: not routed through the bridge"),
+    ("0.0.0.0/8", "'this network': not an address a node may hold"),
+    ("240.0.0.0/4", "reserved (and broadcast)"),
+    ("100.64.0.0/10", "carrier-grade NAT's shared space"),
+)]
+
+
+def check_subnet(net) -> None:
+    """A lab's subnet lies inside one RFC 1918 private block; a range that cannot work (loopback,
+    multicast, link-local, ...) is named."""
+    for bad, what in UNUSABLE:
+        if net.subnet_of(bad):
+            raise LabError(f"--subnet {net}: {bad} is {what}; expected a private network inside "
+                           f"10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16")
+    if not any(net.subnet_of(b) for b in PRIVATE):
+        raise LabError(f"--subnet {net}: expected a private IPv4 network of at least /24 inside 10.0.0.0/8, "
+                       f"172.16.0.0/12 or 192.168.0.0/16 (e.g. 10.77.5.0/24)")
+
+
+def _taken(lab: Lab) -> str | None:
+    """What on this machine already uses an address of lab's subnet (None: nothing): another
+    lab's subnet (from its state, up or half up), or any route or address of the machine's (a
+    connected route is how an interface's addresses show; routes through this lab's own bridge,
+    remnants `down` clears, are not counted)."""
+    net = ipaddress.ip_network(lab.subnet)
+    base = base_dir()
+    for state in sorted(base.glob("*/lab.json")) if base.is_dir() else []:
+        if state.parent.name == lab.name:
+            continue
+        try:
+            other = ipaddress.ip_network(json.loads(state.read_text())["subnet"])
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
+            continue
+        if net.overlaps(other):
+            return f"lab {state.parent.name} has {other}"
+    routes = _run(["ip", "-4", "-o", "route", "show", "table", "all"], check=False).stdout
+    for ln in routes.splitlines():
+        words = ln.split()
+        if not words:
+            continue
+        dest = words[1] if words[0] in ("local", "broadcast", "unicast", "anycast", "multicast", "blackhole",
+                                         "unreachable", "prohibit", "throw", "nat") and len(words) > 1 else words[0]
+        if dest == "default" or f" dev {lab.bridge} " in f" {ln} ":
+            continue
+        try:
+            if net.overlaps(ipaddress.ip_network(dest, strict=False)):
+                return f"routed here ({' '.join(words[:5])})"
+        except ValueError:
+            continue
+    return None
 
 
 def _agent_text(lab: Lab) -> str:
@@ -262,22 +335,106 @@ def _set_hosts(name: str, block: list[str]) -> None:
         f.write("\n".join(out + block) + "\n")
 
 
-def up(name: str = DEFAULT_NAME, nodes: int = 2, subnet: str | None = None, out=print) -> Lab:
-    """Lay the lab out; on any failure take down what was made and raise LabError."""
-    lab = layout(name, nodes, subnet)
-    why = can_make_labs()
-    if why:
-        raise LabError(f"hmb lab: {why}")
-    if (lab.dir / "lab.json").exists():
-        old = load(name)
-        if _complete(old):
-            raise LabError(f"lab {name} is already up ({', '.join(old.hostnames)}): hmb lab down first")
-    taken = _run(["ip", "-4", "route", "show", "to", "match", lab.nodes[0].addr], check=False).stdout
-    for ln in taken.splitlines():
-        if ln.split()[0] != "default" and f"dev {lab.bridge} " not in ln + " ":
-            raise LabError(f"--subnet {lab.subnet}: already routed here ({ln.strip()}); choose another")
-    down(name, quiet=True)      # remnants of an earlier lab of this name
+_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+@contextlib.contextmanager
+def _signals(raising: bool):
+    """While making or removing a lab: SIGINT, SIGTERM and SIGHUP either raise KeyboardInterrupt
+    (the first one only: a second signal must not cut short the cleanup the first started) or
+    are only noted (cleanup). Yields the list of signals received. Outside the main thread
+    (handlers cannot be set) nothing changes."""
+    got: list = []
+    if threading.current_thread() is not threading.main_thread():
+        yield got
+        return
+
+    def handler(signum, frame):
+        got.append(signum)
+        if raising and len(got) == 1:
+            raise KeyboardInterrupt
+    old = {sig: signal.signal(sig, handler) for sig in _SIGNALS}
     try:
+        yield got
+    finally:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+
+
+def held_signals():
+    """A context in which SIGINT, SIGTERM and SIGHUP are noted, not acted on (`hmb lab down`
+    finishes first); yields the list of those received."""
+    return _signals(raising=False)
+
+
+class _Guard:
+    started = False         # set once something of the lab may have been made
+
+
+_guards: list = []
+
+
+@contextlib.contextmanager
+def taken_down_on_interrupt(name: str):
+    """Around `hmb lab up [--slurm]`: the first SIGINT, SIGTERM or SIGHUP stops it, and once
+    anything may have been made (guard.started) `down` removes it with further signals held off
+    (a second Ctrl-C or a SIGTERM during the cleanup left namespaces, links, UTS mounts and the
+    state in 4 of 6 runs, and said nothing); LabInterrupted then says what is left, if anything.
+    Any other failure after the start takes the lab down too and is raised as it was. Nested
+    uses (cli around up()) share the outer guard."""
+    if _guards:
+        yield _guards[-1]
+        return
+    guard = _Guard()
+    _guards.append(guard)
+    try:
+        with _signals(raising=True):
+            try:
+                yield guard
+            except LabInterrupted:
+                raise
+            except BaseException as e:
+                if not guard.started:
+                    if isinstance(e, KeyboardInterrupt):
+                        raise LabInterrupted(f"hmb lab: interrupted before lab {name} was made; nothing is left") \
+                            from None
+                    raise
+                with _signals(raising=False) as more:
+                    try:
+                        down(name, quiet=True)
+                    except LabError:
+                        pass
+                    left = leftovers(name)
+                if not isinstance(e, KeyboardInterrupt):
+                    raise
+                again = f" (interrupted {1 + len(more)} times: the cleanup finished first)" if more else ""
+                if left:
+                    raise LabInterrupted(f"hmb lab: interrupted; lab {name} is partly down{again}: left "
+                                         f"{', '.join(left)} (hmb lab down --name {name} clears it)") from None
+                raise LabInterrupted(f"hmb lab: interrupted; lab {name} was taken down again, nothing is "
+                                     f"left{again}") from None
+    finally:
+        _guards.pop()
+
+
+def up(name: str = DEFAULT_NAME, nodes: int = 2, subnet: str | None = None, out=print) -> Lab:
+    """Lay the lab out; on any failure or interrupt take down what was made and raise LabError
+    (LabInterrupted on SIGINT, SIGTERM, SIGHUP: taken_down_on_interrupt)."""
+    with taken_down_on_interrupt(name) as guard:
+        lab = layout(name, nodes, subnet)
+        why = can_make_labs()
+        if why:
+            raise LabError(f"hmb lab: {why}")
+        if (lab.dir / "lab.json").exists():
+            old = load(name)
+            if _complete(old):
+                raise LabError(f"lab {name} is already up ({', '.join(old.hostnames)}): hmb lab down first")
+        taken = _taken(lab)
+        if taken:
+            raise LabError(f"--subnet {lab.subnet}: overlaps what this machine already uses: {taken}; "
+                           f"choose another")
+        guard.started = True
+        down(name, quiet=True)      # remnants of an earlier lab of this name
         lab.dir.mkdir(parents=True, exist_ok=True)
         _run(["ip", "link", "add", lab.bridge, "type", "bridge"])
         _run(["ip", "addr", "add", f"{lab.head_addr}/{ipaddress.ip_network(lab.subnet).prefixlen}", "dev", lab.bridge])
@@ -300,9 +457,6 @@ def up(name: str = DEFAULT_NAME, nodes: int = 2, subnet: str | None = None, out=
         lab.agent.chmod(0o755)
         _set_hosts(name, _hosts_block(lab))
         (lab.dir / "lab.json").write_text(json.dumps(lab.to_json(), indent=1) + "\n")
-    except BaseException:
-        down(name, quiet=True)
-        raise
     return lab
 
 
