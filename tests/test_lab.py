@@ -298,6 +298,37 @@ def test_a_subnet_overlapping_another_labs_state_is_refused(state, monkeypatch):
     assert "lab other has 10.77.5.0/24" in str(e.value) and not [c for c in made if "add" in c]
 
 
+def _fake_tools(d: Path, names) -> Path:
+    """Executables that record their arguments in d/calls and fail."""
+    d.mkdir(exist_ok=True)
+    for n in names:
+        (d / n).write_text(f'#!/bin/sh\necho "{n} $*" >> {d / "calls"}\nexit 1\n')
+        (d / n).chmod(0o755)
+    return d
+
+
+def test_the_agent_enters_its_node_whatever_the_environment_says(state):
+    """HMB_LAB_INSIDE=NODE made the agent run the command on the machine itself, after
+    remounting /sys in the caller's mount namespace. The agent's own second stage (--in-node)
+    checks the namespaces it is in, so a caller cannot skip the entering either."""
+    lb = lab.layout("hmbt", 2, "10.77.200.0/24", cpus=[0, 1])
+    lb.dir.mkdir(parents=True)
+    lb.agent.write_text(lab._agent_text(lb))
+    lb.agent.chmod(0o755)
+    tools = _fake_tools(state / "bin", ["nsenter", "unshare", "mount", "umount", "mountpoint", "taskset"])
+    env = {**__import__("os").environ, "PATH": f"{tools}:/usr/bin:/bin"}
+    r = subprocess.run([str(lb.agent), "hmbt-n1", "true"], capture_output=True, text=True,
+                       env={**env, "HMB_LAB_INSIDE": "hmbt-n1"})
+    calls = (tools / "calls").read_text().splitlines()
+    assert r.returncode != 0 and calls and calls[0].startswith("nsenter --uts="), calls
+    assert not [c for c in calls if c.split()[0] in ("mount", "umount", "mountpoint", "taskset")], calls
+    (tools / "calls").unlink()
+    r = subprocess.run([str(lb.agent), "--in-node", "hmbt-n1", "true"], capture_output=True, text=True, env=env)
+    assert r.returncode == 255 and "not inside node hmbt-n1's namespaces" in r.stderr
+    assert not (tools / "calls").exists(), (tools / "calls").read_text()
+    assert "HMB_LAB_INSIDE" not in lb.agent.read_text()
+
+
 def _guarded(monkeypatch, signals_in_cleanup=0, left=()):
     """Run taken_down_on_interrupt around a SIGTERM to this process; the cleanup's down() gets
     `signals_in_cleanup` more. Returns (the exception, the number of downs)."""
