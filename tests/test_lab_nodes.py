@@ -157,3 +157,54 @@ def test_slurm_lab_down_leaves_nothing(slurm_lab):
     assert lab.leftovers(NAME) == []
     daemons = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
     assert not [ln for ln in daemons.splitlines() if f"/hmb-lab/{NAME}/" in ln and not ln.startswith("Z")]
+
+
+# ------------------------------------------------------------------ issue 40: nothing lost when the machine fails
+
+import signal  # noqa: E402
+import time  # noqa: E402
+
+
+def _own_lab(tag: str, nodes: int = 2) -> str:
+    name = f"{tag}{os.getpid() % 10000}"
+    r = hmb("lab", "up", "--name", name, "--nodes", str(nodes))
+    assert r.returncode == 0, r.stderr
+    return name
+
+
+def _machine_holds(name: str) -> list[str]:
+    """What of lab `name` this machine still holds, read from the machine itself (not from hmb):
+    `ip netns list`, `ip link`, /proc/mounts, `ps`, the state directory and the hosts file."""
+    out = []
+    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+    out += [f"namespace {w}" for w in ns if w.startswith(f"{name}-")]
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    out += [f"link {ln.split(':')[1].strip()}" for ln in links.splitlines()
+            if ln.split(":")[1].strip().split("@")[0] in (f"{name}br", *[f"{name}v{i}" for i in range(1, 17)])]
+    out += [f"mount {ln.split()[1]}" for ln in Path("/proc/mounts").read_text().splitlines() if f"/{name}/" in ln]
+    ps = subprocess.run(["ps", "-eo", "pid=,stat=,args="], capture_output=True, text=True).stdout
+    out += [f"process {ln.strip()}" for ln in ps.splitlines()
+            if f"/{name}/" in ln and not ln.split()[1].startswith("Z") and "pytest" not in ln]
+    if (lab.base_dir() / name).exists():
+        out.append(f"state {lab.base_dir() / name}")
+    if f"# hmb lab {name} begin" in Path("/etc/hosts").read_text():
+        out.append("/etc/hosts block")
+    return out + [f"(hmb) {x}" for x in lab.leftovers(name)]
+
+
+def test_down_stops_a_process_that_respawns_in_a_node():
+    """`down` took the process list once: a process that starts another when told to stop left
+    that one running, an orphan in a namespace without a name."""
+    name = _own_lab("hmbr")
+    try:
+        # on SIGTERM the loop starts `sleep 3017` and exits: a respawn the first list does not hold
+        r = hmb("lab", "exec", f"{name}-n2", "--name", name, "--", "sh", "-c",
+                "(trap 'sleep 3017 & exit 0' TERM; while :; do sleep 0.05; done) >/dev/null 2>&1 & echo started")
+        assert r.returncode == 0 and "started" in r.stdout, r.stderr
+    finally:
+        down = hmb("lab", "down", "--name", name)
+    assert down.returncode == 0, down.stderr
+    time.sleep(0.5)
+    ps = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
+    assert not [ln for ln in ps.splitlines() if "sleep 3017" in ln and not ln.startswith("Z")], ps
+    assert _machine_holds(name) == []

@@ -154,6 +154,9 @@ def load(name: str = DEFAULT_NAME) -> Lab:
         if path.exists() and not path.is_file():
             raise ValueError("not a regular file")
         data = json.loads(path.read_text())
+        if (path.parent / DOWN_MARK).exists():
+            raise LabError(f"lab {name} is being taken down, or a `down` of it was stopped "
+                           f"(hmb lab down --name {name} clears it)")
         lab = Lab(data["name"], data["subnet"], data["head_addr"], [Node(**n) for n in data["nodes"]])
         _check_state(lab, name)
     except FileNotFoundError:
@@ -482,30 +485,49 @@ def _links(name: str) -> list[str]:
     return sorted(n for n in names if n == f"{name}br" or re.fullmatch(rf"{re.escape(name)}v\d+", n))
 
 
-def _ns_inode(path: str) -> int | None:
+def _ns_id(path: str) -> tuple | None:
+    """(device, inode) of a namespace file (a /proc/PID/ns entry or a bind mount of one)."""
     try:
-        return os.stat(path).st_ino
+        st = os.stat(path)
+        return st.st_dev, st.st_ino
     except OSError:
         return None
 
 
-def processes(name: str) -> dict[str, list[int]]:
-    """node namespace -> pids of the processes living in it (slurmd, proxies, ranks...)."""
+def _ns_ids(name: str) -> dict:
+    """The lab's namespaces as (device, inode) -> node name: each node's network namespace, and
+    its UTS namespace (a process in a node whose network namespace was deleted, or never made,
+    is still found by its hostname's namespace)."""
     wanted = {}
     for ns in _netns_names(name):
-        ino = _ns_inode(f"/run/netns/{ns}")
-        if ino is not None:
-            wanted[ino] = ns
-    found: dict[str, list[int]] = {ns: [] for ns in wanted.values()}
+        ident = _ns_id(f"/run/netns/{ns}")
+        if ident is not None:
+            wanted[ident] = ns
+    d = base_dir() / name
+    proc_dev = (_ns_id("/proc/self/ns/uts") or (None,))[0]
+    for uts in sorted(d.glob("uts-n*")) if d.is_dir() else []:
+        ident = _ns_id(str(uts))
+        if ident is not None and ident[0] == proc_dev:       # mounted: an nsfs file, not the plain one
+            wanted.setdefault(ident, f"{name}-n{uts.name[len('uts-n'):]}")
+    return wanted
+
+
+def processes(name: str) -> dict[str, list[int]]:
+    """node -> pids of the processes living in its network or UTS namespace (slurmd, proxies,
+    ranks...)."""
+    wanted = _ns_ids(name)
+    found: dict[str, list[int]] = {ns: [] for ns in sorted(set(wanted.values()))}
     if not wanted:
         return found
     me = os.getpid()
     for d in os.listdir("/proc"):
         if not d.isdigit() or int(d) == me:
             continue
-        ino = _ns_inode(f"/proc/{d}/ns/net")
-        if ino in wanted:
-            found[wanted[ino]].append(int(d))
+        for kind in ("net", "uts"):
+            node = wanted.get(_ns_id(f"/proc/{d}/ns/{kind}"))
+            if node is not None:
+                found[node].append(int(d))
+                break
     return found
 
 
@@ -535,16 +557,42 @@ def _alive(pid: int) -> bool:
         return False
 
 
+DOWN_MARK = "taking-down"       # in the lab's directory while `down` runs (or after one was killed)
+
+
+def _stop_all(name: str, limit: float = 30.0) -> tuple[int, list[int]]:
+    """Stop every process living in the lab's namespaces, again and again until none is left (a
+    process that respawns, or a shell loop starting children, left an orphan in a namespace
+    that no longer had a name when the list was taken once); the first round gives SIGTERM its
+    grace, later ones are quick. (processes stopped, pids still alive after `limit` seconds)."""
+    end = time.monotonic() + limit
+    stopped, rounds = 0, 0
+    while True:
+        pids = [p for ps in processes(name).values() for p in ps if _alive(p)]
+        if not pids:
+            return stopped, []
+        if time.monotonic() > end:
+            return stopped, pids
+        still = _stop(pids, grace=5.0 if rounds == 0 else 0.2)
+        stopped += len(pids) - len(still)
+        rounds += 1
+
+
 def down(name: str = DEFAULT_NAME, quiet: bool = False, out=print) -> list[str]:
     """Take the lab down completely; returns what was removed (one phrase each). Raises
     LabError naming what could not be removed."""
     check_name(name)
     removed, left = [], []
-    pids = [p for ps in processes(name).values() for p in ps]
-    if pids:
-        still = _stop(pids)
-        removed.append(f"{len(pids) - len(still)} process{'es' if len(pids) - len(still) != 1 else ''}")
-        left += [f"process {p}" for p in still]
+    d = base_dir() / name
+    if (d / "lab.json").exists():
+        try:        # launches watching the lab (launch.run_streaming) name the cause by it
+            (d / DOWN_MARK).write_text(f"pid {os.getpid()}\n")
+        except OSError:
+            pass
+    stopped, still = _stop_all(name)
+    if stopped:
+        removed.append(f"{stopped} process{'es' if stopped != 1 else ''}")
+    left += [f"process {p}" for p in still]
     for ns in _netns_names(name):
         r = _run(["ip", "netns", "del", ns], check=False)
         (removed if r.returncode == 0 else left).append(f"namespace {ns}")
@@ -554,7 +602,6 @@ def down(name: str = DEFAULT_NAME, quiet: bool = False, out=print) -> list[str]:
             removed.append(f"link {link}")
         else:
             left.append(f"link {link}")
-    d = base_dir() / name
     for uts in sorted(d.glob("uts-n*")) if d.is_dir() else []:
         _run(["umount", str(uts)], check=False)
     try:
