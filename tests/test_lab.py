@@ -329,6 +329,51 @@ def test_the_agent_enters_its_node_whatever_the_environment_says(state):
     assert "HMB_LAB_INSIDE" not in lb.agent.read_text()
 
 
+def _lab_state(state, name="hmbt"):
+    lb = lab.layout(name, 2, "10.77.200.0/24", cpus=[0, 1])
+    lb.dir.mkdir(parents=True)
+    (lb.dir / "lab.json").write_text(json.dumps(lb.to_json()))
+    return lb
+
+
+def test_failure_cause_names_each_break(state, monkeypatch):
+    """A launch across a broken lab said only its launcher's banner ("process manager error
+    waiting for completion", a row of dashes), or hung until the sweep's timeout."""
+    lb = _lab_state(state)
+    world = {"netns": ["hmbt-n1", "hmbt-n2"], "ifaces": {"hmbtbr": "up", "hmbtv1": "up", "hmbtv2": "up"},
+             "lab0": {"hmbt-n1": (["BROADCAST", "UP"], "10.77.200.1"), "hmbt-n2": (["BROADCAST", "UP"], "10.77.200.2")}}
+
+    def run(cmd, check=True, **kw):
+        if cmd[:3] == ["ip", "netns", "list"]:
+            return subprocess.CompletedProcess(cmd, 0, "".join(f"{n} (id: 0)\n" for n in world["netns"]), "")
+        node = cmd[cmd.index("-n") + 1]
+        if node not in world["lab0"]:
+            return subprocess.CompletedProcess(cmd, 1, "", "Device does not exist")
+        flags, addr = world["lab0"][node]
+        return subprocess.CompletedProcess(cmd, 0, json.dumps([{"ifname": "lab0", "flags": flags, "addr_info": (
+            [{"family": "inet", "local": addr}] if addr else [])}]), "")
+    monkeypatch.setattr(lab, "_run", run)
+    monkeypatch.setattr(lab, "_iface_state", lambda path: world["ifaces"].get(Path(path).name))
+    assert lab.failure_cause(lb) is None
+    world["lab0"]["hmbt-n2"] = (["BROADCAST"], "10.77.200.2")
+    assert lab.failure_cause(lb) == "lab0 is down in hmbt-n2"
+    world["lab0"]["hmbt-n2"] = (["BROADCAST", "UP"], None)
+    assert lab.failure_cause(lb) == "hmbt-n2 lost its address 10.77.200.2 on lab0"
+    del world["lab0"]["hmbt-n2"]
+    assert lab.failure_cause(lb) == "lab0 is gone in hmbt-n2"
+    world["ifaces"]["hmbtv2"] = "down"
+    assert lab.failure_cause(lb) == "hmbt-n2's link on this machine (hmbtv2) is down"
+    world["ifaces"]["hmbtbr"] = None
+    assert lab.failure_cause(lb) == "the lab's bridge hmbtbr is gone"
+    world["netns"].remove("hmbt-n2")
+    assert lab.failure_cause(lb) == "node hmbt-n2's namespace is gone"
+    (lb.dir / lab.DOWN_MARK).write_text("pid 1\n")     # `hmb lab down` under way
+    assert lab.failure_cause(lb) == "the lab was taken down during the launch"
+    assert lab.failure_cause(lb, during=False) == "lab hmbt was taken down"
+    (lb.dir / "lab.json").unlink()
+    assert lab.failure_cause(lb) == "the lab was taken down during the launch"
+
+
 def _guarded(monkeypatch, signals_in_cleanup=0, left=()):
     """Run taken_down_on_interrupt around a SIGTERM to this process; the cleanup's down() gets
     `signals_in_cleanup` more. Returns (the exception, the number of downs)."""

@@ -208,3 +208,79 @@ def test_down_stops_a_process_that_respawns_in_a_node():
     ps = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
     assert not [ln for ln in ps.splitlines() if "sleep 3017" in ln and not ln.startswith("Z")], ps
     assert _machine_holds(name) == []
+
+
+@pytest.mark.parametrize("mpi", TEST_MPIS)
+def test_a_launch_across_a_broken_lab_names_the_cause(mpi):
+    """A node's namespace gone, or lab0 down: the one line was the launcher's banner ("process
+    manager error waiting for completion", or a row of dashes)."""
+    get_mpi(mpi)
+    name = _own_lab("hmbc")
+    run = ["run", "p2p", "--mpi", mpi, "--hosts", f"lab:{name}", "--", "--mode", "latency", "--sizes", "8",
+           "--iters", "20", "--ci-target", "0"]
+    try:
+        subprocess.run(["ip", "-n", f"{name}-n2", "link", "set", "lab0", "down"], check=True)
+        r = hmb(*run, timeout=120)
+        assert r.returncode == 2 and f"lab0 is down in {name}-n2" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+        subprocess.run(["ip", "netns", "del", f"{name}-n2"], check=True)
+        r = hmb(*run, timeout=120)
+        assert r.returncode == 2 and f"node {name}-n2's namespace is gone" in r.stderr, r.stderr
+    finally:
+        hmb("lab", "down", "--name", name)
+    assert _machine_holds(name) == []
+
+
+def _running_in(name: str, words: str = "--iters 3000000", timeout: float = 180) -> bool:
+    """Whether a process whose command line holds `words` (the long launch, not the network probe
+    before it) came to run in one of the lab's nodes within `timeout` seconds."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for pids in lab.processes(name).values():
+            for p in pids:
+                try:
+                    if words in Path(f"/proc/{p}/cmdline").read_text().replace("\0", " "):
+                        return True
+                except OSError:
+                    pass
+        time.sleep(0.1)
+    return False
+
+
+LONG_RUN = ["--", "--mode", "latency", "--sizes", "8", "--iters", "3000000", "--max-iters", "3000000",
+            "--ci-target", "0", "--warmup", "5"]
+
+
+@pytest.mark.parametrize("mpi", TEST_MPIS)
+def test_a_link_down_mid_launch_stops_it_at_once_leaving_nothing_in_the_nodes(mpi):
+    """A link down under a running launch: it hung for the whole 90 s timeout, and its remote
+    prted/hmb-bench outlived the kill."""
+    get_mpi(mpi)
+    name = _own_lab("hmbk")
+    try:
+        p = subprocess.Popen([sys.executable, "-m", "hmb.cli", "run", "p2p", "--mpi", mpi, "--hosts", f"lab:{name}",
+                              "--timeout", "90s", *LONG_RUN], cwd=REPO, env=_env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        assert _running_in(name), "the launch never started"
+        time.sleep(0.5)
+        subprocess.run(["ip", "link", "set", f"{name}v2", "down"], check=True)
+        t0 = time.monotonic()
+        out, err = p.communicate(timeout=120)
+        took = time.monotonic() - t0
+        assert p.returncode != 0 and f"{name}-n2's link on this machine ({name}v2) is down" in err, err[-2000:]
+        assert took < 20, f"the launch took {took:.0f} s to stop after the link went down"
+        assert lab.processes(name) == {f"{name}-n1": [], f"{name}-n2": []}
+    finally:
+        hmb("lab", "down", "--name", name)
+
+
+@pytest.mark.parametrize("mpi", TEST_MPIS)
+def test_a_launch_killed_by_its_timeout_leaves_nothing_in_the_nodes(mpi):
+    get_mpi(mpi)
+    name = _own_lab("hmbt")
+    try:
+        r = hmb("run", "p2p", "--mpi", mpi, "--hosts", f"lab:{name}", "--timeout", "4s", *LONG_RUN, timeout=300)
+        assert r.returncode == 124 and "killed after the --timeout of 4 s" in r.stderr, r.stderr[-2000:]
+        assert lab.processes(name) == {f"{name}-n1": [], f"{name}-n2": []}, \
+            {n: [Path(f"/proc/{p}/cmdline").read_text()[:80] for p in ps] for n, ps in lab.processes(name).items()}
+    finally:
+        hmb("lab", "down", "--name", name)

@@ -638,6 +638,110 @@ def leftovers(name: str) -> list[str]:
     return out
 
 
+def _iface_state(path: str) -> str | None:
+    """'up', 'down' (administratively) or None (gone) for an interface of this machine's, read
+    from its sysfs flags (no process started: a launch's watch reads this every second)."""
+    try:
+        flags = int(Path(path, "flags").read_text(), 16)
+    except (OSError, ValueError):
+        return None
+    return "up" if flags & 0x1 else "down"
+
+
+def failure_cause(lab: Lab, during: bool = True) -> str | None:
+    """Why launches across the lab's nodes cannot work now, by its cause (None: every node is
+    sound): the lab taken down, a node's namespace gone, the bridge or a node's link down or
+    gone, `lab0` down or without its address in a node. A launch that failed, or hung, for
+    one of these said only its launcher's banner ("process manager error waiting for
+    completion", a row of dashes). during: the launch was under way (else it is about to
+    start)."""
+    state = lab.dir / "lab.json"
+    if not state.is_file() or (lab.dir / DOWN_MARK).exists():
+        return "the lab was taken down during the launch" if during else f"lab {lab.name} was taken down"
+    have = set(_run(["ip", "netns", "list"], check=False).stdout.split())
+    for n in lab.nodes:
+        if n.name not in have:
+            return f"node {n.name}'s namespace is gone"
+    if _in_machine_netns():    # (hmb in a node, under the lab's Slurm, sees the node's /sys)
+        bridge = _iface_state(f"/sys/class/net/{lab.bridge}")
+        if bridge != "up":
+            return f"the lab's bridge {lab.bridge} is {'gone' if bridge is None else 'down'}"
+        for i, n in enumerate(lab.nodes, 1):
+            veth = _iface_state(f"/sys/class/net/{lab.name}v{i}")
+            if veth != "up":
+                return f"{n.name}'s link on this machine ({lab.name}v{i}) is {'gone' if veth is None else 'down'}"
+    for i, n in enumerate(lab.nodes, 1):
+        r = _run(["ip", "-j", "-n", n.name, "addr", "show", "dev", NODE_IFACE], check=False)
+        try:
+            info = json.loads(r.stdout)[0] if r.returncode == 0 else None
+        except (ValueError, IndexError, TypeError):
+            info = None
+        if not isinstance(info, dict):
+            return f"{NODE_IFACE} is gone in {n.name}"
+        flags = info.get("flags", [])
+        if "UP" not in flags:
+            return f"{NODE_IFACE} is down in {n.name}"
+        if "LOWER_UP" not in flags and "NO-CARRIER" in flags:      # its peer on the machine is down
+            return f"{n.name}'s link on this machine ({lab.name}v{i}) is down"
+        if n.addr not in [a.get("local") for a in info.get("addr_info", []) if isinstance(a, dict)]:
+            return f"{n.name} lost its address {n.addr} on {NODE_IFACE}"
+    return None
+
+
+def _in_machine_netns() -> bool:
+    """Whether this process is in the machine's network namespace, not in a node's (PID 1's
+    namespace may not be readable: a node's is known by its name in /run/netns)."""
+    mine = _ns_id("/proc/self/ns/net")
+    try:
+        names = os.listdir("/run/netns")
+    except OSError:
+        return True
+    return mine is None or all(_ns_id(f"/run/netns/{n}") != mine for n in names)
+
+
+# A launch across the lab carries this variable (a value of its own) into every process it starts
+# in the nodes (the agent keeps the environment): what one launch left there (hydra_pmi_proxy after
+# a failed MPICH launch, prted and ranks after a timeout) is found by it and ended.
+LAUNCH_VAR = "HMB_LAB_LAUNCH"
+
+
+def launch_mark() -> str:
+    return f"{os.getpid()}.{time.time_ns()}"
+
+
+def launch_processes(name: str, mark: str) -> list[int]:
+    """The live processes in the lab's nodes that carry LAUNCH_VAR=mark."""
+    want = f"{LAUNCH_VAR}={mark}".encode()
+    out = []
+    for pids in processes(name).values():
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    if want in f.read().split(b"\0") and _alive(pid):
+                        out.append(pid)
+            except OSError:
+                continue
+    return out
+
+
+def end_launch(name: str, mark: str) -> list[str]:
+    """Stop what the launch marked `mark` left in the lab's nodes (SIGTERM, then SIGKILL after a
+    second); returns their names ('hydra_pmi_proxy in hmblab-n1'), those that would not end
+    with ' (still running)'."""
+    pids = launch_processes(name, mark)
+    if not pids:
+        return []
+    where = {p: node for node, ps in processes(name).items() for p in ps}
+    names = {}
+    for p in pids:
+        try:
+            names[p] = f"{Path(f'/proc/{p}/comm').read_text().strip()} in {where.get(p, name)}"
+        except OSError:
+            names[p] = f"process {p} in {where.get(p, name)}"
+    still = set(_stop(pids, grace=1.0))
+    return [names[p] + (" (still running)" if p in still else "") for p in pids]
+
+
 def status(name: str = DEFAULT_NAME, out=print) -> int:
     """Print the lab's nodes (hostname, address, CPUs, processes); 0 if up, 1 if not (a bad
     name is a LabError: exit 2)."""
