@@ -329,6 +329,32 @@ def test_the_agent_enters_its_node_whatever_the_environment_says(state):
     assert "HMB_LAB_INSIDE" not in lb.agent.read_text()
 
 
+@pytest.mark.parametrize("text, rc, says", [
+    ("srun: error: Unable to create step for job 7: Job/step already completing or completed\n", 1,
+     "Slurm refused the step: Job/step already completing or completed"),
+    ("slurmstepd-hmblab-n1: error: *** STEP 2.3 ON hmblab-n1 CANCELLED AT 2026-11-28T18:30:33 DUE TO TIME LIMIT ***\n"
+     "srun: forcing job termination\n", 143, "Slurm cancelled the step (due to time limit)"),
+    ("slurmstepd: error: *** JOB 9 ON n3 CANCELLED AT 2026-11-28T18:30:33 DUE TO NODE FAILURE ***\n", 1,
+     "due to node failure"),
+    ("slurmstepd: error: *** STEP 9.0 ON n3 CANCELLED AT 2026-11-28T18:30:33 ***\n", 15, "(scancel)"),
+    ("x\nhmb: lab hmblab failed: lab0 is down in hmblab-n2; the launch was stopped\n", 1, "lab0 is down in hmblab-n2"),
+    ("hmb: lab hmblab failed: the lab was taken down during the launch\n", 143, "the lab was taken down during the launch"),
+])
+def test_the_machines_failures_are_named_by_cause(text, rc, says):
+    assert says in launch.machine_failure(text, rc)
+
+
+@pytest.mark.parametrize("text", [
+    "srun: error: Unable to create step for job 7: More processors requested than permitted\n",   # the config's
+    "hmb-bench p2p: --sizes: bad size\n",
+    "[mpiexec@vm] main (mpiexec.c:270): process manager error waiting for completion\n",
+])
+def test_the_benchmarks_own_failures_stay_final(text):
+    assert launch.machine_failure(text, 1) is None
+    assert launch.machine_failure("srun: error: Unable to create step for job 7: Job/step already completing "
+                                  "or completed\n", 0) is None      # a launch that ended well did not fail
+
+
 def _lab_state(state, name="hmbt"):
     lb = lab.layout(name, 2, "10.77.200.0/24", cpus=[0, 1])
     lb.dir.mkdir(parents=True)
@@ -425,3 +451,44 @@ def test_an_interrupt_before_anything_is_made_takes_nothing_down(state, monkeypa
         with lab.taken_down_on_interrupt("hmbt"):
             raise lab.LabError("lab hmbt is already up")
     assert downs == []
+
+
+SLURM_REFUSED = """
+[sweep]
+mpis = ["mpich"]
+seed = 5
+output = "out.jsonl"
+timeout = "60s"
+
+[[bench]]
+name = "p2p"
+args = { mode = "latency", sizes = ["8", "64", "512"] }
+"""
+
+
+def test_a_launch_the_machine_ended_is_incomplete_and_resumed(tmp_path):
+    """After a job's time limit, srun refused every further step ("Unable to create step ...
+    already completing") and the sweep recorded those launches failed: resubmitted, the job
+    found the sweep "already finished" with 27 of 48 points."""
+    import os
+    import sys
+    from hmb import sweep
+    cfg = tmp_path / "sweep.toml"
+    cfg.write_text(SLURM_REFUSED)
+    specs = sweep.expand(sweep.load(str(cfg)))
+    refused = specs[1].tag
+    fake = REPO / "tests" / "data" / "fake_hmb_bench.py"
+    env = {**os.environ, "HMB_BENCH_OVERRIDE": f"{sys.executable} {fake}", "FAKE_LOG": str(tmp_path / "fake.log"),
+           "PYTHONPATH": str(REPO / "python"), "FAKE_FAIL_TAG_SUBSTR": refused,
+           "FAKE_FAIL_STDERR": "srun: error: Unable to create step for job 7: Job/step already completing or completed"}
+    r = hmb_cli(["sweep", str(cfg)], cwd=tmp_path, env=env)
+    assert r.returncode == 1 and f"{refused} incomplete (exit 2): Slurm refused the step" in r.stderr, r.stderr
+    recs = {x["tag"]: x for x in map(json.loads, (tmp_path / "out.jsonl").read_text().splitlines())
+            if x["type"] == "launch"}
+    assert recs[refused]["status"] == "incomplete" and {x["status"] for t, x in recs.items() if t != refused} == {"done"}
+    assert hmb_cli(["validate", str(tmp_path / "out.jsonl")], cwd=tmp_path).returncode == 0
+    env.pop("FAKE_FAIL_TAG_SUBSTR")       # the next allocation: the step runs
+    (tmp_path / "fake.log").unlink()
+    r = hmb_cli(["sweep", str(cfg), "--resume"], cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "fake.log").read_text().split() == ["start", refused, "end", refused]

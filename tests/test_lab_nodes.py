@@ -284,3 +284,31 @@ def test_a_launch_killed_by_its_timeout_leaves_nothing_in_the_nodes(mpi):
             {n: [Path(f"/proc/{p}/cmdline").read_text()[:80] for p in ps] for n, ps in lab.processes(name).items()}
     finally:
         hmb("lab", "down", "--name", name)
+
+
+def test_a_lab_taken_down_during_a_sweep_launch_is_named_and_the_launch_kept_for_resume(tmp_path):
+    """A lab gone mid-sweep: the reason recorded was a NUL byte, the launch final."""
+    mpi = TEST_MPIS[0]
+    get_mpi(mpi)
+    name = _own_lab("hmbg")
+    out = tmp_path / "s.jsonl"
+    cfg = tmp_path / "s.toml"
+    cfg.write_text(f'[sweep]\nmpis = ["{mpi}"]\nseed = 2\nrepeats = 3\noutput = "{out}"\ntimeout = "90s"\n'
+                   '[[bench]]\nname = "p2p"\nranks = 2\nargs = { mode = "latency", sizes = "8", iters = 3000000, '
+                   'max-iters = 3000000, warmup = 5, ci-target = 0 }\n')
+    try:
+        p = subprocess.Popen([sys.executable, "-m", "hmb.cli", "sweep", str(cfg), "--hosts", f"lab:{name}"],
+                             cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert _running_in(name), "no launch started"
+        time.sleep(0.5)
+        down = hmb("lab", "down", "--name", name)
+        assert down.returncode == 0, down.stderr
+        _, err = p.communicate(timeout=120)
+    finally:
+        hmb("lab", "down", "--name", name)
+    assert p.returncode == 2 and "incomplete" in err and "the lab was taken down during the launch" in err, err[-3000:]
+    assert err.strip().splitlines()[-1] == f"hmb: --hosts lab:{name}: lab {name} was taken down: no launch can " \
+        f"cross the lab (hmb lab down --name {name}, then up)", err[-1000:]
+    launches = [x for x in _records(out) if x["type"] == "launch"]
+    assert [x["status"] for x in launches] == ["incomplete"], launches     # kept for --resume
+    assert "\0" not in err and _machine_holds(name) == []

@@ -652,6 +652,50 @@ def abort_code(rc: int, text: str) -> int:
     return codes.pop() if len(codes) == 1 else rc
 
 
+# What ends a launch that is the machine's doing, not the benchmark's: the sweep records such a
+# launch `incomplete` (resumed), not `failed` (final). Slurm's words (22.05; srun and slurmstepd),
+# then the line a launch across a lab writes when the lab broke (_wait_watching, _end_lab_launch).
+# After a job's time limit every further srun of the sweep failed in 0.1 s ("Unable to create step
+# ... already completing") and a resubmitted job found the sweep "already finished", 21 of 48
+# points never run.
+_SLURM_MACHINE = [
+    (re.compile(r"Unable to create step for job \d+: (Job/step already completing or completed|Invalid job id "
+                r"specified|Job has expired|Requested nodes are busy|Unable to contact slurm controller[^\n]*|"
+                r"Socket timed out on send/recv operation|Zero Bytes were transmitted or received)"),
+     "Slurm refused the step: {0} (the allocation is ending or unreachable)"),
+    (re.compile(r"\*\*\* (?:STEP|JOB) [\d.]+ ON \S+ CANCELLED AT \S+ DUE TO (TIME LIMIT|NODE FAILURE|PREEMPTION)"),
+     "Slurm cancelled the step (due to {0})"),
+    (re.compile(r"\*\*\* (?:STEP|JOB) [\d.]+ ON \S+ CANCELLED AT \S+ \*\*\*"),
+     "Slurm cancelled the step (scancel)"),
+    (re.compile(r"srun: error: (Node failure on \S+|Unable to contact slurm controller)"),
+     "Slurm: {0}"),
+]
+_LAB_FAILED = re.compile(r"^hmb: lab [a-z][a-z0-9]* failed: (.+?)(?:; the launch was stopped)?$", re.MULTILINE)
+
+
+def machine_failure(text: str, rc: int, lab=None) -> str | None:
+    """Why a launch that failed (rc != 0) did, when the machine ended it and not the benchmark:
+    the job's time limit, a step Slurm refused or cancelled, a node failure, the lab broken under
+    it (a node's namespace gone, a link down, the lab taken down), from its output `text`; with
+    `lab` (an hmb.lab.Lab) the lab is also checked as it is now. None: the benchmark's own failure
+    (or one nothing here recognises), final."""
+    if rc == 0:
+        return None
+    m = _LAB_FAILED.search(text or "")
+    if m:
+        return m.group(1).strip()
+    for pattern, says in _SLURM_MACHINE:
+        if rc == 124 and says.endswith("(scancel)"):
+            continue        # hmb's own timeout stopped the step: Slurm says it was cancelled
+        m = pattern.search(text or "")
+        if m:
+            return says.format(*[g if g.isupper() is False else g.lower() for g in m.groups()])
+    if lab is not None:
+        from . import lab as hlab
+        return hlab.failure_cause(lab)
+    return None
+
+
 def _stop_launch(proc: subprocess.Popen) -> None:
     """Stop the launch's process group, then remove the shared-memory segments its processes
     had mapped (MPICH's mpich_shm_*, Open MPI's sm_segment.*: a killed job cannot unlink them)

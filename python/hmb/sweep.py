@@ -587,14 +587,16 @@ def _run_one(spec: LaunchSpec, target: hlaunch.Target, cfg: Config, output: Path
             log.write(f"hmb: launch killed after the {cfg.timeout:g} s timeout\n")
         elapsed = time.monotonic() - t0
     launcher_rc, rc = rc, _aborted_with(log_path, start_offset, rc)
-    status = "done" if rc == 0 else "failed"
+    # the machine's failure (Slurm's time limit or refusal, the lab broken): incomplete, resumed
+    cause = machine_cause(log_path, start_offset, rc, hosts)
+    status = "done" if rc == 0 else "incomplete" if cause else "failed"
     append_record(output, {"type": "launch", "schema": SCHEMA, "tag": spec.tag, "point": spec.point(),
                            "mpi": spec.mpi, "rc": rc, "status": status, "env_added": added,
                            **({"launcher_rc": launcher_rc} if launcher_rc != rc else {}),
                            "command": cmd, "elapsed_s": round(elapsed, 3), "end_time": _now()})
     if rc != 0:
-        bar.write(f"hmb: {spec.tag} failed (exit {rc}): {failure_reason(log_path, start_offset, rc, cfg.timeout)}",
-                  file=sys.stderr)
+        bar.write(f"hmb: {spec.tag} {status} (exit {rc}): "
+                  f"{cause or failure_reason(log_path, start_offset, rc, cfg.timeout)}", file=sys.stderr)
     return rc
 
 
@@ -606,6 +608,16 @@ def _aborted_with(path: Path, offset: int, rc: int) -> int:
     with open(path, errors="replace") as f:
         f.seek(offset)
         return hlaunch.abort_code(rc, f.read())
+
+
+def machine_cause(path: Path, offset: int, rc: int, hosts=None) -> str | None:
+    """Why the launch failed when the machine failed it, not the benchmark (hmb.launch.machine_failure:
+    Slurm's time limit or a step it refused, the lab broken under it), from its part of the log."""
+    if rc == 0:
+        return None
+    with open(path, errors="replace") as f:
+        f.seek(offset)
+        return hlaunch.machine_failure(f.read(), rc, getattr(hosts, "lab", None))
 
 
 def failure_reason(path: Path, offset: int, rc: int, timeout: float = 0) -> str:
