@@ -468,3 +468,9 @@ def test_export_csv_cells_are_not_formulas(tmp_path, capsys):
     assert row["g"] == "plain" and row["median"] == -1.5
     loaded = hmb.load(f, warn=False).iloc[0]
     assert loaded["a"] == params["a"] and loaded["c"] == "-2+3"
+
+
+@pytest.mark.parametrize("verb", ["up", "up --dry-run", "down", "status"])
+def test_lab_commands_take_no_arguments_after_dashdash(no_machine, capsys, verb):
+    """`hmb lab down -- --name X` took down hmblab: what followed -- was dropped unsaid."""
+    refused(capsys, ["lab", *verb.split(), "--", "--name", "X"], "unexpected arguments after --: --name X", no_machine)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -572,6 +573,10 @@ def add_lab_parser(sub) -> None:
         q.add_argument("--name", default=lab.DEFAULT_NAME, help=f"the lab's name (default {lab.DEFAULT_NAME})")
 
     def cmd_lab(a) -> int:
+        if a.program and a.lab_cmd != "exec":
+            # `hmb lab down -- --name X` took down hmblab: what follows -- was dropped
+            raise UsageError(f"hmb lab {a.lab_cmd}: unexpected arguments after --: {shlex.join(a.program)[:120]} "
+                             f"(only hmb lab exec NODE -- COMMAND takes a command)")
         try:
             if a.lab_cmd == "up" and a.dry_run:
                 plan = lab.layout(a.name, a.nodes, a.subnet)
