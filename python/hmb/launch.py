@@ -689,7 +689,7 @@ def machine_failure(text: str, rc: int, lab=None) -> str | None:
             continue        # hmb's own timeout stopped the step: Slurm says it was cancelled
         m = pattern.search(text or "")
         if m:
-            return says.format(*[g if g.isupper() is False else g.lower() for g in m.groups()])
+            return says.format(*[g.lower() if g.isupper() else g for g in m.groups()])
     if lab is not None:
         from . import lab as hlab
         return hlab.failure_cause(lab)
