@@ -150,15 +150,6 @@ def test_slurm_runs_a_two_node_job_whose_results_validate(slurm_lab, tmp_path):
     assert sum(x["type"] == "result" and x["status"] == "ok" for x in recs) == 2 * len(TEST_MPIS)
 
 
-def test_slurm_lab_down_leaves_nothing(slurm_lab):
-    r = subprocess.run(["scripts/slurm-lab.sh", "down", "--name", NAME], capture_output=True, text=True,
-                       cwd=REPO, timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert lab.leftovers(NAME) == []
-    daemons = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
-    assert not [ln for ln in daemons.splitlines() if f"/hmb-lab/{NAME}/" in ln and not ln.startswith("Z")]
-
-
 # ------------------------------------------------------------------ issue 40: nothing lost when the machine fails
 
 import signal  # noqa: E402
@@ -394,9 +385,10 @@ def test_a_job_past_its_time_limit_then_resubmitted_ends_with_every_point_once(s
     that Slurm refused or cancelled is the machine's failure (incomplete), and resubmitting ends
     with every planned point, each once.
 
-    Needs, beside this branch's classification (hmb.launch.machine_failure), a sweep --resume that
-    reruns `incomplete` launches and a reader that keeps one result per point (issue 40's sweep
-    half); it holds with both."""
+    Beside the classification (hmb.launch.machine_failure), it needs a sweep --resume that reruns
+    `incomplete` launches (it reruns every launch not recorded done or failed) and a reader that
+    keeps one result per point (the last run of a tag counts): both hold on this branch; issue
+    40's sweep half owns them."""
     for m in TEST_MPIS:
         get_mpi(m)
     results = tmp_path / "results" / "tl.jsonl"
@@ -417,6 +409,7 @@ def test_a_job_past_its_time_limit_then_resubmitted_ends_with_every_point_once(s
         assert r.returncode == 0, r.stderr
         r = subprocess.run(["sbatch", "--wait", f"--output={tmp_path}/job{n}-%j.out", str(job)], capture_output=True,
                            text=True, cwd=REPO, env=env, timeout=1200)
+        assert "Submitted batch job" in r.stdout, r.stderr
         logs.append("".join(p.read_text() for p in tmp_path.glob(f"job{n}-*.out")))
         if n == 0:
             assert "DUE TO TIME LIMIT" in logs[0], "the first job ended within its minute: make the launches longer\n" \
@@ -440,3 +433,13 @@ def test_a_job_past_its_time_limit_then_resubmitted_ends_with_every_point_once(s
     points = Counter((r.run.get("tag"), r.params.get("size_bytes")) for r in rs.results)
     assert len(points) == 2 * len(planned) and set(points.values()) == {1}, \
         [p for p, c in points.items() if c != 1] or f"{len(points)} points of {2 * len(planned)}"
+
+
+# Last: it takes down the module's Slurm lab, which the tests above use.
+def test_slurm_lab_down_leaves_nothing(slurm_lab):
+    r = subprocess.run(["scripts/slurm-lab.sh", "down", "--name", NAME], capture_output=True, text=True,
+                       cwd=REPO, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert lab.leftovers(NAME) == []
+    daemons = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
+    assert not [ln for ln in daemons.splitlines() if f"/hmb-lab/{NAME}/" in ln and not ln.startswith("Z")]
