@@ -119,7 +119,36 @@ def _run(cmd: list[str], check: bool = True, **kw) -> subprocess.CompletedProces
     """cmd's result (LabError with its last line when it fails and check). The command runs in a
     session of its own: a Ctrl-C at the terminal reaches hmb alone, which decides what to stop
     (a second one killed the `ip netns del` of the cleanup the first had started)."""
-    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", start_new_session=True, **kw)
+    import tempfile
+    # ip, unshare and umount start with SIGINT, SIGTERM and SIGHUP blocked: a signal sent to hmb's
+    # process group (a terminal's second Ctrl-C) in the moment between fork and the child's new
+    # session was kept pending through exec and killed the cleanup's `ip netns del` (status -2).
+    shield = os.path.basename(cmd[0]) in ("ip", "unshare", "umount")
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS) if shield else None
+        try:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=err, start_new_session=True, **kw)
+        except BaseException:
+            if mask is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            raise
+        try:
+            if mask is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)     # a pending signal is acted on here
+            rc = proc.wait()
+        except BaseException:
+            # An interrupt lets the command finish: `ip netns add` killed half-way (inside its
+            # unshare) made its namespace file after the cleanup had removed it, and left it.
+            while proc.poll() is None:
+                try:
+                    proc.wait()
+                except BaseException:
+                    continue
+            raise
+        out.seek(0)
+        err.seek(0)
+        p = subprocess.CompletedProcess(cmd, rc, out.read().decode(errors="replace"),
+                                        err.read().decode(errors="replace"))
     if check and p.returncode != 0:
         msg = (p.stderr.strip() or p.stdout.strip() or f"exit {p.returncode}").splitlines()[-1]
         raise LabError(f"{' '.join(cmd[:6])}: {msg}")
