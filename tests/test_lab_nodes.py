@@ -287,7 +287,7 @@ def test_a_link_down_mid_launch_stops_it_at_once_leaving_nothing_in_the_nodes(mp
 @pytest.mark.parametrize("mpi", TEST_MPIS)
 def test_a_launch_killed_by_its_timeout_leaves_nothing_in_the_nodes(mpi):
     get_mpi(mpi)
-    name = _own_lab("hmbt")
+    name = _own_lab("hmbo")
     try:
         r = hmb("run", "p2p", "--mpi", mpi, "--hosts", f"lab:{name}", "--timeout", "4s", *LONG_RUN, timeout=300)
         assert r.returncode == 124 and "killed after the --timeout of 4 s" in r.stderr, r.stderr[-2000:]
