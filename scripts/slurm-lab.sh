@@ -71,20 +71,48 @@ install_missing() {
 [ -x "$HMB" ] || { say "$HMB not found: run make setup first (or set HMB=path/to/hmb)"; exit 2; }
 cmd=${1:-}
 [ $# -gt 0 ] && shift
+
+# The options, read once, in both forms (--name X, --name=X): the trap takes down the lab they
+# name (it read only `--name X`, so `up --name=X` then SIGTERM took down hmblab and left X up).
+# hmb checks them all (`hmb lab up --dry-run` first).
+name=hmblab
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+    case "${args[$i]}" in
+        --name) name=${args[$((i + 1))]:-}; i=$((i + 1)) ;;
+        --name=*) name=${args[$i]#--name=} ;;
+    esac
+done
+
+child=""
+interrupted() {
+    # the signal goes on to `hmb lab up`, which takes down what it made and says what is left;
+    # then down, in case it had not started it
+    trap '' INT TERM HUP
+    if [ -n "$child" ] && kill -TERM "$child" 2>/dev/null; then wait "$child" 2>/dev/null || true; fi
+    if "$HMB" lab down --name "$name" >/dev/null 2>&1; then
+        say "interrupted: lab $name is down"
+    else
+        say "interrupted: lab $name could not be taken down completely: $("$HMB" lab status --name "$name" 2>&1 | tail -n 1)"
+    fi
+    exit 130
+}
+
 case "$cmd" in
     up)
         [ "$(id -u)" = 0 ] || { say "needs root (network namespaces, a bridge, Slurm's daemons)"; exit 2; }
         # The options first (a bad --name or --nodes was named only after apt-get had installed Slurm).
         "$HMB" lab up --dry-run "$@" >/dev/null || exit 2
         install_missing
-        name_args=()
-        args=("$@")
-        for ((i = 0; i < ${#args[@]}; i++)); do
-            [ "${args[$i]}" = --name ] && name_args=(--name "${args[$((i + 1))]:-}")
-        done
-        trap '"$HMB" lab down "${name_args[@]}" >/dev/null 2>&1 || true; say "interrupted: the lab is down"; exit 130' INT TERM
-        "$HMB" lab up --slurm "$@"
-        trap - INT TERM
+        trap interrupted INT TERM HUP
+        # in the background, so a signal reaches the trap at once (bash runs it only after a
+        # foreground command ends)
+        "$HMB" lab up --slurm "$@" &
+        child=$!
+        rc=0
+        wait "$child" || rc=$?
+        trap - INT TERM HUP
+        exit "$rc"
         ;;
     down)
         "$HMB" lab down "$@"

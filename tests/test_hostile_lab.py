@@ -468,3 +468,40 @@ def test_export_csv_cells_are_not_formulas(tmp_path, capsys):
     assert row["g"] == "plain" and row["median"] == -1.5
     loaded = hmb.load(f, warn=False).iloc[0]
     assert loaded["a"] == params["a"] and loaded["c"] == "-2+3"
+
+
+@pytest.mark.parametrize("verb", ["up", "up --dry-run", "down", "status"])
+def test_lab_commands_take_no_arguments_after_dashdash(no_machine, capsys, verb):
+    """`hmb lab down -- --name X` took down hmblab: what followed -- was dropped unsaid."""
+    refused(capsys, ["lab", *verb.split(), "--", "--name", "X"], "unexpected arguments after --: --name X", no_machine)
+
+
+def test_slurm_lab_script_takes_down_the_lab_its_options_name_when_interrupted(tmp_path):
+    """`scripts/slurm-lab.sh up --name=X`, then SIGTERM: the trap read only `--name X`, so it
+    took down the default lab and left X up with its daemons."""
+    if os.geteuid() != 0:
+        pytest.skip("slurm-lab.sh up stops at its root check first")
+    import signal
+    calls = tmp_path / "calls"
+    fake = tmp_path / "hmb"
+    # `lab up --slurm` waits until it is told to stop, as a long `up` does
+    fake.write_text(f'#!/bin/sh\necho "$*" >> {calls}\ncase "$*" in *--slurm*) trap \'echo "up: TERM" >> {calls}; '
+                    f'exit 130\' TERM; echo started >> {calls}; while :; do sleep 0.05; done;; esac\nexit 0\n')
+    fake.chmod(0o755)
+    bin_dir = tmp_path / "bin"      # every package reads as installed: nothing is installed
+    bin_dir.mkdir()
+    (bin_dir / "dpkg-query").write_text("#!/bin/sh\necho 'install ok installed'\n")
+    (bin_dir / "dpkg-query").chmod(0o755)
+    env = {**os.environ, "HMB": str(fake), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    for form in (["--name=labx"], ["--name", "labx"]):
+        calls.write_text("")
+        p = subprocess.Popen([str(REPO / "scripts" / "slurm-lab.sh"), "up", *form, "--nodes", "2"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        end = time.monotonic() + 30
+        while "started" not in calls.read_text() and time.monotonic() < end:
+            time.sleep(0.05)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=30)
+        lines = calls.read_text().splitlines()
+        assert p.returncode == 130 and "interrupted: lab labx is down" in err, (form, err, lines)
+        assert "up: TERM" in lines and lines[-1] == "lab down --name labx", (form, lines)

@@ -225,3 +225,270 @@ def test_srun_asks_for_the_spare_core_only_where_the_allocation_has_it(monkeypat
     assert launch.cores_per_rank(t, "async", [], 2, 1, "srun") == 1
     monkeypatch.setenv("SLURM_CPUS_PER_TASK", "2")
     assert launch.cores_per_rank(t, "async", [], 2, 1, "srun") == 2
+
+
+# ------------------------------------------------------------------ issue 40: nothing lost when the machine fails
+
+@pytest.mark.parametrize("subnet, words", [
+    ("127.0.0.0/24", "loopback"), ("127.5.0.0/16", "loopback"), ("224.1.0.0/16", "multicast"),
+    ("239.255.0.0/24", "multicast"), ("169.254.3.0/24", "link-local"), ("0.0.0.0/24", "'this network'"),
+    ("240.0.0.0/24", "reserved"), ("100.64.0.0/24", "carrier-grade NAT"), ("10.0.0.0/7", "inside 10.0.0.0/8"),
+    ("0.0.0.0/0", "inside 10.0.0.0/8"),
+])
+def test_subnets_that_carry_no_lab_are_named(state, subnet, words):
+    """`lab up --subnet 127.0.0.0/24` was reported up, and no TCP connected between its nodes
+    (Python counts loopback and link-local as private)."""
+    with pytest.raises(lab.LabError) as e:
+        lab.layout("hmbt", 2, subnet)
+    assert words in str(e.value) and "\n" not in str(e.value)
+    for good in ("172.16.5.0/24", "192.168.9.0/24", "10.77.0.0/16"):
+        assert lab.layout("hmbt", 2, good).subnet == good
+
+
+def _machine(monkeypatch, routes: str, made: list):
+    """lab._run answering `ip route` from `routes` (honouring `to match ADDR`), recording the rest."""
+    def run(cmd, check=True, **kw):
+        if cmd[:2] == ["ip", "-4"] and "route" in cmd:
+            lines = routes.splitlines()
+            if "match" in cmd:
+                import ipaddress
+                addr = ipaddress.ip_address(cmd[cmd.index("match") + 1])
+                lines = [ln for ln in lines if ln.split()[0] == "default"
+                         or addr in ipaddress.ip_network(ln.split()[0], strict=False)]
+            return subprocess.CompletedProcess(cmd, 0, "\n".join(lines) + "\n", "")
+        made.append(cmd)
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+    monkeypatch.setattr(lab, "_run", run)
+    monkeypatch.setattr(lab, "can_make_labs", lambda: None)
+
+
+ROUTES = """default via 192.0.2.1 dev eth0
+10.77.71.0/24 dev hmblabbr proto kernel scope link src 10.77.71.254
+192.0.2.0/24 dev eth0 proto kernel scope link src 192.0.2.2
+local 192.168.3.7 dev eth1 table local proto kernel scope host src 192.168.3.7
+"""
+
+
+@pytest.mark.parametrize("subnet, why", [
+    ("10.77.0.0/16", "10.77.71.0/24 dev hmblabbr"),      # a /16 around a lab that is up: its first node .1 is free
+    ("10.77.71.0/24", "10.77.71.0/24 dev hmblabbr"),
+    ("192.168.0.0/16", "local 192.168.3.7 dev eth1"),     # an address of this machine's
+])
+def test_a_subnet_overlapping_what_the_machine_uses_is_refused(state, monkeypatch, subnet, why):
+    """The check looked only at the route to the new lab's first node: a /16 over a lab already
+    up was accepted (its .1 is not in the lab's /24), and the two labs' routes collided."""
+    made = []
+    _machine(monkeypatch, ROUTES, made)
+    with pytest.raises(lab.LabError) as e:
+        lab.up("hmbnew", 2, subnet)
+    assert why in str(e.value) and "choose another" in str(e.value)
+    assert not [c for c in made if "add" in c], "something was made"
+
+
+@pytest.mark.planted_json("lab.json")
+def test_a_subnet_overlapping_another_labs_state_is_refused(state, monkeypatch):
+    """A lab whose state exists (up, or half up with its bridge gone) holds its subnet."""
+    made = []
+    _machine(monkeypatch, "default via 192.0.2.1 dev eth0\n", made)
+    other = state / "state" / "other"
+    other.mkdir(parents=True)
+    (other / "lab.json").write_text(json.dumps(lab.layout("other", 2, "10.77.5.0/24").to_json()))
+    with pytest.raises(lab.LabError) as e:
+        lab.up("hmbnew", 2, "10.77.0.0/20")
+    assert "lab other has 10.77.5.0/24" in str(e.value) and not [c for c in made if "add" in c]
+
+
+def _fake_tools(d: Path, names) -> Path:
+    """Executables that record their arguments in d/calls and fail."""
+    d.mkdir(exist_ok=True)
+    for n in names:
+        (d / n).write_text(f'#!/bin/sh\necho "{n} $*" >> {d / "calls"}\nexit 1\n')
+        (d / n).chmod(0o755)
+    return d
+
+
+def test_the_agent_enters_its_node_whatever_the_environment_says(state):
+    """HMB_LAB_INSIDE=NODE made the agent run the command on the machine itself, after
+    remounting /sys in the caller's mount namespace. The agent's own second stage (--in-node)
+    checks the namespaces it is in, so a caller cannot skip the entering either."""
+    lb = lab.layout("hmbt", 2, "10.77.200.0/24", cpus=[0, 1])
+    lb.dir.mkdir(parents=True)
+    lb.agent.write_text(lab._agent_text(lb))
+    lb.agent.chmod(0o755)
+    tools = _fake_tools(state / "bin", ["nsenter", "unshare", "mount", "umount", "mountpoint", "taskset"])
+    env = {**__import__("os").environ, "PATH": f"{tools}:/usr/bin:/bin"}
+    r = subprocess.run([str(lb.agent), "hmbt-n1", "true"], capture_output=True, text=True,
+                       env={**env, "HMB_LAB_INSIDE": "hmbt-n1"})
+    calls = (tools / "calls").read_text().splitlines()
+    assert r.returncode != 0 and calls and calls[0].startswith("nsenter --uts="), calls
+    assert not [c for c in calls if c.split()[0] in ("mount", "umount", "mountpoint", "taskset")], calls
+    (tools / "calls").unlink()
+    r = subprocess.run([str(lb.agent), "--in-node", "hmbt-n1", "true"], capture_output=True, text=True, env=env)
+    assert r.returncode == 255 and "not inside node hmbt-n1's namespaces" in r.stderr
+    assert not (tools / "calls").exists(), (tools / "calls").read_text()
+    assert "HMB_LAB_INSIDE" not in lb.agent.read_text()
+
+
+@pytest.mark.parametrize("text, rc, says", [
+    ("srun: error: Unable to create step for job 7: Job/step already completing or completed\n", 1,
+     "Slurm refused the step: Job/step already completing or completed"),
+    ("slurmstepd-hmblab-n1: error: *** STEP 2.3 ON hmblab-n1 CANCELLED AT 2026-11-28T18:30:33 DUE TO TIME LIMIT ***\n"
+     "srun: forcing job termination\n", 143, "Slurm cancelled the step (due to time limit)"),
+    ("slurmstepd: error: *** JOB 9 ON n3 CANCELLED AT 2026-11-28T18:30:33 DUE TO NODE FAILURE ***\n", 1,
+     "due to node failure"),
+    ("slurmstepd: error: *** STEP 9.0 ON n3 CANCELLED AT 2026-11-28T18:30:33 ***\n", 15, "(scancel)"),
+    ("x\nhmb: lab hmblab failed: lab0 is down in hmblab-n2; the launch was stopped\n", 1, "lab0 is down in hmblab-n2"),
+    ("hmb: lab hmblab failed: the lab was taken down during the launch\n", 143, "the lab was taken down during the launch"),
+])
+def test_the_machines_failures_are_named_by_cause(text, rc, says):
+    assert says in launch.machine_failure(text, rc)
+
+
+@pytest.mark.parametrize("text", [
+    "srun: error: Unable to create step for job 7: More processors requested than permitted\n",   # the config's
+    "hmb-bench p2p: --sizes: bad size\n",
+    "[mpiexec@vm] main (mpiexec.c:270): process manager error waiting for completion\n",
+])
+def test_the_benchmarks_own_failures_stay_final(text):
+    assert launch.machine_failure(text, 1) is None
+    assert launch.machine_failure("srun: error: Unable to create step for job 7: Job/step already completing "
+                                  "or completed\n", 0) is None      # a launch that ended well did not fail
+
+
+def _lab_state(state, name="hmbt"):
+    lb = lab.layout(name, 2, "10.77.200.0/24", cpus=[0, 1])
+    lb.dir.mkdir(parents=True)
+    (lb.dir / "lab.json").write_text(json.dumps(lb.to_json()))
+    return lb
+
+
+def test_failure_cause_names_each_break(state, monkeypatch):
+    """A launch across a broken lab said only its launcher's banner ("process manager error
+    waiting for completion", a row of dashes), or hung until the sweep's timeout."""
+    lb = _lab_state(state)
+    world = {"netns": ["hmbt-n1", "hmbt-n2"], "ifaces": {"hmbtbr": "up", "hmbtv1": "up", "hmbtv2": "up"},
+             "lab0": {"hmbt-n1": (["BROADCAST", "UP"], "10.77.200.1"), "hmbt-n2": (["BROADCAST", "UP"], "10.77.200.2")}}
+
+    def run(cmd, check=True, **kw):
+        if cmd[:3] == ["ip", "netns", "list"]:
+            return subprocess.CompletedProcess(cmd, 0, "".join(f"{n} (id: 0)\n" for n in world["netns"]), "")
+        node = cmd[cmd.index("-n") + 1]
+        if node not in world["lab0"]:
+            return subprocess.CompletedProcess(cmd, 1, "", "Device does not exist")
+        flags, addr = world["lab0"][node]
+        return subprocess.CompletedProcess(cmd, 0, json.dumps([{"ifname": "lab0", "flags": flags, "addr_info": (
+            [{"family": "inet", "local": addr}] if addr else [])}]), "")
+    monkeypatch.setattr(lab, "_run", run)
+    monkeypatch.setattr(lab, "_iface_state", lambda path: world["ifaces"].get(Path(path).name))
+    assert lab.failure_cause(lb) is None
+    world["lab0"]["hmbt-n2"] = (["BROADCAST"], "10.77.200.2")
+    assert lab.failure_cause(lb) == "lab0 is down in hmbt-n2"
+    world["lab0"]["hmbt-n2"] = (["BROADCAST", "UP"], None)
+    assert lab.failure_cause(lb) == "hmbt-n2 lost its address 10.77.200.2 on lab0"
+    del world["lab0"]["hmbt-n2"]
+    assert lab.failure_cause(lb) == "lab0 is gone in hmbt-n2"
+    world["ifaces"]["hmbtv2"] = "down"
+    assert lab.failure_cause(lb) == "hmbt-n2's link on this machine (hmbtv2) is down"
+    world["ifaces"]["hmbtbr"] = None
+    assert lab.failure_cause(lb) == "the lab's bridge hmbtbr is gone"
+    world["netns"].remove("hmbt-n2")
+    assert lab.failure_cause(lb) == "node hmbt-n2's namespace is gone"
+    (lb.dir / lab.DOWN_MARK).write_text("pid 1\n")     # `hmb lab down` under way
+    assert lab.failure_cause(lb) == "the lab was taken down during the launch"
+    assert lab.failure_cause(lb, during=False) == "lab hmbt was taken down"
+    (lb.dir / "lab.json").unlink()
+    assert lab.failure_cause(lb) == "the lab was taken down during the launch"
+
+
+def _guarded(monkeypatch, signals_in_cleanup=0, left=()):
+    """Run taken_down_on_interrupt around a SIGTERM to this process; the cleanup's down() gets
+    `signals_in_cleanup` more. Returns (the exception, the number of downs)."""
+    import os
+    import signal
+    downs = []
+
+    def down(name, quiet=False, out=print):
+        downs.append(name)
+        for _ in range(signals_in_cleanup):
+            os.kill(os.getpid(), signal.SIGINT)
+    monkeypatch.setattr(lab, "down", down)
+    monkeypatch.setattr(lab, "leftovers", lambda name: list(left))
+    with pytest.raises(lab.LabInterrupted) as e:
+        with lab.taken_down_on_interrupt("hmbt") as guard:
+            guard.started = True
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(100):
+                __import__("time").sleep(0.01)
+    return str(e.value), downs
+
+
+def test_an_interrupt_of_up_takes_down_what_was_made(state, monkeypatch):
+    """SIGTERM killed `hmb lab up` where it stood, and a second SIGINT cut its cleanup short:
+    namespaces, links, UTS mounts and the state were left in 4 of 6 runs, with no message."""
+    import signal
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    text, downs = _guarded(monkeypatch)
+    assert downs == ["hmbt"] and text == "hmb lab: interrupted; lab hmbt was taken down again, nothing is left"
+    text, downs = _guarded(monkeypatch, signals_in_cleanup=2)
+    assert downs == ["hmbt"] and "(interrupted 3 times: the cleanup finished first)" in text
+    text, _ = _guarded(monkeypatch, left=["namespace hmbt-n2", "mount /run/hmb-lab/hmbt/uts-n2"])
+    assert text == ("hmb lab: interrupted; lab hmbt is partly down: left namespace hmbt-n2, mount "
+                    "/run/hmb-lab/hmbt/uts-n2 (hmb lab down --name hmbt clears it)")
+    assert {s: signal.getsignal(s) for s in before} == before       # handlers as they were
+
+
+def test_an_interrupt_before_anything_is_made_takes_nothing_down(state, monkeypatch):
+    import os
+    import signal
+    downs = []
+    monkeypatch.setattr(lab, "down", lambda *a, **k: downs.append(a))
+    with pytest.raises(lab.LabInterrupted) as e:
+        with lab.taken_down_on_interrupt("hmbt"):
+            os.kill(os.getpid(), signal.SIGINT)
+            __import__("time").sleep(1)
+    assert downs == [] and "before lab hmbt was made" in str(e.value)
+    with pytest.raises(lab.LabError):       # a refusal (lab already up) takes nothing down either
+        with lab.taken_down_on_interrupt("hmbt"):
+            raise lab.LabError("lab hmbt is already up")
+    assert downs == []
+
+
+SLURM_REFUSED = """
+[sweep]
+mpis = ["mpich"]
+seed = 5
+output = "out.jsonl"
+timeout = "60s"
+
+[[bench]]
+name = "p2p"
+args = { mode = "latency", sizes = ["8", "64", "512"] }
+"""
+
+
+def test_a_launch_the_machine_ended_is_incomplete_and_resumed(tmp_path):
+    """After a job's time limit, srun refused every further step ("Unable to create step ...
+    already completing") and the sweep recorded those launches failed: resubmitted, the job
+    found the sweep "already finished" with 27 of 48 points."""
+    import os
+    import sys
+    from hmb import sweep
+    cfg = tmp_path / "sweep.toml"
+    cfg.write_text(SLURM_REFUSED)
+    specs = sweep.expand(sweep.load(str(cfg)))
+    refused = specs[1].tag
+    fake = REPO / "tests" / "data" / "fake_hmb_bench.py"
+    env = {**os.environ, "HMB_BENCH_OVERRIDE": f"{sys.executable} {fake}", "FAKE_LOG": str(tmp_path / "fake.log"),
+           "PYTHONPATH": str(REPO / "python"), "FAKE_FAIL_TAG_SUBSTR": refused,
+           "FAKE_FAIL_STDERR": "srun: error: Unable to create step for job 7: Job/step already completing or completed"}
+    r = hmb_cli(["sweep", str(cfg)], cwd=tmp_path, env=env)
+    assert r.returncode == 1 and f"{refused} incomplete (exit 2): Slurm refused the step" in r.stderr, r.stderr
+    recs = {x["tag"]: x for x in map(json.loads, (tmp_path / "out.jsonl").read_text().splitlines())
+            if x["type"] == "launch"}
+    assert recs[refused]["status"] == "incomplete" and {x["status"] for t, x in recs.items() if t != refused} == {"done"}
+    assert hmb_cli(["validate", str(tmp_path / "out.jsonl")], cwd=tmp_path).returncode == 0
+    env.pop("FAKE_FAIL_TAG_SUBSTR")       # the next allocation: the step runs
+    (tmp_path / "fake.log").unlink()
+    r = hmb_cli(["sweep", str(cfg), "--resume"], cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "fake.log").read_text().split() == ["start", refused, "end", refused]

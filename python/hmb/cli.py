@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -578,6 +580,10 @@ def add_lab_parser(sub) -> None:
         q.add_argument("--name", default=lab.DEFAULT_NAME, help=f"the lab's name (default {lab.DEFAULT_NAME})")
 
     def cmd_lab(a) -> int:
+        if a.program and a.lab_cmd != "exec":
+            # `hmb lab down -- --name X` took down hmblab: what follows -- was dropped
+            raise UsageError(f"hmb lab {a.lab_cmd}: unexpected arguments after --: {shlex.join(a.program)[:120]} "
+                             f"(only hmb lab exec NODE -- COMMAND takes a command)")
         try:
             if a.lab_cmd == "up" and a.dry_run:
                 plan = lab.layout(a.name, a.nodes, a.subnet)
@@ -587,28 +593,37 @@ def add_lab_parser(sub) -> None:
                     print(f"  {n.name:<14} {n.addr:<15} cpus {','.join(map(str, n.cpus))}")
                 return 0
             if a.lab_cmd == "up":
-                made = lab.load(a.name) if a.slurm and lab.is_up(a.name) else lab.up(a.name, a.nodes, a.subnet)
-                conf = None
-                if a.slurm and lab.slurm_running(made):
-                    conf = lab.slurm_conf(made)
-                elif a.slurm:
-                    try:
+                # An interrupt (SIGINT, SIGTERM, SIGHUP, once or more) until the lab is up and said
+                # so takes down what was made and says what is left (lab.taken_down_on_interrupt).
+                with lab.taken_down_on_interrupt(a.name) as guard:
+                    made = lab.load(a.name) if a.slurm and lab.is_up(a.name) else lab.up(a.name, a.nodes, a.subnet)
+                    guard.started = True        # from here on a failure (Slurm's) takes the lab down
+                    conf = None
+                    if a.slurm and lab.slurm_running(made):
+                        conf = lab.slurm_conf(made)
+                    elif a.slurm:
                         conf = lab.slurm_up(made)
-                    except BaseException:
-                        lab.down(a.name, quiet=True)
-                        raise
-                lab.status(a.name)
-                if conf:
-                    print(f"export SLURM_CONF={conf}")
+                    lab.status(a.name)
+                    if conf:
+                        print(f"export SLURM_CONF={conf}", flush=True)
                 return 0
             if a.lab_cmd == "down":
-                lab.down(a.name)
+                # An interrupt waits for the lab to be down (a down cut short left an orphaned
+                # namespace and its processes); the exit status says it came.
+                with lab.held_signals() as got:
+                    lab.down(a.name)
+                if got:
+                    print(f"hmb lab: interrupted; {a.name} was taken down first", file=sys.stderr)
+                    return 130
                 return 0
             if a.lab_cmd == "status":
                 return lab.status(a.name)
             return lab.main_exec(a.name, a.node, a.program)
         except lab.LabError as e:
             raise UsageError(str(e)) from None
+        except lab.LabInterrupted as e:
+            print(str(e), file=sys.stderr)
+            return 130
     la.set_defaults(func=cmd_lab, program=[])
 
 

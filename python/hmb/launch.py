@@ -418,6 +418,12 @@ def lab_network(target: Target, hosts: Hosts, launcher: str = "auto") -> dict:
         net = {k: v for k, v in hlab.network_env(target.flavor).items() if k not in os.environ}
     except hlab.LabError as e:
         raise LaunchError(str(e)) from None
+    # Every launch, before it starts: a lab that cannot carry it (a node's namespace gone, a link
+    # down) is named here instead of by the launcher's banner, or a hang until the timeout.
+    cause = hlab.failure_cause(hosts.lab, during=False)
+    if cause:
+        raise LaunchError(f"--hosts {hosts.text}: {cause}: no launch can cross the lab (hmb lab down"
+                          f"{'' if hosts.lab.name == hlab.DEFAULT_NAME else ' --name ' + hosts.lab.name}, then up)")
     if launcher == "auto":
         launcher = "srun" if in_slurm() else "mpiexec"
     key = (target.name, hosts.lab.name, launcher, tuple(sorted(net.items())))
@@ -441,16 +447,23 @@ def _probe_path(target: Target, hosts: Hosts, launcher: str, net: dict) -> dict:
         cmd = command(target, "p2p", args, 2, 1, launcher, 1, hosts=hosts)
         env = target.impl.env()
         env.update({"OMP_NUM_THREADS": "1", **OMP_ENV, **net, **hlab.verbose_env(target.flavor)})
+        mark = env[hlab.LAUNCH_VAR] = hlab.launch_mark()
         try:
             with machine_lock(f"hmb lab network probe: {target.name} on {hosts.text}"):
                 p = subprocess.run(cmd, env=env, capture_output=True, text=True, errors="replace", timeout=180)
         except subprocess.TimeoutExpired:
+            cause = hlab.failure_cause(hosts.lab)
             raise LaunchError(f"--hosts {hosts.text}: the network probe ({target.name}, one rank on each of "
-                              f"{', '.join(hosts.names[:2])}) did not end in 180 s") from None
+                              f"{', '.join(hosts.names[:2])}) did not end in 180 s"
+                              + (f": {cause}" if cause else "")) from None
+        finally:
+            hlab.end_launch(hosts.lab.name, mark)     # hydra_pmi_proxy stayed in node 1 after a failed probe
         if p.returncode != 0:
             last = ([ln for ln in (p.stderr + p.stdout).splitlines() if ln.strip()] or ["no output"])[-1]
+            cause = hlab.failure_cause(hosts.lab)
             raise LaunchError(f"--hosts {hosts.text}: the network probe ({target.name}, one rank on each of "
-                              f"{', '.join(hosts.names[:2])}) failed (exit {p.returncode}): {last.strip()[:200]}")
+                              f"{', '.join(hosts.names[:2])}) failed (exit {p.returncode}): "
+                              + (cause if cause else last.strip()[:200]))
         latency = None
         try:
             with open(out) as f:
@@ -521,27 +534,106 @@ def run_streaming(cmd: list[str], env: dict, timeout: float | None = None,
     Returns the exit status (124 on timeout). KeyboardInterrupt is re-raised after the
     child group is stopped, so the caller can leave without recording an unfinished launch.
     A command that cannot start is a LaunchError.
+
+    A launch across a lab's nodes (env holds the lab's settings, lab_network) is watched: a
+    lab that breaks under it stops it at once, and the cause is written to its stderr
+    ("hmb: lab NAME failed: CAUSE", which machine_failure reads); what it leaves in the nodes
+    is ended after it (lab.end_launch, by the mark every process of the launch carries).
     """
     with machine_lock(" ".join(cmd)[:300]):
         if library:
             _say_removed(remove_dead_shm(library), "earlier launches")
         shm_before = shm_names()
+        lab = _lab_of(env)
+        if lab is not None:
+            from . import lab as hlab
+            env = {**env, hlab.LAUNCH_VAR: hlab.launch_mark()}
         try:
             proc = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=stderr,
                                     start_new_session=True, preexec_fn=preexec_fn)
         except OSError as e:
             raise LaunchError(f"cannot start {cmd[0]}: {e.strerror}") from None
         try:
-            status = proc.wait(timeout=timeout)
+            if lab is None:
+                status = proc.wait(timeout=timeout)
+            else:
+                status = _wait_watching(proc, timeout, lab, stderr)
         except subprocess.TimeoutExpired:
             _stop_launch(proc)
             return 124
         except KeyboardInterrupt:
             _stop_launch(proc)
             raise
+        finally:
+            if lab is not None:
+                _end_lab_launch(lab, env, proc, stderr)
+        if status == 0 and getattr(proc, "hmb_lab_cause", None):
+            status = 1
         if status != 0:
             _say_removed(remove_left_shm(shm_before), "failed launch")
         return status
+
+
+LAB_WATCH_S = 1.0       # how often a launch across a lab checks the lab (lab.failure_cause)
+
+
+def _lab_of(env: dict):
+    """The lab a launch crosses (its env holds the lab's settings, launch.lab_network), or None."""
+    from . import lab as hlab
+    name = env.get("HMB_LAB")
+    if not name or env.get("HMB_NETWORK") != hlab.NETWORK_LABEL:
+        return None
+    try:
+        return hlab.load(name)
+    except hlab.LabError as e:
+        raise LaunchError(f"--hosts lab:{name}: {e}") from None
+
+
+def _say(stream, text: str) -> None:
+    """A line for the launch's own stderr (the sweep's log) or hmb's."""
+    out = stream if hasattr(stream, "write") else sys.stderr
+    out.write(text + "\n")
+    out.flush()
+
+
+def _wait_watching(proc: subprocess.Popen, timeout: float | None, lab, stderr) -> int:
+    """proc.wait, checking the lab every LAB_WATCH_S: a launch whose lab broke under it (a link
+    down, a node's namespace gone, the lab taken down) is stopped at once, naming the cause,
+    instead of hanging until the timeout (90 s in a sweep) with its ranks waiting on TCP."""
+    from . import lab as hlab
+    end = None if timeout is None else time.monotonic() + timeout
+    while True:
+        step = LAB_WATCH_S if end is None else max(0.0, min(LAB_WATCH_S, end - time.monotonic()))
+        try:
+            return proc.wait(timeout=step)
+        except subprocess.TimeoutExpired:
+            if end is not None and time.monotonic() >= end:
+                raise
+        cause = hlab.failure_cause(lab)
+        if cause and proc.poll() is None:
+            _say(stderr, f"hmb: lab {lab.name} failed: {cause}; the launch was stopped")
+            proc.hmb_lab_cause = cause
+            _stop_launch(proc)
+            return proc.returncode if proc.returncode not in (0, None) else 1
+
+
+def _end_lab_launch(lab, env: dict, proc: subprocess.Popen, stderr) -> None:
+    """After a launch across a lab: the cause, when it failed because of the lab (said once, as
+    the watch says it), and an end to what it left in the nodes: a failed MPICH launch left
+    hydra_pmi_proxy in node 1, a killed one prted and hmb-bench, running on."""
+    from . import lab as hlab
+    if proc.returncode is not None and not getattr(proc, "hmb_lab_cause", None):
+        # Also after a status 0: Open MPI's prterun returned 0 when `hmb lab down` stopped its
+        # daemons ("A daemon failed to report back"), and the sweep recorded a launch done with
+        # no result. A launch whose lab broke before it was checked is not done.
+        cause = hlab.failure_cause(lab)
+        if cause:
+            _say(stderr, f"hmb: lab {lab.name} failed: {cause}")
+            proc.hmb_lab_cause = cause
+    left = hlab.end_launch(lab.name, env[hlab.LAUNCH_VAR])
+    if left and proc.returncode != 0:
+        _say(stderr, f"hmb: stopped what the launch left in the lab's nodes: {', '.join(left[:4])}"
+                     f"{', ...' if len(left) > 4 else ''}")
 
 
 SHM_DIR = "/dev/shm/"
@@ -591,6 +683,50 @@ def abort_code(rc: int, text: str) -> int:
         return rc
     codes = {int(a or b) for a, b in _ABORT_CODE.findall(text)}
     return codes.pop() if len(codes) == 1 else rc
+
+
+# What ends a launch that is the machine's doing, not the benchmark's: the sweep records such a
+# launch `incomplete` (resumed), not `failed` (final). Slurm's words (22.05; srun and slurmstepd),
+# then the line a launch across a lab writes when the lab broke (_wait_watching, _end_lab_launch).
+# After a job's time limit every further srun of the sweep failed in 0.1 s ("Unable to create step
+# ... already completing") and a resubmitted job found the sweep "already finished", 21 of 48
+# points never run.
+_SLURM_MACHINE = [
+    (re.compile(r"Unable to create step for job \d+: (Job/step already completing or completed|Invalid job id "
+                r"specified|Job has expired|Requested nodes are busy|Unable to contact slurm controller[^\n]*|"
+                r"Socket timed out on send/recv operation|Zero Bytes were transmitted or received)"),
+     "Slurm refused the step: {0} (the allocation is ending or unreachable)"),
+    (re.compile(r"\*\*\* (?:STEP|JOB) [\d.]+ ON \S+ CANCELLED AT \S+ DUE TO (TIME LIMIT|NODE FAILURE|PREEMPTION)"),
+     "Slurm cancelled the step (due to {0})"),
+    (re.compile(r"\*\*\* (?:STEP|JOB) [\d.]+ ON \S+ CANCELLED AT \S+ \*\*\*"),
+     "Slurm cancelled the step (scancel)"),
+    (re.compile(r"srun: error: (Node failure on \S+|Unable to contact slurm controller)"),
+     "Slurm: {0}"),
+]
+_LAB_FAILED = re.compile(r"^hmb: lab [a-z][a-z0-9]* failed: (.+?)(?:; the launch was stopped)?$", re.MULTILINE)
+
+
+def machine_failure(text: str, rc: int, lab=None) -> str | None:
+    """Why a launch that failed (rc != 0) did, when the machine ended it and not the benchmark:
+    the job's time limit, a step Slurm refused or cancelled, a node failure, the lab broken under
+    it (a node's namespace gone, a link down, the lab taken down), from its output `text`; with
+    `lab` (an hmb.lab.Lab) the lab is also checked as it is now. None: the benchmark's own failure
+    (or one nothing here recognises), final."""
+    if rc == 0:
+        return None
+    m = _LAB_FAILED.search(text or "")
+    if m:
+        return m.group(1).strip()
+    for pattern, says in _SLURM_MACHINE:
+        if rc == 124 and says.endswith("(scancel)"):
+            continue        # hmb's own timeout stopped the step: Slurm says it was cancelled
+        m = pattern.search(text or "")
+        if m:
+            return says.format(*[g.lower() if g.isupper() else g for g in m.groups()])
+    if lab is not None:
+        from . import lab as hlab
+        return hlab.failure_cause(lab)
+    return None
 
 
 def _stop_launch(proc: subprocess.Popen) -> None:

@@ -797,6 +797,10 @@ def _run_one(spec: LaunchSpec, target: hlaunch.Target, cfg: Config, output: Path
     launcher_rc, rc = rc, hlaunch.abort_code(rc, text)
     planned, written = launch_points(output, out_offset, spec.tag)
     status, why = outcome(rc, text, planned, written, cfg.timeout)
+    # the machine's failure named (Slurm's time limit or refusal, the lab broken under the launch)
+    cause = hlaunch.machine_failure(text, rc, getattr(hosts, "lab", None)) if rc != 0 else None
+    if cause:
+        status, why = "incomplete", cause
     try:
         append_record(output, {"type": "launch", "schema": SCHEMA, "tag": spec.tag, "point": spec.point(),
                                "mpi": spec.mpi, "rc": rc, "status": status, "attempt": attempt,
@@ -810,6 +814,16 @@ def _run_one(spec: LaunchSpec, target: hlaunch.Target, cfg: Config, output: Path
     if status != "done":
         bar.write(f"hmb: {spec.tag} {status} (exit {rc}): {why}", file=sys.stderr)
     return status, why
+
+
+def machine_cause(path: Path, offset: int, rc: int, hosts=None) -> str | None:
+    """Why the launch failed when the machine failed it, not the benchmark (hmb.launch.machine_failure:
+    Slurm's time limit or a step it refused, the lab broken under it), from its part of the log."""
+    if rc == 0:
+        return None
+    with open(path, errors="replace") as f:
+        f.seek(offset)
+        return hlaunch.machine_failure(f.read(), rc, getattr(hosts, "lab", None))
 
 
 def failure_reason(path: Path, offset: int, rc: int, timeout: float = 0) -> str:

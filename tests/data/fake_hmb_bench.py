@@ -4,7 +4,8 @@ Writes schema-1 records (a run header carrying HMB_TAG, then one result per size
 flushed) to --json FILE, sleeping FAKE_SLEEP_S between points so a test can kill a sweep
 mid-launch. Appends "start TAG" / "end TAG" to $FAKE_LOG. `--list --json` describes the benchmarks
 in $FAKE_BENCHES (default: p2p part async mt). $FAKE_FAIL_TAG_SUBSTR makes matching
-launches exit 2 ($FAKE_FAIL_AS_HYDRA_KILL: print a rank's MPI_Abort(3) as hydra does, and exit 9).
+launches exit 2 ($FAKE_FAIL_AS_HYDRA_KILL: print a rank's MPI_Abort(3) as hydra does, and exit 9;
+$FAKE_FAIL_STDERR: print that instead of the planted failure, e.g. what srun says).
 $FAKE_MACHINE_TAG_SUBSTR makes the first launch of matching tags fail as the machine does
 ($FAKE_MACHINE: "srun", a step refused before anything ran, exit 1; "daemon", Open MPI's mpiexec
 returning 0 after "A daemon failed to report back" with 1 point of the plan's; "watchdog", exit 4
@@ -111,7 +112,7 @@ def main():
                   "process 1", file=sys.stderr)
             log(f"end {tag}")
             return 9
-        print("hmb-bench fake: --sizes: planted failure", file=sys.stderr)
+        print(os.environ.get("FAKE_FAIL_STDERR", "hmb-bench fake: --sizes: planted failure"), file=sys.stderr)
         log(f"end {tag}")
         return 2
     machine = os.environ.get("FAKE_MACHINE", "") if os.environ.get("FAKE_MACHINE_TAG_SUBSTR") and \
