@@ -196,8 +196,8 @@ def test_outcome(rc, text, planned, written, status):
     assert sweep.outcome(rc, text, planned, written)[0] == status
 
 
-def _segment(name: str, age_s: float = 0) -> Path:
-    p = Path("/dev/shm", name)
+def _segment(name: str, age_s: float = 0, where: Path = Path("/dev/shm")) -> Path:
+    p = where / name
     p.write_bytes(b"\0" * 4096)
     if age_s:
         t = time.time() - age_s
@@ -211,17 +211,19 @@ def test_segments_dead_launches_left_are_removed_by_the_next_launch(tmp_path):
     and that are not new; a segment still mapped, a new one, or another name stays."""
     import mmap
     tag = f"hmbtest{os.getpid()}"
-    dead = _segment(f"mpich_shm_{tag}_0", age_s=600)
-    mapped = _segment(f"mpich_shm_{tag}_1", age_s=600)
-    young = _segment(f"mpich_shm_{tag}_2")
-    other = _segment(f"{tag}_not_mpi", age_s=600)
-    ompi = _segment(f"sm_segment.{tag}.0", age_s=600)     # Open MPI's name: not MPICH's launch to remove
+    shm = tmp_path / "shm"      # HMB_SHM_DIR: no launch of another test sees these
+    shm.mkdir()
+    dead = _segment(f"mpich_shm_{tag}_0", age_s=600, where=shm)
+    mapped = _segment(f"mpich_shm_{tag}_1", age_s=600, where=shm)
+    young = _segment(f"mpich_shm_{tag}_2", where=shm)
+    other = _segment(f"{tag}_not_mpi", age_s=600, where=shm)
+    ompi = _segment(f"sm_segment.{tag}.0", age_s=600, where=shm)     # Open MPI's: not MPICH's launch to remove
     try:
         with open(mapped, "r+b") as f, mmap.mmap(f.fileno(), 4096):
-            r = hmb_cli(["run", "p2p", "--", "--sizes", "8"], env=fake_env(tmp_path))
+            r = hmb_cli(["run", "p2p", "--", "--sizes", "8"], env=fake_env(tmp_path, HMB_SHM_DIR=str(shm)))
         assert r.returncode == 0, r.stderr
         assert not dead.exists() and mapped.exists() and young.exists() and other.exists() and ompi.exists()
-        assert f"shared-memory segment the earlier launches left in /dev/shm (mpich_shm_{tag}_0)" in r.stderr, \
+        assert f"shared-memory segment the earlier launches left in {shm} (mpich_shm_{tag}_0)" in r.stderr, \
             r.stderr
     finally:
         for p in (dead, mapped, young, other, ompi):

@@ -638,6 +638,12 @@ def _end_lab_launch(lab, env: dict, proc: subprocess.Popen, stderr) -> None:
 
 SHM_DIR = "/dev/shm/"
 
+
+def shm_dir() -> str:
+    """Where the libraries' shared-memory segments live: /dev/shm, or HMB_SHM_DIR (a test's own
+    directory, so no other launch on the machine touches the segments it plants)."""
+    return os.environ.get("HMB_SHM_DIR", SHM_DIR).rstrip("/") + "/"
+
 # The names each library's own code gives its shared-memory segments in /dev/shm (UCX, which both
 # MPICH's wheel and Open MPI's pml ucx load, has its own): remove_dead_shm touches no other name.
 SHM_PREFIXES = {"mpich": ("mpich_shm_",), "openmpi": ("sm_segment.", "vader_segment."), "impi": ()}
@@ -658,7 +664,7 @@ def remove_dead_shm(library: str) -> list:
         if not name.startswith(prefixes):
             continue
         try:
-            st = os.lstat(SHM_DIR + name)
+            st = os.lstat(shm_dir() + name)
         except OSError:
             continue
         if stat.S_ISREG(st.st_mode) and st.st_uid == uid and now - st.st_mtime > SHM_DEAD_AGE_S:
@@ -741,7 +747,7 @@ def _stop_launch(proc: subprocess.Popen) -> None:
 def shm_names() -> set:
     """The names in /dev/shm now."""
     try:
-        return set(os.listdir(SHM_DIR))
+        return set(os.listdir(shm_dir()))
     except OSError:
         return set()
 
@@ -759,7 +765,7 @@ def _unlink_shm(names) -> list:
     removed = []
     for name in sorted(names):
         try:
-            os.unlink(SHM_DIR + name)
+            os.unlink(shm_dir() + name)
             removed.append(name)
         except OSError:
             continue
@@ -769,7 +775,7 @@ def _unlink_shm(names) -> list:
 def _say_removed(removed: list, what: str) -> None:
     if removed:
         print(f"hmb: removed {len(removed)} shared-memory segment{'s' if len(removed) > 1 else ''} the "
-              f"{what} left in {SHM_DIR.rstrip('/')} ({', '.join(removed[:3])}{', ...' if len(removed) > 3 else ''})",
+              f"{what} left in {shm_dir().rstrip('/')} ({', '.join(removed[:3])}{', ...' if len(removed) > 3 else ''})",
               file=sys.stderr)
 
 
@@ -797,11 +803,11 @@ def shm_in_tree(root: int | None) -> set:
     for d in pids:
         try:
             with open(f"/proc/{d}/maps") as f:
-                names.update(ln.rstrip("\n").split(SHM_DIR, 1)[1].split(" ")[0] for ln in f if SHM_DIR in ln)
+                names.update(ln.rstrip("\n").split(shm_dir(), 1)[1].split(" ")[0] for ln in f if shm_dir() in ln)
             for fd in os.listdir(f"/proc/{d}/fd"):
                 target = os.readlink(f"/proc/{d}/fd/{fd}")
-                if target.startswith(SHM_DIR):
-                    names.add(target[len(SHM_DIR):])
+                if target.startswith(shm_dir()):
+                    names.add(target[len(shm_dir()):])
         except OSError:
             continue
     return {n for n in names if n and "/" not in n and not n.endswith("(deleted)")}

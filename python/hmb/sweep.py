@@ -799,8 +799,8 @@ def _run_one(spec: LaunchSpec, target: hlaunch.Target, cfg: Config, output: Path
     status, why = outcome(rc, text, planned, written, cfg.timeout)
     # the machine's failure named (Slurm's time limit or refusal, the lab broken under the launch)
     cause = hlaunch.machine_failure(text, rc, getattr(hosts, "lab", None)) if rc != 0 else None
-    if cause:
-        status, why = "incomplete", cause
+    if cause:      # the cause first, then what the launcher said (srun's own line)
+        status, why = "incomplete", cause if not why or why in cause else f"{cause} ({why[:160]})"
     try:
         append_record(output, {"type": "launch", "schema": SCHEMA, "tag": spec.tag, "point": spec.point(),
                                "mpi": spec.mpi, "rc": rc, "status": status, "attempt": attempt,
