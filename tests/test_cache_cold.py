@@ -67,9 +67,10 @@ def test_every_benchmark_runs_with_cold_cache(mpi_name, tmp_path):
 
 @pytest.mark.mpi
 @pytest.mark.parametrize("bench,args,flushes,flushed_bytes", [
-    # part's rank 0 is the sender: one 64 KiB send buffer; its three paired phases (partitioned,
-    # single send, persistent) each start cold: 3 flushes in each of 1 + 3 iterations
-    ("part", ["--sizes", "64K", "--partitions", "2", "--threads", "2"], 3 * (1 + 3), 65536),
+    # part's rank 0 is the sender: one 64 KiB send buffer; its four paired phases (partitioned,
+    # single send, persistent, single send to a polling receiver) each start cold: 4 flushes in
+    # each of 1 + 3 iterations
+    ("part", ["--sizes", "64K", "--partitions", "2", "--threads", "2"], 4 * (1 + 3), 65536),
     # halo3d, 4x4x4 cells, 2 ranks: 6 faces x (send + receive) x 16 cells x 8 B; every one of the
     # two paired modes starts cold: 2 flushes per iteration
     ("halo3d", ["--domain", "4,4,4", "--mode", "single,multiple", "--compute", "10us"], 2 * (1 + 3), 12 * 16 * 8),
