@@ -4,6 +4,9 @@ PYTHON ?= python3
 VENV   := .venv
 HMB    := $(VENV)/bin/hmb
 HMB_MPI ?= mpich
+# The demo sets the libraries side by side; HMB_MPI given (HMB_MPI=openmpi make demo) runs that one.
+HMB_DEMO_MPI ?= $(if $(filter command line environment,$(origin HMB_MPI)),$(HMB_MPI),mpich$(COMMA)openmpi)
+COMMA := ,
 
 # pytest caches its rewritten test modules (and Python the package's bytecode) in __pycache__:
 # with PYTHONDONTWRITEBYTECODE set, every test process compiled them again (collection 7.3 s
@@ -13,7 +16,7 @@ unexport PYTHONDONTWRITEBYTECODE
 .PHONY: demo test test-fast test-lab test-packaging check setup build clean container
 # The demo is the small studies: each seed paper's headline figure, fitted to this machine.
 demo: setup
-	$(HMB) study demo --mpi $(HMB_MPI)
+	$(HMB) study demo --mpi $(HMB_DEMO_MPI)
 
 # Two pytest-xdist workers, --dist loadgroup: the `mpi` tests (they build or launch hmb-bench) are
 # one work unit, run one after the other on one worker, so no two launches share the cores; the

@@ -799,14 +799,15 @@ def judge_all(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupporte
     return out
 
 
-def table(study, df, unsupported=None) -> list[Verdict]:
+def table(study, df, unsupported=None, only=None) -> list[Verdict]:
     """Each claim judged once per MPI library in the table (a claim that reads nothing: once);
-    unsupported: tidy.unsupported of the same results."""
+    unsupported: tidy.unsupported of the same results; only: these claims instead of the
+    study's (a demo's, narrowed to the cells it judges)."""
     needs = {f["id"]: f["needs"] for f in study.figures if f.get("needs")}
     mpis = sorted(df["mpi"].dropna().unique()) if df is not None and not df.empty else []
     setup = study.meta.get("setup", "")
     out = []
-    for c in study.claims:
+    for c in (study.claims if only is None else only):
         lacks = needs.get(c.get("figure_id"), "")
         if "metric" not in c or c.get("needs") or lacks or not mpis:
             out += judge_all(c, df, setup, lacks)

