@@ -258,3 +258,14 @@ def test_quick_check_end_to_end(mpi_name, tmp_path):
     if (os.cpu_count() or 1) < 4:
         (placement,) = [c for c in record["checks"] if c["name"] == "async_progress_shares_compute_core"]
         assert placement["status"] == "WARN" and "no spare core to give it" in placement["detail"], placement
+
+
+def test_a_node_without_a_core_beside_its_ranks_is_named():
+    """hmb check --hosts lab says whether a node has a core to spare: the lab's nodes here have
+    one CPU each for one rank (0 spare: WARN, the overlap claims are refused there); a 2 x 8-core
+    lab with one rank a node has 7."""
+    one = ck.check_spare_core({"cpus_available": 1, "ranks_per_node": 1, "threads": 1})
+    assert (one[0].figure, one[0].status) == (0.0, ck.WARN) and "1 CPUs a node for 1 rank(s)" in one[0].detail
+    eight = ck.check_spare_core({"cpus_available": 8, "ranks_per_node": 1, "threads": 1})
+    assert (eight[0].figure, eight[0].status) == (7.0, ck.PASS)
+    assert ck.check_spare_core({})[0].status == ck.WARN

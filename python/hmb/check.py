@@ -76,6 +76,10 @@ EXPECTATIONS = {
         "%", (0, 1), (0, 10), "time the hypervisor gave these CPUs to other guests: timings swing between runs"),
     "interrupt_lost_pct": Expectation(
         "%", (0, 2), (0, 5), "share of a core taken by ticks, IRQs, VM exits: noise in every timing"),
+    "node_spare_cores": Expectation(
+        "cores", (1, INF), (0, INF), "across nodes (--hosts): cores a node has beside its ranks' threads, for the "
+        "kernel's network work and the library's threads; with none, overlap and progress readings time-slice "
+        "(study claims marked lab = \"overlap\" are refused there)"),
     "load_per_core": Expectation(
         "", (0, 0.25), (0, 1.0), "other runnable processes compete for the cores the benchmark uses"),
     "latency_8B_us": Expectation(
@@ -285,6 +289,17 @@ def check_clocks(headers: list[dict], clocks: list[dict], one_clock: bool = Fals
             *one,
             classify("clock_end_residual_us", statistics.median(residual) if residual else None, _spread(residual)),
             drift_check]
+
+
+def check_spare_core(header: dict) -> list[Check]:
+    """Across nodes: the cores the busiest node has beside its ranks' threads (the run header's
+    cpus_available, ranks_per_node and threads)."""
+    try:
+        spare = float(header["cpus_available"]) - float(header["ranks_per_node"]) * float(header.get("threads", 1))
+    except (KeyError, TypeError, ValueError):
+        return [classify("node_spare_cores", None, "the run header does not say")]
+    return [classify("node_spare_cores", spare, f"{header['cpus_available']} CPUs a node for "
+                     f"{header['ranks_per_node']} rank(s) x {header.get('threads', 1)} thread(s)")]
 
 
 def check_latency(rounds: list[dict]) -> list[Check]:
@@ -546,7 +561,8 @@ def run(mpi_name: str, ranks: int, quick: bool, json_path: str | None, out=print
               + check_interruptions(headers, steal, load)
               + check_latency(rounds)
               + check_async(_of(async_recs, "result"), _of(thread_recs, "result"), no_spare_core)
-              + check_cache(_of(cold_recs, "run")))
+              + check_cache(_of(cold_recs, "run"))
+              + (check_spare_core(headers[0]) if hosts is not None else []))
     h = headers[0]
     out(f"# hmb check: {impl.name} ({h.get('mpi', {}).get('library', '?')}), {ranks} ranks x {threads} "
         f"thread{'s' if threads > 1 else ''} on "
