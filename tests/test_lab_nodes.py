@@ -443,3 +443,27 @@ def test_slurm_lab_down_leaves_nothing(slurm_lab):
     assert lab.leftovers(NAME) == []
     daemons = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
     assert not [ln for ln in daemons.splitlines() if f"/hmb-lab/{NAME}/" in ln and not ln.startswith("Z")]
+
+
+@pytest.mark.timeout(900)
+def test_the_lab_decides_network_effects_and_refuses_overlap_without_a_spare_core(slurm_lab, tmp_path):
+    """hmb study run seed001-protocol --hosts lab (issue 36.3): a network claim that states an effect
+    (the rendezvous transfer waits in MPI_Wait) is judged across the nodes, labelled with the lab's
+    network; an overlap claim is refused where a node has no core beside its rank, with what the
+    run header measured."""
+    get_mpi(TEST_MPIS[0])
+    out = tmp_path / "s001"
+    r = hmb("study", "run", "seed001-protocol", "--hosts", f"lab:{NAME}", "--mpi", TEST_MPIS[0], "--out", str(out),
+            "--max-time", "240s", timeout=800)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = [ln.split(" | ") for ln in (out / "study.md").read_text().splitlines()
+            if ln.startswith("| ") and " | " in ln and not ln.startswith("| seed")]
+    effect = [row for row in rows if "judged on the effect the seed states" in row[6]]
+    decided = [row for row in effect if row[5] in ("agrees", "differs")]
+    assert effect and all("TCP between namespaces on one machine" in row[6] for row in effect), effect
+    assert decided, [(row[0], row[4][:40], row[5], row[6][:80]) for row in effect]
+    run = next(x for x in _records(out / "results.jsonl") if x["type"] == "run")
+    if run["cpus_available"] <= run["ranks_per_node"] * run.get("threads", 1):
+        refused = [row for row in rows if "overlap needs a core beside each rank" in row[6]]
+        assert refused and all(row[5] == "not comparable" for row in refused), rows
+        assert all(f"a node has {run['cpus_available']} CPU" in row[6] for row in refused)

@@ -492,7 +492,7 @@ def drive(units: list[Unit], figures: list[dict], out: Path, mpis: list, hosts=N
                     st["seconds"] = round(sum(elapsed.get(t, 0.0) for t in tags), 1)
                     st["n"] = n
                     still = [v for v in vs if v.verdict == hclaims.UNDECIDED]
-                    if vs and not still and not st["round"]:
+                    if any(v.verdict in hclaims.DECIDED for v in vs) and not still and not st["round"]:
                         st["round"] = rnd
                     grew = n > last_n.get(sid, -1)
                     last_n[sid] = n
