@@ -44,6 +44,9 @@ def add_parser(sub) -> None:
     r.add_argument("--resume", action="store_true", help="continue an interrupted run (a claim-driven run: its rounds)")
     r.add_argument("--max-time", metavar="TIME", help="start no round of a claim-driven run after this long "
                    "(claims left undecided say so)")
+    r.add_argument("--points", choices=("grid", "claims"), default="grid",
+                   help="with --repeats/--budget: run the whole grid (default), or only the points the claims this "
+                   "machine can judge read, at the grid's own budget (a fixed design to set beside a claim-driven run)")
     r.add_argument("--hosts", metavar="lab|lab:NAME|FILE", help="across the lab's nodes (hmb lab up) or a "
                    "hostfile's: ranks spread evenly, one per node for the seeds' pairs (docs/lab.md)")
     r.set_defaults(func=cmd_run, mode=None)
@@ -80,7 +83,7 @@ def cmd_run(args) -> int:
     try:
         return run(args.name, mode=args.mode, mpi=args.mpi, figure=args.figure, repeats=args.repeats,
                    outdir=args.out, dry_run=args.dry_run, resume=args.resume, budget=args.budget,
-                   hosts=args.hosts, max_time=_seconds(args.max_time))
+                   hosts=args.hosts, max_time=_seconds(args.max_time), points=args.points)
     except (StudyError, sweep.ConfigError) as e:
         return _fail(e)
 
@@ -283,7 +286,7 @@ def _capped(value, counts: list[int], quick: int):
 
 
 def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_run=False,
-        resume=False, quiet=False, budget=None, hosts=None, max_time=None) -> int:
+        resume=False, quiet=False, budget=None, hosts=None, max_time=None, points="grid") -> int:
     """Run a study (or one figure of it) through hmb sweep; the study file, the fitted config
     and its changes are written beside the results (study.toml, config.toml, fit.txt), then the
     report (study.md, figures/). By default the claims drive the launches (rounds.py: each claim
@@ -292,7 +295,7 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
     study's run, or this study's with results and another grid, is refused (claim_dir); a dry
     run writes nothing. Returns hmb sweep's status."""
     from .. import sweep
-    from . import fit
+    from . import fit, rounds
     if repeats is not None and repeats < 1:
         raise StudyError(f"--repeats: expected a positive integer, got {repeats}")
     if outdir is not None and not str(outdir).strip():
@@ -324,15 +327,16 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
         for c in changes:
             print(f"  {c}", file=sys.stderr)
     with checked_config(study, data, comment, mpis) as cfg:   # refused before anything is written
-        if dry_run and (repeats is not None or budget is not None):
+        if dry_run and (repeats is not None or budget is not None) and points != "claims":
             rc = sweep.run(cfg, dry_run=True, skip_missing=True, quiet=quiet)
             print(f"hmb study: --dry-run: nothing written (a run would write {out})", file=sys.stderr)
             return rc
     fixed = repeats is not None or budget is not None
-    if not fixed:
-        units = [claim_unit(study, data, figure, hosts)]
+    on_claims = fixed and points == "claims"    # a fixed design on the claims' points
+    if not fixed or on_claims:
+        units = [claim_unit(study, data, figure, hosts, budget=None if on_claims else rounds.CLAIM_BUDGET)]
         if dry_run:
-            return _dry_plan(units, cfg.mpis, out)
+            return _dry_plan(units, cfg.mpis, out, first=repeats if on_claims else None)
     claim_dir(out, study, data)
     done = out / "results.jsonl"
     if done.exists() and done.stat().st_size > 0 and not resume:
@@ -343,8 +347,10 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
     write_file(out / "fit.txt", "\n".join([header] + changes) + "\n")
     cfg = sweep.load(str(config), mpis_override=mpis)
     cfg.hosts = hosts
-    if not fixed:
-        return _run_claims(study, units, data, cfg, out, figure, hosts, quiet, max_time)
+    if not fixed or on_claims:
+        n = repeats or rounds.FIRST
+        return _run_claims(study, units, data, cfg, out, figure, hosts, quiet, max_time,
+                           **({"first": n, "cap": n, "figures": False} if on_claims else {}))
     # build="always": an incremental CMake build, so a study never runs (or checks its options
     # against) an hmb-bench left from older sources (seed003's --everywhere-ranks was refused by one)
     rc = sweep.run(cfg, resume=resume, dry_run=False, skip_missing=True, quiet=quiet, build="always")
@@ -356,7 +362,7 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
     return rc
 
 
-def claim_unit(study, data: dict, figure=None, hosts=None, only_demo: bool = False, budget: str | None = None):
+def claim_unit(study, data: dict, figure=None, hosts=None, only_demo: bool = False, budget: str | None = "1s"):
     """The study's claims this machine can judge (claims.not_here; with --figure, that figure's;
     only_demo: those marked demo), and the grid's benches narrowed to their points (rounds.plan)."""
     from . import claims as hclaims
@@ -380,11 +386,10 @@ def claim_unit(study, data: dict, figure=None, hosts=None, only_demo: bool = Fal
                                     spare_core_when=spare):
                 judged.append(e)
                 keys.append(hhistory.claim_key(study.name, e))
-    return rounds.Unit(study, rounds.plan(study, data, judged, keys, budget=budget or rounds.CLAIM_BUDGET),
-                       judged, keys)
+    return rounds.Unit(study, rounds.plan(study, data, judged, keys, budget=budget), judged, keys)
 
 
-def _dry_plan(units, mpis, out) -> int:
+def _dry_plan(units, mpis, out, first=None) -> int:
     """--dry-run of a claim-driven run: the first round's launches per bench and the claims they feed."""
     from . import rounds
     import tomli_w
@@ -393,6 +398,8 @@ def _dry_plan(units, mpis, out) -> int:
     total = 0
     for u in units:
         for d in u.driven:
+            if first:
+                d.bench["repeats"] = first
             with tempfile.TemporaryDirectory(prefix="hmb-plan-") as tmp:
                 path = Path(tmp) / "plan.toml"
                 path.write_text(tomli_w.dumps(rounds._sweep_config([d.bench], mpis, out / "results.jsonl", 1, "60s")))
@@ -405,18 +412,25 @@ def _dry_plan(units, mpis, out) -> int:
             layout = " ".join(f"{k}={'/'.join(map(str, rounds._listed(d.bench[k])))}"
                               for k in ("ranks", "threads", "settings") if k in d.bench)
             print(f"{u.study.name}: {d.bench['name']} {layout} {args}: {n} launches (round 1) for {what}")
-    print(f"# round 1: {total} claim launches (then {rounds.STEP} more per round for claims still undecided, "
-          f"up to {rounds.CAP}), plus one short launch of each bench of the grid for the figures", file=sys.stderr)
+    if first:
+        print(f"# a fixed design on the claims' points: {total} launches ({first} a point), the grid's budget",
+              file=sys.stderr)
+    else:
+        print(f"# round 1: {total} claim launches (then {rounds.STEP} more per round for claims still undecided, "
+              f"up to {rounds.CAP}), plus one short launch of each bench of the grid for the figures", file=sys.stderr)
     print(f"hmb study: --dry-run: nothing written (a run would write {out})", file=sys.stderr)
     return 0
 
 
-def _run_claims(study, units, data, cfg, out, figure, hosts, quiet, max_time) -> int:
-    """The claim-driven run (rounds.drive), then its report with launches and time per claim."""
+def _run_claims(study, units, data, cfg, out, figure, hosts, quiet, max_time, first=None, cap=None,
+                figures=True) -> int:
+    """The claim-driven run (rounds.drive), then its report with launches and time per claim;
+    first = cap = N, no figures: a fixed design of N launches on the claims' points."""
     from . import rounds
-    figs = rounds.figure_benches(data)
+    figs = rounds.figure_benches(data) if figures else []
     outcome = rounds.drive(units, figs, out, cfg.mpis, hosts=hosts, quiet=quiet,
-                           timeout=data["sweep"].get("timeout", "3600s"), time_limit=max_time)
+                           timeout=data["sweep"].get("timeout", "3600s"), time_limit=max_time,
+                           first=first or rounds.FIRST, cap=cap or rounds.CAP)
     rounds.write_rounds(out, outcome)
     if outcome.rc == 130 or not (out / "results.jsonl").exists():
         return outcome.rc

@@ -285,7 +285,7 @@ def ci_target(claims: list[dict]) -> float:
 
 
 def plan(study, data: dict, judged: list[dict], keys: list[str], described: dict | None = None,
-         budget: str = CLAIM_BUDGET) -> list[Driven]:
+         budget: str | None = CLAIM_BUDGET) -> list[Driven]:
     """The claims' benches: every bench of the fitted grid (data) narrowed to each judged claim's
     selections, merged (merge), with the claims' CI target and budget. described: the benchmarks'
     descriptors (an option left at its default selects only that default)."""
@@ -307,9 +307,10 @@ def plan(study, data: dict, judged: list[dict], keys: list[str], described: dict
     out = merge(driven, described)
     for d in out:
         args = d.bench.setdefault("args", {})
-        args.update({"ci-target": ci_target(d.claims), "budget": budget})
-        args["iters"] = min(_count(args.get("iters", 20)), CLAIM_ITERS)
-        args["warmup"] = min(_count(args.get("warmup", 3)), CLAIM_WARMUP)
+        if budget is not None:   # the claims' own precision; None: the grid's (a fixed design on their points)
+            args.update({"ci-target": ci_target(d.claims), "budget": budget})
+            args["iters"] = min(_count(args.get("iters", 20)), CLAIM_ITERS)
+            args["warmup"] = min(_count(args.get("warmup", 3)), CLAIM_WARMUP)
         d.bench["repeats"] = FIRST
     return out
 
@@ -431,7 +432,8 @@ def _finished(output: Path) -> set:
 
 
 def drive(units: list[Unit], figures: list[dict], out: Path, mpis: list, hosts=None, quiet=False,
-          timeout="3600s", cap: int = CAP, time_limit: float | None = None, build: str = "always") -> Outcome:
+          timeout="3600s", cap: int = CAP, time_limit: float | None = None, build: str = "always",
+          first: int = FIRST) -> Outcome:
     """Run the rounds (module docstring) for the units into out/results.jsonl: round 1 with the
     figures' short launches, then STEP more launches of undecided claims' points per round up to
     cap launches a claim or time_limit seconds. Returns the outcome for the report."""
@@ -446,9 +448,10 @@ def drive(units: list[Unit], figures: list[dict], out: Path, mpis: list, hosts=N
     for u in units:
         for d in u.driven:
             d.bench["mpis"] = list(mpis)
+            d.bench["repeats"] = first
     state: dict = {}
     last_n: dict = {}
-    target = FIRST
+    target = first
     rc, rnd = 0, 0
     while True:
         rnd += 1
