@@ -24,7 +24,6 @@
 #include <string.h>
 
 #include "async.h"
-#include "hmb/metrics.h"
 
 /* ------------------------------------------------------------------ HMB's progress thread */
 

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "hmb/hmb.h"
+#include "hmb/bench.h"
 
 typedef enum {
     OP_PT2PT,             /* pair exchange, rank i with i + n/2 */

@@ -8,7 +8,6 @@
 #include <strings.h>
 
 #include "async.h"
-#include "hmb/metrics.h"
 
 /* ------------------------------------------------------------------ option lists */
 

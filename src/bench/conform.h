@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hmb/hmb.h"
+#include "hmb/bench.h"
 
 enum { SENDER = 1, RECEIVER = 0 }; /* as scripts/repro/partitioned_rounds.c */
 enum { V_PASS, V_UNSUPPORTED, V_FAIL }; /* ordered: the worst verdict of the ranks wins */

@@ -14,7 +14,6 @@
 #include <omp.h>
 
 #include "halo3d.h"
-#include "hmb/metrics.h"
 
 /* The modes, in the order of halo_modes: bit m of --mode is mode m (hidden modes last). */
 enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, MODE_PERSISTENT, MODE_SERIAL, MODE_THREADCOMM, NMODES };

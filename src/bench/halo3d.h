@@ -7,7 +7,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "hmb/hmb.h"
+#include "hmb/bench.h"
 
 #define NDIRS 6
 /* --thread-comm: how the threads of the threadcomm mode express their parallelism. */

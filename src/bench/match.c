@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hmb/metrics.h"
 #include "match.h"
 
 static const hmb_metric match_metrics[] = {

@@ -4,7 +4,7 @@
 #ifndef HMB_BENCH_MATCH_H
 #define HMB_BENCH_MATCH_H
 
-#include "hmb/hmb.h"
+#include "hmb/bench.h"
 
 enum { VARIANT_REAL, VARIANT_LOWCOST };
 extern const char *const match_variant_names[];

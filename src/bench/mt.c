@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hmb/hmb.h"
+#include "hmb/bench.h"
 #include "mt.h"
 
 const char *const mt_test_names[MT_NTESTS + 1] = {"rate", "contention", "get", NULL};

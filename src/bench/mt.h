@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hmb/hmb.h"
+#include "hmb/bench.h"
 
 enum { MT_RATE, MT_CONTENTION, MT_GET, MT_NTESTS };
 enum { MT_SHARED, MT_COMM, MT_TAG, MT_STREAM, MT_FUNNELED, MT_EVERYWHERE, MT_NMODES };

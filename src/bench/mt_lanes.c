@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "hmb/hmb.h"
+#include "hmb/bench.h"
 #include "mt.h"
 
 /* Why this point cannot run here, or NULL. The same answer on every rank. */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hmb/hmb.h"
+#include "hmb/bench.h"
 #include "mt.h"
 
 static unsigned char *mt_get_slot(const mt_state *s, int lane, int op)

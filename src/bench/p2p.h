@@ -4,7 +4,7 @@
 #ifndef HMB_BENCH_P2P_H
 #define HMB_BENCH_P2P_H
 
-#include "hmb/hmb.h"
+#include "hmb/bench.h"
 
 enum { MODE_LATENCY, MODE_BW, MODE_BIBW, MODE_MSGRATE, MODE_COUNT };
 enum { POST_RACING, POST_AHEAD }; /* --post */

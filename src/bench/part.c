@@ -30,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hmb/metrics.h"
 #include "part.h"
 
 static const hmb_metric part_metrics[] = {

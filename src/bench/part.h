@@ -4,7 +4,7 @@
 #ifndef HMB_BENCH_PART_H
 #define HMB_BENCH_PART_H
 
-#include "hmb/hmb.h"
+#include "hmb/bench.h"
 
 enum { SENDER = 0, RECEIVER = 1 };
 enum { TAG_SINGLE = 1, TAG_PART = 2, TAG_SENDER_DONE = 3, TAG_TIMES = 4, TAG_PERSIST = 5, TAG_POLLED = 6 };

@@ -5,8 +5,7 @@
 #ifndef HMB_BENCH_PROTO_H
 #define HMB_BENCH_PROTO_H
 
-#include "hmb/hmb.h"
-#include "hmb/metrics.h"
+#include "hmb/bench.h"
 
 enum { TEST_PROBE, TEST_TRADEOFF, TEST_COUNT };
 extern const char *const proto_test_names[TEST_COUNT + 1];

@@ -19,8 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hmb/hmb.h"
-#include "hmb/metrics.h"
+#include "hmb/bench.h"
 
 enum { NDIRS = 6 };
 enum { EX_COMM, EX_OVERALL, NEXCHANGES }; /* the two phases that exchange: separate buffers */

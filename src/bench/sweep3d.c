@@ -16,7 +16,6 @@
 #include <omp.h>
 #include <string.h>
 
-#include "hmb/metrics.h"
 #include "sweep3d.h"
 
 /* The metrics each mode adds ("{mode}": its name), bits of hmb_mode.metrics. */

@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "hmb/hmb.h"
+#include "hmb/bench.h"
 
 /* The modes, in the order of sweep_modes (sweep3d.c): bit m of --mode is mode m. */
 enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, MODE_PERSISTENT, MODE_SERIAL, NMODES };

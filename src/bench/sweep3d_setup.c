@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hmb/metrics.h"
 #include "sweep3d.h"
 
 void sweep_check(hmb_ctx *ctx)

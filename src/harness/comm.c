@@ -1,4 +1,4 @@
-/* Communication policies (hmb.h, hmb_comm_ops): one table of the operations a pattern uses, served
+/* Communication policies (hmb/bench.h, hmb_comm_ops): one table of the operations a pattern uses, served
  * by MPI (--comm on) or by the mock (--comm off, after LLNL Comb's mock policy).
  *
  * The mock is a loopback without any MPI call: hmb_comm_route() makes this rank its own neighbour

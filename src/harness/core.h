@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "hmb/hmb.h"
+#include "hmb/bench.h"
 
 /* The growable array: returns items (elem bytes each) with room for at least count + 1 of them,
  * doubling *capacity (from 16) when count has reached it; aborts when memory runs out. Usage:
@@ -211,7 +211,7 @@ int hmb_compute_calibrate_rate(hmb_calib *out, double target_s);
 /* The sustained rate of the calling thread now: the median of `runs` runs of ~10 ms (sized
  * with c's rate) in on-core time, as the calibration measures it. 0 without a rate in c. */
 double hmb_compute_sustained_rate(const hmb_calib *c, int runs);
-/* hmb_compute_probe_rate (hmb.h) on the calibration c. */
+/* hmb_compute_probe_rate (hmb/compute.h) on the calibration c. */
 double hmb_compute_probe(hmb_calib *c, int64_t ns, int runs, double tolerance, int *remeasured);
 /* Signed error of iters run in measured_ns against calibrated_iters_per_ns: measured / expected
  * - 1 (> 0: ran long, the rate is too high; < 0: ran short, the rate is too low); 0 when there
@@ -261,7 +261,7 @@ int hmb_compute_test_core(double base_iters_per_ns, double read_ns, int nseg, co
                           const double *speed, int repeat);
 
 /* ------------------------------------------------------------------ timer.c */
-/* (hmb_now / hmb_now_ns are declared in hmb/hmb.h) */
+/* (hmb_now / hmb_now_ns are declared in hmb/timing.h) */
 /* Smallest nonzero difference between consecutive readings, and mean cost of one call. */
 void hmb_timer_measure(double *resolution_ns, double *overhead_ns);
 
