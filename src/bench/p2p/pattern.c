@@ -168,9 +168,16 @@ static int p2p_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter
     return 0;
 }
 
+static void p2p_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
+{
+    const p2p_state *st = state;
+    if (st->mode == MODE_LATENCY)
+        hmb_result_add_num(ctx, "batch", st->count);
+    hmb_result_add_num(ctx, "slots", st->slots);
+}
+
 /* OSU and IMB move the same send buffer every time: p2p measures that regime by default. */
 static const hmb_default p2p_defaults[] = {{"data", "reuse"}, {NULL, NULL}};
-
 
 /* --format osu: the columns the OSU micro-benchmarks print for each mode. */
 static const hmb_osu_block p2p_osu[] = {

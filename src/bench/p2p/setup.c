@@ -1,13 +1,11 @@
-/* p2p's options, points, message slots, the latency batch, set-up, send data (both regimes and the
- * planted stale and wrong-slot faults), validation and teardown. The timed exchanges: p2p.c. */
+/* p2p's set-up: option checks, points, the message slots of a window, the latency batch, the
+ * state of a point and its teardown. The timed exchanges: pattern.c; send data and checks: verify.c. */
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "p2p.h"
-
-const char *const p2p_mode_names[MODE_COUNT + 1] = {"latency", "bw", "bibw", "msgrate", NULL};
 
 void p2p_check(hmb_ctx *ctx)
 {
@@ -45,15 +43,13 @@ void p2p_points(hmb_ctx *ctx, hmb_point_list *out)
 }
 
 /* Window slots: --cache cold gives every message its own slot (what a window of distinct
- * application buffers touches). --cache hot keeps the window near osu_bw's one reused buffer:
- * the receive slots take at most 1/SLOTS_LLC_FRACTION of the LLC and at most 16 KB (with the
- * sender's two generations that stays within a core's L1: 48 KB here), so slots are reused once
- * the window would exceed it; a message larger than that gets one slot. Slots in L2 already cost:
- * at 64 KB 8 slots were ~20% slower than one on Open MPI, and at 512 B-4 KB a 128 KB cap (64 and
- * 32 slots) read 0.88-0.90 of osu_bw's protocol on Open MPI where 16 KB read 0.93-0.99 (window
- * study, 3-6 launches each, 2026-11-27; MPICH 0.97-1.04 either way). The LLC share: a VM may
- * report its host's whole L3 (480 MB here), and 1/256 of it no longer fits any core's cache. The
- * same count on every rank (LLCs may differ between hosts): the smallest. */
+ * application buffers touches). --cache hot keeps the window near osu_bw's one reused buffer: the
+ * receive slots take at most 1/SLOTS_LLC_FRACTION of the LLC and at most WINDOW_HOT_MAX_BYTES, so
+ * that with the sender's two generations the window stays in a core's L1; slots are reused once the
+ * window would exceed it, and a message larger than that gets one slot. Slots beyond L1 already
+ * cost bandwidth, and a VM may report its host's whole L3, whose share alone would no longer fit
+ * any core's cache (the measurements: docs/findings.md, "Small-message bandwidth against osu_bw").
+ * The same count on every rank (LLCs may differ between hosts): the smallest. */
 static int window_slots(hmb_ctx *ctx, size_t size, int window)
 {
     long long slots = window;
@@ -132,20 +128,20 @@ void *p2p_setup(hmb_ctx *ctx, const hmb_point *pt)
         st->count = (int)p->window;
         st->slots = window_slots(ctx, st->size, st->count);
     }
-    /* Latency under --cache hot measures what osu_latency measures: one send buffer per side,
-     * written once per point (--data reuse) and never again, and the receive slots. A second
-     * send set (generations by parity) adds m bytes per side to the working set (at 1 MB: 3 MB
-     * against a 2 MB L2: 1.32x slower on MPICH, alternating launches); rewriting the one set
-     * before every sample leaves its lines dirty in the sender's cache (2.1x at 64 KB, 1.2x at
-     * 1 MB). Stale data are caught instead by poisoning the receive slots before every sample
-     * (the receiver's own writes, as its previous receive left them). */
+    /* Latency under --cache hot measures what osu_latency measures: one send set per side, written
+     * once per point (--data reuse) and never again, and the receive slots. A second send set
+     * (generations by parity) would add the message to the working set, and rewriting the one set
+     * before every sample would leave its lines dirty in the sender's cache: either slows the
+     * round trip osu_latency times. Stale data are caught instead by poisoning the receive slots
+     * before every sample (the receiver's own writes, as its previous receive left them). */
     st->nsets = st->mode == MODE_LATENCY && hmb_common(ctx)->cache == HMB_CACHE_HOT ? 1 : 2;
     /* The check reads every received byte after the sample; above the hot-slot cap that read
-     * displaces what the library's own copy left in this core's caches, and the next sample paid
-     * for it (MPICH 4 MB: +18 %, 491 against 411 us; osu_latency -c does 5 untimed round trips
-     * before each timed one for the same reason). So under --cache hot with validation on, one
-     * untimed round trip of the batch's slots restores the state the library leaves, the receive
-     * slots are poisoned again (hmb_poison_pages: not dirtying them), then the sample is timed. */
+     * displaces what the library's own copy left in this core's caches, and the next sample would
+     * pay for it (osu_latency -c does untimed round trips before each timed one for the same
+     * reason). So under --cache hot with validation on, one untimed round trip of the batch's
+     * slots restores the state the library leaves, the receive slots are poisoned again
+     * (hmb_poison_pages: not dirtying them), then the sample is timed. The measurements:
+     * docs/metrics.md, "Latency buffers". */
     st->rewarm = st->mode == MODE_LATENCY && st->nsets == 1 && hmb_validate_enabled(ctx) &&
                  st->size * (size_t)st->slots > SLOTS_HOT_MAX_BYTES;
     int sends = st->peer >= 0 && (st->is_sender || st->mode == MODE_LATENCY || st->mode == MODE_BIBW);
@@ -166,69 +162,6 @@ void *p2p_setup(hmb_ctx *ctx, const hmb_point *pt)
         for (int j = 0; j < st->count; j++)
             st->recv_msg[j] = st->recv_slots + (size_t)(j % st->slots) * st->size;
     return st;
-}
-
-/* The generation iteration iter's messages carry with one send set: 0 under --data reuse
- * (written once), iter under --data fresh (written before every sample). */
-static long one_set_gen(const hmb_ctx *ctx, long iter)
-{
-    return hmb_common(ctx)->data == HMB_DATA_REUSE ? 0 : iter;
-}
-
-/* One send set: (re)write it when its generation changes (the test-only --stale-at fault sends
- * another generation in that iteration and restores it in the next), poison the receive slots. */
-static void one_set_prepare(hmb_ctx *ctx, p2p_state *st, long iter)
-{
-    if (st->send_sets) {
-        const int stale = iter == st->stale_at && st->is_sender;
-        const long gen = stale ? one_set_gen(ctx, iter) ^ 1 : one_set_gen(ctx, iter);
-        if (iter == 0 || stale || iter == st->stale_at + 1 || gen != one_set_gen(ctx, iter - 1))
-            for (int k = 0; k < st->slots; k++)
-                hmb_fill(st->send_sets + (size_t)k * st->size, st->size, hmb_rank(ctx), k, gen);
-    }
-    if (st->recv_slots && hmb_validate_enabled(ctx))
-        for (int k = 0; k < st->slots; k++)
-            hmb_poison_pages(st->recv_slots + (size_t)k * st->size, st->size);
-}
-
-/* Send data: slot k of a set holds the pattern (rank, k, generation). Written before the
- * harness's cold-cache flush, and under --data reuse only in a point's first two iterations
- * (one set: one_set_prepare). */
-void p2p_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
-{
-    p2p_state *st = state;
-    if (st->nsets == 1) {
-        one_set_prepare(ctx, st, iter);
-        return;
-    }
-    if (!st->send_sets || !hmb_data_refill(ctx, iter))
-        return;
-    unsigned char *set = st->send_sets + (size_t)(iter & 1) * st->size * (size_t)st->slots;
-    for (int k = 0; k < st->slots; k++)
-        hmb_fill(set + (size_t)k * st->size, st->size, hmb_rank(ctx), k, hmb_data_gen(ctx, iter));
-}
-
-/* Every slot's last message of the iteration (in a cache-sized window, earlier messages into
- * the same slot are overwritten by it before they can be checked). */
-void p2p_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
-{
-    p2p_state *st = state;
-    if (!st->recv_slots)
-        return;
-    for (int k = 0; k < st->slots; k++)
-        if (st->nsets == 1)
-            hmb_check_gen(ctx, pt, st->recv_slots + (size_t)k * st->size, st->size, st->peer, k, iter,
-                          one_set_gen(ctx, iter));
-        else
-            hmb_check_data(ctx, pt, st->recv_slots + (size_t)k * st->size, st->size, st->peer, k, iter);
-}
-
-void p2p_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
-{
-    const p2p_state *st = state;
-    if (st->mode == MODE_LATENCY)
-        hmb_result_add_num(ctx, "batch", st->count);
-    hmb_result_add_num(ctx, "slots", st->slots);
 }
 
 void p2p_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)

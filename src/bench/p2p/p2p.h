@@ -1,6 +1,6 @@
-/* Private to p2p (p2p.c: the timed exchanges, metrics and descriptor; p2p_setup.c: options,
- * points, slots, the latency batch, set-up, send data and validation). The family's description is
- * at the top of p2p.c. */
+/* Private to p2p: pattern.c (the timed exchanges, the metrics, the descriptor; the family's
+ * description is at its top), setup.c (checks, points, message slots, the latency batch, state),
+ * verify.c (send data, both regimes and the planted faults, and the checks). */
 #ifndef HMB_BENCH_P2P_H
 #define HMB_BENCH_P2P_H
 
@@ -8,7 +8,8 @@
 
 enum { MODE_LATENCY, MODE_BW, MODE_BIBW, MODE_MSGRATE, MODE_COUNT };
 enum { POST_RACING, POST_AHEAD }; /* --post */
-extern const char *const p2p_mode_names[MODE_COUNT + 1];
+/* --mode's names, in MODE_* order. */
+static const char *const p2p_mode_names[MODE_COUNT + 1] = {"latency", "bw", "bibw", "msgrate", NULL};
 
 #define P2P_OPTIONS(X)                                                                                              \
     X(mode, CHOICES, .default_value = "all", .names = p2p_mode_names, .help = "what to measure")                       \
@@ -37,7 +38,7 @@ enum { M_LATENCY, M_BANDWIDTH, M_RATE, M_ITER_TIME }; /* indices into p2p_metric
 #define BATCH_PROBE_REPEATS 3
 /* --cache hot: the receive slots of a window take at most this fraction of the LLC, and at most
  * WINDOW_HOT_MAX_BYTES (window_slots); latency rewarms a batch's slots after the check above
- * SLOTS_HOT_MAX_BYTES (p2p_setup). */
+ * SLOTS_HOT_MAX_BYTES (setup.c). */
 #define SLOTS_LLC_FRACTION 256
 #define WINDOW_HOT_MAX_BYTES (16u << 10)
 #define SLOTS_HOT_MAX_BYTES (128u << 10)
@@ -50,7 +51,7 @@ typedef struct {
     int peer;        /* -1: idle in this mode */
     int is_sender;   /* latency: the pinger (rank 0) */
     long stale_at, wrong_slot_at; /* test-only faults (-1: none) */
-    int rewarm;      /* latency: one untimed round trip after the check, before the sample (see p2p_setup) */
+    int rewarm;      /* latency: one untimed round trip after the check, before the sample (see setup.c) */
     int racing;      /* bw, msgrate: --post racing (the start signal before the receives, as osu_bw's ack) */
     int nsets;                 /* send sets: 2 (generations, set iter & 1), or 1 (latency, --cache hot) */
     unsigned char *send_sets;  /* nsets sets of slots x size */
@@ -59,12 +60,14 @@ typedef struct {
     MPI_Request *reqs;         /* 2 * count */
 } p2p_state;
 
+/* setup.c */
 void p2p_check(hmb_ctx *ctx);
 void p2p_points(hmb_ctx *ctx, hmb_point_list *out);
 void *p2p_setup(hmb_ctx *ctx, const hmb_point *pt);
+void p2p_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt);
+
+/* verify.c */
 void p2p_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter);
 void p2p_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter);
-void p2p_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt);
-void p2p_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt);
 
 #endif
