@@ -60,19 +60,12 @@ static const hmb_metric part_metrics[] = {
     HMB_METRIC_END};
 
 #if HMB_HAVE_PARTITIONED
-/* What the receiver's poll callbacks need. */
-struct arrival_arg {
-    hmb_ctx *ctx;
-    part_state *st;
-    long iter;
-};
-
 /* Receiver: when the sender-done message was seen (hmb_now), or -1 before; tested by one
  * thread at a time (a request must not be tested concurrently); hmb_parrived_each_bounded
  * calls it at a low rate. */
 static double sender_done_at(void *arg)
 {
-    part_state *st = ((const struct arrival_arg *)arg)->st;
+    part_state *st = ((const part_arrival *)arg)->st;
     double at;
 #pragma omp critical(part_sender_done)
     {
@@ -86,76 +79,59 @@ static double sender_done_at(void *arg)
     return at;
 }
 
-static int still_poison(const unsigned char *p)
-{
-    static const unsigned char poison[8] = {HMB_POISON_BYTE, HMB_POISON_BYTE, HMB_POISON_BYTE, HMB_POISON_BYTE,
-                                            HMB_POISON_BYTE, HMB_POISON_BYTE, HMB_POISON_BYTE, HMB_POISON_BYTE};
-    return memcmp(p, poison, 8) == 0;
-}
-
-/* Called right after MPI_Parrived first reports receive partition j: every send partition
- * that overlaps j must have landed, so the first and last word of each overlapping piece
- * must have lost its poison. (The harness checks every byte afterwards.) */
-static void check_reported_arrival(void *arg, int j)
-{
-    const struct arrival_arg *a = arg;
-    const part_state *st = a->st;
-    size_t lo = (size_t)j * st->psize_recv, hi = lo + st->psize_recv; /* bytes [lo, hi) */
-    for (size_t piece = lo; piece < hi;) {
-        size_t send_part_end = (piece / st->psize_send + 1) * st->psize_send;
-        size_t piece_end = send_part_end < hi ? send_part_end : hi;
-        if (still_poison(st->recv_buf_part + piece) || still_poison(st->recv_buf_part + piece_end - 8))
-            hmb_validation_failure(a->ctx, st->pt, a->iter, j,
-                                   "MPI_Parrived reported receive partition %d of %d arrived but its data had not "
-                                   "(bytes %zu..%zu still unwritten; send partitions %d, receive partitions %d): "
-                                   "library conformance problem",
-                                   j, st->nparts_recv, piece, piece_end - 1, st->nparts_send, st->nparts_recv);
-        piece = piece_end;
-    }
-}
-
 /* Receiver: observe receive partitions [first, last), each once, at its first report (the
  * harness's bounded poll: a partition still unreported a grace period after the sender
  * completed, or --wait-bound past poll_since_s, fails the point naming it). */
 static void observe_partitions(hmb_ctx *ctx, part_state *st, long iter, int first, int last)
 {
-    struct arrival_arg a = {.ctx = ctx, .st = st, .iter = iter};
+    part_arrival a = {.ctx = ctx, .st = st, .iter = iter};
     hmb_arrival_watch w = {.since = st->poll_since_s,
-                           .on_arrival = hmb_validate_enabled(ctx) ? check_reported_arrival : NULL,
+                           .on_arrival = hmb_validate_enabled(ctx) ? part_check_reported_arrival : NULL,
                            .peer_done = sender_done_at, .grace_s = st->grace_s, .arg = &a};
     hmb_parrived_each_bounded(ctx, st->pt, iter, hmb_comm_mpi(), st->part_req, first, last, st->arrived, &w,
                               "the receive request (send partitions %d, receive partitions %d)", st->nparts_send,
                               st->nparts_recv);
 }
 
-static void sender_mark_ready(part_state *st, int tid, double ready_at)
+/* --pready: how a sender thread marks its block of partitions [lo, hi) ready, recording each
+ * one's s (ready_at for the first), one function per PREADY_* (part_pready_names). */
+typedef void (*pready_fn)(part_state *st, int lo, int hi, double ready_at);
+
+static void pready_each(part_state *st, int lo, int hi, double ready_at)
 {
-    int per_thread = st->nparts_send / st->threads;
-    int lo = tid * per_thread, hi = lo + per_thread; /* this thread's block [lo, hi) */
-    switch (st->pready_mode) {
-    case PREADY_SINGLE:
-        for (int i = lo; i < hi; i++) {
-            st->ready_local[i] = i == lo ? ready_at : hmb_now();
-            MPI_Pready(i, st->part_req);
-        }
-        break;
-    case PREADY_RANGE:
-        for (int i = lo; i < hi; i++)
-            st->ready_local[i] = ready_at;
-#ifdef HMB_HAVE_MPI_PREADY_RANGE
-        MPI_Pready_range(lo, hi - 1, st->part_req);
-#endif
-        break;
-    case PREADY_LIST:
-        for (int i = lo; i < hi; i++)
-            st->ready_local[i] = ready_at;
-#ifdef HMB_HAVE_MPI_PREADY_LIST
-        MPI_Pready_list(hi - lo, st->pready_list + lo, st->part_req);
-#endif
-        break;
+    for (int i = lo; i < hi; i++) {
+        st->ready_local[i] = i == lo ? ready_at : hmb_now();
+        MPI_Pready(i, st->part_req);
     }
 }
 
+static void pready_range(part_state *st, int lo, int hi, double ready_at)
+{
+    for (int i = lo; i < hi; i++)
+        st->ready_local[i] = ready_at;
+#ifdef HMB_HAVE_MPI_PREADY_RANGE
+    MPI_Pready_range(lo, hi - 1, st->part_req);
+#endif
+}
+
+static void pready_list(part_state *st, int lo, int hi, double ready_at)
+{
+    for (int i = lo; i < hi; i++)
+        st->ready_local[i] = ready_at;
+#ifdef HMB_HAVE_MPI_PREADY_LIST
+    MPI_Pready_list(hi - lo, st->pready_list + lo, st->part_req);
+#endif
+}
+
+static const pready_fn mark_ready[NPREADY] = {
+    [PREADY_SINGLE] = pready_each, [PREADY_RANGE] = pready_range, [PREADY_LIST] = pready_list};
+
+static void sender_mark_ready(part_state *st, int tid, double ready_at)
+{
+    int per_thread = st->nparts_send / st->threads;
+    int lo = tid * per_thread; /* this thread's block [lo, lo + per_thread) */
+    mark_ready[st->pready_mode](st, lo, lo + per_thread, ready_at);
+}
 
 /* Sender: every thread computes its draw of this iteration (the same draws in every phase);
  * with mark_ready it then records its compute end and marks its partitions ready. Returns the
@@ -406,6 +382,35 @@ static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
 
 #endif /* HMB_HAVE_PARTITIONED */
 
+static void part_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
+{
+    const part_state *st = state;
+    if (st->no_perceived_bw > 0) {
+        hmb_result_add_num(ctx, "invalid_no_perceived_bw", (double)st->no_perceived_bw);
+        hmb_result_add_str(ctx, "invalid_reason", "the piece made ready last was reported arrived at or before its "
+                                                  "ready time (a_L - s_L <= 0): no perceived bandwidth; a clock problem");
+    }
+    const part_point *pp = HMB_POINT(part_point, pt);
+    hmb_result_add_num(ctx, "partitions_send", (double)pp->partitions);
+    hmb_result_add_num(ctx, "partitions_recv", (double)pp->recv_partitions);
+    hmb_result_add_str(ctx, "pready", part_pready_names[st->pready_mode]);
+    hmb_result_add_str(ctx, "observe", st->observe_poller ? "poller" : "thread");
+    hmb_result_add_num(ctx, "threads", hmb_threads(ctx));
+    hmb_result_add_num(ctx, "compute_ns", (double)hmb_common(ctx)->compute);
+    hmb_result_add_str(ctx, "noise", hmb_common(ctx)->noise);
+    int wait = pp->complete == COMPLETE_WAIT;
+    hmb_result_add_str(ctx, "single_send", wait ? "MPI_Send / MPI_Recv of the whole message"
+                                                : "MPI_Isend + MPI_Test polling / MPI_Recv of the whole message");
+    hmb_result_add_str(ctx, "polled_receive", !st->polled ? "not run (--no-polled)"
+                                              : wait ? "MPI_Send / MPI_Irecv + MPI_Test polling of the whole message"
+                                                     : "MPI_Isend + MPI_Test polling / MPI_Irecv + MPI_Test polling of "
+                                                       "the whole message");
+    hmb_result_add_str(ctx, "persistent", wait ? "MPI_Send_init + MPI_Wait / MPI_Recv_init started before the barrier"
+                                               : "MPI_Send_init + MPI_Test polling / MPI_Recv_init started before the "
+                                                 "barrier");
+}
+
+
 #if HMB_HAVE_PARTITIONED
 #define PART_ITERATE part_iterate
 #else
@@ -431,7 +436,7 @@ static const hmb_bench part_bench = {
     .points = part_points,
     .setup = part_setup,
     .iterate = PART_ITERATE,
-    .verify = NULL, /* the harness checks the registered buffers (part_setup) */
+    .verify = NULL, /* the harness checks the registered buffers (verify.c) */
     .teardown = part_teardown,
     .annotate = part_annotate,
     .pivot_metrics = "overhead,overhead_persistent,overhead_polled,availability,early_bird",

@@ -1,13 +1,11 @@
-/* part's options, points, set-up (buffers, requests, validation as data), teardown and record.
- * The three phases and the metrics: part.c. */
+/* part's set-up: option checks, points, the buffers and requests of a point, and its teardown.
+ * The phases and the metrics: pattern.c; what is checked: verify.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "part.h"
-
-const char *const part_complete_names[NCOMPLETE + 1] = {"test", "wait", NULL};
 
 static int recv_partitions_of(const hmb_ctx *ctx, int nparts_send)
 {
@@ -180,9 +178,6 @@ void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
         MPI_Psend_init(st->send_buf, st->nparts_send, count_send, MPI_UINT64_T, RECEIVER, TAG_PART, st->data_comm,
                        MPI_INFO_NULL, &st->part_req);
         MPI_Send_init(st->send_buf, count_whole, MPI_UINT64_T, RECEIVER, TAG_PERSIST, st->data_comm, &st->persist_req);
-        for (int i = 0; i < st->nparts_send; i++) /* validation as data: the harness writes each partition */
-            hmb_check_register(ctx, HMB_SEND, st->send_buf + (size_t)i * st->psize_send, st->psize_send, SENDER, i, 1,
-                               HMB_AFTER_ITERATION, "send");
     } else if (st->rank == RECEIVER) {
         st->recv_buf_single = hmb_buffer_alloc(ctx, st->size_bytes);
         st->recv_buf_persist = hmb_buffer_alloc(ctx, st->size_bytes);
@@ -201,18 +196,8 @@ void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
                        MPI_INFO_NULL, &st->part_req);
         MPI_Recv_init(st->recv_buf_persist, count_whole, MPI_UINT64_T, SENDER, TAG_PERSIST, st->data_comm,
                       &st->persist_req);
-        /* validation as data: every send partition in every phase's buffer, checked after the
-         * iteration; poisoned before it, so a reported-but-unwritten partition is visible. The
-         * polled phase's comes first when it runs: --inject corrupt hits the first check, so the
-         * tests see that this buffer is checked too. */
-        unsigned char *bufs[4] = {st->recv_buf_polled, st->recv_buf_part, st->recv_buf_single, st->recv_buf_persist};
-        static const char *const phase[4] = {"polled-receive", "partitioned", "single-send", "persistent"};
-        for (int b = st->polled ? 0 : 1; b < 4; b++)
-            for (int i = 0; i < st->nparts_send; i++)
-                hmb_check_register(ctx, HMB_RECEIVE, bufs[b] + (size_t)i * st->psize_send, st->psize_send, SENDER,
-                                   i, 1, HMB_AFTER_ITERATION, "%s phase, send partition %d (%zu bytes)", phase[b], i,
-                                   st->psize_send);
     }
+    part_register_checks(ctx, st);
     return st;
 #endif
 }
@@ -230,32 +215,4 @@ void part_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
     MPI_Comm_free(&st->data_comm);
     MPI_Comm_free(&st->ctl_comm);
     part_free(st);
-}
-
-void part_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
-{
-    const part_state *st = state;
-    if (st->no_perceived_bw > 0) {
-        hmb_result_add_num(ctx, "invalid_no_perceived_bw", (double)st->no_perceived_bw);
-        hmb_result_add_str(ctx, "invalid_reason", "the piece made ready last was reported arrived at or before its "
-                                                  "ready time (a_L - s_L <= 0): no perceived bandwidth; a clock problem");
-    }
-    const part_point *pp = HMB_POINT(part_point, pt);
-    hmb_result_add_num(ctx, "partitions_send", (double)pp->partitions);
-    hmb_result_add_num(ctx, "partitions_recv", (double)pp->recv_partitions);
-    hmb_result_add_str(ctx, "pready", (const char *[]){"single", "range", "list"}[st->pready_mode]);
-    hmb_result_add_str(ctx, "observe", st->observe_poller ? "poller" : "thread");
-    hmb_result_add_num(ctx, "threads", hmb_threads(ctx));
-    hmb_result_add_num(ctx, "compute_ns", (double)hmb_common(ctx)->compute);
-    hmb_result_add_str(ctx, "noise", hmb_common(ctx)->noise);
-    int wait = pp->complete == COMPLETE_WAIT;
-    hmb_result_add_str(ctx, "single_send", wait ? "MPI_Send / MPI_Recv of the whole message"
-                                                : "MPI_Isend + MPI_Test polling / MPI_Recv of the whole message");
-    hmb_result_add_str(ctx, "polled_receive", !st->polled ? "not run (--no-polled)"
-                                              : wait ? "MPI_Send / MPI_Irecv + MPI_Test polling of the whole message"
-                                                     : "MPI_Isend + MPI_Test polling / MPI_Irecv + MPI_Test polling of "
-                                                       "the whole message");
-    hmb_result_add_str(ctx, "persistent", wait ? "MPI_Send_init + MPI_Wait / MPI_Recv_init started before the barrier"
-                                               : "MPI_Send_init + MPI_Test polling / MPI_Recv_init started before the "
-                                                 "barrier");
 }

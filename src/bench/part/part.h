@@ -1,6 +1,6 @@
-/* Private to part (part.c: the three phases, their metrics and the descriptor; part_setup.c:
- * options, points, set-up, teardown and the record). The family's description is at the top of
- * part.c. */
+/* Private to part: pattern.c (the phases, their metrics, the record, the descriptor; the
+ * family's description is at its top), setup.c (checks, points, buffers and requests, teardown),
+ * verify.c (what the harness checks, and the check of every reported arrival). */
 #ifndef HMB_BENCH_PART_H
 #define HMB_BENCH_PART_H
 
@@ -8,9 +8,11 @@
 
 enum { SENDER = 0, RECEIVER = 1 };
 enum { TAG_SINGLE = 1, TAG_PART = 2, TAG_SENDER_DONE = 3, TAG_TIMES = 4, TAG_PERSIST = 5, TAG_POLLED = 6 };
-enum { PREADY_SINGLE, PREADY_RANGE, PREADY_LIST };
+enum { PREADY_SINGLE, PREADY_RANGE, PREADY_LIST, NPREADY };
 enum { COMPLETE_TEST, COMPLETE_WAIT, NCOMPLETE };
-extern const char *const part_complete_names[NCOMPLETE + 1];
+/* --pready's and --complete's names, in PREADY_* and COMPLETE_* order. */
+static const char *const part_pready_names[NPREADY + 1] = {"single", "range", "list", NULL};
+static const char *const part_complete_names[NCOMPLETE + 1] = {"test", "wait", NULL};
 
 #define PART_PARAMS(X) X(partitions, INT) X(recv_partitions, INT) X(complete, NAME, .names = part_complete_names)
 HMB_POINT_PARAMS(part_point, PART_PARAMS);
@@ -60,7 +62,7 @@ typedef struct {
       .help = "send partitions P, each a multiple of --threads (default: P = threads)")                           \
     X(recv_partitions, INT, .min = 1, .max = 1 << 20,                                                               \
       .help = "receive partitions (default: same as the send partitions)")                                         \
-    X(pready, CHOICE, .default_value = "single", .choices = "single|range|list", /* PREADY_* order */              \
+    X(pready, CHOICE, .default_value = "single", .names = part_pready_names,                                        \
       .help = "mark ready with MPI_Pready per partition, MPI_Pready_range or MPI_Pready_list")                     \
     X(observe, CHOICE, .default_value = "thread", .choices = "thread|poller",                                       \
       .help = "receiver polls MPI_Parrived per thread (own partitions) or in one poller")                          \
@@ -71,10 +73,24 @@ typedef struct {
 HMB_OPTIONS(part_opts, PART_OPTIONS);
 enum { OBSERVE_THREAD, OBSERVE_POLLER };
 
+/* setup.c */
 void part_check(hmb_ctx *ctx);
 void part_points(hmb_ctx *ctx, hmb_point_list *out);
 void *part_setup(hmb_ctx *ctx, const hmb_point *pt);
 void part_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt);
-void part_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt);
+
+/* verify.c */
+/* Validation as data: the sender's partitions and every phase's receive buffer, checked after the
+ * iteration. */
+void part_register_checks(hmb_ctx *ctx, part_state *st);
+/* What the receiver's arrival callbacks get (hmb_arrival_watch.arg). */
+typedef struct {
+    hmb_ctx *ctx;
+    part_state *st;
+    long iter;
+} part_arrival;
+/* hmb_arrival_watch.on_arrival (arg: a part_arrival), right after MPI_Parrived first reports
+ * receive partition j: its data must have landed. */
+void part_check_reported_arrival(void *arg, int j);
 
 #endif
