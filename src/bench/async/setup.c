@@ -1,6 +1,8 @@
-/* async's options, the library's progress thread, the calc-factor calibration, points, set-up,
- * teardown and the record. The phases and metrics: async.c. */
+/* async's set-up: option checks, the library's progress thread, the calc-factor calibration,
+ * points, an operation's buffers, peers and handles, the state of a point and its teardown. The
+ * operations, the phases and the metrics: pattern.c; data and checks: verify.c. */
 #define _GNU_SOURCE
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +35,7 @@ static int option_progress(const hmb_ctx *ctx, progress_spec *modes, char (*labe
         if (modes[i].kind == PROG_TEST)
             snprintf(label[i], sizeof label[i], "test:%g", arg[i]);
         else
-            snprintf(label[i], sizeof label[i], "%s", (const char *[]){"none", "test", "thread", "impl"}[choice[i]]);
+            snprintf(label[i], sizeof label[i], "%s", async_progress_names[choice[i]]);
     }
     return n;
 }
@@ -89,24 +91,160 @@ static library_progress detect_library_progress(int thread_level_provided)
     return lp;
 }
 
-static async_baseline baseline_option(const hmb_ctx *ctx)
-{
-    return (async_baseline)HMB_OPTS(async_opts, ctx)->baseline;
-}
+async_baseline async_baseline_of(const hmb_ctx *ctx) { return (async_baseline)HMB_OPTS(async_opts, ctx)->baseline; }
 
-static int grid2d(const hmb_ctx *ctx) { return HMB_OPTS(async_opts, ctx)->topology == TOPOLOGY_GRID2D; }
+static int async_grid2d(const hmb_ctx *ctx) { return HMB_OPTS(async_opts, ctx)->topology == TOPOLOGY_GRID2D; }
 
 static int effective_neighbors(hmb_ctx *ctx)
 {
     const async_opts *o = HMB_OPTS(async_opts, ctx);
     int k = (int)o->neighbors;
     /* The 2-D grid's natural neighbourhood is its 4 faces. */
-    if (grid2d(ctx) && !o->given.neighbors)
+    if (async_grid2d(ctx) && !o->given.neighbors)
         k = 4;
     return k;
 }
 
-void async_check(hmb_ctx *ctx)
+/* ------------------------------------------------------------------ an operation's buffers and peers */
+
+/* 1 if a message of size_bytes fits the int element counts MPI takes (size_bytes is the
+ * message, or the block per peer for alltoall and neighbourhoods); else 0 and why. */
+static int size_fits(size_t size_bytes, char *why, size_t whylen)
+{
+    if (size_bytes / sizeof(double) <= (size_t)INT_MAX)
+        return 1;
+    snprintf(why, whylen,
+             "--sizes: %zu bytes is %zu doubles per message (per peer block for alltoall and neighbourhoods), "
+             "more than an MPI int count holds (%d)",
+             size_bytes, size_bytes / sizeof(double), INT_MAX);
+    return 0;
+}
+
+/* Exchange partners: direction j sends to send_to[j] and receives from recv_from[j] (the
+ * rank on the opposite side), so the message of direction j always meets a receive of
+ * direction j, even where a small ring or grid makes neighbours repeat. */
+static void ring_neighbors(async_exchange *ex, int k)
+{
+    for (int j = 0; j < k; j++) {
+        int distance = j / 2 + 1, sign = j % 2 == 0 ? 1 : -1;
+        int offset = ((sign * distance) % ex->nranks + ex->nranks) % ex->nranks;
+        ex->send_to[j] = (ex->rank + offset) % ex->nranks;
+        ex->recv_from[j] = (ex->rank - offset + ex->nranks) % ex->nranks;
+    }
+}
+
+static void grid_neighbors(async_exchange *ex, int k)
+{
+    /* The harness topology: a periodic 2-D grid, faces then diagonals (k = 4 or 8, checked). */
+    hmb_topo t;
+    hmb_topo_build(&t, 2, k, NULL, ex->nranks, ex->rank, NULL, 1, 1);
+    for (int j = 0; j < k; j++) {
+        ex->send_to[j] = t.dir[j].to;
+        ex->recv_from[j] = t.dir[j].from;
+    }
+}
+
+/* The longest iteration period whose largest reduction sum stays below 2^53 (exact). */
+static long long reduce_period(int nranks, int count)
+{
+    long long n = nranks, limit = 1LL << 53;
+    long long headroom = limit - n * (n + 1) / 2 - n * (long long)count; /* n, count < 2^31 */
+    long long period = (headroom / (n * n) + 1) / 2;
+    return period < 1 ? 1 : period;
+}
+
+void async_exchange_init(async_exchange *ex, hmb_ctx *ctx, const hmb_point *pt, async_op op, const async_op_def *def,
+                         size_t size_bytes, int neighbors, int grid2d, async_baseline baseline)
+{
+    memset(ex, 0, sizeof *ex);
+    ex->ctx = ctx;
+    ex->pt = pt;
+    ex->op = op;
+    ex->def = def;
+    ex->world = hmb_comm(ctx);
+    ex->graph = MPI_COMM_NULL;
+    ex->persistent = MPI_REQUEST_NULL;
+    ex->rank = hmb_rank(ctx);
+    ex->nranks = hmb_size(ctx);
+    ex->count = (int)(size_bytes / sizeof(double)); /* fits: size_fits() in check() */
+    ex->nblocks = 1;
+    ex->peer = (ex->rank + ex->nranks / 2) % ex->nranks;
+    ex->baseline = baseline;
+    if (def->blocks == ASYNC_BLOCKS_NEIGHBORS) {
+        ex->nneighbors = neighbors;
+        ex->nblocks = neighbors;
+        if (grid2d)
+            grid_neighbors(ex, neighbors);
+        else
+            ring_neighbors(ex, neighbors);
+    } else if (def->blocks == ASYNC_BLOCKS_RANKS) {
+        ex->nblocks = ex->nranks;
+    }
+    ex->reduce_period = reduce_period(ex->nranks, ex->count);
+    size_t bytes = (size_t)ex->nblocks * (size_t)ex->count * sizeof(double);
+    int allocated = 1;
+    for (int phase = 0; phase < ASYNC_PHASES; phase++) {
+        ex->buf[phase].send = hmb_buffer_alloc(ctx, bytes);
+        ex->buf[phase].recv = hmb_buffer_alloc(ctx, bytes);
+        allocated = allocated && ex->buf[phase].send && ex->buf[phase].recv;
+    }
+    /* Agreed before any collective: a failure on one rank must not leave the others waiting. */
+    if (!hmb_all_agree(ctx, allocated)) {
+        async_exchange_free(ex);
+        hmb_usage_error(ctx, "cannot allocate %d x %zu bytes of message buffers on every rank", 2 * ASYNC_PHASES,
+                        bytes);
+    }
+    if (def->register_checks)
+        def->register_checks(ex);
+    if (def->create)
+        def->create(ex);
+}
+
+/* neighbor_alltoall's distributed graph over the exch neighbourhood. Unit weights rather than
+ * MPI_UNWEIGHTED: Open MPI's sentinel (a small integer cast to a pointer) trips GCC's
+ * -Wstringop-overread; neighbour collectives ignore weights. */
+void async_create_graph(async_exchange *ex)
+{
+#ifdef HMB_HAVE_MPI_NEIGHBOR_ALLTOALL
+    int weights[ASYNC_MAX_NEIGHBORS];
+    for (int j = 0; j < ex->nneighbors; j++)
+        weights[j] = 1;
+    MPI_Dist_graph_create_adjacent(ex->world, ex->nneighbors, ex->recv_from, weights, ex->nneighbors, ex->send_to,
+                                   weights, MPI_INFO_NULL, 0, &ex->graph);
+#else
+    (void)ex;
+#endif
+}
+
+/* allreduce_init's persistent request, bound to the non-blocking phase's buffers. */
+void async_create_persistent(async_exchange *ex)
+{
+#ifdef HMB_HAVE_MPI_ALLREDUCE_INIT
+    MPI_Allreduce_init(ex->buf[ASYNC_NONBLOCKING].send, ex->buf[ASYNC_NONBLOCKING].recv, ex->count, MPI_DOUBLE,
+                       MPI_SUM, ex->world, MPI_INFO_NULL, &ex->persistent);
+#else
+    (void)ex;
+#endif
+}
+
+void async_exchange_free(async_exchange *ex)
+{
+    if (ex->persistent != MPI_REQUEST_NULL)
+        MPI_Request_free(&ex->persistent);
+    if (ex->graph != MPI_COMM_NULL)
+        MPI_Comm_free(&ex->graph);
+    /* Also used by the calibration in points(), outside any point: unregister here, not
+     * after teardown, or the next point's --cache cold flush touches freed memory. */
+    size_t bytes = (size_t)ex->nblocks * (size_t)ex->count * sizeof(double);
+    for (int phase = 0; phase < ASYNC_PHASES; phase++) {
+        hmb_buffer_free(ex->ctx, ex->buf[phase].send, bytes);
+        hmb_buffer_free(ex->ctx, ex->buf[phase].recv, bytes);
+    }
+}
+
+/* ------------------------------------------------------------------ checks, calibration, points */
+
+void async_check(hmb_ctx *ctx, const async_op_def *defs)
 {
     char err[256];
     async_op ops[ASYNC_OP_COUNT];
@@ -117,41 +255,47 @@ void async_check(hmb_ctx *ctx)
     for (int i = 0; i < hmb_common(ctx)->sizes.n; i++) {
         if (sizes[i] == 0 || sizes[i] % sizeof(double) != 0)
             hmb_usage_error(ctx, "--sizes: %zu is not a positive multiple of 8 bytes (messages are doubles)", sizes[i]);
-        if (!async_size_fits(sizes[i], err, sizeof err))
+        if (!size_fits(sizes[i], err, sizeof err))
             hmb_usage_error(ctx, "%s", err);
     }
     int k = effective_neighbors(ctx);
-    int grid = grid2d(ctx);
+    int grid = async_grid2d(ctx);
     if (grid && k != 4 && k != 8)
         hmb_usage_error(ctx, "--neighbors: %d on grid2d (choose 4 or 8)", k);
     if (!grid && k % 2 != 0)
         hmb_usage_error(ctx, "--neighbors: %d on a ring must be even (k/2 on each side)", k);
-    int has_pt2pt = 0;
-    for (int i = 0; i < nops; i++)
-        has_pt2pt |= ops[i] == OP_PT2PT;
-    if (has_pt2pt && hmb_size(ctx) % 2 != 0)
-        hmb_usage_error(ctx, "--op pt2pt pairs rank i with i+n/2: needs an even number of ranks, got %d", hmb_size(ctx));
+    int has_pairs = 0;
+    for (int i = 0; i < nops; i++) {
+        has_pairs |= defs[ops[i]].pairs;
+        if (defs[ops[i]].pairs && hmb_size(ctx) % 2 != 0)
+            hmb_usage_error(ctx, "--op %s pairs rank i with i+n/2: needs an even number of ranks, got %d",
+                            async_op_names[ops[i]], hmb_size(ctx));
+    }
     if (hmb_common(ctx)->given.compute && hmb_common(ctx)->compute <= 0)
         hmb_usage_error(ctx, "--compute: must be > 0 (or leave it out: C = --calc-factor x T_sync)");
     library_progress lp = detect_library_progress(hmb_thread_level_provided(ctx));
     hmb_header_add_num(ctx, "library_progress_thread", lp.on);
     hmb_header_add_str(ctx, "library_progress_control", lp.has_facility ? lp.control : "none");
-    if (has_pt2pt) /* T_sync of pt2pt means a different operation under each baseline */
-        hmb_header_add_str(ctx, "pt2pt_baseline", baseline_option(ctx) == ASYNC_BASELINE_SENDRECV ? "sendrecv" : "pingpong");
+    if (has_pairs) /* T_sync of pt2pt means a different operation under each baseline */
+        hmb_header_add_str(ctx, "pt2pt_baseline", async_baseline_names[async_baseline_of(ctx)]);
 }
 
-static void blocking_run(void *ex) { async_blocking(ex); }
+/* The operation's blocking baseline, as the calibration times it (hmb_calc_factor_ns). */
+static void blocking_run(void *arg)
+{
+    async_exchange *ex = arg;
+    ex->def->blocking(ex, &ex->buf[ASYNC_BLOCKING]);
+}
 
 /* C = calc-factor x the blocking time: the fastest of a few blocking runs (interference
  * only slows a run down), the slowest rank of each run counting. Done once per (op, size)
  * before any point, so every progress mode of an op and size computes the same C, and no
  * progress thread (HMB's or a mode's) is running while it is measured. 0: op unsupported. */
-static int64_t calibrate_compute_ns(hmb_ctx *ctx, async_op op, size_t size_bytes)
+static int64_t calibrate_compute_ns(hmb_ctx *ctx, async_op op, const async_op_def *def, size_t size_bytes)
 {
     if (hmb_common(ctx)->given.compute)
         return hmb_common(ctx)->compute;
-    char why[256];
-    if (!async_op_supported(op, why, sizeof why))
+    if (def->missing)
         return 0;
     hmb_point calib_pt; /* names the op in a failure message */
     hmb_point_init(&calib_pt, async_point_params, size_bytes);
@@ -159,9 +303,10 @@ static int64_t calibrate_compute_ns(hmb_ctx *ctx, async_op op, size_t size_bytes
     cp->op = op;
     cp->phase = "calibration";
     async_exchange ex;
-    async_exchange_init(&ex, ctx, &calib_pt, op, size_bytes, effective_neighbors(ctx),
-                        grid2d(ctx), baseline_option(ctx));
-    async_fill(&ex, 0, 0); /* the reductions' operands */
+    async_exchange_init(&ex, ctx, &calib_pt, op, def, size_bytes, effective_neighbors(ctx), async_grid2d(ctx),
+                        async_baseline_of(ctx));
+    if (def->fill) /* the reductions' operands */
+        def->fill(&ex, 0, 0);
     double t_sync_s;
     int64_t c_ns = hmb_calc_factor_ns(ctx, ex.world, HMB_OPTS(async_opts, ctx)->calc_factor, blocking_run, &ex,
                                       &t_sync_s);
@@ -186,7 +331,7 @@ static int64_t calibrated_c_ns(const hmb_ctx *ctx, async_op op, size_t size_byte
     return 0;
 }
 
-void async_points(hmb_ctx *ctx, hmb_point_list *out)
+void async_points(hmb_ctx *ctx, hmb_point_list *out, const async_op_def *defs)
 {
     async_op ops[ASYNC_OP_COUNT];
     progress_spec modes[MAX_MODES];
@@ -202,7 +347,7 @@ void async_points(hmb_ctx *ctx, hmb_point_list *out)
     for (int o = 0; o < nops; o++) {
         cal->op_slot[ops[o]] = o;
         for (int s = 0; s < nsizes; s++)
-            cal->c_ns[o * nsizes + s] = calibrate_compute_ns(ctx, ops[o], sizes[s]);
+            cal->c_ns[o * nsizes + s] = calibrate_compute_ns(ctx, ops[o], &defs[ops[o]], sizes[s]);
     }
     hmb_set_run_data(ctx, cal);
     for (int o = 0; o < nops; o++)
@@ -212,7 +357,7 @@ void async_points(hmb_ctx *ctx, hmb_point_list *out)
                 p->op = ops[o];
                 p->progress = kept[m];
                 p->progress_item = m;
-                if (async_op_uses_neighbors(ops[o]))
+                if (defs[ops[o]].blocks == ASYNC_BLOCKS_NEIGHBORS)
                     p->neighbors = effective_neighbors(ctx);
             }
 }
@@ -228,16 +373,16 @@ static progress_spec point_mode(const hmb_ctx *ctx, const hmb_point *pt)
 
 /* Why this rank cannot run the point ("" if it can). Local facts only: the caller agrees
  * across ranks before any collective (an environment variable may differ per rank). */
-static void local_unsupported_reason(hmb_ctx *ctx, async_op op, progress_spec mode, const library_progress *lp,
-                                     char *why, size_t whylen)
+static void local_unsupported_reason(hmb_ctx *ctx, const async_op_def *def, const async_progress_def *progress,
+                                     const library_progress *lp, char *why, size_t whylen)
 {
     why[0] = '\0';
     int provided = hmb_thread_level_provided(ctx);
-    if (!async_op_supported(op, why, whylen))
-        return;
-    if (mode.kind == PROG_IMPL && !lp->on)
+    if (def->missing)
+        snprintf(why, whylen, "%s", def->missing);
+    else if (progress->library_thread && !lp->on)
         snprintf(why, whylen, "%s", lp->why_not);
-    else if (mode.kind == PROG_THREAD && provided < MPI_THREAD_MULTIPLE)
+    else if (progress->hmb_thread && provided < MPI_THREAD_MULTIPLE)
         snprintf(why, whylen, "thread: needs MPI_THREAD_MULTIPLE, the library provides MPI_THREAD_%s",
                  hmb_thread_level_name(provided));
 }
@@ -266,15 +411,15 @@ static void probe_rate(hmb_ctx *ctx, async_state *s)
     s->rate_probe[0] = counted[0], s->rate_probe[1] = -shortest[0];
 }
 
-void *async_setup(hmb_ctx *ctx, const hmb_point *pt)
+void *async_setup(hmb_ctx *ctx, const hmb_point *pt, const async_op_def *ops, const async_progress_def *progress)
 {
     async_op op = (async_op)HMB_POINT(async_point, pt)->op;
     progress_spec mode = point_mode(ctx, pt);
     library_progress lp = detect_library_progress(hmb_thread_level_provided(ctx));
     char why[320];
-    local_unsupported_reason(ctx, op, mode, &lp, why, sizeof why);
+    local_unsupported_reason(ctx, &ops[op], &progress[mode.kind], &lp, why, sizeof why);
     hmb_progress *thread = NULL;
-    if (!why[0] && mode.kind == PROG_THREAD && !(thread = hmb_progress_start(ctx)))
+    if (!why[0] && progress[mode.kind].hmb_thread && !(thread = hmb_progress_start(ctx)))
         snprintf(why, sizeof why, "thread: could not start HMB's progress thread on rank %d", hmb_rank(ctx));
     /* Every rank skips the point if one cannot run it; the ranks that cannot say why. */
     if (!hmb_all_agree(ctx, why[0] == '\0')) {
@@ -288,10 +433,11 @@ void *async_setup(hmb_ctx *ctx, const hmb_point *pt)
     if (!hmb_all_agree(ctx, s != NULL))
         hmb_usage_error(ctx, "cannot allocate the benchmark state on every rank");
     s->mode = mode;
+    s->progress = &progress[mode.kind];
     s->library_thread = lp.on;
     s->thread = thread;
-    async_exchange_init(&s->ex, ctx, pt, op, pt->size_bytes, effective_neighbors(ctx), grid2d(ctx),
-                        baseline_option(ctx));
+    async_exchange_init(&s->ex, ctx, pt, op, &ops[op], pt->size_bytes, effective_neighbors(ctx), async_grid2d(ctx),
+                        async_baseline_of(ctx));
     s->c_ns = calibrated_c_ns(ctx, op, pt->size_bytes);
     s->calibration_error = hmb_compute_calibration_error(ctx, s->c_ns);
     s->fastest_kernel_ratio = INFINITY;
@@ -308,49 +454,4 @@ void async_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
         hmb_progress_stop(s->thread);
     async_exchange_free(&s->ex);
     free(s);
-}
-
-void async_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
-{
-    async_state *s = state;
-    const async_point *p = HMB_POINT(async_point, pt);
-    hmb_result_add_str(ctx, "op", async_op_name((async_op)p->op));
-    hmb_result_add_str(ctx, "progress", p->progress);
-    if (async_op_uses_neighbors(s->ex.op)) {
-        hmb_result_add_num(ctx, "neighbors", s->ex.nneighbors);
-        hmb_result_add_str(ctx, "topology", grid2d(ctx) ? "grid2d" : "ring");
-    }
-    if (s->ex.op == OP_PT2PT)
-        hmb_result_add_str(ctx, "baseline", baseline_option(ctx) == ASYNC_BASELINE_SENDRECV ? "sendrecv" : "pingpong");
-    hmb_result_add_num(ctx, "c_request_ns", (double)s->c_ns);
-    hmb_result_add_str(ctx, "c_source", hmb_common(ctx)->given.compute ? "--compute" : "calc-factor x T_sync");
-    /* No E from the medians here: the result has the t_total_us, t_sync_us and c_us medians,
-     * from which a report derives it (metrics.h: hmb_async_efficiency_pct). */
-    hmb_result_add_num(ctx, "library_progress_thread", s->library_thread);
-    hmb_result_add_str(ctx, "phase_order", "counterbalanced");
-    char orders[64] = "";
-    for (int row = 0, n = hmb_phase_orders(ASYNC_NPHASES); row < n; row++) {
-        int order[ASYNC_NPHASES];
-        hmb_phase_order(ASYNC_NPHASES, row, order);
-        size_t len = strlen(orders);
-        snprintf(orders + len, sizeof orders - len, "%s%c%c%c", row ? "," : "", async_phase_letters[order[0]],
-                 async_phase_letters[order[1]], async_phase_letters[order[2]]);
-    }
-    hmb_result_add_str(ctx, "phase_orders", orders);
-    double c_s = (double)s->c_ns * 1e-9;
-    hmb_result_add_num(ctx, "calibration_error", s->calibration_error);
-    hmb_result_add_num(ctx, "compute_tolerance", hmb_async_compute_tolerance(c_s, s->calibration_error));
-    hmb_result_add_num(ctx, "invalid_compute_too_fast", (double)s->too_fast_samples);
-    hmb_result_add_num(ctx, "rate_probe_ratio", s->rate_probe[1]);
-    hmb_result_add_num(ctx, "rate_remeasured_ranks", s->rate_probe[0]);
-    if (s->too_fast_samples > 0) {
-        char why[400];
-        snprintf(why, sizeof why,
-                 "compute ran faster than calibrated in %ld measured iteration(s) (fastest kernel run %.3f x C on "
-                 "some rank; allowed down to %.3f x C by rank 0's calibration error): C is not the undisturbed "
-                 "compute time there and E would be impossible, so those samples are left out; bind ranks to "
-                 "cores, do not oversubscribe",
-                 s->too_fast_samples, s->fastest_kernel_ratio, 1.0 - hmb_async_compute_tolerance(c_s, s->calibration_error));
-        hmb_result_add_str(ctx, "invalid_reason", why);
-    }
 }

@@ -18,19 +18,162 @@
  * Progress modes: none (no MPI call while computing), test:P (MPI_Testall on the op's
  * requests every P µs of compute), thread (HMB's own progress thread looping on
  * MPI_Testall; needs MPI_THREAD_MULTIPLE), impl (the library's own progress thread, only
- * when it is really on). */
+ * when it is really on).
+ *
+ * Here: the operations, one row each of one table (their blocking and non-blocking forms; their
+ * set-up in setup.c, their data and checks in verify.c), the progress modes, the phases, the
+ * metrics, the record and the descriptor. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "async.h"
 
-/* ------------------------------------------------------------------ HMB's progress thread */
+/* ------------------------------------------------------------------ the operations */
+
+/* The requests of the posted exchange of every neighbour direction j: receive from recv_from[j],
+ * send to send_to[j], both tagged j. */
+static void post_neighbors(async_exchange *ex, const async_buffers *b)
+{
+    ex->nreq = 0;
+    for (int j = 0; j < ex->nneighbors; j++)
+        MPI_Irecv(b->recv + (size_t)j * ex->count, ex->count, MPI_DOUBLE, ex->recv_from[j], j, ex->world,
+                  &ex->reqs[ex->nreq++]);
+    for (int j = 0; j < ex->nneighbors; j++)
+        MPI_Isend(b->send + (size_t)j * ex->count, ex->count, MPI_DOUBLE, ex->send_to[j], j, ex->world,
+                  &ex->reqs[ex->nreq++]);
+}
+
+/* pt2pt: IMB-ASYNC's ping-pong (the lower rank of the pair sends first) or MPI_Sendrecv. */
+static void blocking_pair(async_exchange *ex, const async_buffers *b)
+{
+    if (ex->baseline == ASYNC_BASELINE_SENDRECV) {
+        MPI_Sendrecv(b->send, ex->count, MPI_DOUBLE, ex->peer, 0, b->recv, ex->count, MPI_DOUBLE, ex->peer, 0,
+                     ex->world, MPI_STATUS_IGNORE);
+    } else if (ex->rank < ex->peer) {
+        MPI_Send(b->send, ex->count, MPI_DOUBLE, ex->peer, 0, ex->world);
+        MPI_Recv(b->recv, ex->count, MPI_DOUBLE, ex->peer, 0, ex->world, MPI_STATUS_IGNORE);
+    } else {
+        MPI_Recv(b->recv, ex->count, MPI_DOUBLE, ex->peer, 0, ex->world, MPI_STATUS_IGNORE);
+        MPI_Send(b->send, ex->count, MPI_DOUBLE, ex->peer, 0, ex->world);
+    }
+}
+
+static void post_pair(async_exchange *ex, const async_buffers *b)
+{
+    MPI_Irecv(b->recv, ex->count, MPI_DOUBLE, ex->peer, 0, ex->world, &ex->reqs[0]);
+    MPI_Isend(b->send, ex->count, MPI_DOUBLE, ex->peer, 0, ex->world, &ex->reqs[1]);
+    ex->nreq = 2;
+}
+
+/* exch: the pure communication time of the same pattern: post, then wait at once. */
+static void blocking_neighbors(async_exchange *ex, const async_buffers *b)
+{
+    post_neighbors(ex, b);
+    MPI_Waitall(ex->nreq, ex->reqs, MPI_STATUSES_IGNORE);
+}
+
+static void blocking_allreduce(async_exchange *ex, const async_buffers *b)
+{
+    MPI_Allreduce(b->send, b->recv, ex->count, MPI_DOUBLE, MPI_SUM, ex->world);
+}
+
+static void post_allreduce(async_exchange *ex, const async_buffers *b)
+{
+    MPI_Iallreduce(b->send, b->recv, ex->count, MPI_DOUBLE, MPI_SUM, ex->world, &ex->reqs[0]);
+    ex->nreq = 1;
+}
+
+/* allreduce_init: MPI_Start of the persistent request, made once (setup.c) on the non-blocking
+ * phase's buffers. Testall/Waitall leave a persistent handle in place (inactive), so a copy is fine. */
+static void post_persistent(async_exchange *ex, const async_buffers *b)
+{
+    (void)b;
+    MPI_Start(&ex->persistent);
+    ex->reqs[0] = ex->persistent;
+    ex->nreq = 1;
+}
+
+static void blocking_alltoall(async_exchange *ex, const async_buffers *b)
+{
+    MPI_Alltoall(b->send, ex->count, MPI_DOUBLE, b->recv, ex->count, MPI_DOUBLE, ex->world);
+}
+
+static void post_alltoall(async_exchange *ex, const async_buffers *b)
+{
+    MPI_Ialltoall(b->send, ex->count, MPI_DOUBLE, b->recv, ex->count, MPI_DOUBLE, ex->world, &ex->reqs[0]);
+    ex->nreq = 1;
+}
+
+/* ibcast: in place, the root's receive buffer is the message. */
+static void blocking_bcast(async_exchange *ex, const async_buffers *b)
+{
+    MPI_Bcast(b->recv, ex->count, MPI_DOUBLE, 0, ex->world);
+}
+
+static void post_bcast(async_exchange *ex, const async_buffers *b)
+{
+    MPI_Ibcast(b->recv, ex->count, MPI_DOUBLE, 0, ex->world, &ex->reqs[0]);
+    ex->nreq = 1;
+}
+
+static void blocking_neighbor_alltoall(async_exchange *ex, const async_buffers *b)
+{
+#ifdef HMB_HAVE_MPI_NEIGHBOR_ALLTOALL
+    MPI_Neighbor_alltoall(b->send, ex->count, MPI_DOUBLE, b->recv, ex->count, MPI_DOUBLE, ex->graph);
+#else
+    (void)ex, (void)b;
+#endif
+}
+
+static void post_neighbor_alltoall(async_exchange *ex, const async_buffers *b)
+{
+    ex->nreq = 1;
+#ifdef HMB_HAVE_MPI_NEIGHBOR_ALLTOALL
+    MPI_Ineighbor_alltoall(b->send, ex->count, MPI_DOUBLE, b->recv, ex->count, MPI_DOUBLE, ex->graph, &ex->reqs[0]);
+#else
+    (void)b;
+#endif
+}
+
+#ifdef HMB_HAVE_MPI_NEIGHBOR_ALLTOALL
+#define NO_NEIGHBOR_ALLTOALL NULL
+#else
+#define NO_NEIGHBOR_ALLTOALL "neighbor_alltoall: this MPI library has no MPI_Neighbor_alltoall (MPI 3.0)"
+#endif
+#ifdef HMB_HAVE_MPI_ALLREDUCE_INIT
+#define NO_ALLREDUCE_INIT NULL
+#else
+#define NO_ALLREDUCE_INIT "allreduce_init: this MPI library has no MPI_Allreduce_init (persistent collectives, MPI 4.0)"
+#endif
+
+/* The operations, in async_op order (their names: async_op_names). */
+static const async_op_def async_ops[ASYNC_OP_COUNT] = {
+    [OP_PT2PT] = {.blocking = blocking_pair, .post = post_pair, .blocks = ASYNC_BLOCKS_ONE, .pairs = 1,
+                  .register_checks = async_register_pair},
+    [OP_EXCH] = {.blocking = blocking_neighbors, .post = post_neighbors, .blocks = ASYNC_BLOCKS_NEIGHBORS,
+                 .register_checks = async_register_neighbors},
+    [OP_ALLREDUCE] = {.blocking = blocking_allreduce, .post = post_allreduce, .blocks = ASYNC_BLOCKS_ONE,
+                      .fill = async_fill_operands, .check = async_check_sum},
+    [OP_IALLTOALL] = {.blocking = blocking_alltoall, .post = post_alltoall, .blocks = ASYNC_BLOCKS_RANKS,
+                      .register_checks = async_register_alltoall},
+    [OP_IBCAST] = {.blocking = blocking_bcast, .post = post_bcast, .blocks = ASYNC_BLOCKS_ONE,
+                   .register_checks = async_register_broadcast},
+    [OP_NEIGHBOR_ALLTOALL] = {.blocking = blocking_neighbor_alltoall, .post = post_neighbor_alltoall,
+                              .blocks = ASYNC_BLOCKS_NEIGHBORS, .missing = NO_NEIGHBOR_ALLTOALL,
+                              .create = async_create_graph, .register_checks = async_register_neighbors},
+    [OP_ALLREDUCE_INIT] = {.blocking = blocking_allreduce, .post = post_persistent, .blocks = ASYNC_BLOCKS_ONE,
+                           .missing = NO_ALLREDUCE_INIT, .create = async_create_persistent,
+                           .fill = async_fill_operands, .check = async_check_sum},
+};
+
+/* ------------------------------------------------------------------ the progress modes */
 
 /* One progress poke on all outstanding requests; returns 1 when all are complete. A single
  * request goes through MPI_Test: MPICH 5.0.2's MPI_Testall fails (MPI_ERR_IN_STATUS with
  * every status MPI_SUCCESS) on a persistent collective request from MPI_Allreduce_init. */
-int async_test_requests(MPI_Request *reqs, int nreq)
+static int test_requests(MPI_Request *reqs, int nreq)
 {
     int all_done = 0;
     if (nreq == 1)
@@ -43,8 +186,40 @@ int async_test_requests(MPI_Request *reqs, int nreq)
 /* HMB's progress thread's poke (hmb_progress): test the published exchange's requests. */
 static int test_exchange(void *ex)
 {
-    return async_test_requests(((async_exchange *)ex)->reqs, ((async_exchange *)ex)->nreq);
+    return test_requests(((async_exchange *)ex)->reqs, ((async_exchange *)ex)->nreq);
 }
+
+static void testall_poll(void *arg)
+{
+    async_exchange *ex = arg;
+    test_requests(ex->reqs, ex->nreq);
+}
+
+/* none, impl: C computed without an MPI call (impl: the library's thread works on its own). */
+static int64_t compute_alone(hmb_ctx *ctx, async_state *s) { return hmb_compute_work_ns(ctx, s->c_ns); }
+
+/* test:P: C in slices of P us, MPI_Testall between them (not counted as compute). */
+static int64_t compute_polling(hmb_ctx *ctx, async_state *s)
+{
+    return hmb_compute_work_sliced_ns(ctx, s->c_ns, (int64_t)(s->mode.poll_us * 1e3), testall_poll, &s->ex);
+}
+
+/* thread: HMB's progress thread tests the requests while this one computes C. */
+static int64_t compute_beside_thread(hmb_ctx *ctx, async_state *s)
+{
+    hmb_progress_publish(s->thread, test_exchange, &s->ex);
+    int64_t inside_ns = hmb_compute_work_ns(ctx, s->c_ns);
+    hmb_progress_withdraw(s->thread);
+    return inside_ns;
+}
+
+/* The progress modes, in progress_kind order (their names: async_progress_names). */
+static const async_progress_def progress_modes[PROG_COUNT] = {
+    [PROG_NONE] = {.compute = compute_alone},
+    [PROG_TEST] = {.compute = compute_polling},
+    [PROG_THREAD] = {.compute = compute_beside_thread, .hmb_thread = 1},
+    [PROG_IMPL] = {.compute = compute_alone, .library_thread = 1},
+};
 
 /* T_total first: the adaptive stopping rule watches the first metric's relative CI, which
  * is meaningless for E (near 0 or negative without progress). */
@@ -79,45 +254,11 @@ static const hmb_metric async_metrics[] = {
     HMB_METRIC_END,
 };
 
-/* Both phases' reduction operands before the --cache cold flush (the other ops' blocks: the
- * harness's, registered in async_exchange_init); nothing inside iterate() touches them first. */
-static void async_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
-{
-    (void)ctx, (void)pt;
-    async_state *s = state;
-    async_fill(&s->ex, iter, ASYNC_BLOCKING);
-    async_fill(&s->ex, iter, ASYNC_NONBLOCKING);
-}
-
-static void testall_poll(void *arg)
-{
-    async_exchange *ex = arg;
-    async_test_requests(ex->reqs, ex->nreq);
-}
-
-/* Computes C under the point's progress mode; returns the time inside the kernel, ns. */
-static int64_t compute_with_progress(hmb_ctx *ctx, async_state *s)
-{
-    switch (s->mode.kind) {
-    case PROG_TEST:
-        return hmb_compute_work_sliced_ns(ctx, s->c_ns, (int64_t)(s->mode.poll_us * 1e3), testall_poll, &s->ex);
-    case PROG_THREAD: {
-        hmb_progress_publish(s->thread, test_exchange, &s->ex);
-        int64_t inside_ns = hmb_compute_work_ns(ctx, s->c_ns);
-        hmb_progress_withdraw(s->thread);
-        return inside_ns;
-    }
-    default: /* none; impl: the library's thread works on its own */
-        return hmb_compute_work_ns(ctx, s->c_ns);
-    }
-}
-
 /* The three phases of an iteration, run in the counterbalanced orders of hmb_phase_order: each
  * runs first, second and last equally often, and directly after each other phase equally often:
  * none systematically inherits another's cache or progress-engine state. */
 typedef enum { PHASE_BLOCKING, PHASE_NONBLOCKING, PHASE_COMPUTE_ONLY, NPHASES } phase_id;
-_Static_assert((int)NPHASES == (int)ASYNC_NPHASES, "async.h: ASYNC_NPHASES");
-const char async_phase_letters[NPHASES] = {'b', 'n', 'c'}; /* the orders in the result record */
+static const char phase_letters[NPHASES] = {'b', 'n', 'c'}; /* the orders in the result record */
 
 /* Sub-times of the phases (hmb_mode_results times[phase][j], seconds; [0]: barrier to end). */
 enum { T_KERNEL = 1, T_WAIT = 2 }; /* kernel: C_actual (non-blocking), C_loaded (compute only) */
@@ -125,7 +266,8 @@ enum { T_KERNEL = 1, T_WAIT = 2 }; /* kernel: C_actual (non-blocking), C_loaded 
 static void run_blocking(hmb_ctx *ctx, void *state, int phase, long iter, double *times)
 {
     (void)ctx, (void)phase, (void)iter, (void)times;
-    async_blocking(&((async_state *)state)->ex); /* T_sync */
+    async_exchange *ex = &((async_state *)state)->ex;
+    ex->def->blocking(ex, &ex->buf[ASYNC_BLOCKING]); /* T_sync */
 }
 
 static void run_nonblocking(hmb_ctx *ctx, void *state, int phase, long iter, double *times)
@@ -134,9 +276,9 @@ static void run_nonblocking(hmb_ctx *ctx, void *state, int phase, long iter, dou
     async_state *s = state;
     async_exchange *ex = &s->ex;
     hmb_phase(ctx, "post");
-    async_post(ex);
+    ex->def->post(ex, &ex->buf[ASYNC_NONBLOCKING]);
     hmb_phase(ctx, "compute");
-    times[T_KERNEL] = (double)compute_with_progress(ctx, s) * 1e-9;
+    times[T_KERNEL] = (double)s->progress->compute(ctx, s) * 1e-9;
     hmb_phase(ctx, "Waitall");
     double t_wait_start_s = hmb_now();
     MPI_Waitall(ex->nreq, ex->reqs, MPI_STATUSES_IGNORE);
@@ -214,12 +356,57 @@ static int async_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
     return 0;
 }
 
-static void async_verify_cb(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
+static void async_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
 {
-    (void)ctx, (void)pt;
     async_state *s = state;
-    async_verify(&s->ex, iter, ASYNC_BLOCKING);
-    async_verify(&s->ex, iter, ASYNC_NONBLOCKING);
+    const async_point *p = HMB_POINT(async_point, pt);
+    hmb_result_add_str(ctx, "op", async_op_names[p->op]);
+    hmb_result_add_str(ctx, "progress", p->progress);
+    if (s->ex.def->blocks == ASYNC_BLOCKS_NEIGHBORS) {
+        hmb_result_add_num(ctx, "neighbors", s->ex.nneighbors);
+        hmb_result_add_str(ctx, "topology", async_topology_names[HMB_OPTS(async_opts, ctx)->topology]);
+    }
+    if (s->ex.def->pairs)
+        hmb_result_add_str(ctx, "baseline", async_baseline_names[async_baseline_of(ctx)]);
+    hmb_result_add_num(ctx, "c_request_ns", (double)s->c_ns);
+    hmb_result_add_str(ctx, "c_source", hmb_common(ctx)->given.compute ? "--compute" : "calc-factor x T_sync");
+    /* No E from the medians here: the result has the t_total_us, t_sync_us and c_us medians,
+     * from which a report derives it (metrics.h: hmb_async_efficiency_pct). */
+    hmb_result_add_num(ctx, "library_progress_thread", s->library_thread);
+    hmb_result_add_str(ctx, "phase_order", "counterbalanced");
+    char orders[64] = "";
+    for (int row = 0, n = hmb_phase_orders(NPHASES); row < n; row++) {
+        int order[NPHASES];
+        hmb_phase_order(NPHASES, row, order);
+        size_t len = strlen(orders);
+        snprintf(orders + len, sizeof orders - len, "%s%c%c%c", row ? "," : "", phase_letters[order[0]],
+                 phase_letters[order[1]], phase_letters[order[2]]);
+    }
+    hmb_result_add_str(ctx, "phase_orders", orders);
+    double c_s = (double)s->c_ns * 1e-9;
+    hmb_result_add_num(ctx, "calibration_error", s->calibration_error);
+    hmb_result_add_num(ctx, "compute_tolerance", hmb_async_compute_tolerance(c_s, s->calibration_error));
+    hmb_result_add_num(ctx, "invalid_compute_too_fast", (double)s->too_fast_samples);
+    hmb_result_add_num(ctx, "rate_probe_ratio", s->rate_probe[1]);
+    hmb_result_add_num(ctx, "rate_remeasured_ranks", s->rate_probe[0]);
+    if (s->too_fast_samples > 0) {
+        char why[400];
+        snprintf(why, sizeof why,
+                 "compute ran faster than calibrated in %ld measured iteration(s) (fastest kernel run %.3f x C on "
+                 "some rank; allowed down to %.3f x C by rank 0's calibration error): C is not the undisturbed "
+                 "compute time there and E would be impossible, so those samples are left out; bind ranks to "
+                 "cores, do not oversubscribe",
+                 s->too_fast_samples, s->fastest_kernel_ratio, 1.0 - hmb_async_compute_tolerance(c_s, s->calibration_error));
+        hmb_result_add_str(ctx, "invalid_reason", why);
+    }
+}
+
+/* The set-up's callbacks (setup.c), handed this file's tables. */
+static void async_check_cb(hmb_ctx *ctx) { async_check(ctx, async_ops); }
+static void async_points_cb(hmb_ctx *ctx, hmb_point_list *out) { async_points(ctx, out, async_ops); }
+static void *async_setup_cb(hmb_ctx *ctx, const hmb_point *pt)
+{
+    return async_setup(ctx, pt, async_ops, progress_modes);
 }
 
 static const hmb_bench async_bench = {
@@ -242,12 +429,12 @@ static const hmb_bench async_bench = {
     .min_ranks = 2,
     .rank_multiple = 1,
     .derived_compute = HMB_DERIVED_WORK, /* C from --calc-factor, judged by the check request nearest C */
-    .check = async_check,
-    .points = async_points,
-    .setup = async_setup,
+    .check = async_check_cb,
+    .points = async_points_cb,
+    .setup = async_setup_cb,
     .prepare = async_prepare,
     .iterate = async_iterate,
-    .verify = async_verify_cb,
+    .verify = async_verify,
     .teardown = async_teardown,
     .annotate = async_annotate,
     .pivot_metrics = "t_sync_us,c_us,c_loaded_us,t_over_us,efficiency_pct,efficiency_loaded_pct",
