@@ -1,19 +1,21 @@
-/* Private to match (match.c: the halo, its emulation, the centre's figures and the descriptor;
- * match_setup.c: options, points, MPI_T variables, set-up and the record). The family's
- * description is at the top of match.c. */
+/* Private to match: pattern.c (the halo, its emulation, the centre's figures, the record, the
+ * descriptor; the family's description is at its top), setup.c (checks, points, MPI_T variables,
+ * the grid and the state of a point), verify.c (send data and the check of every message). */
 #ifndef HMB_BENCH_MATCH_H
 #define HMB_BENCH_MATCH_H
 
 #include "hmb/bench.h"
 
 enum { VARIANT_REAL, VARIANT_LOWCOST };
-extern const char *const match_variant_names[];
+static const char *const match_variant_names[] = {"real", "lowcost", NULL};
+/* The stencils, each a grid of 3 ranks per axis (open boundary) and its neighbourhood. */
 enum { PATTERN_2D5, PATTERN_2D9, PATTERN_3D7, PATTERN_3D27, NPATTERNS };
-extern const char *const match_pattern_names[NPATTERNS + 1];
+static const char *const match_pattern_names[NPATTERNS + 1] = {"2d5", "2d9", "3d7", "3d27", NULL};
 typedef struct {
     int ndims, neighbours, ranks;
 } match_pattern;
-extern const match_pattern match_patterns[NPATTERNS];
+static const match_pattern match_patterns[NPATTERNS] = {{2, 4, 9}, {2, 8, 9}, {3, 6, 27}, {3, 26, 27}};
+static const int match_grid3[3] = {3, 3, 3};
 
 #define MATCH_PARAMS(X) X(pattern, NAME, .names = match_pattern_names) X(variant, NAME, .names = match_variant_names) X(threads, INT)
 HMB_POINT_PARAMS(match_point, MATCH_PARAMS);
@@ -21,7 +23,6 @@ HMB_POINT_PARAMS(match_point, MATCH_PARAMS);
 /* MPI_T variables: ob1's per-peer queue lengths, MPICH's recvq variables (--enable-mpit-pvars). */
 enum { PV_OB1_POSTED, PV_OB1_UNEXPECTED, PV_POSTED, PV_UNEXPECTED, PV_POSTED_ATTEMPTS, PV_UNEXPECTED_ATTEMPTS,
        PV_TIME_FAILED_POSTED, PV_TIME_UNEXPECTED, NPVARS };
-extern const char *const match_pvar_names[NPVARS];
 
 enum { M_T_ITER, M_POST_PER_MSG, M_WAIT_PER_MSG, M_POSTED_Q, M_POSTED_Q_PEER_MAX, M_UNEXPECTED_Q,
        M_UNEXPECTED_Q_PEER_MAX, M_SEARCHED_PER_MSG, M_MATCH_TIME_PER_MSG, NMETRICS };
@@ -69,11 +70,15 @@ static inline unsigned char *match_slot(unsigned char *buf, const match_state *s
     return buf + (size_t)(d * st->threads + t) * st->bytes;
 }
 
-/* match_setup.c */
+/* setup.c */
 void match_check(hmb_ctx *ctx);
 void match_points(hmb_ctx *ctx, hmb_point_list *out);
 void *match_setup(hmb_ctx *ctx, const hmb_point *pt);
 void match_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt);
-void match_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt);
+int match_centre_grid_rank(const hmb_topo *t); /* the grid rank at coordinates 1,1[,1] */
+
+/* verify.c */
+void match_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter);
+void match_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter);
 
 #endif

@@ -48,20 +48,6 @@ static const hmb_metric match_metrics[] = {
      .description = "centre: time spent matching (MPI_T timers) per received message"},
     HMB_METRIC_END};
 
-static void match_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
-{
-    (void)pt;
-    match_state *st = state;
-    long gen = hmb_data_gen(ctx, iter);
-    for (int d = 0; d < st->ndirs; d++) {
-        if (st->send_peer[d] == MPI_PROC_NULL)
-            continue;
-        for (int t = 0; t < st->threads; t++)
-            hmb_fill(match_slot(st->sbuf, st, d, t), st->bytes, st->send_label[d], match_tag(st, d, t), gen);
-    }
-    memset(st->rbuf, 0xA5, (size_t)st->ndirs * (size_t)st->threads * st->bytes);
-}
-
 /* Thread t's direction order in iteration iter: identity, or a Fisher-Yates shuffle seeded by
  * (--seed, grid rank, thread, iteration), the same on the real and the low-cost centre. */
 static void posting_order(const match_state *st, int t, long iter, int *order, int shuffle)
@@ -225,30 +211,64 @@ static int match_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long it
     return 0;
 }
 
-static void match_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
+/* "t0:3,1,...;t1:..." — one thread's tags in posting order, -1 (no neighbour) left out. */
+static void tags_string(const match_state *st, int sends, char *buf, size_t len)
 {
-    match_state *st = state;
-    if (!hmb_validate_enabled(ctx))
-        return;
-    for (int d = 0; d < st->ndirs; d++) {
-        if (st->recv_peer[d] == MPI_PROC_NULL)
-            continue;
-        for (int t = 0; t < st->threads; t++) {
-            size_t bad = 0;
-            int tag = match_tag(st, d, t);
-            if (!hmb_check(ctx, match_slot(st->rbuf, st, d, t), st->bytes, st->recv_label[d], tag, iter, &bad)) {
-                const int *o = st->topo.dir[d].off;
-                hmb_validation_failure(ctx, pt, iter, tag,
-                                       "rank %d: message of direction %d (%+d,%+d,%+d), thread %d, tag %d from grid "
-                                       "rank %d (MPI rank %d): byte %zu of %zu wrong",
-                                       hmb_rank(ctx), d, o[0], o[1], o[2], t, tag, st->recv_label[d],
-                                       st->recv_peer[d], bad, st->bytes);
-            }
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int t = 0; t < st->threads && at < len; t++) {
+        at += (size_t)snprintf(buf + at, len - at, "%st%d:", t ? ";" : "", t);
+        const int *log = st->tag_log + (size_t)t * 2 * st->ndirs + (sends ? st->ndirs : 0);
+        int first = 1;
+        for (int k = 0; k < st->ndirs && at < len; k++) {
+            if (log[k] < 0)
+                continue;
+            at += (size_t)snprintf(buf + at, len - at, "%s%d", first ? "" : ",", log[k]);
+            first = 0;
         }
     }
 }
 
-/* "t0:3,1,...;t1:..." — one thread's tags in posting order, -1 (no neighbour) left out. */
+static void match_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
+{
+    (void)pt;
+    match_state *st = state;
+    int recvs = 0, sends = 0;
+    /* rank 0 of a real run is a corner: count the centre's links from the centre's topology */
+    hmb_topo centre;
+    hmb_topo_build(&centre, st->topo.ndims, match_patterns[st->pattern].neighbours, match_grid3, st->topo.size,
+                   match_centre_grid_rank(&st->topo), NULL, 1, 0);
+    for (int d = 0; d < st->ndirs; d++) {
+        recvs += centre.dir[d].from != MPI_PROC_NULL;
+        sends += centre.dir[d].to != MPI_PROC_NULL;
+    }
+    hmb_result_add_str(ctx, "topology_grid", st->topo.ndims == 2 ? "3x3" : "3x3x3");
+    hmb_result_add_str(ctx, "topology_boundary", "open");
+    hmb_result_add_num(ctx, "centre_rank", st->centre_rank);
+    hmb_result_add_num(ctx, "centre_recvs_per_iter", recvs * st->threads);
+    hmb_result_add_num(ctx, "centre_sends_per_iter", sends * st->threads);
+    hmb_result_add_num(ctx, "centre_sources", st->variant == VARIANT_REAL ? recvs : 1);
+    hmb_result_add_num(ctx, "emulator_threads", st->variant == VARIANT_LOWCOST ? st->ndirs * st->threads : 0);
+    hmb_result_add_num(ctx, "oversubscribed_threads", st->oversubscribed);
+    size_t len = (size_t)st->threads * 2 * (size_t)st->ndirs * 8 + 64;
+    char *buf = malloc(len);
+    if (buf) {
+        tags_string(st, 0, buf, len);
+        hmb_result_add_str(ctx, "centre_recv_tags_iter0", buf);
+        tags_string(st, 1, buf, len);
+        hmb_result_add_str(ctx, "centre_send_tags_iter0", buf);
+        free(buf);
+    }
+    if (!st->pv) {
+        hmb_result_add_str(ctx, "queue_depth", "not read (--no-pvars)");
+        return;
+    }
+    hmb_pvars_record(ctx, st->pv, "pvar.");
+    hmb_result_add_str(ctx, "queue_depth", st->have_posted_q ? "MPI_T" : "unavailable");
+    hmb_result_add_str(ctx, "items_searched", st->have_searched ? "MPI_T" : "unavailable");
+    hmb_result_add_str(ctx, "match_time", st->have_match_time ? "MPI_T" : "unavailable");
+}
+
 static const hmb_bench match_bench = {
     .name = "match",
     .group = "threads",

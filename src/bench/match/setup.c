@@ -1,5 +1,5 @@
-/* match's options, points, MPI_T variables, set-up, teardown and record. The halo and its
- * emulation: match.c. */
+/* match's set-up: option checks, points, the MPI_T variables, the grid and the state of a point,
+ * its teardown. The halo and its emulation: pattern.c; data and checks: verify.c. */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,16 +7,13 @@
 
 #include "match.h"
 
-const char *const match_variant_names[] = {"real", "lowcost", NULL};
-const char *const match_pattern_names[NPATTERNS + 1] = {"2d5", "2d9", "3d7", "3d27", NULL};
-const match_pattern match_patterns[NPATTERNS] = {{2, 4, 9}, {2, 8, 9}, {3, 6, 27}, {3, 26, 27}};
-static const int grid3[3] = {3, 3, 3};
-const char *const match_pvar_names[NPVARS] = {
+/* MPI_T variables: ob1's per-peer queue lengths, MPICH's recvq variables (--enable-mpit-pvars). */
+static const char *const match_pvar_names[NPVARS] = {
     "pml_ob1_posted_recvq_length", "pml_ob1_unexpected_msgq_length", "posted_recvq_length",
     "unexpected_recvq_length",     "posted_recvq_match_attempts",    "unexpected_recvq_match_attempts",
     "time_failed_matching_postedq", "time_matching_unexpectedq"};
 
-static int centre_grid_rank(const hmb_topo *t)
+int match_centre_grid_rank(const hmb_topo *t)
 {
     int c[3] = {1, 1, t->ndims == 3 ? 1 : 0};
     return hmb_topo_rank_of(t, c);
@@ -139,11 +136,11 @@ void *match_setup(hmb_ctx *ctx, const hmb_point *pt)
     int ndims = match_patterns[st->pattern].ndims, ranks = match_patterns[st->pattern].ranks;
     int rank = hmb_rank(ctx);
     /* lowcost: the centre's grid position; its rank in the grid comes from a first build */
-    const char *err = hmb_topo_build(&st->topo, ndims, match_patterns[st->pattern].neighbours, grid3, ranks,
+    const char *err = hmb_topo_build(&st->topo, ndims, match_patterns[st->pattern].neighbours, match_grid3, ranks,
                                      st->variant == VARIANT_REAL ? rank : 0, NULL, 1, 0);
-    int centre_grid = centre_grid_rank(&st->topo);
+    int centre_grid = match_centre_grid_rank(&st->topo);
     if (!err && st->variant == VARIANT_LOWCOST)
-        err = hmb_topo_build(&st->topo, ndims, match_patterns[st->pattern].neighbours, grid3, ranks, centre_grid, NULL, 1,
+        err = hmb_topo_build(&st->topo, ndims, match_patterns[st->pattern].neighbours, match_grid3, ranks, centre_grid, NULL, 1,
                              0);
     if (err) { /* cannot happen for the fixed grids: a bug */
         hmb_unsupported(ctx, "topology: %s", err);
@@ -203,62 +200,4 @@ void *match_setup(hmb_ctx *ctx, const hmb_point *pt)
     if (!HMB_OPTS(match_opts, ctx)->no_pvars && (st->centre || rank == 0))
         open_pvars(ctx, st);
     return st;
-}
-
-/* Send slots hold iteration iter's data; receive slots poison (a missing message is caught). */
-static void tags_string(const match_state *st, int sends, char *buf, size_t len)
-{
-    size_t at = 0;
-    buf[0] = '\0';
-    for (int t = 0; t < st->threads && at < len; t++) {
-        at += (size_t)snprintf(buf + at, len - at, "%st%d:", t ? ";" : "", t);
-        const int *log = st->tag_log + (size_t)t * 2 * st->ndirs + (sends ? st->ndirs : 0);
-        int first = 1;
-        for (int k = 0; k < st->ndirs && at < len; k++) {
-            if (log[k] < 0)
-                continue;
-            at += (size_t)snprintf(buf + at, len - at, "%s%d", first ? "" : ",", log[k]);
-            first = 0;
-        }
-    }
-}
-
-void match_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
-{
-    (void)pt;
-    match_state *st = state;
-    int recvs = 0, sends = 0;
-    /* rank 0 of a real run is a corner: count the centre's links from the centre's topology */
-    hmb_topo centre;
-    hmb_topo_build(&centre, st->topo.ndims, match_patterns[st->pattern].neighbours, grid3, st->topo.size,
-                   centre_grid_rank(&st->topo), NULL, 1, 0);
-    for (int d = 0; d < st->ndirs; d++) {
-        recvs += centre.dir[d].from != MPI_PROC_NULL;
-        sends += centre.dir[d].to != MPI_PROC_NULL;
-    }
-    hmb_result_add_str(ctx, "topology_grid", st->topo.ndims == 2 ? "3x3" : "3x3x3");
-    hmb_result_add_str(ctx, "topology_boundary", "open");
-    hmb_result_add_num(ctx, "centre_rank", st->centre_rank);
-    hmb_result_add_num(ctx, "centre_recvs_per_iter", recvs * st->threads);
-    hmb_result_add_num(ctx, "centre_sends_per_iter", sends * st->threads);
-    hmb_result_add_num(ctx, "centre_sources", st->variant == VARIANT_REAL ? recvs : 1);
-    hmb_result_add_num(ctx, "emulator_threads", st->variant == VARIANT_LOWCOST ? st->ndirs * st->threads : 0);
-    hmb_result_add_num(ctx, "oversubscribed_threads", st->oversubscribed);
-    size_t len = (size_t)st->threads * 2 * (size_t)st->ndirs * 8 + 64;
-    char *buf = malloc(len);
-    if (buf) {
-        tags_string(st, 0, buf, len);
-        hmb_result_add_str(ctx, "centre_recv_tags_iter0", buf);
-        tags_string(st, 1, buf, len);
-        hmb_result_add_str(ctx, "centre_send_tags_iter0", buf);
-        free(buf);
-    }
-    if (!st->pv) {
-        hmb_result_add_str(ctx, "queue_depth", "not read (--no-pvars)");
-        return;
-    }
-    hmb_pvars_record(ctx, st->pv, "pvar.");
-    hmb_result_add_str(ctx, "queue_depth", st->have_posted_q ? "MPI_T" : "unavailable");
-    hmb_result_add_str(ctx, "items_searched", st->have_searched ? "MPI_T" : "unavailable");
-    hmb_result_add_str(ctx, "match_time", st->have_match_time ? "MPI_T" : "unavailable");
 }
