@@ -12,68 +12,16 @@
  * Communication runs on the main thread outside the OpenMP region (MPI_THREAD_FUNNELED).
  * Every operation goes through the communication policy (hmb_comm_ops). --comm off (the mock, as
  * halo3d's and sweep3d's): each face is copied into this rank's own receive buffer and the
- * Allreduce is left out; the same phases, compute and validation (against this rank), no MPI. */
-#include <limits.h>
+ * Allreduce is left out; the same phases, compute and validation (against this rank), no MPI.
+ * Here: the exchange, the phases, the metrics, the record, the descriptor; set-up and the
+ * calibration: setup.c; checks: verify.c. */
 #include <math.h>
 #include <omp.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "hmb/bench.h"
+#include "stencil3d.h"
 
-enum { NDIRS = 6 };
-enum { EX_COMM, EX_OVERALL, NEXCHANGES }; /* the two phases that exchange: separate buffers */
 enum { PHASE_COMM, PHASE_COMP, PHASE_OVERALL, NPHASES };
 enum { T_POST = 1, T_WAIT = 2 }; /* the overall phase's sub-times (hmb_mode_results) */
-static const char *const exchange_names[NEXCHANGES] = {"communication-only exchange", "overlapped exchange"};
-
-#define STENCIL_OPTIONS(X)                                                                                          \
-    X(calc_factor, DOUBLE, .default_value = "2.0", .min = 0.01, .max = 1000,                                        \
-      .help = "without --compute: compute = this factor x T_comm, the fastest of 5 exchanges measured before the "  \
-              "point")
-HMB_OPTIONS(stencil_opts, STENCIL_OPTIONS);
-
-
-typedef struct {
-    hmb_topo topo;
-    size_t size;
-    int threads;
-    int64_t compute_ns;
-    double calib_t_comm_s; /* calc-factor: the T_comm it multiplied; NAN with --compute */
-    unsigned char *buffers; /* all send and receive buffers, one allocation */
-    unsigned char *send[NEXCHANGES][NDIRS], *recv[NEXCHANGES][NDIRS];
-    MPI_Request reqs[2 * NDIRS];
-    double reduced[NEXCHANGES]; /* each exchange's Allreduce result */
-    double bytes_per_rank;      /* bytes sent per exchange, mean over ranks (0 in mock mode) */
-    int mock;                   /* --comm off */
-    const hmb_comm_ops *ops;    /* --comm: MPI or the mock */
-} stencil_state;
-
-/* Each rank's Allreduce contribution: exact in a double, differs by exchange and iteration. */
-static double allreduce_term(int rank, int exchange, long iter)
-{
-    return (double)(rank + 1) * (double)(1 + (iter % 1024)) + 0.5 * exchange;
-}
-
-static void stencil_check(hmb_ctx *ctx)
-{
-    hmb_topo topo;
-    hmb_topo_from_options(ctx, 3, NDIRS, 1, &topo);
-    const hmb_common_opts *c = hmb_common(ctx);
-    for (int i = 0; i < c->sizes.n; i++)
-        if (c->sizes.v[i] == 0 || c->sizes.v[i] > INT_MAX)
-            hmb_usage_error(ctx, "--sizes: %zu bytes per neighbour (give 1 byte .. 2 GB - 1)", c->sizes.v[i]);
-    if (c->given.compute && c->compute <= 0)
-        hmb_usage_error(ctx, "--compute: must be > 0 (or leave it out: compute = --calc-factor x T_comm)");
-    if (c->given.compute && HMB_OPTS(stencil_opts, ctx)->given.calc_factor)
-        hmb_usage_error(ctx, "--compute and --calc-factor both given: choose one");
-}
-
-static void stencil_points(hmb_ctx *ctx, hmb_point_list *out)
-{
-    for (int i = 0; i < hmb_common(ctx)->sizes.n; i++)
-        hmb_points_new(out, hmb_common(ctx)->sizes.v[i]);
-}
 
 static void post_exchange(hmb_ctx *ctx, stencil_state *st, int ex)
 {
@@ -99,64 +47,16 @@ static void compute(hmb_ctx *ctx, const stencil_state *st, long iter)
     hmb_compute_ns(ctx, hmb_noise_ns(ctx, omp_get_thread_num(), iter, st->compute_ns));
 }
 
-/* The exchange alone (calc-factor calibration, hmb_calc_factor_ns). */
-typedef struct {
-    hmb_ctx *ctx;
-    stencil_state *st;
-} calib_arg;
-
-static void exchange_alone(void *arg)
+/* The exchange alone, as the calc-factor calibration times it (setup.c). */
+static void exchange_alone(hmb_ctx *ctx, stencil_state *st)
 {
-    calib_arg *c = arg;
-    post_exchange(c->ctx, c->st, EX_COMM);
-    wait_exchange(c->st);
-    allreduce(c->ctx, c->st, EX_COMM, 0);
+    post_exchange(ctx, st, EX_COMM);
+    wait_exchange(st);
+    allreduce(ctx, st, EX_COMM, 0);
 }
 
-static void *stencil_setup(hmb_ctx *ctx, const hmb_point *pt)
-{
-    stencil_state *st = calloc(1, sizeof *st);
-    if (!st)
-        abort();
-    hmb_topo_from_options(ctx, 3, NDIRS, 0, &st->topo);
-    st->ops = hmb_comm_policy(ctx);
-    hmb_comm_route(st->ops, ctx, &st->topo);
-    st->mock = st->ops->mock;
-    st->size = pt->size_bytes;
-    st->threads = hmb_threads(ctx);
-    const size_t total = 2 * NEXCHANGES * NDIRS * st->size;
-    st->buffers = hmb_buffer_alloc(ctx, total);
-    if (!hmb_all_agree(ctx, st->buffers != NULL)) {
-        hmb_unsupported(ctx, "cannot allocate %zu bytes of send and receive buffers", total);
-        return st;
-    }
-    /* Validation as data: send data of (this rank, exchange x 6 + direction), checked on arrival. */
-    for (int ex = 0; ex < NEXCHANGES; ex++)
-        for (int d = 0; d < NDIRS; d++) {
-            const hmb_topo_dir *dir = &st->topo.dir[d];
-            st->send[ex][d] = st->buffers + ((size_t)ex * NDIRS + d) * st->size;
-            st->recv[ex][d] = st->buffers + ((size_t)(NEXCHANGES + ex) * NDIRS + d) * st->size;
-            hmb_check_register(ctx, HMB_SEND, st->send[ex][d], st->size, hmb_rank(ctx), ex * NDIRS + d, 1,
-                               HMB_AFTER_ITERATION, "send");
-            if (dir->from != MPI_PROC_NULL)
-                hmb_check_register(ctx, HMB_RECEIVE, st->recv[ex][d], st->size, dir->from, ex * NDIRS + d, 1,
-                                   HMB_AFTER_ITERATION, "%s, direction %d (offset %+d,%+d,%+d) from rank %d",
-                                   exchange_names[ex], d, dir->off[0], dir->off[1], dir->off[2], dir->from);
-        }
-    double sent = 0.0; /* bytes this rank sends per exchange; the mean over ranks (none in mock mode) */
-    for (int d = 0; d < NDIRS; d++)
-        sent += st->topo.dir[d].to != MPI_PROC_NULL && !st->mock ? (double)st->size : 0.0;
-    hmb_reduce_sum(ctx, &sent, 1);
-    st->bytes_per_rank = sent / hmb_size(ctx);
-    st->calib_t_comm_s = NAN;
-    if (hmb_common(ctx)->given.compute) {
-        st->compute_ns = hmb_common(ctx)->compute;
-    } else {
-        st->compute_ns = hmb_calc_factor_ns(ctx, hmb_comm(ctx), HMB_OPTS(stencil_opts, ctx)->calc_factor,
-                                            exchange_alone, &(calib_arg){ctx, st}, &st->calib_t_comm_s);
-    }
-    return st;
-}
+static void *setup_point(hmb_ctx *ctx, const hmb_point *pt) { return stencil_setup(ctx, pt, exchange_alone); }
+
 
 /* comm: Irecv/Isend, Waitall, Allreduce -> T_comm */
 static void phase_comm(hmb_ctx *ctx, void *state, int phase, long iter, double *times)
@@ -219,23 +119,6 @@ static int stencil_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long 
     return 0;
 }
 
-/* The faces are checked by the harness (registered in setup); the Allreduce results here. */
-static void stencil_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
-{
-    stencil_state *st = state;
-    const int n = hmb_size(ctx);
-    for (int ex = 0; ex < NEXCHANGES; ex++) {
-        if (st->mock)
-            continue;
-        double want = 0;
-        for (int r = 0; r < n; r++)
-            want += allreduce_term(r, ex, iter);
-        if (hmb_validate_enabled(ctx) && st->reduced[ex] != want)
-            hmb_validation_failure(ctx, pt, iter, -1, "%s: MPI_Allreduce gave %.17g, expected %.17g",
-                                   exchange_names[ex], st->reduced[ex], want);
-    }
-}
-
 static void stencil_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
 {
     const stencil_state *st = state;
@@ -247,13 +130,6 @@ static void stencil_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
         hmb_result_add_num(ctx, "calc_factor", HMB_OPTS(stencil_opts, ctx)->calc_factor);
         hmb_result_add_num(ctx, "t_comm_calibration_us", st->calib_t_comm_s * 1e6);
     }
-}
-
-static void stencil_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
-{
-    stencil_state *st = state;
-    free(st->buffers); /* the harness drops its registrations after teardown */
-    free(st);
 }
 
 /* Default sizes span the eager/rendezvous switch of every library we know (SPEC §3.7). */
@@ -293,7 +169,7 @@ static const hmb_bench stencil_bench = {
     .derived_compute = HMB_DERIVED_TIME, /* --calc-factor x the exchange's time, without --compute */
     .check = stencil_check,
     .points = stencil_points,
-    .setup = stencil_setup,
+    .setup = setup_point,
     .prepare = NULL, /* send data and poison: the harness's (hmb_check_register) */
     .iterate = stencil_iterate,
     .verify = stencil_verify,
