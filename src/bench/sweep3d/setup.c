@@ -1,5 +1,5 @@
-/* sweep3d's options, points, set-up (faces, requests, validation as data), teardown and record.
- * The wavefront in each mode, the modes and metrics: sweep3d.c. */
+/* sweep3d's set-up: option checks, points, the block, faces and requests of a point, and its
+ * teardown. The wavefront in each mode: pattern.c; what is checked: verify.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,33 +105,6 @@ static void sweep_free(sweep_state *st)
     free(st);
 }
 
-static const char *face_name(int f) { return f == FACE_X ? "x" : "y"; }
-
-/* Validation as data: the send data of every (octant, k-block, face) slot this rank sends, as
- * the values an application would have packed, and every received face of every mode, checked
- * right after the mode: the pattern of (source rank, slot, iteration), piece by piece. */
-static void register_faces(hmb_ctx *ctx, sweep_state *st)
-{
-    for (int o = 0; o < NOCTANTS; o++)
-        for (int k = 0; k < st->kblocks; k++)
-            for (int f = 0; f < NFACES; f++) {
-                int slot = slot_of(st, o, k, f);
-                const hmb_topo_dir *dir = &st->topo.dir[face_dir(o, f)];
-                size_t len = 8 * st->face_cells[f];
-                if (dir->to != MPI_PROC_NULL)
-                    hmb_check_register(ctx, HMB_SEND, st->send + st->slot_offset[slot], len, st->rank, slot, 1,
-                                       HMB_AFTER_ITERATION, "send");
-                for (int i = 0; i < st->nmodes && dir->from != MPI_PROC_NULL; i++) {
-                    int m = st->modes[i];
-                    hmb_check_register(ctx, HMB_RECEIVE, st->recv[m] + st->slot_offset[slot], len, dir->from, slot,
-                                       st->pieces[f], m, "%s mode, octant %d (%c%c%c), k-block %d: %s face from rank %d",
-                                       sweep_modes[m].name, o, octant_sign(o, 0) > 0 ? '+' : '-',
-                                       octant_sign(o, 1) > 0 ? '+' : '-', octant_sign(o, 2) > 0 ? '+' : '-', k,
-                                       face_name(f), dir->from);
-                }
-            }
-}
-
 void *sweep_setup(hmb_ctx *ctx, const hmb_point *pt)
 {
     unsigned long long selected = HMB_OPTS(sweep_opts, ctx)->mode;
@@ -198,7 +171,7 @@ void *sweep_setup(hmb_ctx *ctx, const hmb_point *pt)
         hmb_unsupported(ctx, "cannot allocate %d x %zu bytes of face buffers", 1 + st->nmodes, bytes);
         return st;
     }
-    register_faces(ctx, st);
+    sweep_register_checks(ctx, st);
     for (int i = 0; i < st->nmodes; i++)
         MPI_Comm_dup(hmb_comm(ctx), &st->comm[st->modes[i]]);
     if (selected >> MODE_PERSISTENT & 1)
@@ -246,30 +219,4 @@ void sweep_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
         if (st->comm[m] != MPI_COMM_NULL)
             MPI_Comm_free(&st->comm[m]);
     sweep_free(st);
-}
-
-void sweep_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
-{
-    sweep_state *st = state;
-    char key[64];
-    for (int i = 0; i < st->nmodes; i++) {
-        snprintf(key, sizeof key, "bytes_per_rank_sweep_%s", sweep_modes[st->modes[i]].name);
-        hmb_result_add_num(ctx, key, st->bytes_per_rank[st->modes[i]]);
-    }
-    hmb_result_add_str(ctx, "comm", st->ops->mock ? "off" : "on");
-    if (!st->ops->mock) /* a model of the grid, not a measurement: recorded once, no statistics */
-        hmb_result_add_num(ctx, "idle_share_ideal",
-                           hmb_kba_ideal_idle_share(st->topo.dims[0], st->topo.dims[1], st->kblocks));
-    hmb_result_add_num(ctx, "nx", st->n[0]);
-    hmb_result_add_num(ctx, "ny", st->n[1]);
-    hmb_result_add_num(ctx, "nz", (double)st->n[2] * st->kblocks);
-    hmb_result_add_num(ctx, "face_x_bytes", 8.0 * (double)st->face_cells[FACE_X]);
-    hmb_result_add_num(ctx, "face_y_bytes", 8.0 * (double)st->face_cells[FACE_Y]);
-    hmb_result_add_num(ctx, "pieces_x", st->pieces[FACE_X]);
-    hmb_result_add_num(ctx, "pieces_y", st->pieces[FACE_Y]);
-    hmb_result_add_str(ctx, "face_partitions", hmb_common(ctx)->face_partitions);
-    hmb_result_add_num(ctx, "threads", st->threads);
-    hmb_result_add_num(ctx, "compute_ns", (double)st->compute_ns);
-    hmb_result_add_str(ctx, "noise", hmb_common(ctx)->noise);
-    (void)pt;
 }

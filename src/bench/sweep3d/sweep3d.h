@@ -1,6 +1,6 @@
-/* Private to sweep3d (sweep3d.c: the wavefront in each mode, the modes, their metrics and the
- * descriptor; sweep3d_setup.c: options, points, set-up, validation and the record). The family's
- * description is at the top of sweep3d.c. */
+/* Private to sweep3d: pattern.c (the wavefront in each mode, the modes, their metrics, the
+ * record, the descriptor; the family's description is at its top), setup.c (checks, points, faces,
+ * requests, the state of a point), verify.c (what the harness fills, poisons and checks). */
 #ifndef HMB_BENCH_SWEEP3D_H
 #define HMB_BENCH_SWEEP3D_H
 
@@ -8,7 +8,7 @@
 
 #include "hmb/bench.h"
 
-/* The modes, in the order of sweep_modes (sweep3d.c): bit m of --mode is mode m. */
+/* The modes, in the order of sweep_modes (pattern.c): bit m of --mode is mode m. */
 enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, MODE_PERSISTENT, MODE_SERIAL, NMODES };
 enum { FACE_X, FACE_Y, NFACES };
 enum { NOCTANTS = 8 };
@@ -67,13 +67,13 @@ static inline int octant_sign(int o, int axis) { return (o >> axis) & 1 ? -1 : 1
 static inline int face_dir(int o, int f) { return 2 * f + (octant_sign(o, f) > 0 ? 0 : 1); }
 static inline int slot_of(const sweep_state *st, int o, int k, int f) { return (o * st->kblocks + k) * NFACES + f; }
 
-extern const hmb_mode sweep_modes[NMODES + 1]; /* sweep3d.c */
-
-/* sweep3d_setup.c */
+/* setup.c */
 void sweep_check(hmb_ctx *ctx);
 void sweep_points(hmb_ctx *ctx, hmb_point_list *out);
 void *sweep_setup(hmb_ctx *ctx, const hmb_point *pt);
 void sweep_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt);
-void sweep_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt);
+
+/* verify.c: validation as data, every slot's send data and every mode's received faces */
+void sweep_register_checks(hmb_ctx *ctx, sweep_state *st);
 
 #endif
