@@ -1,6 +1,7 @@
-/* Private to halo3d (halo3d.c: the exchange pattern, its modes and metrics, the descriptor;
- * halo3d_threadcomm.c: the threadcomm exchange and MPI everywhere; halo3d_setup.c: options, points,
- * memory, set-up; halo3d_verify.c: send data, validation, the record). The family's description is at the top of halo3d.c. */
+/* Private to halo3d: pattern.c (the exchanges and their packing, the mode table, the metrics, the
+ * record, the descriptor; the family's description is at its top), setup.c (checks, points,
+ * memory, MPI everywhere's groups, the state of a point with its modes' communicators and
+ * requests), verify.c (send data, the registered faces, the halo after every mode's unpack). */
 #ifndef HMB_BENCH_HALO3D_H
 #define HMB_BENCH_HALO3D_H
 
@@ -10,10 +11,15 @@
 #include "hmb/bench.h"
 
 #define NDIRS 6
-/* --thread-comm: how the threads of the threadcomm mode express their parallelism. */
+/* The modes, in the order of halo_modes (pattern.c): bit m of --mode is mode m (hidden modes last). */
+enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, MODE_PERSISTENT, MODE_SERIAL, MODE_THREADCOMM, NMODES };
+/* --thread-comm: how the threads of the threadcomm mode express their parallelism, in TC_* order;
+ * tag's communicator carries the MPI 4 assertions halo_tc_info_keys. */
 enum { TC_SHARED, TC_COMM, TC_TAG, TC_STREAM, NTC };
-extern const char *const halo_tc_names[NTC + 1];
+static const char *const halo_tc_names[NTC + 1] = {"shared", "comm", "tag", "stream", NULL};
 #define TC_NINFO 4
+static const char *const halo_tc_info_keys[TC_NINFO] = {"mpi_assert_no_any_tag", "mpi_assert_no_any_source",
+                                                        "mpi_assert_exact_length", "mpi_assert_allow_overtaking"};
 
 #define HALO_OPTIONS(X)                                                                                             \
     X(mode, CHOICES, .modes = 1,                                                                                    \
@@ -56,7 +62,7 @@ typedef struct {
     halo_face face[NDIRS];
     int nparts_total;
     int face_parts;            /* --face-partitions: N, or 0 (tiles) */
-    int modes[HMB_MAX_MODES], nmodes; /* selected modes (ids into halo_modes, halo3d.c), canonical order */
+    int modes[HMB_MAX_MODES], nmodes; /* selected modes (ids into halo_modes, pattern.c), canonical order */
     int mock;
     int rank, threads;
     int64_t compute_ns;
@@ -75,7 +81,7 @@ typedef struct {
     long iter;
     double wait_since;                      /* where the running mode's wait bounds start: after its compute */
     char domain[64];
-    uint64_t *halo_seen, *halo_want;        /* the halo after unpack and its pattern, one face (check_halo) */
+    uint64_t *halo_seen, *halo_want;        /* the halo after unpack and its pattern, one face (verify.c) */
     /* --thread-comm (threadcomm mode): thread t's communicator and tags; what set-up created */
     int tc;                                 /* TC_*, or -1 */
     MPI_Comm tc_comm[HMB_MAX_THREADS];      /* thread t's communicator (shared, tag: one for all) */
@@ -92,8 +98,6 @@ typedef struct {
     uint64_t *share_want;                   /* ... a received face's pattern (this rank checks its share) */
 } halo_state;
 
-extern const hmb_mode halo_modes[]; /* halo3d.c */
-
 /* Index of cell (x, y, z) of a block of n interior cells (the halo at -1 and n), x fastest. */
 static inline size_t halo_cell_index(const int n[3], int x, int y, int z)
 {
@@ -101,48 +105,21 @@ static inline size_t halo_cell_index(const int n[3], int x, int y, int z)
 }
 static inline size_t halo_face_cells(const halo_face *f) { return (size_t)f->npieces * f->piece_cells; }
 
-/* halo3d.c: the point's modes (threadcomm with --thread-comm, else --mode's), each with its
- * communicator; 1 when one of them is unsupported here (reported). Then the persistent and
- * partitioned requests of the modes chosen, once per point. */
-int halo_choose_modes(hmb_ctx *ctx, halo_state *st);
-void halo_create_requests(halo_state *st);
-/* Thread tid's compute, its end on this rank's clock (MPI everywhere: the rank draws as a rank). */
-void halo_compute(hmb_ctx *ctx, halo_state *st, int tid, long iter);
-
-/* halo3d_threadcomm.c */
-int halo_everywhere_threads(const hmb_ctx *ctx); /* --everywhere-ranks' T (ranks / R); 0: off */
-/* The grid of the exchange: over the ranks and --threads, or with --everywhere-ranks over the R
- * groups (this rank's) and their T threads. */
-void halo_topo(hmb_ctx *ctx, int record, hmb_topo *t);
-void halo_check_everywhere(hmb_ctx *ctx);
-/* st->rank and st->threads: this rank and --threads, or the group and T it stands in for (its
- * communicator per thread index made, collective; threadcomm on shared's tags). */
-void halo_everywhere_setup(hmb_ctx *ctx, halo_state *st);
-void halo_threadcomm_setup(hmb_ctx *ctx, halo_state *st);
-/* threadcomm, thread tid: its share of every face posted, computed, sent, waited, unpacked; the
- * bytes it sent. */
-long long halo_threadcomm_exchange(hmb_ctx *ctx, halo_state *st, int tid, long iter);
-
-/* halo3d_setup.c */
-extern const char *const halo_tc_info_keys[TC_NINFO];
-/* Cells [first, first + count) of face d in its packed order between the block and buf: the
- * boundary layer's send boxes (halo 0) or the halo's receive boxes (halo 1), into the block
- * (to_block) or out of it. */
-void halo_face_range(halo_state *st, int d, size_t first, size_t count, uint64_t *buf, int halo, int to_block);
+/* setup.c */
 void halo_check(hmb_ctx *ctx);
 void halo_points(hmb_ctx *ctx, hmb_point_list *out);
 double halo_rank_bytes(hmb_ctx *ctx, size_t size_bytes);
-/* The state of a point, its modes chosen and their requests created; NULL (or a state after
+/* The state of a point, its modes chosen (threadcomm with --thread-comm, else --mode's, each with
+ * its communicator) and their persistent and partitioned requests created; NULL (or a state after
  * hmb_unsupported) as hmb_bench.setup. */
 void *halo_setup(hmb_ctx *ctx, const hmb_point *pt);
 void halo_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt);
 
-/* halo3d_verify.c */
-void register_faces(hmb_ctx *ctx, halo_state *st); /* validation as data: every face, every mode */
+/* verify.c */
+void halo_register_checks(hmb_ctx *ctx, halo_state *st); /* validation as data: every face, every mode */
 void halo_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter);
 /* Every mode's verify: untimed, right after the mode, its bytes (sums[0]) and the halo it unpacked
  * against the senders' cells (the harness then checks its received faces). */
 void halo_mode_verify(hmb_ctx *ctx, void *state, int mode, long iter, double *sums);
-void halo_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt);
 
 #endif

@@ -1,5 +1,7 @@
-/* halo3d outside the timed exchange: the send data of every iteration (prepare), every mode's
- * validation (registered faces, the unpacked halo) and the result record. */
+/* halo3d's data and checks, outside the timed exchange: the send data of every iteration
+ * (prepare), and every mode's validation: the faces registered with the harness, and the halo the
+ * mode unpacked, read from the block on its own (never through the exchanges' unpacking), against
+ * the senders' cells. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,10 +30,10 @@ static void direction_name(const hmb_topo *t, int d, char out[8])
 static int face_pieces(const halo_state *st, const halo_face *f) { return st->tc >= 0 ? st->threads : f->nparts; }
 
 /* The mode's name in validation messages: "threadcomm/tag" names the --thread-comm value. */
-static const char *mode_label(const halo_state *st, int mode, char *buf, size_t len)
+static const char *mode_label(const hmb_ctx *ctx, const halo_state *st, int mode, char *buf, size_t len)
 {
     if (st->tc < 0) /* else the mode is threadcomm */
-        return halo_modes[mode].name;
+        return hmb_mode_name(ctx, mode);
     snprintf(buf, len, "threadcomm/%s", st->ev_threads ? "everywhere" : halo_tc_names[st->tc]);
     return buf;
 }
@@ -66,6 +68,22 @@ static void face_pattern(const halo_face *f, long iter, uint64_t *out, int recei
 
 static void face_received(const void *face, long iter, uint64_t *out) { face_pattern(face, iter, out, 1); }
 
+/* The halo cells where face f lands, in its packed order (piece by piece, each box in z, y, x
+ * order), as the mode's unpack left them in the block. */
+static void halo_cells(const halo_face *f, uint64_t *out)
+{
+    const halo_state *st = f->state;
+    size_t k = 0;
+    for (int p = 0; p < f->npieces; p++) {
+        int lo[3], cnt[3];
+        hmb_topo_recv_box(&st->topo, st->n, f->d, p, lo, cnt);
+        for (int z = lo[2]; z < lo[2] + cnt[2]; z++)
+            for (int y = lo[1]; y < lo[1] + cnt[1]; y++)
+                for (int x = lo[0]; x < lo[0] + cnt[0]; x++)
+                    out[k++] = st->block[halo_cell_index(st->n, x, y, z)];
+    }
+}
+
 /* The cells of face f this rank receives, [first, first + count) of its packed order: MPI
  * everywhere, thread ev_tid's share; else all of them. */
 static void received_cells(const halo_state *st, const halo_face *f, size_t *first, size_t *count)
@@ -88,7 +106,7 @@ static void face_share_received(const void *face, long iter, uint64_t *out)
 
 /* Validation as data: every face this rank packs (the harness poisons it before and after each
  * mode) and every face it receives, per mode, checked right after the mode. */
-void register_faces(hmb_ctx *ctx, halo_state *st)
+void halo_register_checks(hmb_ctx *ctx, halo_state *st)
 {
     for (int d = 0; d < NDIRS; d++) {
         halo_face *f = &st->face[d];
@@ -110,7 +128,7 @@ void register_faces(hmb_ctx *ctx, halo_state *st)
             hmb_check_register_fn(ctx, HMB_RECEIVE, f->recv + first, count * sizeof(uint64_t),
                                   st->ev_threads ? face_share_received : face_received, f,
                                   st->ev_threads ? 1 : pieces, st->modes[k], "%s mode: %s %d face of direction %s "
-                                  "from %s %d%s", mode_label(st, st->modes[k], name, sizeof name), rank_word(st),
+                                  "from %s %d%s", mode_label(ctx, st, st->modes[k], name, sizeof name), rank_word(st),
                                   st->rank, dir, rank_word(st), f->from, who);
         }
     }
@@ -130,7 +148,7 @@ static void check_halo(hmb_ctx *ctx, halo_state *st, int mode, long iter)
         size_t cells = halo_face_cells(f), first, count;
         received_cells(st, f, &first, &count);
         size_t lo = first * sizeof(uint64_t), bytes = count * sizeof(uint64_t);
-        halo_face_range(st, d, first, count, st->halo_seen, 1, 0);
+        halo_cells(f, st->halo_seen);
         face_pattern(f, iter, st->halo_want, 1);
         unsigned char *seen = (unsigned char *)st->halo_seen, *want = (unsigned char *)st->halo_want;
         if (hmb_corrupt_pick(ctx, iter))
@@ -149,7 +167,7 @@ static void check_halo(hmb_ctx *ctx, halo_state *st, int mode, long iter)
         hmb_validation_failure(ctx, st->pt, iter, piece,
                                "%s mode: %s %d face of direction %s from %s %d, piece %d of %d%s, cell %zu of "
                                "%zu (byte %zu) in the halo after unpack is 0x%02x, expected 0x%02x%s",
-                               mode_label(st, mode, name, sizeof name), rank_word(st), st->rank, dir, rank_word(st),
+                               mode_label(ctx, st, mode, name, sizeof name), rank_word(st), st->rank, dir, rank_word(st),
                                f->from, piece, pieces, share, bad / 8, cells, bad, seen[bad], want[bad], why);
     }
 }
@@ -177,47 +195,4 @@ void halo_mode_verify(hmb_ctx *ctx, void *state, int mode, long iter, double *su
     halo_state *st = state;
     sums[0] = (double)atomic_load(&st->bytes_sent[mode]);
     check_halo(ctx, st, mode, iter);
-}
-
-void halo_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
-{
-    (void)pt;
-    halo_state *st = state;
-    char key[64], tgrid[32];
-    hmb_result_add_str(ctx, "domain", st->domain);
-    double faces = 2.0 * ((double)st->n[0] * st->n[1] + (double)st->n[1] * st->n[2] + (double)st->n[0] * st->n[2]);
-    hmb_result_add_num(ctx, "face_bytes", 8.0 * faces / NDIRS); /* the real (mean) face */
-    snprintf(tgrid, sizeof tgrid, "%dx%dx%d", st->topo.tdims[0], st->topo.tdims[1], st->topo.tdims[2]);
-    hmb_result_add_str(ctx, "tgrid", tgrid);
-    hmb_result_add_num(ctx, "threads", hmb_threads(ctx));
-    hmb_result_add_num(ctx, "compute_ns", (double)st->compute_ns);
-    hmb_result_add_str(ctx, "noise", hmb_common(ctx)->noise);
-    hmb_result_add_num(ctx, "mock", st->mock);
-    for (int k = 0; k < st->nmodes; k++) {
-        snprintf(key, sizeof key, "bytes_per_rank_iter_%s", halo_modes[st->modes[k]].name);
-        hmb_result_add_num(ctx, key, st->bytes_per_rank_iter[st->modes[k]]);
-    }
-    for (int a = 0; a < 3; a++) {
-        snprintf(key, sizeof key, "partitions_face_%c", "xyz"[a]);
-        hmb_result_add_num(ctx, key, st->face[2 * a].nparts);
-    }
-    hmb_result_add_str(ctx, "face_partitions", hmb_common(ctx)->face_partitions);
-    /* Resources after set-up (rank 0's view), per point: the talk's performance/resource table. */
-    hmb_result_add_num(ctx, "vmrss_kib", st->vmrss_kib >= 0 ? (double)st->vmrss_kib : NAN);
-    hmb_result_add_num(ctx, "vmhwm_kib", st->vmhwm_kib >= 0 ? (double)st->vmhwm_kib : NAN);
-    if (st->tc < 0)
-        return;
-    if (st->ev_threads) { /* the communicator per thread index (MPI_Comm_split) is not counted */
-        hmb_result_add_num(ctx, "everywhere_threads", st->ev_threads);
-        hmb_result_add_num(ctx, "everywhere_ranks", hmb_size(ctx) / st->ev_threads);
-    }
-    hmb_result_add_num(ctx, "communicators", st->tc_ncomms);
-    hmb_result_add_num(ctx, "streams", st->tc_nstreams);
-    long long vcis;
-    hmb_result_add_num(ctx, "vcis", hmb_mpit_cvar_int("MPIR_CVAR_CH4_NUM_VCIS", &vcis) ? (double)vcis : NAN);
-    hmb_result_add_num(ctx, "reserve_vcis",
-                       hmb_mpit_cvar_int("MPIR_CVAR_CH4_RESERVE_VCIS", &vcis) ? (double)vcis : NAN);
-    if (st->tc == TC_TAG)
-        for (int k = 0; k < TC_NINFO; k++)
-            hmb_result_add_str(ctx, halo_tc_info_keys[k], st->tc_info[k]);
 }

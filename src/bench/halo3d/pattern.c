@@ -7,16 +7,15 @@
  * every selected mode (a row of halo_modes, its own iterate) back to back on the same compute
  * draws, counterbalanced; every operation goes through the communication policy (--comm off: the
  * mock). A cell's value encodes (source rank, iteration, cell): a wrong face fails validation.
- * Here: the exchanges, the modes, their metrics, the descriptor; halo3d_threadcomm.c: threadcomm's
- * exchange and MPI everywhere (--everywhere-ranks); halo3d_setup.c: options, points, memory,
- * set-up; halo3d_verify.c: send data, validation, the record. */
+ * Here: packing, the exchanges (threadcomm's too, and MPI everywhere's share of it: one rank per
+ * thread, --everywhere-ranks), the mode table, the metrics, the record, the descriptor; setup.c:
+ * checks, points, memory, the state of a point; verify.c: send data and validation. */
 #include <math.h>
 #include <omp.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "halo3d.h"
-
-/* The modes, in the order of halo_modes: bit m of --mode is mode m (hidden modes last). */
-enum { MODE_SINGLE, MODE_MULTIPLE, MODE_PARTITIONED, MODE_PERSISTENT, MODE_SERIAL, MODE_THREADCOMM, NMODES };
 
 /* The metrics each mode adds ("{mode}": its name), bits of hmb_mode.metrics. */
 enum { MT_ITER, MT_COMM, MT_THROUGHPUT, MT_RATIO, MT_SPEEDUP };
@@ -35,6 +34,59 @@ static const hmb_metric halo_mode_metrics[] = {
                                    "iterations"},
     HMB_METRIC_END};
 
+/* ------------------------------------------------------------------ packing */
+
+/* A box of the block to buf (to_block 0) or buf into it (1), z, y, x order; a one-cell row (the
+ * x faces) is an assignment, not a memcpy call per cell. */
+static inline void box_copy(uint64_t *block, const int n[3], const int lo[3], const int cnt[3], uint64_t *buf,
+                            int to_block)
+{
+    size_t k = 0, row = (size_t)cnt[0];
+    for (int z = lo[2]; z < lo[2] + cnt[2]; z++)
+        for (int y = lo[1]; y < lo[1] + cnt[1]; y++, k += row) {
+            uint64_t *cells = block + halo_cell_index(n, lo[0], y, z);
+            if (row == 1) {
+                if (to_block)
+                    *cells = buf[k];
+                else
+                    buf[k] = *cells;
+            } else {
+                memcpy(to_block ? cells : buf + k, to_block ? buf + k : cells, row * sizeof(uint64_t));
+            }
+        }
+}
+
+/* Cells [first, first + count) of face d in its packed order between the block and buf: the
+ * boundary layer's send boxes (halo 0) or the halo's receive boxes (halo 1), into the block
+ * (to_block) or out of it. A face's packed order is piece by piece, each box in z, y, x order
+ * (buf[k]: cell k). */
+static void halo_face_range(halo_state *st, int d, size_t first, size_t count, uint64_t *buf, int halo, int to_block)
+{
+    const halo_face *f = &st->face[d];
+    size_t end = first + count, k = first / f->piece_cells * f->piece_cells;
+    for (int p = (int)(first / f->piece_cells); p < f->npieces && k < end; p++) {
+        int lo[3], cnt[3];
+        if (halo)
+            hmb_topo_recv_box(&st->topo, st->n, d, p, lo, cnt);
+        else
+            hmb_topo_send_box(&st->topo, st->n, d, p, lo, cnt);
+        size_t box = (size_t)cnt[0] * (size_t)cnt[1] * (size_t)cnt[2];
+        if (k >= first && k + box <= end) { /* the whole box (every pack and unpack): rows, no clipping */
+            box_copy(st->block, st->n, lo, cnt, buf + k, to_block);
+            k += box;
+            continue;
+        }
+        for (int z = lo[2]; z < lo[2] + cnt[2] && k < end; z++)
+            for (int y = lo[1]; y < lo[1] + cnt[1] && k < end; y++, k += (size_t)cnt[0]) {
+                size_t a = k > first ? k : first, b = k + (size_t)cnt[0] < end ? k + (size_t)cnt[0] : end;
+                if (a >= b)
+                    continue;
+                uint64_t *cells = st->block + halo_cell_index(st->n, lo[0] + (int)(a - k), y, z);
+                memcpy(to_block ? cells : buf + a, to_block ? buf + a : cells, (b - a) * sizeof(uint64_t));
+            }
+    }
+}
+
 static void pack_piece(halo_state *st, int d, int p)
 {
     size_t cells = st->face[d].piece_cells;
@@ -49,9 +101,11 @@ static void unpack_piece(halo_state *st, int d, int p)
 }
 
 static long long piece_bytes(const halo_state *st, int d) { return (long long)(st->face[d].piece_cells * 8); }
-/* ------------------------------------------------------------------ packing and the exchanges */
 
-void halo_compute(hmb_ctx *ctx, halo_state *st, int tid, long iter)
+/* ------------------------------------------------------------------ the exchanges */
+
+/* Thread tid's compute, its end on this rank's clock (MPI everywhere: the rank draws as a rank). */
+static void halo_compute(hmb_ctx *ctx, halo_state *st, int tid, long iter)
 {
     hmb_compute_ns(ctx, hmb_noise_ns(ctx, st->ev_threads ? 0 : tid, iter, st->compute_ns));
     st->compute_end[tid] = hmb_now();
@@ -148,6 +202,44 @@ static void parrived_partition(halo_state *st, int d, int q)
 {
     hmb_parrived_bounded(st->ctx, st->pt, st->iter, st->ops, st->precv[d], q, st->wait_since,
                          "the face from direction %d (partitioned mode)", d);
+}
+
+/* threadcomm (--thread-comm), thread tid on its own communicator, tag or stream: posts the
+ * receives of its share of every face, computes, packs and sends its share of every face, waits,
+ * unpacks; returns the bytes it sent. MPI everywhere: this rank, the share of the thread it plays. */
+static long long threadcomm_exchange(hmb_ctx *ctx, halo_state *st, int tid, long iter)
+{
+    MPI_Request *req = st->tc_req + (size_t)tid * 2 * NDIRS;
+    MPI_Comm comm = st->tc_comm[tid];
+    int n = 0;
+    long long bytes = 0;
+    for (int d = 0; d < NDIRS; d++) {
+        const halo_face *f = &st->face[d];
+        size_t share = halo_face_cells(f) / (size_t)st->threads;
+        int tag = st->tc_tag_per_thread ? d * HMB_MAX_THREADS + tid : d;
+        if (f->from != MPI_PROC_NULL)
+            st->ops->irecv(f->recv + (size_t)tid * share, (int)share, MPI_UINT64_T, f->from, tag, comm, &req[n++]);
+    }
+    halo_compute(ctx, st, tid, iter);
+    for (int d = 0; d < NDIRS; d++) {
+        halo_face *f = &st->face[d];
+        size_t share = halo_face_cells(f) / (size_t)st->threads;
+        int tag = st->tc_tag_per_thread ? d * HMB_MAX_THREADS + tid : d;
+        if (f->to == MPI_PROC_NULL)
+            continue;
+        halo_face_range(st, d, (size_t)tid * share, share, f->send, 0, 0);
+        st->ops->isend(f->send + (size_t)tid * share, (int)share, MPI_UINT64_T, f->to, tag, comm, &req[n++]);
+        bytes += (long long)(share * sizeof(uint64_t));
+    }
+    if (n > 0)
+        st->ops->waitall(n, req);
+    for (int d = 0; d < NDIRS; d++) {
+        halo_face *f = &st->face[d];
+        size_t share = halo_face_cells(f) / (size_t)st->threads;
+        if (f->from != MPI_PROC_NULL)
+            halo_face_range(st, d, (size_t)tid * share, share, f->recv, 1, 1);
+    }
+    return bytes;
 }
 
 /* ------------------------------------------------------------------ the modes */
@@ -294,15 +386,15 @@ static void iterate_threadcomm(hmb_ctx *ctx, void *state, int mode, long iter, d
     long long bytes = 0;
     hmb_phase(ctx, st->ev_threads ? "threadcomm exchange (MPI everywhere: one thread's share)" : "threadcomm exchange");
     if (st->ev_threads) {
-        bytes = halo_threadcomm_exchange(ctx, st, st->ev_tid, iter);
+        bytes = threadcomm_exchange(ctx, st, st->ev_tid, iter);
     } else {
 #pragma omp parallel num_threads(st->threads) reduction(+ : bytes)
-        bytes += halo_threadcomm_exchange(ctx, st, omp_get_thread_num(), iter);
+        bytes += threadcomm_exchange(ctx, st, omp_get_thread_num(), iter);
     }
     mode_end(st, mode, times, bytes);
 }
 
-const hmb_mode halo_modes[NMODES + 1] = {
+static const hmb_mode halo_modes[NMODES + 1] = {
     [MODE_SINGLE] = {.name = "single", .iterate = iterate_single, .verify = halo_mode_verify,
                      .metrics = EXCHANGE_METRICS | HMB_METRIC_BIT(MT_SPEEDUP)},
     [MODE_MULTIPLE] = {.name = "multiple", .setup = setup_multiple, .iterate = iterate_multiple, .verify = halo_mode_verify,
@@ -318,44 +410,6 @@ const hmb_mode halo_modes[NMODES + 1] = {
     [MODE_THREADCOMM] = {.name = "threadcomm", .iterate = iterate_threadcomm, .verify = halo_mode_verify,
                          .metrics = EXCHANGE_METRICS, .flags = HMB_MODE_HIDDEN | HMB_MODE_MPI_THREADS},
     [NMODES] = {.name = NULL}};
-
-int halo_choose_modes(hmb_ctx *ctx, halo_state *st)
-{
-    if (st->tc >= 0) {
-        char why[160];
-        const char *reason = st->tc == TC_STREAM ? hmb_streams_unsupported(ctx, st->threads, why, sizeof why) : NULL;
-        if (reason)
-            hmb_unsupported(ctx, "%s", reason);
-        if (reason || hmb_modes_select(ctx, 1ull << MODE_THREADCOMM, st->mock, st->modes) < 0)
-            return 1;
-        st->nmodes = 1;
-        halo_threadcomm_setup(ctx, st);
-        return 0;
-    }
-    if ((st->nmodes = hmb_modes_select(ctx, HMB_OPTS(halo_opts, ctx)->mode, st->mock, st->modes)) < 0)
-        return 1;
-    for (int k = 0; k < st->nmodes; k++)
-        MPI_Comm_dup(hmb_comm(ctx), &st->comm[st->modes[k]]);
-    return 0;
-}
-
-void halo_create_requests(halo_state *st)
-{
-    const hmb_comm_ops *ops = st->ops;
-    MPI_Comm persistent = st->comm[MODE_PERSISTENT], partitioned = st->comm[MODE_PARTITIONED];
-    for (int d = 0; d < NDIRS; d++) {
-        halo_face *f = &st->face[d];
-        int count = (int)halo_face_cells(f), part_cells = (int)(f->piece_cells / (size_t)f->sub);
-        if (persistent != MPI_COMM_NULL && f->to != MPI_PROC_NULL)
-            ops->send_init(f->send, count, MPI_UINT64_T, f->to, d, persistent, &st->persist_send[d]);
-        if (persistent != MPI_COMM_NULL && f->from != MPI_PROC_NULL)
-            ops->recv_init(f->recv, count, MPI_UINT64_T, f->from, d, persistent, &st->persist_recv[d]);
-        if (partitioned != MPI_COMM_NULL && f->to != MPI_PROC_NULL)
-            ops->psend_init(f->send, f->nparts, part_cells, MPI_UINT64_T, f->to, d, partitioned, &st->psend[d]);
-        if (partitioned != MPI_COMM_NULL && f->from != MPI_PROC_NULL)
-            ops->precv_init(f->recv, f->nparts, part_cells, MPI_UINT64_T, f->from, d, partitioned, &st->precv[d]);
-    }
-}
 
 /* ------------------------------------------------------------------ the point's modes, one iteration */
 
@@ -390,6 +444,49 @@ static int halo_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
     }
     out->valid = 1;
     return 0;
+}
+
+static void halo_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
+{
+    (void)pt;
+    halo_state *st = state;
+    char key[64], tgrid[32];
+    hmb_result_add_str(ctx, "domain", st->domain);
+    double faces = 2.0 * ((double)st->n[0] * st->n[1] + (double)st->n[1] * st->n[2] + (double)st->n[0] * st->n[2]);
+    hmb_result_add_num(ctx, "face_bytes", 8.0 * faces / NDIRS); /* the real (mean) face */
+    snprintf(tgrid, sizeof tgrid, "%dx%dx%d", st->topo.tdims[0], st->topo.tdims[1], st->topo.tdims[2]);
+    hmb_result_add_str(ctx, "tgrid", tgrid);
+    hmb_result_add_num(ctx, "threads", hmb_threads(ctx));
+    hmb_result_add_num(ctx, "compute_ns", (double)st->compute_ns);
+    hmb_result_add_str(ctx, "noise", hmb_common(ctx)->noise);
+    hmb_result_add_num(ctx, "mock", st->mock);
+    for (int k = 0; k < st->nmodes; k++) {
+        snprintf(key, sizeof key, "bytes_per_rank_iter_%s", halo_modes[st->modes[k]].name);
+        hmb_result_add_num(ctx, key, st->bytes_per_rank_iter[st->modes[k]]);
+    }
+    for (int a = 0; a < 3; a++) {
+        snprintf(key, sizeof key, "partitions_face_%c", "xyz"[a]);
+        hmb_result_add_num(ctx, key, st->face[2 * a].nparts);
+    }
+    hmb_result_add_str(ctx, "face_partitions", hmb_common(ctx)->face_partitions);
+    /* Resources after set-up (rank 0's view), per point: the talk's performance/resource table. */
+    hmb_result_add_num(ctx, "vmrss_kib", st->vmrss_kib >= 0 ? (double)st->vmrss_kib : NAN);
+    hmb_result_add_num(ctx, "vmhwm_kib", st->vmhwm_kib >= 0 ? (double)st->vmhwm_kib : NAN);
+    if (st->tc < 0)
+        return;
+    if (st->ev_threads) { /* the communicator per thread index (MPI_Comm_split) is not counted */
+        hmb_result_add_num(ctx, "everywhere_threads", st->ev_threads);
+        hmb_result_add_num(ctx, "everywhere_ranks", hmb_size(ctx) / st->ev_threads);
+    }
+    hmb_result_add_num(ctx, "communicators", st->tc_ncomms);
+    hmb_result_add_num(ctx, "streams", st->tc_nstreams);
+    long long vcis;
+    hmb_result_add_num(ctx, "vcis", hmb_mpit_cvar_int("MPIR_CVAR_CH4_NUM_VCIS", &vcis) ? (double)vcis : NAN);
+    hmb_result_add_num(ctx, "reserve_vcis",
+                       hmb_mpit_cvar_int("MPIR_CVAR_CH4_RESERVE_VCIS", &vcis) ? (double)vcis : NAN);
+    if (st->tc == TC_TAG)
+        for (int k = 0; k < TC_NINFO; k++)
+            hmb_result_add_str(ctx, halo_tc_info_keys[k], st->tc_info[k]);
 }
 
 static const hmb_bench halo_bench = {

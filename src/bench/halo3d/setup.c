@@ -1,5 +1,8 @@
-/* halo3d's options, points, the memory a point needs, and its set-up and teardown. The pattern,
- * its modes and metrics: halo3d.c; send data and validation: halo3d_verify.c. */
+/* halo3d's set-up: option checks, points, the memory a point needs, MPI everywhere's groups
+ * (--everywhere-ranks: at --threads 1 on R x T ranks, the T consecutive ranks of group g stand in
+ * for the T threads of rank g), and the state of a point: its block and faces, its modes with their
+ * communicators, and the persistent and partitioned requests. The exchanges: pattern.c; send data
+ * and checks: verify.c. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,56 +10,65 @@
 
 #include "halo3d.h"
 
-const char *const halo_tc_names[NTC + 1] = {"shared", "comm", "tag", "stream", NULL};
-const char *const halo_tc_info_keys[TC_NINFO] = {"mpi_assert_no_any_tag", "mpi_assert_no_any_source",
-                                                 "mpi_assert_exact_length", "mpi_assert_allow_overtaking"};
+/* ------------------------------------------------------------------ MPI everywhere */
 
-/* A box of the block to buf (to_block 0) or buf into it (1), z, y, x order; a one-cell row (the
- * x faces) is an assignment, not a memcpy call per cell. */
-static inline void box_copy(uint64_t *block, const int n[3], const int lo[3], const int cnt[3], uint64_t *buf,
-                            int to_block)
+/* --everywhere-ranks R: the threads T each group of ranks stands in for (ranks / R); 0 when off. */
+static int everywhere_threads(const hmb_ctx *ctx)
 {
-    size_t k = 0, row = (size_t)cnt[0];
-    for (int z = lo[2]; z < lo[2] + cnt[2]; z++)
-        for (int y = lo[1]; y < lo[1] + cnt[1]; y++, k += row) {
-            uint64_t *cells = block + halo_cell_index(n, lo[0], y, z);
-            if (row == 1) {
-                if (to_block)
-                    *cells = buf[k];
-                else
-                    buf[k] = *cells;
-            } else {
-                memcpy(to_block ? cells : buf + k, to_block ? buf + k : cells, row * sizeof(uint64_t));
-            }
-        }
+    long long groups = HMB_OPTS(halo_opts, ctx)->everywhere_ranks;
+    return groups > 0 ? hmb_size(ctx) / (int)groups : 0;
 }
 
-/* halo3d.h; a face's packed order is piece by piece, each box in z, y, x order (buf[k]: cell k). */
-void halo_face_range(halo_state *st, int d, size_t first, size_t count, uint64_t *buf, int halo, int to_block)
+/* The grid of the exchange: over the ranks and --threads, or with --everywhere-ranks over the R
+ * groups (this rank's) and their T threads. */
+static void halo_topo(hmb_ctx *ctx, int record, hmb_topo *t)
 {
-    const halo_face *f = &st->face[d];
-    size_t end = first + count, k = first / f->piece_cells * f->piece_cells;
-    for (int p = (int)(first / f->piece_cells); p < f->npieces && k < end; p++) {
-        int lo[3], cnt[3];
-        if (halo)
-            hmb_topo_recv_box(&st->topo, st->n, d, p, lo, cnt);
-        else
-            hmb_topo_send_box(&st->topo, st->n, d, p, lo, cnt);
-        size_t box = (size_t)cnt[0] * (size_t)cnt[1] * (size_t)cnt[2];
-        if (k >= first && k + box <= end) { /* the whole box (every pack and unpack): rows, no clipping */
-            box_copy(st->block, st->n, lo, cnt, buf + k, to_block);
-            k += box;
-            continue;
-        }
-        for (int z = lo[2]; z < lo[2] + cnt[2] && k < end; z++)
-            for (int y = lo[1]; y < lo[1] + cnt[1] && k < end; y++, k += (size_t)cnt[0]) {
-                size_t a = k > first ? k : first, b = k + (size_t)cnt[0] < end ? k + (size_t)cnt[0] : end;
-                if (a >= b)
-                    continue;
-                uint64_t *cells = st->block + halo_cell_index(st->n, lo[0] + (int)(a - k), y, z);
-                memcpy(to_block ? cells : buf + a, to_block ? buf + a : cells, (b - a) * sizeof(uint64_t));
-            }
-    }
+    int ev = everywhere_threads(ctx);
+    if (ev)
+        hmb_topo_from_options_as(ctx, 3, NDIRS, record, hmb_size(ctx) / ev, hmb_rank(ctx) / ev, ev, t);
+    else
+        hmb_topo_from_options(ctx, 3, NDIRS, record, t);
+}
+
+static void check_everywhere(hmb_ctx *ctx)
+{
+    const halo_opts *o = HMB_OPTS(halo_opts, ctx);
+    const long long groups = o->everywhere_ranks;
+    if (groups == 0)
+        return;
+    const char *with = o->given.thread_comm ? "thread-comm" : o->given.mode ? "mode"
+                       : hmb_common(ctx)->given.face_partitions ? "face-partitions" : NULL;
+    if (with)
+        hmb_usage_error(ctx, "--everywhere-ranks and --%s both given: MPI everywhere runs one thread's share of "
+                             "the threadcomm exchange per rank", with);
+    if (hmb_threads(ctx) != 1)
+        hmb_usage_error(ctx, "--everywhere-ranks runs single-threaded ranks: give --threads 1 (got %d)",
+                        hmb_threads(ctx));
+    if (hmb_size(ctx) % groups != 0 || hmb_size(ctx) / groups > HMB_MAX_THREADS)
+        hmb_usage_error(ctx, "--everywhere-ranks %lld: the %d ranks do not form %lld groups of at most %d ranks",
+                        groups, hmb_size(ctx), groups, HMB_MAX_THREADS);
+    if (hmb_comm_policy(ctx)->mock)
+        hmb_usage_error(ctx, "--everywhere-ranks and --comm off both given: the mock has no processes to stand in "
+                             "for threads");
+}
+
+/* st->rank and st->threads: this rank and --threads, or the group and T it stands in for (its
+ * communicator per thread index made; threadcomm on shared's tags). Collective: before any way out
+ * of set-up. */
+static void everywhere_setup(hmb_ctx *ctx, halo_state *st)
+{
+    st->ev_threads = everywhere_threads(ctx);
+    st->ev_comm = MPI_COMM_NULL;
+    st->ev_tid = 0;
+    st->rank = hmb_rank(ctx);
+    st->threads = hmb_threads(ctx);
+    if (!st->ev_threads)
+        return;
+    st->ev_tid = hmb_rank(ctx) % st->ev_threads;
+    MPI_Comm_split(hmb_comm(ctx), st->ev_tid, hmb_rank(ctx) / st->ev_threads, &st->ev_comm);
+    st->rank = hmb_rank(ctx) / st->ev_threads; /* the group: the rank it stands in for */
+    st->threads = st->ev_threads;
+    st->tc = TC_SHARED; /* one thread's share per rank, on its group's communicator (shared's tags) */
 }
 
 /* ------------------------------------------------------------------ options, points, memory */
@@ -66,7 +78,7 @@ void halo_face_range(halo_state *st, int d, size_t first, size_t count, uint64_t
 static void thread_dims(hmb_ctx *ctx, int tdims[3])
 {
     const hmb_common_opts *c = hmb_common(ctx);
-    const int ev = halo_everywhere_threads(ctx);
+    const int ev = everywhere_threads(ctx);
     for (int a = 0; a < 3; a++)
         tdims[a] = c->given.tgrid && c->tgrid.n == 3 ? (int)c->tgrid.v[a] : 0;
     if (hmb_dims_balanced(ev ? ev : hmb_threads(ctx), 3, tdims) != 0)
@@ -151,10 +163,10 @@ void halo_check(hmb_ctx *ctx)
 {
     const halo_opts *o = HMB_OPTS(halo_opts, ctx);
     const hmb_common_opts *c = hmb_common(ctx);
-    halo_check_everywhere(ctx);
+    check_everywhere(ctx);
     hmb_topo t;
     halo_topo(ctx, 1, &t);
-    const int ev = halo_everywhere_threads(ctx), shares = ev ? ev : hmb_threads(ctx);
+    const int ev = everywhere_threads(ctx), shares = ev ? ev : hmb_threads(ctx);
     int parts = hmb_face_partitions(ctx), tc = o->given.thread_comm || ev;
     if (tc && o->given.mode)
         hmb_usage_error(ctx, "--thread-comm and --mode both given: --thread-comm runs its own exchange (threadcomm)");
@@ -198,7 +210,7 @@ void halo_points(hmb_ctx *ctx, hmb_point_list *out)
     const hmb_common_opts *c = hmb_common(ctx);
     hmb_topo t;
     halo_topo(ctx, 0, &t);
-    const int ev = halo_everywhere_threads(ctx) > 0;
+    const int ev = everywhere_threads(ctx) > 0;
     unsigned long long tcs = o->given.thread_comm ? o->thread_comm : 0;
     const long long *dom = o->domain.v;
     for (int tc = -1; tc < NTC; tc++) { /* -1: --mode's exchanges (no --thread-comm) */
@@ -228,6 +240,77 @@ static void point_domain(const hmb_ctx *ctx, const hmb_point *pt, int n[3])
 }
 
 /* ------------------------------------------------------------------ set-up and teardown */
+
+/* --thread-comm: thread t's communicator (and tag scheme), created once per point. */
+static MPI_Comm tc_new_comm(halo_state *st, MPI_Comm comm)
+{
+    st->tc_created[st->tc_ncomms++] = comm;
+    return comm;
+}
+
+static void threadcomm_setup(hmb_ctx *ctx, halo_state *st)
+{
+    MPI_Comm base = st->ev_threads ? st->ev_comm : hmb_comm(ctx), one = MPI_COMM_NULL;
+    st->tc_tag_per_thread = st->tc == TC_SHARED || st->tc == TC_TAG;
+    if (st->tc == TC_SHARED) {
+        MPI_Comm_dup(base, &one);
+        tc_new_comm(st, one);
+    } else if (st->tc == TC_TAG) {
+        one = tc_new_comm(st, hmb_comm_dup_asserting(base, halo_tc_info_keys, TC_NINFO, st->tc_info));
+    }
+    for (int t = 0; t < st->threads; t++) {
+        MPI_Comm comm = one;
+        if (st->tc == TC_COMM) {
+            MPI_Comm_dup(base, &comm);
+        } else if (st->tc == TC_STREAM) {
+            hmb_stream_create(&st->tc_streams[st->tc_nstreams++]);
+            hmb_stream_comm(base, st->tc_streams[t], &comm);
+        }
+        st->tc_comm[t] = one != MPI_COMM_NULL ? one : tc_new_comm(st, comm);
+    }
+}
+
+/* The point's modes (threadcomm with --thread-comm, else --mode's), each with its communicator;
+ * 1 when one of them is unsupported here (reported). */
+static int choose_modes(hmb_ctx *ctx, halo_state *st)
+{
+    if (st->tc >= 0) {
+        char why[160];
+        const char *reason = st->tc == TC_STREAM ? hmb_streams_unsupported(ctx, st->threads, why, sizeof why) : NULL;
+        if (reason)
+            hmb_unsupported(ctx, "%s", reason);
+        if (reason || hmb_modes_select(ctx, 1ull << MODE_THREADCOMM, st->mock, st->modes) < 0)
+            return 1;
+        st->nmodes = 1;
+        threadcomm_setup(ctx, st);
+        return 0;
+    }
+    if ((st->nmodes = hmb_modes_select(ctx, HMB_OPTS(halo_opts, ctx)->mode, st->mock, st->modes)) < 0)
+        return 1;
+    for (int k = 0; k < st->nmodes; k++)
+        MPI_Comm_dup(hmb_comm(ctx), &st->comm[st->modes[k]]);
+    return 0;
+}
+
+/* The persistent and partitioned requests of the modes chosen, once per point. */
+static void create_requests(halo_state *st)
+{
+    const hmb_comm_ops *ops = st->ops;
+    MPI_Comm persistent = st->comm[MODE_PERSISTENT], partitioned = st->comm[MODE_PARTITIONED];
+    for (int d = 0; d < NDIRS; d++) {
+        halo_face *f = &st->face[d];
+        int count = (int)halo_face_cells(f), part_cells = (int)(f->piece_cells / (size_t)f->sub);
+        if (persistent != MPI_COMM_NULL && f->to != MPI_PROC_NULL)
+            ops->send_init(f->send, count, MPI_UINT64_T, f->to, d, persistent, &st->persist_send[d]);
+        if (persistent != MPI_COMM_NULL && f->from != MPI_PROC_NULL)
+            ops->recv_init(f->recv, count, MPI_UINT64_T, f->from, d, persistent, &st->persist_recv[d]);
+        if (partitioned != MPI_COMM_NULL && f->to != MPI_PROC_NULL)
+            ops->psend_init(f->send, f->nparts, part_cells, MPI_UINT64_T, f->to, d, partitioned, &st->psend[d]);
+        if (partitioned != MPI_COMM_NULL && f->from != MPI_PROC_NULL)
+            ops->precv_init(f->recv, f->nparts, part_cells, MPI_UINT64_T, f->from, d, partitioned, &st->precv[d]);
+    }
+}
+
 
 static void halo_free(halo_state *st)
 {
@@ -305,16 +388,16 @@ void *halo_setup(hmb_ctx *ctx, const hmb_point *pt)
     for (int m = 0; m < HMB_MAX_MODES; m++)
         st->comm[m] = MPI_COMM_NULL;
     st->tc = HMB_POINT(halo_point, pt)->thread_comm; /* -1 without --thread-comm */
-    halo_everywhere_setup(ctx, st); /* rank and threads; collective: before any way out of set-up */
+    everywhere_setup(ctx, st); /* rank and threads; collective: before any way out of set-up */
     st->vmrss_kib = st->vmhwm_kib = -1;
-    if (halo_choose_modes(ctx, st))
+    if (choose_modes(ctx, st))
         return st;
     if (setup_faces(ctx, st) != 0) {
         hmb_unsupported(ctx, "cannot allocate a block of %s cells with its face buffers", st->domain);
         return st;
     }
-    register_faces(ctx, st);
-    halo_create_requests(st);
+    halo_register_checks(ctx, st);
+    create_requests(st);
     hmb_memory_kB(&st->vmrss_kib, &st->vmhwm_kib); /* resident memory after set-up (resources per mode) */
     return st;
 }
