@@ -1,16 +1,18 @@
-/* Private to proto (proto.c: the probe's views sender/recv-*, the trade-off, their metrics and the
- * descriptor; proto_curve.c: the probe's views both and step, their curve and its clearest step;
- * proto_setup.c: options, points, memory, set-up and the record). The family's description is at
- * the top of proto.c. */
+/* Private to proto: pattern.c (the probe's trials in every view, the curve of views both and step
+ * and its clearest step, the trade-off's windows, the metrics, the record, the descriptor; the
+ * family's description is at its top), setup.c (checks, points, memory readings, the transfer
+ * calibration, the state of a point), verify.c (the trade-off's send data and checks; the probe
+ * checks inside each trial). */
 #ifndef HMB_BENCH_PROTO_H
 #define HMB_BENCH_PROTO_H
 
 #include "hmb/bench.h"
 
 enum { TEST_PROBE, TEST_TRADEOFF, TEST_COUNT };
-extern const char *const proto_test_names[TEST_COUNT + 1];
+static const char *const proto_test_names[TEST_COUNT + 1] = {"probe", "tradeoff", NULL};
 enum { VIEW_BOTH, VIEW_SENDER, VIEW_RECV_EARLY, VIEW_RECV_LATE, VIEW_STEP, VIEW_COUNT };
-extern const char *const proto_view_names[VIEW_COUNT + 1];
+static const char *const proto_view_names[VIEW_COUNT + 1] = {"both", "sender", "recv-early", "recv-late", "step",
+                                                             NULL};
 
 #define PROTO_OPTIONS(X)                                                                                            \
     X(test, CHOICES, .default_value = "probe", .names = proto_test_names, .help = "what to measure")                \
@@ -89,20 +91,19 @@ typedef struct {
     double rss_pairs_kB, rss_traffic_kB, hwm_kB;
 } proto_state;
 
-/* proto.c */
-void proto_calibrate_transfers(proto_state *st);
-double proto_compute_for(const proto_state *st, size_t size);
-void proto_timed_wait(hmb_ctx *ctx, MPI_Request *req, double *start, double *end);
-/* proto_curve.c: views both and step, one iteration (0 or 1 switch found); their curve in the record */
-int proto_curve_search(proto_state *st, switch_list *found);
-void proto_curve_annotate(hmb_ctx *ctx, proto_state *st);
-/* proto_setup.c */
+/* setup.c */
 void proto_check(hmb_ctx *ctx);
 void proto_points(hmb_ctx *ctx, hmb_point_list *out);
 void *proto_setup(hmb_ctx *ctx, const hmb_point *pt);
-void proto_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter);
-void proto_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt);
 void proto_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt);
+/* The largest resident memory and peak of any rank now, kB (collective). */
 void proto_max_memory(hmb_ctx *ctx, double *rss_kB, double *hwm_kB);
+/* The fastest one-way transfer time of every grid size so far (views other than both: once, at
+ * set-up; both: again in every iteration). Collective. */
+void proto_calibrate_transfers(proto_state *st);
+
+/* verify.c */
+void proto_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter);
+void proto_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter);
 
 #endif

@@ -1,6 +1,6 @@
-/* proto's options, points, memory readings, set-up, send data, teardown and the record (the
- * consensus of the switches found, the step fits, the memory per peer). The probe and the trade-off:
- * proto.c. */
+/* proto's set-up: option checks, points, memory readings, the probe's transfer calibration, the
+ * state of a point and its teardown. The probe and the trade-off: pattern.c; the trade-off's data
+ * and checks: verify.c. */
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,9 +8,6 @@
 #include <string.h>
 
 #include "proto.h"
-
-const char *const proto_test_names[TEST_COUNT + 1] = {"probe", "tradeoff", NULL};
-const char *const proto_view_names[VIEW_COUNT + 1] = {"both", "sender", "recv-early", "recv-late", "step", NULL};
 
 void proto_check(hmb_ctx *ctx)
 {
@@ -80,6 +77,39 @@ void proto_max_memory(hmb_ctx *ctx, double *rss_kB, double *hwm_kB)
     *hwm_kB = mem[1];
 }
 
+/* ------------------------------------------------------------------ the probe's transfer times */
+
+/* One-way time of a blocking transfer of each grid size (the fastest of a few round trips),
+ * broadcast from rank 0: the probe computes about twice as long. */
+static double transfer_time(proto_state *st, size_t size)
+{
+    MPI_Comm comm = hmb_comm(st->ctx);
+    const int n = (int)size;
+    double best = HUGE_VAL;
+    for (int k = 0; k < CALIBRATION_ROUND_TRIPS && st->peer >= 0; k++) {
+        double t0 = hmb_now();
+        if (st->is_sender) {
+            MPI_Send(st->send, n, MPI_BYTE, st->peer, TAG_DATA, comm);
+            MPI_Recv(st->recv, n, MPI_BYTE, st->peer, TAG_DATA, comm, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(st->recv, n, MPI_BYTE, st->peer, TAG_DATA, comm, MPI_STATUS_IGNORE);
+            MPI_Send(st->send, n, MPI_BYTE, st->peer, TAG_DATA, comm);
+        }
+        double rtt = hmb_now() - t0;
+        best = rtt < best ? rtt : best;
+    }
+    best /= 2;
+    MPI_Bcast(&best, 1, MPI_DOUBLE, 0, comm);
+    return best;
+}
+
+void proto_calibrate_transfers(proto_state *st)
+{
+    hmb_phase(st->ctx, "probe: transfer calibration");
+    for (int g = 0; g < st->ngrid; g++)
+        st->transfer_s[g] = fmin(st->transfer_s[g], transfer_time(st, st->grid[g]));
+}
+
 /* Every rank exchanges one small message with every other rank: each pair has communicated. */
 static void touch_every_pair(hmb_ctx *ctx)
 {
@@ -138,117 +168,6 @@ void *proto_setup(hmb_ctx *ctx, const hmb_point *pt)
     if (st->test == TEST_PROBE)
         proto_calibrate_transfers(st);
     return st;
-}
-
-static void tradeoff_prepare(proto_state *st, long iter)
-{
-    for (int j = 0; j < st->window && st->is_sender; j++)
-        hmb_fill(st->send + (size_t)j * st->size, st->size, hmb_rank(st->ctx), j, iter);
-}
-
-void proto_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
-{
-    proto_state *st = state;
-    if (st->test == TEST_TRADEOFF)
-        tradeoff_prepare(st, iter);
-}
-
-static int same_switches(const switch_list *a, const switch_list *b)
-{
-    if (a->count != b->count)
-        return 0;
-    for (int k = 0; k < a->count; k++)
-        if (a->lo_hi[2 * k] != b->lo_hi[2 * k] || a->lo_hi[2 * k + 1] != b->lo_hi[2 * k + 1] ||
-            a->progressed_after[k] != b->progressed_after[k])
-            return 0;
-    return 1;
-}
-
-static void probe_annotate(hmb_ctx *ctx, proto_state *st)
-{
-    int best = -1, best_votes = 0;
-    for (int i = 0; i < st->nfound; i++) {
-        int votes = 0;
-        for (int k = 0; k < st->nfound; k++)
-            votes += same_switches(&st->found[i], &st->found[k]);
-        if (votes > best_votes)
-            best = i, best_votes = votes;
-    }
-    double rows[2 * MAX_SWITCHES], after[MAX_SWITCHES];
-    const switch_list *s = best >= 0 ? &st->found[best] : NULL;
-    const int count = s ? s->count : 0;
-    for (int k = 0; k < count; k++) {
-        rows[2 * k] = (double)s->lo_hi[2 * k];
-        rows[2 * k + 1] = (double)s->lo_hi[2 * k + 1];
-        after[k] = s->progressed_after[k];
-    }
-    hmb_result_add_rows(ctx, "switch_bytes", rows, count, 2);
-    hmb_result_add_rows(ctx, "switch_progressed_after", after, count, 1);
-    hmb_result_add_num(ctx, "switch_agreement", st->nfound ? (double)best_votes / st->nfound : NAN);
-    hmb_result_add_num(ctx, "trials", st->trials);
-    hmb_result_add_num(ctx, "trials_run", (double)st->trials_run);
-    hmb_result_add_num(ctx, "trials_without_verdict", (double)st->trials_without_verdict);
-    hmb_result_add_num(ctx, "element_bytes", (double)st->element);
-    double *bw = malloc((size_t)st->ngrid * 2 * sizeof *bw);
-    if (!bw)
-        abort();
-    for (int g = 0; g < st->ngrid; g++) {
-        bw[2 * g] = (double)st->grid[g];
-        const double t = st->transfer_s[g];
-        bw[2 * g + 1] = t > 0 && isfinite(t) ? (double)st->grid[g] / t / 1e6 : NAN;
-    }
-    hmb_result_add_rows(ctx, "bandwidth_MBps", bw, st->ngrid, 2);
-    free(bw);
-    if (st->view == VIEW_STEP || st->view == VIEW_BOTH)
-        proto_curve_annotate(ctx, st);
-    char text[64 * MAX_SWITCHES] = "";
-    for (int k = 0; k < count; k++) {
-        size_t len = strlen(text);
-        snprintf(text + len, sizeof text - len, "%s%zu-%zu%s", k ? " " : "", s->lo_hi[2 * k],
-                 s->lo_hi[2 * k + 1], s->progressed_after[k] ? "(+)" : "");
-    }
-    hmb_result_add_str(ctx, "switches", count ? text : "none");
-    static const char *const meaning[VIEW_COUNT] = {
-        "both sides computed after posting: above a switch more of the transfer is left after the compute "
-        "(up: a handshake)",
-        "the sender's request completes without the receiver below a switch (eager or inline send)",
-        "the receiver completes without the sender below a switch (none: it copies by itself, e.g. CMA)",
-        "the receiver completes without the sender below a switch (none: it copies by itself, e.g. CMA)",
-        "the cost of a blocking transfer of fresh data jumps at a switch (up: a handshake; down: one copy, not two)"};
-    hmb_note(ctx, "probe view %s: switches %s (agreement %.2f, %ld trials, %ld without verdict); %s",
-             proto_view_names[st->view], count ? text : "none", st->nfound ? (double)best_votes / st->nfound : 0.0,
-             st->trials_run, st->trials_without_verdict, meaning[st->view]);
-    int even = 1;
-    for (int g = 2; g < st->ngrid; g++)
-        even &= st->grid[g] - st->grid[g - 1] == st->grid[1] - st->grid[0];
-    if (!even && (st->view == VIEW_STEP || st->view == VIEW_BOTH))
-        hmb_note(ctx, "probe view %s: --range is not evenly spaced; the lines fitted on each side of a step "
-                 "assume a linear grid (e.g. 512:96K:+512)", proto_view_names[st->view]);
-    for (int j = 0; j < st->nsteps; j++)
-        hmb_note(ctx, "probe view %s: the %s step at %.0f-%.0f B: jump %+.3f us, slopes %.4f | %.4f us/KB",
-                 proto_view_names[st->view], st->view == VIEW_STEP ? "fastest costs" : "outstanding times",
-                 st->steps[j].lo, st->steps[j].hi, st->steps[j].jump * 1e6, st->steps[j].b_left * 1e6 * 1024,
-                 st->steps[j].b_right * 1e6 * 1024);
-}
-
-void proto_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
-{
-    proto_state *st = state;
-    if (st->test == TEST_PROBE) {
-        probe_annotate(ctx, st);
-        return;
-    }
-    const proto_run *run = hmb_run_data(ctx);
-    const int peers = hmb_size(ctx) - 1;
-    const double per_peer = hmb_memory_per_peer_kB(run->rss_init_kB, st->rss_pairs_kB, peers);
-    hmb_result_add_num(ctx, "rss_init_kB", run->rss_init_kB);
-    hmb_result_add_num(ctx, "rss_pairs_kB", st->rss_pairs_kB);
-    hmb_result_add_num(ctx, "rss_traffic_kB", st->rss_traffic_kB);
-    hmb_result_add_num(ctx, "hwm_kB", st->hwm_kB);
-    hmb_result_add_num(ctx, "per_peer_kB", per_peer);
-    /* projections (a straight line from the peers of this run), not measurements: named so */
-    hmb_result_add_num(ctx, "rss_1000_peers_projected_kB", hmb_memory_projected_kB(run->rss_init_kB, per_peer, 1000));
-    hmb_result_add_num(ctx, "rss_8000_peers_projected_kB", hmb_memory_projected_kB(run->rss_init_kB, per_peer, 8000));
 }
 
 void proto_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
