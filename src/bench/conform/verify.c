@@ -1,5 +1,5 @@
-/* conform's framework: verdicts, bounded waits and control messages, and the data pattern every
- * check moves (the family's description is at the top of conform.c). */
+/* conform's verdicts, bounded waits and control messages, and the data pattern every check moves
+ * and checks (the family's description is at the top of pattern.c). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

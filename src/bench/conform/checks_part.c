@@ -1,5 +1,5 @@
-/* conform: the partitioned checks (docs/conformance.md; the family's description is at the top
- * of conform.c). */
+/* conform: a partitioned pair and the partitioned checks of data and arrival (docs/conformance.md;
+ * the family's description is at the top of pattern.c). */
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* conform: the MPI + threads checks (docs/conformance.md; the family's description is at the top
- * of conform.c). */
+ * of pattern.c). */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* conform: the partitioned checks of ordering, scale and request life: MPI_Pready's order, an
  * uninvolved rank, many partitions, restarts, freeing, multiple completion (docs/conformance.md;
- * the family's description is at the top of conform.c). */
+ * the family's description is at the top of pattern.c). */
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,9 @@
-/* conform: declarations shared by conform.c, conform_part.c and conform_threads.c (the family's
- * description is at the top of conform.c). */
+/* Private to conform: pattern.c (the table of checks, running one and gathering the ranks'
+ * verdicts, the record, the descriptor; the family's description is at its top), setup.c (option
+ * checks, points, the name and reproducer of a check, the state), verify.c (verdicts, bounded
+ * waits, the data every check moves), and the checks themselves: checks_part.c (a partitioned
+ * pair, data and arrival), checks_rounds.c (order, scale, request life), checks_threads.c
+ * (MPI + threads). */
 #ifndef HMB_CONFORM_H
 #define HMB_CONFORM_H
 
@@ -16,14 +20,15 @@ enum { TAG_DATA = 7, TAG_GO = 100 };
 
 typedef enum { ORDER_FORWARD, ORDER_REVERSE, ORDER_RANDOM, ORDER_THREADS, ORDER_RANGE, ORDER_LIST } ready_order;
 /* --order's names: name k is ready_order k + 1 (forward is no choice). --state's names. */
-extern const char *const cf_order_names[], *const cf_state_names[];
+static const char *const cf_order_names[] = {"reverse", "random", "threads", "range", "list", NULL};
+static const char *const cf_state_names[] = {"unstarted", "null", "completed", NULL};
 enum { STATE_UNSTARTED, STATE_NULL, STATE_COMPLETED };
 
 #define CONFORM_OPTIONS(X)                                                                                          \
     X(check, CHOICES, .default_value = "all", .help = "checks to run (one point each per variant)",                  \
       .choices = "inactive-buffer|pready-nonblocking|parrived-truth|parrived-inactive|part-counts|pready-order|"     \
                  "third-rank|many-partitions|restarts|request-free|multi-completion|mt-order|info-assertions|"      \
-                 "streams|thread-level") /* the order of checks[] in conform.c */                                  \
+                 "streams|thread-level") /* the order of checks[] in pattern.c */                                  \
     X(requests, INTS, .default_value = "1,2,8", .min = 1, .max = 64, .used_by = "check:inactive-buffer",           \
       .help = "inactive-buffer: partitioned requests per pair of ranks")                                           \
     X(counts, STRING, .default_value = "4:8,8:2,3:6,6:4", .used_by = "check:part-counts", .help = "part-counts: send:receive partition counts") \
@@ -59,7 +64,7 @@ typedef struct {
     char name[128], reproducer[512];
 } cf;
 
-/* Verdicts and bounded waits (conform.c). cf_set keeps the first reason of the worst verdict. */
+/* Verdicts and bounded waits (verify.c). cf_set keeps the first reason of the worst verdict. */
 void cf_set(cf *c, int verdict, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int cf_expired(const cf *c);
 /* Poll n requests until all completed or the deadline: 1, or 0 after a FAIL naming what was
@@ -68,7 +73,7 @@ int cf_complete(cf *c, int n, MPI_Request *req, const char *what);
 int cf_ctl_send(cf *c, int peer, int tag); /* a control message between the pair, bounded */
 int cf_ctl_recv(cf *c, int peer, int tag);
 
-/* Data (conform.c): word w of generation gen, fill, poison, the first wrong word (-1: none) and
+/* Data (verify.c): word w of generation gen, fill, poison, the first wrong word (-1: none) and
  * what a wrong word holds (stride: generations between one round and the next). */
 uint64_t cf_word_of(long gen, size_t w);
 void cf_fill(uint64_t *b, size_t lo, size_t hi, long gen);
@@ -77,7 +82,7 @@ long cf_bad_word(const uint64_t *b, size_t lo, size_t hi, long gen);
 const char *cf_word_story_k(uint64_t v, long gen, size_t w, long stride);
 const char *cf_word_story(uint64_t v, long gen, size_t w);
 
-/* A partitioned pair (conform_part.c): rank 1 sends, rank 0 receives a message of `words` words,
+/* A partitioned pair (checks_part.c): rank 1 sends, rank 0 receives a message of `words` words,
  * each side with its own partition count; pairs_round runs k pairs through one round (start,
  * MPI_Pready in `order`, bounded completion, data checked): 1, or 0 after a verdict. */
 typedef struct {
@@ -93,7 +98,23 @@ void pair_free(cf *c, pside *p, int n);
 int pairs_round(cf *c, pside *p, int k, long round, ready_order order);
 void ready_all(cf *c, pside *p, ready_order order, long round); /* the sender marks every partition */
 
-/* The checks (conform_part.c, conform_rounds.c, conform_threads.c): set c's verdict and reason on
+/* A check: a row of the table (pattern.c), its index a bit of --check. */
+typedef struct {
+    const char *name;
+    const char *clause;
+    const char *variant; /* the option whose values make one point each, or NULL */
+    void (*run)(cf *c, const hmb_point *pt);
+} check_def;
+
+#define NCHECKS 15
+
+/* setup.c; checks: the table (pattern.c) */
+void conform_check(hmb_ctx *ctx);
+void conform_points(hmb_ctx *ctx, hmb_point_list *out, const check_def *checks);
+void *conform_setup(hmb_ctx *ctx, const hmb_point *pt);
+void conform_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt);
+
+/* The checks (checks_part.c, checks_rounds.c, checks_threads.c): set c's verdict and reason on
  * every rank. */
 void check_inactive_buffer(cf *c, const hmb_point *pt);
 void check_pready_nonblocking(cf *c, const hmb_point *pt);
