@@ -26,7 +26,8 @@
  * own header: time (hmb/timing.h), compute and noise (hmb/compute.h), buffers and the cache
  * (hmb/memory.h), data patterns and hand-made checks (hmb/data.h), grids (hmb/topo.h), threads,
  * streams and MPI_T control variables (hmb/threads.h), MPI_T performance variables
- * (hmb/pvars.h), the metric formulas (hmb/metrics.h) and the common options (hmb/common.h). */
+ * (hmb/pvars.h), statistics of samples (hmb/stats.h), the metric formulas (hmb/metrics.h) and the
+ * common options (hmb/common.h). */
 #ifndef HMB_BENCH_H
 #define HMB_BENCH_H
 
@@ -41,6 +42,7 @@
 #include "hmb/memory.h"
 #include "hmb/metrics.h"
 #include "hmb/pvars.h"
+#include "hmb/stats.h"
 #include "hmb/threads.h"
 #include "hmb/timing.h"
 #include "hmb/topo.h"

@@ -1,12 +1,12 @@
 /* conform: a partitioned pair and the partitioned checks of data and arrival (docs/conformance.md;
  * the family's description is at the top of pattern.c). */
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "conform.h"
-#include "core.h" /* hmb_summarize */
 
 /* ------------------------------------------------------------------ a partitioned pair */
 

@@ -2,12 +2,12 @@
  * uninvolved rank, many partitions, restarts, freeing, multiple completion (docs/conformance.md;
  * the family's description is at the top of pattern.c). */
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "conform.h"
-#include "core.h" /* hmb_summarize */
 
 #if HMB_HAVE_PARTITIONED
 void check_pready_order(cf *c, const hmb_point *pt)
@@ -69,7 +69,7 @@ void check_many_partitions(cf *c, const hmb_point *pt)
     pair_free(c, &p, 1);
 }
 
-/* Median of n samples (the harness's statistics, core.h). */
+/* Median of n samples (the harness's statistics, hmb/stats.h). */
 static double median_of(const double *x, int n)
 {
     hmb_summary sm;
