@@ -51,8 +51,8 @@ typedef int hmb_stream;
 #endif
 /* The launch needs (hmb_option_rule rows) of an option whose values name these resources: MPICH
  * maps threads to distinct VCIs only with one VCI per thread (the per_thread values: shared, comm,
- * tag), and MPIX_Stream_create needs a reserved VCI per stream beside the default one ("stream";
- * measured on MPICH 5.0.2: RESERVE=2, NUM=3 at T=2). */
+ * tag), and MPIX_Stream_create needs a reserved VCI per stream beside the default one ("stream":
+ * RESERVE_VCIS = T, NUM_VCIS = T + 1). */
 #define HMB_VCI_RULES(opt, per_thread)                                                                              \
     {.option = opt, .values = per_thread, .env = "mpich:MPIR_CVAR_CH4_NUM_VCIS={threads}",                         \
      .why = "one VCI per thread so threads can map to distinct VCIs"},                                             \

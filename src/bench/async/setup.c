@@ -390,7 +390,7 @@ static void local_unsupported_reason(hmb_ctx *ctx, const async_op_def *def, cons
 /* Before measuring, every rank at once probes its rate with the point's work (at most
  * PROBE_MAX_NS a request, ~10 ms in all). A rate measured at start-up during another process's
  * burst reads low: once the core is free every kernel run comes out shorter than C, and every
- * sample would be left out as too fast (seen with a neighbour's load on 2 cores). The probe judges
+ * sample would be left out as too fast (a neighbour's burst on a shared machine). The probe judges
  * as a sample is judged (hmb_async_compute_too_fast); the harness then measures the sustained
  * rate again and the point uses that. The result says how many ranks did. */
 #define PROBE_MAX_NS 10000000

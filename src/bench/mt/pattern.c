@@ -79,7 +79,7 @@ static void mt_shuffle_pause(mt_shuffle *sh)
  * are matched, so all receives are: no receiver is stuck, a contradiction. (With one ack tag
  * shared by all lanes, both acks of a window could reach one sender, whose next window the
  * receivers then split between them, while the other sender waited for an ack that never
- * came: the hang seen on 16 cores, provoked on 2 by --shuffle-delay.) The contention and
+ * came: a hang, which --shuffle-delay provokes on few cores.) The contention and
  * funneled layouts, where one thread drives several lanes, obey the same per-lane argument. */
 static void rate_thread(hmb_ctx *ctx, mt_state *s, int tid, long iter)
 {
