@@ -43,8 +43,22 @@ enum { M_LATENCY, M_BANDWIDTH, M_RATE, M_ITER_TIME }; /* indices into p2p_metric
 #define WINDOW_HOT_MAX_BYTES (16u << 10)
 #define SLOTS_HOT_MAX_BYTES (128u << 10)
 
+typedef struct p2p_state p2p_state;
+
+/* A mode: a row of the modes' table (pattern.c), indexed by MODE_*. */
 typedef struct {
+    /* the timed exchange: its messages, this rank's timed region's start and end (0: none) */
+    void (*exchange)(hmb_ctx *ctx, p2p_state *st, long iter, double *t_start_s, double *t_end_s);
+    int batched;    /* a sample is a batch of back-to-back round trips (--batch), one slot each */
+    int both_ways;  /* both sides of the pair send and receive */
+    int all_pairs;  /* every rank is in a pair (rank i with i + n/2), all pairs at once */
+    int directions; /* messages per count per iteration: 1, or 2 (both directions at once) */
+    int rates;      /* reports bandwidth and message rate */
+} p2p_mode_def;
+
+struct p2p_state {
     int mode;
+    const p2p_mode_def *def; /* its row */
     size_t size;
     int count;       /* messages per direction per iteration: window, or latency round trips (batch) */
     int slots;       /* distinct receive slots (and send patterns); message j uses slot j % slots */
@@ -58,12 +72,12 @@ typedef struct {
     unsigned char *recv_slots; /* slots x size */
     unsigned char **send_msg, **recv_msg; /* per message of this iteration: its send data, its slot */
     MPI_Request *reqs;         /* 2 * count */
-} p2p_state;
+};
 
-/* setup.c */
-void p2p_check(hmb_ctx *ctx);
-void p2p_points(hmb_ctx *ctx, hmb_point_list *out);
-void *p2p_setup(hmb_ctx *ctx, const hmb_point *pt);
+/* setup.c; modes: the modes' table (pattern.c) */
+void p2p_check(hmb_ctx *ctx, const p2p_mode_def *modes);
+void p2p_points(hmb_ctx *ctx, hmb_point_list *out, const p2p_mode_def *modes);
+void *p2p_setup(hmb_ctx *ctx, const hmb_point *pt, const p2p_mode_def *modes);
 void p2p_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt);
 
 /* verify.c */

@@ -33,11 +33,61 @@ static void pick_send_data(hmb_ctx *ctx, p2p_state *st, long iter)
     }
 }
 
-/* bw, msgrate: the signal that starts a window's timed region (see MODE_BW in p2p_iterate). */
+/* ------------------------------------------------------------------ the modes' exchanges */
+
+/* One timed exchange of a mode: its messages from send[] into recv[] (n of size bytes each), the
+ * timed region's start and end on this rank's clock (0 where this rank times nothing). */
+typedef void (*exchange_fn)(hmb_ctx *ctx, p2p_state *st, long iter, double *t_start_s, double *t_end_s);
+
+/* latency: a batch of n back-to-back round trips, each into its own slot. */
+static void ping_pong(hmb_ctx *ctx, p2p_state *st, long iter, double *t_start_s, double *t_end_s)
+{
+    (void)iter;
+    MPI_Comm comm = hmb_comm(ctx);
+    const int n = st->count, size = (int)st->size;
+    unsigned char *const *send = st->send_msg, *const *recv = st->recv_msg;
+    if (st->rewarm) {
+        hmb_phase(ctx, "latency: rewarm after the check");
+        for (int j = 0; j < n; j++)
+            if (st->is_sender) {
+                MPI_Send(send[j], size, MPI_BYTE, st->peer, TAG_REWARM, comm);
+                MPI_Recv(recv[j], size, MPI_BYTE, st->peer, TAG_REWARM, comm, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(recv[j], size, MPI_BYTE, st->peer, TAG_REWARM, comm, MPI_STATUS_IGNORE);
+                MPI_Send(send[j], size, MPI_BYTE, st->peer, TAG_REWARM, comm);
+            }
+        for (int k = 0; k < st->slots; k++)
+            hmb_poison_pages(st->recv_slots + (size_t)k * st->size, st->size);
+    }
+    if (st->is_sender) {
+        hmb_phase(ctx, "latency: wait for ready");
+        MPI_Recv(NULL, 0, MPI_BYTE, st->peer, TAG_READY, comm, MPI_STATUS_IGNORE);
+        hmb_phase(ctx, "latency: ping-pong");
+        *t_start_s = hmb_now();
+        for (int j = 0; j < n; j++) {
+            MPI_Send(send[j], size, MPI_BYTE, st->peer, TAG_DATA, comm);
+            MPI_Recv(recv[j], size, MPI_BYTE, st->peer, TAG_DATA, comm, MPI_STATUS_IGNORE);
+        }
+        *t_end_s = hmb_now();
+    } else {
+        hmb_phase(ctx, "latency: pong");
+        MPI_Irecv(recv[0], size, MPI_BYTE, st->peer, TAG_DATA, comm, &st->reqs[0]);
+        MPI_Send(NULL, 0, MPI_BYTE, st->peer, TAG_READY, comm);
+        MPI_Wait(&st->reqs[0], MPI_STATUS_IGNORE);
+        MPI_Send(send[0], size, MPI_BYTE, st->peer, TAG_DATA, comm);
+        for (int j = 1; j < n; j++) {
+            MPI_Recv(recv[j], size, MPI_BYTE, st->peer, TAG_DATA, comm, MPI_STATUS_IGNORE);
+            MPI_Send(send[j], size, MPI_BYTE, st->peer, TAG_DATA, comm);
+        }
+    }
+}
+
+/* bw, msgrate: the signal that starts a window's timed region: a zero-byte ready message to the
+ * sender, or a barrier where every pair starts together (the mode's row: all_pairs). */
 static void start_signal(hmb_ctx *ctx, const p2p_state *st)
 {
     MPI_Comm comm = hmb_comm(ctx);
-    if (st->mode == MODE_MSGRATE) {
+    if (st->def->all_pairs) {
         hmb_phase(ctx, "msgrate: barrier");
         MPI_Barrier(comm);
     } else if (st->is_sender) {
@@ -48,108 +98,87 @@ static void start_signal(hmb_ctx *ctx, const p2p_state *st)
     }
 }
 
-static int p2p_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
+/* bw, msgrate: one way, a window of n messages and an ack. The start signal comes after the
+ * receiver posted the window (--post ahead), or before it posts (--post racing: the sender's first
+ * messages race the receiver's posting, as after osu_bw's and osu_mbw_mr's ack). */
+static void window_one_way(hmb_ctx *ctx, p2p_state *st, long iter, double *t_start_s, double *t_end_s)
 {
-    p2p_state *st = state;
+    (void)iter;
     MPI_Comm comm = hmb_comm(ctx);
     const int n = st->count, size = (int)st->size;
-    if (st->mode != MODE_MSGRATE && st->peer < 0)
-        return 0;
-    pick_send_data(ctx, st, iter);
     unsigned char *const *send = st->send_msg, *const *recv = st->recv_msg;
-    double t_start_s = 0, t_end_s = 0;
-
-    switch (st->mode) {
-    case MODE_LATENCY: /* a batch of n back-to-back round trips, each into its own slot */
-        if (st->rewarm) {
-            hmb_phase(ctx, "latency: rewarm after the check");
-            for (int j = 0; j < n; j++)
-                if (st->is_sender) {
-                    MPI_Send(send[j], size, MPI_BYTE, st->peer, TAG_REWARM, comm);
-                    MPI_Recv(recv[j], size, MPI_BYTE, st->peer, TAG_REWARM, comm, MPI_STATUS_IGNORE);
-                } else {
-                    MPI_Recv(recv[j], size, MPI_BYTE, st->peer, TAG_REWARM, comm, MPI_STATUS_IGNORE);
-                    MPI_Send(send[j], size, MPI_BYTE, st->peer, TAG_REWARM, comm);
-                }
-            for (int k = 0; k < st->slots; k++)
-                hmb_poison_pages(st->recv_slots + (size_t)k * st->size, st->size);
-        }
-        if (st->is_sender) {
-            hmb_phase(ctx, "latency: wait for ready");
-            MPI_Recv(NULL, 0, MPI_BYTE, st->peer, TAG_READY, comm, MPI_STATUS_IGNORE);
-            hmb_phase(ctx, "latency: ping-pong");
-            t_start_s = hmb_now();
-            for (int j = 0; j < n; j++) {
-                MPI_Send(send[j], size, MPI_BYTE, st->peer, TAG_DATA, comm);
-                MPI_Recv(recv[j], size, MPI_BYTE, st->peer, TAG_DATA, comm, MPI_STATUS_IGNORE);
-            }
-            t_end_s = hmb_now();
-            out->value[M_LATENCY] = (t_end_s - t_start_s) / (2.0 * n) * 1e6;
-        } else {
-            hmb_phase(ctx, "latency: pong");
-            MPI_Irecv(recv[0], size, MPI_BYTE, st->peer, TAG_DATA, comm, &st->reqs[0]);
-            MPI_Send(NULL, 0, MPI_BYTE, st->peer, TAG_READY, comm);
-            MPI_Wait(&st->reqs[0], MPI_STATUS_IGNORE);
-            MPI_Send(send[0], size, MPI_BYTE, st->peer, TAG_DATA, comm);
-            for (int j = 1; j < n; j++) {
-                MPI_Recv(recv[j], size, MPI_BYTE, st->peer, TAG_DATA, comm, MPI_STATUS_IGNORE);
-                MPI_Send(send[j], size, MPI_BYTE, st->peer, TAG_DATA, comm);
-            }
-        }
-        break;
-
-    case MODE_BW:
-    case MODE_MSGRATE:
-        /* The start signal (bw: a zero-byte ready message to the sender; msgrate: a barrier, all
-         * pairs start together) after the receiver posted the window (--post ahead), or before
-         * it posts (--post racing: the sender's first messages race the receiver's posting, as
-         * after osu_bw's and osu_mbw_mr's ack) */
-        if (st->racing)
-            start_signal(ctx, st);
-        if (!st->is_sender) {
-            hmb_phase(ctx, "window: receive");
-            for (int j = 0; j < n; j++)
-                MPI_Irecv(recv[j], size, MPI_BYTE, st->peer, TAG_DATA, comm, &st->reqs[j]);
-        }
-        if (!st->racing)
-            start_signal(ctx, st);
-        if (st->is_sender) {
-            hmb_phase(ctx, "window: send");
-            t_start_s = hmb_now();
-            for (int j = 0; j < n; j++)
-                MPI_Isend(send[j], size, MPI_BYTE, st->peer, TAG_DATA, comm, &st->reqs[j]);
-            MPI_Waitall(n, st->reqs, MPI_STATUSES_IGNORE);
-            MPI_Recv(NULL, 0, MPI_BYTE, st->peer, TAG_ACK, comm, MPI_STATUS_IGNORE);
-            t_end_s = hmb_now();
-        } else {
-            MPI_Waitall(n, st->reqs, MPI_STATUSES_IGNORE);
-            MPI_Send(NULL, 0, MPI_BYTE, st->peer, TAG_ACK, comm);
-        }
-        break;
-
-    case MODE_BIBW:
-        hmb_phase(ctx, "bibw: exchange windows");
+    if (st->racing)
+        start_signal(ctx, st);
+    if (!st->is_sender) {
+        hmb_phase(ctx, "window: receive");
         for (int j = 0; j < n; j++)
-            MPI_Irecv(recv[j], size, MPI_BYTE, st->peer, TAG_DATA, comm, &st->reqs[n + j]);
-        MPI_Sendrecv(NULL, 0, MPI_BYTE, st->peer, TAG_READY, NULL, 0, MPI_BYTE, st->peer, TAG_READY, comm,
-                     MPI_STATUS_IGNORE);
-        t_start_s = hmb_now();
+            MPI_Irecv(recv[j], size, MPI_BYTE, st->peer, TAG_DATA, comm, &st->reqs[j]);
+    }
+    if (!st->racing)
+        start_signal(ctx, st);
+    if (st->is_sender) {
+        hmb_phase(ctx, "window: send");
+        *t_start_s = hmb_now();
         for (int j = 0; j < n; j++)
             MPI_Isend(send[j], size, MPI_BYTE, st->peer, TAG_DATA, comm, &st->reqs[j]);
-        MPI_Waitall(2 * n, st->reqs, MPI_STATUSES_IGNORE);
-        if (st->is_sender)
-            MPI_Recv(NULL, 0, MPI_BYTE, st->peer, TAG_ACK, comm, MPI_STATUS_IGNORE);
-        else
-            MPI_Send(NULL, 0, MPI_BYTE, st->peer, TAG_ACK, comm);
-        t_end_s = hmb_now();
-        break;
+        MPI_Waitall(n, st->reqs, MPI_STATUSES_IGNORE);
+        MPI_Recv(NULL, 0, MPI_BYTE, st->peer, TAG_ACK, comm, MPI_STATUS_IGNORE);
+        *t_end_s = hmb_now();
+    } else {
+        MPI_Waitall(n, st->reqs, MPI_STATUSES_IGNORE);
+        MPI_Send(NULL, 0, MPI_BYTE, st->peer, TAG_ACK, comm);
     }
+}
 
-    /* Messages and bytes of this iteration, over the span it took (rank 0's view, or for
-     * msgrate the first start to the last end over all senders in rank 0's time base). */
-    double messages = (double)n * (st->mode == MODE_BIBW ? 2 : 1);
+/* bibw: both ways at once, a window each, then the ack. */
+static void window_both_ways(hmb_ctx *ctx, p2p_state *st, long iter, double *t_start_s, double *t_end_s)
+{
+    (void)iter;
+    MPI_Comm comm = hmb_comm(ctx);
+    const int n = st->count, size = (int)st->size;
+    unsigned char *const *send = st->send_msg, *const *recv = st->recv_msg;
+    hmb_phase(ctx, "bibw: exchange windows");
+    for (int j = 0; j < n; j++)
+        MPI_Irecv(recv[j], size, MPI_BYTE, st->peer, TAG_DATA, comm, &st->reqs[n + j]);
+    MPI_Sendrecv(NULL, 0, MPI_BYTE, st->peer, TAG_READY, NULL, 0, MPI_BYTE, st->peer, TAG_READY, comm,
+                 MPI_STATUS_IGNORE);
+    *t_start_s = hmb_now();
+    for (int j = 0; j < n; j++)
+        MPI_Isend(send[j], size, MPI_BYTE, st->peer, TAG_DATA, comm, &st->reqs[j]);
+    MPI_Waitall(2 * n, st->reqs, MPI_STATUSES_IGNORE);
+    if (st->is_sender)
+        MPI_Recv(NULL, 0, MPI_BYTE, st->peer, TAG_ACK, comm, MPI_STATUS_IGNORE);
+    else
+        MPI_Send(NULL, 0, MPI_BYTE, st->peer, TAG_ACK, comm);
+    *t_end_s = hmb_now();
+}
+
+/* The modes, in MODE_* order (their names: p2p_mode_names). */
+static const p2p_mode_def p2p_modes[MODE_COUNT] = {
+    [MODE_LATENCY] = {.exchange = ping_pong, .batched = 1, .both_ways = 1, .directions = 1},
+    [MODE_BW] = {.exchange = window_one_way, .directions = 1, .rates = 1},
+    [MODE_BIBW] = {.exchange = window_both_ways, .both_ways = 1, .directions = 2, .rates = 1},
+    [MODE_MSGRATE] = {.exchange = window_one_way, .all_pairs = 1, .directions = 1, .rates = 1},
+};
+
+/* ------------------------------------------------------------------ one sample */
+
+static int p2p_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
+{
+    (void)pt;
+    p2p_state *st = state;
+    const p2p_mode_def *mode = st->def;
+    if (!mode->all_pairs && st->peer < 0)
+        return 0;
+    pick_send_data(ctx, st, iter);
+    double t_start_s = 0, t_end_s = 0;
+    mode->exchange(ctx, st, iter, &t_start_s, &t_end_s);
+
+    /* Messages and bytes of this iteration, over the span it took (rank 0's view, or with every
+     * pair at once the first start to the last end over all senders in rank 0's time base). */
+    double messages = (double)st->count * mode->directions;
     double span_s = t_end_s - t_start_s;
-    if (st->mode == MODE_MSGRATE) {
+    if (mode->all_pairs) {
         double bounds[2] = {-HUGE_VAL, -HUGE_VAL};
         if (st->is_sender) {
             bounds[0] = -hmb_to_global(ctx, t_start_s);
@@ -159,8 +188,10 @@ static int p2p_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter
         span_s = bounds[1] + bounds[0];
         messages *= hmb_size(ctx) / 2;
     }
+    if (mode->batched && st->is_sender) /* half a round trip, averaged over the batch */
+        out->value[M_LATENCY] = span_s / (2.0 * st->count) * 1e6;
     out->value[M_ITER_TIME] = span_s * 1e6;
-    if (st->mode != MODE_LATENCY) {
+    if (mode->rates) {
         out->value[M_BANDWIDTH] = messages * (double)st->size / span_s / 1e6;
         out->value[M_RATE] = messages / span_s;
     }
@@ -171,7 +202,7 @@ static int p2p_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter
 static void p2p_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
 {
     const p2p_state *st = state;
-    if (st->mode == MODE_LATENCY)
+    if (st->def->batched)
         hmb_result_add_num(ctx, "batch", st->count);
     hmb_result_add_num(ctx, "slots", st->slots);
 }
@@ -194,6 +225,11 @@ static const hmb_metric p2p_metrics[] = {
     {"iter_time_us", "us", "timed region of one sample (latency: the batch of round trips; else window + ack)", 0, 0},
     HMB_METRIC_END};
 
+/* The set-up's callbacks (setup.c), handed the modes' table. */
+static void p2p_check_cb(hmb_ctx *ctx) { p2p_check(ctx, p2p_modes); }
+static void p2p_points_cb(hmb_ctx *ctx, hmb_point_list *out) { p2p_points(ctx, out, p2p_modes); }
+static void *p2p_setup_cb(hmb_ctx *ctx, const hmb_point *pt) { return p2p_setup(ctx, pt, p2p_modes); }
+
 static const hmb_bench p2p_bench = {
     .name = "p2p",
     .group = "baseline",
@@ -209,9 +245,9 @@ static const hmb_bench p2p_bench = {
     .thread_level = MPI_THREAD_SINGLE,
     .min_ranks = 2,
     .rank_multiple = 1,
-    .check = p2p_check,
-    .points = p2p_points,
-    .setup = p2p_setup,
+    .check = p2p_check_cb,
+    .points = p2p_points_cb,
+    .setup = p2p_setup_cb,
     .prepare = p2p_prepare,
     .iterate = p2p_iterate,
     .verify = p2p_verify,

@@ -2,42 +2,54 @@
  * state of a point and its teardown. The timed exchanges: pattern.c; send data and checks: verify.c. */
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "p2p.h"
 
-void p2p_check(hmb_ctx *ctx)
+void p2p_check(hmb_ctx *ctx, const p2p_mode_def *modes)
 {
     const p2p_opts *o = HMB_OPTS(p2p_opts, ctx);
-    if ((o->mode & (1u << MODE_MSGRATE)) && hmb_size(ctx) % 2 != 0)
-        hmb_usage_error(ctx, "--mode msgrate needs an even number of ranks (got %d); "
-                             "choose --mode latency,bw,bibw or add a rank", hmb_size(ctx));
+    for (int m = 0; m < MODE_COUNT; m++) {
+        if (!(o->mode & (1u << m)) || !modes[m].all_pairs || hmb_size(ctx) % 2 == 0)
+            continue;
+        char others[64] = ""; /* the modes that pair rank 0 with rank 1 alone */
+        for (int k = 0; k < MODE_COUNT; k++)
+            if (!modes[k].all_pairs)
+                snprintf(others + strlen(others), sizeof others - strlen(others), "%s%s", others[0] ? "," : "",
+                         p2p_mode_names[k]);
+        hmb_usage_error(ctx, "--mode %s needs an even number of ranks (got %d); choose --mode %s or add a rank",
+                        p2p_mode_names[m], hmb_size(ctx), others);
+    }
     const size_t *sizes = hmb_common(ctx)->sizes.v;
     const int nsizes = hmb_common(ctx)->sizes.n;
     const long long batch = o->batch;
+    int batched = 0;
+    for (int m = 0; m < MODE_COUNT; m++)
+        batched |= (o->mode & (1u << m)) && modes[m].batched;
     for (int i = 0; i < nsizes; i++) {
         if (sizes[i] > INT_MAX)
             hmb_usage_error(ctx, "--sizes: %zu bytes is more than one MPI_BYTE count can hold", sizes[i]);
-        if ((o->mode & (1u << MODE_LATENCY)) && (double)batch * (double)sizes[i] > (1u << 28))
+        if (batched && (double)batch * (double)sizes[i] > (1u << 28))
             hmb_usage_error(ctx, "--batch %lld x %zu bytes: more than 256 MB of ping-pong slots; "
                                  "use a smaller --batch or 0 (auto)", batch, sizes[i]);
     }
 }
 
-void p2p_points(hmb_ctx *ctx, hmb_point_list *out)
+void p2p_points(hmb_ctx *ctx, hmb_point_list *out, const p2p_mode_def *modes)
 {
     const size_t *sizes = hmb_common(ctx)->sizes.v;
     const int nsizes = hmb_common(ctx)->sizes.n;
-    const unsigned long long modes = HMB_OPTS(p2p_opts, ctx)->mode;
+    const unsigned long long chosen = HMB_OPTS(p2p_opts, ctx)->mode;
     for (int m = 0; m < MODE_COUNT; m++) {
-        if (!(modes & (1u << m)))
+        if (!(chosen & (1u << m)))
             continue;
         for (int i = 0; i < nsizes; i++) {
             p2p_point *p = hmb_points_new(out, sizes[i]);
             p->mode = m;
-            p->window = m == MODE_LATENCY ? 1 : HMB_OPTS(p2p_opts, ctx)->window;
-            p->pairs = m == MODE_MSGRATE ? hmb_size(ctx) / 2 : 1;
+            p->window = modes[m].batched ? 1 : HMB_OPTS(p2p_opts, ctx)->window;
+            p->pairs = modes[m].all_pairs ? hmb_size(ctx) / 2 : 1;
         }
     }
 }
@@ -104,14 +116,15 @@ static int latency_batch(hmb_ctx *ctx, const p2p_state *st)
     return batch;
 }
 
-void *p2p_setup(hmb_ctx *ctx, const hmb_point *pt)
+void *p2p_setup(hmb_ctx *ctx, const hmb_point *pt, const p2p_mode_def *modes)
 {
     p2p_state *st = calloc(1, sizeof *st);
     const p2p_point *p = HMB_POINT(p2p_point, pt);
     st->mode = p->mode;
+    st->def = &modes[st->mode];
     st->size = pt->size_bytes;
     int rank = hmb_rank(ctx), half = hmb_size(ctx) / 2;
-    if (st->mode == MODE_MSGRATE) {
+    if (st->def->all_pairs) {
         st->is_sender = rank < half;
         st->peer = st->is_sender ? rank + half : rank - half;
     } else {
@@ -121,7 +134,7 @@ void *p2p_setup(hmb_ctx *ctx, const hmb_point *pt)
     st->stale_at = hmb_inject_at(ctx, HMB_INJECT_STALE);
     st->wrong_slot_at = hmb_inject_at(ctx, HMB_INJECT_WRONG_SLOT);
     st->racing = HMB_OPTS(p2p_opts, ctx)->post == POST_RACING;
-    if (st->mode == MODE_LATENCY) {
+    if (st->def->batched) {
         st->count = latency_batch(ctx, st);
         st->slots = st->count; /* a batch is small: every round trip its own slot */
     } else {
@@ -134,7 +147,7 @@ void *p2p_setup(hmb_ctx *ctx, const hmb_point *pt)
      * before every sample would leave its lines dirty in the sender's cache: either slows the
      * round trip osu_latency times. Stale data are caught instead by poisoning the receive slots
      * before every sample (the receiver's own writes, as its previous receive left them). */
-    st->nsets = st->mode == MODE_LATENCY && hmb_common(ctx)->cache == HMB_CACHE_HOT ? 1 : 2;
+    st->nsets = st->def->batched && hmb_common(ctx)->cache == HMB_CACHE_HOT ? 1 : 2;
     /* The check reads every received byte after the sample; above the hot-slot cap that read
      * displaces what the library's own copy left in this core's caches, and the next sample would
      * pay for it (osu_latency -c does untimed round trips before each timed one for the same
@@ -142,10 +155,10 @@ void *p2p_setup(hmb_ctx *ctx, const hmb_point *pt)
      * slots restores the state the library leaves, the receive slots are poisoned again
      * (hmb_poison_pages: not dirtying them), then the sample is timed. The measurements:
      * docs/metrics.md, "Latency buffers". */
-    st->rewarm = st->mode == MODE_LATENCY && st->nsets == 1 && hmb_validate_enabled(ctx) &&
+    st->rewarm = st->def->batched && st->nsets == 1 && hmb_validate_enabled(ctx) &&
                  st->size * (size_t)st->slots > SLOTS_HOT_MAX_BYTES;
-    int sends = st->peer >= 0 && (st->is_sender || st->mode == MODE_LATENCY || st->mode == MODE_BIBW);
-    int recvs = st->peer >= 0 && (!st->is_sender || st->mode == MODE_LATENCY || st->mode == MODE_BIBW);
+    int sends = st->peer >= 0 && (st->is_sender || st->def->both_ways);
+    int recvs = st->peer >= 0 && (!st->is_sender || st->def->both_ways);
     const size_t slots_bytes = st->size * (size_t)st->slots;
     int ok = 1;
     if (sends)
