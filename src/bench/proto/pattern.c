@@ -49,6 +49,34 @@ static void proto_timed_wait(hmb_ctx *ctx, MPI_Request *req, double *start, doub
     *end = hmb_to_global(ctx, t1);
 }
 
+/* ------------------------------------------------------------------ the views */
+
+typedef void (*size_costs)(proto_state *st, const size_t *sizes, int n, int rounds, double *out);
+
+/* The per-size curve of a view that reads its switch from the clearest step of it (both, step). */
+typedef struct {
+    void (*scan)(proto_state *st, double *y); /* this iteration's readings into cost_s (y: scratch) */
+    size_costs measure;                       /* a bisection step's three sizes */
+    int (*bisect_rounds)(const proto_state *st);
+    int smoothed;             /* the step is read from the running median of 3 of cost_s */
+    int relative;             /* the clearest step by factor, not by jump (hmb_clearest_step) */
+    int carry_slopes;         /* the bisection carries the fitted slopes (bisect_step) */
+    int step_down_progressed; /* a step down means the transfer progressed after the switch */
+    const char *key;          /* the curve in the record */
+    const char *what;         /* the curve in the notes */
+    int shares;               /* the record has its share of the transfer time */
+} proto_curve;
+
+/* A view of the probe: a row of proto_views, indexed by VIEW_*. */
+typedef struct {
+    int observe_sender;       /* trial views: the side observed is the sender (else the receiver) */
+    int receive_late;         /* trial views: the receiver posts after the send */
+    const proto_curve *curve; /* both, step; NULL: the trials' majority verdict, bisected (hmb_find_switches) */
+    const char *meaning;      /* what a switch of the view says, in the notes */
+} proto_view_def;
+
+static const proto_view_def proto_views[VIEW_COUNT];
+
 /* One trial at one size: both sides post, compute with no MPI call, then wait. The observed
  * side computes C, its peer C + lead: the peer's MPI_Wait is its first MPI call after posting,
  * so the observed side's wait that ended before the peer's began needed nothing of the peer.
@@ -63,7 +91,8 @@ static int probe_once(proto_state *st, size_t size)
     hmb_ctx *ctx = st->ctx;
     MPI_Comm comm = hmb_comm(ctx);
     const int n = (int)size, part = st->probe_no++;
-    const int observed = st->view == VIEW_SENDER ? st->is_sender : !st->is_sender;
+    const proto_view_def *view = &proto_views[st->view];
+    const int observed = view->observe_sender ? st->is_sender : !st->is_sender;
     const int64_t c_ns = (int64_t)(proto_compute_for(st, size) * 1e9);
     const int64_t lead_ns = c_ns + HMB_OPTS(proto_opts, ctx)->min_compute;
     const int64_t compute_ns = observed ? c_ns : c_ns + lead_ns;
@@ -75,7 +104,7 @@ static int probe_once(proto_state *st, size_t size)
         memset(st->recv, 0, size);
     hmb_phase(ctx, "probe: trial");
     if (st->peer >= 0 && st->is_sender) {
-        if (st->view == VIEW_RECV_LATE) {
+        if (view->receive_late) {
             MPI_Isend(st->send, n, MPI_BYTE, st->peer, TAG_DATA, comm, &req);
             MPI_Send(NULL, 0, MPI_BYTE, st->peer, TAG_TOKEN, comm); /* "sent": post now */
         } else {
@@ -85,10 +114,10 @@ static int probe_once(proto_state *st, size_t size)
         hmb_compute_ns(ctx, compute_ns);
         proto_timed_wait(ctx, &req, &wait_start, &wait_end);
     } else if (st->peer >= 0) {
-        if (st->view == VIEW_RECV_LATE)
+        if (view->receive_late)
             MPI_Recv(NULL, 0, MPI_BYTE, st->peer, TAG_TOKEN, comm, MPI_STATUS_IGNORE);
         MPI_Irecv(st->recv, n, MPI_BYTE, st->peer, TAG_DATA, comm, &req);
-        if (st->view != VIEW_RECV_LATE)
+        if (!view->receive_late)
             MPI_Send(NULL, 0, MPI_BYTE, st->peer, TAG_TOKEN, comm);
         hmb_compute_ns(ctx, compute_ns);
         proto_timed_wait(ctx, &req, &wait_start, &wait_end);
@@ -307,13 +336,11 @@ static void fresh_costs(proto_state *st, const size_t *sizes, int n, int rounds,
  * outstanding times through a running median of 3 (hmb_running_median3). */
 static void switch_curve(const proto_state *st, double *y)
 {
-    if (st->view == VIEW_BOTH)
+    if (proto_views[st->view].curve->smoothed)
         hmb_running_median3(st->ngrid, st->cost_s, y);
     else
         memcpy(y, st->cost_s, (size_t)st->ngrid * sizeof *y);
 }
-
-typedef void (*size_costs)(proto_state *st, const size_t *sizes, int n, int rounds, double *out);
 
 /* Bisection of a step's grid interval down to --element bytes: each step measures the
  * interval's ends and its middle together (`measure`, `rounds` each) and, with carry_slopes,
@@ -324,16 +351,17 @@ typedef void (*size_costs)(proto_state *st, const size_t *sizes, int n, int roun
  * interval); view both does not: its jumps are several times the slope over an interval, and its
  * fitted slopes are not to be trusted next to the step (the first sizes after a switch read high
  * in a round, tilting the right line). Every rank computes the same (rank 0's readings). */
-static void bisect_step(proto_state *st, const hmb_changepoint *cp, size_costs measure, int rounds,
-                        int carry_slopes, switch_list *found)
+static void bisect_step(proto_state *st, const hmb_changepoint *cp, switch_list *found)
 {
+    const proto_curve *curve = proto_views[st->view].curve;
+    const int rounds = curve->bisect_rounds(st);
     size_t lo = st->grid[cp->index - 1], hi = st->grid[cp->index];
     while (hi - lo > st->element) {
         size_t three[3] = {lo, lo + (hi - lo) / st->element / 2 * st->element, hi};
         double t[3];
-        measure(st, three, 3, rounds, t);
+        curve->measure(st, three, 3, rounds, t);
         hmb_changepoint local = *cp;
-        if (!carry_slopes)
+        if (!curve->carry_slopes)
             local.b_left = local.b_right = 0.0;
         local.a_left = t[0] - local.b_left * (double)lo;
         local.a_right = t[2] - local.b_right * (double)hi;
@@ -345,7 +373,7 @@ static void bisect_step(proto_state *st, const hmb_changepoint *cp, size_costs m
     found->lo_hi[0] = lo;
     found->lo_hi[1] = hi;
     /* view both: a step down leaves less outstanding after the compute above the switch */
-    found->progressed_after[0] = st->view == VIEW_BOTH && cp->jump < 0;
+    found->progressed_after[0] = curve->step_down_progressed && cp->jump < 0;
 }
 
 /* Views step and both, one iteration: the curve over the grid sizes (step: the fastest
@@ -357,21 +385,11 @@ static void bisect_step(proto_state *st, const hmb_changepoint *cp, size_costs m
  * (bisect_step). Returns the switches found (0 or 1). */
 static int proto_curve_search(proto_state *st, switch_list *found)
 {
+    const proto_curve *curve = proto_views[st->view].curve;
     double *x = malloc((size_t)st->ngrid * sizeof *x), *y = malloc((size_t)st->ngrid * sizeof *y);
     if (!x || !y)
         abort();
-    if (st->view == VIEW_STEP) {
-        fresh_costs(st, st->grid, st->ngrid, STEP_ROUND_TRIPS, y);
-        for (int g = 0; g < st->ngrid; g++)
-            st->cost_s[g] = y[g] < st->cost_s[g] ? y[g] : st->cost_s[g];
-    } else {
-        proto_calibrate_transfers(st);
-        both_trials(st, st->grid, st->ngrid, st->trials, st->pool);
-        for (int g = 0; g < st->ngrid; g++) {
-            st->cost_s[g] = pool_quartile(&st->pool[g]);
-            st->share_at[g] = hmb_probe_outstanding_share(st->cost_s[g], st->transfer_s[g]);
-        }
-    }
+    curve->scan(st, y);
     switch_curve(st, y);
     for (int g = 0; g < st->ngrid; g++)
         x[g] = (double)st->grid[g];
@@ -379,17 +397,69 @@ static int proto_curve_search(proto_state *st, switch_list *found)
     /* view both: the step that changes the outstanding time by the largest factor, not the
      * largest jump (a page step or a bend of larger sizes can be as clear against the noise as a
      * small switch) */
-    const int stepped = hmb_clearest_step(st->ngrid, x, y, st->view == VIEW_BOTH, &cp) == 1;
+    const int stepped = hmb_clearest_step(st->ngrid, x, y, curve->relative, &cp) == 1;
     free(x);
     free(y);
     if (!stepped)
         return 0;
-    if (st->view == VIEW_STEP)
-        bisect_step(st, &cp, fresh_costs, STEP_BISECT_ROUND_TRIPS, 1, found);
-    else
-        bisect_step(st, &cp, both_costs, BOTH_BISECT_TRIALS_PER_TRIAL * st->trials, 0, found);
+    bisect_step(st, &cp, found);
     return 1;
 }
+
+/* View step's readings of one iteration: the fastest fresh-data cost of each grid size so far. */
+static void scan_fresh_costs(proto_state *st, double *y)
+{
+    fresh_costs(st, st->grid, st->ngrid, STEP_ROUND_TRIPS, y);
+    for (int g = 0; g < st->ngrid; g++)
+        st->cost_s[g] = y[g] < st->cost_s[g] ? y[g] : st->cost_s[g];
+}
+
+/* View both's readings of one iteration: the transfer times again, this iteration's trials added
+ * to every size's pool, the pools' lower quartiles and their share of the transfer time. */
+static void scan_outstanding(proto_state *st, double *y)
+{
+    (void)y;
+    proto_calibrate_transfers(st);
+    both_trials(st, st->grid, st->ngrid, st->trials, st->pool);
+    for (int g = 0; g < st->ngrid; g++) {
+        st->cost_s[g] = pool_quartile(&st->pool[g]);
+        st->share_at[g] = hmb_probe_outstanding_share(st->cost_s[g], st->transfer_s[g]);
+    }
+}
+
+static int step_bisect_rounds(const proto_state *st)
+{
+    (void)st;
+    return STEP_BISECT_ROUND_TRIPS;
+}
+
+static int both_bisect_rounds(const proto_state *st) { return BOTH_BISECT_TRIALS_PER_TRIAL * st->trials; }
+
+static const proto_curve step_curve = {.scan = scan_fresh_costs, .measure = fresh_costs,
+                                       .bisect_rounds = step_bisect_rounds, .carry_slopes = 1, .key = "cost_us",
+                                       .what = "fastest costs"};
+static const proto_curve both_curve = {.scan = scan_outstanding, .measure = both_costs,
+                                       .bisect_rounds = both_bisect_rounds, .smoothed = 1, .relative = 1,
+                                       .step_down_progressed = 1, .key = "outstanding_us",
+                                       .what = "outstanding times", .shares = 1};
+
+/* The views, in VIEW_* order (proto_view_names). */
+static const proto_view_def proto_views[VIEW_COUNT] = {
+    [VIEW_BOTH] = {.curve = &both_curve,
+                   .meaning = "both sides computed after posting: above a switch more of the transfer is left after "
+                              "the compute (up: a handshake)"},
+    [VIEW_SENDER] = {.observe_sender = 1,
+                     .meaning = "the sender's request completes without the receiver below a switch (eager or "
+                                "inline send)"},
+    [VIEW_RECV_EARLY] = {.meaning = "the receiver completes without the sender below a switch (none: it copies by "
+                                    "itself, e.g. CMA)"},
+    [VIEW_RECV_LATE] = {.receive_late = 1,
+                        .meaning = "the receiver completes without the sender below a switch (none: it copies by "
+                                   "itself, e.g. CMA)"},
+    [VIEW_STEP] = {.curve = &step_curve,
+                   .meaning = "the cost of a blocking transfer of fresh data jumps at a switch (up: a handshake; "
+                              "down: one copy, not two)"},
+};
 
 /* Views step and both: the curve (step: the fastest fresh-data cost of each grid size over all
  * iterations, `cost_us`; both: the lower quartile of the outstanding times of all iterations' trials,
@@ -413,8 +483,9 @@ static void proto_curve_annotate(hmb_ctx *ctx, proto_state *st)
         rows[2 * g] = x[g];
         rows[2 * g + 1] = st->cost_s[g] * 1e6;
     }
-    hmb_result_add_rows(ctx, st->view == VIEW_STEP ? "cost_us" : "outstanding_us", rows, st->ngrid, 2);
-    if (st->view == VIEW_BOTH) {
+    const proto_curve *curve = proto_views[st->view].curve;
+    hmb_result_add_rows(ctx, curve->key, rows, st->ngrid, 2);
+    if (curve->shares) {
         for (int g = 0; g < st->ngrid; g++)
             rows[2 * g + 1] = st->share_at[g];
         hmb_result_add_rows(ctx, "outstanding_share", rows, st->ngrid, 2);
@@ -435,9 +506,9 @@ static void proto_curve_annotate(hmb_ctx *ctx, proto_state *st)
 
 /* ------------------------------------------------------------------ the trade-off */
 
-static void tradeoff_iterate(proto_state *st, hmb_sample *out)
+static void tradeoff_iterate(hmb_ctx *ctx, proto_state *st, long iter, hmb_sample *out)
 {
-    hmb_ctx *ctx = st->ctx;
+    (void)iter;
     MPI_Comm comm = hmb_comm(ctx);
     const int n = (int)st->size;
     if (!st->is_sender) {
@@ -467,28 +538,23 @@ static void tradeoff_iterate(proto_state *st, hmb_sample *out)
     st->hwm_kB = hwm > st->hwm_kB ? hwm : st->hwm_kB;
 }
 
-static int proto_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
+/* The probe, one iteration: the switches found over the grid (the curve's clearest step, or the
+ * trials' majority verdict bisected), kept for the consensus once past the warm-up. */
+static void probe_iterate(hmb_ctx *ctx, proto_state *st, long iter, hmb_sample *out)
 {
-    proto_state *st = state;
-    if (st->test == TEST_TRADEOFF) {
-        tradeoff_iterate(st, out);
-        return 0;
-    }
     st->iter = iter;
     st->probe_no = 0;
     switch_list found = {0};
     double t0 = hmb_now();
-    int count = st->view == VIEW_STEP || st->view == VIEW_BOTH
-                    ? proto_curve_search(st, &found)
-                    : hmb_find_switches(st->grid, st->ngrid, st->element, probe_size, st,
-                                        found.lo_hi, found.progressed_after, MAX_SWITCHES);
+    int count = proto_views[st->view].curve ? proto_curve_search(st, &found)
+                                            : hmb_find_switches(st->grid, st->ngrid, st->element, probe_size, st,
+                                                                found.lo_hi, found.progressed_after, MAX_SWITCHES);
     found.count = count < MAX_SWITCHES ? count : MAX_SWITCHES;
     hmb_record_at(ctx, out, M_SWITCHES, count);
     hmb_record_at(ctx, out, M_FIRST_SWITCH, count > 0 ? (double)found.lo_hi[1] : NAN);
     hmb_record_at(ctx, out, M_ITER_TIME, (hmb_now() - t0) * 1e6);
     if (st->nfound < MAX_FOUND && iter >= hmb_common(ctx)->warmup) /* warm-up iterations do not vote */
         st->found[st->nfound++] = found;
-    return 0;
 }
 
 static const hmb_default proto_defaults[] = {
@@ -549,7 +615,8 @@ static void probe_annotate(hmb_ctx *ctx, proto_state *st)
     }
     hmb_result_add_rows(ctx, "bandwidth_MBps", bw, st->ngrid, 2);
     free(bw);
-    if (st->view == VIEW_STEP || st->view == VIEW_BOTH)
+    const proto_curve *curve = proto_views[st->view].curve;
+    if (curve)
         proto_curve_annotate(ctx, st);
     char text[64 * MAX_SWITCHES] = "";
     for (int k = 0; k < count; k++) {
@@ -558,36 +625,25 @@ static void probe_annotate(hmb_ctx *ctx, proto_state *st)
                  s->lo_hi[2 * k + 1], s->progressed_after[k] ? "(+)" : "");
     }
     hmb_result_add_str(ctx, "switches", count ? text : "none");
-    static const char *const meaning[VIEW_COUNT] = {
-        "both sides computed after posting: above a switch more of the transfer is left after the compute "
-        "(up: a handshake)",
-        "the sender's request completes without the receiver below a switch (eager or inline send)",
-        "the receiver completes without the sender below a switch (none: it copies by itself, e.g. CMA)",
-        "the receiver completes without the sender below a switch (none: it copies by itself, e.g. CMA)",
-        "the cost of a blocking transfer of fresh data jumps at a switch (up: a handshake; down: one copy, not two)"};
     hmb_note(ctx, "probe view %s: switches %s (agreement %.2f, %ld trials, %ld without verdict); %s",
              proto_view_names[st->view], count ? text : "none", st->nfound ? (double)best_votes / st->nfound : 0.0,
-             st->trials_run, st->trials_without_verdict, meaning[st->view]);
+             st->trials_run, st->trials_without_verdict, proto_views[st->view].meaning);
     int even = 1;
     for (int g = 2; g < st->ngrid; g++)
         even &= st->grid[g] - st->grid[g - 1] == st->grid[1] - st->grid[0];
-    if (!even && (st->view == VIEW_STEP || st->view == VIEW_BOTH))
+    if (!even && curve)
         hmb_note(ctx, "probe view %s: --range is not evenly spaced; the lines fitted on each side of a step "
                  "assume a linear grid (e.g. 512:96K:+512)", proto_view_names[st->view]);
     for (int j = 0; j < st->nsteps; j++)
         hmb_note(ctx, "probe view %s: the %s step at %.0f-%.0f B: jump %+.3f us, slopes %.4f | %.4f us/KB",
-                 proto_view_names[st->view], st->view == VIEW_STEP ? "fastest costs" : "outstanding times",
+                 proto_view_names[st->view], curve->what,
                  st->steps[j].lo, st->steps[j].hi, st->steps[j].jump * 1e6, st->steps[j].b_left * 1e6 * 1024,
                  st->steps[j].b_right * 1e6 * 1024);
 }
 
-static void proto_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
+/* The trade-off: the resident memory at each stage and the memory per peer it implies. */
+static void tradeoff_annotate(hmb_ctx *ctx, proto_state *st)
 {
-    proto_state *st = state;
-    if (st->test == TEST_PROBE) {
-        probe_annotate(ctx, st);
-        return;
-    }
     const proto_run *run = hmb_run_data(ctx);
     const int peers = hmb_size(ctx) - 1;
     const double per_peer = hmb_memory_per_peer_kB(run->rss_init_kB, st->rss_pairs_kB, peers);
@@ -599,6 +655,50 @@ static void proto_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
     /* projections (a straight line from the peers of this run), not measurements: named so */
     hmb_result_add_num(ctx, "rss_1000_peers_projected_kB", hmb_memory_projected_kB(run->rss_init_kB, per_peer, 1000));
     hmb_result_add_num(ctx, "rss_8000_peers_projected_kB", hmb_memory_projected_kB(run->rss_init_kB, per_peer, 8000));
+}
+
+/* The tests, in TEST_* order (proto_test_names). */
+static const proto_test_def proto_tests[TEST_COUNT] = {
+    [TEST_PROBE] = {.state = proto_probe_state, .ready = proto_calibrate_transfers, .iterate = probe_iterate,
+                    .annotate = probe_annotate},
+    [TEST_TRADEOFF] = {.state = proto_tradeoff_state, .iterate = tradeoff_iterate, .annotate = tradeoff_annotate,
+                       .prepare = proto_tradeoff_prepare, .verify = proto_tradeoff_verify},
+};
+
+/* ------------------------------------------------------------------ descriptor */
+
+static void *proto_setup_cb(hmb_ctx *ctx, const hmb_point *pt) { return proto_setup(ctx, pt, proto_tests); }
+
+static void proto_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
+{
+    (void)ctx, (void)pt;
+    proto_state *st = state;
+    if (st->test_def->prepare)
+        st->test_def->prepare(st, iter);
+}
+
+static int proto_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
+{
+    (void)pt;
+    proto_state *st = state;
+    st->test_def->iterate(ctx, st, iter, out);
+    return 0;
+}
+
+/* The probe validates inside each trial (probe_once, probe_both, fresh_costs); the trade-off checks
+ * every message after the iteration. */
+static void proto_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter)
+{
+    const proto_state *st = state;
+    if (st->test_def->verify)
+        st->test_def->verify(ctx, st, pt, iter);
+}
+
+static void proto_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
+{
+    (void)pt;
+    proto_state *st = state;
+    st->test_def->annotate(ctx, st);
 }
 
 static const hmb_bench proto_bench = {
@@ -617,7 +717,7 @@ static const hmb_bench proto_bench = {
     .derived_compute = HMB_DERIVED_TIME, /* its leads and delays, from the sizes probed */
     .check = proto_check,
     .points = proto_points,
-    .setup = proto_setup,
+    .setup = proto_setup_cb,
     .prepare = proto_prepare,
     .iterate = proto_iterate,
     .verify = proto_verify,

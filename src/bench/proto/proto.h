@@ -63,9 +63,24 @@ typedef struct {
     double rss_init_kB, hwm_init_kB;
 } proto_run;
 
+typedef struct proto_state proto_state;
+
+/* A test: a row of the tests' table (pattern.c), indexed by TEST_*. */
 typedef struct {
+    /* setup.c: its own state of the point (peers, grids, requests); returns the bytes of each of the
+     * two message buffers, and clears *ok when an allocation failed */
+    size_t (*state)(hmb_ctx *ctx, proto_state *st, const hmb_point *pt, int *ok);
+    void (*ready)(proto_state *st); /* setup.c: once every rank has its buffers; may be NULL */
+    void (*iterate)(hmb_ctx *ctx, proto_state *st, long iter, hmb_sample *out); /* pattern.c */
+    void (*annotate)(hmb_ctx *ctx, proto_state *st);                             /* pattern.c */
+    void (*prepare)(proto_state *st, long iter); /* verify.c: send data; may be NULL */
+    void (*verify)(hmb_ctx *ctx, const proto_state *st, const hmb_point *pt, long iter); /* verify.c; may be NULL */
+} proto_test_def;
+
+struct proto_state {
     hmb_ctx *ctx;
     const hmb_point *pt;
+    const proto_test_def *test_def; /* its row */
     int test, view, peer, is_sender, trials;
     long iter;
     int probe_no;              /* probes in this iteration: the validation pattern's part */
@@ -89,12 +104,14 @@ typedef struct {
     long trials_run, trials_without_verdict; /* probe: trials made; sizes' trials never judged */
     switch_list found[MAX_FOUND];
     double rss_pairs_kB, rss_traffic_kB, hwm_kB;
-} proto_state;
+};
 
-/* setup.c */
+/* setup.c; tests: the tests' table (pattern.c) */
 void proto_check(hmb_ctx *ctx);
 void proto_points(hmb_ctx *ctx, hmb_point_list *out);
-void *proto_setup(hmb_ctx *ctx, const hmb_point *pt);
+void *proto_setup(hmb_ctx *ctx, const hmb_point *pt, const proto_test_def *tests);
+size_t proto_probe_state(hmb_ctx *ctx, proto_state *st, const hmb_point *pt, int *ok);
+size_t proto_tradeoff_state(hmb_ctx *ctx, proto_state *st, const hmb_point *pt, int *ok);
 void proto_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt);
 /* The largest resident memory and peak of any rank now, kB (collective). */
 void proto_max_memory(hmb_ctx *ctx, double *rss_kB, double *hwm_kB);
@@ -102,8 +119,8 @@ void proto_max_memory(hmb_ctx *ctx, double *rss_kB, double *hwm_kB);
  * set-up; both: again in every iteration). Collective. */
 void proto_calibrate_transfers(proto_state *st);
 
-/* verify.c */
-void proto_prepare(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter);
-void proto_verify(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter);
+/* verify.c: the trade-off's send data and checks */
+void proto_tradeoff_prepare(proto_state *st, long iter);
+void proto_tradeoff_verify(hmb_ctx *ctx, const proto_state *st, const hmb_point *pt, long iter);
 
 #endif

@@ -123,50 +123,59 @@ static void touch_every_pair(hmb_ctx *ctx)
     free(in);
 }
 
-void *proto_setup(hmb_ctx *ctx, const hmb_point *pt)
+/* The probe: rank 0 against rank 1 over the --range grid (other ranks only join the collectives). */
+size_t proto_probe_state(hmb_ctx *ctx, proto_state *st, const hmb_point *pt, int *ok)
+{
+    const int rank = hmb_rank(ctx);
+    st->view = HMB_POINT(proto_point, pt)->view;
+    st->is_sender = rank == 0;
+    st->peer = rank == 0 ? 1 : rank == 1 ? 0 : -1;
+    const proto_opts *o = HMB_OPTS(proto_opts, ctx);
+    st->trials = (int)o->trials;
+    st->element = (size_t)o->element;
+    st->grid = o->range.v;
+    st->ngrid = o->range.n;
+    st->min_compute_s = (double)o->min_compute * 1e-9;
+    *ok &= (st->transfer_s = calloc((size_t)st->ngrid, sizeof *st->transfer_s)) != NULL;
+    *ok &= (st->share_at = calloc((size_t)st->ngrid, sizeof *st->share_at)) != NULL;
+    *ok &= (st->cost_s = calloc((size_t)st->ngrid, sizeof *st->cost_s)) != NULL;
+    *ok &= (st->pool = calloc((size_t)st->ngrid, sizeof *st->pool)) != NULL;
+    for (int g = 0; g < st->ngrid && st->transfer_s && st->share_at && st->cost_s; g++)
+        st->transfer_s[g] = HUGE_VAL, st->share_at[g] = NAN, st->cost_s[g] = HUGE_VAL;
+    return st->grid[st->ngrid - 1];
+}
+
+/* The trade-off: rank i with i + n/2, a window each; the memory once every pair has communicated,
+ * read before the benchmark's own buffers exist. */
+size_t proto_tradeoff_state(hmb_ctx *ctx, proto_state *st, const hmb_point *pt, int *ok)
+{
+    const int rank = hmb_rank(ctx), half = hmb_size(ctx) / 2;
+    st->is_sender = rank < half;
+    st->peer = st->is_sender ? rank + half : rank - half;
+    st->size = pt->size_bytes;
+    st->window = (int)HMB_POINT(proto_point, pt)->window;
+    *ok &= (st->reqs = calloc((size_t)st->window, sizeof *st->reqs)) != NULL;
+    touch_every_pair(ctx);
+    proto_max_memory(ctx, &st->rss_pairs_kB, &st->hwm_kB);
+    return st->size * (size_t)st->window;
+}
+
+void *proto_setup(hmb_ctx *ctx, const hmb_point *pt, const proto_test_def *tests)
 {
     proto_state *st = calloc(1, sizeof *st);
     st->ctx = ctx;
     st->pt = pt;
-    const proto_point *p = HMB_POINT(proto_point, pt);
-    st->test = p->test;
-    const int rank = hmb_rank(ctx), half = hmb_size(ctx) / 2;
-    size_t bytes;
+    st->test = HMB_POINT(proto_point, pt)->test;
+    st->test_def = &tests[st->test];
     int ok = 1;
-    if (st->test == TEST_PROBE) {
-        st->view = p->view;
-        st->is_sender = rank == 0;
-        st->peer = rank == 0 ? 1 : rank == 1 ? 0 : -1;
-        const proto_opts *o = HMB_OPTS(proto_opts, ctx);
-        st->trials = (int)o->trials;
-        st->element = (size_t)o->element;
-        st->grid = o->range.v;
-        st->ngrid = o->range.n;
-        st->min_compute_s = (double)o->min_compute * 1e-9;
-        bytes = st->grid[st->ngrid - 1];
-        ok &= (st->transfer_s = calloc((size_t)st->ngrid, sizeof *st->transfer_s)) != NULL;
-        ok &= (st->share_at = calloc((size_t)st->ngrid, sizeof *st->share_at)) != NULL;
-        ok &= (st->cost_s = calloc((size_t)st->ngrid, sizeof *st->cost_s)) != NULL;
-        ok &= (st->pool = calloc((size_t)st->ngrid, sizeof *st->pool)) != NULL;
-        for (int g = 0; g < st->ngrid && st->transfer_s && st->share_at && st->cost_s; g++)
-            st->transfer_s[g] = HUGE_VAL, st->share_at[g] = NAN, st->cost_s[g] = HUGE_VAL;
-    } else {
-        st->is_sender = rank < half;
-        st->peer = st->is_sender ? rank + half : rank - half;
-        st->size = pt->size_bytes;
-        st->window = (int)p->window;
-        bytes = st->size * (size_t)st->window;
-        ok &= (st->reqs = calloc((size_t)st->window, sizeof *st->reqs)) != NULL;
-        touch_every_pair(ctx); /* before the benchmark's own buffers exist */
-        proto_max_memory(ctx, &st->rss_pairs_kB, &st->hwm_kB);
-    }
+    size_t bytes = st->test_def->state(ctx, st, pt, &ok);
     ok &= (st->send = hmb_buffer_alloc(ctx, bytes)) != NULL && (st->recv = hmb_buffer_alloc(ctx, bytes)) != NULL;
     if (!hmb_all_agree(ctx, ok)) {
         hmb_unsupported(ctx, "cannot allocate 2 x %zu bytes of message buffers", bytes);
         return st;
     }
-    if (st->test == TEST_PROBE)
-        proto_calibrate_transfers(st);
+    if (st->test_def->ready)
+        st->test_def->ready(st);
     return st;
 }
 
