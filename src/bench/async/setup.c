@@ -30,12 +30,14 @@ static int option_progress(const hmb_ctx *ctx, progress_spec *modes, char (*labe
     const long long *choice = p.choice;
     const double *arg = p.arg;
     int n = p.n;
-    for (int i = 0; i < n && i < MAX_MODES; i++) {
-        modes[i] = (progress_spec){(progress_kind)choice[i], choice[i] == PROG_TEST ? arg[i] : 0.0};
-        if (modes[i].kind == PROG_TEST)
-            snprintf(label[i], sizeof label[i], "test:%g", arg[i]);
+    for (int i = 0; i < n && i < MAX_MODES; i++) { /* a mode whose name ends in ':' takes a number */
+        const char *name = async_progress_names[choice[i]];
+        const int takes = name[strlen(name) - 1] == ':';
+        modes[i] = (progress_spec){(progress_kind)choice[i], takes ? arg[i] : 0.0};
+        if (takes)
+            snprintf(label[i], sizeof label[i], "%s%g", name, arg[i]);
         else
-            snprintf(label[i], sizeof label[i], "%s", async_progress_names[choice[i]]);
+            snprintf(label[i], sizeof label[i], "%s", name);
     }
     return n;
 }

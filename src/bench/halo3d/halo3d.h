@@ -20,6 +20,13 @@ static const char *const halo_tc_names[NTC + 1] = {"shared", "comm", "tag", "str
 #define TC_NINFO 4
 static const char *const halo_tc_info_keys[TC_NINFO] = {"mpi_assert_no_any_tag", "mpi_assert_no_any_source",
                                                         "mpi_assert_exact_length", "mpi_assert_allow_overtaking"};
+/* A --thread-comm kind: a row of halo_tc_kinds (setup.c), indexed by TC_*. */
+typedef struct {
+    int one_comm; /* one communicator for every thread, a tag per thread (else a communicator each) */
+    int asserts;  /* that communicator carries halo_tc_info_keys */
+    int streams;  /* each thread's communicator attaches an MPIX stream of its own */
+} halo_tc_kind;
+extern const halo_tc_kind halo_tc_kinds[NTC];
 
 #define HALO_OPTIONS(X)                                                                                             \
     X(mode, CHOICES, .modes = 1,                                                                                    \

@@ -484,7 +484,7 @@ static void halo_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
     hmb_result_add_num(ctx, "vcis", hmb_mpit_cvar_int("MPIR_CVAR_CH4_NUM_VCIS", &vcis) ? (double)vcis : NAN);
     hmb_result_add_num(ctx, "reserve_vcis",
                        hmb_mpit_cvar_int("MPIR_CVAR_CH4_RESERVE_VCIS", &vcis) ? (double)vcis : NAN);
-    if (st->tc == TC_TAG)
+    if (halo_tc_kinds[st->tc].asserts)
         for (int k = 0; k < TC_NINFO; k++)
             hmb_result_add_str(ctx, halo_tc_info_keys[k], st->tc_info[k]);
 }

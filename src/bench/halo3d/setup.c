@@ -248,23 +248,28 @@ static MPI_Comm tc_new_comm(halo_state *st, MPI_Comm comm)
     return comm;
 }
 
+/* The --thread-comm kinds, in TC_* order (halo_tc_names). */
+const halo_tc_kind halo_tc_kinds[NTC] = {
+    [TC_SHARED] = {.one_comm = 1}, [TC_COMM] = {0}, [TC_TAG] = {.one_comm = 1, .asserts = 1}, [TC_STREAM] = {.streams = 1}};
+
 static void threadcomm_setup(hmb_ctx *ctx, halo_state *st)
 {
+    const halo_tc_kind *kind = &halo_tc_kinds[st->tc];
     MPI_Comm base = st->ev_threads ? st->ev_comm : hmb_comm(ctx), one = MPI_COMM_NULL;
-    st->tc_tag_per_thread = st->tc == TC_SHARED || st->tc == TC_TAG;
-    if (st->tc == TC_SHARED) {
+    st->tc_tag_per_thread = kind->one_comm;
+    if (kind->one_comm && kind->asserts) {
+        one = tc_new_comm(st, hmb_comm_dup_asserting(base, halo_tc_info_keys, TC_NINFO, st->tc_info));
+    } else if (kind->one_comm) {
         MPI_Comm_dup(base, &one);
         tc_new_comm(st, one);
-    } else if (st->tc == TC_TAG) {
-        one = tc_new_comm(st, hmb_comm_dup_asserting(base, halo_tc_info_keys, TC_NINFO, st->tc_info));
     }
     for (int t = 0; t < st->threads; t++) {
         MPI_Comm comm = one;
-        if (st->tc == TC_COMM) {
-            MPI_Comm_dup(base, &comm);
-        } else if (st->tc == TC_STREAM) {
+        if (kind->streams) {
             hmb_stream_create(&st->tc_streams[st->tc_nstreams++]);
             hmb_stream_comm(base, st->tc_streams[t], &comm);
+        } else if (!kind->one_comm) {
+            MPI_Comm_dup(base, &comm);
         }
         st->tc_comm[t] = one != MPI_COMM_NULL ? one : tc_new_comm(st, comm);
     }
@@ -276,7 +281,8 @@ static int choose_modes(hmb_ctx *ctx, halo_state *st)
 {
     if (st->tc >= 0) {
         char why[160];
-        const char *reason = st->tc == TC_STREAM ? hmb_streams_unsupported(ctx, st->threads, why, sizeof why) : NULL;
+        const char *reason =
+            halo_tc_kinds[st->tc].streams ? hmb_streams_unsupported(ctx, st->threads, why, sizeof why) : NULL;
         if (reason)
             hmb_unsupported(ctx, "%s", reason);
         if (reason || hmb_modes_select(ctx, 1ull << MODE_THREADCOMM, st->mock, st->modes) < 0)

@@ -266,24 +266,35 @@ static void mode_setup(hmb_ctx *ctx, void *state, int mode, long iter)
     memset(st->bytes_sent, 0, (size_t)st->threads * sizeof(double));
 }
 
-/* Untimed: this rank's computing time of the sweep (its stages' slowest threads), and in
- * sums[0] the bytes it sent. */
-static void mode_verify(hmb_ctx *ctx, void *state, int mode, long iter, double *sums)
+/* Untimed: this rank's computing time of the sweep, and in sums[0] the bytes it sent. A stage
+ * took its slowest thread's time where the threads computed at once (a fork-join code waits for
+ * it), the sum of its threads' times where one thread computed them all (serial). */
+static void account(sweep_state *st, int mode, double *sums, int one_thread)
 {
-    (void)ctx, (void)iter;
-    sweep_state *st = state;
     const int stages = NOCTANTS * st->kblocks;
     double busy_ns = 0.0;
     for (int s = 0; s < stages; s++) {
-        double stage_ns = 0.0; /* the stage's slowest thread: a fork-join code waits for it */
-        for (int tid = 0; tid < st->threads; tid++) /* serial: one thread computed them all */
-            stage_ns = mode == MODE_SERIAL ? stage_ns + st->busy_ns[s * st->threads + tid]
-                                           : fmax(stage_ns, st->busy_ns[s * st->threads + tid]);
+        double stage_ns = 0.0;
+        for (int tid = 0; tid < st->threads; tid++)
+            stage_ns = one_thread ? stage_ns + st->busy_ns[s * st->threads + tid]
+                                  : fmax(stage_ns, st->busy_ns[s * st->threads + tid]);
         busy_ns += stage_ns;
     }
     st->busy_s[mode] = busy_ns * 1e-9;
     for (int tid = 0; tid < st->threads; tid++)
         sums[0] += st->bytes_sent[tid];
+}
+
+static void mode_verify(hmb_ctx *ctx, void *state, int mode, long iter, double *sums)
+{
+    (void)ctx, (void)iter;
+    account(state, mode, sums, 0);
+}
+
+static void serial_verify(hmb_ctx *ctx, void *state, int mode, long iter, double *sums)
+{
+    (void)ctx, (void)iter;
+    account(state, mode, sums, 1);
 }
 
 static const hmb_mode sweep_modes[NMODES + 1] = {
@@ -298,7 +309,7 @@ static const hmb_mode sweep_modes[NMODES + 1] = {
     [MODE_PERSISTENT] = {.name = "persistent", .setup = mode_setup, .iterate = iterate_persistent,
                          .verify = mode_verify,
                          .metrics = SWEEP_METRICS | HMB_METRIC_BIT(MT_RATIO) | HMB_METRIC_BIT(MT_SPEEDUP)},
-    [MODE_SERIAL] = {.name = "serial", .setup = mode_setup, .iterate = iterate_serial, .verify = mode_verify,
+    [MODE_SERIAL] = {.name = "serial", .setup = mode_setup, .iterate = iterate_serial, .verify = serial_verify,
                      .metrics = SWEEP_METRICS, .flags = HMB_MODE_OPT_IN},
     [NMODES] = {.name = NULL}};
 
