@@ -9,8 +9,7 @@ HMB_DEMO_MPI ?= $(if $(filter command line environment,$(origin HMB_MPI)),$(HMB_
 COMMA := ,
 
 # pytest caches its rewritten test modules (and Python the package's bytecode) in __pycache__:
-# with PYTHONDONTWRITEBYTECODE set, every test process compiled them again (collection 7.3 s
-# against 3.4 s here, in each xdist worker).
+# with PYTHONDONTWRITEBYTECODE set, every test process, each xdist worker, compiled them again.
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: demo test test-fast test-lab test-packaging check setup build clean container
@@ -26,7 +25,7 @@ test: setup
 	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup
 
 # Nodes on this machine and a real Slurm on them (root, ip netns; installs Debian's Slurm where it is
-# missing): docs/lab.md. Separate from `make test`, which stays within minutes.
+# missing): docs/lab.md. Separate from `make test`, which needs neither.
 # tests/test_lab_reframe.py runs HMB's ReFrame library on the lab's Slurm: its tools first.
 test-lab: setup
 	scripts/packaging-tools.sh
@@ -34,7 +33,7 @@ test-lab: setup
 
 # Where HPC centres run benchmarks (docs/toolkit.md): HMB's ReFrame library on this machine with
 # both wheels, the EasyBuild module built and loaded with Lmod. Installs its tools first
-# (scripts/packaging-tools.sh: the frameworks extra, Debian's lmod). A few minutes.
+# (scripts/packaging-tools.sh: the frameworks extra, Debian's lmod).
 test-packaging: setup
 	scripts/packaging-tools.sh
 	$(VENV)/bin/python -m pytest -m packaging tests/test_packaging.py
@@ -43,8 +42,8 @@ test-packaging: setup
 # core (pytest-xdist: nothing here launches a library, so nothing measures another's load). Tests
 # that build or launch hmb-bench are marked `mpi` when collected (tests/conftest.py); HMB_NO_MPI=1
 # makes any unmarked test that reaches for a library fail, naming itself.
-# --dist worksteal: an idle worker takes tests queued for the other (a few take seconds): 50-55 s
-# here against 60-63 s with the default scheduling.
+# --dist worksteal: an idle worker takes tests queued for the other, so a few slow tests do not
+# leave one worker waiting while the other still has a queue.
 test-fast: setup
 	HMB_NO_MPI=1 $(VENV)/bin/python -m pytest -m "not mpi and not lab and not packaging" -q -n auto --dist worksteal
 

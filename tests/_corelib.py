@@ -2,7 +2,7 @@
 
 Builds only the CMake target `hmbcore` into $HMB_BUILD_ROOT/mpich (default build/mpich; hmb.core),
 so the pure modules can be tested even while the rest of hmb-bench does not build.
-The structures below mirror src/harness/core.h, include/hmb/hmb.h and include/hmb/metrics.h;
+The structures below mirror src/harness/core.h, include/hmb/bench.h and include/hmb/metrics.h;
 load() checks every size and field offset against the library's own table (hmb_layout,
 src/harness/layout.c), so a struct change fails loudly instead of desynchronising the tests.
 """

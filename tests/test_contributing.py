@@ -14,10 +14,14 @@ from conftest import get_mpi
 
 REPO = Path(__file__).resolve().parents[1]
 
-# Add a benchmark (and a metric of it): one new file, its options, a point parameter, two metrics.
-TOY_BENCH = r'''
-#include <stdlib.h>
-#include "hmb/hmb.h"
+# Add a benchmark (and a metric of it): one new folder, split by role (its header, the pattern with
+# its metrics and descriptor, the set-up, the verification), its options, a point parameter, two
+# metrics.
+TOY_BENCH = {
+    "toy.h": r"""
+#ifndef TOY_H
+#define TOY_H
+#include "hmb/bench.h"
 
 #define TOY_OPTIONS(X) \
     X(window, INT, .default_value = "4", .min = 1, .max = 64, .help = "messages per iteration")
@@ -26,32 +30,23 @@ HMB_OPTIONS(toy_opts, TOY_OPTIONS);
 #define TOY_PARAMS(X) X(window, INT)
 HMB_POINT_PARAMS(toy_point, TOY_PARAMS);
 
+typedef struct { unsigned char *send, *recv; int window; } toy_state;
+
+void toy_points(hmb_ctx *ctx, hmb_point_list *out);               /* setup.c */
+void *toy_setup(hmb_ctx *ctx, const hmb_point *pt);
+void toy_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt);
+void toy_register_checks(hmb_ctx *ctx, toy_state *st, size_t bytes); /* verify.c */
+#endif
+""",
+    "pattern.c": r"""
+#include "toy.h"
+
 enum { M_ROUND_TRIP, M_TOY_RATE };
 static const hmb_metric toy_metrics[] = {
     [M_ROUND_TRIP] = {.name = "round_trip_us", .unit = "us", .in_table = 1, .description = "a window's round trip"},
     [M_TOY_RATE] = {.name = "toy_rate", .unit = "msg/s", .higher_is_better = 1, .in_table = 1,
                     .description = "messages per second (the metric the recipe adds)"},
     HMB_METRIC_END};
-
-typedef struct { unsigned char *send, *recv; int window; } toy_state;
-
-static void toy_points(hmb_ctx *ctx, hmb_point_list *out)
-{
-    for (int i = 0; i < hmb_common(ctx)->sizes.n; i++)
-        ((toy_point *)hmb_points_new(out, hmb_common(ctx)->sizes.v[i]))->window = HMB_OPTS(toy_opts, ctx)->window;
-}
-
-static void *toy_setup(hmb_ctx *ctx, const hmb_point *pt)
-{
-    toy_state *st = calloc(1, sizeof *st);
-    st->window = (int)HMB_POINT(toy_point, pt)->window;
-    st->send = hmb_buffer_alloc(ctx, pt->size_bytes + 1);
-    st->recv = hmb_buffer_alloc(ctx, pt->size_bytes + 1);
-    int peer = hmb_rank(ctx) ^ 1;
-    hmb_check_register(ctx, HMB_SEND, st->send, pt->size_bytes, hmb_rank(ctx), 0, 1, HMB_AFTER_ITERATION, "send");
-    hmb_check_register(ctx, HMB_RECEIVE, st->recv, pt->size_bytes, peer, 0, 1, HMB_AFTER_ITERATION, "from %d", peer);
-    return st;
-}
 
 static int toy_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter, hmb_sample *out)
 {
@@ -66,14 +61,6 @@ static int toy_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long iter
     return 0;
 }
 
-static void toy_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
-{
-    toy_state *st = state;
-    free(st->send);
-    free(st->recv);
-    free(st);
-}
-
 static const hmb_bench toy_bench = {
     .name = "toy", .group = "baseline", .summary = "the contributing guide's toy",
     HMB_BENCH_OPTIONS(toy_opts), HMB_BENCH_PARAMS(toy_point),
@@ -83,10 +70,49 @@ static const hmb_bench toy_bench = {
     .points = toy_points, .setup = toy_setup, .iterate = toy_iterate, .teardown = toy_teardown,
 };
 HMB_REGISTER(toy_bench);
-'''
+""",
+    "setup.c": r"""
+#include <stdlib.h>
+#include "toy.h"
 
-# Add a mode to halo3d: its enum entry (before the hidden threadcomm), its iterate and its row;
-# halo3d.c only.
+void toy_points(hmb_ctx *ctx, hmb_point_list *out)
+{
+    for (int i = 0; i < hmb_common(ctx)->sizes.n; i++)
+        ((toy_point *)hmb_points_new(out, hmb_common(ctx)->sizes.v[i]))->window = HMB_OPTS(toy_opts, ctx)->window;
+}
+
+void *toy_setup(hmb_ctx *ctx, const hmb_point *pt)
+{
+    toy_state *st = calloc(1, sizeof *st);
+    st->window = (int)HMB_POINT(toy_point, pt)->window;
+    st->send = hmb_buffer_alloc(ctx, pt->size_bytes + 1);
+    st->recv = hmb_buffer_alloc(ctx, pt->size_bytes + 1);
+    toy_register_checks(ctx, st, pt->size_bytes);
+    return st;
+}
+
+void toy_teardown(hmb_ctx *ctx, void *state, const hmb_point *pt)
+{
+    toy_state *st = state;
+    free(st->send);
+    free(st->recv);
+    free(st);
+}
+""",
+    "verify.c": r"""
+#include "toy.h"
+
+void toy_register_checks(hmb_ctx *ctx, toy_state *st, size_t bytes)
+{
+    int peer = hmb_rank(ctx) ^ 1;
+    hmb_check_register(ctx, HMB_SEND, st->send, bytes, hmb_rank(ctx), 0, 1, HMB_AFTER_ITERATION, "send");
+    hmb_check_register(ctx, HMB_RECEIVE, st->recv, bytes, peer, 0, 1, HMB_AFTER_ITERATION, "from %d", peer);
+}
+""",
+}
+
+# Add a mode to halo3d: its enum entry in halo3d.h (before the hidden threadcomm), its iterate and its
+# row in pattern.c.
 TOY_MODE_ENUM = ("MODE_SERIAL, MODE_THREADCOMM, NMODES", "MODE_SERIAL, MODE_TOY, MODE_THREADCOMM, NMODES")
 TOY_MODE_ITERATE = r'''
 /* toy: fork-join, then one thread exchanges, as single (the guide's example) */
@@ -99,7 +125,7 @@ static void iterate_toy(hmb_ctx *ctx, void *state, int mode, long iter, double *
     mode_end(st, mode, times, exchange_joined(st, mode, 0));
 }
 
-const hmb_mode halo_modes[NMODES + 1] = {
+static const hmb_mode halo_modes[NMODES + 1] = {
     [MODE_TOY] = {.name = "toy", .iterate = iterate_toy, .verify = halo_mode_verify, .metrics = EXCHANGE_METRICS,
                   .flags = HMB_MODE_OPT_IN},'''
 
@@ -112,12 +138,16 @@ def toy_build(tmp_path_factory):
         src = REPO / part
         (root / part).parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copy)(src, root / part)
-    (root / "src/bench/toy.c").write_text(TOY_BENCH)
-    halo = root / "src/bench/halo3d.c"
-    text = halo.read_text()
-    assert TOY_MODE_ENUM[0] in text and "const hmb_mode halo_modes[NMODES + 1] = {" in text
-    text = text.replace(*TOY_MODE_ENUM).replace("const hmb_mode halo_modes[NMODES + 1] = {", TOY_MODE_ITERATE, 1)
-    halo.write_text(text)
+    (root / "src/bench/toy").mkdir()
+    for name, text in TOY_BENCH.items():
+        (root / "src/bench/toy" / name).write_text(text)
+    header, pattern = root / "src/bench/halo3d/halo3d.h", root / "src/bench/halo3d/pattern.c"
+    text = header.read_text()
+    assert TOY_MODE_ENUM[0] in text
+    header.write_text(text.replace(*TOY_MODE_ENUM))
+    text = pattern.read_text()
+    assert "static const hmb_mode halo_modes[NMODES + 1] = {" in text
+    pattern.write_text(text.replace("static const hmb_mode halo_modes[NMODES + 1] = {", TOY_MODE_ITERATE, 1))
     build = root / "build"
     for cmd in (["cmake", "-S", str(root), "-B", str(build), f"-DMPI_C_COMPILER={impl.mpicc}",
                  "-DCMAKE_BUILD_TYPE=Release"], ["cmake", "--build", str(build), "--target", "hmb-bench", "-j", "2"]):
@@ -142,12 +172,14 @@ def launch(impl, exe, args, tmp_path, ranks=2):
 
 
 def test_the_recipes_touch_only_what_they_say(toy_build):
-    """The toy mode changed halo3d.c alone; the toy benchmark is one new file."""
+    """The toy mode changed halo3d's header and pattern alone; the toy benchmark is one new folder."""
     _, _, root = toy_build
     changed = [p.relative_to(root) for p in (root / "src").rglob("*")
                if p.is_file() and (not (REPO / p.relative_to(root)).exists()
                                    or (REPO / p.relative_to(root)).read_bytes() != p.read_bytes())]
-    assert sorted(map(str, changed)) == ["src/bench/halo3d.c", "src/bench/toy.c"]
+    assert sorted(map(str, changed)) == ["src/bench/halo3d/halo3d.h", "src/bench/halo3d/pattern.c",
+                                         "src/bench/toy/pattern.c", "src/bench/toy/setup.c", "src/bench/toy/toy.h",
+                                         "src/bench/toy/verify.c"]
 
 
 def test_a_new_benchmark_and_its_metric_appear(toy_build, tmp_path):

@@ -147,8 +147,8 @@ int hmb_changepoint_steps(int n, const double *x, const double *y, hmb_changepoi
 /* Tukey's running median of 3: out[i] = median(y[i-1], y[i], y[i+1]), out[0] = y[0] and
  * out[n-1] = y[n-1] (out may not alias y). It removes a spike one grid size wide and keeps a
  * step where it is: view both reads its switch from the outstanding times so smoothed (the first
- * rendezvous size after eager ones in a round reads high: MPICH 29 us at 8 KB against 5.9 us at
- * 9 KB, so the step's lines bent towards it). A window holding a NaN gives NaN. */
+ * rendezvous size after eager ones in a round can read high and bend the step's lines towards it;
+ * docs/findings.md). A window holding a NaN gives NaN. */
 void hmb_running_median3(int n, const double *y, double *out);
 
 /* The clearest step of a per-size curve (the probe's switch in views `both` and `step`): of the
@@ -157,9 +157,9 @@ void hmb_running_median3(int n, const double *y, double *out);
  * factor by which the curve changes, |jump| / (|L| + |R|), L and R the left and right lines at
  * the break's midpoint (R = L + jump; 1 for a step from or to 0): a protocol switch changes how
  * much of a transfer is left by a factor (a local completion or not, a handshake or not), a page
- * step or a bend by a fraction of a copy (view both: Open MPI's switch 0.18-0.55, the next step
- * 0.03-0.16, over 12 launches of 512 B-96 KB). A wide range has small steps besides the
- * protocol's (a single copy's page steps, +0.15 us every 4 KB on Open MPI). Returns 1 and the
+ * step or a bend by a fraction of a copy (the scores measured: docs/findings.md, "Where the
+ * eager/rendezvous switch shows"). A wide range has small steps besides the protocol's (a single
+ * copy's page steps). Returns 1 and the
  * step in *out, 0 when the curve has no step (*out index -1), -1 for an unusable curve (as
  * hmb_changepoint_fit). */
 int hmb_clearest_step(int n, const double *x, const double *y, int relative, hmb_changepoint *out);

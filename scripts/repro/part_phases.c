@@ -1,6 +1,6 @@
 /* Reproducer, outside HMB, of MPICH's bimodal `part --partitions 1 --compute 1ms` launches:
  * which phase changes between launches? Per iteration, three phases like hmb-bench part
- * (src/bench/part.c), each after a barrier, the sender spinning C µs before its send:
+ * (src/bench/part/pattern.c), each after a barrier, the sender spinning C µs before its send:
  *   single:      MPI_Send of the whole message; the receiver sits in MPI_Recv. t = recv end - join
  *   persistent:  MPI_Send_init/MPI_Recv_init made once; receive started before the barrier.
  *   partitioned: MPI_Psend_init/MPI_Precv_init with 1 partition, both started before the barrier;

@@ -4,7 +4,7 @@
 
 #include <stddef.h>
 
-#include "hmb/hmb.h"
+#include "hmb/bench.h"
 
 typedef struct {
     int cold;

@@ -1,4 +1,4 @@
-/* Communication policies (hmb.h, hmb_comm_ops): one table of the operations a pattern uses, served
+/* Communication policies (hmb/bench.h, hmb_comm_ops): one table of the operations a pattern uses, served
  * by MPI (--comm on) or by the mock (--comm off, after LLNL Comb's mock policy).
  *
  * The mock is a loopback without any MPI call: hmb_comm_route() makes this rank its own neighbour
@@ -87,7 +87,8 @@ static void mpi_startall(int n, MPI_Request *reqs) { MPI_Startall(n, reqs); }
 static void mpi_wait(MPI_Request *req) { MPI_Wait(req, MPI_STATUS_IGNORE); }
 static void mpi_waitall(int n, MPI_Request *reqs) { MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE); }
 /* MPI_Test on each request, not MPI_Testall: MPICH 5.0.2's MPI_Testall fails (MPI_ERR_IN_STATUS,
- * every status MPI_SUCCESS) on partitioned requests, as on persistent collective ones (async.c). */
+ * every status MPI_SUCCESS) on partitioned requests, as on persistent collective ones
+ * (src/bench/async/pattern.c). */
 static int mpi_testall(int n, MPI_Request *reqs)
 {
     int all = 1;

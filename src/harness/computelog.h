@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "core.h"
-#include "hmb/hmb.h"
+#include "hmb/bench.h"
 #include "json.h"
 
 /* Record a compute call of thread tid; start an iteration (zero every thread's running totals);

@@ -9,7 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "hmb/hmb.h"
+#include "hmb/bench.h"
+#include "hmb/stats.h"
 
 /* The growable array: returns items (elem bytes each) with room for at least count + 1 of them,
  * doubling *capacity (from 16) when count has reached it; aborts when memory runs out. Usage:
@@ -122,28 +123,7 @@ void hmb_options_free(hmb_optset *set);
 void hmb_options_help(FILE *out, const hmb_option *bench_options, const hmb_default *defaults, int all);
 void hmb_options_help_bench(FILE *out, const hmb_bench *bench, int all);
 
-/* ------------------------------------------------------------------ stats.c */
-
-/* qsort comparator of doubles, ascending (NaN: unordered, as qsort leaves it). */
-int hmb_cmp_double(const void *a, const void *b);
-typedef struct {
-    long count;        /* valid samples summarised */
-    double median, ci_lo, ci_hi; /* rank-based (binomial order statistics) CI of the median */
-    int ci_valid;      /* 0 when count is too small for the requested confidence */
-    double min, p95, max, mean, stddev;
-} hmb_summary;
-
-/* 0-based order-statistic indices (lo, hi) of the sorted sample bracketing the median
- * with at least `conf` coverage (exact binomial, Bin(n, 1/2)). Returns 0, or -1 if n is too
- * small for that coverage (then lo = 0, hi = n-1). */
-int hmb_median_ci_ranks(long n, double conf, long *lo, long *hi);
-/* Linear-interpolation quantile of a sorted array (numpy's default method). */
-double hmb_quantile_sorted(const double *sorted, long n, double q);
-/* Summary of n samples (NaN entries skipped); x is not modified. conf e.g. 0.95. */
-void hmb_summarize(const double *x, long n, double conf, hmb_summary *out);
-/* Adaptive stopping rule: 1 if the CI half-width (max of the two sides) is within
- * target_frac of |median| and the CI is valid. */
-int hmb_ci_target_met(const hmb_summary *s, double target_frac);
+/* ------------------------------------------------------------------ stats.c: hmb/stats.h */
 
 /* ------------------------------------------------------------------ noise.c */
 typedef enum { HMB_NOISE_NONE, HMB_NOISE_SINGLE, HMB_NOISE_UNIFORM, HMB_NOISE_GAUSSIAN } hmb_noise_kind;
@@ -211,7 +191,7 @@ int hmb_compute_calibrate_rate(hmb_calib *out, double target_s);
 /* The sustained rate of the calling thread now: the median of `runs` runs of ~10 ms (sized
  * with c's rate) in on-core time, as the calibration measures it. 0 without a rate in c. */
 double hmb_compute_sustained_rate(const hmb_calib *c, int runs);
-/* hmb_compute_probe_rate (hmb.h) on the calibration c. */
+/* hmb_compute_probe_rate (hmb/compute.h) on the calibration c. */
 double hmb_compute_probe(hmb_calib *c, int64_t ns, int runs, double tolerance, int *remeasured);
 /* Signed error of iters run in measured_ns against calibrated_iters_per_ns: measured / expected
  * - 1 (> 0: ran long, the rate is too high; < 0: ran short, the rate is too low); 0 when there
@@ -261,7 +241,7 @@ int hmb_compute_test_core(double base_iters_per_ns, double read_ns, int nseg, co
                           const double *speed, int repeat);
 
 /* ------------------------------------------------------------------ timer.c */
-/* (hmb_now / hmb_now_ns are declared in hmb/hmb.h) */
+/* (hmb_now / hmb_now_ns are declared in hmb/timing.h) */
 /* Smallest nonzero difference between consecutive readings, and mean cost of one call. */
 void hmb_timer_measure(double *resolution_ns, double *overhead_ns);
 

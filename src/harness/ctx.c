@@ -195,9 +195,7 @@ void *hmb_run_data(const hmb_ctx *ctx) { return ctx->run_data; }
 /* The harness's reductions of results (between timed regions) use operations of its own, plain
  * scalar loops, not the library's MPI_MAX / MPI_SUM: Open MPI 5's reduction operations use
  * AVX-512 from 8 doubles on, and on a core that lowers its clock for AVX-512 the next timed region
- * ran slower (async, Open MPI, 1 KB, C = 10 us: the compute kernel 10.8 us instead of 10.0 and the
- * final Waitall 1.6 us instead of 0.8 in 10 of 10 launches; with OMPI_MCA_op=^avx, or these
- * operations, 10.0 and 0.8). */
+ * runs slower (docs/findings.md, "Open MPI 5: an AVX-512 reduction slows the next timed region"). */
 static void op_max(void *in, void *inout, int *len, MPI_Datatype *type)
 {
     (void)type;

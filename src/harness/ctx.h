@@ -12,7 +12,7 @@
 
 #include "cache.h"
 #include "core.h"
-#include "hmb/hmb.h"
+#include "hmb/bench.h"
 #include "json.h"
 
 typedef struct hmb_watchdog hmb_watchdog;

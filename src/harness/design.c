@@ -1,5 +1,5 @@
-/* Counterbalanced orders for paired designs (hmb.h, hmb_phase_order). Pure. */
-#include "hmb/hmb.h"
+/* Counterbalanced orders for paired designs (hmb/timing.h, hmb_phase_order). Pure. */
+#include "hmb/timing.h"
 
 int hmb_phase_orders(int k)
 {

@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-#include "hmb/hmb.h"
+#include "hmb/bench.h"
 
 /* clocks.c (collective): offsets at start-up; at the end of the run, re-measure, fit drift and
  * write the trailing "clocks" record; then free. */

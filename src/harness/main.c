@@ -1,4 +1,4 @@
-/* hmb-bench: the one executable. The life of a run is described in include/hmb/hmb.h. */
+/* hmb-bench: the one executable. The life of a run is described in include/hmb/bench.h. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* The paired-mode driver (hmb.h, hmb_modes_run): a benchmark declares its modes, the harness
+/* The paired-mode driver (hmb/bench.h, hmb_modes_run): a benchmark declares its modes, the harness
  * orders them, evicts, barriers, times, reduces across ranks; metrics are recorded by name. */
 #include <math.h>
 #include <stdarg.h>
@@ -114,6 +114,11 @@ hmb_mode_times *hmb_modes_gather(hmb_ctx *ctx, const hmb_mode_results *res)
     MPI_Gather(res->local, HMB_MAX_MODES * HMB_MODE_MAX_TIMES, MPI_DOUBLE, all, HMB_MAX_MODES * HMB_MODE_MAX_TIMES,
                MPI_DOUBLE, 0, hmb_comm(ctx));
     return all;
+}
+
+const char *hmb_mode_name(const hmb_ctx *ctx, int mode)
+{
+    return ctx->bench->modes[mode].name;
 }
 
 /* The bound check of every record: the index must lie within the sample the harness sized. */

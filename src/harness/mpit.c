@@ -7,7 +7,7 @@
  * again in setup()). */
 #include <string.h>
 
-#include "hmb/hmb.h"
+#include "hmb/threads.h"
 #include "ctx.h"
 #include "env.h"
 

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "hmb/hmb.h"
+#include "hmb/data.h"
 
 void hmb_poison_pages(void *buf, size_t len)
 {

@@ -1,4 +1,4 @@
-/* A benchmark's own progress thread (hmb.h, hmb_progress_*): async's progress modes and mt's
+/* A benchmark's own progress thread (hmb/threads.h, hmb_progress_*): async's progress modes and mt's
  * get target. Hand-off: the caller publishes a poke and raises `run`; the thread calls the poke
  * until it returns 1 or `run` drops. Before the caller touches what the poke touches (waits on
  * its requests itself) it withdraws: drops `run` and waits until the thread has left its loop,

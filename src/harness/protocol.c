@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "hmb/hmb.h"
+#include "hmb/memory.h"
 #include "hmb/metrics.h"
 
 int hmb_find_switches(const size_t *grid, int n, size_t element, hmb_size_predicate progressed, void *arg,

@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-#include "hmb/hmb.h"
+#include "hmb/bench.h"
 
 const hmb_bench *hmb_registry_find(const char *name);
 /* Sorted by group then name; returns the count, *out owned by the caller (free). */

@@ -1,9 +1,9 @@
 /* MPI + threads communication resources (seed 003): communicators carrying the MPI 4.0 info
  * assertions, and MPICH's MPIX streams with a communicator each. One home for what mt's lanes
- * and halo3d --thread-comm both create (hmb.h, "MPI + threads resources"). */
+ * and halo3d --thread-comm both create (hmb/threads.h). */
 #include <stdio.h>
 
-#include "hmb/hmb.h"
+#include "hmb/bench.h"
 
 MPI_Comm hmb_comm_dup_asserting(MPI_Comm base, const char *const *keys, int n, char (*kept)[64])
 {

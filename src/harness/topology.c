@@ -1,9 +1,9 @@
-/* Cartesian process grid, neighbourhoods and the thread grid inside a rank (hmb.h, "topology").
+/* Cartesian process grid, neighbourhoods and the thread grid inside a rank (hmb/topo.h).
  * Pure: no MPI call, so tests/test_topology.py checks every function through libhmbcore. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "hmb/hmb.h"
+#include "hmb/topo.h"
 
 int hmb_dims_balanced(int n, int ndims, int *dims)
 {

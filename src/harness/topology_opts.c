@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hmb/hmb.h"
+#include "hmb/bench.h"
 
 /* An INTS option (--name) of exactly ndims entries, or NULL when not given. */
 static const int *axes_option(hmb_ctx *ctx, const char *name, hmb_ints v, int given, int ndims, int out[3])

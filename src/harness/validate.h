@@ -2,7 +2,7 @@
 #ifndef HMB_VALIDATE_H
 #define HMB_VALIDATE_H
 
-#include "hmb/hmb.h"
+#include "hmb/bench.h"
 
 void hmb_checks_prepare(hmb_ctx *ctx, long iter);          /* fill sends, poison receives */
 void hmb_checks_run(hmb_ctx *ctx, long iter, int group);   /* check a group's receives, poison */

@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#include "hmb/hmb.h"
+#include "hmb/bench.h"
 
 typedef struct hmb_watchdog hmb_watchdog;
 
