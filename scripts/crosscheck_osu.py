@@ -39,8 +39,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-from hmb import launch as hlaunch  # noqa: E402
-from hmb import mpi as hmpi  # noqa: E402
+from hmb.run import launch as hlaunch  # noqa: E402
+from hmb.run import mpi as hmpi  # noqa: E402
 
 # metric -> (OSU program, its output column after the size, hmb-bench mode, hmb metric)
 METRICS = {

@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-from hmb import mpi as hmpi  # noqa: E402
+from hmb.run import mpi as hmpi  # noqa: E402
 
 
 def imb_us(impl: hmpi.MPI, env: dict, size: int) -> float:

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-from hmb import mpi as hmpi  # noqa: E402
+from hmb.run import mpi as hmpi  # noqa: E402
 
 # name -> (hmb-bench arguments, metrics to compare)
 CASES = {

@@ -277,7 +277,7 @@ def load():
     global _lib
     if _lib is not None:
         return _lib
-    from hmb import core
+    from hmb.run import core
     lib = C.CDLL(str(core.build_library(fresh=True)))
     bad = layout_mismatches(lib)
     if bad:

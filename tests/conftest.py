@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from hmb import launch as hlaunch
-from hmb import mpi as hmpi
+from hmb.run import launch as hlaunch
+from hmb.run import mpi as hmpi
 
 TEST_MPIS = [m for m in os.environ.get("HMB_TEST_MPIS", "mpich,openmpi").split(",") if m]
 
@@ -337,7 +337,8 @@ def _fresh_process_state() -> None:
     """Empty what hmb caches once per process (a binary's descriptors, the launch probes' answers,
     the lines said once, the launch-needs rules), so an in-process `hmb` call sees what a new
     process would (a test's fake hmb-bench lists other benchmarks than the one before it)."""
-    from hmb import descriptors, launch, requirements
+    from hmb.data import descriptors
+    from hmb.run import launch, requirements
     for cache in (descriptors._cache, launch._accepted, launch._said_oversub, launch._paths):
         cache.clear()
     requirements._rules = None
@@ -405,7 +406,7 @@ def hmb_cli(args, cwd=None, env: dict | None = None, timeout: float | None = Non
 # schema (hmb validate) when the test ends; files in tmp_path_factory directories at the end of
 # the session. A test that plants bad records names those files: @pytest.mark.planted_json("a.jsonl").
 # docs/output-schema.md.
-from hmb import validate as _hvalidate  # noqa: E402  (jsonschema missing = an error, not a skip)
+from hmb.data import validate as _hvalidate  # noqa: E402  (jsonschema missing = an error, not a skip)
 
 _json_checked: set = set()
 _json_planted_names: set = set()   # planted by tests whose files live in tmp_path_factory dirs
@@ -431,11 +432,11 @@ def _validate_json_outputs(request):
         _json_planted_names.update(planted)
         return
     bad = _bad_json_under(tmp_path, planted)
-    assert not bad, "output not valid against python/hmb/schema:\n" + "\n".join(bad)
+    assert not bad, "output not valid against python/hmb/data/schema:\n" + "\n".join(bad)
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _validate_json_outputs_session(tmp_path_factory):
     yield
     bad = _bad_json_under(tmp_path_factory.getbasetemp(), frozenset(_json_planted_names))
-    assert not bad, "output not valid against python/hmb/schema:\n" + "\n".join(bad)
+    assert not bad, "output not valid against python/hmb/data/schema:\n" + "\n".join(bad)

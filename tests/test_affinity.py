@@ -16,7 +16,7 @@ import pytest
 
 import _corelib as cl
 from conftest import get_mpi, run_bench
-from hmb import launch
+from hmb.run import launch
 
 CORES = os.cpu_count() or 1
 OMP_BOUND = {"OMP_PLACES": "cores", "OMP_PROC_BIND": "close"}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TEST_MPIS, get_mpi, hmb_cli
-from hmb import check as ck
+from hmb.run import check as ck
 
 REPO = Path(__file__).resolve().parents[1]
 

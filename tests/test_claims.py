@@ -446,7 +446,7 @@ def test_every_claim_can_differ_with_a_reading_its_benchmark_produces():
     not read a value the definition fixes (early-bird at one partition) nor a ratio across an
     option that sets the metric (throughput at 100 ms over 10 ms), and a reading the benchmark
     can produce, planted, must differ."""
-    from hmb import descriptors
+    from hmb.data import descriptors
     described = descriptors.load([str(get_mpi("mpich").bench)])
     failures, pending = [], []
     for name in hstudy.names():
@@ -458,7 +458,7 @@ def test_every_claim_can_differ_with_a_reading_its_benchmark_produces():
                 bench = described.get(e["bench"])
                 metric = bench.metric(e["metric"]) if bench else None
                 if metric is None:
-                    from hmb import tidy
+                    from hmb.data import tidy
                     assert tidy.is_reading(e["metric"]), f"{name}:{i}: {e['bench']} has no metric {e['metric']}"
                     continue
                 problems = claims.physical(e, metric)

@@ -189,7 +189,7 @@ def test_demo_skips_missing_benchmarks_and_reports(tmp_path):
 @pytest.mark.mpi
 def test_smoke_real_hmb_bench(tmp_path):
     """hmb run p2p under MPICH with the real hmb-bench (built if missing: a fresh machine builds it)."""
-    from hmb import launch
+    from hmb.run import launch
     if "HMB_BENCH_OVERRIDE" in os.environ:
         pytest.skip("HMB_BENCH_OVERRIDE replaces hmb-bench: there is no real one to run")
     target = launch.prepare("mpich", build="missing")

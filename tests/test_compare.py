@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hmb import compare, results
+from hmb.present import compare
+from hmb.data import results
 
 from conftest import hmb_cli
 

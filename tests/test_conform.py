@@ -12,7 +12,8 @@ import time
 import pytest
 
 from conftest import get_mpi, run_bench
-from hmb import cli, conform
+from hmb import cli
+from hmb.run import conform
 
 # Checks that pass on each library (the others FAIL on Open MPI 5.0.11: docs/findings.md).
 PASSING_ARGS = {
@@ -171,7 +172,8 @@ def test_hmb_conform_rejects_unknown_mpi_and_check(capsys):
 
 
 def test_report_has_the_matrix(tmp_path):
-    from hmb import report, results
+    from hmb.present import report
+    from hmb.data import results
     src = tmp_path / "conform.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in PLANTED))
     report.build(results.load([src], warn=False), tmp_path / "rep")
@@ -212,7 +214,8 @@ def test_a_failed_launch_leaves_no_segment_and_says_so(status, capsys):
 
 
 def test_report_of_a_conform_run_has_no_curves_but_the_matrix(tmp_path):
-    from hmb import report, results
+    from hmb.present import report
+    from hmb.data import results
     r = run_bench("mpich", ["conform", "--check", "parrived-truth"], tmp_path=tmp_path)
     assert r.rc == 0, r.stderr
     src = next(tmp_path.glob("out-*.jsonl"))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import hmb
-from hmb import figures as engine
+from hmb.present import figures as engine
 from hmb import study as hstudy
 from hmb.study import claims
 from hmb.study import cli as study_cli

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from conftest import get_mpi
-from hmb.units import parse_duration
+from hmb.data.units import parse_duration
 
 
 @pytest.fixture(scope="module")

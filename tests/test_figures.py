@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import hmb
-from hmb import descriptors
-from hmb import figures as engine
-from hmb.reports.common import figure_instances
+from hmb.data import descriptors
+from hmb.present import figures as engine
+from hmb.present.reports.common import figure_instances
 from hmb.study import report_figures
 from _planted import metric, result, run, write
 

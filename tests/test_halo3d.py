@@ -177,7 +177,8 @@ def test_bad_input_is_one_line_exit_2(mpi_name, tmp_path, args, words):
 def test_report_figures_and_mock_share_table(tmp_path):
     """hmb report on a communicating and a mock run of the same points: throughput and ratio
     figures per compute, and one mock-share row per point measured both ways."""
-    from hmb import report, results
+    from hmb.present import report
+    from hmb.data import results
     for comm in ("on", "off"):
         r = run_bench("mpich", ["halo3d", "--sizes", "1K,4K", "--comm", comm, "--mode", "single,multiple,serial"]
                       + TINY, tmp_path=tmp_path)
@@ -188,7 +189,7 @@ def test_report_figures_and_mock_share_table(tmp_path):
     for fig in ("halo3d_throughput_50us", "halo3d_ratio_50us", "halo3d_speedup_50us"):
         assert (out / "figures" / f"{fig}.png").exists(), fig
     assert "halo3d: mock-mode share of an iteration" in (out / "report.md").read_text()
-    from hmb.reports.common import FAMILIES
+    from hmb.present.reports.common import FAMILIES
     ((_, header, rows, _),) = FAMILIES["halo3d"].tables(rs)
     modes = header[5:-1]   # MPI, face, threads, compute, noise, one column per mode of --describe, no reading
     assert {"serial", "single", "multiple", "partitioned", "persistent"} <= set(modes), header

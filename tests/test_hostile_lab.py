@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 import hmb
-from hmb import check, cli, lab, launch, slurm
+from hmb.run import check, launch, slurm
+from hmb import cli
+from hmb.lab import nodes as lab
 from _planted import metric, result, run, write
 
 REPO = Path(__file__).resolve().parents[1]

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 import hmb
-from hmb import cli, results, validate
+from hmb import cli
+from hmb.data import results, validate
 from _planted import metric, result, run, write
 
 RUN = run("a", "p2p")

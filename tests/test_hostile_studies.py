@@ -484,7 +484,7 @@ def test_arguments_are_one_line(tmp_path, monkeypatch, capsys, argv, why):
 
 
 def test_durations_refuse_what_is_not_finite():
-    from hmb.units import parse_duration
+    from hmb.data.units import parse_duration
     for bad in ("1e999s", "1e308h", math.inf, "30s\n"):
         with pytest.raises(ValueError):
             parse_duration(bad)

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from hmb import check, lab, launch
-from hmb import mpi as hmpi
+from hmb.run import check, launch
+from hmb.lab import nodes as lab
+from hmb.run import mpi as hmpi
 
 from conftest import hmb_cli
 
@@ -179,7 +180,7 @@ def test_slurm_script_for_the_lab(tmp_path):
 
 
 def test_network_label_in_the_schema():
-    schema = json.loads((REPO / "python/hmb/schema/hmb-output.schema.json").read_text())
+    schema = json.loads((REPO / "python/hmb/data/schema/hmb-output.schema.json").read_text())
     assert lab.NETWORK_LABEL in schema["$defs"]["run"]["properties"]["env"]["description"]
 
 
@@ -472,7 +473,7 @@ def test_a_launch_the_machine_ended_is_incomplete_and_resumed(tmp_path):
     found the sweep "already finished" with 27 of 48 points."""
     import os
     import sys
-    from hmb import sweep
+    from hmb.run import sweep
     cfg = tmp_path / "sweep.toml"
     cfg.write_text(SLURM_REFUSED)
     specs = sweep.expand(sweep.load(str(cfg)))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hmb import lab
+from hmb.lab import nodes as lab
 
 from conftest import TEST_MPIS, get_mpi
 
@@ -398,7 +398,7 @@ def test_a_job_past_its_time_limit_then_resubmitted_ends_with_every_point_once(s
     cfg.write_text(f'[sweep]\nmpis = [{mpis}]\nseed = 7\nrepeats = {48 // len(TEST_MPIS)}\ntimeout = "90s"\n'
                    f'output = "{results}"\n[[bench]]\nname = "p2p"\nranks = 2\nargs = {{ mode = "latency", '
                    'sizes = "8,1K", iters = 20000, max-iters = 20000, warmup = 5, ci-target = 0 }\n')
-    from hmb import sweep as hsweep
+    from hmb.run import sweep as hsweep
     planned = {s.tag for s in hsweep.expand(hsweep.load(str(cfg)))}
     env = {**_env(), "SLURM_CONF": slurm_lab}
     logs = []
@@ -428,7 +428,7 @@ def test_a_job_past_its_time_limit_then_resubmitted_ends_with_every_point_once(s
             last[x["tag"]] = x["status"]
     assert set(last) == planned and set(last.values()) == {"done"}, {t: s for t, s in last.items() if s != "done"}
     from collections import Counter
-    from hmb import results as hresults
+    from hmb.data import results as hresults
     rs = hresults.load([results], warn=False)
     points = Counter((r.run.get("tag"), r.params.get("size_bytes")) for r in rs.results)
     assert len(points) == 2 * len(planned) and set(points.values()) == {1}, \

@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from hmb import lab
-from hmb import mpi as hmpi
+from hmb.lab import nodes as lab
+from hmb.run import mpi as hmpi
 
 from _packaging import (CHECKS, CHECKS_PER_ENVIRONMENT, FAULTS, REPO, cases_of, json_results, perflog_entries,
                         reframe_missing, run_reframe, summary_line, tool_env, xfail_reasons)

@@ -6,7 +6,7 @@ import types
 
 import pytest
 
-from hmb import launch
+from hmb.run import launch
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def test_a_failing_combination_is_dropped_whole(fake):
 def test_threads_are_pinned_only_inside_bound_ranks(monkeypatch):
     # mpiexec binds ranks only while they fit the cores; beyond that every rank's mask is the
     # whole machine and OMP_PROC_BIND=close would put each rank's thread 0 on the same core.
-    from hmb import mpi as hmpi
+    from hmb.run import mpi as hmpi
     impl = hmpi.MPI("mpich", "mpich", None, "mpicc", "mpiexec")
     target = types.SimpleNamespace(impl=impl, name="mpich")
     monkeypatch.setattr(launch.os, "cpu_count", lambda: 4)
@@ -63,7 +63,7 @@ def test_threads_are_pinned_only_inside_bound_ranks(monkeypatch):
 def test_oversubscribed_open_mpi_launches_yield_unless_the_user_chose(monkeypatch, capsys):
     # 4 cores: 2 x 2 fits, 2 x 4 and 9 x 1 do not. Open MPI then yields when idle (said once);
     # MPICH gets nothing; a value in the user's environment wins; srun is left alone.
-    from hmb import mpi as hmpi
+    from hmb.run import mpi as hmpi
     monkeypatch.setattr(launch.os, "cpu_count", lambda: 4)
     monkeypatch.setattr(hmpi.os, "cpu_count", lambda: 4)
     monkeypatch.setattr(launch, "library_accepts", lambda t, s: True)

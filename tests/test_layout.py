@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from hmb import core, mpi
+from hmb.run import core, mpi
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "src/bench"

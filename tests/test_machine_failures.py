@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from hmb import results, sweep, tidy, validate
+from hmb.data import results, tidy, validate
+from hmb.run import sweep
 
 from conftest import hmb_cli
 

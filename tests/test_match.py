@@ -17,8 +17,8 @@ import pytest
 
 import _corelib as cl
 from conftest import TEST_MPIS, run_bench
-from hmb import results
-from hmb.reports import match as match_report
+from hmb.data import results
+from hmb.present.reports import match as match_report
 
 NEIGHBOURS = {"2d5": 4, "2d9": 8, "3d7": 6, "3d27": 26}
 TINY = ["--iters", "2", "--warmup", "1", "--ci-target", "0", "--timeout", "120s", "--sizes", "64"]

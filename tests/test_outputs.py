@@ -143,7 +143,7 @@ def test_a_full_disk_leaves_the_old_file_and_names_it(tmp_path):
 
 
 def test_write_atomic_keeps_the_old_permissions_and_writes_through_a_link(tmp_path):
-    from hmb import outputs
+    from hmb.data import outputs
     target = tmp_path / "real.csv"
     target.write_text("old")
     target.chmod(0o640)
@@ -161,7 +161,7 @@ def test_check_json_refuses_another_kind_before_measuring(tmp_path):
 
 
 def test_kind_of():
-    from hmb import outputs
+    from hmb.data import outputs
     assert outputs.kind_of(REPO / "configs" / "demo.toml") == "config"
     assert outputs.kind_of(REPO / "python" / "hmb" / "studies" / "seed000-partitioned.toml") == "study"
     assert outputs.kind_of(REPO / "README.md") is None

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from hmb import mpi as hmpi
+from hmb.run import mpi as hmpi
 
 from _packaging import (CHECKS, CHECKS_PER_ENVIRONMENT, EB, FAULTS, LMOD_INIT, REFRAME, REPO, SETTINGS,
                         json_results, perflog_entries, reframe_missing, run_reframe, summary_line, cases_of,

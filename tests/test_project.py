@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hmb import cli, project
+from hmb import cli
+from hmb.present import project
 
 MPIP = Path(__file__).parent / "data" / "mpip"
 

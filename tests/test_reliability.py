@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hmb import cli, results
+from hmb import cli
+from hmb.data import results
 from conftest import get_mpi, hmb_cli, run_bench
 
 DATA = Path(__file__).parent / "data"
@@ -154,7 +155,7 @@ def test_a_full_disk_is_an_error_naming_the_file(mpi):
 
 @pytest.mark.planted_json("o.jsonl")
 def test_resume_on_a_deeply_nested_output_is_not_a_recursion_error(tmp_path):
-    from hmb import sweep
+    from hmb.run import sweep
     out = _write(tmp_path / "o.jsonl", text(sweep_lines(1)).encode() + b"[" * 100000 + b"\n")
     assert sweep.finished_tags(out) == {"p2p-mpich-abc-r0"} and sweep.recorded_seed(out, 7) == 1
 
@@ -251,7 +252,8 @@ def test_every_launch_is_checked_before_the_first(tmp_path, body, why):
 def test_a_comma_list_option_takes_all_as_hmb_bench_does():
     """hmb-bench takes "all" for any comma-list option ("a comma list, or all"); the sweep's check
     of a launch before the first must too (seed000's halo3d `mode = "all"` was refused)."""
-    from hmb import descriptors, sweep
+    from hmb.data import descriptors
+    from hmb.run import sweep
     modes = descriptors.Option("mode", "choices", "single", "parameter", choices=("single", "multiple"))
     assert sweep._option_problem(modes, "all") is None
     assert sweep._option_problem(modes, "single,multiple") is None
@@ -284,7 +286,7 @@ def hmb_env(env, *argv):
 
 
 def test_a_second_sweep_on_the_same_output_is_refused_naming_the_holder(tmp_path):
-    from hmb import sweep
+    from hmb.run import sweep
     cfg = config(tmp_path, '[[bench]]\nname = "p2p"\nargs = { sizes = "8" }\n')
     out = tmp_path / "o.jsonl"
     with sweep._output_lock(out):
@@ -328,7 +330,7 @@ prterun detected that one or more processes exited with non-zero status,
     ("mpiexec: no such host\n", 1, "mpiexec: no such host"),
 ])
 def test_a_failed_launch_names_hmb_benchs_own_line_or_the_cause(tmp_path, log, rc, reason):
-    from hmb import sweep
+    from hmb.run import sweep
     path = _write(tmp_path / "x.log", "### the launch line mentions hmb-bench: p2p\n" + log)
     assert sweep.failure_reason(path, len("### the launch line mentions hmb-bench: p2p\n"), rc, 5.0) \
         .startswith(reason)
@@ -343,7 +345,7 @@ def test_config_that_is_a_directory_and_compare_of_an_unknown_metric(tmp_path):
 
 
 def test_a_full_disk_in_the_sweep_driver_names_the_file(tmp_path):
-    from hmb import sweep
+    from hmb.run import sweep
     with pytest.raises(sweep.ConfigError, match="cannot write to /dev/full: No space left on device"):
         sweep.append_record(Path("/dev/full"), {"type": "sweep"})
 
@@ -414,7 +416,7 @@ def _mutations(lines: list[dict]):
 def test_no_field_of_the_wrong_type_gets_past_the_reader(tmp_path):
     # The readers (results.load) and compare on every mutation: a ResultsError line or a result,
     # never another exception. (The CLI turns ResultsError into one line, exit 2.)
-    from hmb import compare
+    from hmb.present import compare
     base = sweep_lines(1)
     good = results.load([_write(tmp_path / "good.jsonl", text(base))], warn=None)
     tried = 0
@@ -462,7 +464,7 @@ def _hold_lock(path):
 
 def test_a_second_launch_waits_for_the_machine_and_says_who_holds_it(tmp_path, monkeypatch, capsys):
     import threading
-    from hmb import launch
+    from hmb.run import launch
     lock = tmp_path / "machine.lock"
     monkeypatch.setenv("HMB_MACHINE_LOCK", str(lock))
     monkeypatch.delenv("HMB_CONCURRENT", raising=False)
@@ -480,7 +482,7 @@ def test_a_second_launch_waits_for_the_machine_and_says_who_holds_it(tmp_path, m
 
 
 def test_concurrent_launches_when_the_user_asks(tmp_path, monkeypatch):
-    from hmb import launch
+    from hmb.run import launch
     lock = tmp_path / "machine.lock"
     monkeypatch.setenv("HMB_MACHINE_LOCK", str(lock))
     monkeypatch.setenv("HMB_CONCURRENT", "1")
@@ -493,7 +495,7 @@ def test_concurrent_launches_when_the_user_asks(tmp_path, monkeypatch):
 
 def test_the_machine_lock_names_the_running_launch_and_is_released(tmp_path, monkeypatch):
     import fcntl
-    from hmb import launch
+    from hmb.run import launch
     lock = tmp_path / "machine.lock"
     monkeypatch.setenv("HMB_MACHINE_LOCK", str(lock))
     monkeypatch.delenv("HMB_CONCURRENT", raising=False)

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hmb import report, reports, results
+from hmb.present import report, reports
+from hmb.data import results
 
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 import hmb
-from hmb.reports import part
-from hmb import figures
+from hmb.present.reports import part
+from hmb.present import figures
 from hmb.study import report_figures
 
 DATA = Path(__file__).parent / "data"

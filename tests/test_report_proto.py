@@ -9,8 +9,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hmb import reports, results
-from hmb.reports import proto
+from hmb.present import reports
+from hmb.data import results
+from hmb.present.reports import proto
 
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))

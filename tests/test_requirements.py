@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import TEST_MPIS, run_bench
-from hmb import requirements
-from hmb.mpi import MPI
+from hmb.run import requirements
+from hmb.run.mpi import MPI
 
 ALL_MODES = "shared,comm,tag,stream,funneled,everywhere"
 

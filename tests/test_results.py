@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hmb import results
+from hmb.data import results
 
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))
@@ -49,7 +49,7 @@ def test_identity_has_layout_and_run_options_but_not_run_control(tmp_path):
     assert "sizes" not in ident and ident["op"] == "allreduce" and ident["size_bytes"] == 65536
     # the same identity is the tidy table's point: its columns, and what point_key compares
     import hmb
-    from hmb import tidy
+    from hmb.data import tidy
     df = hmb.load(tmp_path / "a.jsonl")
     assert set(ident) - {"ranks", "threads"} <= set(tidy.point_columns(df))
     assert dict(results.point_key(r)[1])["ranks"] == "2"
@@ -178,7 +178,7 @@ def test_figure_lines_are_split_and_labelled_by_settings(tmp_path):
     """The figure engine never merges two points of one line at one x: a 16K threshold and the
     default split into two lines, each named by its setting."""
     import hmb
-    from hmb import figures
+    from hmb.present import figures
     w = synth.Writer()
     _with_settings(w, 80.0, "default", "a-r0")
     _with_settings(w, 40.0, "16K", "b-r0")

@@ -10,7 +10,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from hmb import sweep, validate
+from hmb.run import sweep
+from hmb.data import validate
 
 from conftest import hmb_cli
 

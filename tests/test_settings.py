@@ -1,7 +1,7 @@
 """python/hmb/settings.py: presets and thresholds -> the variables that move the eager switch."""
 import pytest
 
-from hmb import settings
+from hmb.run import settings
 
 
 def test_mpich_threshold_moves_cell_cma_and_pack_together():
@@ -70,7 +70,7 @@ def test_nocma_suffix_adds_single_copy_off():
 
 
 def test_sweep_settings_axis_expands_with_library_variables(tmp_path, monkeypatch):
-    from hmb import sweep
+    from hmb.run import sweep
     monkeypatch.setenv("HMB_BENCH_OVERRIDE", "true")
     cfg_path = tmp_path / "s.toml"
     cfg_path.write_text('[sweep]\nmpis = ["mpich", "openmpi"]\nseed = 1\n'
@@ -86,7 +86,7 @@ def test_sweep_settings_axis_expands_with_library_variables(tmp_path, monkeypatc
 
 
 def test_sweep_settings_axis_rejects_unknown_setting(tmp_path, monkeypatch):
-    from hmb import sweep
+    from hmb.run import sweep
     monkeypatch.setenv("HMB_BENCH_OVERRIDE", "true")
     cfg_path = tmp_path / "s.toml"
     cfg_path.write_text('[sweep]\nseed = 1\n[[bench]]\nname = "proto"\nsettings = ["fast"]\n')

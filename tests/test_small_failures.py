@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hmb import launch, mpi
+from hmb.run import launch, mpi
 
 from conftest import hmb_cli
 

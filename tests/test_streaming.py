@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hmb import results, validate
+from hmb.data import results, validate
 
 from conftest import hmb_cli
 

@@ -9,8 +9,9 @@ import shutil
 import pytest
 
 import hmb
-from hmb import cli, requirements
-from hmb import figures as engine
+from hmb import cli
+from hmb.run import requirements
+from hmb.present import figures as engine
 from hmb import study as hstudy
 from hmb.study import claims, figures, fit, history
 from hmb.study import cli as study_cli
@@ -68,7 +69,7 @@ def test_every_launch_of_every_study_is_one_hmb_bench_takes(name, mode, mpi_name
     an hour into a run): options, values, ranks. The layout against this machine's cores is
     the sweep's own check (as-published is for a cluster)."""
     from conftest import get_mpi
-    from hmb import launch as hlaunch, sweep
+    from hmb.run import launch as hlaunch, sweep
     study = hstudy.load(name)
     data, _ = fit.config(study, mode)
     data["sweep"]["output"] = str(tmp_path / "r.jsonl")
@@ -484,7 +485,7 @@ def test_seed000_report_draws_fig13_projection_from_the_bundled_mpip(tmp_path):
     """Fig. 13 is `hmb project` on the bundled SNAP-C mpiP report with the seed's s and the
     study's own sweep3d speed-up (planted: 2.0 at 16 partitions, 10 ms); its claim is not
     comparable (the report is 2 ranks of one node)."""
-    from hmb import project
+    from hmb.present import project
     r = _run("s", "sweep3d", threads=2, options={"compute": "10ms", "face-partitions": "16"})
     f = write(tmp_path / "sw.jsonl", [r, result("s", "sweep3d", {"size_bytes": 65536},
                                                 {"speedup_partitioned_vs_serial": metric(2.0, unit="ratio", higher=True)})])
@@ -557,7 +558,7 @@ def test_a_claim_on_points_the_library_did_not_run_says_why(tmp_path):
                  "params": {"size_bytes": 32, "op": "pt2pt", "progress": "impl"}, "status": "unsupported",
                  "reason": "impl: Open MPI has no asynchronous progress thread", "extra": {}})
     path = write(tmp_path / "o.jsonl", recs)
-    from hmb import results, tidy
+    from hmb.data import results, tidy
     rs = results.load([str(path)])
     df, un = tidy.frame(rs), tidy.unsupported(rs)
     assert list(un["reason"]) == ["impl: Open MPI has no asynchronous progress thread"]
@@ -604,7 +605,7 @@ def test_demo_names_the_cell_or_per_value_of_each_verdict(tmp_path, monkeypatch,
     """A claim judged per value or per cell prints which one beside its figure (seed000's
     one-partition claims per cache, seed004's per size): three identical quotes were unreadable.
     The demo's launches are planted (each launch the sweep would run writes its point)."""
-    from hmb import sweep
+    from hmb.run import sweep
     from hmb.study import cli as scli
 
     def planted_run(cfg, **kw):

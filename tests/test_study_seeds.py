@@ -45,8 +45,8 @@ def test_a_point_whose_own_threads_oversubscribe_is_no_reading(tmp_path):
     results.py reads either, so tidy marks the point and no claim reads it."""
     import json
 
-    from hmb import results as hresults
-    from hmb import tidy
+    from hmb.data import results as hresults
+    from hmb.data import tidy
     run = {"type": "run", "schema_version": 1, "bench": "match", "oversubscribed": False, "ranks": 2, "threads": 1}
     base = {"type": "result", "bench": "match", "status": "ok", "size_bytes": 1024, "params": {"size_bytes": 1024},
             "metrics": {"wait_us_per_msg": {"median": 3.0, "count": 5}}}
@@ -85,7 +85,7 @@ def _records(tmp_path, launches):
     launches, paired by repeat index across the claim's selections)."""
     from _planted import metric, result, run, write
 
-    from hmb import tidy
+    from hmb.data import tidy
     recs = []
     for k in range(3):
         for rid, bench, ranks, threads, points in launches:

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from hmb import results, sweep
+from hmb.data import results
+from hmb.run import sweep
 
 from conftest import hmb_cli
 
@@ -255,7 +256,7 @@ def test_missing_benchmark_is_skipped_only_when_asked(tmp_path, capsys):
 
 def test_system_mpi_uses_its_detected_flavor(tmp_path, monkeypatch):
     # A system Intel MPI gets I_MPI_ASYNC_PROGRESS, not MPICH's variable.
-    from hmb import mpi as hmpi
+    from hmb.run import mpi as hmpi
     monkeypatch.delenv("HMB_BENCH_OVERRIDE", raising=False)
     monkeypatch.setattr(hmpi, "find", lambda name, install=True: hmpi.MPI(
         "system", "impi", None, "mpicc", "mpiexec"))
@@ -299,7 +300,7 @@ def test_resume_without_a_seed_keeps_the_first_order(tmp_path):
 def test_tag_counts_a_settings_variables_not_only_its_name():
     """A preset whose variables changed (presets began to move the network paths too) is a new
     launch for --resume; the default setting's tags stay as they were."""
-    from hmb.sweep import tag_of
+    from hmb.run.sweep import tag_of
     a = tag_of("proto", "mpich", 2, 1, {"sizes": "1K"}, 0, "16K", {"MPIR_CVAR_A": "16384"})
     b = tag_of("proto", "mpich", 2, 1, {"sizes": "1K"}, 0, "16K", {"MPIR_CVAR_A": "16384", "UCX_RNDV_THRESH": "16384"})
     assert a != b and a == tag_of("proto", "mpich", 2, 1, {"sizes": "1K"}, 0, "16K", {"MPIR_CVAR_A": "16384"})

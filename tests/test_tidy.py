@@ -82,7 +82,7 @@ def test_memory_readings_are_columns_not_other_extras(tmp_path):
 
 
 def test_reading_as_metric_one_row_per_result_and_launches_still_one_point(tmp_path):
-    from hmb import tidy
+    from hmb.data import tidy
     from hmb.study import claims
     df = hmb.load(_proto(tmp_path, [("a", 1000.0), ("b", 3000.0)]))
     mem = tidy.readings_as_metric(df, "rss_traffic_kB")

@@ -12,8 +12,9 @@ from pathlib import Path
 
 # Only light modules here: the console script imports this one before main() runs, and a Ctrl-C
 # during that import is Python's traceback, not hmb's one line (numpy, pandas: inside main()).
-from . import __version__, mpi
-from .units import parse_duration
+from . import __version__
+from .run import mpi
+from .data.units import parse_duration
 
 EXAMPLES = """examples:
   hmb demo                                   build, run configs/demo.toml, write results/report.html
@@ -81,7 +82,7 @@ def cmd_build(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from . import launch
+    from .run import launch
     # --threads may be given to hmb (before --) or to hmb-bench (after --): both mean the same
     # thing, and hmb must lay out the launch for it, so it is never silently replaced.
     given = launch.parse_bench_argv(args.bench_args).get("threads")
@@ -97,7 +98,7 @@ def cmd_run(args) -> int:
         args.threads = 1
     _count("-n", args.ranks)
     _count("--threads", args.threads, MAX_THREADS)
-    from .sweep import MAX_LAUNCHES
+    from .run.sweep import MAX_LAUNCHES
     _count("--repeats", args.repeats, MAX_LAUNCHES)   # --repeats 99999999999 --dry-run printed for ever
     _nonempty("--json", args.json)
     _nonempty("--metric", args.metric)
@@ -115,12 +116,12 @@ def cmd_run(args) -> int:
         return launch.run_bench(target, args.bench, args.bench_args, args.ranks, args.threads,
                                 json_path=args.json, launcher=args.launcher, timeout=timeout or None,
                                 dry_run=args.dry_run, hosts=args.hosts, ranks_per_node=args.ranks_per_node)
-    from . import repeats
+    from .present import repeats
     return repeats.run(target, args, timeout or None)
 
 
 def cmd_sweep(args) -> int:
-    from . import sweep
+    from .run import sweep
     if args.ranks_per_node is not None:
         _count("--ranks-per-node", args.ranks_per_node)
     cfg = sweep.load(args.config, mpis_override=mpi.names(args.mpi, "--mpi", UsageError) if args.mpi is not None else None,
@@ -135,7 +136,8 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from . import report, results
+    from .present import report
+    from .data import results
     rs = results.load(args.results, samples=False)    # the report reads summaries, never --raw samples
     out = report.build(rs, Path(args.output), embed=args.embed)
     print(f"hmb: wrote {out['html']} and {out['md']} ({len(out['figures'])} figures)")
@@ -143,8 +145,9 @@ def cmd_report(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from . import compare, results
-    from .outputs import check_output
+    from .present import compare
+    from .data import results
+    from .data.outputs import check_output
     check_output(args.output, "-o", "text", [args.a, args.b], force=args.force)
     a, b = results.load([args.a]), results.load([args.b])
     metrics = args.metric.split(",") if args.metric else None
@@ -154,7 +157,7 @@ def cmd_compare(args) -> int:
     text = compare.render(c)
     sys.stdout.write(text)
     if args.output:
-        from .outputs import write_text
+        from .data.outputs import write_text
         write_text(args.output, text, "-o")
     return 1 if a.bad_lines or b.bad_lines else 0   # unreadable lines were skipped (named on stderr)
 
@@ -183,14 +186,14 @@ def _undone_on_error(directory: Path, names: tuple):
 
 
 def cmd_slurm(args) -> int:
-    from . import slurm, sweep
+    from .run import slurm, sweep
     slurm.check_options(args.nodes, args.ranks_per_node, args.threads, args.time, args.partition, args.account,
                         args.job_name, args.hosts)
     for flag, value in (("--study", args.study), ("--results", args.results), ("--mpi", args.mpi)):
         _nonempty(f"slurm {flag}", value)
     if args.output is not None and not args.output.strip():
         raise UsageError("slurm -o: give a file name, or - for standard output")
-    from .outputs import check_output, write_text
+    from .data.outputs import check_output, write_text
     # the config it reads, and the results file the script's sweep will write, are no place for it
     check_output(args.output, "slurm -o", "script", [args.config, args.results], force=args.force)
     guard = contextlib.nullcontext()
@@ -233,7 +236,9 @@ def cmd_slurm(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from . import report, results, sweep
+    from .present import report
+    from .data import results
+    from .run import sweep
     config = Path(args.config) if args.config else mpi.REPO / "configs" / "demo.toml"
     outdir = Path(args.output_dir)
     cfg = sweep.load(str(config), mpis_override=[args.mpi],
@@ -253,7 +258,7 @@ def cmd_demo(args) -> int:
 
 
 def cmd_advise(args) -> int:
-    from . import advise
+    from .run import advise
     try:
         return advise.run(args)
     except advise.AdviseError as e:
@@ -261,13 +266,14 @@ def cmd_advise(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from . import check
+    from .run import check
     if args.ranks < 2:
         raise UsageError("check: -n must be at least 2 (a ping-pong needs two ranks)")
     _count("check: -n", args.ranks, least=2)
     _count("check: --threads", args.threads, MAX_THREADS)
     _nonempty("check: --json", args.json)
-    from . import launch, outputs
+    from .run import launch
+    from .data import outputs
     hosts = launch.parse_hosts(args.hosts)
     json_path = args.json or check.default_record(args.mpi, hosts)
     parent = Path(json_path).parent
@@ -280,7 +286,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_project(args) -> int:
-    from . import project
+    from .present import project
     try:
         return project.run(args)
     except project.ProjectError as e:
@@ -301,7 +307,7 @@ def make_parser() -> argparse.ArgumentParser:
     b.add_argument("-v", "--verbose", action="store_true", help="show the compiler output")
     b.set_defaults(func=cmd_build)
 
-    from .requirements import explain
+    from .run.requirements import explain
     r = sub.add_parser(
         "run", help="launch one benchmark (builds hmb-bench on demand)", allow_abbrev=False,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -336,7 +342,7 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--dry-run", action="store_true", help="print the launch lines, run nothing")
     r.set_defaults(func=cmd_run)
 
-    from . import sweep as sweep_limits
+    from .run import sweep as sweep_limits
     s = sub.add_parser("sweep", help="run a parameter grid from a TOML config (resumable)",
                        description="Run every launch of a sweep config (docs/toolkit.md) in a shuffled, "
                        "seeded order with a progress bar; results and one launch record per launch are "
@@ -487,18 +493,18 @@ def make_parser() -> argparse.ArgumentParser:
     cf.add_argument("--json", metavar="FILE", default="results/conform.jsonl", help="records (appended)")
 
     def cmd_conform(a) -> int:
-        from . import conform
+        from .run import conform
         libs = mpi.names(a.mpi, "conform --mpi", UsageError)
         return conform.run(libs, a.json, conform.parse_checks(a.check))
     cf.set_defaults(func=cmd_conform)
 
     va = sub.add_parser("validate", help="check HMB output files against the JSON Schema",
                         description="One line FILE:LINE: why per bad record; exit 2 if any, else 0 "
-                        "and a count. The schema: python/hmb/schema/, documented in docs/output-schema.md.")
+                        "and a count. The schema: python/hmb/data/schema/, documented in docs/output-schema.md.")
     va.add_argument("files", nargs="+", metavar="FILE")
 
     def cmd_validate(a) -> int:
-        from . import validate
+        from .data import validate
         return validate.main(a.files)
     va.set_defaults(func=cmd_validate)
 
@@ -512,7 +518,7 @@ def make_parser() -> argparse.ArgumentParser:
                     "CSV table (results, a config, a study)")
 
     def cmd_export(a) -> int:
-        from . import outputs, results, tidy
+        from .data import outputs, results, tidy
         if not a.csv.strip():
             raise UsageError("--csv: give a file name, or - for standard output")
         outputs.check_output(a.csv, "--csv", "csv", a.results, force=a.force)
@@ -538,7 +544,7 @@ def make_parser() -> argparse.ArgumentParser:
                     "or preset (default 16K)")
 
     def cmd_settings(a) -> int:
-        from . import settings
+        from .run import settings
         try:
             t, nocma = settings.parse_setting(a.threshold)
         except ValueError as e:
@@ -557,7 +563,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 def add_lab_parser(sub) -> None:
     """hmb lab up|down|status|exec: nodes on one machine (hmb/lab.py, docs/lab.md)."""
-    from . import lab
+    from .lab import nodes as lab
     la = sub.add_parser("lab", help="a lab of N nodes on this machine (namespaces on a bridge; root)",
                         description="Lay out N nodes on this machine, each its own network and UTS namespace "
                         "(hostname) on one bridge with an address and its share of the CPUs, so MPI traffic between "
@@ -658,7 +664,8 @@ def main(argv=None) -> int:
 
 
 def _main(argv=None) -> int:
-    from . import launch, outputs, results, sweep  # error types
+    from .run import launch, sweep
+    from .data import outputs, results  # error types
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = make_parser()
     own, passthrough = _split_run_argv(argv)

@@ -1,5 +1,5 @@
 """Seed studies: a study is data (python/hmb/studies/NAME.toml, checked against
-python/hmb/schema/study.schema.json): the paper it comes from, the sweep grid with the paper's
+python/hmb/data/schema/study.schema.json): the paper it comes from, the sweep grid with the paper's
 parameters (sections [sweep] and [[bench]] in hmb sweep's config format, plus two study-only
 keys per bench: `figures`, the figure ids it feeds, and `fit_ranks`, the ranks to use when the
 published ones do not fit), the figures it draws ([[figure]], drawn by study/figures.py) and
@@ -170,7 +170,7 @@ def studies_dir() -> Path:
 
 
 def _schema() -> dict:
-    return json.loads((resources.files("hmb") / "schema" / "study.schema.json").read_text())
+    return json.loads((resources.files("hmb.data.schema") / "study.schema.json").read_text())
 
 
 # Keys of a report figure that a study figure starting from it (`from`) does not take.
@@ -178,11 +178,11 @@ REPORT_ONLY_KEYS = ("id", "title", "question", "per")
 
 
 def report_figures() -> dict:
-    """id -> declaration of the report's figures (python/hmb/reports/figures.toml, checked
+    """id -> declaration of the report's figures (python/hmb/present/reports/figures.toml, checked
     against the schema's $defs.report_figures): the figures `hmb report` draws, which a study
     figure may start from (`from`)."""
-    path = resources.files("hmb") / "reports" / "figures.toml"
-    where = "hmb/reports/figures.toml"
+    path = resources.files("hmb.present.reports") / "figures.toml"
+    where = "hmb/present/reports/figures.toml"
     data = tomllib.loads(path.read_text())
     schema = _schema()
     v = jsonschema.Draft202012Validator({"$defs": schema["$defs"], "$ref": "#/$defs/report_figures"})
@@ -205,7 +205,7 @@ def resolve(fig: dict, where: str = "") -> dict:
     base = report_figures().get(fig["from"])
     if base is None:
         raise StudyError(f"{where}{': ' if where else ''}figure {fig['id']}: from: no report figure "
-                         f"{fig['from']!r} (python/hmb/reports/figures.toml)")
+                         f"{fig['from']!r} (python/hmb/present/reports/figures.toml)")
     out = {**{k: v for k, v in base.items() if k not in REPORT_ONLY_KEYS}, **fig}
     if base.get("where") or fig.get("where"):
         out["where"] = {**base.get("where", {}), **fig.get("where", {})}
@@ -297,7 +297,7 @@ def check(data: dict, where: str) -> None:
 
 def _inside_data(name: str) -> bool:
     """An mpiP report named relative to python/hmb/data/ stays inside it (no .., no link out)."""
-    from ..project import DATA_DIR
+    from ..present.project import DATA_DIR
     try:
         return (DATA_DIR / name).resolve().is_relative_to(DATA_DIR.resolve())
     except (OSError, RuntimeError, ValueError):
@@ -307,7 +307,7 @@ def _inside_data(name: str) -> bool:
 def load_file(path) -> Study:
     """A study file, checked (schema, cross-references, finite numbers, one-line text); its
     name is the file's, made fit for a path (path_name)."""
-    from ..results import file_problem
+    from ..data.results import file_problem
     p = Path(path)
     problem = file_problem(p)
     if problem:

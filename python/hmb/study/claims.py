@@ -35,9 +35,9 @@ import dataclasses
 import math
 import re
 
-from .. import tidy
-from ..results import fmt_num, md_text
-from ..tidy import same, select, with_derived
+from ..data import tidy
+from ..data.results import fmt_num, md_text
+from ..data.tidy import same, select, with_derived
 
 AGREES, DIFFERS, NOT_COMPARABLE = "agrees", "differs", "not comparable"
 UNDECIDED, UNSTABLE = "undecided", "unstable"

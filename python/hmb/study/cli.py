@@ -79,7 +79,7 @@ def cmd_list(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from .. import sweep
+    from ..run import sweep
     try:
         return run(args.name, mode=args.mode, mpi=args.mpi, figure=args.figure, repeats=args.repeats,
                    outdir=args.out, dry_run=args.dry_run, resume=args.resume, budget=args.budget,
@@ -89,7 +89,7 @@ def cmd_run(args) -> int:
 
 
 def _seconds(text: str | None) -> float | None:
-    from ..units import parse_duration
+    from ..data.units import parse_duration
     if text is None:
         return None
     try:
@@ -102,7 +102,7 @@ def _seconds(text: str | None) -> float | None:
 
 
 def _mpis(text: str | None) -> list | None:
-    from .. import mpi as hmpi
+    from ..run import mpi as hmpi
     return hmpi.names(text, "--mpi", StudyError) if text is not None else None   # --mpi '' is no default
 
 
@@ -234,7 +234,7 @@ def with_budget(data: dict, budget: str) -> list[str]:
     """--budget: every bench's time per point set to budget (hmb-bench --budget), and the
     minimum and warm-up iterations to at most QUICK_ITERS and QUICK_WARMUP; returns the changes
     to record, naming what they replaced."""
-    from ..units import parse_duration
+    from ..data.units import parse_duration
     try:
         if parse_duration(budget) <= 0:
             raise ValueError(f"'{budget}' is not a positive duration")
@@ -294,7 +294,7 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
     --repeats or --budget run the grid as a fixed design instead. A directory holding another
     study's run, or this study's with results and another grid, is refused (claim_dir); a dry
     run writes nothing. Returns hmb sweep's status."""
-    from .. import sweep
+    from ..run import sweep
     from . import fit, rounds
     if repeats is not None and repeats < 1:
         raise StudyError(f"--repeats: expected a positive integer, got {repeats}")
@@ -369,7 +369,7 @@ def claim_unit(study, data: dict, figure=None, hosts=None, only_demo: bool = Fal
     from . import fit
     from . import history as hhistory
     from . import rounds
-    from .. import descriptors
+    from ..data import descriptors
     needs = {f["id"]: f["needs"] for f in study.figures if f.get("needs")}
     described = descriptors.local()
     judged, keys = [], []
@@ -394,7 +394,7 @@ def _dry_plan(units, mpis, out, first=None) -> int:
     from . import rounds
     import tomli_w
 
-    from .. import sweep
+    from ..run import sweep
     total = 0
     for u in units:
         for d in u.driven:
@@ -453,7 +453,7 @@ def checked_config(study, data: dict, comment: str, mpis=None):
     a grid hmb sweep refuses (an unknown MPI, a timeout without a unit, too many launches) is a
     StudyError naming the study file, before anything is written to the study directory.
     Yields the loaded config (its file is gone after the with block)."""
-    from .. import sweep
+    from ..run import sweep
     with tempfile.TemporaryDirectory(prefix="hmb-study-") as tmp:
         path = _write_config(Path(tmp), data, comment)
         try:
@@ -469,7 +469,8 @@ def _check_options(study, cfg) -> None:
     """Each launch's options against the benchmarks' descriptors of the local build, as hmb sweep
     checks them before its first launch (a study's iters = "5x" would otherwise be found on the
     cluster); skipped when no hmb-bench is built here."""
-    from .. import descriptors, sweep
+    from ..data import descriptors
+    from ..run import sweep
     described = descriptors.local()   # {} with no build here: the cluster's hmb sweep checks them
     try:
         sweep.check_launches(sweep.expand(cfg, probe_mpi=False), described, "srun", None)
@@ -482,7 +483,7 @@ def check_metrics(study, data: dict) -> None:
     one hmb-bench's descriptor names for the bench, or a reading (*_kB); a study naming another
     is refused in one line (a misspelt row was found only after the launches). Skipped when no
     hmb-bench is built to describe the benchmarks."""
-    from .. import descriptors, tidy
+    from ..data import descriptors, tidy
     described = descriptors.local()   # {} with no build here
     ran = {b["name"] for b in data["bench"]}
     for kind, decls, key in (("figure", study.figures, "y"), ("table", study.tables, "rows")):
@@ -492,7 +493,7 @@ def check_metrics(study, data: dict) -> None:
                 continue
             wanted = d[key] if isinstance(d[key], list) else [d[key]]
             if key == "y" and any("{mode}" in y for y in wanted):   # one metric per mode --describe lists
-                from .. import figures as engine
+                from ..present import figures as engine
                 wanted = engine.expand(d, None, described)["y"] or wanted
             known = {m.name for m in bench.metrics}
             bad = [m for m in wanted if m not in known and not tidy.is_reading(m)]
@@ -549,7 +550,7 @@ def _load_written(path: Path):
 
 
 def cmd_report(args) -> int:
-    from .. import results
+    from ..data import results
     try:
         d = Path(args.dir)
         if not d.is_dir():
@@ -580,7 +581,8 @@ def cmd_report(args) -> int:
 def _columns_missing(decl: dict, df, keys: tuple) -> str | None:
     """Why a declared figure or table cannot be drawn from df: a column it names (x, hue,
     panels, columns) that the rows of its bench do not have; None when every one is there."""
-    from .. import figures as engine, tidy
+    from ..present import figures as engine
+    from ..data import tidy
     rows = df[df["bench"] == decl.get("bench")] if "bench" in df.columns and decl.get("bench") else df
     if rows.empty:
         return None            # no results for it: the engine says so
@@ -617,8 +619,8 @@ def report(study, paths, outdir=None, figures_only=None, claims_only=None, recor
     Each verdict is set beside the kept runs of its claim (history.jsonl beside the study
     directory); record: this run's readings are added to it. claims_only: the claims (by
     expanded claims) to judge instead of the study's; summary: a line to put first under the claims."""
-    from .. import results, tidy
-    from ..results import md_code, md_text
+    from ..data import results, tidy
+    from ..data.results import md_code, md_text
     from . import claims, figures
     from . import history as hhistory
     rs = results.load([str(p) for p in paths])
@@ -648,7 +650,7 @@ def report(study, paths, outdir=None, figures_only=None, claims_only=None, recor
             continue
         _unlink_if_link(figdir / f"{fig['id']}.png")
         if fig.get("mpip"):    # a projection from bundled mpiP reports: hmb project (project.py)
-            from .. import project
+            from ..present import project
             try:
                 path, note = project.study_figure(fig, df, _own_dir(figdir))
                 head, _, code = note.partition("\n\n```\n")
@@ -730,7 +732,7 @@ def _mpi_names(df) -> dict:
 def _source(path) -> str:
     """This run's identity in the history: a claim-driven run's id (rounds.json), else its results
     file and the start of its first sweep."""
-    from .. import results
+    from ..data import results
     run_id = _read_rounds(Path(path).resolve().parent / "rounds.json").get("run_id")
     if run_id:
         return f"{Path(path).resolve()}#{run_id}"
@@ -768,7 +770,7 @@ def over_time(study, verdicts, df, results_path, state: dict, record: bool) -> N
 def _not_here_lines(study, judged: set) -> list[str]:
     """Each claim of the study not in `judged` (history keys), with why this machine cannot
     judge it, or that hmb study run does."""
-    from .. import descriptors
+    from ..data import descriptors
     from . import claims as hclaims
     from . import fit
     from . import history as hhistory
@@ -806,7 +808,8 @@ def wrap_line(line: str, width: int) -> str:
 
 
 def cmd_demo(args) -> int:
-    from .. import results, sweep
+    from ..data import results
+    from ..run import sweep
     try:
         return demo(args.mpi, Path(args.out))
     except (StudyError, sweep.ConfigError, results.ResultsError) as e:
@@ -846,7 +849,7 @@ def demo(mpi: str, out: Path) -> int:
     round started after DEMO_TIME), then each study's report and its verdicts printed, each
     beside the kept runs of the claim (history.jsonl beside the demo directory); the study's
     other claims in one line per reason."""
-    from .. import descriptors
+    from ..data import descriptors
     from . import fit, rounds
     mpis = _mpis(mpi)
     if (out / "study.toml").exists() or (out / "study.toml").is_symlink():

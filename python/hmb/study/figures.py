@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import tidy
-from ..figures import as_number, context_line, panelled, render, save, sort_key, value_format, value_label
-from ..results import clip_text, fmt_num, md_text
-from ..tidy import select
+from ..data import tidy
+from ..present.figures import as_number, context_line, panelled, render, save, sort_key, value_format, value_label
+from ..data.results import clip_text, fmt_num, md_text
+from ..data.tidy import select
 
 
 def draw(fig: dict, df, outdir: Path, title_prefix: str = "") -> tuple[Path | None, str]:

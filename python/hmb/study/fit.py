@@ -12,7 +12,7 @@ import json
 import os
 import subprocess
 
-from .. import core
+from ..run import core
 from . import STUDY_ONLY_BENCH_KEYS, Study, StudyError
 
 
@@ -176,8 +176,9 @@ def rank_bytes(bench: str, sizes: list, args: dict | None = None, threads: int =
     (`hmb-bench BENCH --sizes ... --launch-needs`, the benchmark's own rank_bytes: halo3d's size is
     the face of a cubic block, so its block and face buffers; others a fixed number of buffers of
     the size). args: the bench's other options (lists, the sweep's axes, are left out)."""
-    from .. import descriptors, launch
-    from ..mpi import MPIError
+    from ..data import descriptors
+    from ..run import launch
+    from ..run.mpi import MPIError
     scalar = {k: v for k, v in (args or {}).items() if k not in ("sizes", "threads") and not isinstance(v, list)}
     argv = [bench, "--sizes", ",".join(str(n) for n in sizes), "--threads", str(threads)] + launch.bench_argv(scalar)
     key = tuple(argv)

@@ -32,7 +32,8 @@ import time
 import uuid
 from pathlib import Path
 
-from .. import core, tidy
+from ..run import core
+from ..data import tidy
 from . import claims as hclaims
 
 FIRST, STEP, CAP = 3, 2, 9
@@ -289,7 +290,7 @@ def plan(study, data: dict, judged: list[dict], keys: list[str], described: dict
     """The claims' benches: every bench of the fitted grid (data) narrowed to each judged claim's
     selections, merged (merge), with the claims' CI target and budget. described: the benchmarks'
     descriptors (an option left at its default selects only that default)."""
-    from .. import descriptors
+    from ..data import descriptors
     described = descriptors.local() if described is None else described
     driven = []
     common = (data.get("sweep") or {}).get("args") or {}
@@ -418,7 +419,7 @@ def _sweep_config(benches: list[dict], mpis: list, output: Path, seed: int, time
 def _load_cfg(data: dict, path: Path, hosts):
     import tomli_w
 
-    from .. import sweep
+    from ..run import sweep
     from .cli import write_file
     write_file(path, "# hmb study: a claim-driven round (docs/studies.md)\n" + tomli_w.dumps(data))
     cfg = sweep.load(str(path))
@@ -427,7 +428,7 @@ def _load_cfg(data: dict, path: Path, hosts):
 
 
 def _finished(output: Path) -> set:
-    from .. import sweep
+    from ..run import sweep
     return sweep.finished_tags(output) if output.exists() else set()
 
 
@@ -437,8 +438,8 @@ def drive(units: list[Unit], figures: list[dict], out: Path, mpis: list, hosts=N
     """Run the rounds (module docstring) for the units into out/results.jsonl: round 1 with the
     figures' short launches, then STEP more launches of undecided claims' points per round up to
     cap launches a claim or time_limit seconds. Returns the outcome for the report."""
-    from .. import results as hresults
-    from .. import sweep
+    from ..data import results as hresults
+    from ..run import sweep
     output = out / "results.jsonl"
     start = now()
     figure_tags: list = []

@@ -737,7 +737,7 @@ def _failed_launches(path: Path, records: list) -> str | None:
 def _launch_failure(log: Path, launch: dict) -> str:
     """Why a launch failed: from its part of the sweep's log (sweep.failure_reason), else its
     exit status."""
-    from .sweep import log_reason
+    from ..run.sweep import log_reason
     rc = launch.get("rc")
     rc = rc if isinstance(rc, int) and not isinstance(rc, bool) else 1
     if rc == 124:

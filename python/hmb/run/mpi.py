@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 VENV = REPO / ".venv"
 
 # name -> wheels to install; the prefix is .venv for mpich, .mpi/<name> for the others.

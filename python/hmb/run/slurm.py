@@ -84,7 +84,7 @@ def check_hosts(hosts: str | None) -> None:
     if hosts is None:
         return
     if hosts == "lab" or hosts.startswith("lab:"):
-        from . import lab
+        from ..lab import nodes as lab
         try:
             lab.check_name(hosts.split(":", 1)[1] if ":" in hosts else lab.DEFAULT_NAME)
         except lab.LabError as e:

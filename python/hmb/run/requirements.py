@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from . import descriptors
+from ..data import descriptors
 from .mpi import MPIError
 
 

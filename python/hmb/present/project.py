@@ -16,7 +16,7 @@ import math
 import re
 from pathlib import Path
 
-from . import core
+from ..run import core
 
 # MPI calls whose time counts as point-to-point: sends, receives, and the completions and probes
 # of their requests (mpiP cannot tell a Wait on a point-to-point request from one on a
@@ -90,7 +90,7 @@ def parse_mpip(path: str | Path) -> Profile:
     """f of one mpiP report: point-to-point call time over application time, both summed over
     the tasks. Call times from the complete "Callsite Time statistics" ('*' rows: Count x Mean)
     when the report has it, else from the aggregate time (top twenty call sites)."""
-    from .results import file_problem
+    from ..data.results import file_problem
     path = Path(path)
     if file_problem(path):   # a FIFO would block the read
         raise ProjectError(f"{path}: {file_problem(path)}")
@@ -133,7 +133,7 @@ def parse_mpip(path: str | Path) -> Profile:
 
 def speedup_from_results(paths: list[str], bench: str, size_bytes: int, mode: str) -> float:
     """The median of metric ratio_<mode> of the one result of bench at size_bytes."""
-    from . import results
+    from ..data import results
     metric = f"ratio_{mode}"
     rs = results.load(paths)
     found = [r for r in rs.results if r.bench == bench and r.status == "ok"
@@ -242,7 +242,7 @@ def figure(rows: list[tuple], path: Path, speedup_label: str) -> None:
     _draw(points, path, f"Projected speed-up, point-to-point {speedup_label}", _fs(rows))
 
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
 
 def study_figure(fig: dict, df, outdir: Path) -> tuple[Path, str]:
@@ -251,7 +251,7 @@ def study_figure(fig: dict, df, outdir: Path) -> tuple[Path, str]:
     median over launches of the study's `bench` metric `y` at `where` (tidy.select, the
     claims' reading; readings only, where there are any). Returns (the PNG, a note with the
     table and where s came from)."""
-    from . import tidy
+    from ..data import tidy
     profiles = [parse_mpip(DATA_DIR / name) for name in fig["mpip"]]
     speedups = []      # (label, s, what it is, a reading)
     if "seed_speedup" in fig:

@@ -18,7 +18,7 @@ from .generic import generic_figures
 def sections(rs, outdir: Path) -> list:
     """(title, figures, tables) per benchmark in the results: registered families first, in
     registration order, then the others by name."""
-    from .. import tidy
+    from ...data import tidy
     df, unsupported = tidy.frame(rs), tidy.unsupported(rs)
     benches = {r.bench for r in rs.results}
     out = []
@@ -38,8 +38,8 @@ def sections(rs, outdir: Path) -> list:
 def figures(rs, outdir: Path, bench: str, df=None, unsupported=None) -> list:
     """A benchmark's figures drawn into outdir/figures with their readings: those declared for it
     in figures.toml, else (a benchmark with no module here) one per summary-worthy metric."""
-    from .. import tidy
-    from ..study import report_figures
+    from ...data import tidy
+    from ...study import report_figures
     df = tidy.frame(rs) if df is None else df
     unsupported = tidy.unsupported(rs) if unsupported is None else unsupported
     decls = [d for d in report_figures().values() if d["bench"] == bench] or \

@@ -42,9 +42,9 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator  # noqa: E402
 
-from . import tidy  # noqa: E402
-from .results import band, clip_text, context_text, fmt_num, fmt_size  # noqa: E402
-from .tidy import select  # noqa: E402
+from ..data import tidy  # noqa: E402
+from ..data.results import band, clip_text, context_text, fmt_num, fmt_size  # noqa: E402
+from ..data.tidy import select  # noqa: E402
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
           "#7f7f7f", "#bcbd22"]
@@ -158,7 +158,7 @@ def choices(bench: str | None, column: str | None, described: dict | None) -> li
     if not bench or not column:
         return []
     if described is None:
-        from .descriptors import local
+        from ..data.descriptors import local
         described = local()
     desc = (described or {}).get(bench)
     opt = desc.option(column.replace("_", "-")) or desc.option(column) if desc else None
@@ -170,7 +170,7 @@ def modes(bench: str | None, described: dict | None) -> list:
     order (--describe `modes`); from a descriptor without them, its --mode choices with no
     metrics known."""
     if described is None:
-        from .descriptors import local
+        from ..data.descriptors import local
         described = local()
     desc = (described or {}).get(bench) if bench else None
     if desc is not None and desc.modes:

@@ -13,8 +13,8 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
-from . import __version__
-from .results import ResultSet, combine, fmt_num, fmt_size, md_cell, point_key, varying
+from .. import __version__
+from ..data.results import ResultSet, combine, fmt_num, fmt_size, md_cell, point_key, varying
 
 
 def environment_rows(rs: ResultSet) -> list[list[str]]:
@@ -121,7 +121,7 @@ def build(rs: ResultSet, outdir: Path, embed: bool = False) -> dict:
         ("Failures", ["bench", "kind", "where", "message"], failure_rows(rs)),
     ]
     if rs.conformance:   # hmb conform records: the matrix and its notes (docs/conformance.md)
-        from .conform import matrix_rows
+        from ..run.conform import matrix_rows
         header, rows, notes = matrix_rows(rs.conformance)
         tables += [("Conformance", header, rows),
                    ("Conformance notes", ["#", "check", "library", "reason", "reproducer"], notes)]

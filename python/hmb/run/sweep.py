@@ -34,13 +34,13 @@ try:
 except ModuleNotFoundError:   # Python < 3.11
     import tomli as tomllib
 
-from . import descriptors
+from ..data import descriptors
 from . import launch as hlaunch
 from . import mpi as hmpi
-from . import outputs
+from ..data import outputs
 from . import requirements
 from . import settings as hsettings
-from .units import parse_duration
+from ..data.units import parse_duration
 
 SCHEMA = 1
 MAX_LAUNCHES = 10000    # a grid beyond this is refused up front (hmb sweep --max-launches raises it)
@@ -374,7 +374,7 @@ def _history(output: Path) -> tuple[dict, dict, int | None]:
     """What the output says of its launches, read a line at a time, for the sweep that the last
     sweep record not resuming began (tags repeat across sweeps of one config): tag -> its launch
     records in order, tag -> the run ids of its run headers, and the first sweep record's seed."""
-    from . import results
+    from ..data import results
     launches, runs, seed = {}, {}, None
     if not output.exists():
         return launches, runs, seed
@@ -452,7 +452,7 @@ def outcome(rc: int, text: str, planned: int | None, written: int, timeout: floa
 def launch_points(output: Path, offset: int, tag: str) -> tuple[int | None, int]:
     """(points its plan record announced or None, results written) of the launch with this tag
     whose records follow `offset` in the output (complete lines only)."""
-    from . import results
+    from ..data import results
     run_ids, planned, written = set(), None, 0
     with open(output, "rb") as f:
         f.seek(offset)
@@ -477,7 +477,7 @@ def repair_tail(output: Path) -> int:
     writer), so what is appended next starts a record of its own and every line stays whole; a
     last line that is a whole record without its line end gets the line end. Returns the bytes
     cut off (0: nothing to repair)."""
-    from . import results
+    from ..data import results
     try:
         st = os.stat(output)
     except FileNotFoundError:
@@ -738,7 +738,7 @@ def _cannot_write(why: str, output: Path) -> bool:
 
 def _results_since(output: Path, offset: int) -> int:
     """Result records appended to the output after this byte offset."""
-    from . import results
+    from ..data import results
     with open(output, "rb") as f:
         f.seek(offset)
         return sum(1 for _, raw, why in results.lines(f)

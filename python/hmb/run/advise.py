@@ -43,7 +43,7 @@ class AdviseError(Exception):
 def _read_json(path: str, what: str):
     """One JSON document, read by results.decode (the decoder of every hmb JSON reader: a
     5000-digit integer, NaN or a lone surrogate is one line); a FIFO is refused, not read."""
-    from .results import BLANK, decode, file_problem
+    from ..data.results import BLANK, decode, file_problem
     problem = file_problem(path)
     if problem:
         raise AdviseError(f"{what} {path}: {problem}")
@@ -70,7 +70,7 @@ def load_profile(path: str) -> dict:
 
 def _jsonl(path: str, what: str) -> list[dict]:
     """The file's records (results.read_records); its first unreadable line is the error."""
-    from . import results
+    from ..data import results
     bad = []
     try:
         records = results.read_records(Path(path), bad)
@@ -371,7 +371,7 @@ def verify(cmd: list[str], mpi_name: str, threshold: int, launches: int, regex: 
 
 def run(args) -> int:
     if args.json:   # before anything is read or run: never over an input, a FIFO or a device
-        from .outputs import check_output
+        from ..data.outputs import check_output
         check_output(args.json, "--json", "advise", [args.profile, args.probe, args.tradeoff], force=True)
     tradeoff = load_tradeoff(args.tradeoff) if args.tradeoff else None
     if args.launches < 1:
@@ -410,7 +410,7 @@ def run(args) -> int:
             raise AdviseError(f"profile {args.profile}: malformed ({type(e).__name__}: {e})") from None
         sys.stdout.write(render(adv, args.mpi, tradeoff))
         if args.json:
-            from .outputs import write_json
+            from ..data.outputs import write_json
             write_json(args.json, adv, "--json")
         if threshold is None:
             threshold = adv["job"]["threshold_bytes"]

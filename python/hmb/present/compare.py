@@ -28,7 +28,7 @@ from collections import defaultdict
 import numpy as np
 from scipy import stats
 
-from .results import ResultSet, fmt_num, fmt_size, point_key, varying
+from ..data.results import ResultSet, fmt_num, fmt_size, point_key, varying
 
 ALPHA = 0.05
 MIN_EFFECT = 0.05
@@ -243,7 +243,7 @@ def compare(a: ResultSet, b: ResultSet, metrics: list[str] | None = None, seed: 
         have = {m for r in a.results + b.results for m in (r.record.get("metrics") or {})}
         missing = [m for m in metrics if m not in have]
         if missing:
-            from .results import ResultsError
+            from ..data.results import ResultsError
             raise ResultsError(f"--metric {missing[0]}: no result of {label_a} or {label_b} has it "
                                f"(they have: {', '.join(sorted(have)) or 'none'})")
     mpis_a = {r.mpi for r in a.results}

@@ -202,7 +202,7 @@ def load(command: list[str], env: dict | None = None) -> dict:
 
 def local_binaries() -> list:
     """The hmb-bench executables built in this repository, newest first."""
-    from .mpi import REPO
+    from ..run.mpi import REPO
     root = REPO / os.environ.get("HMB_BUILD_ROOT", "build")
     return sorted(root.glob("*/hmb-bench"), key=lambda p: p.stat().st_mtime, reverse=True)
 
@@ -212,7 +212,7 @@ def local_binary(build: bool = True):
     first (hmb.mpi.MPIError when it cannot be). None: none built."""
     built = local_binaries()
     if not built and build:
-        from . import mpi as hmpi
+        from ..run import mpi as hmpi
         hmpi.build(hmpi.find(hmpi.KNOWN[0]))
         built = local_binaries()
     return built[0] if built else None

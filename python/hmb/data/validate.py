@@ -19,7 +19,7 @@ SCHEMA_FILE = "hmb-output.schema.json"
 
 @lru_cache(maxsize=1)
 def schema() -> dict:
-    return json.loads(resources.files("hmb.schema").joinpath(SCHEMA_FILE).read_text(encoding="utf-8"))
+    return json.loads(resources.files("hmb.data.schema").joinpath(SCHEMA_FILE).read_text(encoding="utf-8"))
 
 
 @lru_cache(maxsize=1)

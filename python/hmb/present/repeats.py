@@ -13,8 +13,9 @@ import textwrap
 from collections import defaultdict
 from pathlib import Path
 
-from . import launch, results
-from .results import combine, fmt_num, fmt_size, point_key
+from ..run import launch
+from ..data import results
+from ..data.results import combine, fmt_num, fmt_size, point_key
 
 
 def run(target, args, timeout: float | None) -> int:

@@ -413,7 +413,7 @@ def load_per_core() -> float | None:
 
 def build_pingpong(impl: hmpi.MPI) -> Path:
     """Compile the shipped minimal ping-pong with this MPI's mpicc into its build directory."""
-    src = Path(__file__).with_name("data") / "pingpong.c"
+    src = Path(__file__).resolve().parents[1] / "data" / "pingpong.c"
     exe = impl.build_dir / "hmb-pingpong"
     if exe.exists() and exe.stat().st_mtime >= src.stat().st_mtime:
         return exe
@@ -580,7 +580,7 @@ def run(mpi_name: str, ranks: int, quick: bool, json_path: str | None, out=print
                                                   "pass": _finite(EXPECTATIONS[c.name].passes),
                                                   "warn": _finite(EXPECTATIONS[c.name].warns)} for c in checks]}
     if json_path:
-        from .outputs import write_json
+        from ..data.outputs import write_json
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         write_json(json_path, record, "--json")
         out(f"# machine record: {json_path}")
