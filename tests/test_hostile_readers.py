@@ -17,6 +17,7 @@ import pytest
 import hmb
 from hmb import cli
 from hmb.data import results, validate
+from hmb.present import format as fmt
 from _planted import metric, result, run, write
 
 RUN = run("a", "p2p")
@@ -205,7 +206,7 @@ def test_a_100k_character_label_is_drawn_cut(tmp_path):
         times.append(time.perf_counter() - t0)
         assert path.stat().st_size > 0
     assert times[1] < 5 * times[0] + 5.0, times
-    assert results.clip_text("m" * 100_000) == "m" * 79 + "…"
+    assert fmt.clip_text("m" * 100_000) == "m" * 79 + "…"
 
 
 @pytest.mark.planted_json("md.jsonl")
@@ -223,11 +224,11 @@ def test_hmb_report_markdown_keeps_results_text_as_text(tmp_path):
                                           ("<script>", "\\<script\\>"), ("two\nlines", "two lines"),
                                           ("- x", "\\- x"), ("-5", "-5"), ("```", "\\```")])
 def test_md_text(value, shown):
-    assert results.md_text(value) == shown
+    assert fmt.md_text(value) == shown
 
 
 def test_md_code_fence_is_longer_than_any_backtick_run():
-    assert results.md_code("a ``` b") == "````\na ``` b\n````"
+    assert fmt.md_code("a ``` b") == "````\na ``` b\n````"
 
 
 @pytest.mark.planted_json("x.csv")
@@ -299,4 +300,4 @@ def test_advise_refuses_an_infinite_bandwidth(tmp_path, capsys):
                                           ("[a][ref]", "\\[a\\]\\[ref\\]"), ("[r]: http://e", "\\[r\\]: http://e"),
                                           ("a|b", "a\\|b"), ("<b>", "\\<b\\>"), ("two\nlines", "two lines")])
 def test_md_cell_escapes_what_makes_links_or_breaks_the_row(value, shown):
-    assert results.md_cell(value) == shown
+    assert fmt.md_cell(value) == shown

@@ -28,7 +28,8 @@ from collections import defaultdict
 import numpy as np
 from scipy import stats
 
-from ..data.results import ResultSet, fmt_num, fmt_size, point_key, varying
+from ..data.results import ResultSet, point_key, varying
+from .format import fmt_num, fmt_size
 
 ALPHA = 0.05
 MIN_EFFECT = 0.05

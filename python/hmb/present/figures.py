@@ -43,7 +43,8 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator  # noqa: E402
 
 from ..data import tidy  # noqa: E402
-from ..data.results import band, clip_text, context_text, fmt_num, fmt_size  # noqa: E402
+from ..data.results import band  # noqa: E402
+from .format import clip_text, context_text, fmt_num, fmt_size  # noqa: E402
 from ..data.tidy import select  # noqa: E402
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",

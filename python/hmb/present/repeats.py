@@ -15,7 +15,8 @@ from pathlib import Path
 
 from ..run import launch
 from ..data import results
-from ..data.results import combine, fmt_num, fmt_size, point_key
+from ..data.results import combine, point_key
+from .format import fmt_num, fmt_size
 
 
 def run(target, args, timeout: float | None) -> int:

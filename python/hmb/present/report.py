@@ -14,7 +14,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from .. import __version__
-from ..data.results import ResultSet, combine, fmt_num, fmt_size, md_cell, point_key, varying
+from ..data.results import ResultSet, combine, point_key, varying
+from .format import fmt_num, fmt_size, md_cell
 
 
 def environment_rows(rs: ResultSet) -> list[list[str]]:

@@ -36,7 +36,7 @@ import math
 import re
 
 from ..data import tidy
-from ..data.results import fmt_num, md_text
+from ..present.format import fmt_num, md_text
 from ..data.tidy import same, select, with_derived
 
 AGREES, DIFFERS, NOT_COMPARABLE = "agrees", "differs", "not comparable"

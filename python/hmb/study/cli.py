@@ -611,7 +611,7 @@ def _columns_missing(decl: dict, df, keys: tuple) -> str | None:
 def report(study, paths, outdir=None, figures_only=None, claims_only=None, record=False, strict=True,
            summary=None) -> tuple[str, list]:
     """Write the study's figures, tables and study.md; returns (the markdown, the verdicts).
-    Text from the study and the results is escaped (results.md_text); a figure or table that
+    Text from the study and the results is escaped (present.format.md_text); a figure or table that
     cannot be drawn from these results (a column it names is not there) is named in study.md,
     and after study.md is written, a StudyError names it (exit status 2; strict False: named
     only). A claim-driven run's rounds.json (figure launches, each claim's launches, seconds and
@@ -620,7 +620,7 @@ def report(study, paths, outdir=None, figures_only=None, claims_only=None, recor
     directory); record: this run's readings are added to it. claims_only: the claims (by
     expanded claims) to judge instead of the study's; summary: a line to put first under the claims."""
     from ..data import results, tidy
-    from ..data.results import md_code, md_text
+    from ..present.format import md_code, md_text
     from . import claims, figures
     from . import history as hhistory
     rs = results.load([str(p) for p in paths])

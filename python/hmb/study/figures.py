@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..data import tidy
 from ..present.figures import as_number, context_line, panelled, render, save, sort_key, value_format, value_label
-from ..data.results import clip_text, fmt_num, md_text
+from ..present.format import clip_text, fmt_num, md_text
 from ..data.tidy import select
 
 

@@ -13,7 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable
 
-from ...data.results import fmt_num, fmt_size
+from ..format import fmt_num, fmt_size
 from .. import figures as engine
 
 NO_READING_NOTE = (" Hollow points are no reading (oversubscribed: ranks × threads > cores, or a progress "

@@ -10,7 +10,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from ...data.results import ResultSet, fmt_num, fmt_size
+from ...data.results import ResultSet
+from ..format import fmt_num, fmt_size
 from .common import int_param, ok_results, register, size_of
 
 # (metric, label) in table order: the seed's quantities (queue depth, items searched, time).

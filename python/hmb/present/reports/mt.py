@@ -7,7 +7,8 @@ import math
 import statistics
 from collections import defaultdict
 
-from ...data.results import Result, ResultSet, combine, fmt_size
+from ...data.results import Result, ResultSet, combine
+from ..format import fmt_size
 from .common import int_param, largest_read, none_read, ok_results, per_mpi, reading, readings, register, size_of
 
 

@@ -2,7 +2,7 @@
 (figures.toml: p2p_latency, p2p_bandwidth)."""
 from __future__ import annotations
 
-from ...data.results import fmt_num, fmt_size
+from ..format import fmt_num, fmt_size
 from .common import each_mpi, reading, reading_extreme, register
 
 register("p2p", "Point-to-point baselines (p2p)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from ...data.results import fmt_num, fmt_size
+from ..format import fmt_num, fmt_size
 from .common import each_mpi, per_mpi, per_panel, reading, reading_extreme, readings, register
 
 register("part", "Partitioned point-to-point (part)")

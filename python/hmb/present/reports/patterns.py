@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..figures import modes
-from ...data.results import Result, ResultSet, combine, fmt_size, identity
+from ...data.results import Result, ResultSet, combine, identity
+from ..format import fmt_size
 from .common import ok_results, reading, reading_modes, register
 
 TIME_METRIC = {"halo3d": "t_iter", "sweep3d": "t_sweep"}

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 
-from ...data.results import ResultSet, fmt_size
+from ...data.results import ResultSet
+from ..format import fmt_size
 from .common import ok_results, per_mpi, reading, register, size_of
 
 VIEW_ORDER = ("both", "sender", "recv-early", "recv-late", "step")

@@ -2,7 +2,7 @@
 stencil3d_times, stencil3d_overlap, stencil3d_ranks)."""
 from __future__ import annotations
 
-from ...data.results import fmt_num, fmt_size
+from ..format import fmt_num, fmt_size
 from .common import per_mpi, reading, readings, register
 
 register("stencil3d", "3-D stencil overlap (stencil3d)")
