@@ -6,7 +6,6 @@ point (4M).
 """
 from __future__ import annotations
 
-import copy
 import json
 import math
 import sys
@@ -15,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hmb.data import tidy
 from hmb.present import compare
-from hmb.data import results
 
 from conftest import hmb_cli
 
@@ -30,8 +29,8 @@ def _sizes(rows):
 
 
 def test_finds_exactly_the_planted_differences_with_raw_samples():
-    a = results.load([DATA / "compare_a.jsonl"])
-    b = results.load([DATA / "compare_b.jsonl"])
+    a = tidy.read([DATA / "compare_a.jsonl"], samples=True)
+    b = tidy.read([DATA / "compare_b.jsonl"], samples=True)
     c = compare.compare(a, b)
     assert len(c.rows) == 10
     assert all(r.method == "bootstrap+MWU" for r in c.rows)
@@ -46,23 +45,16 @@ def test_finds_exactly_the_planted_differences_with_raw_samples():
     assert c.only_b == ["mode=latency size_bytes=4M threads=1"] and c.only_a == []
 
 
-def _strip_samples(rs):
-    rs = copy.deepcopy(rs)
-    for r in rs.results:
-        r.record.pop("samples", None)
-    return rs
-
-
 def test_summary_ci_path_without_raw_samples():
-    a = _strip_samples(results.load([DATA / "compare_a.jsonl"]))
-    b = _strip_samples(results.load([DATA / "compare_b.jsonl"]))
+    a = tidy.read([DATA / "compare_a.jsonl"])      # read without the --raw samples
+    b = tidy.read([DATA / "compare_b.jsonl"])
     c = compare.compare(a, b)
     assert all(r.method == "summary CIs" for r in c.rows)
     assert _sizes([r for r in c.rows if r.significant]) == PLANTED
 
 
 def test_identical_sets_change_nothing():
-    a = results.load([DATA / "compare_a.jsonl"])
+    a = tidy.read([DATA / "compare_a.jsonl"], samples=True)
     c = compare.compare(a, a)
     assert not any(r.significant for r in c.rows)
     assert all(math.isclose(r.ratio, 1.0) for r in c.rows)
@@ -91,7 +83,7 @@ def test_matches_across_libraries(tmp_path):
         if rec["type"] == "run":
             rec["mpi"]["impl"] = "Open MPI"
     b.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    c = compare.compare(results.load([DATA / "compare_a.jsonl"]), results.load([b]))
+    c = compare.compare(tidy.read([DATA / "compare_a.jsonl"], samples=True), tidy.read([b], samples=True))
     assert len(c.rows) == 10 and not c.only_a and not c.only_b
 
 
@@ -106,7 +98,7 @@ def _write(path: Path, lines: list[dict]) -> Path:
     return path
 
 
-def _side(path: Path, points: list[tuple], raw: bool = True, ci_valid: bool = True) -> results.ResultSet:
+def _side(path: Path, points: list[tuple], raw: bool = True, ci_valid: bool = True) -> tidy.Table:
     """points: (ranks, metric, unit, higher_is_better, [repeat medians]); one run per repeat,
     41 samples per repeat spread ±2% (±0.02 absolute around 0) around the planted median."""
     w = synth.Writer()
@@ -117,7 +109,7 @@ def _side(path: Path, points: list[tuple], raw: bool = True, ci_valid: bool = Tr
             w.result(run_id, "async", {"size_bytes": 65536, "op": "pt2pt", "progress": "none", "threads": 1},
                      {metric: (med + np.linspace(-spread, spread, 41), unit, hib)}, raw=raw)
             w.lines[-1]["metrics"][metric]["ci_valid"] = ci_valid
-    return results.load([_write(path, w.lines)])
+    return tidy.read([_write(path, w.lines)], samples=True)
 
 
 def test_different_rank_counts_are_not_pooled(tmp_path):
@@ -181,8 +173,8 @@ def test_invalid_cis_are_not_used_for_tests(tmp_path):
 
 
 def test_verdict_never_contradicts_the_ci(tmp_path):
-    a = results.load([DATA / "compare_a.jsonl"])
-    b = results.load([DATA / "compare_b.jsonl"])
+    a = tidy.read([DATA / "compare_a.jsonl"], samples=True)
+    b = tidy.read([DATA / "compare_b.jsonl"], samples=True)
     for row in compare.compare(a, b).rows:
         if row.significant:
             assert not (row.ci_lo <= row.no_change <= row.ci_hi)
@@ -206,7 +198,7 @@ def test_one_setting_per_side_matches_across_settings(tmp_path):
                             "point": {"bench": "async", "mpi": "mpich", "settings": setting}})
         path = tmp_path / f"{name}.jsonl"
         path.write_text("".join(json.dumps(x) + "\n" for x in w.lines))
-        return results.load([path])
+        return tidy.read([path], samples=True)
 
     c = compare.compare(write("a", [("default", 40.0)]), write("b", [("16K", 80.0)]))
     assert len(c.rows) == 1 and c.rows[0].ratio == pytest.approx(2.0) and not c.only_a and not c.only_b

@@ -172,11 +172,11 @@ def test_hmb_conform_rejects_unknown_mpi_and_check(capsys):
 
 
 def test_report_has_the_matrix(tmp_path):
+    from hmb.data import tidy
     from hmb.present import report
-    from hmb.data import results
     src = tmp_path / "conform.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in PLANTED))
-    report.build(results.load([src], warn=False), tmp_path / "rep")
+    report.build(tidy.read([src], warn=False), tmp_path / "rep")
     md = (tmp_path / "rep" / "report.md").read_text()
     assert "## Conformance\n" in md and "| c1 | PASS | FAIL [1] |" in md and "| c2 | UNSUPPORTED [2] | - |" in md
     assert "| 1 | c1 | b | broke | y |" in md
@@ -214,12 +214,12 @@ def test_a_failed_launch_leaves_no_segment_and_says_so(status, capsys):
 
 
 def test_report_of_a_conform_run_has_no_curves_but_the_matrix(tmp_path):
+    from hmb.data import tidy
     from hmb.present import report
-    from hmb.data import results
     r = run_bench("mpich", ["conform", "--check", "parrived-truth"], tmp_path=tmp_path)
     assert r.rc == 0, r.stderr
     src = next(tmp_path.glob("out-*.jsonl"))
-    out = report.build(results.load([src], warn=False), tmp_path / "rep")
+    out = report.build(tidy.read([src], warn=False), tmp_path / "rep")
     assert out["figures"] == []
     assert "| parrived-truth | PASS |" in (tmp_path / "rep" / "report.md").read_text()
 

@@ -177,13 +177,13 @@ def test_bad_input_is_one_line_exit_2(mpi_name, tmp_path, args, words):
 def test_report_figures_and_mock_share_table(tmp_path):
     """hmb report on a communicating and a mock run of the same points: throughput and ratio
     figures per compute, and one mock-share row per point measured both ways."""
+    from hmb.data import tidy
     from hmb.present import report
-    from hmb.data import results
     for comm in ("on", "off"):
         r = run_bench("mpich", ["halo3d", "--sizes", "1K,4K", "--comm", comm, "--mode", "single,multiple,serial"]
                       + TINY, tmp_path=tmp_path)
         assert r.rc == 0, r.stderr
-    rs = results.load([tmp_path])
+    rs = tidy.read([tmp_path])
     out = tmp_path / "report"
     report.build(rs, out)
     for fig in ("halo3d_throughput_50us", "halo3d_ratio_50us", "halo3d_speedup_50us"):

@@ -59,10 +59,11 @@ def test_validate_and_the_reader_name_the_same_bad_line(tmp_path, line, why):
     path.write_bytes(GOOD_TEXT.encode() + line + b"\n")
     count, bad = validate.validate_file(path)
     assert count == 4 and bad == [f"{path}:4: " + bad[0].split(":4: ", 1)[1]] and why in bad[0], bad
-    rs = results.load([path], warn=None)
+    rs = results.scan([path], warn=None)
+    read = list(rs)
     assert len(rs.bad_lines) == 1 and rs.bad_lines[0].startswith(f"{path}:4: ") and why in rs.bad_lines[0]
     assert bad[0].split(":4: ", 1)[1] == rs.bad_lines[0].split(":4: ", 1)[1]     # the same words
-    assert len(rs.results) == 2                                               # the rest is read
+    assert len(read) == 2                                                     # the rest is read
     df = hmb.load(path, warn=False)
     assert sorted(df["size_bytes"]) == [8, 64]
 
@@ -80,8 +81,9 @@ def test_validate_and_the_reader_accept_the_same_good_line(tmp_path, line):
     path = tmp_path / "good.jsonl"
     path.write_bytes(GOOD_TEXT.encode() + line + b"\n")
     assert validate.validate_file(path) == (4, [])
-    rs = results.load([path], warn=None)
-    assert rs.bad_lines == [] and len(rs.results) == 2 + (b'"result"' in line)
+    rs = results.scan([path], warn=None)
+    read = list(rs)
+    assert rs.bad_lines == [] and len(read) == 2 + (b'"result"' in line)
 
 
 @pytest.mark.planted_json("cr.jsonl")
@@ -92,10 +94,10 @@ def test_a_file_of_cr_line_ends_is_one_bad_line_for_both(tmp_path):
     count, bad = validate.validate_file(path)
     assert count == 1 and len(bad) == 1 and "records separated by CR alone" in bad[0]
     with pytest.raises(results.ResultsError, match="records separated by CR alone"):
-        results.load([path], warn=None)
+        results.scan([path], warn=None)
     crlf = tmp_path / "crlf.jsonl"
     crlf.write_text(GOOD_TEXT.replace("\n", "\r\n"))
-    assert validate.validate_file(crlf) == (3, []) and len(results.load([crlf], warn=None).results) == 2
+    assert validate.validate_file(crlf) == (3, []) and len(list(results.scan([crlf], warn=None))) == 2
 
 
 @pytest.mark.planted_json("doc.json")
@@ -139,8 +141,8 @@ def test_file_problems_are_one_line(tmp_path, capsys):
             err = capsys.readouterr().err.strip()
             assert err == f"hmb: {p}: {why}", err
     # in a directory: skipped and named, the good file read (was RuntimeError 'Symlink loop')
-    rs = results.load([tmp_path], warn=None)
-    assert len(rs.results) == 2 and sorted(b.split(":0: ")[1] for b in rs.bad_lines) == sorted(
+    rs = results.scan([tmp_path], warn=None)
+    assert len(list(rs)) == 2 and sorted(b.split(":0: ")[1] for b in rs.bad_lines) == sorted(
         ["a symbolic link loop", "a symbolic link loop", expect["dangling.jsonl"], expect["fifo.jsonl"]])
     for argv in (["advise", tmp_path / "fifo.jsonl", "--mpi", "mpich", "--threshold", "8192", "--bandwidth", "1"],
                  ["project", "--mpip", tmp_path / "fifo.jsonl", "--speedup", "2"]):
@@ -161,7 +163,7 @@ def test_when_every_launch_failed_the_reader_says_so_and_why(tmp_path):
         "### 2026 t2: mpiexec b\nhmb-bench part: size 7 bytes does not split into 2 partitions\n"
         "### 2026 t3: mpiexec c\nhmb: launch killed after the 5 s timeout\n")
     with pytest.raises(results.ResultsError) as e:
-        results.load([path], warn=None)
+        results.scan([path], warn=None)
     assert str(e.value) == (f"{path}: all 3 launches failed, no results: 2 × exit 2: hmb-bench part: size 7 bytes "
                             f"does not split into 2 partitions; 1 × killed by the launch timeout (each launch's "
                             f"output: {path}.log)")

@@ -429,8 +429,7 @@ def test_a_job_past_its_time_limit_then_resubmitted_ends_with_every_point_once(s
     assert set(last) == planned and set(last.values()) == {"done"}, {t: s for t, s in last.items() if s != "done"}
     from collections import Counter
     from hmb.data import results as hresults
-    rs = hresults.load([results], warn=False)
-    points = Counter((r.run.get("tag"), r.params.get("size_bytes")) for r in rs.results)
+    points = Counter((r.run.get("tag"), r.params.get("size_bytes")) for r in hresults.scan([results], warn=False))
     assert len(points) == 2 * len(planned) and set(points.values()) == {1}, \
         [p for p, c in points.items() if c != 1] or f"{len(points)} points of {2 * len(planned)}"
 

@@ -66,8 +66,7 @@ def every_point_once(out: Path) -> None:
     """hmb validate accepts the file, and every reader counts each planned point once."""
     n, bad = validate.validate_file(out)
     assert not bad, bad
-    rs = results.load([out], warn=None)
-    points = Counter((r.run.get("tag"), r.params["size_bytes"]) for r in rs.results)
+    points = Counter((r.run.get("tag"), r.params["size_bytes"]) for r in results.scan([out], warn=None))
     assert len(points) == PLANNED and set(points.values()) == {1}, points
     df = tidy.load([out], warn=False)
     assert len(df) == PLANNED and not df.duplicated(["tag", "size_bytes", "metric"]).any()

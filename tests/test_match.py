@@ -17,7 +17,7 @@ import pytest
 
 import _corelib as cl
 from conftest import TEST_MPIS, run_bench
-from hmb.data import results
+from hmb.data import tidy
 from hmb.present.reports import match as match_report
 
 NEIGHBOURS = {"2d5": 4, "2d9": 8, "3d7": 6, "3d27": 26}
@@ -196,7 +196,7 @@ def test_accuracy_table_pairs_lowcost_with_real(tmp_path):
         lines.append(_record(variant, med, rid))
     path = tmp_path / "m.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    rows = match_report.accuracy_rows(results.load([path]))
+    rows = match_report.accuracy_rows(tidy.read([path]))
     by_label = {row[4]: row for row in rows}
     posted = by_label["posted queue (sum over peers)"]
     assert posted[5:9] == ["4.00", "8.00", "6.00", "12.0"]   # real mean, max; low-cost mean, max

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from hmb import cli
-from hmb.data import results
+from hmb.data import results, tidy
 from conftest import get_mpi, hmb_cli, run_bench
 
 DATA = Path(__file__).parent / "data"
@@ -60,8 +60,8 @@ def assert_one_line_error(rc: int, err: str, *words):
 def test_a_file_holding_its_records_twice_counts_them_once(tmp_path, capsys):
     one = text(sweep_lines())
     (tmp_path / "b.jsonl").write_text(one + one)
-    rs = results.load([tmp_path / "b.jsonl"])
-    assert len(rs.results) == 8 and len(rs.runs) == 4
+    rs = tidy.read([tmp_path / "b.jsonl"])
+    assert rs.results == 8 and len(rs.runs) == 4
     assert rs.duplicates == 4 + 8 + 4          # runs, results, launch records
     assert "16 duplicate records" in capsys.readouterr().err
 
@@ -71,14 +71,14 @@ def test_two_sweeps_of_one_config_in_one_file_keep_both(tmp_path):
     # superseded the first's ("24 results from 16 runs").
     both = text(sweep_lines()) + text(sweep_lines(first_run=4, start="2024-06-02T12:00:00Z"))
     (tmp_path / "c.jsonl").write_text(both)
-    rs = results.load([tmp_path / "c.jsonl"])
-    assert len(rs.results) == 16 and len(rs.runs) == 8 and len(rs.launches) == 8
+    rs = tidy.read([tmp_path / "c.jsonl"])
+    assert rs.results == 16 and len(rs.runs) == 8 and len(rs.launches) == 8
     # a resumed sweep is still one sweep: the redone launch supersedes the cut one
     lines = sweep_lines(2)
     cut = dict(lines[1], run_id="cut-1")
     redo = [{"type": "sweep", "resume": True, "seed": 1}, cut]
-    rs = results.load([_write(tmp_path / "r.jsonl", text(lines[:1] + [cut] + lines[1:] + redo[:1]))])
-    assert len(rs.results) == 4
+    rs = tidy.read([_write(tmp_path / "r.jsonl", text(lines[:1] + [cut] + lines[1:] + redo[:1]))])
+    assert rs.results == 4
 
 
 def _write(path: Path, body, mode="w") -> Path:
@@ -110,9 +110,9 @@ def test_unreadable_lines_are_named_counted_and_the_rest_used(tmp_path, line, wh
     path = _write(tmp_path / "bad.jsonl", good[:len(good) // 2].rsplit(b"\n", 1)[0] + b"\n" + line + b"\n"
                   + good[len(good) // 2:].split(b"\n", 1)[1])
     n = path.read_bytes().split(b"\n").index(line) + 1
-    rs = results.load([path], warn=None)
+    rs = tidy.read([path], warn=None)
     assert len(rs.bad_lines) == 1 and rs.bad_lines[0].startswith(f"{path}:{n}: ") and why in rs.bad_lines[0]
-    assert len(rs.results) == 7 + (b'"result"' not in good[len(good) // 2:].split(b"\n", 1)[0])
+    assert rs.results == 7 + (b'"result"' not in good[len(good) // 2:].split(b"\n", 1)[0])
     # the CLI: every good record used, the bad line named, exit status 1; never a traceback
     rc, out, err = hmb("report", path, "-o", tmp_path / "rep")
     assert rc == 1 and f"{path}:{n}: " in err and "1 unreadable lines skipped" in err, err
@@ -121,8 +121,8 @@ def test_unreadable_lines_are_named_counted_and_the_rest_used(tmp_path, line, wh
 
 def test_a_byte_order_mark_is_not_a_bad_line(tmp_path):
     path = _write(tmp_path / "bom.jsonl", b"\xef\xbb\xbf" + text(sweep_lines()).encode())
-    rs = results.load([path], warn=None)
-    assert not rs.bad_lines and len(rs.results) == 8
+    rs = tidy.read([path], warn=None)
+    assert not rs.bad_lines and rs.results == 8
 
 
 @pytest.mark.planted_json("junk.jsonl")
@@ -414,17 +414,17 @@ def _mutations(lines: list[dict]):
 
 
 def test_no_field_of_the_wrong_type_gets_past_the_reader(tmp_path):
-    # The readers (results.load) and compare on every mutation: a ResultsError line or a result,
+    # The readers (tidy.read) and compare on every mutation: a ResultsError line or a result,
     # never another exception. (The CLI turns ResultsError into one line, exit 2.)
     from hmb.present import compare
     base = sweep_lines(1)
-    good = results.load([_write(tmp_path / "good.jsonl", text(base))], warn=None)
+    good = tidy.read([_write(tmp_path / "good.jsonl", text(base))], warn=None, samples=True)
     tried = 0
     for what, lines in _mutations(base):
         path = _write(tmp_path / "m.jsonl", text(lines))
         tried += 1
         try:
-            rs = results.load([path], warn=None)
+            rs = tidy.read([path], warn=None, samples=True)
             compare.render(compare.compare(good, rs))
         except results.ResultsError:
             pass

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hmb.present import report, reports
-from hmb.data import results
+from hmb.data import tidy
+from hmb.present import report
 
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))
@@ -111,14 +111,15 @@ def test_tables_environment_unsupported_failures(built):
     assert rows and all(ln.rstrip().endswith("| 2 |") for ln in rows[:10])
 
 
-def test_combine_repeats_median_of_medians():
-    rs = results.load([DATA / "report_small.jsonl"])
-    pts = [r for r in rs.results if r.bench == "part" and r.mpi == "MPICH" and r.noise == "none"
-           and r.params["size_bytes"] == 4096 and r.params["partitions"] == 4]
-    assert len(pts) == 2
-    c = results.combine(pts, "overhead")
-    meds = sorted(p.metric("overhead")["median"] for p in pts)
-    assert c.repeats == 2 and c.median == pytest.approx(sum(meds) / 2)
+def test_repeats_combine_as_the_median_of_medians():
+    t = tidy.read([DATA / "report_small.jsonl"])
+    df = t.df
+    rows = df[(df["bench"] == "part") & (df["mpi"] == "MPICH") & (df["noise"] == "none") & (df["size_bytes"] == 4096)
+              & (df["partitions"] == 4) & (df["metric"] == "overhead")]
+    assert len(rows) == 2
+    c = tidy.over_launches(rows)
+    meds = sorted(rows["median"])
+    assert c.launches == 2 and c.median == pytest.approx(sum(meds) / 2)
     assert (c.spread_lo, c.spread_hi) == (meds[0], meds[1])
 
 
@@ -132,12 +133,12 @@ def test_redone_launch_counts_once(tmp_path):
         r["tag"] = "p2p-x-r0"
     path = tmp_path / "r.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in first + recs) + '{"type": "res')
-    rs = results.load([path])
-    assert len(rs.results) == 10 and all(r.record["run_id"] != "old" for r in rs.results)
+    rs = tidy.read([path])
+    assert rs.results == 10 and all(r.record["run_id"] != "old" for r, _ in rs.records(rs.df))
 
 
 def test_embed_makes_one_file(tmp_path):
-    rs = results.load([DATA / "compare_a.jsonl"])
+    rs = tidy.read([DATA / "compare_a.jsonl"])
     out = report.build(rs, tmp_path, embed=True)
     html = out["html"].read_text()
     assert "data:image/png;base64," in html and out["figures"]
@@ -210,7 +211,7 @@ def test_mt_thread_safety_table(built):
     assert said and float(said.group(1)) == pytest.approx(synth.MT_SAFETY["MPICH"], rel=0.08)
 
 
-def _async_runs(tmp_path, layouts) -> results.ResultSet:
+def _async_runs(tmp_path, layouts) -> tidy.Table:
     """One async point per (ranks, compute, median) in layouts."""
     w = synth.Writer()
     for ranks, compute, median in layouts:
@@ -221,13 +222,13 @@ def _async_runs(tmp_path, layouts) -> results.ResultSet:
                      {"efficiency_pct": (median + np.linspace(-1, 1, 21), "%", True)})
     path = tmp_path / "a.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in w.lines))
-    return results.load([path])
+    return tidy.read([path])
 
 
 def test_runs_that_differ_in_layout_or_options_are_separate_lines(tmp_path):
     # Allreduce at 2 ranks (E=80) and at 4 ranks (E=20) must not merge into one point at 50.
     rs = _async_runs(tmp_path, [(2, "1ms", 80.0), (4, "1ms", 20.0), (2, "10ms", 60.0)])
-    (fig,) = reports.figures(rs, tmp_path, "async")
+    (fig,) = report.bench_figures(rs, tmp_path, "async")
     reading = fig.reading
     assert "none, ranks=2, compute=1ms 80.0%" in reading and "none, ranks=4, compute=1ms 20.0%" in reading
     assert "none, ranks=2, compute=10ms 60.0%" in reading and " 50" not in reading
@@ -238,7 +239,7 @@ def test_runs_that_differ_in_layout_or_options_are_separate_lines(tmp_path):
 
 def test_identical_layouts_still_combine_and_hide_constant_items(tmp_path):
     rs = _async_runs(tmp_path, [(2, "1ms", 80.0), (2, "1ms", 82.0)])
-    (fig,) = reports.figures(rs, tmp_path, "async")
+    (fig,) = report.bench_figures(rs, tmp_path, "async")
     assert "MPICH at 64K: none 81.0%" in fig.reading and "ranks=" not in fig.reading
     header, rows = report.results_rows(rs)["async"]
     assert len(rows) == 2 and rows[0][-1] == "2" and "ranks" not in rows[0][2]
@@ -253,6 +254,6 @@ def test_all_results_table_skips_metrics_no_point_measured(tmp_path):
             result("a", "halo3d", {"size_bytes": 2048, "thread_comm": "comm"},
                    {"t_iter_single_us": empty, "t_comm_single_us": empty, "t_iter_threadcomm_us": metric(227.0),
                     "t_comm_threadcomm_us": metric(19.9)})]
-    header, rows = report.results_rows(results.load([write(tmp_path / "h.jsonl", recs)]))["halo3d"]
+    header, rows = report.results_rows(tidy.read([write(tmp_path / "h.jsonl", recs)]))["halo3d"]
     assert header == ["MPI", "noise", "parameters", "t_iter_threadcomm_us", "t_comm_threadcomm_us", "repeats"]
     assert rows[0][3].startswith("227") and rows[0][4].startswith("19.9")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hmb.present import reports
-from hmb.data import results
+from hmb.data import tidy
+from hmb.present import report
 from hmb.present.reports import proto
 
 DATA = Path(__file__).parent / "data"
@@ -32,7 +32,7 @@ def launched(w, tag: str, setting: str, bench: str) -> None:
                     "point": {"bench": bench, "mpi": "mpich", "settings": setting}})
 
 
-def write(tmp_path: Path) -> results.ResultSet:
+def write(tmp_path: Path) -> tidy.Table:
     w = synth.Writer()
     for setting, by_size in RATE_MEM.items():
         tag = f"proto-{setting}"
@@ -53,7 +53,7 @@ def write(tmp_path: Path) -> results.ResultSet:
         launched(w, tag, setting, "async")
     path = tmp_path / "proto.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in w.lines))
-    return results.load([path])
+    return tidy.read([path])
 
 
 def test_switch_table_names_each_setting(tmp_path):
@@ -63,7 +63,7 @@ def test_switch_table_names_each_setting(tmp_path):
 
 
 def test_tradeoff_figure_reads_each_setting_against_the_default(tmp_path):
-    (fig,) = reports.figures(write(tmp_path), tmp_path, "proto")
+    (fig,) = report.bench_figures(write(tmp_path), tmp_path, "proto")
     assert fig.name == "proto_tradeoff"
     assert (tmp_path / fig.png).is_file() and (tmp_path / fig.svg).is_file()
     # msg/s 500/1000 and 800/400; overlap 45-50 and 40-10 points; memory 100/100 and 300/200
@@ -75,5 +75,5 @@ def test_tradeoff_figure_reads_each_setting_against_the_default(tmp_path):
 
 def test_no_tradeoff_runs_no_figure(tmp_path):
     rs = write(tmp_path)
-    rs.results = [r for r in rs.results if r.params.get("test") == "probe"]
-    assert reports.figures(rs, tmp_path, "proto") == []
+    rs.df = rs.df[rs.df["test"] == "probe"]
+    assert report.bench_figures(rs, tmp_path, "proto") == []

@@ -1,4 +1,5 @@
-"""Reading results: a point's identity, loading several files, malformed records, combining.
+"""Reading results: a point's identity, loading several files, malformed records, a point's value
+over its launches (the tidy table: hmb.data.tidy).
 
 Records are written with tests/data/make_synthetic.py's Writer, with medians planted.
 """
@@ -13,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hmb.data import results
+from hmb.data import results, tidy
 
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(DATA))
@@ -23,6 +24,16 @@ import make_synthetic as synth  # noqa: E402
 def write(path: Path, lines: list[dict]) -> Path:
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     return path
+
+
+def records(t: tidy.Table) -> list:
+    """The ok result records of a Table, as results.Result."""
+    return [r for r, _ in t.records(t.df)]
+
+
+def over(t: tidy.Table, rows=None, metric: str = "efficiency_pct") -> tidy.Launches:
+    rows = t.df if rows is None else rows
+    return tidy.over_launches(rows[rows["metric"] == metric])
 
 
 def async_run(w, ranks: int, median: float, options: dict | None = None, level="MULTIPLE", tag=None):
@@ -38,8 +49,9 @@ def async_run(w, ranks: int, median: float, options: dict | None = None, level="
 def test_identity_has_layout_and_run_options_but_not_run_control(tmp_path):
     w = synth.Writer()
     async_run(w, 2, 80.0, {"compute": "1ms", "cache": "cold", "llc-size": "32M", "noise-thread": "fixed"})
-    r = results.load([write(tmp_path / "a.jsonl", w.lines)]).results[0]
-    ident = results.identity(r)
+    t = tidy.read([write(tmp_path / "a.jsonl", w.lines)])
+    r = records(t)[0]
+    ident = tidy.identity(r)
     # keys are the tidy table's column names (option dashes read as underscores), values as recorded
     assert ident["ranks"] == 2 and ident["thread_level"] == "MULTIPLE" and ident["threads"] == 1
     assert ident["compute"] == "1ms" and ident["cache"] == "cold" and ident["noise_thread"] == "fixed"
@@ -47,12 +59,11 @@ def test_identity_has_layout_and_run_options_but_not_run_control(tmp_path):
         assert control not in ident
     # expanded into params: not repeated as options
     assert "sizes" not in ident and ident["op"] == "allreduce" and ident["size_bytes"] == 65536
-    # the same identity is the tidy table's point: its columns, and what point_key compares
+    # the same identity is the tidy table's point: its columns, and what Table.keys compares
     import hmb
-    from hmb.data import tidy
     df = hmb.load(tmp_path / "a.jsonl")
     assert set(ident) - {"ranks", "threads"} <= set(tidy.point_columns(df))
-    assert dict(results.point_key(r)[1])["ranks"] == "2"
+    assert dict(t.keys(t.df)[0][1])["ranks"] == "2"
 
 
 def test_different_ranks_options_and_thread_levels_are_different_points(tmp_path):
@@ -62,12 +73,11 @@ def test_different_ranks_options_and_thread_levels_are_different_points(tmp_path
     async_run(w, 2, 50.0, {"compute": "10ms"})
     async_run(w, 2, 60.0, level="SINGLE")
     async_run(w, 2, 81.0, {"iters": "50", "seed": "7"})     # run control only: a repeat of the first
-    rs = results.load([write(tmp_path / "a.jsonl", w.lines)])
-    keys = {results.point_key(r) for r in rs.results}
-    assert len(keys) == 4
-    first = [r for r in rs.results if results.point_key(r) == results.point_key(rs.results[0])]
-    c = results.combine(first, "efficiency_pct")
-    assert c.repeats == 2 and c.median == pytest.approx(80.5)
+    t = tidy.read([write(tmp_path / "a.jsonl", w.lines)])
+    keys = t.keys(t.df)
+    assert len(set(keys)) == 4
+    c = over(t, t.df[[k == keys[0] for k in keys]])
+    assert c.launches == 2 and c.median == pytest.approx(80.5)
 
 
 def test_combined_band_shows_the_spread_of_repeats(tmp_path):
@@ -76,22 +86,21 @@ def test_combined_band_shows_the_spread_of_repeats(tmp_path):
     w = synth.Writer()
     async_run(w, 2, 80.0)
     async_run(w, 2, 20.0)
-    rs = results.load([write(tmp_path / "a.jsonl", w.lines)])
-    c = results.combine(rs.results, "efficiency_pct")
+    t = tidy.read([write(tmp_path / "a.jsonl", w.lines)])
+    c = over(t)
     assert c.median == pytest.approx(50.0)
-    assert c.ci_lo <= 20.0 and c.ci_hi >= 80.0
+    assert c.lo <= 20.0 and c.hi >= 80.0
     # One repeat: its own CI.
-    one = results.combine(rs.results[:1], "efficiency_pct")
-    assert one.ci_lo < 80.0 < one.ci_hi and one.ci_hi - one.ci_lo < 3
+    one = over(t, t.df.iloc[:1])
+    assert one.lo < 80.0 < one.hi and one.hi - one.lo < 3
 
 
 def test_invalid_ci_is_no_band(tmp_path):
     w = synth.Writer()
     async_run(w, 2, 80.0)
     w.lines[-1]["metrics"]["efficiency_pct"]["ci_valid"] = False
-    rs = results.load([write(tmp_path / "a.jsonl", w.lines)])
-    c = results.combine(rs.results, "efficiency_pct")
-    assert c.median == pytest.approx(80.0) and math.isnan(c.ci_lo) and math.isnan(c.ci_hi)
+    c = over(tidy.read([write(tmp_path / "a.jsonl", w.lines)]))
+    assert c.median == pytest.approx(80.0) and math.isnan(c.lo) and math.isnan(c.hi)
 
 
 def _tagged_sweep(path: Path, median: float) -> Path:
@@ -104,27 +113,27 @@ def _tagged_sweep(path: Path, median: float) -> Path:
 def test_two_sweeps_of_one_config_in_two_files_are_two_data_sets(tmp_path):
     a = _tagged_sweep(tmp_path / "day1.jsonl", 80.0)
     b = _tagged_sweep(tmp_path / "day2.jsonl", 70.0)       # same tags, same run ids
-    rs = results.load([a, b])
-    assert len(rs.results) == 2 and len(rs.launches) == 2 and len(rs.runs) == 2
-    assert sorted(r.metric("efficiency_pct")["median"] for r in rs.results) == [70.0, 80.0]
+    t = tidy.read([a, b])
+    assert t.results == 2 and len(t.launches) == 2 and len(t.runs) == 2
+    assert sorted(t.df["median"]) == [70.0, 80.0]
 
 
 def test_a_file_named_twice_is_read_once(tmp_path):
     a = _tagged_sweep(tmp_path / "day1.jsonl", 80.0)
-    assert len(results.load([a, a]).results) == 1
-    assert len(results.load([tmp_path, a]).results) == 1
+    assert tidy.read([a, a]).results == 1
+    assert tidy.read([tmp_path, a]).results == 1
     link = tmp_path / "sub"
     link.mkdir()
     shutil.copy(a, link / "copy.jsonl")                 # a copy is another data set
-    assert len(results.load([a, link / "copy.jsonl"]).results) == 2
+    assert tidy.read([a, link / "copy.jsonl"]).results == 2
 
 
 def test_redone_launch_within_a_file_counts_once(tmp_path):
     w = synth.Writer()
     async_run(w, 2, 10.0, tag="t-r0")                  # interrupted, then redone by --resume
     async_run(w, 2, 80.0, tag="t-r0")
-    rs = results.load([write(tmp_path / "a.jsonl", w.lines)])
-    assert [r.metric("efficiency_pct")["median"] for r in rs.results] == [80.0]
+    t = tidy.read([write(tmp_path / "a.jsonl", w.lines)])
+    assert list(t.df["median"]) == [80.0]
 
 
 @pytest.mark.parametrize("record, what", [
@@ -142,7 +151,7 @@ def test_redone_launch_within_a_file_counts_once(tmp_path):
 def test_malformed_records_name_file_and_line(tmp_path, record, what):
     path = write(tmp_path / "bad.jsonl", [{"type": "sweep"}, record])
     with pytest.raises(results.ResultsError) as e:
-        results.load([path])
+        tidy.read([path])
     assert f"{path}:2: " in str(e.value) and what in str(e.value)
 
 
@@ -161,17 +170,15 @@ def test_library_settings_are_part_of_a_points_identity(tmp_path):
     _with_settings(w, 40.0, "16K", "b-r0")
     _with_settings(w, 42.0, "16K", "b-r1")
     async_run(w, 2, 78.0)                                   # outside a sweep
-    rs = results.load([write(tmp_path / "a.jsonl", w.lines)])
-    by_median = {r.metric("efficiency_pct")["median"]: r for r in rs.results}
+    t = tidy.read([write(tmp_path / "a.jsonl", w.lines)])
+    by_median = {r.metric("efficiency_pct")["median"]: r for r in records(t)}
     assert [by_median[m].settings for m in (80.0, 40.0, 78.0)] == ["default", "16K", "default"]
-    assert "settings" not in results.identity(by_median[80.0])
-    assert results.identity(by_median[40.0])["settings"] == "16K"
-    groups = {}
-    for r in rs.results:
-        groups.setdefault(results.point_key(r), []).append(r)
-    combined = sorted((results.combine(g, "efficiency_pct").median, len(g)) for g in groups.values())
+    assert "settings" not in tidy.identity(by_median[80.0])
+    assert tidy.identity(by_median[40.0])["settings"] == "16K"
+    keys = t.keys(t.df)
+    combined = sorted((over(t, t.df[[k == key for k in keys]]).median, keys.count(key)) for key in set(keys))
     assert combined == [(pytest.approx(41.0), 2), (pytest.approx(79.0), 2)]
-    assert len({results.point_key(r, with_settings=False) for r in rs.results}) == 1
+    assert len(set(t.keys(t.df, with_settings=False))) == 1
 
 
 def test_figure_lines_are_split_and_labelled_by_settings(tmp_path):

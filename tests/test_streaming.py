@@ -86,7 +86,7 @@ def test_records_after_a_hole_are_read_and_the_hole_is_one_bad_line(tmp_path):
     assert bad == [f"{f}:3: a NUL byte (binary data, or a sparse or preallocated file?)"], bad
     seen = [(n, why) for n, _, why in validate.records(f)]
     assert [n for n, _ in seen] == [1, 2, 3, 4] and seen[2][1] == bad[0].split(":3: ")[1]
-    assert [r.params["size_bytes"] for r in results.load([f], warn=None).results] == [8, 16]
+    assert [r.params["size_bytes"] for r in results.scan([f], warn=None)] == [8, 16]
 
 
 @pytest.mark.planted_json("long.jsonl")
@@ -102,8 +102,8 @@ def test_a_line_longer_than_the_limit_is_one_bad_line_not_held(tmp_path):
 def test_load_keeps_no_samples_unless_asked(tmp_path):
     f = tmp_path / "r.jsonl"
     f.write_text(json.dumps(RUN) + "\n" + json.dumps(_result(8, 10)) + "\n")
-    assert "samples" not in results.load([f], samples=False).results[0].record
-    assert len(results.load([f]).results[0].samples("latency_us")) == 10
+    assert "samples" not in next(iter(results.scan([f], samples=False))).record
+    assert len(next(iter(results.scan([f], samples=True))).record["samples"]["latency_us"]) == 10
 
 
 @pytest.mark.parametrize("kind", ["fifo", "device"])

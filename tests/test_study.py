@@ -558,9 +558,9 @@ def test_a_claim_on_points_the_library_did_not_run_says_why(tmp_path):
                  "params": {"size_bytes": 32, "op": "pt2pt", "progress": "impl"}, "status": "unsupported",
                  "reason": "impl: Open MPI has no asynchronous progress thread", "extra": {}})
     path = write(tmp_path / "o.jsonl", recs)
-    from hmb.data import results, tidy
-    rs = results.load([str(path)])
-    df, un = tidy.frame(rs), tidy.unsupported(rs)
+    from hmb.data import tidy
+    t = tidy.read([str(path)])
+    df, un = t.df, t.unsupported
     assert list(un["reason"]) == ["impl: Open MPI has no asynchronous progress thread"]
     c = {"figure": "Fig. 1", "quote": "planted", "bench": "async", "metric": "efficiency_pct",
          "where": {"op": "pt2pt", "progress": "impl"}, "op": "<=", "value": 0.0}

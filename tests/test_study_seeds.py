@@ -45,7 +45,6 @@ def test_a_point_whose_own_threads_oversubscribe_is_no_reading(tmp_path):
     results.py reads either, so tidy marks the point and no claim reads it."""
     import json
 
-    from hmb.data import results as hresults
     from hmb.data import tidy
     run = {"type": "run", "schema_version": 1, "bench": "match", "oversubscribed": False, "ranks": 2, "threads": 1}
     base = {"type": "result", "bench": "match", "status": "ok", "size_bytes": 1024, "params": {"size_bytes": 1024},
@@ -54,9 +53,9 @@ def test_a_point_whose_own_threads_oversubscribe_is_no_reading(tmp_path):
             {**base, "params": {"size_bytes": 1024, "pattern": "3d27"}, "extra": {"oversubscribed_threads": 1}}]
     f = tmp_path / "m.jsonl"
     f.write_text("".join(json.dumps(r) + "\n" for r in recs))
-    rs = hresults.load([f], warn=False)
-    assert [r.oversubscribed for r in rs.results] == [False, True]
-    df = tidy.frame(rs)
+    t = tidy.read([f], warn=False)
+    assert [r.oversubscribed for r, _ in t.records(t.df)] == [False, True]
+    df = t.df
     assert dict(zip(df["pattern"], df["oversubscribed"])) == {"2d5": False, "3d27": True}
 
 

@@ -177,9 +177,9 @@ def test_resume_after_killed_sweep_keeps_finished_and_redoes_none(tmp_path, sig)
     # every finished point's results are still there, and the redone launch is not counted twice
     after = [r for r in map(json.loads, out.read_text().splitlines()) if r.get("type") == "result"]
     assert all(rec in after for rec in results_before)
-    rs = results.load([out])
-    assert len(rs.results) == 6 * 3
-    assert len({(x.run.get("tag"), x.params["size_bytes"]) for x in rs.results}) == 18
+    rs = list(results.scan([out]))
+    assert len(rs) == 6 * 3
+    assert len({(x.run.get("tag"), x.params["size_bytes"]) for x in rs}) == 18
 
 
 def test_sweep_refuses_to_mix_into_existing_output(tmp_path):

@@ -83,14 +83,13 @@ def test_memory_readings_are_columns_not_other_extras(tmp_path):
 
 def test_reading_as_metric_one_row_per_result_and_launches_still_one_point(tmp_path):
     from hmb.data import tidy
-    from hmb.study import claims
     df = hmb.load(_proto(tmp_path, [("a", 1000.0), ("b", 3000.0)]))
     mem = tidy.readings_as_metric(df, "rss_traffic_kB")
     assert len(mem) == 2 and set(mem["median"]) == {1000.0, 3000.0}
     assert set(mem["metric"]) == {"rss_traffic_kB"} and (mem["unit"] == "kB").all() and mem["ci_lo"].isna().all()
-    rows = claims.select(df, "proto", "rss_traffic_kB", {"size_bytes": 1024})
+    rows = tidy.select(df, "proto", "rss_traffic_kB", {"size_bytes": 1024})
     assert len(rows) == 2
-    meds = claims.point_medians(rows)        # the two launches are one point despite their readings
+    meds = tidy.point_medians(rows)        # the two launches are one point despite their readings
     assert len(meds) == 1 and meds.iloc[0] == 2000.0
-    assert claims.point_medians(claims.select(df, "proto", "msg_rate", None)).size == 1
+    assert tidy.point_medians(tidy.select(df, "proto", "msg_rate", None)).size == 1
     assert tidy.readings_as_metric(df, "msg_rate").empty   # a metric is no reading

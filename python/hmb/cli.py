@@ -137,19 +137,19 @@ def cmd_sweep(args) -> int:
 
 def cmd_report(args) -> int:
     from .present import report
-    from .data import results
-    rs = results.load(args.results, samples=False)    # the report reads summaries, never --raw samples
-    out = report.build(rs, Path(args.output), embed=args.embed)
+    from .data import tidy
+    t = tidy.read(args.results)    # the report reads summaries, never --raw samples
+    out = report.build(t, Path(args.output), embed=args.embed)
     print(f"hmb: wrote {out['html']} and {out['md']} ({len(out['figures'])} figures)")
-    return 1 if rs.bad_lines else 0   # unreadable lines were skipped (named on stderr)
+    return 1 if t.bad_lines else 0   # unreadable lines were skipped (named on stderr)
 
 
 def cmd_compare(args) -> int:
     from .present import compare
-    from .data import results
+    from .data import tidy
     from .data.outputs import check_output
     check_output(args.output, "-o", "text", [args.a, args.b], force=args.force)
-    a, b = results.load([args.a]), results.load([args.b])
+    a, b = tidy.read([args.a], samples=True), tidy.read([args.b], samples=True)   # samples: the bootstrap
     metrics = args.metric.split(",") if args.metric else None
     c = compare.compare(a, b, metrics, seed=args.seed, label_a=args.a, label_b=args.b)
     if not c.rows and not c.only_a and not c.only_b:
@@ -237,7 +237,7 @@ def cmd_slurm(args) -> int:
 
 def cmd_demo(args) -> int:
     from .present import report
-    from .data import results
+    from .data import tidy
     from .run import sweep
     config = Path(args.config) if args.config else mpi.REPO / "configs" / "demo.toml"
     outdir = Path(args.output_dir)
@@ -249,7 +249,7 @@ def cmd_demo(args) -> int:
         return rc
     if not Path(cfg.output).exists():
         raise UsageError("the demo produced no results")
-    out = report.build(results.load([cfg.output]), outdir)
+    out = report.build(tidy.read([cfg.output]), outdir)
     # The answers first, in the terminal; figures and tables are in the report.
     for title, question, reading in out["readings"]:
         print(f"\n{title}\n  Q: {question}\n  A: {reading}")

@@ -5,3 +5,7 @@ launches anything or draws anything; every other layer may use it. docs/architec
 
 Also the files hmb ships beside its code: pingpong.c (hmb check's minimal ping-pong) and mpip/
 (the mpiP reports a study's projection reads)."""
+
+from pathlib import Path
+
+DATA_DIR = Path(__file__).resolve().parent   # the files shipped beside the code (pingpong.c, mpip/)

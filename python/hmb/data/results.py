@@ -1,13 +1,13 @@
-"""Reading JSON Lines results (docs/output-schema.md) and combining repeats of a point.
+"""Reading and writing results records: JSON Lines files as hmb-bench and hmb write them
+(docs/output-schema.md), a line at a time.
 
 Readers ignore unknown keys and unknown record types. A launch that was redone after an
 interruption (`hmb sweep --resume`) leaves two runs with the same tag in its file; only the
 last one counts, so a point is never counted twice. Several files are several data sets:
 tags and run ids are scoped to their file, and a file named twice is read once.
 
-A point's identity (point_key) is its benchmark, its params, the run layout (ranks, thread
-level provided), every run-level option that changes what is measured, and the library
-settings a sweep launched it with (`settings`, when not "default").
+This module knows records, not points: what a point is (its identity), its value over its
+launches and every table made of results are the tidy table's (hmb.data.tidy).
 """
 from __future__ import annotations
 
@@ -18,13 +18,10 @@ import json
 import math
 import os
 import re
-import statistics
 import sys
 from pathlib import Path
 
-import numpy as np
-
-from . import descriptors
+from . import descriptors, launchlog
 
 
 DEFAULT_SETTINGS = "default"   # a sweep's `settings` entry that sets no library variable
@@ -80,10 +77,6 @@ class Result:
         return None if shares is None else bool(shares)
 
     @property
-    def no_reading(self) -> bool:
-        return no_reading(self.oversubscribed, self.progress_shares_core)
-
-    @property
     def noise(self) -> str:
         n = self.run.get("noise")
         if isinstance(n, dict):
@@ -103,19 +96,6 @@ class Result:
             m = {**m, "ci_lo": float("nan"), "ci_hi": float("nan")}
         return m
 
-    def samples(self, name: str):
-        s = (self.record.get("samples") or {}).get(name)
-        if not s:
-            return None
-        s = np.asarray(s, dtype=float)
-        return s[np.isfinite(s)]
-
-
-def no_reading(oversubscribed, progress_shares_core) -> bool:
-    """The one predicate for what is not a reading: a point that ran oversubscribed (ranks ×
-    threads beyond the cores) or whose progress thread shared a compute core. Figures draw it
-    hollow and dashed, tables mark it, readings and claims leave it out."""
-    return bool(oversubscribed) or progress_shares_core == True   # noqa: E712 (None, NaN: no thread)
 
 
 def mpi_label(run: dict, launch: dict | None = None) -> str:
@@ -127,19 +107,6 @@ def mpi_label(run: dict, launch: dict | None = None) -> str:
         return str(launch["mpi"])
     lib = m.get("library")
     return lib.split(",")[0].strip() if lib else "unknown MPI"
-
-
-@dataclasses.dataclass
-class ResultSet:
-    results: list
-    runs: dict          # run_id -> header
-    launches: list      # launch records (latest per tag)
-    failures: list      # failure records
-    sources: list
-    descriptors: dict = dataclasses.field(default_factory=dict)   # name -> descriptors.Bench
-    bad_lines: list = dataclasses.field(default_factory=list)     # "FILE:LINE: why", skipped
-    duplicates: int = 0     # records identical to an earlier one of their file, read once
-    conformance: list = dataclasses.field(default_factory=list)   # conformance records (hmb conform)
 
 
 MAX_WARNINGS = 5   # bad lines named one by one per file; the rest are counted
@@ -247,7 +214,7 @@ def iter_records(path: Path, bad: list | None = None, samples: bool = True):
     try:
         with open(path, "rb") as f:
             for n, raw, why in lines(f):
-                problem, rec = (why, None) if why else _parse_line(raw)
+                problem, rec = (why, None) if why else parse_line(raw)
                 raw = None
                 if problem:
                     bad.append(f"{path}:{n}: {problem}")
@@ -357,7 +324,7 @@ def decode(data: bytes) -> tuple[str | None, object]:
     return None, value
 
 
-def _parse_line(raw: bytes) -> tuple[str | None, dict | None]:
+def parse_line(raw: bytes) -> tuple[str | None, dict | None]:
     """(problem, record) of one line; (None, None) for a blank line."""
     problem, rec = decode(raw)
     if problem or rec is BLANK:
@@ -486,24 +453,6 @@ def _files(paths, skipped: list) -> list[Path]:
                 seen.add(real)
                 files.append(f)
     return files
-
-
-def load(paths, warn=True, samples=True) -> ResultSet:
-    """Load one or more JSONL files (a directory means every *.jsonl in it).
-
-    Each file is its own data set: "the last run of a tag counts" (a launch redone by
-    --resume) applies within a file, and run ids and launch records are scoped to it. A
-    sweep record that does not resume starts a new sweep within the file (two sweeps of one
-    config concatenated keep both), and a record identical to an earlier one of its file
-    (the file concatenated with itself) is read once. Unreadable lines are skipped, named
-    (FILE:LINE: why) on `warn` and counted in ResultSet.bad_lines; duplicates in .duplicates.
-    samples False: the results leave out their --raw samples (the report and the tidy table
-    read the summaries only). The files are read as scan() reads them: a line at a time."""
-    stream = scan(paths, warn=warn, samples=samples, slim=False)
-    results = list(stream)
-    stream.say_bad_lines()
-    return ResultSet(results, stream.runs, stream.launches, stream.failures, stream.sources, stream.descriptors,
-                     stream.bad_lines, stream.duplicates, stream.conformance)
 
 
 # A run header's fields a Result and the tidy table read (scan(slim=True) keeps only these).
@@ -660,7 +609,7 @@ class ResultStream:
             if file_bad:
                 raise ResultsError(f"{file_bad[0]} (and no readable hmb-bench record in the file"
                                    f"{f'; {len(file_bad)} bad lines' if len(file_bad) > 1 else ''})")
-            raise ResultsError(_failed_launches(path, [(0, r) for r in file_launches.values()])
+            raise ResultsError(launchlog.failed_launches(path, list(file_launches.values()))
                                or f"{path}: no hmb-bench records (is it a JSON Lines results file?)")
         kept, sweep_of_run = [], {}
         for n, sweep_at, run_id, sig in items:
@@ -693,165 +642,3 @@ def scan(paths, warn=True, samples=False, slim=True) -> ResultStream:
     for path in files:
         stream._index(path)
     return stream
-
-
-def _failed_launches(path: Path, records: list) -> str | None:
-    """When a sweep's every launch failed (its file holds launch records, no run header): one
-    line saying so, how many, and why (hmb-bench's own line from the sweep's log, the most
-    common reason first); None otherwise."""
-    last = {}
-    for _, r in records:
-        if r.get("type") == "launch":
-            last[r.get("tag")] = r
-    failed = [r for r in last.values() if r.get("status") != "done"]
-    if not failed or len(failed) < len(last):
-        return None
-    log = path.with_name(path.name + ".log")
-    why = collections.Counter(_launch_failure(log, r) for r in failed)
-    reasons = "; ".join(f"{n} × {w}" if len(failed) > 1 else w for w, n in why.most_common(2))
-    more = f"; {len(why) - 2} other reasons" if len(why) > 2 else ""
-    return (f"{path}: all {len(failed)} launch{'es' if len(failed) != 1 else ''} failed, no results: "
-            f"{reasons}{more} (each launch's output: {log})")
-
-
-def _launch_failure(log: Path, launch: dict) -> str:
-    """Why a launch failed: from its part of the sweep's log (sweep.failure_reason), else its
-    exit status."""
-    from ..run.sweep import log_reason
-    rc = launch.get("rc")
-    rc = rc if isinstance(rc, int) and not isinstance(rc, bool) else 1
-    if rc == 124:
-        return "killed by the launch timeout"
-    try:
-        with open(log, "rb") as f:
-            text = f.read()
-    except OSError:
-        return f"exit {rc}"
-    headers = list(re.finditer(rb"^### [^\n]* " + re.escape(str(launch.get("tag")).encode("utf-8", "replace"))
-                               + rb": [^\n]*\n", text, re.MULTILINE))
-    if not headers:
-        return f"exit {rc}"
-    start = headers[-1].end()
-    end = text.find(b"\n### ", start)
-    return f"exit {rc}: {log_reason(text[start:end if end >= 0 else len(text)].decode('utf-8', 'replace'), rc)}"
-
-
-# Run-level options that never make a point: the noise model (a column of its own) and where the
-# output went (also run control in every descriptor; named here for results read without one).
-NOT_IDENTITY_OPTIONS = frozenset({"noise", "json", "raw"})
-
-
-def identity(r: Result) -> dict:
-    """column -> value of everything that makes a point what it is, besides bench, noise and
-    MPI: the one point identity (the tidy table's point columns are these; tidy.point_columns).
-
-    The point's params (threads from the run if absent), the run's ranks and provided thread
-    level (`thread_level`), and every run-level option (dashes read as underscores: the column
-    name) except run control (role "run-control" in the benchmark's descriptor: options that
-    steer the run but not what is measured), the noise model (kept apart), the output files and
-    options the benchmark expanded into params (sizes -> size_bytes, partitions -> partitions,
-    ...); the level asked for (`thread_level_requested`) only where it is not what was provided;
-    and the sweep's `settings` entry when it set library variables (an eager threshold measures
-    something else than the default). Values as recorded; a switch reads "true" / "false"."""
-    params = r.params
-    out = dict(params)
-    if "threads" not in out and r.run.get("threads") is not None:
-        out["threads"] = r.run.get("threads")
-    if r.run.get("ranks") is not None:
-        out["ranks"] = r.run["ranks"]
-    provided = (r.run.get("thread_level") or {}).get("provided")
-    if provided:
-        out["thread_level"] = str(provided)
-    run_control = r.desc.run_control if r.desc else frozenset()
-    for name, value in (r.run.get("options") or {}).items():
-        key = name.replace("-", "_")
-        if value is None or name in run_control or name in NOT_IDENTITY_OPTIONS or key in params:
-            continue   # not set, run control, kept apart, or expanded into params
-        if name == "sizes" and "size_bytes" in params:
-            continue
-        if key == "thread_level":   # the level asked for: only news when it is not what was provided
-            if provided and str(value).upper() == str(provided).upper():
-                continue
-            key = "thread_level_requested"
-        out.setdefault(key, _text(value) if isinstance(value, bool) else value)
-    if r.settings != DEFAULT_SETTINGS:
-        out["settings"] = r.settings
-    return out
-
-
-def _text(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def point_key(r: Result, with_mpi: bool = True, with_noise: bool = True, with_settings: bool = True) -> tuple:
-    """(bench, sorted identity items, noise, mpi): results with equal keys are repeats of one
-    point. Used by the report (lines, tables) and compare (matching; it leaves the MPI or the
-    settings out to match one library or setting against another)."""
-    items = {k: _text(v) for k, v in identity(r).items()}
-    if not with_settings:
-        items.pop("settings", None)
-    return (r.bench, tuple(sorted(items.items())), r.noise if with_noise else "",
-            r.mpi if with_mpi else "")
-
-
-def varying(items_per_thing: list[dict], skip=()) -> list[str]:
-    """Names whose value is not the same in every dict (absent counts as a value): what a
-    label must name to tell things apart."""
-    names = []
-    for d in items_per_thing:
-        for k in d:
-            if k not in names and k not in skip:
-                names.append(k)
-    return [k for k in names if len({d.get(k) for d in items_per_thing}) > 1]
-
-
-@dataclasses.dataclass
-class Combined:
-    """One point's metric over its repeats: median of medians and the spread."""
-    median: float
-    ci_lo: float
-    ci_hi: float
-    spread_lo: float    # min of the repeats' medians
-    spread_hi: float    # max of the repeats' medians
-    repeats: int
-    no_reading: bool    # some launch is no reading (results.no_reading)
-
-
-def band(medians, ci_los, ci_his) -> tuple[float, float]:
-    """The error band of a point over its launches: the lowest to the highest bound of the
-    launches' 95% CIs, stretched to hold every launch's median (a launch without a valid CI still
-    counts by its median); NaN bounds when no launch has a valid CI. One launch: its CI. The one
-    band every figure, table and legend draws (figures: "band: 95% CI, lowest to highest bound
-    over launches")."""
-    valid = [(a, b) for a, b in zip(ci_los, ci_his) if not (math.isnan(a) or math.isnan(b))]
-    if not valid or not medians:
-        return math.nan, math.nan
-    return min(min(a for a, _ in valid), min(medians)), max(max(b for _, b in valid), max(medians))
-
-
-def combine(results: list, metric: str) -> Combined | None:
-    """A point's metric over its launches (repeats): the median of their medians, the band
-    (band(): lowest to highest CI bound over launches) and the range of their medians."""
-    meds, los, his = [], [], []
-    over = False
-    for r in results:
-        m = r.metric(metric)
-        if not m or m.get("median") is None:
-            continue
-        meds.append(float(m["median"]))
-        los.append(as_float(m.get("ci_lo")))
-        his.append(as_float(m.get("ci_hi")))
-        over = over or r.no_reading
-    if not meds:
-        return None
-    lo, hi = band(meds, los, his)
-    return Combined(float(statistics.median(meds)), lo, hi, min(meds), max(meds), len(meds), over)
-
-
-def as_float(v) -> float:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return float("nan")

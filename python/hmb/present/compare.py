@@ -1,7 +1,7 @@
 """`hmb compare A B`: per matched point, the change from A to B with a 95% CI and a test.
 
-Points match on results.point_key (benchmark, params, ranks, thread level, run options, library
-settings). With one library on each side, points match across libraries; with one `settings`
+Points match on their identity (tidy.Table.keys: benchmark, params, ranks, thread level, run
+options, library settings), read from the tidy table. With one library on each side, points match across libraries; with one `settings`
 entry on each side, across settings.
 The change is the ratio of medians B/A, or the difference B − A for metrics that can be
 negative (signed in the benchmark's descriptor) or have a median <= 0, where a ratio means
@@ -28,7 +28,8 @@ from collections import defaultdict
 import numpy as np
 from scipy import stats
 
-from ..data.results import ResultSet, point_key, varying
+from ..data import tidy
+from ..data.results import ResultsError
 from .format import fmt_num, fmt_size
 
 ALPHA = 0.05
@@ -91,12 +92,30 @@ class Row:
         return not math.isnan(self.ci_lo) and not (self.ci_lo <= self.no_change <= self.ci_hi)
 
 
-def _groups(rs: ResultSet, with_mpi: bool, with_settings: bool = True) -> dict:
-    g = defaultdict(list)
-    for r in rs.results:
-        if r.status == "ok":
-            g[point_key(r, with_mpi=with_mpi, with_settings=with_settings)].append(r)
+@dataclasses.dataclass
+class Launch:
+    """One launch's reading of a metric: its row of the tidy table, and its --raw samples when the
+    results were read with them."""
+    median: float
+    ci_lo: float
+    ci_hi: float
+    samples: np.ndarray | None = None
+
+
+def _groups(t: tidy.Table, with_mpi: bool, with_settings: bool = True) -> dict:
+    """point -> {result: (its record, {metric: Launch})} of the ok results, points and results in
+    reading order."""
+    g = defaultdict(dict)
+    d = t.detail_of(t.df)
+    for key, res, rec, metric, med, lo, hi in zip(t.keys(t.df, with_mpi, with_settings), d["result"], d["record"],
+                                                  t.df["metric"], t.df["median"], t.df["ci_lo"], t.df["ci_hi"]):
+        g[key].setdefault(res, (rec, {}))[1][metric] = Launch(med, lo, hi, tidy.samples(rec, metric))
     return g
+
+
+def side(launches: dict, metric: str) -> list:
+    """Each launch's Launch of metric (None where a launch has none)."""
+    return [by_metric.get(metric) for _, by_metric in launches.values()]
 
 
 def _natural(key) -> tuple:
@@ -136,28 +155,23 @@ def _scale_of(signed: bool, medians: list[float]) -> str:
     return "difference" if signed or min(medians) <= 0 else "ratio"
 
 
-def _ci_half_width(m: dict) -> float:
-    lo, hi = float(m.get("ci_lo", math.nan)), float(m.get("ci_hi", math.nan))
-    return (hi - lo) / 2
-
-
-def compare_point(ra: list, rb: list, metric: str, signed: bool, rng) -> tuple | None:
-    ma = [r.metric(metric) for r in ra]
-    mb = [r.metric(metric) for r in rb]
-    if not all(ma) or not all(mb) or any(m.get("median") is None for m in ma + mb):
+def compare_point(ma: list, mb: list, signed: bool, rng) -> tuple | None:
+    """The change of one point's metric from A to B, each side its launches' Launch (side()); None
+    when a launch of either has no median of it."""
+    if any(m is None or math.isnan(m.median) for m in ma + mb):
         return None
-    meds_a = [float(m["median"]) for m in ma]
-    meds_b = [float(m["median"]) for m in mb]
-    med_a, med_b = statistics.median(meds_a), statistics.median(meds_b)
+    meds_a = [m.median for m in ma]
+    meds_b = [m.median for m in mb]
+    med_a, med_b = tidy.launch_median(meds_a), tidy.launch_median(meds_b)
     scale = _scale_of(signed, meds_a + meds_b)
     ratio = scale == "ratio"
     change = med_b / med_a if ratio else med_b - med_a
-    basis = "repeats" if len(ra) >= 2 and len(rb) >= 2 else "iterations"
+    basis = "repeats" if len(ma) >= 2 and len(mb) >= 2 else "iterations"
     nan = math.nan
     head = (med_a, med_b, scale, change)
 
-    sa = [r.samples(metric) for r in ra]
-    sb = [r.samples(metric) for r in rb]
+    sa = [m.samples for m in ma]
+    sb = [m.samples for m in mb]
     if all(s is not None and s.size for s in sa + sb):
         ba, bb = _boot_medians(sa, rng), _boot_medians(sb, rng)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -185,7 +199,7 @@ def compare_point(ra: list, rb: list, metric: str, signed: bool, rng) -> tuple |
         """One repeat's standard error of its median, from its CI (median over repeats)."""
         ses = []
         for m in ms:
-            lo, hi = float(m.get("ci_lo", nan)), float(m.get("ci_hi", nan))
+            lo, hi = float(m.ci_lo), float(m.ci_hi)
             if ratio and not (lo > 0 and hi > 0):
                 continue
             if not (math.isnan(lo) or math.isnan(hi)):
@@ -238,38 +252,49 @@ class Comparison:
     label_b: str
 
 
-def compare(a: ResultSet, b: ResultSet, metrics: list[str] | None = None, seed: int = 0,
+def _mpis(t: tidy.Table) -> set:
+    """The MPIs of every result, those a library did not run included."""
+    return set(t.df["mpi"]) | (set(t.unsupported["mpi"]) if not t.unsupported.empty else set())
+
+
+def _settings(t: tidy.Table) -> set:
+    return set(t.df["settings"]) | (set(t.unsupported["settings"]) if not t.unsupported.empty else set())
+
+
+def _params(t: tidy.Table) -> set:
+    """The parameter names of every result record."""
+    return {k for rec in t.detail["record"] for k in (rec.get("params") or {})}
+
+
+def compare(a: tidy.Table, b: tidy.Table, metrics: list[str] | None = None, seed: int = 0,
             label_a: str = "A", label_b: str = "B") -> Comparison:
     if metrics:
-        have = {m for r in a.results + b.results for m in (r.record.get("metrics") or {})}
+        have = set(a.df["metric"]) | set(b.df["metric"])
         missing = [m for m in metrics if m not in have]
         if missing:
-            from ..data.results import ResultsError
             raise ResultsError(f"--metric {missing[0]}: no result of {label_a} or {label_b} has it "
                                f"(they have: {', '.join(sorted(have)) or 'none'})")
-    mpis_a = {r.mpi for r in a.results}
-    mpis_b = {r.mpi for r in b.results}
     # One library per side (e.g. MPICH vs Open MPI): match across libraries. Likewise one
     # library setting per side (a sweep's `settings`, e.g. default vs 16K): match across settings.
-    with_mpi = not (len(mpis_a) == 1 and len(mpis_b) == 1)
-    with_settings = not (len({r.settings for r in a.results}) == 1 and len({r.settings for r in b.results}) == 1)
+    with_mpi = not (len(_mpis(a)) == 1 and len(_mpis(b)) == 1)
+    with_settings = not (len(_settings(a)) == 1 and len(_settings(b)) == 1)
     ga, gb = _groups(a, with_mpi, with_settings), _groups(b, with_mpi, with_settings)
     # A point is named by its params and whatever else tells points apart.
     keys = list(ga) + list(gb)
-    shown = {k for r in a.results + b.results for k in r.params} | \
-        set(varying([dict(k[1]) for k in keys]))
+    shown = _params(a) | _params(b) | set(tidy.varying([dict(k[1]) for k in keys]))
     rng = np.random.default_rng(seed)
     rows = []
     for key in sorted(set(ga) & set(gb), key=_natural):
         ra, rb = ga[key], gb[key]
-        names = list((ra[0].record.get("metrics") or {}))
-        for metric in names:
+        first = next(iter(ra.values()))[0]    # the metrics in the order of A's first launch
+        for metric in (first.get("metrics") or {}):
             if metrics and metric not in metrics:
                 continue
-            record = (ra[0].record.get("metrics") or {}).get(metric, {})
-            desc = ra[0].desc.metric(metric) if ra[0].desc else None
+            record = (first.get("metrics") or {}).get(metric, {})
+            desc = a.descriptors.get(key[0])
+            desc = desc.metric(metric) if desc else None
             signed = bool(desc and desc.signed)
-            got = compare_point(ra, rb, metric, signed, rng)
+            got = compare_point(side(ra, metric), side(rb, metric), signed, rng)
             if got is None:
                 continue
             hib = desc.higher_is_better if desc else record.get("higher_is_better")

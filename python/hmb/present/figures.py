@@ -19,9 +19,10 @@ the library versions and machine of the rows drawn: where numbers not measured c
 
 A line never merges points that differ in their identity (tidy.point_columns): where two points
 of a line would share an x, the line splits by the columns they differ in and its label names
-them ("none, ranks=4"). Each point is the median over its launches; the band is results.band
-(the launches' 95% CIs, lowest to highest bound), a bar the range of their medians. Points that
-are no reading (results.no_reading: oversubscribed, or a progress thread on a compute core) are
+them ("none, ranks=4"). Each point is the median over its launches (tidy.over_launches: the
+one launch_median); the band is tidy.band (the launches' 95% CIs, lowest to highest bound), a
+bar the range of their medians. Points that are no reading (tidy.is_no_reading: oversubscribed,
+or a progress thread on a compute core) are
 drawn hollow and dashed and named so in the legend. The footer names the library versions and
 the machine. plan() gives the lines drawn (for a report's reading), render() the figure.
 """
@@ -30,10 +31,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-import statistics
 from pathlib import Path
 
 import matplotlib
+import pandas as pd
 
 matplotlib.use("Agg")
 matplotlib.rcParams["svg.fonttype"] = "none"   # SVG text stays text: searchable, editable in slides
@@ -43,9 +44,9 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator  # noqa: E402
 
 from ..data import tidy  # noqa: E402
-from ..data.results import band  # noqa: E402
-from .format import clip_text, context_text, fmt_num, fmt_size  # noqa: E402
+from ..data.descriptors import local  # noqa: E402
 from ..data.tidy import select  # noqa: E402
+from .format import clip_text, context_text, fmt_num, fmt_size  # noqa: E402
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
           "#7f7f7f", "#bcbd22"]
@@ -60,13 +61,13 @@ PANEL = "_panel"  # a row's panel when `panels` names several columns (panelled)
 @dataclasses.dataclass
 class Point:
     x: float
-    median: float        # median over the point's launches
-    lo: float            # band (results.band); NaN: no valid CI
+    median: float        # median over the point's launches (tidy.launch_median)
+    lo: float            # band (tidy.band); NaN: no valid CI
     hi: float
     spread_lo: float     # lowest and highest launch median
     spread_hi: float
     launches: int
-    reading: bool        # False: some launch is no reading (results.no_reading)
+    reading: bool        # False: some launch is no reading (tidy.is_no_reading)
     launch_medians: tuple = ()   # each launch's median, in the order of the results
 
 
@@ -159,7 +160,6 @@ def choices(bench: str | None, column: str | None, described: dict | None) -> li
     if not bench or not column:
         return []
     if described is None:
-        from ..data.descriptors import local
         described = local()
     desc = (described or {}).get(bench)
     opt = desc.option(column.replace("_", "-")) or desc.option(column) if desc else None
@@ -171,7 +171,6 @@ def modes(bench: str | None, described: dict | None) -> list:
     order (--describe `modes`); from a descriptor without them, its --mode choices with no
     metrics known."""
     if described is None:
-        from ..data.descriptors import local
         described = local()
     desc = (described or {}).get(bench) if bench else None
     if desc is not None and desc.modes:
@@ -225,7 +224,6 @@ def _rows(fig: dict, df):
     parts = [p for p in parts if p is not None and not p.empty]
     if not parts:
         return None
-    import pandas as pd
     rows = pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
     xs = fig["x"] if isinstance(fig["x"], list) else [fig["x"]]
     xs = [c for c in xs if c in rows.columns]
@@ -256,14 +254,12 @@ def _split_columns(group, exclude) -> list:
 
 
 def _points(rows) -> list:
-    """One Point per x of a line's rows (the launches of one point each)."""
+    """One Point per x of a line's rows (the launches of one point each): tidy's Launches."""
     out = []
     for xv, g in rows.groupby(X, sort=True):
-        meds = g["median"].astype(float).tolist()
-        lo, hi = band(meds, g["ci_lo"].astype(float).tolist(), g["ci_hi"].astype(float).tolist())
-        launches = len(set(zip(g["source"], g["run_id"])))
-        out.append(Point(float(xv), float(statistics.median(meds)), lo, hi, min(meds), max(meds),
-                         launches, not bool(g[NO_READING].any()), tuple(meds)))
+        c = tidy.Launches.of(g["median"], g["ci_lo"], g["ci_hi"], g[NO_READING])
+        out.append(Point(float(xv), c.median, c.lo, c.hi, c.spread_lo, c.spread_hi, c.launches, not c.no_reading,
+                         c.medians))
     return out
 
 

@@ -16,7 +16,12 @@ import math
 import re
 from pathlib import Path
 
+import pandas as pd
+
+from ..data import DATA_DIR, tidy
+from ..data.results import file_problem
 from ..run import core
+from . import figures
 
 # MPI calls whose time counts as point-to-point: sends, receives, and the completions and probes
 # of their requests (mpiP cannot tell a Wait on a point-to-point request from one on a
@@ -90,7 +95,6 @@ def parse_mpip(path: str | Path) -> Profile:
     """f of one mpiP report: point-to-point call time over application time, both summed over
     the tasks. Call times from the complete "Callsite Time statistics" ('*' rows: Count x Mean)
     when the report has it, else from the aggregate time (top twenty call sites)."""
-    from ..data.results import file_problem
     path = Path(path)
     if file_problem(path):   # a FIFO would block the read
         raise ProjectError(f"{path}: {file_problem(path)}")
@@ -132,21 +136,19 @@ def parse_mpip(path: str | Path) -> Profile:
 
 
 def speedup_from_results(paths: list[str], bench: str, size_bytes: int, mode: str) -> float:
-    """The median of metric ratio_<mode> of the one result of bench at size_bytes."""
-    from ..data import results
+    """The median over its launches (tidy.over_launches) of metric ratio_<mode> of the one point
+    of bench at size_bytes."""
     metric = f"ratio_{mode}"
-    rs = results.load(paths)
-    found = [r for r in rs.results if r.bench == bench and r.status == "ok"
-             and results.as_float(r.params.get("size_bytes")) == size_bytes and r.metric(metric)]
-    if not found:
+    t = tidy.read(paths)
+    rows = tidy.select(t.df, bench, metric, {"size_bytes": size_bytes})
+    if rows is None or rows.empty:
         raise ProjectError(f"no {bench} result at {size_bytes} bytes with metric {metric} in {', '.join(paths)}")
-    keys = {results.point_key(r) for r in found}
-    if len(keys) > 1:
-        differ = results.varying([dict(results.identity(r), mpi=r.mpi) for r in found])
-        raise ProjectError(f"{len(keys)} different {bench} points at {size_bytes} bytes (they differ in "
+    if len(set(t.keys(rows))) > 1:
+        differ = tidy.varying([dict(items, mpi=mpi) for items, mpi in zip(t.detail_of(rows)["identity"], rows["mpi"])])
+        raise ProjectError(f"{len(set(t.keys(rows)))} different {bench} points at {size_bytes} bytes (they differ in "
                            f"{', '.join(differ) or 'noise'}): give --speedup, or a results file with one")
-    c = results.combine(found, metric)
-    if c is None or not c.median > 0:
+    c = tidy.over_launches(rows)
+    if not c.median > 0:
         raise ProjectError(f"{bench} {metric} at {size_bytes} bytes is not a positive number")
     return c.median
 
@@ -205,7 +207,6 @@ def _frame(points: list[dict]):
     """Projections as rows of the tidy table (bench "project", metric projected_speedup, one row
     per projection: processes, f_pct, s and its source), for the figure engine. A projection whose
     s is no reading (its points oversubscribed...) is marked so: drawn hollow."""
-    import pandas as pd
     base = {"bench": "project", "metric": PROJECTED, "ci_lo": math.nan, "ci_hi": math.nan, "count": 1, "unit": "",
             "higher_is_better": True, "mpi": "", "library": "", "settings": "default", "noise": "none",
             "oversubscribed": False, "progress_shares_core": None, "host": "", "cpus": None, "tag": ""}
@@ -223,7 +224,6 @@ def _declaration(title: str, frame, footer: str) -> dict:
 
 def _draw(points: list[dict], path: Path, title: str, footer: str) -> None:
     """The projections drawn by the figure engine into path (its suffix: the format)."""
-    from . import figures
     frame = _frame(points)
     fig, _ = figures.render(_declaration(title, frame, footer), frame)
     figures.save(fig, path.parent, path.stem, (path.suffix.lstrip(".").lower(),))
@@ -242,7 +242,6 @@ def figure(rows: list[tuple], path: Path, speedup_label: str) -> None:
     _draw(points, path, f"Projected speed-up, point-to-point {speedup_label}", _fs(rows))
 
 
-DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
 
 def study_figure(fig: dict, df, outdir: Path) -> tuple[Path, str]:
@@ -251,7 +250,6 @@ def study_figure(fig: dict, df, outdir: Path) -> tuple[Path, str]:
     median over launches of the study's `bench` metric `y` at `where` (tidy.select, the
     claims' reading; readings only, where there are any). Returns (the PNG, a note with the
     table and where s came from)."""
-    from ..data import tidy
     profiles = [parse_mpip(DATA_DIR / name) for name in fig["mpip"]]
     speedups = []      # (label, s, what it is, a reading)
     if "seed_speedup" in fig:

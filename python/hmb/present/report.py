@@ -1,9 +1,10 @@
 """`hmb report`: figures (PNG + SVG), report.md and report.html from JSON Lines results.
 
 Each figure answers a question stated above it and carries a one-line reading computed from
-the data below it. The figures of each benchmark come from its module in hmb.reports (or the
-generic one, from its descriptor); this module adds the tables every report has
-(environment, unsupported points, failures, all results) and renders Markdown and HTML.
+the data below it. The figures of each benchmark come from its module in hmb.present.reports
+(or the generic one, from its descriptor); this module puts the sections together, adds the
+tables every report has (environment, unsupported points, failures, all results) and renders
+Markdown and HTML. Every table reads the tidy table (hmb.data.tidy.Table).
 """
 from __future__ import annotations
 
@@ -14,14 +15,49 @@ from collections import defaultdict
 from pathlib import Path
 
 from .. import __version__
-from ..data.results import ResultSet, combine, point_key, varying
+from ..data import tidy
+from ..run.conform import matrix_rows
 from .format import fmt_num, fmt_size, md_cell
+from .reports import async_, conform, match, mt, p2p, part, patterns, proto, stencil3d
+from .reports.common import FAMILIES, NO_READING_NOTE, figure_instances, render
+from .reports.declared import report_figures
+from .reports.generic import generic_figures
+
+# The benchmarks' report modules: each registers its section (reports.common.register) when imported.
+SECTIONS = (async_, conform, match, mt, p2p, part, patterns, proto, stencil3d)
 
 
-def environment_rows(rs: ResultSet) -> list[list[str]]:
-    launches = {ln.get("tag"): ln for ln in rs.launches}
+def bench_sections(t: tidy.Table, outdir: Path) -> list:
+    """(title, figures, tables) per benchmark in the results: registered families first, in
+    registration order, then the others by name."""
+    benches = set(t.df["bench"]) | (set(t.unsupported["bench"]) if not t.unsupported.empty else set())
+    out = []
+    for bench in list(FAMILIES) + sorted(benches - set(FAMILIES)):
+        if bench not in benches:
+            continue
+        fam = FAMILIES.get(bench)
+        desc = t.descriptors.get(bench)
+        title = fam.title if fam else f"{desc.summary} ({bench})" if desc and desc.summary else bench
+        figs = bench_figures(t, outdir, bench)
+        tables = fam.tables(t) if fam and fam.tables else []
+        if figs or tables:
+            out.append((title, figs, tables))
+    return out
+
+
+def bench_figures(t: tidy.Table, outdir: Path, bench: str) -> list:
+    """A benchmark's figures drawn into outdir/figures with their readings: those declared for it
+    in figures.toml, else (a benchmark with no module here) one per summary-worthy metric."""
+    decls = [d for d in report_figures().values() if d["bench"] == bench] or \
+        ([] if bench in FAMILIES else generic_figures(bench, t.descriptors.get(bench), t.df))
+    return [f for d in decls for inst in figure_instances(d, t.df)
+            if (f := render(inst, d["id"], t.df, t.unsupported, t.descriptors, outdir)) is not None]
+
+
+def environment_rows(t: tidy.Table) -> list[list[str]]:
+    launches = {ln.get("tag"): ln for ln in t.launches}
     groups = defaultdict(int)
-    for run in rs.runs.values():
+    for run in t.runs.values():
         mpi = run.get("mpi") or {}
         binding = _binding(run, launches.get(run.get("tag")))
         library = " ".join(str(mpi.get("library", "?")).split(",")[0].split())
@@ -44,11 +80,10 @@ def _binding(run: dict, launch: dict | None) -> str:
     return "cpusets " + " | ".join(sets) if sets else "?"
 
 
-def unsupported_rows(rs: ResultSet) -> list[list[str]]:
+def unsupported_rows(t: tidy.Table) -> list[list[str]]:
     groups = defaultdict(list)
-    for r in rs.results:
-        if r.status != "ok":
-            groups[(r.bench, r.mpi, r.status, r.record.get("reason", "?"))].append(r)
+    for r, _ in t.records(t.unsupported):
+        groups[(r.bench, r.mpi, r.status, r.record.get("reason", "?"))].append(r)
     rows = []
     for (bench, mpi, status, reason), rr in sorted(groups.items()):
         pts = sorted({", ".join(f"{k}={v}" for k, v in sorted(r.params.items()) if k != "size_bytes")
@@ -57,44 +92,50 @@ def unsupported_rows(rs: ResultSet) -> list[list[str]]:
     return rows
 
 
-def failure_rows(rs: ResultSet) -> list[list[str]]:
+def failure_rows(t: tidy.Table) -> list[list[str]]:
     rows = [[f.get("bench", "?"), f.get("kind", "?"), str(f.get("params", "")), f.get("message", "")]
-            for f in rs.failures]
+            for f in t.failures]
     rows += [[ln.get("point", {}).get("bench", "?"), f"launch {ln.get('status')} (exit {ln.get('rc')})",
               ln.get("tag", ""), (ln.get("why") or " ".join(ln.get("command", [])))[:160]]
-             for ln in rs.launches if ln.get("status") in ("failed", "incomplete")]
+             for ln in t.launches if ln.get("status") in ("failed", "incomplete")]
     return rows
 
 
-def results_rows(rs: ResultSet) -> dict:
+def results_rows(t: tidy.Table) -> dict:
     """bench -> (header, rows): every point, first metrics' medians [CI] (repeats)."""
-    by_bench = defaultdict(lambda: defaultdict(list))
-    for r in rs.results:
-        if r.status == "ok":
-            bench, items, noise, mpi = point_key(r)
-            by_bench[bench][(mpi, noise, items)].append(r)
+    df = t.df
+    by_bench = defaultdict(lambda: defaultdict(list))    # bench -> point -> positions of its rows
+    for at, (bench, items, noise, mpi) in enumerate(t.keys(df)):
+        by_bench[bench][(mpi, noise, items)].append(at)
+    detail = t.detail_of(df)
+    result, order, record = detail["result"].tolist(), detail["order"].tolist(), detail["record"].tolist()
+    metric, median = df["metric"].tolist(), df["median"].tolist()
+    lo, hi, unread = df["ci_lo"].tolist(), df["ci_hi"].tolist(), tidy.no_reading(df).tolist()
     out = {}
     for bench, groups in sorted(by_bench.items()):
         # The point's params, and whatever else of its identity differs between rows.
-        param_names = {k for rr in groups.values() for r in rr for k in r.params}
-        shown = param_names | set(varying([dict(items) for _, _, items in groups]))
+        param_names = {k for ats in groups.values() for at in ats for k in (record[at].get("params") or {})}
+        shown = param_names | set(tidy.varying([dict(items) for _, _, items in groups]))
         metrics = []
-        for rr in groups.values():
-            for m, v in (rr[0].record.get("metrics") or {}).items():
-                # a metric no point of this set measured (halo3d's other modes) takes no column
-                if m not in metrics and isinstance(v, dict) and v.get("median") is not None:
-                    metrics.append(m)
+        for ats in groups.values():
+            first = sorted((order[at], at) for at in ats if result[at] == result[ats[0]])   # in its record's order
+            # a metric no point of this set measured (halo3d's other modes) takes no column
+            for _, at in first:
+                if metric[at] not in metrics and not math.isnan(median[at]):
+                    metrics.append(metric[at])
         metrics = metrics[:6]
         header = ["MPI", "noise", "parameters"] + metrics + ["repeats"]
         rows = []
-        for (mpi, noise, params), rr in sorted(groups.items(), key=lambda kv: _sort_key(kv[0])):
+        for (mpi, noise, params), ats in sorted(groups.items(), key=lambda kv: _sort_key(kv[0])):
             row = [mpi, noise, ", ".join(f"{k}={fmt_size(v) if k == 'size_bytes' else v}" for k, v in params
                                          if k in shown)]
             for m in metrics:
-                c = combine(rr, m)
-                row.append("" if c is None else f"{fmt_num(c.median)} (no valid CI)" if math.isnan(c.ci_lo)
-                           else f"{fmt_num(c.median)} [{fmt_num(c.ci_lo)}, {fmt_num(c.ci_hi)}]")
-            row.append(str(len(rr)))
+                on = [at for at in ats if metric[at] == m]
+                c = tidy.Launches.of([median[at] for at in on], [lo[at] for at in on], [hi[at] for at in on],
+                                     [unread[at] for at in on])
+                row.append("" if not c.launches else f"{fmt_num(c.median)} (no valid CI)" if math.isnan(c.lo)
+                           else f"{fmt_num(c.median)} [{fmt_num(c.lo)}, {fmt_num(c.hi)}]")
+            row.append(str(len({result[at] for at in ats})))
             rows.append(row)
         out[bench] = (header, rows)
     return out
@@ -105,30 +146,27 @@ def _sort_key(k):
     return (mpi, noise, tuple((n, int(v)) if v.lstrip("-").isdigit() else (n, v) for n, v in params))
 
 
-def build(rs: ResultSet, outdir: Path, embed: bool = False) -> dict:
+def build(t: tidy.Table, outdir: Path, embed: bool = False) -> dict:
     """Write figures, report.md and report.html into outdir; returns their paths."""
-    from . import reports            # matplotlib: only once there are results to draw
-    from .reports.common import NO_READING_NOTE
     outdir.mkdir(parents=True, exist_ok=True)
-    sections = reports.sections(rs, outdir)   # (title, figures, section tables)
+    sections = bench_sections(t, outdir)   # (title, figures, section tables)
     for _, figs, _ in sections:
         for f in figs:
             if f.no_reading:
                 f.reading += NO_READING_NOTE
     tables = [
         ("Environment", ["bench", "library", "ranks", "threads", "binding", "oversubscribed",
-                         "hosts", "git", "runs"], environment_rows(rs)),
-        ("Unsupported", ["bench", "MPI", "status", "reason", "points"], unsupported_rows(rs)),
-        ("Failures", ["bench", "kind", "where", "message"], failure_rows(rs)),
+                         "hosts", "git", "runs"], environment_rows(t)),
+        ("Unsupported", ["bench", "MPI", "status", "reason", "points"], unsupported_rows(t)),
+        ("Failures", ["bench", "kind", "where", "message"], failure_rows(t)),
     ]
-    if rs.conformance:   # hmb conform records: the matrix and its notes (docs/conformance.md)
-        from ..run.conform import matrix_rows
-        header, rows, notes = matrix_rows(rs.conformance)
+    if t.conformance:   # hmb conform records: the matrix and its notes (docs/conformance.md)
+        header, rows, notes = matrix_rows(t.conformance)
         tables += [("Conformance", header, rows),
                    ("Conformance notes", ["#", "check", "library", "reason", "reproducer"], notes)]
-    per_bench = results_rows(rs)
-    md = _markdown(rs, sections, tables, per_bench)
-    page = _html(rs, sections, tables, per_bench, outdir, embed)
+    per_bench = results_rows(t)
+    md = _markdown(t, sections, tables, per_bench)
+    page = _html(t, sections, tables, per_bench, outdir, embed)
     (outdir / "report.md").write_text(md)
     (outdir / "report.html").write_text(page)
     return {"md": outdir / "report.md", "html": outdir / "report.html",
@@ -136,10 +174,9 @@ def build(rs: ResultSet, outdir: Path, embed: bool = False) -> dict:
             "readings": [(f.title, f.question, f.reading) for _, figs, _ in sections for f in figs]}
 
 
-def _summary_line(rs: ResultSet) -> str:
-    ok = sum(r.status == "ok" for r in rs.results)
-    return (f"{len(rs.results)} results ({ok} ok) from {len(rs.runs)} runs in "
-            f"{', '.join(Path(s).name for s in rs.sources)}; generated by hmb {__version__}.")
+def _summary_line(t: tidy.Table) -> str:
+    return (f"{t.results} results ({t.ok} ok) from {len(t.runs)} runs in "
+            f"{', '.join(Path(s).name for s in t.sources)}; generated by hmb {__version__}.")
 
 
 def _md_table(header, rows) -> str:
@@ -151,8 +188,8 @@ def _md_table(header, rows) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _markdown(rs, sections, tables, per_bench) -> str:
-    out = ["# HMB report", "", _summary_line(rs), ""]
+def _markdown(t, sections, tables, per_bench) -> str:
+    out = ["# HMB report", "", _summary_line(t), ""]
     for title, figs, section_tables in sections:
         out += [f"## {title}", ""]
         for f in figs:
@@ -183,10 +220,10 @@ def _html_table(header, rows) -> str:
     return f"<table><tr>{h}</tr>{body}</table>"
 
 
-def _html(rs, sections, tables, per_bench, outdir: Path, embed: bool) -> str:
+def _html(t, sections, tables, per_bench, outdir: Path, embed: bool) -> str:
     e = html.escape
     out = ["<!DOCTYPE html><html><head><meta charset='utf-8'><title>HMB report</title>",
-           f"<style>{CSS}</style></head><body><h1>HMB report</h1><p>{e(_summary_line(rs))}</p>"]
+           f"<style>{CSS}</style></head><body><h1>HMB report</h1><p>{e(_summary_line(t))}</p>"]
     for title, figs, section_tables in sections:
         out.append(f"<h2>{e(title)}</h2>")
         for f in figs:

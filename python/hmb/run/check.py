@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..data import DATA_DIR
 from . import launch
 from . import mpi as hmpi
 
@@ -413,7 +414,7 @@ def load_per_core() -> float | None:
 
 def build_pingpong(impl: hmpi.MPI) -> Path:
     """Compile the shipped minimal ping-pong with this MPI's mpicc into its build directory."""
-    src = Path(__file__).resolve().parents[1] / "data" / "pingpong.c"
+    src = DATA_DIR / "pingpong.c"
     exe = impl.build_dir / "hmb-pingpong"
     if exe.exists() and exe.stat().st_mtime >= src.stat().st_mtime:
         return exe

@@ -25,6 +25,7 @@ import random
 import re
 import signal
 import socket
+import stat
 import sys
 import time
 from pathlib import Path
@@ -34,13 +35,13 @@ try:
 except ModuleNotFoundError:   # Python < 3.11
     import tomli as tomllib
 
-from ..data import descriptors
+from ..data import descriptors, outputs, results
+from ..data.launchlog import log_reason, own_line
+from ..data.units import parse_duration
 from . import launch as hlaunch
 from . import mpi as hmpi
-from ..data import outputs
 from . import requirements
 from . import settings as hsettings
-from ..data.units import parse_duration
 
 SCHEMA = 1
 MAX_LAUNCHES = 10000    # a grid beyond this is refused up front (hmb sweep --max-launches raises it)
@@ -374,7 +375,6 @@ def _history(output: Path) -> tuple[dict, dict, int | None]:
     """What the output says of its launches, read a line at a time, for the sweep that the last
     sweep record not resuming began (tags repeat across sweeps of one config): tag -> its launch
     records in order, tag -> the run ids of its run headers, and the first sweep record's seed."""
-    from ..data import results
     launches, runs, seed = {}, {}, None
     if not output.exists():
         return launches, runs, seed
@@ -452,14 +452,13 @@ def outcome(rc: int, text: str, planned: int | None, written: int, timeout: floa
 def launch_points(output: Path, offset: int, tag: str) -> tuple[int | None, int]:
     """(points its plan record announced or None, results written) of the launch with this tag
     whose records follow `offset` in the output (complete lines only)."""
-    from ..data import results
     run_ids, planned, written = set(), None, 0
     with open(output, "rb") as f:
         f.seek(offset)
         for _, raw, why in results.lines(f):
             if why or not raw.endswith(b"\n"):
                 continue
-            problem, rec = results._parse_line(raw)
+            problem, rec = results.parse_line(raw)
             if problem or rec is None:
                 continue
             kind = rec.get("type")
@@ -477,7 +476,6 @@ def repair_tail(output: Path) -> int:
     writer), so what is appended next starts a record of its own and every line stays whole; a
     last line that is a whole record without its line end gets the line end. Returns the bytes
     cut off (0: nothing to repair)."""
-    from ..data import results
     try:
         st = os.stat(output)
     except FileNotFoundError:
@@ -500,7 +498,7 @@ def repair_tail(output: Path) -> int:
             start = lo
         f.seek(start)
         tail = f.read(end - start) if end - start <= results.MAX_LINE_BYTES else b""
-        problem, rec = results._parse_line(tail) if tail else ("too long", None)
+        problem, rec = results.parse_line(tail) if tail else ("too long", None)
         if problem is None and rec is not None:
             f.seek(end)
             f.write(b"\n")
@@ -514,8 +512,7 @@ def repair_tail(output: Path) -> int:
 
 
 def stat_is_regular(st) -> bool:
-    import stat as st_mod
-    return st_mod.S_ISREG(st.st_mode)
+    return stat.S_ISREG(st.st_mode)
 
 
 def append_record(output: Path, record: dict) -> None:
@@ -616,7 +613,7 @@ def _output_lock(output: Path):
 
 
 def _run_locked(cfg, specs, output, resume, overwrite, skip_missing, ranks_per_node, build, quiet) -> int:
-    from tqdm import tqdm
+    from tqdm import tqdm   # 0.14 s to import: only once a sweep runs, not on hmb's start-up path
 
     if output.exists() and output.stat().st_size > 0 and not resume:
         if not overwrite:
@@ -738,11 +735,10 @@ def _cannot_write(why: str, output: Path) -> bool:
 
 def _results_since(output: Path, offset: int) -> int:
     """Result records appended to the output after this byte offset."""
-    from ..data import results
     with open(output, "rb") as f:
         f.seek(offset)
         return sum(1 for _, raw, why in results.lines(f)
-                   if not why and (results._parse_line(raw)[1] or {}).get("type") == "result")
+                   if not why and (results.parse_line(raw)[1] or {}).get("type") == "result")
 
 
 def _output_flag(cfg: Config) -> str:
@@ -833,29 +829,3 @@ def failure_reason(path: Path, offset: int, rc: int, timeout: float = 0) -> str:
     with open(path, errors="replace") as f:
         f.seek(offset)
         return log_reason(f.read(), rc, timeout)
-
-
-def own_line(text: str) -> str | None:
-    """hmb-bench's own last error line in a launch's output (not a warning, not the launcher's
-    banner after it), or None."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    own = [ln[ln.index("hmb-bench"):] for ln in lines
-           if re.search(r"(^|\W)hmb-bench( [a-z0-9_]+)?: (?!warning:)", ln)]
-    return own[-1][:200] if own else None
-
-
-def log_reason(text: str, rc: int, timeout: float = 0) -> str:
-    """failure_reason of one launch's part of the log, given as text."""
-    own = own_line(text)
-    if own:
-        return own
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    if rc == 124:
-        return f"killed after the {timeout:g} s timeout"
-    sig = -rc if rc < 0 else rc - 128 if 128 < rc < 160 else 0
-    if sig:
-        try:
-            return f"ended by {signal.Signals(sig).name}" + (f" ({lines[-1][:120]})" if lines else "")
-        except ValueError:
-            pass
-    return lines[-1][:200] if lines else "no output"

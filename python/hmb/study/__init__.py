@@ -8,7 +8,6 @@ the paper's claims ([[claim]], judged by study/claims.py). docs/studies.md descr
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import re
@@ -21,6 +20,10 @@ except ModuleNotFoundError:   # Python < 3.11
     import tomli as tomllib
 
 import jsonschema
+
+from ..data import DATA_DIR, schema
+from ..data.results import file_problem
+from ..present.reports.declared import DeclarationError, report_figures
 
 STUDY_ONLY_BENCH_KEYS = ("figures", "fit_ranks", "demo_args", "note", "partition_per_thread",
                          "demo_threads", "fit_threads", "demo", "oversubscribe")
@@ -169,32 +172,8 @@ def studies_dir() -> Path:
     return Path(str(resources.files("hmb") / "studies"))
 
 
-def _schema() -> dict:
-    return json.loads((resources.files("hmb.data.schema") / "study.schema.json").read_text())
-
-
 # Keys of a report figure that a study figure starting from it (`from`) does not take.
 REPORT_ONLY_KEYS = ("id", "title", "question", "per")
-
-
-def report_figures() -> dict:
-    """id -> declaration of the report's figures (python/hmb/present/reports/figures.toml, checked
-    against the schema's $defs.report_figures): the figures `hmb report` draws, which a study
-    figure may start from (`from`)."""
-    path = resources.files("hmb.present.reports") / "figures.toml"
-    where = "hmb/present/reports/figures.toml"
-    data = tomllib.loads(path.read_text())
-    schema = _schema()
-    v = jsonschema.Draft202012Validator({"$defs": schema["$defs"], "$ref": "#/$defs/report_figures"})
-    errors = sorted(v.iter_errors(data), key=_first)
-    if errors:
-        raise StudyError(f"{where}: {_where(errors[0])}: {errors[0].message}")
-    out = {}
-    for f in data["figure"]:
-        if f["id"] in out:
-            raise StudyError(f"{where}: figure id {f['id']!r} repeats")
-        out[f["id"]] = f
-    return out
 
 
 def resolve(fig: dict, where: str = "") -> dict:
@@ -202,7 +181,10 @@ def resolve(fig: dict, where: str = "") -> dict:
     filters added to the report figure's)."""
     if "from" not in fig:
         return fig
-    base = report_figures().get(fig["from"])
+    try:
+        base = report_figures().get(fig["from"])
+    except DeclarationError as e:
+        raise StudyError(str(e)) from None
     if base is None:
         raise StudyError(f"{where}{': ' if where else ''}figure {fig['id']}: from: no report figure "
                          f"{fig['from']!r} (python/hmb/present/reports/figures.toml)")
@@ -210,18 +192,6 @@ def resolve(fig: dict, where: str = "") -> dict:
     if base.get("where") or fig.get("where"):
         out["where"] = {**base.get("where", {}), **fig.get("where", {})}
     return out
-
-
-def _first(err: jsonschema.ValidationError) -> tuple:
-    """The error to name first: the shallowest, but never the 'unevaluated properties' one a
-    figure's shared keys ($defs.drawing) raise as soon as any of them is wrong (it would name
-    every key of the figure instead of the one that is wrong)."""
-    return (err.validator == "unevaluatedProperties", len(list(err.absolute_path)), str(err.absolute_path))
-
-
-def _where(err: jsonschema.ValidationError) -> str:
-    path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err.absolute_path)
-    return path.lstrip(".") or "(top)"
 
 
 def _values(data, path=()):
@@ -266,11 +236,9 @@ def check(data: dict, where: str) -> None:
     """The study's data against its schema and its own cross-references; one-line StudyError."""
     where = shown(where)
     _plain_values(data, where)
-    v = jsonschema.Draft202012Validator(_schema())
-    errors = sorted(v.iter_errors(data), key=_first)
-    if errors:
-        e = errors[0]
-        raise StudyError(f"{where}: {_where(e)}: {shown(e.message[:300])}")
+    e = schema.first_error(jsonschema.Draft202012Validator(schema.load("study.schema.json")), data)
+    if e is not None:
+        raise StudyError(f"{where}: {schema.where(e)}: {shown(e.message[:300])}")
     ids = [f["id"] for f in data.get("figure", []) + data.get("table", [])]
     if len(set(ids)) != len(ids):
         raise StudyError(f"{where}: figure and table ids repeat ({', '.join(ids)})")
@@ -297,7 +265,6 @@ def check(data: dict, where: str) -> None:
 
 def _inside_data(name: str) -> bool:
     """An mpiP report named relative to python/hmb/data/ stays inside it (no .., no link out)."""
-    from ..present.project import DATA_DIR
     try:
         return (DATA_DIR / name).resolve().is_relative_to(DATA_DIR.resolve())
     except (OSError, RuntimeError, ValueError):
@@ -307,7 +274,6 @@ def _inside_data(name: str) -> bool:
 def load_file(path) -> Study:
     """A study file, checked (schema, cross-references, finite numbers, one-line text); its
     name is the file's, made fit for a path (path_name)."""
-    from ..data.results import file_problem
     p = Path(path)
     problem = file_problem(p)
     if problem:

@@ -36,8 +36,8 @@ import math
 import re
 
 from ..data import tidy
+from ..data.tidy import points, same, select, with_derived
 from ..present.format import fmt_num, md_text
-from ..data.tidy import same, select, with_derived
 
 AGREES, DIFFERS, NOT_COMPARABLE = "agrees", "differs", "not comparable"
 UNDECIDED, UNSTABLE = "undecided", "unstable"
@@ -119,40 +119,6 @@ def why_no_rows(df, bench: str | None, where: dict | None, unsupported=None) -> 
             return f"{col} = {'/'.join(str(w) for w in wants)} is not in this run ({ran})"
         m = kept
     return "the claim's points ran but gave no result for its metric"
-
-
-def points(rows):
-    """One row per point: its parameters (as text, launches grouped) and `value`, the median of
-    the point over its launches (NaN left out; NaN if every launch is), points in the order of
-    their parameters' text."""
-    import pandas as pd
-    keys = tidy.point_columns(rows)
-    text = {k: rows[k].astype(str).tolist() for k in keys}
-    # A claim selects a few dozen rows: grouped here, in Python, against pandas' groupby at
-    # ~10 ms a call (3551 calls in test_claims). Columns with one value split nothing.
-    split = [k for k in keys if len(set(text[k])) > 1] or keys[:1]
-    groups: dict = {}
-    for key, v in zip(zip(*(text[k] for k in split)), rows["median"].tolist()):
-        groups.setdefault(key, []).append(v)
-    # as groupby orders them: by text, a missing value (pandas' NA in a string column) last
-    order = sorted(groups, key=lambda t: tuple((0, x) if isinstance(x, str) else (1, "") for x in t))
-    out = {k: ([t[split.index(k)] for t in order] if k in split else [text[k][0]] * len(order))
-           for k in keys}
-    out["value"] = [_nan_median(groups[t]) for t in order]
-    return pd.DataFrame(out, columns=[*keys, "value"])
-
-
-def _nan_median(values) -> float:
-    vals = sorted(float(v) for v in values if v is not None and not math.isnan(float(v)))
-    if not vals:
-        return math.nan
-    mid = len(vals) // 2
-    return vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
-
-
-def point_medians(rows):
-    """The median of each point over its launches (tidy.point_medians: the one point identity)."""
-    return tidy.point_medians(rows)
 
 
 def _stat(values, stat: str) -> float:
@@ -512,7 +478,7 @@ def _fmt_filter(d: dict) -> str:
 def judge(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupported=None) -> Verdict:
     """One (expanded) claim against one library's rows. lacks: what HMB lacks for the claim's
     figure (the figure's `needs`); unsupported: the points the library did not run
-    (tidy.unsupported), to say so when the claim has no rows. The verdict is this run's
+    (tidy.Table.unsupported), to say so when the claim has no rows. The verdict is this run's
     (decide): agrees / differs when the launches decide it, undecided when they do not;
     over_time sets it beside the kept runs."""
     if claim.get("needs") or lacks:
@@ -801,7 +767,7 @@ def judge_all(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupporte
 
 def table(study, df, unsupported=None, only=None) -> list[Verdict]:
     """Each claim judged once per MPI library in the table (a claim that reads nothing: once);
-    unsupported: tidy.unsupported of the same results; only: these claims instead of the
+    unsupported: tidy.Table.unsupported of the same results; only: these claims instead of the
     study's (a demo's, narrowed to the cells it judges)."""
     needs = {f["id"]: f["needs"] for f in study.figures if f.get("needs")}
     mpis = sorted(df["mpi"].dropna().unique()) if df is not None and not df.empty else []

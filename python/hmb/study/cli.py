@@ -619,12 +619,12 @@ def report(study, paths, outdir=None, figures_only=None, claims_only=None, recor
     Each verdict is set beside the kept runs of its claim (history.jsonl beside the study
     directory); record: this run's readings are added to it. claims_only: the claims (by
     expanded claims) to judge instead of the study's; summary: a line to put first under the claims."""
-    from ..data import results, tidy
+    from ..data import tidy
     from ..present.format import md_code, md_text
     from . import claims, figures
     from . import history as hhistory
-    rs = results.load([str(p) for p in paths])
-    df = tidy.frame(rs)
+    table = tidy.read([str(p) for p in paths])
+    df = table.df
     out = Path(outdir) if outdir else Path(paths[0]).resolve().parent
     plan = _read_rounds(Path(paths[0]).resolve().parent / "rounds.json")
     claims_df = df[~df["tag"].isin(set(plan.get("figure_tags", [])))] if not df.empty and plan else df
@@ -677,7 +677,7 @@ def report(study, paths, outdir=None, figures_only=None, claims_only=None, recor
             lines += [f"- {md_text(t['number'])}: not drawn: {md_text(why)}", ""]
             continue
         lines += [figures.table(t, df), md_text(t.get("note", "")), ""]
-    verdicts = claims.table(study, claims_df, tidy.unsupported(rs), only=claims_only)
+    verdicts = claims.table(study, claims_df, table.unsupported, only=claims_only)
     if claims_only is None and figures_only:
         verdicts = [v for v in verdicts if v.claim.get("figure_id") in figures_only]
     over_time(study, verdicts, claims_df, paths[0], plan.get("claims", {}), record)

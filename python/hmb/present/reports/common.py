@@ -1,8 +1,9 @@
-"""Drawing a report's declared figures with the one engine (hmb.figures), and the reading
-helpers the benchmark modules write their prose with.
+"""Drawing a report's declared figures with the one engine (hmb.present.figures), the reading
+helpers the benchmark modules write their prose with, and what their tables read of the tidy
+table.
 
 A reading reads the lines the engine drew (figures.Plan: lines with points, each the median over
-its launches) and only their readings: a point that is no reading (results.no_reading:
+its launches) and only their readings: a point that is no reading (tidy.is_no_reading:
 oversubscribed, or a progress thread on a compute core) is drawn hollow and left out of the
 prose; where a library has no reading at all, the prose says so.
 """
@@ -13,8 +14,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable
 
-from ..format import fmt_num, fmt_size
+from ...data import tidy
 from .. import figures as engine
+from ..format import fmt_num, fmt_size
 
 NO_READING_NOTE = (" Hollow points are no reading (oversubscribed: ranks × threads > cores, or a progress "
                    "thread on a compute core): the reading leaves them out.")
@@ -24,7 +26,7 @@ NO_READING_NOTE = (" Hollow points are no reading (oversubscribed: ranks × thre
 class Family:
     bench: str
     title: str
-    tables: Callable | None  # (ResultSet) -> [(title, header, rows, note)]
+    tables: Callable | None  # (tidy.Table) -> [(title, header, rows, note)]
 
 
 FAMILIES: dict = {}
@@ -85,10 +87,34 @@ def render(decl: dict, declared_id: str, df, unsupported, described, outdir: Pat
                   str(png.relative_to(outdir)), str(svg.relative_to(outdir)), no_reading)
 
 
-# The ResultSet side, for a report's tables (a table reads results; a figure reads the tidy table).
+# A report's tables read the tidy table: each result record of a benchmark with the index of its
+# rows (tidy.Table.records: results.Result is the record's own view, for what is no column), and a
+# point's metric over its launches from those rows (value: tidy.over_launches).
 
-def ok_results(rs, bench: str) -> list:
-    return [r for r in rs.results if r.bench == bench and r.status == "ok"]
+def ok_results(t: tidy.Table, bench: str) -> list:
+    """[(Result, index of its rows)] of the benchmark's ok results, in reading order."""
+    return t.records(t.df[t.df["bench"] == bench]) if not t.df.empty else []
+
+
+def value(t: tidy.Table, group: list, metric: str) -> tidy.Launches | None:
+    """A point's metric over the launches of group [(Result, rows index)] (tidy.over_launches);
+    None when none of them gave a median of it."""
+    rows = t.df.loc[[i for _, index in group for i in index]]
+    rows = rows[rows["metric"] == metric]
+    c = tidy.over_launches(rows)
+    return c if c.launches else None
+
+
+def launch_value(t: tidy.Table, index, metric: str) -> float:
+    """One launch's median of metric (its row of the tidy table; a memory reading, *_kB, from its
+    column), NaN when it has none."""
+    rows = t.df.loc[index]
+    hit = rows[rows["metric"] == metric]
+    if not hit.empty:
+        return float(hit["median"].iloc[0])
+    if tidy.is_reading(metric) and metric in rows.columns and rows[metric].notna().any():
+        return float(rows[metric].dropna().iloc[0])
+    return float("nan")
 
 
 def size_of(r):

@@ -2,7 +2,7 @@
 2-rank low-cost emulation next to the real 9/27-rank halo at its centre rank, per MPI, pattern,
 thread count and message size, with the ratio low-cost/real and its 95% CI computed as
 `hmb compare` computes a change (compare.compare_point: bootstrap on raw samples, else from the
-summaries' CIs)."""
+summaries' CIs), from the tidy table."""
 from __future__ import annotations
 
 import math
@@ -10,7 +10,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from ...data.results import ResultSet
+from ...data import tidy
+from ..compare import Launch, compare_point
 from ..format import fmt_num, fmt_size
 from .common import int_param, ok_results, register, size_of
 
@@ -36,9 +37,10 @@ def _variant(r) -> str:
 
 
 def _stat(results, metric: str, key: str):
-    """Median over repeats of one summary field; None when no repeat measured the metric."""
+    """Median over repeats of one summary field (mean, max: the record's, no column of the tidy
+    table); None when no repeat measured the metric."""
     vals = []
-    for r in results:
+    for r, _ in results:
         m = r.metric(metric) or {}
         if m.get("count") and m.get(key) is not None and not math.isnan(float(m[key])):
             vals.append(float(m[key]))
@@ -49,15 +51,25 @@ def _cell(v) -> str:
     return "unavailable" if v is None else fmt_num(v)
 
 
-def accuracy_rows(rs: ResultSet, seed: int = 0) -> list[list[str]]:
+def _launches(t: tidy.Table, results: list, metric: str) -> list:
+    """Each launch's compare.Launch of metric, from its row of the tidy table (None: it has none)."""
+    out = []
+    for r, ix in results:
+        rows = t.df.loc[ix]
+        rows = rows[rows["metric"] == metric]
+        out.append(None if rows.empty else Launch(float(rows["median"].iloc[0]), float(rows["ci_lo"].iloc[0]),
+                                                  float(rows["ci_hi"].iloc[0]), tidy.samples(r.record, metric)))
+    return out
+
+
+def accuracy_rows(t: tidy.Table, seed: int = 0) -> list[list[str]]:
     """One row per (MPI, pattern, T, size, quantity) that has both a real and a low-cost run.
     A quantity neither side measured (no MPI_T variable) is left out; one side only: the other
     side says "unavailable"."""
     groups = defaultdict(lambda: defaultdict(list))
-    for r in ok_results(rs, "match"):
+    for r, ix in ok_results(t, "match"):
         key = (r.mpi, str(r.params.get("pattern", "?")), int_param(r, "threads", 1), size_of(r) or 0)
-        groups[key][_variant(r)].append(r)
-    from ..compare import compare_point   # scipy: only for a report that has match results
+        groups[key][_variant(r)].append((r, ix))
     rng = np.random.default_rng(seed)
     rows = []
     for key in sorted(groups):
@@ -70,7 +82,8 @@ def accuracy_rows(rs: ResultSet, seed: int = 0) -> list[list[str]]:
             if all(c is None for c in cells):
                 continue
             ratio, ci = "–", "–"
-            cmp = compare_point(real, low, metric, False, rng) if None not in cells else None
+            cmp = compare_point(_launches(t, real, metric), _launches(t, low, metric), False, rng) \
+                if None not in cells else None
             if cmp is not None:
                 _, _, scale, change, lo, hi = cmp[:6]
                 sign = "" if scale == "ratio" else "Δ "   # a median of 0: compare reports a difference
@@ -80,11 +93,12 @@ def accuracy_rows(rs: ResultSet, seed: int = 0) -> list[list[str]]:
     return rows
 
 
-def match_tables(rs: ResultSet) -> list[tuple]:
-    rows = accuracy_rows(rs)
+def match_tables(t: tidy.Table) -> list[tuple]:
+    rows = accuracy_rows(t)
     if not rows:
         return []
-    over = any(r.no_reading for r in ok_results(rs, "match"))
+    match = t.df[t.df["bench"] == "match"]
+    over = bool(tidy.no_reading(match).any())
     note = ("Queue lengths are read at the centre rank right after its main thread posted its receives "
             "(docs/metrics.md, match). The low-cost centre receives everything from one rank: a library with "
             "per-peer queues (Open MPI ob1) sees one long queue where the real centre sees one short queue per "

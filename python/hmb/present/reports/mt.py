@@ -7,9 +7,11 @@ import math
 import statistics
 from collections import defaultdict
 
-from ...data.results import Result, ResultSet, combine
+from ...data import tidy
+from ...data.results import Result
 from ..format import fmt_size
-from .common import int_param, largest_read, none_read, ok_results, per_mpi, reading, readings, register, size_of
+from .common import (int_param, largest_read, none_read, ok_results, per_mpi, reading, readings, register, size_of,
+                     value)
 
 
 def _mt_test(r: Result) -> str:
@@ -39,19 +41,20 @@ def _thread_level(r: Result, which: str = "provided") -> str:
     return str(level or "MULTIPLE").upper()
 
 
-def _mt_results(rs: ResultSet) -> list[Result]:
-    """ok mt points at the benchmark's own thread level (MULTIPLE): the thread-safety runs at
-    SINGLE are compared in their own table, not mixed into the rates."""
-    return [r for r in ok_results(rs, "mt") if r.metric("msg_rate") and _thread_level(r, "requested") == "MULTIPLE"]
+def _mt_results(t: tidy.Table) -> list:
+    """[(Result, rows)] of the ok mt points at the benchmark's own thread level (MULTIPLE): the
+    thread-safety runs at SINGLE are compared in their own table, not mixed into the rates."""
+    return [(r, ix) for r, ix in ok_results(t, "mt")
+            if r.metric("msg_rate") and _thread_level(r, "requested") == "MULTIPLE"]
 
 
-def _mt_sizes(res: list[Result]) -> list:
-    return sorted({size_of(r) for r in res}, key=lambda s: -1 if s is None else s)
+def _mt_sizes(res: list) -> list:
+    return sorted({size_of(r) for r, _ in res}, key=lambda s: -1 if s is None else s)
 
 
-def _modes(rs: ResultSet) -> list:
+def _modes(t: tidy.Table) -> list:
     """mt's modes in its descriptor's order (--describe), for the tables' rows."""
-    desc = rs.descriptors.get("mt")
+    desc = t.descriptors.get("mt")
     opt = desc.option("mode") if desc else None
     return list(opt.choices or ()) if opt else []
 
@@ -81,7 +84,7 @@ def _beyond(beyond: list) -> str:
     return f" (T={', '.join(f'{t:g}' for t in beyond)}: no reading)" if beyond else ""
 
 
-register("mt", "Multithreaded communication (mt)", tables=lambda rs: mt_tables(rs))
+register("mt", "Multithreaded communication (mt)", tables=lambda t: mt_tables(t))
 
 
 @reading("mt_rate")
@@ -128,27 +131,27 @@ def _count(v) -> str:
     return "–" if v is None else f"{v:g}"
 
 
-def mt_tables(rs: ResultSet) -> list[tuple]:
+def mt_tables(t: tidy.Table) -> list[tuple]:
     """The talk's performance-vs-resources table and the thread-safety cost, as
     [(title, header, rows, note)]."""
     tables = []
-    res = [r for r in _mt_results(rs) if _mt_test(r) == "rate"]
+    res = [(r, ix) for r, ix in _mt_results(t) if _mt_test(r) == "rate"]
     several_sizes = len(_mt_sizes(res)) > 1
     groups = defaultdict(lambda: defaultdict(list))
-    for r in res:
-        groups[(r.mpi, size_of(r), _mt_threads(r))][_mt_mode(r)].append(r)
+    for r, ix in res:
+        groups[(r.mpi, size_of(r), _mt_threads(r))][_mt_mode(r)].append((r, ix))
     unsupported = defaultdict(dict)
-    for r in rs.results:
+    for r, _ in t.records(t.unsupported):
         if r.bench == "mt" and r.status != "ok" and str(r.params.get("test", "rate")) == "rate":
             unsupported[(r.mpi, size_of(r), _mt_threads(r))][_mt_mode(r)] = r.record.get("reason", r.status)
     rows = []
     for key in sorted(set(groups) | set(unsupported), key=lambda k: (k[0], k[1] or 0, k[2] or 0)):
         mpi, size, threads = key
         modes = groups.get(key, {})
-        base = combine(modes["everywhere"], "msg_rate") if "everywhere" in modes else None
-        base_rss = _median_of([_per_side(r, "vmrss_kib") for r in modes.get("everywhere", [])])
+        base = value(t, modes["everywhere"], "msg_rate") if "everywhere" in modes else None
+        base_rss = _median_of([_per_side(r, "vmrss_kib") for r, _ in modes.get("everywhere", [])])
         where = [mpi] + ([fmt_size(size)] if several_sizes else []) + [str(threads)]
-        known = _modes(rs)
+        known = _modes(t)
         order = sorted(set(modes) | set(unsupported.get(key, {})),
                        key=lambda m: (known.index(m) if m in known else len(known), m))
         for mode in order:
@@ -156,11 +159,11 @@ def mt_tables(rs: ResultSet) -> list[tuple]:
                 rows.append(where + [mode, "unsupported", "–", "–", "–", "–", "–", "–", "0"])
                 continue
             rr = modes[mode]
-            c = combine(rr, "msg_rate")
-            first = rr[0]
+            c = value(t, rr, "msg_rate")
+            first = rr[0][0]
             vcis, reserved = _per_side(first, "vcis"), _per_side(first, "reserve_vcis")
             vci_text = _count(vcis) + (f" ({reserved:g} reserved)" if reserved else "")
-            rss = _median_of([_per_side(r, "vmrss_kib") for r in rr])
+            rss = _median_of([_per_side(r, "vmrss_kib") for r, _ in rr])
             over = "*" if c.no_reading else ""
             rows.append(where + [mode, _fmt_rate(c.median) + over, _pct(c.median, base.median if base else None),
                                  vci_text, _count(_per_side(first, "streams")),
@@ -175,22 +178,22 @@ def mt_tables(rs: ResultSet) -> list[tuple]:
                        "after set-up, times the processes on its side (everywhere: T). msg/s is the median "
                        "of the repeats' medians; * marks a point that is no reading (oversubscribed: ranks × threads > "
                        "cores, or a progress thread on a compute core)."))
-    tables += _mt_thread_safety(rs)
+    tables += _mt_thread_safety(t)
     return tables
 
 
-def _mt_thread_safety(rs: ResultSet) -> list[tuple]:
+def _mt_thread_safety(t: tidy.Table) -> list[tuple]:
     """One thread at MPI_THREAD_SINGLE vs MULTIPLE, where both were measured."""
     groups = defaultdict(lambda: defaultdict(list))
-    for r in ok_results(rs, "mt"):
+    for r, ix in ok_results(t, "mt"):
         if r.metric("msg_rate") and _mt_test(r) == "rate" and _mt_mode(r) != "everywhere" \
                 and int_param(r, "threads") == 1:
-            groups[(r.mpi, size_of(r), _mt_mode(r))][_thread_level(r)].append(r)
+            groups[(r.mpi, size_of(r), _mt_mode(r))][_thread_level(r)].append((r, ix))
     rows, notes = [], []
     for (mpi, size, mode), levels in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0, kv[0][2])):
         if "SINGLE" not in levels or "MULTIPLE" not in levels:
             continue
-        single, multiple = combine(levels["SINGLE"], "msg_rate"), combine(levels["MULTIPLE"], "msg_rate")
+        single, multiple = value(t, levels["SINGLE"], "msg_rate"), value(t, levels["MULTIPLE"], "msg_rate")
         ratio = multiple.median / single.median
         rows.append([mpi, fmt_size(size) if size else "?", mode, _fmt_rate(single.median), _fmt_rate(multiple.median),
                      f"{ratio:.2f}", f"{len(levels['SINGLE'])} / {len(levels['MULTIPLE'])}"])
@@ -200,4 +203,3 @@ def _mt_thread_safety(rs: ResultSet) -> list[tuple]:
     return [("Cost of thread safety (one thread, MPI_THREAD_SINGLE vs MPI_THREAD_MULTIPLE)",
              ["MPI", "size", "mode", "msg/s SINGLE", "msg/s MULTIPLE", "MULTIPLE / SINGLE", "repeats"], rows,
              "Thread level as provided (run header). " + "; ".join(notes) + ".")]
-

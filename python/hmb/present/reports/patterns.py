@@ -9,22 +9,22 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from ...data import tidy
 from ..figures import modes
-from ...data.results import Result, ResultSet, combine, identity
 from ..format import fmt_size
-from .common import ok_results, reading, reading_modes, register
+from .common import ok_results, reading, reading_modes, register, value
 
 TIME_METRIC = {"halo3d": "t_iter", "sweep3d": "t_sweep"}
 
 
-def _mock(r: Result) -> bool:
-    return str(identity(r).get("comm", "on")) == "off" or bool((r.record.get("extra") or {}).get("mock"))
+def _mock(ident: dict, r) -> bool:
+    return str(ident.get("comm", "on")) == "off" or bool((r.record.get("extra") or {}).get("mock"))
 
 
-def _modes(rs: ResultSet, bench: str) -> list:
+def _modes(t: tidy.Table, bench: str) -> list:
     """The benchmark's exchange modes that time an iteration, in its descriptor's order (--describe)."""
     tm = TIME_METRIC[bench]
-    return [name for name, adds in modes(bench, rs.descriptors) if adds is None or f"{tm}_{name}_us" in adds]
+    return [name for name, adds in modes(bench, t.descriptors) if adds is None or f"{tm}_{name}_us" in adds]
 
 
 def _by_mode(unit: str, lead: str):
@@ -38,15 +38,16 @@ for bench in ("halo3d", "sweep3d"):
     reading(f"{bench}_speedup")(_by_mode("x", "Speed-up over serial,"))
 
 
-def mock_share_rows(rs: ResultSet, bench: str) -> list[list[str]]:
+def mock_share_rows(t: tidy.Table, bench: str) -> list[list[str]]:
     """Per point measured both ways: t_<iter> with --comm off over t_<iter> with it on, per mode:
     the share of an iteration that is compute, packing and unpacking alone."""
     tm = TIME_METRIC[bench]
-    modes = _modes(rs, bench)
+    modes = _modes(t, bench)
     groups = defaultdict(lambda: {False: [], True: []})
-    for r in ok_results(rs, bench):
-        ident = {k: v for k, v in identity(r).items() if k != "comm"}
-        groups[(r.mpi, r.noise, tuple(sorted(ident.items())))][_mock(r)].append(r)
+    for r, ix in ok_results(t, bench):
+        whole = dict(t.detail.at[ix[0], "identity"])     # the point's identity, as recorded
+        ident = {k: v for k, v in whole.items() if k != "comm"}
+        groups[(r.mpi, r.noise, tuple(sorted(ident.items())))][_mock(whole, r)].append((r, ix))
     rows = []
     def order(item):  # by MPI, then numerically by face size and threads
         (mpi, noise, ident), _ = item
@@ -58,17 +59,17 @@ def mock_share_rows(rs: ResultSet, bench: str) -> list[list[str]]:
         d = dict(ident)
         cells = []
         for mode in modes:
-            on, off = combine(both[False], f"{tm}_{mode}_us"), combine(both[True], f"{tm}_{mode}_us")
+            on, off = value(t, both[False], f"{tm}_{mode}_us"), value(t, both[True], f"{tm}_{mode}_us")
             cells.append(f"{off.median / on.median:.0%}" if on and off and on.median > 0 else "-")
-        over = any(r.no_reading for r in both[False] + both[True])
+        over = bool(tidy.no_reading(t.df.loc[[i for _, ix in both[False] + both[True] for i in ix]]).any())
         rows.append([mpi, fmt_size(int(d.get("size_bytes", 0))), d.get("threads", "?"), d.get("compute", "?"),
                      noise] + cells + ["yes" if over else "no"])
     return rows
 
 
 def _tables(bench: str):
-    def tables(rs: ResultSet) -> list:
-        rows = mock_share_rows(rs, bench)
+    def tables(t: tidy.Table) -> list:
+        rows = mock_share_rows(t, bench)
         if not rows:
             return []
         tm = TIME_METRIC[bench]
@@ -76,7 +77,7 @@ def _tables(bench: str):
         note = (f"{tm} with --comm off ({what}, no MPI) over {tm} with communication, "
                 "medians of separate runs of the same point; the rest of an iteration is communication.")
         return [(f"{bench}: mock-mode share of an iteration", ["MPI", "face", "threads", "compute", "noise"]
-                 + _modes(rs, bench) + ["no reading"], rows, note + " No reading: oversubscribed, or a progress "
+                 + _modes(t, bench) + ["no reading"], rows, note + " No reading: oversubscribed, or a progress "
                  "thread on a compute core.")]
     return tables
 

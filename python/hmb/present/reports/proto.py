@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import math
 
-from ...data.results import ResultSet
+from ...data import tidy
 from ..format import fmt_size
-from .common import ok_results, per_mpi, reading, register, size_of
+from .common import launch_value, ok_results, per_mpi, reading, register, size_of
 
 VIEW_ORDER = ("both", "sender", "recv-early", "recv-late", "step")
 
@@ -19,18 +19,13 @@ def refused_of(r) -> str:
     return str((r.launch.get("env_added") or {}).get("HMB_ENV_REFUSED", ""))
 
 
-def _median(r, metric: str) -> float:
-    m = r.metric(metric)
-    return float(m["median"]) if m and m.get("median") is not None else math.nan
-
-
 def _fmt(v: float, scale: float = 1.0, digits: int = 0) -> str:
     return "–" if not math.isfinite(v) else f"{v / scale:,.{digits}f}"
 
 
-def switch_table(rs: ResultSet) -> list[tuple]:
+def switch_table(t: tidy.Table) -> list[tuple]:
     rows = []
-    for r in ok_results(rs, "proto"):
+    for r, _ in ok_results(t, "proto"):
         if r.params.get("test") != "probe":
             continue
         extra = r.record.get("extra") or {}
@@ -55,23 +50,24 @@ def switch_table(rs: ResultSet) -> list[tuple]:
              "A refused setting ran with the library's default for the refused variables.")]
 
 
-def tradeoff_table(rs: ResultSet) -> list[tuple]:
+def tradeoff_table(t: tidy.Table) -> list[tuple]:
     overlap = {}
-    for r in ok_results(rs, "async"):
+    for r, ix in ok_results(t, "async"):
         if r.params.get("op") == "pt2pt" and r.params.get("progress") == "none":
-            overlap[(r.mpi, r.settings, size_of(r))] = _median(r, "efficiency_pct")
+            overlap[(r.mpi, r.settings, size_of(r))] = launch_value(t, ix, "efficiency_pct")
     rows = []
-    for r in ok_results(rs, "proto"):
+    for r, ix in ok_results(t, "proto"):
         if r.params.get("test") != "tradeoff":
             continue
         size, setting = size_of(r), r.settings
         refused = refused_of(r)
         rows.append(((r.mpi, setting, size or 0),
                      [r.mpi, setting + (" (refused)" if refused else ""), fmt_size(size) if size else "?",
-                      _fmt(_median(r, "msg_rate")), _fmt(_median(r, "bandwidth_MBps"), 1, 1),
+                      _fmt(launch_value(t, ix, "msg_rate")), _fmt(launch_value(t, ix, "bandwidth_MBps"), 1, 1),
                       _fmt(overlap.get((r.mpi, setting, size), math.nan), 1, 1),
-                      _fmt(_median(r, "per_peer_kB"), 1, 1), _fmt(_median(r, "rss_1000_peers_projected_kB"), 1024, 1),
-                      _fmt(_median(r, "rss_8000_peers_projected_kB"), 1024, 1)]))
+                      _fmt(launch_value(t, ix, "per_peer_kB"), 1, 1),
+                      _fmt(launch_value(t, ix, "rss_1000_peers_projected_kB"), 1024, 1),
+                      _fmt(launch_value(t, ix, "rss_8000_peers_projected_kB"), 1024, 1)]))
     if not rows:
         return []
     rows.sort(key=lambda kv: kv[0])
@@ -83,7 +79,7 @@ def tradeoff_table(rs: ResultSet) -> list[tuple]:
 
 
 register("proto", "Protocols: eager/rendezvous switch and threshold trade-off (proto)",
-         tables=lambda rs: switch_table(rs) + tradeoff_table(rs))
+         tables=lambda t: switch_table(t) + tradeoff_table(t))
 
 
 def _against_default(panel) -> str:
