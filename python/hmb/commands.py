@@ -11,11 +11,19 @@ import shlex
 import sys
 from pathlib import Path
 
-# Only light modules here: the console script imports this one before main() runs, and a Ctrl-C
-# during that import is Python's traceback, not hmb's one line (numpy, pandas: inside main()).
+# Modules that load numpy, pandas, matplotlib or scipy (the report, compare, repeats, project,
+# advise, the tidy table) are imported by the command that needs them: `hmb --help` and every
+# other command start without them.
 from . import __version__
-from .run import mpi
+from .data import outputs, results, validate
+from .data.outputs import check_output, write_text
 from .data.units import parse_duration
+from .lab import nodes as lab
+from .run import check, conform, launch, mpi, settings, slurm, sweep
+from .run.requirements import explain
+from .run.sweep import MAX_LAUNCHES
+from .study import StudyError
+from .study import cli as study_cli
 
 EXAMPLES = """examples:
   hmb demo                                   build, run configs/demo.toml, write results/report.html
@@ -83,7 +91,6 @@ def cmd_build(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from .run import launch
     # --threads may be given to hmb (before --) or to hmb-bench (after --): both mean the same
     # thing, and hmb must lay out the launch for it, so it is never silently replaced.
     given = launch.parse_bench_argv(args.bench_args).get("threads")
@@ -99,7 +106,6 @@ def cmd_run(args) -> int:
         args.threads = 1
     _count("-n", args.ranks)
     _count("--threads", args.threads, MAX_THREADS)
-    from .run.sweep import MAX_LAUNCHES
     _count("--repeats", args.repeats, MAX_LAUNCHES)   # --repeats 99999999999 --dry-run printed for ever
     _nonempty("--json", args.json)
     _nonempty("--metric", args.metric)
@@ -117,12 +123,11 @@ def cmd_run(args) -> int:
         return launch.run_bench(target, args.bench, args.bench_args, args.ranks, args.threads,
                                 json_path=args.json, launcher=args.launcher, timeout=timeout or None,
                                 dry_run=args.dry_run, hosts=args.hosts, ranks_per_node=args.ranks_per_node)
-    from .present import repeats
+    from .present import repeats   # pandas
     return repeats.run(target, args, timeout or None)
 
 
 def cmd_sweep(args) -> int:
-    from .run import sweep
     if args.ranks_per_node is not None:
         _count("--ranks-per-node", args.ranks_per_node)
     cfg = sweep.load(args.config, mpis_override=mpi.names(args.mpi, "--mpi", UsageError) if args.mpi is not None else None,
@@ -137,8 +142,8 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_report(args) -> int:
-    from .present import report
-    from .data import tidy
+    from .present import report   # matplotlib, pandas
+    from .data import tidy   # pandas
     t = tidy.read(args.results)    # the report reads summaries, never --raw samples
     out = report.build(t, Path(args.output), embed=args.embed)
     print(f"hmb: wrote {out['html']} and {out['md']} ({len(out['figures'])} figures)")
@@ -146,9 +151,8 @@ def cmd_report(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from .present import compare
-    from .data import tidy
-    from .data.outputs import check_output
+    from .present import compare   # scipy, pandas
+    from .data import tidy   # pandas
     check_output(args.output, "-o", "text", [args.a, args.b], force=args.force)
     a, b = tidy.read([args.a], samples=True), tidy.read([args.b], samples=True)   # samples: the bootstrap
     metrics = args.metric.split(",") if args.metric else None
@@ -158,7 +162,6 @@ def cmd_compare(args) -> int:
     text = compare.render(c)
     sys.stdout.write(text)
     if args.output:
-        from .data.outputs import write_text
         write_text(args.output, text, "-o")
     return 1 if a.bad_lines or b.bad_lines else 0   # unreadable lines were skipped (named on stderr)
 
@@ -187,20 +190,16 @@ def _undone_on_error(directory: Path, names: tuple):
 
 
 def cmd_slurm(args) -> int:
-    from .run import slurm, sweep
     slurm.check_options(args.nodes, args.ranks_per_node, args.threads, args.time, args.partition, args.account,
                         args.job_name, args.hosts)
     for flag, value in (("--study", args.study), ("--results", args.results), ("--mpi", args.mpi)):
         _nonempty(f"slurm {flag}", value)
     if args.output is not None and not args.output.strip():
         raise UsageError("slurm -o: give a file name, or - for standard output")
-    from .data.outputs import check_output, write_text
     # the config it reads, and the results file the script's sweep will write, are no place for it
     check_output(args.output, "slurm -o", "script", [args.config, args.results], force=args.force)
     guard = contextlib.nullcontext()
     if args.study:   # hmb slurm --study NAME: the study as published (study/cli.py writes its config)
-        from .study import StudyError
-        from .study import cli as study_cli
         if args.config:
             raise UsageError("slurm: give a CONFIG or --study NAME, not both")
         try:
@@ -237,9 +236,8 @@ def cmd_slurm(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from .present import report
-    from .data import tidy
-    from .run import sweep
+    from .present import report   # matplotlib, pandas
+    from .data import tidy   # pandas
     config = Path(args.config) if args.config else mpi.REPO / "configs" / "demo.toml"
     outdir = Path(args.output_dir)
     cfg = sweep.load(str(config), mpis_override=[args.mpi],
@@ -259,7 +257,7 @@ def cmd_demo(args) -> int:
 
 
 def cmd_advise(args) -> int:
-    from .run import advise
+    from .run import advise   # scipy
     try:
         return advise.run(args)
     except advise.AdviseError as e:
@@ -267,14 +265,11 @@ def cmd_advise(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from .run import check
     if args.ranks < 2:
         raise UsageError("check: -n must be at least 2 (a ping-pong needs two ranks)")
     _count("check: -n", args.ranks, least=2)
     _count("check: --threads", args.threads, MAX_THREADS)
     _nonempty("check: --json", args.json)
-    from .run import launch
-    from .data import outputs
     hosts = launch.parse_hosts(args.hosts)
     json_path = args.json or check.default_record(args.mpi, hosts)
     parent = Path(json_path).parent
@@ -287,7 +282,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_project(args) -> int:
-    from .present import project
+    from .present import project   # matplotlib
     try:
         return project.run(args)
     except project.ProjectError as e:
@@ -308,7 +303,6 @@ def make_parser() -> argparse.ArgumentParser:
     b.add_argument("-v", "--verbose", action="store_true", help="show the compiler output")
     b.set_defaults(func=cmd_build)
 
-    from .run.requirements import explain
     r = sub.add_parser(
         "run", help="launch one benchmark (builds hmb-bench on demand)", allow_abbrev=False,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -343,7 +337,6 @@ def make_parser() -> argparse.ArgumentParser:
     r.add_argument("--dry-run", action="store_true", help="print the launch lines, run nothing")
     r.set_defaults(func=cmd_run)
 
-    from .run import sweep as sweep_limits
     s = sub.add_parser("sweep", help="run a parameter grid from a TOML config (resumable)",
                        description="Run every launch of a sweep config (docs/toolkit.md) in a shuffled, "
                        "seeded order with a progress bar; results and one launch record per launch are "
@@ -361,8 +354,8 @@ def make_parser() -> argparse.ArgumentParser:
     s.add_argument("--hosts", metavar="lab|lab:NAME|FILE", help="launch across the lab's nodes (hmb lab up) or a "
                    "hostfile's hosts; ranks spread evenly unless --ranks-per-node (docs/lab.md)")
     s.add_argument("--rebuild", action="store_true", help="run an incremental build of hmb-bench first")
-    s.add_argument("--max-launches", type=int, default=sweep_limits.MAX_LAUNCHES, metavar="N",
-                   help=f"refuse grids of more launches (default {sweep_limits.MAX_LAUNCHES})")
+    s.add_argument("--max-launches", type=int, default=MAX_LAUNCHES, metavar="N",
+                   help=f"refuse grids of more launches (default {MAX_LAUNCHES})")
     s.set_defaults(func=cmd_sweep)
 
     rp = sub.add_parser("report", help="figures, report.md and report.html from results",
@@ -494,7 +487,6 @@ def make_parser() -> argparse.ArgumentParser:
     cf.add_argument("--json", metavar="FILE", default="results/conform.jsonl", help="records (appended)")
 
     def cmd_conform(a) -> int:
-        from .run import conform
         libs = mpi.names(a.mpi, "conform --mpi", UsageError)
         return conform.run(libs, a.json, conform.parse_checks(a.check))
     cf.set_defaults(func=cmd_conform)
@@ -505,7 +497,6 @@ def make_parser() -> argparse.ArgumentParser:
     va.add_argument("files", nargs="+", metavar="FILE")
 
     def cmd_validate(a) -> int:
-        from .data import validate
         return validate.main(a.files)
     va.set_defaults(func=cmd_validate)
 
@@ -519,7 +510,7 @@ def make_parser() -> argparse.ArgumentParser:
                     "CSV table (results, a config, a study)")
 
     def cmd_export(a) -> int:
-        from .data import outputs, results, tidy
+        from .data import tidy   # pandas
         if not a.csv.strip():
             raise UsageError("--csv: give a file name, or - for standard output")
         outputs.check_output(a.csv, "--csv", "csv", a.results, force=a.force)
@@ -545,7 +536,6 @@ def make_parser() -> argparse.ArgumentParser:
                     "or preset (default 16K)")
 
     def cmd_settings(a) -> int:
-        from .run import settings
         try:
             t, nocma = settings.parse_setting(a.threshold)
         except ValueError as e:
@@ -557,14 +547,12 @@ def make_parser() -> argparse.ArgumentParser:
     add_lab_parser(sub)
 
     # hmb study: the seed studies (hmb/study/, python/hmb/studies/*.toml)
-    from .study import cli as study_cli
     study_cli.add_parser(sub)
     return p
 
 
 def add_lab_parser(sub) -> None:
     """hmb lab up|down|status|exec: nodes on one machine (hmb/lab.py, docs/lab.md)."""
-    from .lab import nodes as lab
     la = sub.add_parser("lab", help="a lab of N nodes on this machine (namespaces on a bridge; root)",
                         description="Lay out N nodes on this machine, each its own network and UTS namespace "
                         "(hostname) on one bridge with an address and its share of the CPUs, so MPI traffic between "
@@ -643,8 +631,6 @@ def _split_run_argv(argv: list[str]) -> tuple[list[str], list[str]]:
 
 def run(argv=None) -> int:
     """Parse hmb's command line and run the command (hmb.cli.main is the entry point)."""
-    from .run import launch, sweep
-    from .data import outputs, results  # error types
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = make_parser()
     own, passthrough = _split_run_argv(argv)

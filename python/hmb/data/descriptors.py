@@ -14,6 +14,8 @@ import math
 import os
 import subprocess
 
+from ..paths import REPO
+
 
 class DescriptorError(Exception):
     """hmb-bench could not describe its benchmarks (one line)."""
@@ -201,21 +203,10 @@ def load(command: list[str], env: dict | None = None) -> dict:
 
 
 def local_binaries() -> list:
-    """The hmb-bench executables built in this repository, newest first."""
-    from ..run.mpi import REPO
+    """The hmb-bench executables built in this repository, newest first (hmb.run.mpi.local_binary
+    builds one when there is none)."""
     root = REPO / os.environ.get("HMB_BUILD_ROOT", "build")
     return sorted(root.glob("*/hmb-bench"), key=lambda p: p.stat().st_mtime, reverse=True)
-
-
-def local_binary(build: bool = True):
-    """The newest hmb-bench built here; when none is and build is set, the default MPI's is built
-    first (hmb.mpi.MPIError when it cannot be). None: none built."""
-    built = local_binaries()
-    if not built and build:
-        from ..run import mpi as hmpi
-        hmpi.build(hmpi.find(hmpi.KNOWN[0]))
-        built = local_binaries()
-    return built[0] if built else None
 
 
 def local() -> dict:

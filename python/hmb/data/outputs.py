@@ -22,6 +22,13 @@ import stat
 import tempfile
 from pathlib import Path
 
+try:
+    import tomllib
+except ModuleNotFoundError:   # Python < 3.11
+    import tomli as tomllib
+
+from .results import BLANK, decode
+
 # What an existing file is, by its first bytes (kind_of); a writer replaces only its own kind
 # (or a file hmb does not know) without --force.
 KINDS = {
@@ -59,7 +66,6 @@ def kind_of(path) -> str | None:
         return "empty"
     if head.startswith(b"#!"):
         return "script"
-    from .results import BLANK, decode
     text = head.lstrip(b"\xef\xbb\xbf")
     first = next((ln for ln in text.split(b"\n") if ln.strip()), b"")
     problem, value = decode(first)
@@ -77,10 +83,6 @@ def kind_of(path) -> str | None:
     if first.startswith(b"bench,metric,"):
         return "csv"
     if len(head) <= SNIFF_BYTES:
-        try:
-            import tomllib
-        except ModuleNotFoundError:   # Python < 3.11
-            import tomli as tomllib
         try:
             data = tomllib.loads(text.decode("utf-8"))
         except (ValueError, UnicodeDecodeError, RecursionError):
@@ -218,3 +220,20 @@ def write_text(path, data: str, flag: str = "", executable: bool = False) -> Non
 
 def write_json(path, value, flag: str = "") -> None:
     write_text(path, json.dumps(value, indent=1) + "\n", flag)
+
+
+def write_file(path: Path, content: str | bytes) -> None:
+    """Write a file (of a study directory: study.md, config.toml, rounds.json) as a new file that
+    replaces the old one (os.replace): a symbolic link there is replaced, never written through (a
+    study.md linked to a file outside the directory was overwritten there)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

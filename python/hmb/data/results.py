@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import errno
+import hashlib
 import json
 import math
 import os
@@ -560,7 +561,6 @@ class ResultStream:
 
     def _index(self, path: Path) -> None:
         """The first pass over one file: what every result needs, and which result lines count."""
-        import hashlib
         intern = _Interned()
         file_bad = []
         file_runs, file_launches, last_run_of_tag = {}, {}, {}

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import jsonschema
 
+from .results import BLANK, decode, file_problem, lines, only_numbers
+
 SCHEMA_FILE = "hmb-output.schema.json"
 
 
@@ -95,7 +97,6 @@ def _samples_checked(record):
     samples = record.get("samples") if isinstance(record, dict) else None
     if not isinstance(samples, dict) or not any(isinstance(s, list) and len(s) > 1 for s in samples.values()):
         return record, None
-    from .results import only_numbers
     problem = None
     for name, s in samples.items():
         if isinstance(s, list) and problem is None and not only_numbers(s):
@@ -114,7 +115,6 @@ def records(path: Path):
     line at a time (results.lines: bounded memory, a NUL run or a sparse file passed at once),
     each line decoded by results.decode, the decoder hmb.load and the reports use (so `hmb
     validate` and the reader agree on every line)."""
-    from .results import BLANK, decode, lines
     with open(path, "rb") as f:
         first = next(((n, raw, why) for n, raw, why in lines(f) if why or raw.strip(b" \t\r\n")), None)
         if first is not None and first[2] is None and (decode(first[1])[0] or "").startswith("not JSON (") \
@@ -150,7 +150,6 @@ def validate_file(path: Path) -> tuple[int, list[str]]:
 
 
 def main(paths: list[str], out=print) -> int:
-    from .results import file_problem
     total, bad, unread = 0, [], 0
     for p in paths:
         path = Path(p)

@@ -29,6 +29,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import zlib
@@ -119,7 +120,6 @@ def _run(cmd: list[str], check: bool = True, **kw) -> subprocess.CompletedProces
     """cmd's result (LabError with its last line when it fails and check). The command runs in a
     session of its own: a Ctrl-C at the terminal reaches hmb alone, which decides what to stop
     (a second one killed the `ip netns del` of the cleanup the first had started)."""
-    import tempfile
     # ip, unshare and umount start with SIGINT, SIGTERM and SIGHUP blocked: a signal sent to hmb's
     # process group (a terminal's second Ctrl-C) in the moment between fork and the child's new
     # session was kept pending through exec and killed the cleanup's `ip netns del` (status -2).

@@ -24,6 +24,11 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from scipy import stats
+
+from ..data import results
+from ..data.outputs import check_output, write_json
+from ..data.results import BLANK, decode, file_problem
 from . import core
 from . import mpi as hmpi
 from . import settings
@@ -43,7 +48,6 @@ class AdviseError(Exception):
 def _read_json(path: str, what: str):
     """One JSON document, read by results.decode (the decoder of every hmb JSON reader: a
     5000-digit integer, NaN or a lone surrogate is one line); a FIFO is refused, not read."""
-    from ..data.results import BLANK, decode, file_problem
     problem = file_problem(path)
     if problem:
         raise AdviseError(f"{what} {path}: {problem}")
@@ -70,7 +74,6 @@ def load_profile(path: str) -> dict:
 
 def _jsonl(path: str, what: str) -> list[dict]:
     """The file's records (results.read_records); its first unreadable line is the error."""
-    from ..data import results
     bad = []
     try:
         records = results.read_records(Path(path), bad)
@@ -305,7 +308,6 @@ def _launch(cmd: list[str], env: dict, regex: re.Pattern | None, profile: Path |
 
 def ratio_ci(ratios: list[float]) -> tuple[float, float, float]:
     """Geometric mean of paired ratios and its 95 % t-interval (on log ratios; NaN with one pair)."""
-    from scipy import stats
     logs = [math.log(r) for r in ratios]
     mean = statistics.mean(logs)
     if len(logs) < 2:
@@ -371,7 +373,6 @@ def verify(cmd: list[str], mpi_name: str, threshold: int, launches: int, regex: 
 
 def run(args) -> int:
     if args.json:   # before anything is read or run: never over an input, a FIFO or a device
-        from ..data.outputs import check_output
         check_output(args.json, "--json", "advise", [args.profile, args.probe, args.tradeoff], force=True)
     tradeoff = load_tradeoff(args.tradeoff) if args.tradeoff else None
     if args.launches < 1:
@@ -410,7 +411,6 @@ def run(args) -> int:
             raise AdviseError(f"profile {args.profile}: malformed ({type(e).__name__}: {e})") from None
         sys.stdout.write(render(adv, args.mpi, tradeoff))
         if args.json:
-            from ..data.outputs import write_json
             write_json(args.json, adv, "--json")
         if threshold is None:
             threshold = adv["job"]["threshold_bytes"]

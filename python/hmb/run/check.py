@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from ..data import DATA_DIR
+from ..data.outputs import write_json
 from . import launch
 from . import mpi as hmpi
 
@@ -581,7 +582,6 @@ def run(mpi_name: str, ranks: int, quick: bool, json_path: str | None, out=print
                                                   "pass": _finite(EXPECTATIONS[c.name].passes),
                                                   "warn": _finite(EXPECTATIONS[c.name].warns)} for c in checks]}
     if json_path:
-        from ..data.outputs import write_json
         Path(json_path).parent.mkdir(parents=True, exist_ok=True)
         write_json(json_path, record, "--json")
         out(f"# machine record: {json_path}")

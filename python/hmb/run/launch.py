@@ -17,9 +17,11 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 
 from ..data import descriptors
+from ..lab import nodes as hlab
 from . import mpi as hmpi
 from . import requirements
 
@@ -203,7 +205,6 @@ def parse_hosts(text: str | None) -> Hosts | None:
     if not text.strip():
         raise LaunchError("--hosts: empty (give lab, lab:NAME or a hostfile)")
     if text == "lab" or text.startswith("lab:"):
-        from ..lab import nodes as hlab
         try:
             up = hlab.load(text.split(":", 1)[1] if ":" in text else hlab.DEFAULT_NAME)
         except hlab.LabError as e:
@@ -413,7 +414,6 @@ def lab_network(target: Target, hosts: Hosts, launcher: str = "auto") -> dict:
     lab and launcher in a process): HMB_LAB, HMB_NETWORK (lab.NETWORK_LABEL) and
     HMB_NETWORK_EVIDENCE (what the library printed, and the probe's 8 B latency), which every
     run header records. A library that did not take TCP between the nodes is a LaunchError."""
-    from ..lab import nodes as hlab
     try:
         net = {k: v for k, v in hlab.network_env(target.flavor).items() if k not in os.environ}
     except hlab.LabError as e:
@@ -433,13 +433,11 @@ def lab_network(target: Target, hosts: Hosts, launcher: str = "auto") -> dict:
 
 
 def _probe_path(target: Target, hosts: Hosts, launcher: str, net: dict) -> dict:
-    from ..lab import nodes as hlab
     found = {"HMB_LAB": hosts.lab.name, "HMB_NETWORK": hlab.NETWORK_LABEL}
     if target.impl is None:    # the testing override runs no MPI
         return {**found, "HMB_NETWORK_EVIDENCE": f"not probed ({OVERRIDE_VAR})"}
     if len(hosts.names) < 2:
         raise LaunchError(f"--hosts {hosts.text}: a network path needs two nodes")
-    import tempfile
     with tempfile.TemporaryDirectory(prefix="probe-", dir=hosts.lab.dir) as d:
         out = os.path.join(d, "probe.jsonl")
         args = ["--mode", "latency", "--sizes", "8", "--iters", "50", "--warmup", "5", "--ci-target", "0",
@@ -546,7 +544,6 @@ def run_streaming(cmd: list[str], env: dict, timeout: float | None = None,
         shm_before = shm_names()
         lab = _lab_of(env)
         if lab is not None:
-            from ..lab import nodes as hlab
             env = {**env, hlab.LAUNCH_VAR: hlab.launch_mark()}
         try:
             proc = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=stderr,
@@ -579,7 +576,6 @@ LAB_WATCH_S = 1.0       # how often a launch across a lab checks the lab (lab.fa
 
 def _lab_of(env: dict):
     """The lab a launch crosses (its env holds the lab's settings, launch.lab_network), or None."""
-    from ..lab import nodes as hlab
     name = env.get("HMB_LAB")
     if not name or env.get("HMB_NETWORK") != hlab.NETWORK_LABEL:
         return None
@@ -600,7 +596,6 @@ def _wait_watching(proc: subprocess.Popen, timeout: float | None, lab, stderr) -
     """proc.wait, checking the lab every LAB_WATCH_S: a launch whose lab broke under it (a link
     down, a node's namespace gone, the lab taken down) is stopped at once, naming the cause,
     instead of hanging until the timeout (90 s in a sweep) with its ranks waiting on TCP."""
-    from ..lab import nodes as hlab
     end = None if timeout is None else time.monotonic() + timeout
     while True:
         step = LAB_WATCH_S if end is None else max(0.0, min(LAB_WATCH_S, end - time.monotonic()))
@@ -621,7 +616,6 @@ def _end_lab_launch(lab, env: dict, proc: subprocess.Popen, stderr) -> None:
     """After a launch across a lab: the cause, when it failed because of the lab (said once, as
     the watch says it), and an end to what it left in the nodes: a failed MPICH launch left
     hydra_pmi_proxy in node 1, a killed one prted and hmb-bench, running on."""
-    from ..lab import nodes as hlab
     if proc.returncode is not None and not getattr(proc, "hmb_lab_cause", None):
         # Also after a status 0: Open MPI's prterun returned 0 when `hmb lab down` stopped its
         # daemons ("A daemon failed to report back"), and the sweep recorded a launch done with
@@ -730,7 +724,6 @@ def machine_failure(text: str, rc: int, lab=None) -> str | None:
         if m:
             return says.format(*[g.lower() if g.isupper() else g for g in m.groups()])
     if lab is not None:
-        from ..lab import nodes as hlab
         return hlab.failure_cause(lab)
     return None
 

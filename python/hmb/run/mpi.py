@@ -15,7 +15,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[3]
+from ..paths import REPO
+from ..data import descriptors
+
 VENV = REPO / ".venv"
 
 # name -> wheels to install; the prefix is .venv for mpich, .mpi/<name> for the others.
@@ -286,3 +288,13 @@ def build(mpi: MPI, quiet: bool = True) -> Path:
 def build_lock_path(build_dir: Path) -> Path:
     """The lock a build tree is configured and built under (tree_lock), beside the tree."""
     return build_dir.parent / f".{build_dir.name}.lock"
+
+
+def local_binary(build_missing: bool = True):
+    """The newest hmb-bench built here; when none is and build_missing is set, the default MPI's is
+    built first (MPIError when it cannot be). None: none built."""
+    built = descriptors.local_binaries()
+    if not built and build_missing:
+        build(find(KNOWN[0]))
+        built = descriptors.local_binaries()
+    return built[0] if built else None

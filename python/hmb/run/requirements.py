@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..data import descriptors
+from . import mpi as hmpi
 from .mpi import MPIError
 
 
@@ -41,7 +42,7 @@ def rules(build: bool = True) -> tuple:
     global _rules
     if _rules is None:
         try:
-            exe = descriptors.local_binary(build)
+            exe = hmpi.local_binary(build)
             known = descriptors.load([str(exe)]) if exe else {}
         except (MPIError, descriptors.DescriptorError) as e:
             raise RequirementsError(f"no hmb-bench to read the benchmarks' launch needs from: {e}") from None

@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 import shlex
 
+from ..lab import nodes as lab
+from .launch import LaunchError, parse_hosts
 from .sweep import Config, ConfigError, expand
 
 MAX_COUNT = 1 << 20   # a bound for the #SBATCH lines (a 31-digit --nodes was written as is)
@@ -84,13 +86,11 @@ def check_hosts(hosts: str | None) -> None:
     if hosts is None:
         return
     if hosts == "lab" or hosts.startswith("lab:"):
-        from ..lab import nodes as lab
         try:
             lab.check_name(hosts.split(":", 1)[1] if ":" in hosts else lab.DEFAULT_NAME)
         except lab.LabError as e:
             raise ConfigError(f"--hosts {hosts}: {e}") from None
         return
-    from .launch import LaunchError, parse_hosts
     try:
         parse_hosts(hosts)
     except LaunchError as e:

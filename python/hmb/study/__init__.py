@@ -106,7 +106,7 @@ class Study:
         """The study's inventory counted: the paper's statements, those declared as claims
         (a table's cells each), those a run on `cores` cores can judge, those missing, and the
         paper's figures and tables no claim or missing entry accounts for."""
-        from . import claims as hclaims
+        from . import claims as hclaims   # pandas: hmb's parser loads this package (hmb --help)
         needs = {f["id"]: f["needs"] for f in self.figures if f.get("needs")}
         cov = Coverage()
         for c in self.claims:

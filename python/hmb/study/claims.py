@@ -34,6 +34,10 @@ import copy
 import dataclasses
 import math
 import re
+import statistics
+
+from scipy.stats import spearmanr
+from scipy.stats import t as student
 
 from ..data import tidy
 from ..data.tidy import points, same, select, with_derived
@@ -125,7 +129,6 @@ def _stat(values, stat: str) -> float:
     vals = [v for v in values if not math.isnan(v)]
     if not vals:
         return math.nan
-    import statistics
     return float({"median": statistics.median, "max": max, "min": min}[stat](vals))
 
 
@@ -268,7 +271,6 @@ def reading(claim: dict, num, den=None, gone: int = 0) -> Reading:
 
 def _spearman(x, y) -> float:
     """Spearman's rank correlation; 0 (no trend) for a flat series."""
-    from scipy.stats import spearmanr
     if len(set(y)) <= 1:
         return 0.0
     return float(spearmanr(x, y).statistic)
@@ -662,7 +664,6 @@ def decide(claim: dict, value: float, each: list) -> Decision:
         why = "the claim's selections come from launches that do not pair up" if not vals and each == [] \
             else f"{_launch_text(n)}"
         return Decision(UNDECIDED, n, text=f"undecided: {why}; a verdict rests on at least {MIN_LAUNCHES} launches")
-    from scipy.stats import t as student
     mean = sum(vals) / n
     sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (n - 1))
     se = sd / math.sqrt(n)

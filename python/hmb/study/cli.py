@@ -7,14 +7,31 @@ finished launches are kept, `--resume` continues, and the machine lock applies.
 from __future__ import annotations
 
 import contextlib
-import os
+import json
 import shutil
 import sys
 import tempfile
 import textwrap
 from pathlib import Path
 
-from . import StudyError, load, names, shown
+try:
+    import tomllib
+except ModuleNotFoundError:   # Python < 3.11
+    import tomli as tomllib
+
+import tomli_w
+
+from ..data import descriptors, results
+from ..data.outputs import write_file
+from ..data.units import parse_duration
+from ..present.format import md_code, md_text
+from ..run import mpi as hmpi
+from ..run import sweep
+from . import StudyError, fit, load, names, shown
+from .fit import cores
+
+# This module builds hmb's parser (hmb --help): the modules that load pandas (claims, history,
+# rounds, tidy) or matplotlib (figures, project) are imported where a command needs them.
 
 DEMO_TIMEOUT = "120s"
 
@@ -67,7 +84,6 @@ def _fail(e: Exception) -> int:
 
 
 def cmd_list(args) -> int:
-    from .fit import cores
     try:
         for n in names():
             s = load(n)
@@ -79,7 +95,6 @@ def cmd_list(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from ..run import sweep
     try:
         return run(args.name, mode=args.mode, mpi=args.mpi, figure=args.figure, repeats=args.repeats,
                    outdir=args.out, dry_run=args.dry_run, resume=args.resume, budget=args.budget,
@@ -89,7 +104,6 @@ def cmd_run(args) -> int:
 
 
 def _seconds(text: str | None) -> float | None:
-    from ..data.units import parse_duration
     if text is None:
         return None
     try:
@@ -102,12 +116,10 @@ def _seconds(text: str | None) -> float | None:
 
 
 def _mpis(text: str | None) -> list | None:
-    from ..run import mpi as hmpi
     return hmpi.names(text, "--mpi", StudyError) if text is not None else None   # --mpi '' is no default
 
 
 def default_mode(study) -> str:
-    from .fit import cores
     published = max(max(_listed(b.get("ranks", 2))) * max(_listed(b.get("threads", 1))) for b in study.benches)
     return "fit" if published > cores() else "as-published"
 
@@ -119,29 +131,11 @@ def _listed(v) -> list:
 def _write_config(out: Path, data: dict, comment: str) -> Path:
     """out/config.toml: the grid, written by tomli_w (which escapes every string), under one
     comment line made by hmb (a command line of checked names: no text from the study file)."""
-    import tomli_w
     if any(not c.isprintable() for c in comment):
         raise ValueError(f"config comment {comment!r}: not one printable line")
     path = out / "config.toml"
     write_file(path, f"# {comment}\n" + tomli_w.dumps(data))
     return path
-
-
-def write_file(path: Path, content: str | bytes) -> None:
-    """Write a file of a study directory as a new file that replaces the old one (os.replace):
-    a symbolic link there is replaced, never written through (a study.md linked to a file
-    outside the directory was overwritten there)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = content.encode("utf-8") if isinstance(content, str) else content
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _own_dir(path: Path) -> Path:
@@ -212,10 +206,6 @@ def claim_dir(out: Path, study, data: dict | None = None, what: str = "hmb study
     if data is None or not (done.is_file() and done.stat().st_size > 0):
         return
     try:
-        import tomllib
-    except ModuleNotFoundError:   # Python < 3.11
-        import tomli as tomllib
-    try:
         old = tomllib.loads(_read_text(config))
     except (OSError, tomllib.TOMLDecodeError, RecursionError):
         old = None
@@ -234,7 +224,6 @@ def with_budget(data: dict, budget: str) -> list[str]:
     """--budget: every bench's time per point set to budget (hmb-bench --budget), and the
     minimum and warm-up iterations to at most QUICK_ITERS and QUICK_WARMUP; returns the changes
     to record, naming what they replaced."""
-    from ..data.units import parse_duration
     try:
         if parse_duration(budget) <= 0:
             raise ValueError(f"'{budget}' is not a positive duration")
@@ -294,8 +283,7 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
     --repeats or --budget run the grid as a fixed design instead. A directory holding another
     study's run, or this study's with results and another grid, is refused (claim_dir); a dry
     run writes nothing. Returns hmb sweep's status."""
-    from ..run import sweep
-    from . import fit, rounds
+    from . import rounds   # pandas: not on hmb's start-up path
     if repeats is not None and repeats < 1:
         raise StudyError(f"--repeats: expected a positive integer, got {repeats}")
     if outdir is not None and not str(outdir).strip():
@@ -365,11 +353,9 @@ def run(name, mode=None, mpi=None, figure=None, repeats=None, outdir=None, dry_r
 def claim_unit(study, data: dict, figure=None, hosts=None, only_demo: bool = False, budget: str | None = "1s"):
     """The study's claims this machine can judge (claims.not_here; with --figure, that figure's;
     only_demo: those marked demo), and the grid's benches narrowed to their points (rounds.plan)."""
-    from . import claims as hclaims
-    from . import fit
-    from . import history as hhistory
-    from . import rounds
-    from ..data import descriptors
+    from . import claims as hclaims   # pandas: not on hmb's start-up path
+    from . import history as hhistory   # pandas: not on hmb's start-up path
+    from . import rounds   # pandas: not on hmb's start-up path
     needs = {f["id"]: f["needs"] for f in study.figures if f.get("needs")}
     described = descriptors.local()
     judged, keys = [], []
@@ -391,10 +377,8 @@ def claim_unit(study, data: dict, figure=None, hosts=None, only_demo: bool = Fal
 
 def _dry_plan(units, mpis, out, first=None) -> int:
     """--dry-run of a claim-driven run: the first round's launches per bench and the claims they feed."""
-    from . import rounds
-    import tomli_w
+    from . import rounds   # pandas: not on hmb's start-up path
 
-    from ..run import sweep
     total = 0
     for u in units:
         for d in u.driven:
@@ -426,7 +410,7 @@ def _run_claims(study, units, data, cfg, out, figure, hosts, quiet, max_time, fi
                 figures=True) -> int:
     """The claim-driven run (rounds.drive), then its report with launches and time per claim;
     first = cap = N, no figures: a fixed design of N launches on the claims' points."""
-    from . import rounds
+    from . import rounds   # pandas: not on hmb's start-up path
     figs = rounds.figure_benches(data) if figures else []
     outcome = rounds.drive(units, figs, out, cfg.mpis, hosts=hosts, quiet=quiet,
                            timeout=data["sweep"].get("timeout", "3600s"), time_limit=max_time,
@@ -453,7 +437,6 @@ def checked_config(study, data: dict, comment: str, mpis=None):
     a grid hmb sweep refuses (an unknown MPI, a timeout without a unit, too many launches) is a
     StudyError naming the study file, before anything is written to the study directory.
     Yields the loaded config (its file is gone after the with block)."""
-    from ..run import sweep
     with tempfile.TemporaryDirectory(prefix="hmb-study-") as tmp:
         path = _write_config(Path(tmp), data, comment)
         try:
@@ -469,8 +452,6 @@ def _check_options(study, cfg) -> None:
     """Each launch's options against the benchmarks' descriptors of the local build, as hmb sweep
     checks them before its first launch (a study's iters = "5x" would otherwise be found on the
     cluster); skipped when no hmb-bench is built here."""
-    from ..data import descriptors
-    from ..run import sweep
     described = descriptors.local()   # {} with no build here: the cluster's hmb sweep checks them
     try:
         sweep.check_launches(sweep.expand(cfg, probe_mpi=False), described, "srun", None)
@@ -483,7 +464,7 @@ def check_metrics(study, data: dict) -> None:
     one hmb-bench's descriptor names for the bench, or a reading (*_kB); a study naming another
     is refused in one line (a misspelt row was found only after the launches). Skipped when no
     hmb-bench is built to describe the benchmarks."""
-    from ..data import descriptors, tidy
+    from ..data import tidy   # pandas: not on hmb's start-up path
     described = descriptors.local()   # {} with no build here
     ran = {b["name"] for b in data["bench"]}
     for kind, decls, key in (("figure", study.figures, "y"), ("table", study.tables, "rows")):
@@ -493,7 +474,7 @@ def check_metrics(study, data: dict) -> None:
                 continue
             wanted = d[key] if isinstance(d[key], list) else [d[key]]
             if key == "y" and any("{mode}" in y for y in wanted):   # one metric per mode --describe lists
-                from ..present import figures as engine
+                from ..present import figures as engine   # matplotlib: not on hmb's start-up path
                 wanted = engine.expand(d, None, described)["y"] or wanted
             known = {m.name for m in bench.metrics}
             bad = [m for m in wanted if m not in known and not tidy.is_reading(m)]
@@ -508,7 +489,6 @@ def slurm_config(name: str, fit_cores: int | None = None) -> str:
     (the sbatch script runs hmb sweep on it with --resume; not hmb study run's
     results/study-NAME); returns its path. What the study cannot run (Study.not_run) is the
     caller's to say once the script is written: a refusal stays one line."""
-    from . import fit
     study = load(name)
     data, changes = fit.config(study, "fit" if fit_cores else "as-published", ncores=fit_cores)
     out = Path(f"results/study-{study.name}-slurm")
@@ -534,10 +514,6 @@ def _load_written(path: Path):
         return load(str(path))
     except StudyError as e:
         try:
-            import tomllib
-        except ModuleNotFoundError:   # Python < 3.11
-            import tomli as tomllib
-        try:
             seed = tomllib.loads(_read_text(path)).get("study", {}).get("seed")
         except (tomllib.TOMLDecodeError, AttributeError, RecursionError):
             raise e from None
@@ -550,7 +526,6 @@ def _load_written(path: Path):
 
 
 def cmd_report(args) -> int:
-    from ..data import results
     try:
         d = Path(args.dir)
         if not d.is_dir():
@@ -581,8 +556,8 @@ def cmd_report(args) -> int:
 def _columns_missing(decl: dict, df, keys: tuple) -> str | None:
     """Why a declared figure or table cannot be drawn from df: a column it names (x, hue,
     panels, columns) that the rows of its bench do not have; None when every one is there."""
-    from ..present import figures as engine
-    from ..data import tidy
+    from ..present import figures as engine   # matplotlib: not on hmb's start-up path
+    from ..data import tidy   # pandas: not on hmb's start-up path
     rows = df[df["bench"] == decl.get("bench")] if "bench" in df.columns and decl.get("bench") else df
     if rows.empty:
         return None            # no results for it: the engine says so
@@ -619,10 +594,9 @@ def report(study, paths, outdir=None, figures_only=None, claims_only=None, recor
     Each verdict is set beside the kept runs of its claim (history.jsonl beside the study
     directory); record: this run's readings are added to it. claims_only: the claims (by
     expanded claims) to judge instead of the study's; summary: a line to put first under the claims."""
-    from ..data import tidy
-    from ..present.format import md_code, md_text
-    from . import claims, figures
-    from . import history as hhistory
+    from ..data import tidy   # pandas: not on hmb's start-up path
+    from . import claims, figures   # matplotlib: not on hmb's start-up path
+    from . import history as hhistory   # pandas: not on hmb's start-up path
     table = tidy.read([str(p) for p in paths])
     df = table.df
     out = Path(outdir) if outdir else Path(paths[0]).resolve().parent
@@ -650,7 +624,7 @@ def report(study, paths, outdir=None, figures_only=None, claims_only=None, recor
             continue
         _unlink_if_link(figdir / f"{fig['id']}.png")
         if fig.get("mpip"):    # a projection from bundled mpiP reports: hmb project (project.py)
-            from ..present import project
+            from ..present import project   # matplotlib: not on hmb's start-up path
             try:
                 path, note = project.study_figure(fig, df, _own_dir(figdir))
                 head, _, code = note.partition("\n\n```\n")
@@ -701,7 +675,6 @@ def report(study, paths, outdir=None, figures_only=None, claims_only=None, recor
 
 def _read_rounds(path: Path) -> dict:
     """A claim-driven run's rounds.json ({} when the run was a fixed design or it is unreadable)."""
-    import json
     try:
         data = json.loads(_read_text(path))
     except (OSError, ValueError):
@@ -732,7 +705,6 @@ def _mpi_names(df) -> dict:
 def _source(path) -> str:
     """This run's identity in the history: a claim-driven run's id (rounds.json), else its results
     file and the start of its first sweep."""
-    from ..data import results
     run_id = _read_rounds(Path(path).resolve().parent / "rounds.json").get("run_id")
     if run_id:
         return f"{Path(path).resolve()}#{run_id}"
@@ -750,7 +722,7 @@ def _source(path) -> str:
 def over_time(study, verdicts, df, results_path, state: dict, record: bool) -> None:
     """Each verdict beside the kept runs of its claim (history.over_time), its launches, seconds
     and deciding round from a claim-driven run's state; record: this run's readings kept."""
-    from . import history as hhistory
+    from . import history as hhistory   # pandas: not on hmb's start-up path
     path = hhistory.path_for(Path(results_path).resolve().parent)
     kept_all = hhistory.load(path)
     source = _source(results_path)
@@ -770,10 +742,8 @@ def over_time(study, verdicts, df, results_path, state: dict, record: bool) -> N
 def _not_here_lines(study, judged: set) -> list[str]:
     """Each claim of the study not in `judged` (history keys), with why this machine cannot
     judge it, or that hmb study run does."""
-    from ..data import descriptors
-    from . import claims as hclaims
-    from . import fit
-    from . import history as hhistory
+    from . import claims as hclaims   # pandas: not on hmb's start-up path
+    from . import history as hhistory   # pandas: not on hmb's start-up path
     described = descriptors.local()
     needs = {f["id"]: f["needs"] for f in study.figures if f.get("needs")}
     out = []
@@ -790,12 +760,12 @@ def _not_here_lines(study, judged: set) -> list[str]:
 
 
 def claims_cause(v) -> str:
-    from . import claims
+    from . import claims   # pandas: not on hmb's start-up path
     return claims.shown_cause(v)
 
 
 def claims_fmt(x) -> str:
-    from . import claims
+    from . import claims   # pandas: not on hmb's start-up path
     return claims.fmt(x)
 
 
@@ -808,8 +778,6 @@ def wrap_line(line: str, width: int) -> str:
 
 
 def cmd_demo(args) -> int:
-    from ..data import results
-    from ..run import sweep
     try:
         return demo(args.mpi, Path(args.out))
     except (StudyError, sweep.ConfigError, results.ResultsError) as e:
@@ -824,8 +792,8 @@ DEMO_BUDGET = "0.6s"  # a demo point's time (a study run's: rounds.CLAIM_BUDGET,
 def elsewhere(study, judged_keys: set, cores: int, described: dict) -> list[str]:
     """A study's claims the demo does not judge, one line per reason (claims.not_here): "needs 4
     cores: 12 (Fig. 4, Fig. 5)", and those this machine can judge by hmb study run."""
-    from . import claims as hclaims
-    from . import history as hhistory
+    from . import claims as hclaims   # pandas: not on hmb's start-up path
+    from . import history as hhistory   # pandas: not on hmb's start-up path
     needs = {f["id"]: f["needs"] for f in study.figures if f.get("needs")}
     groups: dict = {}
     for c in study.claims:
@@ -849,8 +817,7 @@ def demo(mpi: str, out: Path) -> int:
     round started after DEMO_TIME), then each study's report and its verdicts printed, each
     beside the kept runs of the claim (history.jsonl beside the demo directory); the study's
     other claims in one line per reason."""
-    from ..data import descriptors
-    from . import fit, rounds
+    from . import rounds   # pandas: not on hmb's start-up path
     mpis = _mpis(mpi)
     if (out / "study.toml").exists() or (out / "study.toml").is_symlink():
         raise StudyError(f"{out} holds a study run (study.toml): give hmb study demo another -o directory")

@@ -12,7 +12,8 @@ import json
 import os
 import subprocess
 
-from ..run import core
+from ..run import core, launch, mpi
+from ..run.mpi import MPIError
 from . import STUDY_ONLY_BENCH_KEYS, Study, StudyError
 
 
@@ -176,15 +177,12 @@ def rank_bytes(bench: str, sizes: list, args: dict | None = None, threads: int =
     (`hmb-bench BENCH --sizes ... --launch-needs`, the benchmark's own rank_bytes: halo3d's size is
     the face of a cubic block, so its block and face buffers; others a fixed number of buffers of
     the size). args: the bench's other options (lists, the sweep's axes, are left out)."""
-    from ..data import descriptors
-    from ..run import launch
-    from ..run.mpi import MPIError
     scalar = {k: v for k, v in (args or {}).items() if k not in ("sizes", "threads") and not isinstance(v, list)}
     argv = [bench, "--sizes", ",".join(str(n) for n in sizes), "--threads", str(threads)] + launch.bench_argv(scalar)
     key = tuple(argv)
     if key not in _rank_bytes_cache:
         try:
-            exe = descriptors.local_binary()
+            exe = mpi.local_binary()
         except MPIError as e:
             raise StudyError(f"{bench}: cannot ask hmb-bench for the memory per rank: {e}") from None
         p = subprocess.run([str(exe)] + argv + ["--launch-needs"], capture_output=True, text=True, errors="replace",

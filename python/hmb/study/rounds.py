@@ -32,8 +32,12 @@ import time
 import uuid
 from pathlib import Path
 
-from ..run import core
-from ..data import tidy
+import tomli_w
+
+from ..data import descriptors, tidy
+from ..data import results as hresults
+from ..data.outputs import write_file
+from ..run import core, sweep
 from . import claims as hclaims
 
 FIRST, STEP, CAP = 3, 2, 9
@@ -290,7 +294,6 @@ def plan(study, data: dict, judged: list[dict], keys: list[str], described: dict
     """The claims' benches: every bench of the fitted grid (data) narrowed to each judged claim's
     selections, merged (merge), with the claims' CI target and budget. described: the benchmarks'
     descriptors (an option left at its default selects only that default)."""
-    from ..data import descriptors
     described = descriptors.local() if described is None else described
     driven = []
     common = (data.get("sweep") or {}).get("args") or {}
@@ -361,7 +364,6 @@ def summary_line(name: str, seconds: float, launches: int, verdicts: list) -> st
 
 def write_rounds(out: Path, outcome: "Outcome") -> None:
     """DIR/rounds.json (the output schema's `rounds`): what the report needs of the rounds."""
-    from .cli import write_file
     data = {"type": "rounds", "schema": 1, "run_id": outcome.run_id or uuid.uuid4().hex,
             "figure_tags": outcome.figure_tags, "rounds": outcome.rounds, "seconds": round(outcome.seconds, 1),
             "claims": outcome.state}
@@ -417,10 +419,6 @@ def _sweep_config(benches: list[dict], mpis: list, output: Path, seed: int, time
 
 
 def _load_cfg(data: dict, path: Path, hosts):
-    import tomli_w
-
-    from ..run import sweep
-    from .cli import write_file
     write_file(path, "# hmb study: a claim-driven round (docs/studies.md)\n" + tomli_w.dumps(data))
     cfg = sweep.load(str(path))
     cfg.hosts = hosts
@@ -428,7 +426,6 @@ def _load_cfg(data: dict, path: Path, hosts):
 
 
 def _finished(output: Path) -> set:
-    from ..run import sweep
     return sweep.finished_tags(output) if output.exists() else set()
 
 
@@ -438,8 +435,6 @@ def drive(units: list[Unit], figures: list[dict], out: Path, mpis: list, hosts=N
     """Run the rounds (module docstring) for the units into out/results.jsonl: round 1 with the
     figures' short launches, then STEP more launches of undecided claims' points per round up to
     cap launches a claim or time_limit seconds. Returns the outcome for the report."""
-    from ..data import results as hresults
-    from ..run import sweep
     output = out / "results.jsonl"
     start = now()
     figure_tags: list = []
