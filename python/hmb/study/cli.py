@@ -386,14 +386,14 @@ def _dry_plan(units, mpis, out, first=None) -> int:
                 d.bench["repeats"] = first
             with tempfile.TemporaryDirectory(prefix="hmb-plan-") as tmp:
                 path = Path(tmp) / "plan.toml"
-                path.write_text(tomli_w.dumps(rounds._sweep_config([d.bench], mpis, out / "results.jsonl", 1, "60s")))
+                path.write_text(tomli_w.dumps(rounds.sweep_config([d.bench], mpis, out / "results.jsonl", 1, "60s")))
                 n = len(sweep.expand(sweep.load(str(path)), probe_mpi=False))
             total += n
             what = ", ".join(dict.fromkeys(c["figure"] + (f" [{c['label']}]" if c.get("label") else "")
                                            for c in d.claims))
             args = " ".join(f"--{k} {'/'.join(map(str, v)) if isinstance(v, list) else v}"
                             for k, v in d.bench.get("args", {}).items())
-            layout = " ".join(f"{k}={'/'.join(map(str, rounds._listed(d.bench[k])))}"
+            layout = " ".join(f"{k}={'/'.join(map(str, _listed(d.bench[k])))}"
                               for k in ("ranks", "threads", "settings") if k in d.bench)
             print(f"{u.study.name}: {d.bench['name']} {layout} {args}: {n} launches (round 1) for {what}")
     if first:

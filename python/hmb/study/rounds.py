@@ -407,7 +407,7 @@ def _next_round_seconds(units: list, undecided: dict, elapsed: dict) -> float:
     return total
 
 
-def _sweep_config(benches: list[dict], mpis: list, output: Path, seed: int, timeout: str) -> dict:
+def sweep_config(benches: list[dict], mpis: list, output: Path, seed: int, timeout: str) -> dict:
     out = []
     for b in benches:
         b = copy.deepcopy(b)
@@ -439,7 +439,7 @@ def drive(units: list[Unit], figures: list[dict], out: Path, mpis: list, hosts=N
     start = now()
     figure_tags: list = []
     if figures:
-        fcfg = _load_cfg(_sweep_config(figures, mpis, output, 1, timeout), out / "figures.toml", hosts)
+        fcfg = _load_cfg(sweep_config(figures, mpis, output, 1, timeout), out / "figures.toml", hosts)
         figure_tags = [s.tag for s in sweep.expand(fcfg, probe_mpi=False)]
     for u in units:
         for d in u.driven:
@@ -454,7 +454,7 @@ def drive(units: list[Unit], figures: list[dict], out: Path, mpis: list, hosts=N
         benches = [d.bench for u in units for d in u.driven if d.bench.get("mpis")]
         if not benches and not (rnd == 1 and figures):
             break
-        data = _sweep_config(benches + (figures if rnd == 1 else []), mpis, output, rnd, timeout)
+        data = sweep_config(benches + (figures if rnd == 1 else []), mpis, output, rnd, timeout)
         cfg = _load_cfg(data, out / "rounds.toml", hosts)
         driven = [d for u in units for d in u.driven if d.bench.get("mpis")]
         for d, b in zip(driven, cfg.benches):       # the claims' benches come first, in this order
