@@ -188,7 +188,7 @@ def no_machine(monkeypatch, tmp_path):
     lab fails the test (a refusal that regressed must not create namespaces)."""
     def touched(*a, **k):
         raise AssertionError(f"the lab would have touched the machine: {a[:1]}")
-    monkeypatch.setattr(lab, "_run", touched)
+    monkeypatch.setattr(lab, "run", touched)
     monkeypatch.setattr(lab, "can_make_labs", touched)
     monkeypatch.setenv(lab.BASE_VAR, str(tmp_path / "state"))
     monkeypatch.chdir(tmp_path)

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from hmb.run import check, launch
+from hmb.lab import network
 from hmb.lab import nodes as lab
+from hmb.lab import slurm as lab_slurm
 from hmb.run import mpi as hmpi
 
 from conftest import hmb_cli
@@ -88,14 +90,14 @@ OMPI_TCP = "[hmbt-n1:07766] btl: tcp: attempting to connect() to [[7302,1],1] ad
 
 
 def test_path_of_reads_the_library_output():
-    assert lab.path_of("mpich", UCX_TCP) == ("tcp", "UCX inter-node tag(tcp/lab0)")
-    path, why = lab.path_of("mpich", UCX_SHM)       # UCX took the other node for its own: shared memory
+    assert network.path_of("mpich", UCX_TCP) == ("tcp", "UCX inter-node tag(tcp/lab0)")
+    path, why = network.path_of("mpich", UCX_SHM)       # UCX took the other node for its own: shared memory
     assert path is None and "intra-node tag(sysv/memory cma/memory)" in why
-    path, why = lab.path_of("mpich", UCX_TCP.replace("tag(tcp/lab0)", "tag(tcp/lab0 ud_verbs/mlx5_0:1)"))
+    path, why = network.path_of("mpich", UCX_TCP.replace("tag(tcp/lab0)", "tag(tcp/lab0 ud_verbs/mlx5_0:1)"))
     assert path is None and "not TCP" in why
-    assert lab.path_of("mpich", "8 latency 7.1\n")[0] is None
-    assert lab.path_of("openmpi", OMPI_TCP) == ("tcp", "Open MPI btl tcp: hmbt-n1 connect() to 10.77.133.2")
-    assert lab.path_of("openmpi", UCX_TCP)[0] is None
+    assert network.path_of("mpich", "8 latency 7.1\n")[0] is None
+    assert network.path_of("openmpi", OMPI_TCP) == ("tcp", "Open MPI btl tcp: hmbt-n1 connect() to 10.77.133.2")
+    assert network.path_of("openmpi", UCX_TCP)[0] is None
 
 
 def _fake_target(flavor: str) -> launch.Target:
@@ -143,7 +145,7 @@ def test_hosts_lab_without_a_lab_is_one_line(state):
 
 def test_slurm_conf_needs_no_cgroup(state):
     lb = lab.layout("hmbt", 2, "10.77.200.0/24", cpus=[0, 1])
-    text = lab._slurm_conf_text(lb)
+    text = lab_slurm.conf_text(lb)
     assert "ProctrackType=proctrack/linuxproc" in text and "TaskPlugin=task/none" in text
     assert "SlurmctldHost=hmbt-n1(10.77.200.1)" in text
     assert "NodeName=hmbt-n2 NodeAddr=10.77.200.2 CPUs=1" in text
@@ -181,7 +183,7 @@ def test_slurm_script_for_the_lab(tmp_path):
 
 def test_network_label_in_the_schema():
     schema = json.loads((REPO / "python/hmb/data/schema/hmb-output.schema.json").read_text())
-    assert lab.NETWORK_LABEL in schema["$defs"]["run"]["properties"]["env"]["description"]
+    assert network.NETWORK_LABEL in schema["$defs"]["run"]["properties"]["env"]["description"]
 
 
 def _two_host_records(tmp_path, network: str | None):
@@ -201,8 +203,8 @@ def test_network_claim_read_on_lab_nodes_is_labelled_and_not_judged(tmp_path):
     from hmb.study import claims
     claim = {"figure": "Table 1", "quote": "E_0, 2 nodes: 82%", "bench": "async", "metric": "efficiency_mean_pct",
              "where": {"op": "pt2pt", "progress": "none"}, "value": 82.0, "tolerance": 0.15, "scope": "network"}
-    lab_df = _two_host_records(tmp_path, lab.NETWORK_LABEL)
-    assert set(lab_df["network"]) == {lab.NETWORK_LABEL}
+    lab_df = _two_host_records(tmp_path, network.NETWORK_LABEL)
+    assert set(lab_df["network"]) == {network.NETWORK_LABEL}
     v = claims.judge(claim, lab_df, "Lomonosov-2, Intel MPI 2017.1, InfiniBand")
     assert v.verdict == claims.NOT_COMPARABLE and v.reading.startswith("82.0")     # median of 80, 84 and 82
     assert v.reason == ("network: TCP between namespaces on one machine, not the seed's InfiniBand: the seed's "
@@ -247,7 +249,7 @@ def test_subnets_that_carry_no_lab_are_named(state, subnet, words):
 
 
 def _machine(monkeypatch, routes: str, made: list):
-    """lab._run answering `ip route` from `routes` (honouring `to match ADDR`), recording the rest."""
+    """lab.run answering `ip route` from `routes` (honouring `to match ADDR`), recording the rest."""
     def run(cmd, check=True, **kw):
         if cmd[:2] == ["ip", "-4"] and "route" in cmd:
             lines = routes.splitlines()
@@ -259,7 +261,7 @@ def _machine(monkeypatch, routes: str, made: list):
             return subprocess.CompletedProcess(cmd, 0, "\n".join(lines) + "\n", "")
         made.append(cmd)
         return subprocess.CompletedProcess(cmd, 0, "", "")
-    monkeypatch.setattr(lab, "_run", run)
+    monkeypatch.setattr(lab, "run", run)
     monkeypatch.setattr(lab, "can_make_labs", lambda: None)
 
 
@@ -379,7 +381,7 @@ def test_failure_cause_names_each_break(state, monkeypatch):
         flags, addr = world["lab0"][node]
         return subprocess.CompletedProcess(cmd, 0, json.dumps([{"ifname": "lab0", "flags": flags, "addr_info": (
             [{"family": "inet", "local": addr}] if addr else [])}]), "")
-    monkeypatch.setattr(lab, "_run", run)
+    monkeypatch.setattr(lab, "run", run)
     monkeypatch.setattr(lab, "_iface_state", lambda path: world["ifaces"].get(Path(path).name))
     assert lab.failure_cause(lb) is None
     world["lab0"]["hmbt-n2"] = (["BROADCAST"], "10.77.200.2")

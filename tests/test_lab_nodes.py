@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from hmb.lab import network
 from hmb.lab import nodes as lab
 
 from conftest import TEST_MPIS, get_mpi
@@ -95,7 +96,7 @@ def test_two_node_latency_takes_the_network_path(slurm_lab, mpi, tmp_path):
     assert run["hosts"] == [f"{NAME}-n1", f"{NAME}-n2"] and run["ranks_per_node"] == 1
     assert [p["host"] for p in run["placement"]] == [f"{NAME}-n1", f"{NAME}-n2"]
     env = run["env"]
-    assert env["HMB_NETWORK"] == lab.NETWORK_LABEL and env["HMB_LAB"] == NAME
+    assert env["HMB_NETWORK"] == network.NETWORK_LABEL and env["HMB_LAB"] == NAME
     # the library's own words: UCX's endpoint configuration, Open MPI's btl tcp connection
     assert ("inter-node tag(tcp/" if get_mpi(mpi).flavor == "mpich" else "btl tcp") in env["HMB_NETWORK_EVIDENCE"]
     latency = next(x for x in recs if x["type"] == "result")["metrics"]["latency_us"]["median"]
@@ -145,7 +146,7 @@ def test_slurm_runs_a_two_node_job_whose_results_validate(slurm_lab, tmp_path):
     assert len(launches) == len(TEST_MPIS) and all(x["status"] == "done" for x in launches)
     assert all(x["command"][0] == "srun" and "-N" in x["command"] for x in launches)
     runs = [x for x in recs if x["type"] == "run"]
-    assert all(x["hosts"] == [f"{NAME}-n1", f"{NAME}-n2"] and x["env"]["HMB_NETWORK"] == lab.NETWORK_LABEL
+    assert all(x["hosts"] == [f"{NAME}-n1", f"{NAME}-n2"] and x["env"]["HMB_NETWORK"] == network.NETWORK_LABEL
                for x in runs)
     assert sum(x["type"] == "result" and x["status"] == "ok" for x in recs) == 2 * len(TEST_MPIS)
 

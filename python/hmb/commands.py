@@ -19,6 +19,7 @@ from .data import outputs, results, validate
 from .data.outputs import check_output, write_text
 from .data.units import parse_duration
 from .lab import nodes as lab
+from .lab import slurm as lab_slurm
 from .run import check, conform, launch, mpi, settings, slurm, sweep
 from .run.requirements import explain
 from .run.sweep import MAX_LAUNCHES
@@ -593,10 +594,10 @@ def add_lab_parser(sub) -> None:
                     made = lab.load(a.name) if a.slurm and lab.is_up(a.name) else lab.up(a.name, a.nodes, a.subnet)
                     guard.started = True        # from here on a failure (Slurm's) takes the lab down
                     conf = None
-                    if a.slurm and lab.slurm_running(made):
-                        conf = lab.slurm_conf(made)
+                    if a.slurm and lab_slurm.running(made):
+                        conf = lab_slurm.conf(made)
                     elif a.slurm:
-                        conf = lab.slurm_up(made)
+                        conf = lab_slurm.up(made)
                     lab.status(a.name)
                     if conf:
                         print(f"export SLURM_CONF={conf}", flush=True)

@@ -116,7 +116,7 @@ def default_subnet(name: str) -> str:
     return f"10.{77 + (h >> 8) % 2}.{h % 250 + 1}.0/24"
 
 
-def _run(cmd: list[str], check: bool = True, **kw) -> subprocess.CompletedProcess:
+def run(cmd: list[str], check: bool = True, **kw) -> subprocess.CompletedProcess:
     """cmd's result (LabError with its last line when it fails and check). The command runs in a
     session of its own: a Ctrl-C at the terminal reaches hmb alone, which decides what to stop
     (a second one killed the `ip netns del` of the cleanup the first had started)."""
@@ -165,13 +165,13 @@ def can_make_labs() -> str | None:
             return f"needs `{tool}` on PATH (packages iproute2, util-linux)"
     probe = f"hmbprobe{os.getpid() % 100000}"
     try:
-        p = _run(["ip", "netns", "add", probe], check=False)
+        p = run(["ip", "netns", "add", probe], check=False)
         if p.returncode != 0:
             return f"`ip netns add` fails here: {(p.stderr.strip() or 'exit ' + str(p.returncode)).splitlines()[-1]}"
     finally:
         with _signals(raising=False):
             if os.path.exists(f"/run/netns/{probe}"):
-                _run(["ip", "netns", "del", probe], check=False)
+                run(["ip", "netns", "del", probe], check=False)
     return None
 
 
@@ -281,7 +281,7 @@ def _taken(lab: Lab) -> str | None:
             continue
         if net.overlaps(other):
             return f"lab {state.parent.name} has {other}"
-    routes = _run(["ip", "-4", "-o", "route", "show", "table", "all"], check=False).stdout
+    routes = run(["ip", "-4", "-o", "route", "show", "table", "all"], check=False).stdout
     for ln in routes.splitlines():
         words = ln.split()
         if not words:
@@ -473,22 +473,22 @@ def up(name: str = DEFAULT_NAME, nodes: int = 2, subnet: str | None = None, out=
         guard.started = True
         down(name, quiet=True)      # remnants of an earlier lab of this name
         lab.dir.mkdir(parents=True, exist_ok=True)
-        _run(["ip", "link", "add", lab.bridge, "type", "bridge"])
-        _run(["ip", "addr", "add", f"{lab.head_addr}/{ipaddress.ip_network(lab.subnet).prefixlen}", "dev", lab.bridge])
-        _run(["ip", "link", "set", lab.bridge, "up"])
+        run(["ip", "link", "add", lab.bridge, "type", "bridge"])
+        run(["ip", "addr", "add", f"{lab.head_addr}/{ipaddress.ip_network(lab.subnet).prefixlen}", "dev", lab.bridge])
+        run(["ip", "link", "set", lab.bridge, "up"])
         prefix = ipaddress.ip_network(lab.subnet).prefixlen
         for i, n in enumerate(lab.nodes, 1):
             veth = f"{name}v{i}"
-            _run(["ip", "netns", "add", n.name])
-            _run(["ip", "link", "add", veth, "type", "veth", "peer", "name", NODE_IFACE, "netns", n.name])
-            _run(["ip", "link", "set", veth, "master", lab.bridge])
-            _run(["ip", "link", "set", veth, "up"])
-            _run(["ip", "-n", n.name, "addr", "add", f"{n.addr}/{prefix}", "dev", NODE_IFACE])
-            _run(["ip", "-n", n.name, "link", "set", NODE_IFACE, "up"])
-            _run(["ip", "-n", n.name, "link", "set", "lo", "up"])
-            _run(["ip", "-n", n.name, "route", "add", "default", "via", lab.head_addr])
+            run(["ip", "netns", "add", n.name])
+            run(["ip", "link", "add", veth, "type", "veth", "peer", "name", NODE_IFACE, "netns", n.name])
+            run(["ip", "link", "set", veth, "master", lab.bridge])
+            run(["ip", "link", "set", veth, "up"])
+            run(["ip", "-n", n.name, "addr", "add", f"{n.addr}/{prefix}", "dev", NODE_IFACE])
+            run(["ip", "-n", n.name, "link", "set", NODE_IFACE, "up"])
+            run(["ip", "-n", n.name, "link", "set", "lo", "up"])
+            run(["ip", "-n", n.name, "route", "add", "default", "via", lab.head_addr])
             Path(n.uts).touch()
-            _run(["unshare", f"--uts={n.uts}", "hostname", n.name])
+            run(["unshare", f"--uts={n.uts}", "hostname", n.name])
         (lab.dir / "cgroup-mnt").mkdir(exist_ok=True)
         lab.agent.write_text(_agent_text(lab))
         lab.agent.chmod(0o755)
@@ -498,18 +498,18 @@ def up(name: str = DEFAULT_NAME, nodes: int = 2, subnet: str | None = None, out=
 
 
 def _complete(lab: Lab) -> bool:
-    have = set(_run(["ip", "netns", "list"], check=False).stdout.split())
+    have = set(run(["ip", "netns", "list"], check=False).stdout.split())
     return all(n.name in have and os.path.exists(n.uts) for n in lab.nodes)
 
 
 def _netns_names(name: str) -> list[str]:
     """The lab's network namespaces that exist now (also those a lost lab.json no longer lists)."""
-    out = _run(["ip", "netns", "list"], check=False).stdout.split()
+    out = run(["ip", "netns", "list"], check=False).stdout.split()
     return sorted({w for w in out if re.fullmatch(rf"{re.escape(name)}-n\d+", w)})
 
 
 def _links(name: str) -> list[str]:
-    out = _run(["ip", "-o", "link", "show"], check=False).stdout
+    out = run(["ip", "-o", "link", "show"], check=False).stdout
     names = [ln.split(":")[1].strip().split("@")[0] for ln in out.splitlines() if ln.count(":") >= 2]
     return sorted(n for n in names if n == f"{name}br" or re.fullmatch(rf"{re.escape(name)}v\d+", n))
 
@@ -623,16 +623,16 @@ def down(name: str = DEFAULT_NAME, quiet: bool = False, out=print) -> list[str]:
         removed.append(f"{stopped} process{'es' if stopped != 1 else ''}")
     left += [f"process {p}" for p in still]
     for ns in _netns_names(name):
-        r = _run(["ip", "netns", "del", ns], check=False)
+        r = run(["ip", "netns", "del", ns], check=False)
         (removed if r.returncode == 0 else left).append(f"namespace {ns}")
     for link in _links(name):
-        r = _run(["ip", "link", "del", link], check=False)
+        r = run(["ip", "link", "del", link], check=False)
         if r.returncode == 0 or link not in _links(name):   # a veth goes with its peer's namespace
             removed.append(f"link {link}")
         else:
             left.append(f"link {link}")
     for uts in sorted(d.glob("uts-n*")) if d.is_dir() else []:
-        _run(["umount", str(uts)], check=False)
+        run(["umount", str(uts)], check=False)
     try:
         _set_hosts(name, [])
     except OSError as e:
@@ -687,7 +687,7 @@ def failure_cause(lab: Lab, during: bool = True) -> str | None:
     state = lab.dir / "lab.json"
     if not state.is_file() or (lab.dir / DOWN_MARK).exists():
         return "the lab was taken down during the launch" if during else f"lab {lab.name} was taken down"
-    have = set(_run(["ip", "netns", "list"], check=False).stdout.split())
+    have = set(run(["ip", "netns", "list"], check=False).stdout.split())
     for n in lab.nodes:
         if n.name not in have:
             return f"node {n.name}'s namespace is gone"
@@ -700,7 +700,7 @@ def failure_cause(lab: Lab, during: bool = True) -> str | None:
             if veth != "up":
                 return f"{n.name}'s link on this machine ({lab.name}v{i}) is {'gone' if veth is None else 'down'}"
     for i, n in enumerate(lab.nodes, 1):
-        r = _run(["ip", "-j", "-n", n.name, "addr", "show", "dev", NODE_IFACE], check=False)
+        r = run(["ip", "-j", "-n", n.name, "addr", "show", "dev", NODE_IFACE], check=False)
         try:
             info = json.loads(r.stdout)[0] if r.returncode == 0 else None
         except (ValueError, IndexError, TypeError):
@@ -802,174 +802,11 @@ def status(name: str = DEFAULT_NAME, out=print) -> int:
     return 0
 
 
-# ------------------------------------------------------------------ MPI on the lab's network
-
-# What a run header's env says of a launch across lab nodes (tidy's `network` column; the
-# study claims label their readings with it).
-NETWORK_LABEL = "TCP between namespaces on one machine"
-
-
-def network_env(flavor: str) -> dict:
-    """The library settings that put traffic between lab nodes on TCP over the nodes' veths.
-
-    MPICH (ch4:ucx): UCX takes the peers for one machine (it compares boot ids, not hostnames)
-    and would move their messages through shared memory (sysv, cma) between the namespaces
-    (measured: `inter-node` never appears, `intra-node cfg tag(sysv/memory cma/memory)`), so
-    its transports are self and tcp on the node's interface; ranks on one node still talk
-    through MPICH's own shared memory. Open MPI (ob1): btl tcp on the node's interface beside
-    sm and self (no uct, no ofi). FI_TCP_IFACE is for MPICH's ofi netmod when a user picks it."""
-    if flavor == "openmpi":
-        return {"OMPI_MCA_pml": "ob1", "OMPI_MCA_btl": "self,sm,tcp", "OMPI_MCA_btl_tcp_if_include": NODE_IFACE}
-    if flavor == "mpich":
-        return {"UCX_TLS": "self,tcp", "UCX_NET_DEVICES": NODE_IFACE, "FI_TCP_IFACE": NODE_IFACE}
-    raise LabError(f"--hosts lab: the {flavor} launcher is not set up for the lab (MPICH and Open MPI are)")
-
-
-def verbose_env(flavor: str) -> dict:
-    """Settings that make the library print which transport each peer got (path_of reads it)."""
-    return {"OMPI_MCA_btl_base_verbose": "30"} if flavor == "openmpi" else {"UCX_LOG_LEVEL": "info"}
-
-
-_UCX_CFG = re.compile(r"\[([^:\]]+):\s*\d+\s*:\d+\].*?ucp_context_\d+ (inter-node|intra-node) cfg#\d+ tag\(([^)]*)\)")
-_OMPI_TCP = re.compile(r"\[([^:\]]+):\s*\d+\] btl: ?tcp: (?:attempting to connect\(\) to \S+ address (\S+)|"
-                       r"now connected to (\S+))")
-
-
-def path_of(flavor: str, text: str) -> tuple[str | None, str]:
-    """(transport between nodes or None, the evidence) from a launch's verbose output
-    (verbose_env). None when the output shows shared memory between nodes or nothing at all."""
-    if flavor == "openmpi":
-        hits = _OMPI_TCP.findall(text)
-        if hits:
-            host, a, b = hits[0]
-            return "tcp", f"Open MPI btl tcp: {host} connect() to {(a or b).rstrip(',.')}"
-        return None, "Open MPI printed no btl tcp connection between the nodes (btl_base_verbose 30)"
-    cfgs = _UCX_CFG.findall(text)
-    if not cfgs:
-        return None, "UCX printed no endpoint configuration (UCX_LOG_LEVEL=info): not the ucx netmod?"
-    intra = [c for c in cfgs if c[1] == "intra-node"]
-    if intra:
-        return None, f"UCX took the other node for its own: {intra[0][0]} intra-node tag({intra[0][2]})"
-    tls = sorted({t.strip() for c in cfgs for t in c[2].split()})
-    if all(t.startswith("tcp/") for t in tls):
-        return "tcp", f"UCX inter-node tag({' '.join(tls)})"
-    return None, f"UCX inter-node tag({' '.join(tls)}): not TCP"
-
-
-# ------------------------------------------------------------------ Slurm on the lab
-
-SLURM_TOOLS = ("slurmctld", "slurmd", "munged", "sbatch", "srun", "sinfo", "scontrol")
-SLURM_PACKAGES = "slurmctld slurmd slurm-client munge"   # Debian's (22.05 in bookworm)
-
-
-def slurm_conf(lab: Lab) -> Path:
-    return lab.dir / "slurm" / "slurm.conf"
-
-
-def _slurm_conf_text(lab: Lab) -> str:
-    d = lab.dir / "slurm"
-    head = lab.nodes[0]
-    nodes = [f"NodeName={n.name} NodeAddr={n.addr} CPUs={len(n.cpus)} State=UNKNOWN" for n in lab.nodes]
-    return "\n".join([
-        f"# hmb lab {lab.name}: Slurm on the lab's nodes (written by hmb lab up --slurm; docs/lab.md)",
-        f"ClusterName={lab.name}",
-        f"SlurmctldHost={head.name}({head.addr})",
-        "SlurmUser=root",
-        "SlurmdUser=root",
-        "AuthType=auth/munge",
-        "CredType=cred/munge",
-        f"AuthInfo=socket={d / 'munge.sock'}",
-        f"StateSaveLocation={d / 'state'}",
-        f"SlurmdSpoolDir={d / 'spool-%n'}",
-        # Node-local temporary files (Slurm's PMIx server makes spmix_appdir_* there: one /tmp
-        # shared by the nodes makes the second node's step fail with "File exists").
-        f"TmpFS={d / 'tmp-%n'}",
-        f"SlurmctldPidFile={d / 'slurmctld.pid'}",
-        f"SlurmdPidFile={d / 'slurmd-%n.pid'}",
-        f"SlurmctldLogFile={d / 'slurmctld.log'}",
-        f"SlurmdLogFile={d / 'slurmd-%n.log'}",
-        "SlurmctldPort=6817",
-        "SlurmdPort=6818",
-        # No cgroup here: processes are tracked by parentage, and tasks are not re-bound by
-        # Slurm (its view of the CPUs is the whole machine's, so task/affinity would put every
-        # node's first task on CPU 0); a task keeps its node's share of the CPUs.
-        "ProctrackType=proctrack/linuxproc",
-        "TaskPlugin=task/none",
-        "SelectType=select/cons_tres",
-        "SelectTypeParameters=CR_Core",
-        "SchedulerType=sched/backfill",
-        "MpiDefault=none",
-        "ReturnToService=2",
-        "JobCompType=jobcomp/none",
-        "AccountingStorageType=accounting_storage/none",
-        "JobAcctGatherType=jobacct_gather/none",
-        "SlurmdTimeout=60",
-        "InactiveLimit=0",
-        "KillWait=5",
-        *nodes,
-        f"PartitionName=lab Nodes={','.join(lab.hostnames)} Default=YES MaxTime=INFINITE State=UP",
-        "",
-    ])
-
-
 def is_up(name: str) -> bool:
     try:
         return _complete(load(name))
     except LabError:
         return False
-
-
-def slurm_running(lab: Lab) -> bool:
-    """Is this lab's slurmctld alive (its pid file names a live process in the first node)?"""
-    try:
-        pid = int((lab.dir / "slurm" / "slurmctld.pid").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return False
-    return pid in processes(lab.name).get(lab.nodes[0].name, [])
-
-
-def slurm_missing() -> list[str]:
-    return [t for t in SLURM_TOOLS if shutil.which(t) is None and not Path("/usr/sbin", t).exists()]
-
-
-def slurm_up(lab: Lab, timeout: float = 60.0, out=print) -> Path:
-    """munged, slurmctld (on the first node) and one slurmd per node, each inside its node's
-    namespaces; returns slurm.conf (clients need SLURM_CONF=it). Waits until every node is idle."""
-    missing = slurm_missing()
-    if missing:
-        raise LabError(f"Slurm is not installed ({', '.join(missing)} missing): scripts/slurm-lab.sh up installs "
-                       f"Debian's {SLURM_PACKAGES}")
-    d = lab.dir / "slurm"
-    (d / "state").mkdir(parents=True, exist_ok=True)
-    for n in lab.nodes:
-        (d / f"spool-{n.name}").mkdir(exist_ok=True)
-        (d / f"tmp-{n.name}").mkdir(exist_ok=True)
-        os.chmod(d / f"tmp-{n.name}", 0o1777)
-    os.chmod(d, 0o755)
-    key = d / "munge.key"
-    key.write_bytes(os.urandom(1024))
-    os.chmod(key, 0o400)
-    conf = slurm_conf(lab)
-    conf.write_text(_slurm_conf_text(lab))
-    head = lab.nodes[0]
-    _run(exec_argv(lab, head.name, ["/usr/sbin/munged", "--force", f"--key-file={key}", f"--socket={d / 'munge.sock'}",
-                                    f"--pid-file={d / 'munged.pid'}", f"--log-file={d / 'munged.log'}",
-                                    f"--seed-file={d / 'munged.seed'}"]))
-    env = dict(os.environ, SLURM_CONF=str(conf))
-    _run(exec_argv(lab, head.name, ["/usr/sbin/slurmctld", "-f", str(conf)]), env=env)
-    for n in lab.nodes:
-        _run(exec_argv(lab, n.name, ["/usr/sbin/slurmd", "-f", str(conf), "-N", n.name]), env=env)
-    end = time.monotonic() + timeout
-    state = ""
-    while time.monotonic() < end:
-        p = _run(["sinfo", "-h", "-N", "-o", "%N %T"], check=False, env=env)
-        state = p.stdout.strip() or p.stderr.strip()
-        if p.returncode == 0 and all(ln.split()[-1].rstrip("*") == "idle" for ln in state.splitlines()) \
-                and len(state.splitlines()) == len(lab.nodes):
-            return conf
-        time.sleep(1)
-    raise LabError(f"lab {lab.name}: Slurm's nodes did not come up in {timeout:.0f} s (sinfo: "
-                   f"{' '.join(state.split())[:200]}; logs in {d})")
 
 
 def exec_argv(lab: Lab, host: str, argv: list[str]) -> list[str]:
@@ -992,5 +829,5 @@ def hosts_file_text(lab: Lab) -> str:
     return "".join(f"{h}\n" for h in lab.hostnames)
 
 
-if __name__ == "__main__":   # the agent's equivalent in Python, for debugging: python -m hmb.lab NAME HOST CMD
+if __name__ == "__main__":   # the agent's equivalent in Python, for debugging: python -m hmb.lab.nodes NAME HOST CMD
     sys.exit(main_exec(sys.argv[1], sys.argv[2], sys.argv[3:]))

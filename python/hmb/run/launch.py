@@ -21,6 +21,7 @@ import tempfile
 import time
 
 from ..data import descriptors
+from ..lab import network
 from ..lab import nodes as hlab
 from . import mpi as hmpi
 from . import requirements
@@ -408,14 +409,14 @@ _paths: dict = {}
 
 
 def lab_network(target: Target, hosts: Hosts, launcher: str = "auto") -> dict:
-    """What a launch across lab nodes adds: the library's network settings (lab.network_env; a
+    """What a launch across lab nodes adds: the library's network settings (network.network_env; a
     value the user exported wins) and the path the library took with them, from a probe launch
     (one rank on each of two nodes, the library's own verbose selection output, once per MPI,
-    lab and launcher in a process): HMB_LAB, HMB_NETWORK (lab.NETWORK_LABEL) and
+    lab and launcher in a process): HMB_LAB, HMB_NETWORK (network.NETWORK_LABEL) and
     HMB_NETWORK_EVIDENCE (what the library printed, and the probe's 8 B latency), which every
     run header records. A library that did not take TCP between the nodes is a LaunchError."""
     try:
-        net = {k: v for k, v in hlab.network_env(target.flavor).items() if k not in os.environ}
+        net = {k: v for k, v in network.network_env(target.flavor).items() if k not in os.environ}
     except hlab.LabError as e:
         raise LaunchError(str(e)) from None
     # Every launch, before it starts: a lab that cannot carry it (a node's namespace gone, a link
@@ -433,7 +434,7 @@ def lab_network(target: Target, hosts: Hosts, launcher: str = "auto") -> dict:
 
 
 def _probe_path(target: Target, hosts: Hosts, launcher: str, net: dict) -> dict:
-    found = {"HMB_LAB": hosts.lab.name, "HMB_NETWORK": hlab.NETWORK_LABEL}
+    found = {"HMB_LAB": hosts.lab.name, "HMB_NETWORK": network.NETWORK_LABEL}
     if target.impl is None:    # the testing override runs no MPI
         return {**found, "HMB_NETWORK_EVIDENCE": f"not probed ({OVERRIDE_VAR})"}
     if len(hosts.names) < 2:
@@ -444,7 +445,7 @@ def _probe_path(target: Target, hosts: Hosts, launcher: str, net: dict) -> dict:
                 "--threads", "1", "--json", out]
         cmd = command(target, "p2p", args, 2, 1, launcher, 1, hosts=hosts)
         env = target.impl.env()
-        env.update({"OMP_NUM_THREADS": "1", **OMP_ENV, **net, **hlab.verbose_env(target.flavor)})
+        env.update({"OMP_NUM_THREADS": "1", **OMP_ENV, **net, **network.verbose_env(target.flavor)})
         mark = env[hlab.LAUNCH_VAR] = hlab.launch_mark()
         try:
             with machine_lock(f"hmb lab network probe: {target.name} on {hosts.text}"):
@@ -471,11 +472,11 @@ def _probe_path(target: Target, hosts: Hosts, launcher: str, net: dict) -> dict:
                         latency = rec["metrics"]["latency_us"]["median"]
         except (OSError, ValueError, KeyError, TypeError):
             pass
-    path, evidence = hlab.path_of(target.flavor, p.stdout + p.stderr)
+    path, evidence = network.path_of(target.flavor, p.stdout + p.stderr)
     if path != "tcp":
         raise LaunchError(f"--hosts {hosts.text}: {target.name} did not take TCP between the nodes: {evidence}"
-                          + (f" (check {', '.join(k for k in hlab.network_env(target.flavor) if k in os.environ)}"
-                             " in your environment)" if any(k in os.environ for k in hlab.network_env(target.flavor))
+                          + (f" (check {', '.join(k for k in network.network_env(target.flavor) if k in os.environ)}"
+                             " in your environment)" if any(k in os.environ for k in network.network_env(target.flavor))
                              else ""))
     lat = f"; probe 8 B latency {latency:.3g} us" if isinstance(latency, (int, float)) else ""
     return {**found, "HMB_NETWORK_EVIDENCE": f"{evidence}{lat}"}
@@ -577,7 +578,7 @@ LAB_WATCH_S = 1.0       # how often a launch across a lab checks the lab (lab.fa
 def _lab_of(env: dict):
     """The lab a launch crosses (its env holds the lab's settings, launch.lab_network), or None."""
     name = env.get("HMB_LAB")
-    if not name or env.get("HMB_NETWORK") != hlab.NETWORK_LABEL:
+    if not name or env.get("HMB_NETWORK") != network.NETWORK_LABEL:
         return None
     try:
         return hlab.load(name)
