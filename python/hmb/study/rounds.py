@@ -334,16 +334,6 @@ def figure_benches(data: dict) -> list[dict]:
     return out
 
 
-@dataclasses.dataclass
-class Standing:
-    """Where a claim stands for one library after the rounds: its verdict, the launches and
-    seconds its points took, and the round that decided it (0: never)."""
-    verdict: object
-    launches: int = 0
-    seconds: float = 0.0
-    round: int = 0
-
-
 def launch_seconds(records: list[dict]) -> dict:
     """tag -> seconds its launch took (the sweep's launch records)."""
     return {r.get("tag"): float(r.get("elapsed_s") or 0.0) for r in records if r.get("type") == "launch"}
