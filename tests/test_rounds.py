@@ -103,3 +103,34 @@ def test_a_claim_decided_early_needs_fewer_launches():
     near = [n for v, n in (_sequential(0.72, 0.05, rng) for _ in range(200)) if v != claims.UNDECIDED]
     assert sum(far) / len(far) < rounds.FIRST + 0.5        # 6 spreads from the edge: mostly at 3
     assert sum(near) / len(near) > rounds.FIRST + 1        # 1.6 spreads: more rounds
+
+
+def test_a_claim_its_spread_cannot_decide_by_the_cap_stops_early():
+    """Futility (from 5 launches): 0.74, 0.70, 0.78, 0.72, 0.76 against the edge 0.75 cannot be
+    decided by 9 launches at that spread; 0.60 ... 0.68 (5 standard errors from it, not yet
+    decided at 5 with t = 3.50) can, and goes on; three launches always go on."""
+    c = {"value": 1.0, "tolerance": 0.25, "null": 1.0, "null_agrees": "planted"}
+    on_edge = claims.decide(c, 0.74, [0.74, 0.70, 0.78, 0.72, 0.76])
+    assert on_edge.verdict == claims.UNDECIDED and not claims.reachable(on_edge, rounds.CAP)
+    near = claims.decide(c, 0.70, [0.65, 0.70, 0.75, 0.68, 0.72])
+    assert near.verdict == claims.UNDECIDED and claims.reachable(near, rounds.CAP), near
+    assert claims.reachable(claims.decide(c, 0.74, [0.74, 0.70, 0.78]), rounds.CAP)
+
+
+def test_futility_keeps_the_stopping_rule_right():
+    """With the futility stop, a truth two spreads inside or outside is still decided the right
+    way at least 95 % of the time, and the edge stays undecided."""
+    rng = random.Random(5)
+
+    def run(mu):
+        xs = []
+        for n in range(rounds.FIRST, rounds.CAP + 1, rounds.STEP):
+            while len(xs) < n:
+                xs.append(rng.gauss(mu, 0.05))
+            d = claims.decide(CLAIM, sorted(xs)[len(xs) // 2], xs)
+            if d.verdict != claims.UNDECIDED or not claims.reachable(d, rounds.CAP):
+                return d.verdict
+        return claims.UNDECIDED
+    assert sum(run(0.7) == claims.DIFFERS for _ in range(300)) >= 294
+    assert sum(run(0.9) == claims.AGREES for _ in range(300)) >= 294
+    assert sum(run(0.8) == claims.UNDECIDED for _ in range(300)) >= 270

@@ -293,6 +293,10 @@ def check_clocks(headers: list[dict], clocks: list[dict], one_clock: bool = Fals
             drift_check]
 
 
+# Expectations only a run across hosts (--hosts) reads; one host prints the others.
+ACROSS_HOSTS = ("clock_offset_one_clock_us", "node_spare_cores")
+
+
 def check_spare_core(header: dict) -> list[Check]:
     """Across nodes: the cores the busiest node has beside its ranks' threads (the run header's
     cpus_available, ranks_per_node and threads)."""

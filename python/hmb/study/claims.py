@@ -640,6 +640,24 @@ def _no_spare_core(rows) -> str:
     return ""
 
 
+# Futility: judged from this many launches on (three say too little of the spread), with this margin
+# on the reading's distance from the edge (tests/test_rounds.py simulates both).
+FUTILE_FROM, FUTILE_MARGIN = 5, 1.5
+
+
+def reachable(d: "Decision", cap: int) -> bool:
+    """Whether cap launches could decide an undecided claim at the spread its launches show: the
+    interval at cap launches (Student's t at LEVEL, the same standard deviation) would clear the
+    nearest edge were the reading FUTILE_MARGIN times as far from it. A reading on the edge would
+    not: more launches only spend time (a futility rule, as sequential trials stop)."""
+    if d.n < max(MIN_LAUNCHES, FUTILE_FROM):
+        return True
+    if not math.isfinite(d.edge_se):
+        return False
+    from scipy.stats import t as student
+    return float(student.ppf(0.5 + LEVEL / 2, cap - 1)) * math.sqrt(d.n / cap) < d.edge_se * FUTILE_MARGIN
+
+
 @dataclasses.dataclass
 class Decision:
     """This run's launches against the claim's range: the mean of the reading in each launch
