@@ -654,7 +654,6 @@ def reachable(d: "Decision", cap: int) -> bool:
         return True
     if not math.isfinite(d.edge_se):
         return False
-    from scipy.stats import t as student
     return float(student.ppf(0.5 + LEVEL / 2, cap - 1)) * math.sqrt(d.n / cap) < d.edge_se * FUTILE_MARGIN
 
 
