@@ -156,7 +156,7 @@ def usage_cases(argnames: str, cases: list, on_every_mpi: int = 2, ids: list | N
 # or anything it calls (its module's functions, this file's, its fixtures, followed through their
 # code) uses the mpi_name fixture or get_mpi, the one door to a built library here. A test that
 # launches in a way the code does not show (an `hmb run` command line) carries @pytest.mark.mpi
-# itself: under HMB_NO_MPI=1 (make test-fast) every MPI library is refused (hmb.mpi.find), so a
+# itself: under HMB_NO_MPI=1 (make test-fast) every MPI library is refused (hmb.run.mpi.find), so a
 # test that needs one and is not marked fails there, naming it.
 NEEDS_MPI = frozenset({"get_mpi", "mpi_name"})
 
@@ -326,7 +326,7 @@ def run_bench(mpi_name: str, args: list[str], ranks: int = 2, threads: int = 1,
     records = []
     if jpath is not None and jpath.exists():
         records = [json.loads(line) for line in jpath.read_text().splitlines() if line.strip()]
-    # hydra returns 9 now and then for a rank's MPI_Abort(3) (hmb.launch.abort_code): the rank's code
+    # hydra returns 9 now and then for a rank's MPI_Abort(3) (hmb.run.launch.abort_code): the rank's code
     rc = hlaunch.abort_code(p.returncode, p.stderr.decode(errors="replace"))
     return BenchRun(rc, clean_launcher_output(p.stdout.decode(errors="replace")),
                     clean_launcher_output(p.stderr.decode(errors="replace")), records)

@@ -1,4 +1,4 @@
-"""`hmb check` itself (python/hmb/check.py): the classification of synthetic figures, the line
+"""`hmb check` itself (python/hmb/run/check.py): the classification of synthetic figures, the line
 format, the exit status and bad arguments; one quick end-to-end run that must print a line per
 expectation -- never that the machine PASSes (that is what the check is for)."""
 from __future__ import annotations

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_cmake_install_into_a_prefix_and_run_the_installed_binary(tmp_path):
     """The documented steps: configure with the MPI compiler wrapper (Release), build, then
-    `cmake --install BUILD --prefix DIR`. The first two are what `hmb build` does (hmb.mpi.build:
+    `cmake --install BUILD --prefix DIR`. The first two are what `hmb build` does (hmb.run.mpi.build:
     the same cmake command lines), so the session's MPICH build tree is the BUILD here; the
     install step, the one this test is about, runs on its own (a configure and build of a tree
     of its own cost 15 s of the suite for nothing the session's build does not already check)."""
@@ -114,7 +114,7 @@ def test_easyconfigs_for_foss_and_system_describe_one_package():
 def test_two_processes_building_one_fresh_tree_both_succeed(tmp_path):
     """CI's clean clone: make test's two workers both found build/mpich missing and configured it
     at once; CMake broke ("CMAKE_C_COMPILER not set", then "No rule to make target 'Makefile'") and
-    59 tests errored. Builds of a tree are serialised by a lock beside it (hmb.mpi.tree_lock): two
+    59 tests errored. Builds of a tree are serialised by a lock beside it (hmb.run.mpi.tree_lock): two
     processes started together on a fresh tree both end with the library built, and the one that
     waited finds the tree configured."""
     code = "from hmb import core; print(core.build_library(fresh=True))"

@@ -386,7 +386,7 @@ def test_a_job_past_its_time_limit_then_resubmitted_ends_with_every_point_once(s
     that Slurm refused or cancelled is the machine's failure (incomplete), and resubmitting ends
     with every planned point, each once.
 
-    Beside the classification (hmb.launch.machine_failure), it needs a sweep --resume that reruns
+    Beside the classification (hmb.run.launch.machine_failure), it needs a sweep --resume that reruns
     `incomplete` launches (it reruns every launch not recorded done or failed) and a reader that
     keeps one result per point (the last run of a tag counts): both hold on this branch; issue
     40's sweep half owns them."""

@@ -1,4 +1,4 @@
-"""The requirement table (python/hmb/requirements.py): which launches a point splits into,
+"""The requirement table (python/hmb/run/requirements.py): which launches a point splits into,
 with which library variables and layout, and the launch line each one gets.
 
 Pure planning tests (no MPI), plus one real MPICH launch checking that the stream settings the

@@ -1,4 +1,4 @@
-"""python/hmb/settings.py: presets and thresholds -> the variables that move the eager switch."""
+"""python/hmb/run/settings.py: presets and thresholds -> the variables that move the eager switch."""
 import pytest
 
 from hmb.run import settings

@@ -813,7 +813,7 @@ def _run_one(spec: LaunchSpec, target: hlaunch.Target, cfg: Config, output: Path
 
 
 def machine_cause(path: Path, offset: int, rc: int, hosts=None) -> str | None:
-    """Why the launch failed when the machine failed it, not the benchmark (hmb.launch.machine_failure:
+    """Why the launch failed when the machine failed it, not the benchmark (hmb.run.launch.machine_failure:
     Slurm's time limit or a step it refused, the lab broken under it), from its part of the log."""
     if rc == 0:
         return None

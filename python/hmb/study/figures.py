@@ -1,4 +1,4 @@
-"""A study's figures and tables: each [[figure]] drawn by the one figure engine (hmb.figures)
+"""A study's figures and tables: each [[figure]] drawn by the one figure engine (hmb.present.figures)
 into the study's figures/ID.png, each [[table]] as markdown from the same tidy table."""
 from __future__ import annotations
 
