@@ -12,7 +12,7 @@ is built under --workdir. OSU code is never copied into the repository.
 Each round runs every OSU program and the matching hmb-bench p2p launches, in an order that flips
 between rounds so neither tool always runs first (with several --variant, each variant is one more
 hmb-bench launch per round, and the order rotates over all of them); both are bound to cores the same way
-(python/hmb/mpi.py: `-bind-to core` / `--bind-to core`). OSU reports batch means (total time over
+(python/hmb/run/mpi.py: `-bind-to core` / `--bind-to core`). OSU reports batch means (total time over
 its iterations); hmb-bench reports the median of per-sample values (a latency sample is a batch of
 back-to-back round trips when one round trip is short). The table shows, per metric and size, the
 median over rounds of each tool's figure, their ratio HMB/OSU, and the spread (min-max) of the

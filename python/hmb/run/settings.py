@@ -6,7 +6,7 @@ cell size 8192 -> switch between 8100 and 8128 B; Open MPI 5.0.11: btl_sm_eager_
 between 4016 and 4032 B). `hmb-bench proto --test probe` run with a preset's variables shows
 where the switch really went; a preset that does not move it is reported so (docs/metrics.md).
 
-Families are the launcher dialects of python/hmb/mpi.py: mpich, openmpi, impi.
+Families are the launcher dialects of python/hmb/run/mpi.py: mpich, openmpi, impi.
 
 A preset moves every path a family's traffic can take: shared memory (within a node) and the
 network paths (between nodes, NETWORK_PATHS: MPICH over UCX or OFI, Open MPI's pml ucx, btl tcp
