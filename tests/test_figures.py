@@ -1,4 +1,4 @@
-"""The one figure engine (hmb/figures.py) on planted tables: what a declaration expands to, the
+"""The one figure engine (hmb/present/figures.py) on planted tables: what a declaration expands to, the
 lines it draws and the values they hold, computed by hand here."""
 from __future__ import annotations
 
