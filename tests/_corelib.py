@@ -272,7 +272,7 @@ _lib = None
 
 
 def load():
-    """Build target hmbcore (once per process, incrementally: hmb.core.build_library) and return the
+    """Build target hmbcore (once per process, incrementally: hmb.run.core.build_library) and return the
     library with signatures set."""
     global _lib
     if _lib is not None:

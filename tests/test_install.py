@@ -117,7 +117,7 @@ def test_two_processes_building_one_fresh_tree_both_succeed(tmp_path):
     59 tests errored. Builds of a tree are serialised by a lock beside it (hmb.run.mpi.tree_lock): two
     processes started together on a fresh tree both end with the library built, and the one that
     waited finds the tree configured."""
-    code = "from hmb import core; print(core.build_library(fresh=True))"
+    code = "from hmb.run import core; print(core.build_library(fresh=True))"
     env = {**os.environ, "HMB_BUILD_ROOT": str(tmp_path / "trees")}
     procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
