@@ -152,9 +152,9 @@ def cmd_report(args) -> int:
 
 
 def cmd_compare(args) -> int:
+    check_output(args.output, "-o", "text", [args.a, args.b], force=args.force)   # before a second of imports
     from .present import compare   # scipy, pandas
     from .data import tidy   # pandas
-    check_output(args.output, "-o", "text", [args.a, args.b], force=args.force)
     a, b = tidy.read([args.a], samples=True), tidy.read([args.b], samples=True)   # samples: the bootstrap
     metrics = args.metric.split(",") if args.metric else None
     c = compare.compare(a, b, metrics, seed=args.seed, label_a=args.a, label_b=args.b)
@@ -511,10 +511,10 @@ def make_parser() -> argparse.ArgumentParser:
                     "CSV table (results, a config, a study)")
 
     def cmd_export(a) -> int:
-        from .data import tidy   # pandas
         if not a.csv.strip():
             raise UsageError("--csv: give a file name, or - for standard output")
         outputs.check_output(a.csv, "--csv", "csv", a.results, force=a.force)
+        from .data import tidy   # pandas
         stream = results.scan(a.results)    # read a line at a time: a 1 GB file in bounded memory
         if a.csv == "-":
             n = tidy.write_csv(stream, sys.stdout)

@@ -160,11 +160,23 @@ def varying(items_per_thing: list[dict], skip=()) -> list[str]:
     return [k for k in names if len({d.get(k) for d in items_per_thing}) > 1]
 
 
+def _missing(v) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and v != v)
+
+
+def _column_text(col) -> list:
+    """col.astype(str).tolist() (a missing value stays NaN, the rest become their text), without
+    its cost on the few dozen rows a claim selects: 32,000 calls in test_claims."""
+    if col.dtype.kind not in "biufO" or col.dtype.kind == "f" and col.dtype.itemsize != 8:
+        return col.astype(str).tolist()
+    return [math.nan if _missing(v) else str(v) for v in col.tolist()]
+
+
 def points(rows):
     """One row per point: its parameters (as text, launches grouped) and `value`, the point's
     launch_median, points in the order of their parameters' text."""
     keys = point_columns(rows)
-    text = {k: rows[k].astype(str).tolist() for k in keys}
+    text = {k: _column_text(rows[k]) for k in keys}
     # A claim selects a few dozen rows: grouped here, in Python, against pandas' groupby at
     # ~10 ms a call (3551 calls in test_claims). Columns with one value split nothing.
     split = [k for k in keys if len(set(text[k])) > 1] or keys[:1]
@@ -177,6 +189,16 @@ def points(rows):
            for k in keys}
     out["value"] = [launch_median(groups[t]) for t in order]
     return pd.DataFrame(out, columns=[*keys, "value"])
+
+
+def n_points(rows) -> int:
+    """len(points(rows)), without building them."""
+    keys = point_columns(rows)
+    if rows.empty:
+        return 0
+    if not keys:
+        return len(points(rows))
+    return len(set(zip(*(_column_text(rows[k]) for k in keys))))
 
 
 def point_medians(rows):

@@ -730,13 +730,13 @@ def _each_launch(claim: dict, num, den) -> list[float]:
     or a config relaunched alone is no replicate of the claim)."""
     rn = replicate(num)
     rd = replicate(den) if den is not None else None
-    full_n = len(points(num))
-    full_d = len(points(den)) if den is not None else 0
+    full_n = tidy.n_points(num)
+    full_d = tidy.n_points(den) if den is not None else 0
     out = []
     for key in dict.fromkeys(rn):
         n = num[[k == key for k in rn]]
         d = None if den is None else den[[k == key for k in rd]]
-        if len(points(n)) < full_n or (d is not None and (d.empty or len(points(d)) < full_d)):
+        if tidy.n_points(n) < full_n or (d is not None and (d.empty or tidy.n_points(d) < full_d)):
             continue
         r = reading(claim, n, d)
         if not r.problem and math.isfinite(r.value):
