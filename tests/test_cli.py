@@ -29,7 +29,8 @@ def hmb(args, cwd=REPO, env=None, timeout=120):
 def fake_env(tmp_path, **extra):
     env = dict(os.environ)
     env.update({"HMB_BENCH_OVERRIDE": f"{sys.executable} {FAKE}", "FAKE_LOG": str(tmp_path / "fake.log"),
-                "PYTHONPATH": str(REPO / "python")}, **extra)
+                "PYTHONPATH": str(REPO / "python"),
+                "HMB_CONCURRENT": "1"}, **extra)   # a fake bench measures nothing: it holds no machine lock
     return env
 
 

@@ -44,7 +44,8 @@ PLANNED = 9     # 3 launches x 3 points
 def fake_env(tmp_path: Path, **extra) -> dict:
     env = dict(os.environ)
     env.update({"HMB_BENCH_OVERRIDE": f"{sys.executable} {FAKE}", "FAKE_LOG": str(tmp_path / "fake.log"),
-                "FAKE_SLEEP_S": "0", "PYTHONPATH": str(REPO / "python")}, **extra)
+                "FAKE_SLEEP_S": "0", "PYTHONPATH": str(REPO / "python"),
+                "HMB_CONCURRENT": "1"}, **extra)   # a fake bench measures nothing: it holds no machine lock
     return env
 
 
