@@ -12,7 +12,7 @@ over_time sets a run's verdict beside the kept runs of the same claim, library v
 and network (docs/studies.md, "Verdicts over time"):
 - runs decided both ways: **unstable**, each run's reading and time shown;
 - this run decided and no kept run against it: the verdict, "differs in 5 of 5 runs, first … last";
-- this run undecided: the runs' readings decide where at least MIN_LAUNCHES runs' 95 % interval
+- this run undecided: the runs' readings decide where at least MIN_LAUNCHES runs' 97.5 % interval
   lies on one side (claims.decide over runs instead of launches); else undecided.
 """
 from __future__ import annotations

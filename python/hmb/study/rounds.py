@@ -10,7 +10,7 @@ runs"): measure until each question is answered, not for a fixed budget.
   target derived from the tolerance of the claims that read it (ci_target), and every bench of
   the grid one short launch (FIGURE_ARGS) so each figure is drawn: points only a figure reads
   get nothing more.
-- After each round every claim says where it stands (claims.judge: agrees or differs at 95 %,
+- After each round every claim says where it stands (claims.judge: agrees or differs at 97.5 %,
   undecided with its distance from the edge, not comparable with why). The next round gives
   STEP more launches to the points of the claims still undecided, per library, up to CAP
   launches a claim; a claim undecided at the cap, or whose launches stopped growing, says so
