@@ -413,8 +413,10 @@ def test_a_job_past_its_time_limit_then_resubmitted_ends_with_every_point_once(s
         assert "Submitted batch job" in r.stdout, r.stderr
         logs.append("".join(p.read_text() for p in tmp_path.glob(f"job{n}-*.out")))
         if n == 0:
-            assert "DUE TO TIME LIMIT" in logs[0], "the first job ended within its minute: make the launches longer\n" \
-                + logs[0][-3000:]
+            # Slurm's own line reaches the job's output only while its batch step is attached; the
+            # steps it refused after the limit say the same ("already completing")
+            assert "DUE TO TIME LIMIT" in logs[0] or "already completing" in logs[0], \
+                "the first job ended within its minute: make the launches longer\n" + logs[0][-3000:]
             first = [x for x in _records(results) if x["type"] == "launch"]
             assert {x["tag"] for x in first if x["status"] == "done"} < planned
             assert all(x["status"] != "failed" for x in first), [(x["tag"], x["status"]) for x in first]
@@ -433,16 +435,6 @@ def test_a_job_past_its_time_limit_then_resubmitted_ends_with_every_point_once(s
     points = Counter((r.run.get("tag"), r.params.get("size_bytes")) for r in hresults.scan([results], warn=False))
     assert len(points) == 2 * len(planned) and set(points.values()) == {1}, \
         [p for p, c in points.items() if c != 1] or f"{len(points)} points of {2 * len(planned)}"
-
-
-# Last: it takes down the module's Slurm lab, which the tests above use.
-def test_slurm_lab_down_leaves_nothing(slurm_lab):
-    r = subprocess.run(["scripts/slurm-lab.sh", "down", "--name", NAME], capture_output=True, text=True,
-                       cwd=REPO, timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert lab.leftovers(NAME) == []
-    daemons = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
-    assert not [ln for ln in daemons.splitlines() if f"/hmb-lab/{NAME}/" in ln and not ln.startswith("Z")]
 
 
 @pytest.mark.timeout(900)
@@ -467,3 +459,13 @@ def test_the_lab_decides_network_effects_and_refuses_overlap_without_a_spare_cor
         refused = [row for row in rows if "overlap needs a core beside each rank" in row[6]]
         assert refused and all(row[5] == "not comparable" for row in refused), rows
         assert all(f"a node has {run['cpus_available']} CPU" in row[6] for row in refused)
+
+
+# Last: it takes down the module's Slurm lab, which the tests above use.
+def test_slurm_lab_down_leaves_nothing(slurm_lab):
+    r = subprocess.run(["scripts/slurm-lab.sh", "down", "--name", NAME], capture_output=True, text=True,
+                       cwd=REPO, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert lab.leftovers(NAME) == []
+    daemons = subprocess.run(["ps", "-eo", "stat=,args="], capture_output=True, text=True).stdout
+    assert not [ln for ln in daemons.splitlines() if f"/hmb-lab/{NAME}/" in ln and not ln.startswith("Z")]

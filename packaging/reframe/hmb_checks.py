@@ -30,12 +30,12 @@ CHECKOUT = os.path.dirname(os.path.dirname(_HERE))
 
 def _default_schema():
     '''HMB's output schema: the checkout's, else the one installed with the hmb package.'''
-    path = os.path.join(CHECKOUT, 'python', 'hmb', 'schema', 'hmb-output.schema.json')
+    path = os.path.join(CHECKOUT, 'python', 'hmb', 'data', 'schema', 'hmb-output.schema.json')
     if os.path.exists(path):
         return path
     try:
         from importlib import resources
-        return str(resources.files('hmb.schema').joinpath('hmb-output.schema.json'))
+        return str(resources.files('hmb.data').joinpath('schema').joinpath('hmb-output.schema.json'))
     except (ImportError, ModuleNotFoundError):
         return ''
 
@@ -108,6 +108,9 @@ def schema_problems(records, schema_file):
     '''One line per record of `records` that does not validate against HMB's schema.'''
     import jsonschema
 
+    if not schema_file or not os.path.exists(schema_file):
+        where = schema_file or 'neither the checkout nor an installed hmb package has it'
+        raise SanityError(f"HMB's output schema not found ({where}): set schema_file")
     with open(schema_file, encoding='utf-8') as f:
         schema = json.load(f)
 
