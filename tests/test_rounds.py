@@ -50,6 +50,24 @@ def test_merge_adds_no_point_the_claims_do_not_read():
     assert other.keys == ["d"] and other.bench["args"]["partitions"] == "4"
 
 
+def test_a_phase_no_reader_needs_is_left_out():
+    # part's polled baseline: left out where neither the claims (metric, over_metric, a cause's)
+    # nor, for the figures' launches, the figures and tables read one of its metrics
+    plain = {"metric": "perceived_bw_MBps"}
+    caused = {"metric": "overhead", "cause": {"metric": "overhead_polled"}}
+    assert rounds.metrics_read([plain, caused]) == {"perceived_bw_MBps", "overhead", "overhead_polled"}
+    assert rounds.metrics_read([], [{"y": ["a", "b"]}, {"rows": ["c"]}]) == {"a", "b", "c"}
+    b = {"name": "part", "args": {}}
+    rounds.omit_unread(b, rounds.metrics_read([plain]))
+    assert b["args"] == {"no-polled": True}
+    b = {"name": "part", "args": {}}
+    rounds.omit_unread(b, rounds.metrics_read([plain, caused]))
+    assert b["args"] == {}
+    b = {"name": "p2p", "args": {}}                      # no phase of its own to leave out
+    rounds.omit_unread(b, set())
+    assert b["args"] == {}
+
+
 def test_ci_target_follows_the_claims_tolerance():
     # ~1 ± 25 % against a no-effect 1 with null_agrees: its edges are 0.25 from the null: a third
     # of that; a "<= 0.9" ratio: 0.1 from 1, 0.033; trends take CI_MAX × 1.5 / 3
@@ -134,3 +152,12 @@ def test_futility_keeps_the_stopping_rule_right():
     assert sum(run(0.7) == claims.DIFFERS for _ in range(300)) >= 294
     assert sum(run(0.9) == claims.AGREES for _ in range(300)) >= 294
     assert sum(run(0.8) == claims.UNDECIDED for _ in range(300)) >= 270
+
+
+def test_the_summary_line_counts_the_verdicts_and_the_figures_share():
+    vs = [claims.Verdict({}, "1", w, "") for w in (claims.AGREES, claims.AGREES, claims.DIFFERS,
+                                                   claims.UNDECIDED, claims.NOT_COMPARABLE)]
+    assert rounds.summary_line("s", 100.4, 12, vs, (4, 60.2)) == (
+        "s: 100 s, 12 launches (4 of them the figures', 60 s); claims: 3 decided (2 agree, 1 differ), "
+        "0 unstable, 1 undecided, 1 not comparable")
+    assert rounds.summary_line("s", 100.4, 12, vs, (0, 0.0)).startswith("s: 100 s, 12 launches; claims")

@@ -411,7 +411,7 @@ def _run_claims(study, units, data, cfg, out, figure, hosts, quiet, max_time, fi
     """The claim-driven run (rounds.drive), then its report with launches and time per claim;
     first = cap = N, no figures: a fixed design of N launches on the claims' points."""
     from . import rounds   # pandas: not on hmb's start-up path
-    figs = rounds.figure_benches(data) if figures else []
+    figs = rounds.figure_benches(data, study) if figures else []
     outcome = rounds.drive(units, figs, out, cfg.mpis, hosts=hosts, quiet=quiet,
                            timeout=data["sweep"].get("timeout", "3600s"), time_limit=max_time,
                            first=first or rounds.FIRST, cap=cap or rounds.CAP)
@@ -419,9 +419,10 @@ def _run_claims(study, units, data, cfg, out, figure, hosts, quiet, max_time, fi
     if outcome.rc == 130 or not (out / "results.jsonl").exists():
         return outcome.rc
     lines = []
+    share = rounds.figure_share(out / "results.jsonl", outcome.figure_tags)
 
     def summary(verdicts):
-        lines.append(rounds.summary_line(study.name, outcome.seconds, outcome.launches, verdicts))
+        lines.append(rounds.summary_line(study.name, outcome.seconds, outcome.launches, verdicts, share))
         return lines[-1]
     text, verdicts = report(study, [out / "results.jsonl"], out, figures_only=[figure] if figure else None,
                             record=True, summary=summary)
@@ -786,7 +787,6 @@ def cmd_demo(args) -> int:
 
 DEMO_CAP = 5          # launches a demo claim gets at most (3 in the first round, 2 more if undecided)
 DEMO_TIME = 110.0     # seconds of launches the demo's rounds fit in (a round that would pass it is not started)
-DEMO_BUDGET = "0.6s"  # a demo point's time (a study run's: rounds.CLAIM_BUDGET, 1 s)
 
 
 def elsewhere(study, judged_keys: set, cores: int, described: dict) -> list[str]:
@@ -826,7 +826,7 @@ def demo(mpi: str, out: Path) -> int:
     for n in names():
         study = load(n)
         data, ch = fit.config(study, "fit")
-        units.append(claim_unit(study, data, only_demo=True, budget=DEMO_BUDGET))
+        units.append(claim_unit(study, data, only_demo=True, budget=rounds.CLAIM_BUDGET))
         changes += [f"{n}: {c}" for c in ch]
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("results.jsonl", "results.jsonl.log", "demo.jsonl", "demo.jsonl.log"):

@@ -43,9 +43,15 @@ from . import claims as hclaims
 FIRST, STEP, CAP = 3, 2, 9
 # One short launch per bench of the grid for its figures: one iteration a point, no warm-up.
 FIGURE_ARGS = {"iters": 1, "warmup": 0, "ci-target": 0, "budget": "0.1s"}
-# A claim's points: at most this long per point and at least this many iterations (the launches,
-# not one launch's samples, decide a claim; a 100 ms point of part's four phases is 0.4 s each)
-CLAIM_BUDGET, CLAIM_ITERS, CLAIM_WARMUP = "1s", 3, 1
+# A claim's points: at most this long per point and at least this many iterations, none of them
+# a warm-up (the launches, not one launch's samples, decide a claim, and a launch's median over
+# three or more iterations leaves out a cold first one; a 100 ms point of part's four phases is
+# 0.4 s an iteration, a warm-up there 3 s of a seven-size launch)
+CLAIM_BUDGET, CLAIM_ITERS, CLAIM_WARMUP = "0.3s", 3, 0
+# Options that leave out a phase, and the metrics only that phase gives: a launch whose readers
+# (its claims; for the figures' launches, the study's figures and tables) read none of them runs
+# without it (part's polled baseline is a quarter of its iterations' time).
+OMITTABLE = {"part": {"no-polled": frozenset({"overhead_polled", "t_pt2pt_polled_us", "polled_over_blocking"})}}
 CI_MIN, CI_MAX = 0.01, 0.10
 
 
@@ -316,8 +322,29 @@ def plan(study, data: dict, judged: list[dict], keys: list[str], described: dict
             args.update({"ci-target": ci_target(d.claims), "budget": budget})
             args["iters"] = min(_count(args.get("iters", 20)), CLAIM_ITERS)
             args["warmup"] = min(_count(args.get("warmup", 3)), CLAIM_WARMUP)
+            omit_unread(d.bench, metrics_read(d.claims))
         d.bench["repeats"] = FIRST
     return out
+
+
+def metrics_read(claims: list[dict], figures: list[dict] = ()) -> set:
+    """The metrics the claims (metric, over_metric, their cause's; cells expanded) and the figures
+    and tables (y, rows) read."""
+    out: set = set()
+    for c in (e for c in claims for e in hclaims.expand(c)):
+        out |= {c.get("metric"), c.get("over_metric")}
+        cause = c.get("cause") or {}
+        out |= {cause.get("metric"), cause.get("over_metric")}
+    for f in figures:
+        out |= set(_listed(f.get("y") or [])) | set(_listed(f.get("rows") or []))
+    return out - {None}
+
+
+def omit_unread(bench: dict, read: set) -> None:
+    """Set the bench's OMITTABLE options whose metrics nothing in read needs."""
+    for option, metrics in OMITTABLE.get(bench.get("name"), {}).items():
+        if not metrics & read:
+            bench.setdefault("args", {})[option] = True
 
 
 def _count(v) -> int:
@@ -327,13 +354,18 @@ def _count(v) -> int:
         return 20
 
 
-def figure_benches(data: dict) -> list[dict]:
-    """Every bench of the grid, once, short: what the figures draw."""
+def figure_benches(data: dict, study=None) -> list[dict]:
+    """Every bench of the grid, once, short: what the figures draw (without the phases that
+    none of the study's figures and tables reads, when the study is given: claims never read
+    these launches)."""
     out = []
+    read = metrics_read([], study.figures + study.tables) if study is not None else None
     common = (data.get("sweep") or {}).get("args") or {}
     for b in data["bench"]:
         b = copy.deepcopy(b)
         b["args"] = {**common, **b.get("args", {}), **FIGURE_ARGS}
+        if read is not None:
+            omit_unread(b, read)
         b["repeats"] = 1
         out.append(b)
     return out
@@ -344,11 +376,21 @@ def launch_seconds(records: list[dict]) -> dict:
     return {r.get("tag"): float(r.get("elapsed_s") or 0.0) for r in records if r.get("type") == "launch"}
 
 
-def summary_line(name: str, seconds: float, launches: int, verdicts: list) -> str:
-    """A study's line: time, launches, and claims decided, unstable, undecided, not comparable."""
+def figure_share(output: Path, figure_tags: list) -> tuple[int, float]:
+    """The figures' short launches in the run: how many finished and their seconds."""
+    took = launch_seconds([rec for _, rec in hresults.read_records(output)]) if output.exists() else {}
+    tags = [t for t in figure_tags if t in took]
+    return len(tags), sum(took[t] for t in tags)
+
+
+def summary_line(name: str, seconds: float, launches: int, verdicts: list,
+                 figures: tuple[int, float] | None = None) -> str:
+    """A study's line: time, launches (of them the figures' short ones, given), and claims
+    decided, unstable, undecided, not comparable."""
     count = lambda *w: sum(v.verdict in w for v in verdicts)   # noqa: E731
     agree, differ = count(hclaims.AGREES), count(hclaims.DIFFERS)
-    return (f"{name}: {seconds:.0f} s, {launches} launches; claims: {agree + differ} decided ({agree} agree, "
+    share = f" ({figures[0]} of them the figures', {figures[1]:.0f} s)" if figures and figures[0] else ""
+    return (f"{name}: {seconds:.0f} s, {launches} launches{share}; claims: {agree + differ} decided ({agree} agree, "
             f"{differ} differ), {count(hclaims.UNSTABLE)} unstable, {count(hclaims.UNDECIDED)} undecided, "
             f"{count(hclaims.NOT_COMPARABLE)} not comparable")
 
