@@ -161,3 +161,25 @@ def test_the_summary_line_counts_the_verdicts_and_the_figures_share():
         "s: 100 s, 12 launches (4 of them the figures', 60 s); claims: 3 decided (2 agree, 1 differ), "
         "0 unstable, 1 undecided, 1 not comparable")
     assert rounds.summary_line("s", 100.4, 12, vs, (0, 0.0)).startswith("s: 100 s, 12 launches; claims")
+
+
+def test_the_figures_launch_keeps_the_modes_they_read_and_their_baselines():
+    from hmb.data import descriptors as d
+    metric = lambda n, text="": d.Metric(n, "x", text, True, False, True)   # noqa: E731
+    bench = d.Bench("sw", "g", "", (), (metric("t_single"), metric("t_multiple"), metric("t_serial"),
+                                        metric("ratio_multiple", "t_multiple / t_single")),
+                    modes=(d.Mode("single", True, True, ("t_single",)),
+                           d.Mode("multiple", True, True, ("t_multiple", "ratio_multiple")),
+                           d.Mode("serial", True, False, ("t_serial",))))
+    described = {"sw": bench}
+
+    def kept(read, mode="single,multiple,serial"):
+        b = {"name": "sw", "args": {"mode": mode}}
+        rounds.keep_modes(b, read, described)
+        return b["args"]["mode"]
+    assert kept({"t_multiple", "t_serial"}) == "multiple,serial"
+    assert kept({"ratio_multiple"}) == "single,multiple"          # taken against single
+    assert kept({"t_{mode}"}) == "single,multiple,serial"          # a template reads every mode
+    assert kept({"other"}) == "single,multiple,serial"             # no mode's metric read: unchanged
+    assert kept({"t_serial"}, "all") == "serial"
+    assert kept({"t_serial"}, ["single", "serial"]) == ["serial"]   # a launch axis stays a list

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import fnmatch
 import json
 import math
+import re
 import sys
 import time
 import uuid
@@ -39,6 +41,7 @@ from ..data import results as hresults
 from ..data.outputs import write_file
 from ..run import core, sweep
 from . import claims as hclaims
+from . import resolve
 
 FIRST, STEP, CAP = 3, 2, 9
 # One short launch per bench of the grid for its figures: one iteration a point, no warm-up.
@@ -329,22 +332,54 @@ def plan(study, data: dict, judged: list[dict], keys: list[str], described: dict
 
 def metrics_read(claims: list[dict], figures: list[dict] = ()) -> set:
     """The metrics the claims (metric, over_metric, their cause's; cells expanded) and the figures
-    and tables (y, rows) read."""
+    (a report figure they start `from` resolved) and tables (y, rows) read; a templated name
+    ("throughput_{mode}_MBps") stands for every metric it matches (reads)."""
     out: set = set()
     for c in (e for c in claims for e in hclaims.expand(c)):
         out |= {c.get("metric"), c.get("over_metric")}
         cause = c.get("cause") or {}
         out |= {cause.get("metric"), cause.get("over_metric")}
     for f in figures:
+        f = resolve(f)
         out |= set(_listed(f.get("y") or [])) | set(_listed(f.get("rows") or []))
     return out - {None}
+
+
+def reads(read: set, metric: str) -> bool:
+    """Whether read (metrics_read) holds the metric, by name or by a template matching it."""
+    return metric in read or any("{" in r and fnmatch.fnmatchcase(metric, re.sub(r"\{[^}]*\}", "*", r))
+                                 for r in read)
 
 
 def omit_unread(bench: dict, read: set) -> None:
     """Set the bench's OMITTABLE options whose metrics nothing in read needs."""
     for option, metrics in OMITTABLE.get(bench.get("name"), {}).items():
-        if not metrics & read:
+        if not any(reads(read, m) for m in metrics):
             bench.setdefault("args", {})[option] = True
+
+
+def keep_modes(bench: dict, read: set, described: dict) -> None:
+    """A bench whose --mode lists paired modes keeps those whose metrics read holds, and the
+    modes such a metric is taken against (its description names their metric: ratio_multiple is
+    throughput_multiple / throughput_single); unchanged where read holds none of its modes'."""
+    desc = described.get(bench.get("name"))
+    args = bench.get("args") or {}
+    if desc is None or not desc.modes or "mode" not in args:
+        return
+    of = {metric: mode.name for mode in desc.modes for metric in mode.metrics}
+    need: set = set()
+    for metric, mode in of.items():
+        if reads(read, metric):
+            info = desc.metric(metric)
+            text = info.description if info else ""
+            need |= {mode} | {m for other, m in of.items() if re.search(rf"\b{re.escape(other)}\b", text)}
+    value = args["mode"]
+    names = [x for v in _listed(value) for x in str(v).split(",")]
+    if names == ["all"]:
+        names = [m.name for m in desc.modes if m.choice]
+    kept = [m for m in names if m in need]
+    if need and kept and len(kept) < len(names):
+        args["mode"] = kept if isinstance(value, list) else ",".join(kept)
 
 
 def _count(v) -> int:
@@ -355,17 +390,20 @@ def _count(v) -> int:
 
 
 def figure_benches(data: dict, study=None) -> list[dict]:
-    """Every bench of the grid, once, short: what the figures draw (without the phases that
-    none of the study's figures and tables reads, when the study is given: claims never read
-    these launches)."""
+    """Every bench of the grid, once, short: what the figures draw (without the phases and modes
+    that none of the study's figures and tables reads, when the study is given: claims never
+    read these launches)."""
     out = []
-    read = metrics_read([], study.figures + study.tables) if study is not None else None
+    shown = [resolve(f) for f in study.figures + study.tables] if study is not None else None
+    described = descriptors.local() if study is not None else {}
     common = (data.get("sweep") or {}).get("args") or {}
     for b in data["bench"]:
         b = copy.deepcopy(b)
         b["args"] = {**common, **b.get("args", {}), **FIGURE_ARGS}
-        if read is not None:
+        if shown is not None:
+            read = metrics_read([], [f for f in shown if f.get("bench") == b["name"]])
             omit_unread(b, read)
+            keep_modes(b, read, described)
         b["repeats"] = 1
         out.append(b)
     return out
