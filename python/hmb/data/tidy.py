@@ -172,9 +172,9 @@ def _column_text(col) -> list:
     return [math.nan if _missing(v) else str(v) for v in col.tolist()]
 
 
-def points(rows):
-    """One row per point: its parameters (as text, launches grouped) and `value`, the point's
-    launch_median, points in the order of their parameters' text."""
+def _grouped(rows):
+    """points()'s grouping: (the point columns, the columns that split them, each column's text,
+    the points' keys in points' order, each key's launch medians)."""
     keys = point_columns(rows)
     text = {k: _column_text(rows[k]) for k in keys}
     # A claim selects a few dozen rows: grouped here, in Python, against pandas' groupby at
@@ -185,10 +185,24 @@ def points(rows):
         groups.setdefault(key, []).append(v)
     # as groupby orders them: by text, a missing value (pandas' NA in a string column) last
     order = sorted(groups, key=lambda t: tuple((0, x) if isinstance(x, str) else (1, "") for x in t))
+    return keys, split, text, order, groups
+
+
+def points(rows):
+    """One row per point: its parameters (as text, launches grouped) and `value`, the point's
+    launch_median, points in the order of their parameters' text."""
+    keys, split, text, order, groups = _grouped(rows)
     out = {k: ([t[split.index(k)] for t in order] if k in split else [text[k][0]] * len(order))
            for k in keys}
     out["value"] = [launch_median(groups[t]) for t in order]
     return pd.DataFrame(out, columns=[*keys, "value"])
+
+
+def point_values(rows) -> list:
+    """points(rows)["value"] as a list, without building the table (a claim's plain reading and
+    each launch's reading want only the values)."""
+    _, _, _, order, groups = _grouped(rows)
+    return [launch_median(groups[t]) for t in order]
 
 
 def n_points(rows) -> int:
@@ -199,6 +213,20 @@ def n_points(rows) -> int:
     if not keys:
         return len(points(rows))
     return len(set(zip(*(_column_text(rows[k]) for k in keys))))
+
+
+def launch_points(rows, labels) -> dict | None:
+    """Each label's points (labels: one per row, e.g. its launch replicate), as {label: {point:
+    its rows' medians}}, a point its point columns as text (n_points' identity), labels and
+    points in reading order; the point columns' text is read once for all labels. None when rows
+    have no point columns (n_points counts those through points)."""
+    keys = point_columns(rows)
+    if not keys:
+        return None
+    out: dict = {}
+    for label, point, v in zip(labels, zip(*(_column_text(rows[k]) for k in keys)), rows["median"].tolist()):
+        out.setdefault(label, {}).setdefault(point, []).append(v)
+    return out
 
 
 def point_medians(rows):

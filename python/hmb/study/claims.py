@@ -40,7 +40,7 @@ from scipy.stats import spearmanr
 from scipy.stats import t as student
 
 from ..data import tidy
-from ..data.tidy import points, same, select, with_derived
+from ..data.tidy import point_values, points, same, select, with_derived
 from ..present.format import fmt_num, md_text
 
 AGREES, DIFFERS, NOT_COMPARABLE = "agrees", "differs", "not comparable"
@@ -241,19 +241,24 @@ def reading(claim: dict, num, den=None, gone: int = 0) -> Reading:
         den = with_derived(den, col) if den is not None else None
     if claim.get("trend") or claim.get("peak"):
         return _along(claim, num, stat, launches)
+    pair = claim.get("pair_on")
+    if not claim.get("over") or not pair:
+        # the points' values alone (tidy.point_values: points(num)["value"], no table built)
+        vals = point_values(num)
+        if not claim.get("over"):
+            return Reading(_stat(vals, stat), f"({stat} of {len(vals)} points, {launches})")
+        if den is None or den.empty:
+            return Reading(math.nan, "", "no results for the claim's reference points")
+        dvals = point_values(den)
+        d = _stat(dvals, stat)
+        if claim.get("compare") != "difference" and (not d or math.isnan(d)):
+            return Reading(math.nan, "", "the reference reading is 0 or undefined")
+        return Reading(_combine(claim, _stat(vals, stat), d),
+                       f"({stat} of {len(vals)} points over {len(dvals)}, {launches})")
     pts = points(num)
-    if not claim.get("over"):
-        return Reading(_stat(pts["value"], stat), f"({stat} of {len(pts)} points, {launches})")
     if den is None or den.empty:
         return Reading(math.nan, "", "no results for the claim's reference points")
     dpts = points(den)
-    pair = claim.get("pair_on")
-    if not pair:
-        d = _stat(dpts["value"], stat)
-        if claim.get("compare") != "difference" and (not d or math.isnan(d)):
-            return Reading(math.nan, "", "the reference reading is 0 or undefined")
-        return Reading(_combine(claim, _stat(pts["value"], stat), d),
-                       f"({stat} of {len(pts)} points over {len(dpts)}, {launches})")
     for col in pair:
         if col not in pts.columns or col not in dpts.columns:
             return Reading(math.nan, "", f"the points have no {col} to pair on")
@@ -730,6 +735,10 @@ def _each_launch(claim: dict, num, den) -> list[float]:
     or a config relaunched alone is no replicate of the claim)."""
     rn = replicate(num)
     rd = replicate(den) if den is not None else None
+    if not (claim.get("pair_on") or claim.get("trend") or claim.get("peak")):
+        fast = _each_launch_of_values(claim, num, den, rn, rd)
+        if fast is not None:
+            return fast
     full_n = tidy.n_points(num)
     full_d = tidy.n_points(den) if den is not None else 0
     out = []
@@ -741,6 +750,35 @@ def _each_launch(claim: dict, num, den) -> list[float]:
         r = reading(claim, n, d)
         if not r.problem and math.isfinite(r.value):
             out.append(r.value)
+    return out
+
+
+def _each_launch_of_values(claim: dict, num, den, rn, rd) -> list[float] | None:
+    """_each_launch for a claim read from its points' values alone (no pair_on, trend or peak),
+    without a table per replicate: each replicate's points from one pass over the rows
+    (tidy.launch_points), its reading as reading() takes it from them (the stat of the points'
+    launch medians; the order of the points does not change a median, max or min). None when the
+    rows have no point columns (the general path)."""
+    per_n = tidy.launch_points(num, rn)
+    per_d = tidy.launch_points(den, rd) if den is not None else {}
+    if per_n is None or per_d is None:
+        return None
+    stat = claim.get("stat", "median")
+    full_n = len({p for pts in per_n.values() for p in pts})
+    full_d = len({p for pts in per_d.values() for p in pts})
+    out = []
+    for key, pts in per_n.items():
+        dpts = per_d.get(key) if den is not None else None
+        if len(pts) < full_n or (den is not None and (not dpts or len(dpts) < full_d)):
+            continue
+        value = _stat([tidy.launch_median(v) for v in pts.values()], stat)
+        if den is not None:
+            d = _stat([tidy.launch_median(v) for v in dpts.values()], stat)
+            if claim.get("compare") != "difference" and (not d or math.isnan(d)):
+                continue    # reading(): "the reference reading is 0 or undefined"
+            value = _combine(claim, value, d)
+        if math.isfinite(value):
+            out.append(value)
     return out
 
 
