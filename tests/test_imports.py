@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -37,12 +38,27 @@ def _modules() -> dict:
 MODULES = _modules()
 
 
+def _imports_in_functions(tree) -> set:
+    """The ids of the import nodes inside a function, at any depth: one walk of the tree (a walk
+    of each function's own subtree walked nested functions again, a second of the collection of
+    every test process)."""
+    out: set = set()
+    todo = [(tree, False)]
+    while todo:
+        node, inside = todo.pop()
+        for child in ast.iter_child_nodes(node):
+            if inside and isinstance(child, (ast.Import, ast.ImportFrom)):
+                out.add(id(child))
+            todo.append((child, inside or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))))
+    return out
+
+
 def _imports(module: str, path: Path) -> list[tuple]:
     """(imported hmb module or top-level package, names, line, inside a function, the line's text)."""
-    tree = ast.parse(path.read_text())
-    lines = path.read_text().splitlines()
-    inside = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-              for n in ast.walk(f) if isinstance(n, (ast.Import, ast.ImportFrom))}
+    source_text = path.read_text()
+    tree = ast.parse(source_text)
+    lines = source_text.splitlines()
+    inside = _imports_in_functions(tree)
     here = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
     out = []
     for node in ast.walk(tree):
@@ -62,7 +78,11 @@ def _imports(module: str, path: Path) -> list[tuple]:
     return out
 
 
-IMPORTS = {m: _imports(m, p) for m, p in MODULES.items()}
+@functools.cache
+def imports() -> dict:
+    """Each module's imports (_imports), read when a test first asks: not while pytest collects,
+    which every test process does (0.6-1 s of parsing each)."""
+    return {m: _imports(m, p) for m, p in MODULES.items()}
 
 
 def _layer(module: str) -> int:
@@ -75,7 +95,7 @@ def _layer(module: str) -> int:
 
 def _edges(top_only: bool = False) -> dict:
     return {m: {t for t, _, _, inside, _ in imps if t in MODULES and t != m and not (top_only and inside)}
-            for m, imps in IMPORTS.items()}
+            for m, imps in imports().items()}
 
 
 def cycles(edges: dict) -> list[list[str]]:
@@ -119,12 +139,12 @@ def test_no_import_cycle():
 
 
 def test_no_private_name_across_modules():
-    bad = [f"{m}:{line}: {name} from {source}" for m, imps in IMPORTS.items() for source, names, line, _, _ in imps
+    bad = [f"{m}:{line}: {name} from {source}" for m, imps in imports().items() for source, names, line, _, _ in imps
            for name in names if name.startswith("_") and not name.startswith("__") and source.startswith("hmb")]
     for m, path in MODULES.items():
         aliases = {}
         tree = ast.parse(path.read_text())
-        for source, names, _, _, _ in IMPORTS[m]:
+        for source, names, _, _, _ in imports()[m]:
             if source in MODULES and not names:
                 aliases[source.rsplit(".", 1)[-1]] = source
         for node in ast.walk(tree):
@@ -148,7 +168,7 @@ def _heavy_modules() -> set:
     """hmb modules that load a heavy dependency when imported (at their top, or through a module
     they import at their top)."""
     top = _edges(top_only=True)
-    heavy = {m for m, imps in IMPORTS.items()
+    heavy = {m for m, imps in imports().items()
              if any(t.split(".")[0] in HEAVY and not inside for t, _, _, inside, _ in imps)}
     grew = True
     while grew:
@@ -161,7 +181,7 @@ def _heavy_modules() -> set:
 def test_an_import_inside_a_function_is_a_heavy_one_and_says_why():
     heavy = _heavy_modules()
     bad = []
-    for m, imps in IMPORTS.items():
+    for m, imps in imports().items():
         for target, _, line, inside, text in imps:
             if not inside:
                 continue
@@ -181,7 +201,7 @@ def test_help_loads_no_heavy_dependency():
 
 
 if __name__ == "__main__":   # python tests/test_imports.py: the graph in numbers
-    inside = [(m, line, text.strip()) for m, imps in IMPORTS.items() for _, _, line, i, text in imps if i]
+    inside = [(m, line, text.strip()) for m, imps in imports().items() for _, _, line, i, text in imps if i]
     print(f"{len(MODULES)} modules, {sum(len(t) for t in _edges().values())} imports between them, "
           f"cycles: {cycles(_edges()) or 'none'}, imports inside functions: {len({(m, ln) for m, ln, _ in inside})}")
     for m, line, text in sorted(set(inside)):
