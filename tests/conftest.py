@@ -202,7 +202,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.mpi)
     groups_dir = os.environ.get(_GROUPS_DIR)
     if groups_dir and hasattr(config, "workerinput"):
-        ids = [item.nodeid for item in items if item.get_closest_marker("mpi") or item.get_closest_marker("lab")]
+        ids = [item.nodeid for item in items if (item.get_closest_marker("mpi") or item.get_closest_marker("lab"))
+               and not item.get_closest_marker("no_launch")]
         Path(groups_dir, config.workerinput["workerid"]).write_text("\n".join(ids))
 
 
@@ -215,10 +216,16 @@ def pytest_collection_modifyitems(config, items):
 # launched at once and one failed). So each worker writes the ids of its group's tests into a
 # directory the controller made (_GROUPS_DIR), and the controller's scheduler (xdist's hook
 # pytest_xdist_make_scheduler) reads them when it makes its work units.
+# A test marked `no_launch` needs a built library (it is `mpi`: not in make test-fast) but launches
+# no ranks (it reads descriptors): it stays out of the group, so its seconds of Python run on the
+# other worker instead of lengthening the group, the run's longest.
 _GROUPS_DIR = "HMB_TEST_XDIST_GROUPS"
 
 
 def pytest_configure(config):
+    # here, not in pyproject.toml's list: editing that file makes `make` set up the .venv again
+    config.addinivalue_line("markers", "no_launch: an mpi test that reads hmb-bench (its descriptors) but starts "
+                            "none of it under a launcher: make test runs it beside the launches, not in their group")
     if not hasattr(config, "workerinput") and getattr(config.option, "dist", "no") == "loadgroup":
         os.environ[_GROUPS_DIR] = tempfile.mkdtemp(prefix="hmb-test-groups-")   # the workers inherit it
 

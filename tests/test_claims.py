@@ -440,6 +440,7 @@ def _producible_outside(c: dict, lo_p: float, hi_p: float):
     return None
 
 
+@pytest.mark.no_launch   # hmb-bench's descriptors, then seconds of judging planted tables
 def test_every_claim_can_differ_with_a_reading_its_benchmark_produces():
     """For every declared claim, what hmb-bench says its metric's definition allows (bounds,
     a value fixed by definition, an option that sets the reading; --list --json): the claim must
