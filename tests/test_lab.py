@@ -89,6 +89,18 @@ UCX_SHM = """\
 OMPI_TCP = "[hmbt-n1:07766] btl: tcp: attempting to connect() to [[7302,1],1] address 10.77.133.2, on port 1024\n"
 
 
+def test_ucx_logs_to_files_the_probe_reads_not_to_the_ranks_output(tmp_path):
+    # UCX's log on stdout broke MPICH's start-up under srun's PMI-2 beside --json: it goes to
+    # one file per rank in the probe's directory, and verbose_log gives path_of their text
+    env = network.verbose_env("mpich", tmp_path)
+    assert env == {"UCX_LOG_LEVEL": "info", "UCX_LOG_FILE": str(tmp_path / "ucx.%h.%p.log")}
+    assert network.verbose_env("openmpi", tmp_path) == {"OMPI_MCA_btl_base_verbose": "30"}
+    assert network.verbose_log(tmp_path) == ""
+    (tmp_path / "ucx.hmbt-n1.11.log").write_text(UCX_TCP)
+    (tmp_path / "other.log").write_text("not UCX's")
+    assert network.path_of("mpich", network.verbose_log(tmp_path)) == ("tcp", "UCX inter-node tag(tcp/lab0)")
+
+
 def test_path_of_reads_the_library_output():
     assert network.path_of("mpich", UCX_TCP) == ("tcp", "UCX inter-node tag(tcp/lab0)")
     path, why = network.path_of("mpich", UCX_SHM)       # UCX took the other node for its own: shared memory

@@ -4,7 +4,9 @@ got (verbose_env) and the reading of that output (path_of). hmb.run.launch asks 
 launch goes --hosts lab (docs/lab.md)."""
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 from .nodes import NODE_IFACE, LabError
 
@@ -29,9 +31,22 @@ def network_env(flavor: str) -> dict:
     raise LabError(f"--hosts lab: the {flavor} launcher is not set up for the lab (MPICH and Open MPI are)")
 
 
-def verbose_env(flavor: str) -> dict:
-    """Settings that make the library print which transport each peer got (path_of reads it)."""
-    return {"OMPI_MCA_btl_base_verbose": "30"} if flavor == "openmpi" else {"UCX_LOG_LEVEL": "info"}
+UCX_LOG = "ucx.%h.%p.log"     # a rank's UCX log in the probe's directory (%h host, %p pid)
+
+
+def verbose_env(flavor: str, logdir: str | os.PathLike) -> dict:
+    """Settings that make the library say which transport each peer got (path_of reads it): Open
+    MPI's btl verbosity on the launch's output, UCX's info log into files in logdir (verbose_log).
+    UCX's log on the ranks' stdout broke MPICH's start-up under srun's PMI-2 beside --json
+    (slurmstepd: "value not properly terminated in client request"; docs/findings.md)."""
+    if flavor == "openmpi":
+        return {"OMPI_MCA_btl_base_verbose": "30"}
+    return {"UCX_LOG_LEVEL": "info", "UCX_LOG_FILE": os.path.join(os.fspath(logdir), UCX_LOG)}
+
+
+def verbose_log(logdir: str | os.PathLike) -> str:
+    """The UCX log files verbose_env asked for in logdir, one after the other ("" when none)."""
+    return "".join(f.read_text(errors="replace") for f in sorted(Path(logdir).glob(UCX_LOG.replace("%h.%p", "*"))))
 
 
 _UCX_CFG = re.compile(r"\[([^:\]]+):\s*\d+\s*:\d+\].*?ucp_context_\d+ (inter-node|intra-node) cfg#\d+ tag\(([^)]*)\)")

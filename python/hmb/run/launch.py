@@ -445,7 +445,7 @@ def _probe_path(target: Target, hosts: Hosts, launcher: str, net: dict) -> dict:
                 "--threads", "1", "--json", out]
         cmd = command(target, "p2p", args, 2, 1, launcher, 1, hosts=hosts)
         env = target.impl.env()
-        env.update({"OMP_NUM_THREADS": "1", **OMP_ENV, **net, **network.verbose_env(target.flavor)})
+        env.update({"OMP_NUM_THREADS": "1", **OMP_ENV, **net, **network.verbose_env(target.flavor, d)})
         mark = env[hlab.LAUNCH_VAR] = hlab.launch_mark()
         try:
             with machine_lock(f"hmb lab network probe: {target.name} on {hosts.text}"):
@@ -457,6 +457,7 @@ def _probe_path(target: Target, hosts: Hosts, launcher: str, net: dict) -> dict:
                               + (f": {cause}" if cause else "")) from None
         finally:
             hlab.end_launch(hosts.lab.name, mark)     # hydra_pmi_proxy stayed in node 1 after a failed probe
+        said = p.stdout + p.stderr + network.verbose_log(d)
         if p.returncode != 0:
             last = ([ln for ln in (p.stderr + p.stdout).splitlines() if ln.strip()] or ["no output"])[-1]
             cause = hlab.failure_cause(hosts.lab)
@@ -472,7 +473,7 @@ def _probe_path(target: Target, hosts: Hosts, launcher: str, net: dict) -> dict:
                         latency = rec["metrics"]["latency_us"]["median"]
         except (OSError, ValueError, KeyError, TypeError):
             pass
-    path, evidence = network.path_of(target.flavor, p.stdout + p.stderr)
+    path, evidence = network.path_of(target.flavor, said)
     if path != "tcp":
         raise LaunchError(f"--hosts {hosts.text}: {target.name} did not take TCP between the nodes: {evidence}"
                           + (f" (check {', '.join(k for k in network.network_env(target.flavor) if k in os.environ)}"
