@@ -328,6 +328,13 @@ prterun detected that one or more processes exited with non-zero status,
     ("hmb-bench: warning: oversubscribed\n", 137, "ended by SIGKILL"),
     ("", 124, "killed after the 5 s timeout"),
     ("mpiexec: no such host\n", 1, "mpiexec: no such host"),
+    # Open MPI's help box and its "error already reported" status (213 = -43): the box's first
+    # and last line, never its rule of dashes (a CI run's `hmb check` said only "-----")
+    ("-" * 74 + "\nIt looks like MPI_INIT failed for some reason; your parallel process is\n"
+     "likely to abort.\n\n  ompi_mpi_init: ompi_rte_init failed\n  --> Returned \"(null)\" (-43)\n" + "-" * 74 + "\n",
+     213, 'It looks like MPI_INIT failed for some reason; your parallel process is ... --> Returned "(null)" (-43)'),
+    ("-" * 74 + "\n" + "-" * 74 + "\n", 213, "no output"),
+    ("a cause\n" + "=" * 20 + "\n", 1, "a cause"),
 ])
 def test_a_failed_launch_names_hmb_benchs_own_line_or_the_cause(tmp_path, log, rc, reason):
     from hmb.run import sweep
@@ -501,6 +508,8 @@ def test_the_machine_lock_names_the_running_launch_and_is_released(tmp_path, mon
     monkeypatch.delenv("HMB_CONCURRENT", raising=False)
     with launch.machine_lock("mpiexec -n 2 hmb-bench p2p"):
         assert f"pid {os.getpid()}: mpiexec -n 2 hmb-bench p2p" in lock.read_text()
+        with launch.machine_lock("a probe inside the launch's set-up"):   # re-entrant, not a deadlock
+            assert "hmb-bench p2p" in lock.read_text()
         fd = os.open(lock, os.O_RDWR)
         with pytest.raises(BlockingIOError):
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -19,6 +19,24 @@ def own_line(text: str) -> str | None:
     return own[-1][:200] if own else None
 
 
+_RULE = re.compile(r"^[-=*#_]{3,}$")     # a help box's rule (Open MPI's, PRRTE's): not a reason
+
+
+def last_said(text: str) -> str:
+    """The launcher's or library's last message in text, in one line: the last help box whole
+    (its first and last line: Open MPI frames its help texts in rules of dashes, and exits with a
+    status such as 213, "error already reported", so the rule alone says nothing), else the
+    last line that is not a rule; "" when there is none."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    rules = [i for i, ln in enumerate(lines) if _RULE.match(ln)]
+    if len(rules) >= 2:
+        body = lines[rules[-2] + 1:rules[-1]]
+        if body and rules[-1] >= len(lines) - 3:     # the box is the end of what was said
+            return body[0] if len(body) == 1 else f"{body[0]} ... {body[-1]}"
+    said = [ln for ln in lines if not _RULE.match(ln)]
+    return said[-1] if said else ""
+
+
 def log_reason(text: str, rc: int, timeout: float = 0) -> str:
     """failure_reason of one launch's part of the log, given as text."""
     own = own_line(text)
@@ -30,10 +48,10 @@ def log_reason(text: str, rc: int, timeout: float = 0) -> str:
     sig = -rc if rc < 0 else rc - 128 if 128 < rc < 160 else 0
     if sig:
         try:
-            return f"ended by {signal.Signals(sig).name}" + (f" ({lines[-1][:120]})" if lines else "")
+            return f"ended by {signal.Signals(sig).name}" + (f" ({last_said(text)[:120]})" if lines else "")
         except ValueError:
             pass
-    return lines[-1][:200] if lines else "no output"
+    return last_said(text)[:300] or "no output"
 
 
 def failed_launches(path: Path, records: list) -> str | None:

@@ -30,6 +30,7 @@ from ..data import results
 from ..data.outputs import check_output, write_json
 from ..data.results import BLANK, decode, file_problem
 from . import core
+from . import launch
 from . import mpi as hmpi
 from . import settings
 
@@ -287,10 +288,11 @@ def _launch(cmd: list[str], env: dict, regex: re.Pattern | None, profile: Path |
     any process of the launch (rusage of the children, launcher included)."""
     if profile is not None:
         profile.unlink(missing_ok=True)
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True, errors="replace")
-    out = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
+    with launch.machine_lock(" ".join(cmd)[:300]):
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True, errors="replace")
+        out = proc.stdout.read()
+        _, status, usage = os.wait4(proc.pid, 0)
     res = {"wall_s": time.perf_counter() - t0, "rc": os.waitstatus_to_exitcode(status), "figure": None,
            "memory_kB": usage.ru_maxrss, "memory_from": "max RSS of a process"}
     if regex is not None:

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..data import DATA_DIR
+from ..data import DATA_DIR, launchlog
 from ..data.outputs import write_json
 from . import launch
 from . import mpi as hmpi
@@ -439,26 +439,33 @@ class Runner:
         self.impl, self.ranks, self.workdir, self.timeout, self.threads = impl, ranks, workdir, timeout, threads
         self.hosts, self.lab_env = hosts, lab_env or {}
         self.count = 0
+        self.launches = 0
 
     def launch_args(self, ranks: int, cores: int = 1) -> list[str]:
         if self.hosts is None:
             return self.impl.launch_args(ranks, cores)
         return launch.hosts_prefix(launch.Target(self.impl.name, self.impl.flavor, self.impl), ranks, cores, self.hosts)
 
-    def _run(self, what: str, cmd: list[str], env: dict | None = None) -> subprocess.CompletedProcess:
+    def _run(self, what: str, cmd: list[str], env: dict | None = None) -> str:
+        """Run one launch as every hmb launch runs (launch.run_streaming: the machine lock, its own
+        process group, the shared-memory segments a failed launch leaves removed); its stdout."""
         e = self.impl.env()
         e.update(launch.OMP_ENV)
         e["OMP_NUM_THREADS"] = str(self.threads)
         e.update(self.lab_env)
         e.update(env or {})
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=self.timeout, env=e)
-        except subprocess.TimeoutExpired:
+        self.launches += 1
+        base = self.workdir / f"launch-{self.launches}"
+        with open(f"{base}.out", "w+", errors="replace") as so, open(f"{base}.err", "w+", errors="replace") as se:
+            rc = launch.run_streaming(cmd, e, self.timeout, stdout=so, stderr=se, library=self.impl.flavor)
+            so.seek(0)
+            se.seek(0)
+            out, err = so.read(), se.read()
+        if rc == 124:
             raise hmpi.MPIError(f"check: {what} did not finish in {self.timeout:.0f} s")
-        if p.returncode != 0:
-            last = (p.stderr.strip().splitlines() or ["(no message)"])[-1]
-            raise hmpi.MPIError(f"check: {what} exited {p.returncode}: {last}")
-        return p
+        if rc != 0:
+            raise hmpi.MPIError(f"check: {what} exited {rc}: {launchlog.log_reason(err + out, rc) or '(no message)'}")
+        return out
 
     def cores_per_rank(self, args: list[str]) -> tuple[int, str | None]:
         """The cores to bind each rank to for hmb-bench args, by the launcher's rule
@@ -483,9 +490,9 @@ class Runner:
         return [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
 
     def pingpong(self, exe: Path, iters: int, batch: int, sizes: list[int]) -> dict[int, float]:
-        p = self._run("the minimal ping-pong", self.launch_args(2) + [str(exe), str(iters), str(batch)]
-                      + [str(s) for s in sizes])
-        return {int(a): float(b) for a, b in (line.split() for line in p.stdout.splitlines() if line.strip())}
+        out = self._run("the minimal ping-pong", self.launch_args(2) + [str(exe), str(iters), str(batch)]
+                        + [str(s) for s in sizes])
+        return {int(a): float(b) for a, b in (line.split() for line in out.splitlines() if line.strip())}
 
 
 def _of(records: list[dict], kind: str) -> list[dict]:

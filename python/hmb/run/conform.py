@@ -18,6 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..data import launchlog
 from . import launch
 
 # Bound of one check inside hmb-bench (its --bound) and the launch timeout around it: start-up,
@@ -78,7 +79,7 @@ def _ended_without_record(status: int, stderr: str, timeout: float) -> str:
         return f"the launch did not end within {timeout:g} s and was killed (the check's own bound did not end it)"
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
     crash = next((ln for ln in lines if "signal" in ln.lower() and "prterun" not in ln.lower()), None)
-    how = crash or next((ln for ln in reversed(lines) if not ln.startswith(("#", "-", "="))), "")
+    how = crash or launchlog.last_said("\n".join(ln for ln in lines if not ln.startswith("#")))
     what = _signal_name(status) if status > 128 or status < 0 else f"exit status {status}"
     return f"the launch ended ({what}) before the check reported" + (f": {how[:300]}" if how else "")
 

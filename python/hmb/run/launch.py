@@ -335,9 +335,10 @@ def library_accepts(target: Target, settings: dict) -> bool:
     if key not in _accepted:
         env = target.impl.env()
         env.update(settings)
+        cmd = target.impl.launch_args(1) + [str(target.impl.bench), "--init-check"]
         try:
-            r = subprocess.run(target.impl.launch_args(1) + [str(target.impl.bench), "--init-check"],
-                               env=env, capture_output=True, text=True, errors="replace", timeout=120)
+            with machine_lock(" ".join(cmd)[:300]):
+                r = subprocess.run(cmd, env=env, capture_output=True, text=True, errors="replace", timeout=120)
             _accepted[key] = r.returncode == 0
         except (OSError, subprocess.TimeoutExpired):
             _accepted[key] = False
@@ -487,14 +488,24 @@ MACHINE_LOCK_VAR = "HMB_MACHINE_LOCK"      # the lock file (default /tmp/hmb-mac
 CONCURRENT_VAR = "HMB_CONCURRENT"          # 1: launch without waiting for other hmb launches
 
 
+_lock_depth = 0      # machine_lock: how deep this process is inside it
+
+
 @contextlib.contextmanager
 def machine_lock(what: str):
     """One benchmark launch at a time per machine: two launches measure each other's load.
 
     Every launch hmb starts holds an exclusive flock on one file for the machine; a second one
-    waits, saying once who holds it. HMB_CONCURRENT=1 asks for the other behaviour (no lock)."""
-    if os.environ.get(CONCURRENT_VAR, "") not in ("", "0"):
-        yield
+    waits, saying once who holds it. HMB_CONCURRENT=1 asks for the other behaviour (no lock).
+    Re-entrant: a launch made while this process holds the lock (a probe inside a launch's
+    set-up) runs under it."""
+    global _lock_depth
+    if os.environ.get(CONCURRENT_VAR, "") not in ("", "0") or _lock_depth:
+        _lock_depth += 1
+        try:
+            yield
+        finally:
+            _lock_depth -= 1
         return
     path = os.environ.get(MACHINE_LOCK_VAR) or "/tmp/hmb-machine.lock"
     try:
@@ -516,9 +527,11 @@ def machine_lock(what: str):
             fcntl.flock(fd, fcntl.LOCK_EX)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()}: {what}\n".encode(errors="replace"), 0)
+        _lock_depth += 1
         try:
             yield
         finally:
+            _lock_depth -= 1
             os.ftruncate(fd, 0)
     finally:
         os.close(fd)      # releases the lock
