@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import shlex
 import sys
 from pathlib import Path
@@ -290,7 +291,10 @@ def cmd_project(args) -> int:
         raise UsageError(str(e)) from None
 
 
+@functools.cache
 def make_parser() -> argparse.ArgumentParser:
+    """hmb's parser, built once per process (10 ms: a process that runs several commands, a
+    study's or the tests', reuses it; parsing leaves it unchanged)."""
     p = _Parser(prog="hmb", description="HMB (Hybrid MPI Benchmarks): run hmb-bench under one or "
                 "several MPI libraries, sweep parameter grids, and turn the results into reports.",
                 epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
