@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -510,10 +511,20 @@ def test_the_machine_lock_names_the_running_launch_and_is_released(tmp_path, mon
         assert f"pid {os.getpid()}: mpiexec -n 2 hmb-bench p2p" in lock.read_text()
         with launch.machine_lock("a probe inside the launch's set-up"):   # re-entrant, not a deadlock
             assert "hmb-bench p2p" in lock.read_text()
+        got = threading.Event()       # ... in its own thread only: another thread waits for it
+
+        def other():
+            with launch.machine_lock("another thread's launch"):
+                got.set()
+        t = threading.Thread(target=other, daemon=True)
+        t.start()
+        assert not got.wait(0.3)
         fd = os.open(lock, os.O_RDWR)
         with pytest.raises(BlockingIOError):
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         os.close(fd)
+    assert got.wait(30)
+    t.join(30)
     fd = os.open(lock, os.O_RDWR)
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)      # free again
     os.close(fd)

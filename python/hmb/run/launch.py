@@ -18,6 +18,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 from ..data import descriptors
@@ -488,7 +489,7 @@ MACHINE_LOCK_VAR = "HMB_MACHINE_LOCK"      # the lock file (default /tmp/hmb-mac
 CONCURRENT_VAR = "HMB_CONCURRENT"          # 1: launch without waiting for other hmb launches
 
 
-_lock_depth = 0      # machine_lock: how deep this process is inside it
+_held = threading.local()      # machine_lock: how deep this thread is inside it (depth)
 
 
 @contextlib.contextmanager
@@ -497,15 +498,15 @@ def machine_lock(what: str):
 
     Every launch hmb starts holds an exclusive flock on one file for the machine; a second one
     waits, saying once who holds it. HMB_CONCURRENT=1 asks for the other behaviour (no lock).
-    Re-entrant: a launch made while this process holds the lock (a probe inside a launch's
-    set-up) runs under it."""
-    global _lock_depth
-    if os.environ.get(CONCURRENT_VAR, "") not in ("", "0") or _lock_depth:
-        _lock_depth += 1
+    Re-entrant: a launch made while this thread holds the lock (a probe inside a launch's
+    set-up) runs under it; another thread of the process waits like another process."""
+    depth = getattr(_held, "depth", 0)
+    if os.environ.get(CONCURRENT_VAR, "") not in ("", "0") or depth:
+        _held.depth = depth + 1
         try:
             yield
         finally:
-            _lock_depth -= 1
+            _held.depth = depth
         return
     path = os.environ.get(MACHINE_LOCK_VAR) or "/tmp/hmb-machine.lock"
     try:
@@ -527,11 +528,11 @@ def machine_lock(what: str):
             fcntl.flock(fd, fcntl.LOCK_EX)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()}: {what}\n".encode(errors="replace"), 0)
-        _lock_depth += 1
+        _held.depth = 1
         try:
             yield
         finally:
-            _lock_depth -= 1
+            _held.depth = 0
             os.ftruncate(fd, 0)
     finally:
         os.close(fd)      # releases the lock
