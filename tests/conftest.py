@@ -6,6 +6,7 @@ build tree.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -314,22 +315,27 @@ def run_bench(mpi_name: str, args: list[str], ranks: int = 2, threads: int = 1,
     e["OMP_NUM_THREADS"] = str(threads)
     if env:
         e.update(env)
-    for attempt in (1, 2):
-        shm_before = hlaunch.shm_names()
-        try:
-            p = subprocess.run(cmd, capture_output=True, timeout=timeout, env=e)
-        except subprocess.TimeoutExpired as exc:
-            raise AssertionError(f"hmb-bench hung past {timeout}s: {' '.join(cmd)}\n"
-                                 f"{(exc.stdout or b'').decode(errors='replace')}\n"
-                                 f"{(exc.stderr or b'').decode(errors='replace')}")
-        if attempt == 1 and p.returncode != 0 and LAUNCHER_FLAKE in p.stderr and not p.stdout:
-            # prterun's own start-up failed before any rank ran (once in a full suite here; also
-            # seen on other projects' CI): launch again, once, and say so.
-            warnings.warn(f"Open MPI's launcher failed to start ({LAUNCHER_FLAKE.decode()}); launched again")
-            continue
-        break
-    if p.returncode != 0:   # an aborted launch's segments (hmb run does the same: launch.run_streaming)
-        hlaunch.remove_left_shm(shm_before)
+    # Open MPI's launches under the machine lock, as hmb's own: one of the other xdist worker
+    # starting or ending beside this one broke prterun's start-up (docs/findings.md, PMIx's
+    # listener thread). MPICH's run beside them (all under the lock: make test 20 s slower).
+    lock = hlaunch.machine_lock if impl.flavor == "openmpi" else lambda _: contextlib.nullcontext()
+    with lock(" ".join(cmd)[:300]):
+        for attempt in (1, 2):
+            shm_before = hlaunch.shm_names()
+            try:
+                p = subprocess.run(cmd, capture_output=True, timeout=timeout, env=e)
+            except subprocess.TimeoutExpired as exc:
+                raise AssertionError(f"hmb-bench hung past {timeout}s: {' '.join(cmd)}\n"
+                                     f"{(exc.stdout or b'').decode(errors='replace')}\n"
+                                     f"{(exc.stderr or b'').decode(errors='replace')}")
+            if attempt == 1 and p.returncode != 0 and LAUNCHER_FLAKE in p.stderr and not p.stdout:
+                # prterun's own start-up failed before any rank ran (once in a full suite here; also
+                # seen on other projects' CI): launch again, once, and say so.
+                warnings.warn(f"Open MPI's launcher failed to start ({LAUNCHER_FLAKE.decode()}); launched again")
+                continue
+            break
+        if p.returncode != 0:   # an aborted launch's segments (hmb run does the same: launch.run_streaming)
+            hlaunch.remove_left_shm(shm_before)
     records = []
     if jpath is not None and jpath.exists():
         records = [json.loads(line) for line in jpath.read_text().splitlines() if line.strip()]
