@@ -300,6 +300,22 @@ def one_hmb_line(stderr: str) -> str:
 LAUNCHER_FLAKE = b"The PMIx server's listener thread failed to start"
 
 
+def launch_lock(impl: hmpi.MPI, cmd: list):
+    """What a test's launch of impl holds: Open MPI's launches hold the machine lock, as hmb's
+    own do (launch.machine_lock): one of the other xdist worker starting or ending beside it broke
+    prterun's start-up (docs/findings.md, PMIx's listener thread). MPICH's run beside them
+    (all under the lock: make test 7:03 against 6:41)."""
+    if impl.flavor != "openmpi":
+        return contextlib.nullcontext()
+    return hlaunch.machine_lock(" ".join(map(str, cmd))[:300])
+
+
+def mpi_run(impl: hmpi.MPI, cmd: list, **kw) -> subprocess.CompletedProcess:
+    """subprocess.run of a test's own MPI launch (not hmb-bench's: run_bench), under launch_lock."""
+    with launch_lock(impl, cmd):
+        return subprocess.run(cmd, **kw)
+
+
 def run_bench(mpi_name: str, args: list[str], ranks: int = 2, threads: int = 1,
               timeout: float = 180, env: dict | None = None, tmp_path: Path | None = None,
               bind: bool = True) -> BenchRun:
@@ -315,11 +331,7 @@ def run_bench(mpi_name: str, args: list[str], ranks: int = 2, threads: int = 1,
     e["OMP_NUM_THREADS"] = str(threads)
     if env:
         e.update(env)
-    # Open MPI's launches under the machine lock, as hmb's own: one of the other xdist worker
-    # starting or ending beside this one broke prterun's start-up (docs/findings.md, PMIx's
-    # listener thread). MPICH's run beside them (all under the lock: make test 20 s slower).
-    lock = hlaunch.machine_lock if impl.flavor == "openmpi" else lambda _: contextlib.nullcontext()
-    with lock(" ".join(cmd)[:300]):
+    with launch_lock(impl, cmd):
         for attempt in (1, 2):
             shm_before = hlaunch.shm_names()
             try:

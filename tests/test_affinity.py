@@ -15,7 +15,7 @@ import subprocess
 import pytest
 
 import _corelib as cl
-from conftest import get_mpi, run_bench
+from conftest import get_mpi, mpi_run, run_bench
 from hmb.run import launch
 
 CORES = os.cpu_count() or 1
@@ -144,7 +144,7 @@ def placement(mpi_name: str, ranks: int, cores_per_rank: int, threads: int, env:
     e = impl.env()
     e.update(OMP_BOUND, OMP_NUM_THREADS=str(threads), **(env or {}))
     cmd = impl.launch_args(ranks, cores_per_rank) + [str(impl.bench), "--placement"]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=e)
+    p = mpi_run(impl, cmd, capture_output=True, text=True, timeout=120, env=e)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout.strip().splitlines()[-1]), p.stderr
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import get_mpi
+from conftest import get_mpi, mpi_run
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -169,8 +169,8 @@ def launch(impl, exe, args, tmp_path, ranks=2):
     out = tmp_path / "out.jsonl"
     env = impl.env()
     env["OMP_NUM_THREADS"] = "1"
-    p = subprocess.run(impl.launch_args(ranks, 1) + [str(exe)] + args + ["--json", str(out)], capture_output=True,
-                       text=True, env=env, timeout=240)
+    p = mpi_run(impl, impl.launch_args(ranks, 1) + [str(exe)] + args + ["--json", str(out)], capture_output=True,
+                text=True, env=env, timeout=240)
     assert p.returncode == 0, p.stderr[-3000:]
     return [json.loads(line) for line in out.read_text().splitlines() if '"result"' in line]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import get_mpi
+from conftest import get_mpi, mpi_run
 
 DATA = Path(__file__).parent / "data"
 
@@ -21,7 +21,7 @@ def profiled_run(mpi_name, tmp_path, program):
                    env=impl.env())
     out = tmp_path / "profile.json"
     env = {**impl.env(), "LD_PRELOAD": str(impl.build_dir / "libhmbprof.so"), "HMB_PROF_OUT": str(out)}
-    p = subprocess.run(impl.launch_args(2) + [str(exe)], env=env, capture_output=True, text=True, timeout=120)
+    p = mpi_run(impl, impl.launch_args(2) + [str(exe)], env=env, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert f"hmbprof: wrote {out}" in p.stderr
     return json.loads(out.read_text()), p.stdout

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from conftest import get_mpi, hmb_lines
+from conftest import get_mpi, hmb_lines, mpi_run
 
 N = 7
 # Queue-length variables per library: Open MPI ob1 (per peer, bound to a communicator), MPICH recvq.
@@ -25,7 +25,7 @@ UNEXPECTED = ("pml_ob1_unexpected_msgq_length", "unexpected_recvq_length")
 def launch(mpi_name: str, program: str, args: list[str], ranks: int) -> subprocess.CompletedProcess:
     impl = get_mpi(mpi_name)
     cmd = impl.launch_args(ranks) + [str(impl.build_dir / program)] + args
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=impl.env())
+    return mpi_run(impl, cmd, capture_output=True, text=True, timeout=120, env=impl.env())
 
 
 @pytest.fixture
