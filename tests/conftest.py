@@ -297,9 +297,6 @@ def one_hmb_line(stderr: str) -> str:
     return lines[0]
 
 
-LAUNCHER_FLAKE = b"The PMIx server's listener thread failed to start"
-
-
 def launch_lock(impl: hmpi.MPI, cmd: list):
     """What a test's launch of impl holds: Open MPI's launches hold the machine lock, as hmb's
     own do (launch.machine_lock): one of the other xdist worker starting or ending beside it broke
@@ -340,10 +337,12 @@ def run_bench(mpi_name: str, args: list[str], ranks: int = 2, threads: int = 1,
                 raise AssertionError(f"hmb-bench hung past {timeout}s: {' '.join(cmd)}\n"
                                      f"{(exc.stdout or b'').decode(errors='replace')}\n"
                                      f"{(exc.stderr or b'').decode(errors='replace')}")
-            if attempt == 1 and p.returncode != 0 and LAUNCHER_FLAKE in p.stderr and not p.stdout:
-                # prterun's own start-up failed before any rank ran (once in a full suite here; also
-                # seen on other projects' CI): launch again, once, and say so.
-                warnings.warn(f"Open MPI's launcher failed to start ({LAUNCHER_FLAKE.decode()}); launched again")
+            cause = hlaunch.machine_failure(p.stderr.decode(errors="replace"), p.returncode)
+            if attempt == 1 and cause and not p.stdout:
+                # the launcher did not start the job, no rank ran (prterun's start-up, once in a full
+                # suite here; also seen on other projects' CI): launch again, once, and say so, as
+                # hmb check does.
+                warnings.warn(f"{cause}; launched again")
                 continue
             break
         if p.returncode != 0:   # an aborted launch's segments (hmb run does the same: launch.run_streaming)

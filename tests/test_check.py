@@ -11,6 +11,7 @@ import pytest
 
 from conftest import TEST_MPIS, get_mpi, hmb_cli
 from hmb.run import check as ck
+from hmb.run import mpi as hmpi
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -269,3 +270,33 @@ def test_a_node_without_a_core_beside_its_ranks_is_named():
     eight = ck.check_spare_core({"cpus_available": 8, "ranks_per_node": 1, "threads": 1})
     assert (eight[0].figure, eight[0].status) == (7.0, ck.PASS)
     assert ck.check_spare_core({})[0].status == ck.WARN
+
+
+def test_a_launcher_that_did_not_start_is_launched_again_once_saying_so(tmp_path, monkeypatch, capsys):
+    """prterun's start-up failure (the machine's, no rank ran: launch.machine_failure) costs the
+    check one launch again, said on stderr; a second one, or the benchmark's own failure, ends it."""
+    from hmb.run import launch
+    flake = "-" * 74 + "\nThe PMIx server's listener thread failed to start. We cannot\ncontinue.\n" + "-" * 74 + "\n"
+    runs = []
+
+    def fake(cmd, env, timeout=None, stdout=None, stderr=None, **kw):
+        runs.append(cmd)
+        said = script[len(runs) - 1]
+        (stdout if said[0] == 0 else stderr).write(said[1])
+        return said[0]
+    monkeypatch.setattr(launch, "run_streaming", fake)
+    impl = type("Impl", (), {"env": lambda self: {}, "flavor": "openmpi"})()
+    runner = ck.Runner(impl, 2, tmp_path)
+    script = [(213, flake), (0, "8 1.5\n")]
+    assert runner._run("the minimal ping-pong", ["mpiexec", "x"]) == "8 1.5\n" and len(runs) == 2
+    assert "the minimal ping-pong: Open MPI's launcher did not start the job" in capsys.readouterr().err
+    runs.clear()
+    script = [(213, flake), (213, flake)]
+    with pytest.raises(hmpi.MPIError, match="exited 213: The PMIx server's listener thread failed to start"):
+        runner._run("hmb-bench p2p", ["mpiexec", "x"])
+    assert len(runs) == 2
+    runs.clear()
+    script = [(3, "hmb-bench: validation failed: bench=p2p size=8\n")]
+    with pytest.raises(hmpi.MPIError, match="exited 3: hmb-bench: validation failed"):
+        runner._run("hmb-bench p2p", ["mpiexec", "x"])
+    assert len(runs) == 1

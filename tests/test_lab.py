@@ -354,6 +354,8 @@ def test_the_agent_enters_its_node_whatever_the_environment_says(state):
     ("slurmstepd: error: *** STEP 9.0 ON n3 CANCELLED AT 2026-11-28T18:30:33 ***\n", 15, "(scancel)"),
     ("x\nhmb: lab hmblab failed: lab0 is down in hmblab-n2; the launch was stopped\n", 1, "lab0 is down in hmblab-n2"),
     ("hmb: lab hmblab failed: the lab was taken down during the launch\n", 143, "the lab was taken down during the launch"),
+    ("-" * 74 + "\nThe PMIx server's listener thread failed to start. We cannot\ncontinue.\n" + "-" * 74 + "\n", 213,
+     "Open MPI's launcher did not start the job"),
 ])
 def test_the_machines_failures_are_named_by_cause(text, rc, says):
     assert says in launch.machine_failure(text, rc)

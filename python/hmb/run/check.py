@@ -18,6 +18,7 @@ import platform
 import re
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -454,13 +455,20 @@ class Runner:
         e["OMP_NUM_THREADS"] = str(self.threads)
         e.update(self.lab_env)
         e.update(env or {})
-        self.launches += 1
-        base = self.workdir / f"launch-{self.launches}"
-        with open(f"{base}.out", "w+", errors="replace") as so, open(f"{base}.err", "w+", errors="replace") as se:
-            rc = launch.run_streaming(cmd, e, self.timeout, stdout=so, stderr=se, library=self.impl.flavor)
-            so.seek(0)
-            se.seek(0)
-            out, err = so.read(), se.read()
+        for attempt in (1, 2):
+            self.launches += 1
+            base = self.workdir / f"launch-{self.launches}"
+            with open(f"{base}.out", "w+", errors="replace") as so, open(f"{base}.err", "w+", errors="replace") as se:
+                rc = launch.run_streaming(cmd, e, self.timeout, stdout=so, stderr=se, library=self.impl.flavor)
+                so.seek(0)
+                se.seek(0)
+                out, err = so.read(), se.read()
+            # the machine, not the benchmark, ended it (a launcher that did not start the job):
+            # launched again once, saying so, as a sweep's --resume would
+            cause = launch.machine_failure(err + out, rc) if rc not in (0, 124) else None
+            if cause is None or attempt == 2:
+                break
+            print(f"hmb: check: {what}: {cause}; launching it again", file=sys.stderr, flush=True)
         if rc == 124:
             raise hmpi.MPIError(f"check: {what} did not finish in {self.timeout:.0f} s")
         if rc != 0:

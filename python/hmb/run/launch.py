@@ -719,13 +719,20 @@ _SLURM_MACHINE = [
     (re.compile(r"srun: error: (Node failure on \S+|Unable to contact slurm controller)"),
      "Slurm: {0}"),
 ]
+# A launcher that failed to start its job: no rank ran, nothing of the benchmark failed. Open MPI's
+# prterun, now and then when another Open MPI launch starts or ends beside it (docs/findings.md).
+_LAUNCHER_MACHINE = [
+    (re.compile(r"The PMIx server's listener thread failed to start"),
+     "Open MPI's launcher did not start the job (the PMIx server's listener thread failed to start)"),
+]
 _LAB_FAILED = re.compile(r"^hmb: lab [a-z][a-z0-9]* failed: (.+?)(?:; the launch was stopped)?$", re.MULTILINE)
 
 
 def machine_failure(text: str, rc: int, lab=None) -> str | None:
     """Why a launch that failed (rc != 0) did, when the machine ended it and not the benchmark:
     the job's time limit, a step Slurm refused or cancelled, a node failure, the lab broken under
-    it (a node's namespace gone, a link down, the lab taken down), from its output `text`; with
+    it (a node's namespace gone, a link down, the lab taken down), a launcher that did not start
+    the job (_LAUNCHER_MACHINE), from its output `text`; with
     `lab` (an hmb.lab.Lab) the lab is also checked as it is now. None: the benchmark's own failure
     (or one nothing here recognises), final."""
     if rc == 0:
@@ -733,7 +740,7 @@ def machine_failure(text: str, rc: int, lab=None) -> str | None:
     m = _LAB_FAILED.search(text or "")
     if m:
         return m.group(1).strip()
-    for pattern, says in _SLURM_MACHINE:
+    for pattern, says in _SLURM_MACHINE + _LAUNCHER_MACHINE:
         if rc == 124 and says.endswith("(scancel)"):
             continue        # hmb's own timeout stopped the step: Slurm says it was cancelled
         m = pattern.search(text or "")
