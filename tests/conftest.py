@@ -299,9 +299,11 @@ def one_hmb_line(stderr: str) -> str:
 
 def launch_lock(impl: hmpi.MPI, cmd: list):
     """What a test's launch of impl holds: Open MPI's launches hold the machine lock, as hmb's
-    own do (launch.machine_lock): one of the other xdist worker starting or ending beside it broke
-    prterun's start-up (docs/findings.md, PMIx's listener thread). MPICH's run beside them
-    (all under the lock: make test 7:03 against 6:41)."""
+    own do (launch.machine_lock). make test's group runs its launches one after another on one
+    worker, but a run with another --dist, or the group lost again (pytest-xdist issue 1386),
+    launches two at once, and an Open MPI launch starting or ending beside another broke
+    prterun's start-up (docs/findings.md, PMIx's listener thread). MPICH's take none (hydra has
+    not shown it)."""
     if impl.flavor != "openmpi":
         return contextlib.nullcontext()
     return hlaunch.machine_lock(" ".join(map(str, cmd))[:300])
