@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 
-from ..data import descriptors
+from ..data import descriptors, launchlog
 from ..lab import network
 from ..lab import nodes as hlab
 from . import mpi as hmpi
@@ -461,7 +461,7 @@ def _probe_path(target: Target, hosts: Hosts, launcher: str, net: dict) -> dict:
             hlab.end_launch(hosts.lab.name, mark)     # hydra_pmi_proxy stayed in node 1 after a failed probe
         said = p.stdout + p.stderr + network.verbose_log(d)
         if p.returncode != 0:
-            last = ([ln for ln in (p.stderr + p.stdout).splitlines() if ln.strip()] or ["no output"])[-1]
+            last = launchlog.log_reason(p.stderr + p.stdout, p.returncode)   # an Open MPI help box whole
             cause = hlab.failure_cause(hosts.lab)
             raise LaunchError(f"--hosts {hosts.text}: the network probe ({target.name}, one rank on each of "
                               f"{', '.join(hosts.names[:2])}) failed (exit {p.returncode}): "
