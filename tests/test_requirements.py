@@ -132,3 +132,39 @@ def test_toolkit_runs_on_the_python_the_readme_promises():
                         "--exclude", "tomllib", str(repo / "python" / "hmb")],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_a_binary_being_linked_is_passed_over(tmp_path, monkeypatch):
+    """The rules come from the newest hmb-bench that can run. A linker writes its output without
+    the execute bits and adds them when done (GNU ld: unlink, create 0644, chmod 0755), so while
+    `hmb build` or a test builds another library's hmb-bench, the newest file cannot run yet: it
+    and one that cannot answer --list --json are passed over, the next one read. (CI failed on
+    this once: "Permission denied" on build/openmpi/hmb-bench while it was being linked.)"""
+    import os
+
+    from hmb.data import descriptors
+
+    listing = ('{"benchmarks": [{"name": "async", "options": [], "metrics": [], '
+               '"rules": [{"option": "progress", "values": ["impl"], "env": {"mpich": {"V": "1"}}}]}]}')
+
+    def bench(name: str, body: str, mode: int, age_s: int):
+        exe = tmp_path / name / "hmb-bench"
+        exe.parent.mkdir()
+        exe.write_text("#!/bin/sh\n" + body + "\n")
+        exe.chmod(mode)
+        t = 1_000_000_000 - age_s
+        os.utime(exe, (t, t))
+        return exe
+
+    good = bench("mpich", f"echo '{listing}'", 0o755, 30)
+    broken = bench("impi", "echo 'no listing here' >&2; exit 3", 0o755, 20)
+    bench("openmpi", "exit 0", 0o644, 10)                      # newest, mid-link
+    monkeypatch.setenv("HMB_BUILD_ROOT", str(tmp_path))
+    monkeypatch.setattr(requirements, "_rules", None)
+    assert descriptors.local_binaries() == [broken, good]
+    assert descriptors.local_loaded()[0] == good
+    (rule,) = requirements.rules(build=False)
+    assert (rule.bench, rule.option, rule.values) == ("async", "progress", ("impl",))
+    broken.chmod(0o644)
+    good.chmod(0o644)
+    assert descriptors.local_binaries() == [] and descriptors.local_loaded() == (None, {})

@@ -204,20 +204,42 @@ def load(command: list[str], env: dict | None = None) -> dict:
 
 def local_binaries() -> list:
     """The hmb-bench executables built in this repository, newest first (hmb.run.mpi.local_binary
-    builds one when there is none)."""
+    builds one when there is none). One being linked is left out: the linker writes the file
+    without its execute bits and adds them when it is done, so the newest file may be one that
+    cannot run yet (`hmb build` beside, or a test building another library's)."""
     root = REPO / os.environ.get("HMB_BUILD_ROOT", "build")
-    return sorted(root.glob("*/hmb-bench"), key=lambda p: p.stat().st_mtime, reverse=True)
+    found = []
+    for path in root.glob("*/hmb-bench"):
+        try:
+            mtime = path.stat().st_mtime
+        except OSError:
+            continue                      # removed since the glob (a rebuild)
+        if os.access(path, os.X_OK):
+            found.append((mtime, path))
+    return [path for _, path in sorted(found, key=lambda t: t[0], reverse=True)]
+
+
+def local_loaded() -> tuple:
+    """(path, descriptors) of the newest hmb-bench built here that answers --list --json;
+    (None, {}) when none is built. The error of the last one tried when none answers."""
+    error = None
+    for path in local_binaries():
+        try:
+            return path, load([str(path)])
+        except DescriptorError as e:
+            error = e
+    if error is not None:
+        raise error
+    return None, {}
 
 
 def local() -> dict:
-    """Descriptors of the newest hmb-bench built in this repository ({} when none is built):
-    what the report and compare use to read metrics of results files."""
-    for path in local_binaries():
-        try:
-            return load([str(path)])
-        except DescriptorError:
-            continue
-    return {}
+    """Descriptors of the newest hmb-bench built in this repository ({} when none is built or
+    none answers): what the report and compare use to read metrics of results files."""
+    try:
+        return local_loaded()[1]
+    except DescriptorError:
+        return {}
 
 
 def metric_info(bench: str, name: str, record_metric: dict | None = None,

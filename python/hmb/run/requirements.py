@@ -42,8 +42,10 @@ def rules(build: bool = True) -> tuple:
     global _rules
     if _rules is None:
         try:
-            exe = hmpi.local_binary(build)
-            known = descriptors.load([str(exe)]) if exe else {}
+            exe, known = descriptors.local_loaded()
+            if exe is None and build:      # none built: the default MPI's is built
+                exe = hmpi.local_binary(build)
+                known = descriptors.load([str(exe)]) if exe else {}
         except (MPIError, descriptors.DescriptorError) as e:
             raise RequirementsError(f"no hmb-bench to read the benchmarks' launch needs from: {e}") from None
         if not known:
