@@ -14,26 +14,29 @@ from conftest import one_hmb_line, run_bench, run_planted_never_complete, usage_
 
 TINY = ["--iters", "5", "--warmup", "1", "--ci-target", "0", "--compute", "100us"]
 POLLED = ("overhead_polled", "t_pt2pt_polled_us", "polled_over_blocking")   # the polled-receive baseline's
+PERSISTENT = ("overhead_persistent", "t_persist_us")                          # the persistent baseline's
 METRICS = ("overhead", "overhead_persistent", "t_part_us", "t_pt2pt_us", "t_persist_us", "perceived_bw_MBps",
            "availability", "early_bird", "t_after_join_us") + POLLED
 
 
-def check_physical(result: dict, polled: bool = True) -> None:
+def check_physical(result: dict, polled: bool = True, persistent: bool = True) -> None:
     """Every metric present and finite; every one-way time positive (an arrival cannot precede
     its send: a clock or pairing error would break this on any machine). Without the polled
-    phase (--no-polled) its metrics are present with no sample."""
+    phase (--no-polled) or the persistent one (--no-persistent) their metrics are present with
+    no sample."""
     m = result["metrics"]
+    left_out = (() if polled else POLLED) + (() if persistent else PERSISTENT)
     for name in METRICS:
         assert name in m, f"metric {name} missing: {sorted(m)}"
-        if not polled and name in POLLED:
+        if name in left_out:
             assert m[name]["count"] == 0, (name, m[name])
             continue
         for key in ("median", "min", "max"):
             assert math.isfinite(m[name][key]), f"{name}.{key} = {m[name][key]}"
         assert m[name]["count"] >= 1
-    for name in ("t_part_us", "t_pt2pt_us", "t_persist_us", "perceived_bw_MBps") + (("t_pt2pt_polled_us",) if polled
-                                                                                   else ()):
-        assert m[name]["min"] > 0, (name, m[name])
+    for name in ("t_part_us", "t_pt2pt_us", "t_persist_us", "perceived_bw_MBps", "t_pt2pt_polled_us"):
+        if name not in left_out:
+            assert m[name]["min"] > 0, (name, m[name])
 
 
 @pytest.mark.parametrize("pready,observe,complete", [("single", "thread", "test"), ("range", "thread", "wait"),
@@ -124,6 +127,22 @@ def test_no_polled_leaves_out_the_polled_receive_phase(mpi_name, tmp_path):
     check_physical(res, polled=False)
     assert res["extra"]["polled_receive"] == "not run (--no-polled)"
     assert res["invalid"] == 0 and len(res["samples"]["overhead"]) == 5
+
+
+def test_no_persistent_and_no_polled_leave_two_phases(mpi_name, tmp_path):
+    """--no-persistent --no-polled: the single send and the partitioned request only; the two
+    baselines' metrics have no sample, the rest are as before, both left-out phases are named,
+    and every phase that runs is still checked (a byte corrupted in the first received buffer,
+    the partitioned one now, fails the run there)."""
+    args = ["part", "--sizes", "4K", "--partitions", "1", "--no-polled", "--no-persistent", "--raw"] + TINY
+    r = run_bench(mpi_name, args, tmp_path=tmp_path)
+    assert r.rc == 0, r.stderr
+    (res,) = r.results()
+    check_physical(res, polled=False, persistent=False)
+    assert res["extra"]["persistent"] == "not run (--no-persistent)"
+    assert res["invalid"] == 0 and len(res["samples"]["perceived_bw_MBps"]) == 5
+    r = run_bench(mpi_name, args + ["--inject", "corrupt:2"], tmp_path=tmp_path)
+    assert r.rc == 3 and "partitioned phase, send partition" in r.stderr, r.stderr
 
 
 def run_mismatch(mpi_name, tmp_path, send, recv, size="64K", extra=()):

@@ -51,17 +51,25 @@ def test_merge_adds_no_point_the_claims_do_not_read():
 
 
 def test_a_phase_no_reader_needs_is_left_out():
-    # part's polled baseline: left out where neither the claims (metric, over_metric, a cause's)
-    # nor, for the figures' launches, the figures and tables read one of its metrics
+    # part's polled and persistent baselines: each left out where neither the claims (metric,
+    # over_metric, a cause's) nor, for the figures' launches, the figures and tables read one of
+    # its metrics
     plain = {"metric": "perceived_bw_MBps"}
     caused = {"metric": "overhead", "cause": {"metric": "overhead_polled"}}
+    persist = {"metric": "overhead", "over_metric": "t_persist_us"}
     assert rounds.metrics_read([plain, caused]) == {"perceived_bw_MBps", "overhead", "overhead_polled"}
     assert rounds.metrics_read([], [{"y": ["a", "b"]}, {"rows": ["c"]}]) == {"a", "b", "c"}
     b = {"name": "part", "args": {}}
     rounds.omit_unread(b, rounds.metrics_read([plain]))
-    assert b["args"] == {"no-polled": True}
+    assert b["args"] == {"no-polled": True, "no-persistent": True}
     b = {"name": "part", "args": {}}
     rounds.omit_unread(b, rounds.metrics_read([plain, caused]))
+    assert b["args"] == {"no-persistent": True}
+    b = {"name": "part", "args": {}}
+    rounds.omit_unread(b, rounds.metrics_read([caused, persist]))
+    assert b["args"] == {}
+    b = {"name": "part", "args": {}}                     # a figure's template may read either: both run
+    rounds.omit_unread(b, rounds.metrics_read([], [{"y": ["overhead_{kind}"]}]))
     assert b["args"] == {}
     b = {"name": "p2p", "args": {}}                      # no phase of its own to leave out
     rounds.omit_unread(b, set())

@@ -17,7 +17,8 @@ static const char *const part_complete_names[NCOMPLETE + 1] = {"test", "wait", N
 #define PART_PARAMS(X) X(partitions, INT) X(recv_partitions, INT) X(complete, NAME, .names = part_complete_names)
 HMB_POINT_PARAMS(part_point, PART_PARAMS);
 enum { PHASE_SINGLE, PHASE_PERSISTENT, PHASE_PARTITIONED, PHASE_POLLED, NPHASES };
-/* times_msg (receiver -> rank 0): the baselines' t_recv (the polled one NaN under --no-polled),
+/* times_msg (receiver -> rank 0): the baselines' t_recv (NaN for one left out: --no-polled,
+ * --no-persistent),
  * then a_0 .. a_{P_recv-1} */
 enum { TIMES_RECV_SINGLE, TIMES_RECV_PERSIST, TIMES_RECV_POLLED, TIMES_ARRIVED };
 
@@ -32,6 +33,7 @@ typedef struct {
     int observe_poller; /* one thread polls every partition */
     int complete_wait;  /* the sender completes with MPI_Wait, else by polling MPI_Test */
     int polled;         /* the polled-receive phase runs (not --no-polled) */
+    int persistent;     /* the persistent phase runs (not --no-persistent) */
     int64_t compute_ns;
     int rank;
     MPI_Comm data_comm; /* both phases' messages */
@@ -69,7 +71,9 @@ typedef struct {
     X(complete, CHOICES, .default_value = "test", .names = part_complete_names,                                    \
       .help = "how the sender completes its request in every phase: polling MPI_Test or MPI_Wait (one point each)") \
     X(no_polled, FLAG, .default_value = "0",                                                                        \
-      .help = "leave out the baseline whose receiver polls MPI_Test (overhead_polled): 3 phases an iteration, not 4")
+      .help = "leave out the baseline whose receiver polls MPI_Test (overhead_polled): 3 phases an iteration, not 4") \
+    X(no_persistent, FLAG, .default_value = "0",                                                                    \
+      .help = "leave out the persistent baseline (overhead_persistent, t_persist_us): one phase an iteration fewer")
 HMB_OPTIONS(part_opts, PART_OPTIONS);
 enum { OBSERVE_THREAD, OBSERVE_POLLER };
 

@@ -2,8 +2,8 @@
  * partitioned request.
  *
  * Rank 0 sends, rank 1 receives, other ranks only join the collectives. Each iteration runs
- * four phases (three under --no-polled) on the same per-thread compute draws (hmb_noise_ns is
- * deterministic):
+ * four phases (one fewer under each of --no-polled and --no-persistent) on the same per-thread
+ * compute draws (hmb_noise_ns is deterministic):
  *   single send: threads compute, join (t_join_ss), one fresh send of the whole message; the
  *      receiver's MPI_Recv returns at t_recv; t_pt2pt = t_recv - t_join_ss.
  *   polled receive: the single send again, the sender's side identical, but the receiver posts
@@ -319,8 +319,19 @@ static const hmb_mode part_modes[NPHASES + 1] = {
                            .flags = HMB_MODE_HIDDEN},
     [PHASE_POLLED] = {.name = "polled receive", .iterate = phase_baseline, .flags = HMB_MODE_HIDDEN},
 };
-/* --no-polled runs the first three */
-static const int all_phases[NPHASES] = {PHASE_SINGLE, PHASE_PERSISTENT, PHASE_PARTITIONED, PHASE_POLLED};
+/* The phases an iteration runs: the single send and the partitioned request always, the
+ * persistent and the polled baselines unless left out (--no-persistent, --no-polled). */
+static int run_phases(const part_state *st, int *phases)
+{
+    int n = 0;
+    phases[n++] = PHASE_SINGLE;
+    if (st->persistent)
+        phases[n++] = PHASE_PERSISTENT;
+    phases[n++] = PHASE_PARTITIONED;
+    if (st->polled)
+        phases[n++] = PHASE_POLLED;
+    return n;
+}
 
 /* The paired design runs on the harness's driver (hmb_modes_run: counterbalanced orders, barrier
  * before each phase). Order 0 runs the single send first: the never-reported grace comes from
@@ -331,7 +342,8 @@ static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
     part_state *st = state;
     st->pt = pt;
     hmb_mode_results r;
-    hmb_modes_run(ctx, st, all_phases, st->polled ? NPHASES : NPHASES - 1, iter, &r);
+    int phases[NPHASES];
+    hmb_modes_run(ctx, st, phases, run_phases(st, phases), iter, &r);
     const double *t_baseline = st->t_baseline;
 
     /* Untimed: the receiver's timestamps to rank 0 (this also keeps the sender from
@@ -340,7 +352,7 @@ static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
     const int ntimes = st->nparts_recv + TIMES_ARRIVED;
     if (st->rank == RECEIVER) {
         st->times_msg[TIMES_RECV_SINGLE] = hmb_to_global(ctx, t_baseline[PHASE_SINGLE]);
-        st->times_msg[TIMES_RECV_PERSIST] = hmb_to_global(ctx, t_baseline[PHASE_PERSISTENT]);
+        st->times_msg[TIMES_RECV_PERSIST] = st->persistent ? hmb_to_global(ctx, t_baseline[PHASE_PERSISTENT]) : NAN;
         st->times_msg[TIMES_RECV_POLLED] = st->polled ? hmb_to_global(ctx, t_baseline[PHASE_POLLED]) : NAN;
         for (int j = 0; j < st->nparts_recv; j++)
             st->times_msg[TIMES_ARRIVED + j] = hmb_to_global(ctx, st->arrived[j]);
@@ -352,7 +364,8 @@ static int part_iterate(hmb_ctx *ctx, void *state, const hmb_point *pt, long ite
     MPI_Recv(st->times_msg, ntimes, MPI_DOUBLE, RECEIVER, TAG_TIMES, st->ctl_comm, MPI_STATUS_IGNORE);
 
     double t_pt2pt = st->times_msg[TIMES_RECV_SINGLE] - hmb_to_global(ctx, t_baseline[PHASE_SINGLE]);
-    double t_persist = st->times_msg[TIMES_RECV_PERSIST] - hmb_to_global(ctx, t_baseline[PHASE_PERSISTENT]);
+    double t_persist = st->persistent ? st->times_msg[TIMES_RECV_PERSIST] - hmb_to_global(ctx, t_baseline[PHASE_PERSISTENT])
+                                      : NAN;
     double t_polled = st->polled ? st->times_msg[TIMES_RECV_POLLED] - hmb_to_global(ctx, t_baseline[PHASE_POLLED])
                                  : NAN;
     double t_join = -INFINITY;
@@ -405,9 +418,10 @@ static void part_annotate(hmb_ctx *ctx, void *state, const hmb_point *pt)
                                               : wait ? "MPI_Send / MPI_Irecv + MPI_Test polling of the whole message"
                                                      : "MPI_Isend + MPI_Test polling / MPI_Irecv + MPI_Test polling of "
                                                        "the whole message");
-    hmb_result_add_str(ctx, "persistent", wait ? "MPI_Send_init + MPI_Wait / MPI_Recv_init started before the barrier"
-                                               : "MPI_Send_init + MPI_Test polling / MPI_Recv_init started before the "
-                                                 "barrier");
+    hmb_result_add_str(ctx, "persistent", !st->persistent ? "not run (--no-persistent)"
+                                          : wait ? "MPI_Send_init + MPI_Wait / MPI_Recv_init started before the barrier"
+                                                 : "MPI_Send_init + MPI_Test polling / MPI_Recv_init started before the "
+                                                   "barrier");
 }
 
 

@@ -152,6 +152,7 @@ void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
     st->observe_poller = HMB_OPTS(part_opts, ctx)->observe == OBSERVE_POLLER;
     st->complete_wait = pp->complete == COMPLETE_WAIT;
     st->polled = !HMB_OPTS(part_opts, ctx)->no_polled;
+    st->persistent = !HMB_OPTS(part_opts, ctx)->no_persistent;
     st->compute_ns = hmb_common(ctx)->compute;
     MPI_Comm_dup(hmb_comm(ctx), &st->data_comm);
     MPI_Comm_dup(hmb_comm(ctx), &st->ctl_comm);
@@ -177,25 +178,29 @@ void *part_setup(hmb_ctx *ctx, const hmb_point *pt)
             st->pready_list[i] = i;
         MPI_Psend_init(st->send_buf, st->nparts_send, count_send, MPI_UINT64_T, RECEIVER, TAG_PART, st->data_comm,
                        MPI_INFO_NULL, &st->part_req);
-        MPI_Send_init(st->send_buf, count_whole, MPI_UINT64_T, RECEIVER, TAG_PERSIST, st->data_comm, &st->persist_req);
+        if (st->persistent)
+            MPI_Send_init(st->send_buf, count_whole, MPI_UINT64_T, RECEIVER, TAG_PERSIST, st->data_comm,
+                          &st->persist_req);
     } else if (st->rank == RECEIVER) {
         st->recv_buf_single = hmb_buffer_alloc(ctx, st->size_bytes);
-        st->recv_buf_persist = hmb_buffer_alloc(ctx, st->size_bytes);
+        if (st->persistent)
+            st->recv_buf_persist = hmb_buffer_alloc(ctx, st->size_bytes);
         st->recv_buf_part = hmb_buffer_alloc(ctx, st->size_bytes);
         if (st->polled)
             st->recv_buf_polled = hmb_buffer_alloc(ctx, st->size_bytes);
         st->arrived = calloc((size_t)st->nparts_recv, sizeof(double));
         st->times_msg = calloc((size_t)st->nparts_recv + TIMES_ARRIVED, sizeof(double));
-        if (!st->recv_buf_single || !st->recv_buf_persist || !st->recv_buf_part || (st->polled && !st->recv_buf_polled) ||
-            !st->arrived || !st->times_msg) {
-            hmb_unsupported(ctx, "cannot allocate %d x %zu bytes of receive buffers on the receiver", 3 + st->polled,
-                            st->size_bytes);
+        if (!st->recv_buf_single || (st->persistent && !st->recv_buf_persist) || !st->recv_buf_part ||
+            (st->polled && !st->recv_buf_polled) || !st->arrived || !st->times_msg) {
+            hmb_unsupported(ctx, "cannot allocate %d x %zu bytes of receive buffers on the receiver",
+                            2 + st->persistent + st->polled, st->size_bytes);
             return st;
         }
         MPI_Precv_init(st->recv_buf_part, st->nparts_recv, count_recv, MPI_UINT64_T, SENDER, TAG_PART, st->data_comm,
                        MPI_INFO_NULL, &st->part_req);
-        MPI_Recv_init(st->recv_buf_persist, count_whole, MPI_UINT64_T, SENDER, TAG_PERSIST, st->data_comm,
-                      &st->persist_req);
+        if (st->persistent)
+            MPI_Recv_init(st->recv_buf_persist, count_whole, MPI_UINT64_T, SENDER, TAG_PERSIST, st->data_comm,
+                          &st->persist_req);
     }
     part_register_checks(ctx, st);
     return st;

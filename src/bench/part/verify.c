@@ -19,7 +19,7 @@ void part_register_checks(hmb_ctx *ctx, part_state *st)
      * too. */
     unsigned char *bufs[4] = {st->recv_buf_polled, st->recv_buf_part, st->recv_buf_single, st->recv_buf_persist};
     static const char *const phase[4] = {"polled-receive", "partitioned", "single-send", "persistent"};
-    for (int b = st->polled ? 0 : 1; b < 4; b++)
+    for (int b = st->polled ? 0 : 1; b < 4 - !st->persistent; b++)
         for (int i = 0; i < st->nparts_send; i++)
             hmb_check_register(ctx, HMB_RECEIVE, bufs[b] + (size_t)i * st->psize_send, st->psize_send, SENDER, i,
                                1, HMB_AFTER_ITERATION, "%s phase, send partition %d (%zu bytes)", phase[b], i,
