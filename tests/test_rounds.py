@@ -50,6 +50,27 @@ def test_merge_adds_no_point_the_claims_do_not_read():
     assert other.keys == ["d"] and other.bench["args"]["partitions"] == "4"
 
 
+def test_a_later_round_relaunches_only_the_configurations_undecided_claims_read():
+    # seed000's Fig. 5 bench: 100 ms and 10 ms, three noises, merged; only the 10 ms claims went
+    # on. A later round keeps the launch axes' values those claims select (in the grid's order),
+    # the in-launch lists whole (each launch kept is one an earlier round ran: the same tag),
+    # and an axis no selection narrows whole
+    fig5 = {"name": "part", "threads": [1, 2], "args": {"sizes": "4K:16M:x4", "partitions": "1,2",
+                                                         "compute": ["100ms", "10ms"],
+                                                         "noise": ["none", "uniform:4", "uniform:10"]}}
+    ten_none = {"where": {"compute": "10ms", "noise": "none", "partitions": 1}}
+    ten_u10 = {"where": {"compute": "10ms", "noise": "uniform:10"}}
+    b = rounds.focus(fig5, [ten_u10, ten_none])
+    assert b["args"] == {**fig5["args"], "compute": ["10ms"], "noise": ["none", "uniform:10"]}
+    assert b["threads"] == [1, 2] and fig5["args"]["compute"] == ["100ms", "10ms"]   # the bench is kept
+    assert rounds._configs(fig5) == 12 and rounds._configs(b) == 4
+    both = {"where": {"compute": "100ms"}, "over": {"compute": "10ms"}, "min_threads": 2}   # a ratio of two
+    b = rounds.focus(fig5, [both])
+    assert b["args"]["compute"] == ["100ms", "10ms"] and b["args"]["noise"] == fig5["args"]["noise"]
+    assert b["threads"] == [2]
+    assert rounds.focus(fig5, []) == fig5
+
+
 def test_a_phase_no_reader_needs_is_left_out():
     # part's polled and persistent baselines: each left out where neither the claims (metric,
     # over_metric, a cause's) nor, for the figures' launches, the figures and tables read one of

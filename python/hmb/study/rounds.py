@@ -67,6 +67,7 @@ class Driven:
     claims: list          # expanded claims (dicts) that read its points
     keys: list            # their history keys
     tags: dict = dataclasses.field(default_factory=dict)   # mpi -> the tags of its launches so far
+    whole: dict | None = None   # the bench as planned, before a later round focused it (focus)
 
 
 def selections(claim: dict) -> list[dict]:
@@ -168,6 +169,35 @@ def narrow(bench: dict, sel: dict, defaults: dict | None = None) -> dict | None:
             args[opt] = ",".join(kept)
         elif not _matches(value, wants):
             return None
+    return b
+
+
+def focus(bench: dict, claims: list[dict]) -> dict:
+    """The bench of a later round: its launch axes (list-valued options; threads, ranks and
+    settings) cut to the values the claims still undecided select, so a merged bench does not
+    relaunch the configurations of claims already decided (seed000's Fig. 5 bench holds 100 ms
+    and 10 ms launches: the 10 ms claims alone went on). In-launch lists and sizes stay whole, so
+    each launch kept is the one earlier rounds ran (the same tag) and pairs up with them; an axis
+    no claim's selection narrows stays whole."""
+    b = copy.deepcopy(bench)
+    args = b.setdefault("args", {})
+    axes = [k for k, v in args.items() if isinstance(v, list) and k != "sizes"]
+    top = [c for c in ("threads", "ranks", "settings") if isinstance(b.get(c), list)]
+    kept: dict = {k: [] for k in axes + top}
+    for c in claims:
+        for sel in selections(c):
+            n = narrow(bench, sel)
+            if n is None:
+                continue
+            for k in axes + top:
+                have = n["args"].get(k) if k in axes else n.get(k)
+                kept[k] += [v for v in _listed(have) if v not in kept[k]]
+    for k in axes:
+        if kept[k]:
+            args[k] = [v for v in args[k] if v in kept[k]]
+    for k in top:
+        if kept[k]:
+            b[k] = [v for v in b[k] if v in kept[k]]
     return b
 
 
@@ -467,16 +497,34 @@ class Outcome:
     run_id: str = ""
 
 
-def _next_round_seconds(units: list, undecided: dict, elapsed: dict) -> float:
+def _configs(bench: dict) -> int:
+    """The launches one repeat of a bench makes per library: the product of its launch axes."""
+    n = 1
+    for v in list((bench.get("args") or {}).values()) + [bench.get(c) for c in ("threads", "ranks", "settings")]:
+        n *= len(v) if isinstance(v, list) else 1
+    return n
+
+
+def _next_round(units: list, undecided: dict) -> dict:
+    """id(Driven) -> its bench for the next round (focus), for each bench a claim still undecided reads."""
+    out = {}
+    for u in units:
+        for d in u.driven:
+            if any(k in undecided for k in d.keys):
+                out[id(d)] = focus(d.whole or d.bench, [c for c, k in zip(d.claims, d.keys) if k in undecided])
+    return out
+
+
+def _next_round_seconds(units: list, undecided: dict, elapsed: dict, benches: dict) -> float:
     """What the next round should take: per bench to relaunch, the mean of its launches so far
-    times the STEP launches per library it gets."""
+    times the STEP repeats per library it gets of each launch of its focused bench."""
     total = 0.0
     for u in units:
         for d in u.driven:
             want = {m for k in d.keys for m in undecided.get(k, ())}
             for m in want:
                 took = [elapsed[t] for t in d.tags.get(m, ()) if t in elapsed]
-                total += STEP * (sum(took) / len(took) if took else 0.0)
+                total += STEP * _configs(benches[id(d)]) * (sum(took) / len(took) if took else 0.0)
     return total
 
 
@@ -579,7 +627,8 @@ def drive(units: list[Unit], figures: list[dict], out: Path, mpis: list, hosts=N
         if not undecided:
             break
         took = now() - start
-        if time_limit is not None and took + _next_round_seconds(units, undecided, elapsed) > time_limit:
+        following = _next_round(units, undecided)
+        if time_limit is not None and took + _next_round_seconds(units, undecided, elapsed, following) > time_limit:
             for k, ms in undecided.items():
                 for m in ms:
                     state[f"{k}|{m}"]["stopped"] = f"the run's time limit ({time_limit:.0f} s)"
@@ -588,9 +637,11 @@ def drive(units: list[Unit], figures: list[dict], out: Path, mpis: list, hosts=N
         for u in units:
             for d in u.driven:
                 want = sorted({m for k in d.keys for m in undecided.get(k, ())})
-                d.bench["mpis"] = want
                 if want:
+                    d.whole = d.whole or copy.deepcopy(d.bench)
+                    d.bench = following[id(d)]
                     d.bench["repeats"] = target
+                d.bench["mpis"] = want
     launches = len([t for t in launch_seconds([rec for _, rec in hresults.read_records(output)]) if t]) \
         if output.exists() else 0
     return Outcome(rc, now() - start, rnd, figure_tags, state, launches, uuid.uuid4().hex)
