@@ -71,6 +71,26 @@ def test_a_later_round_relaunches_only_the_configurations_undecided_claims_read(
     assert rounds.focus(fig5, []) == fig5
 
 
+def test_a_later_round_focuses_per_library_on_the_undecided_cells():
+    # per library, the cells still undecided there (a `per` claim's one noise, not its three);
+    # libraries with the same focus share a bench
+    fig5 = {"name": "part", "args": {"sizes": "4K", "compute": ["100ms", "10ms"],
+                                     "noise": ["none", "uniform:4", "uniform:10"]}}
+    d = rounds.Driven(fig5, [{"figure": "a"}, {"figure": "b"}], ["a", "b"])
+    unit = rounds.Unit(None, [d], [], [])
+    cell = lambda compute, noise: {"where": {"compute": compute, "noise": noise}}   # noqa: E731
+    still = {("a", "mpich"): [cell("100ms", "uniform:4")], ("b", "mpich"): [cell("10ms", "none")],
+             ("b", "openmpi"): [cell("10ms", "none")], ("b", "impi"): [cell("10ms", "none")]}
+    runs = rounds._next_round([unit], still)[id(d)]
+    got = {tuple(b["mpis"]): (b["args"]["compute"], b["args"]["noise"]) for b in runs}
+    assert got == {("mpich",): (["100ms", "10ms"], ["none", "uniform:4"]),
+                   ("impi", "openmpi"): (["10ms"], ["none"])}
+    elapsed = {"t1": 4.0, "t2": 6.0}
+    d.tags = {"mpich": {"t1", "t2"}, "openmpi": {"t1"}}
+    # mpich: 2 repeats x 4 launches x 5 s; openmpi 2 x 1 x 4 s; impi has no launches yet
+    assert rounds._next_round_seconds([unit], elapsed, {id(d): runs}) == pytest.approx(40 + 8)
+
+
 def test_a_phase_no_reader_needs_is_left_out():
     # part's polled and persistent baselines: each left out where neither the claims (metric,
     # over_metric, a cause's) nor, for the figures' launches, the figures and tables read one of

@@ -68,6 +68,7 @@ class Driven:
     keys: list            # their history keys
     tags: dict = dataclasses.field(default_factory=dict)   # mpi -> the tags of its launches so far
     whole: dict | None = None   # the bench as planned, before a later round focused it (focus)
+    runs: list = dataclasses.field(default_factory=list)   # this round's benches (focused), each with its mpis
 
 
 def selections(claim: dict) -> list[dict]:
@@ -505,26 +506,34 @@ def _configs(bench: dict) -> int:
     return n
 
 
-def _next_round(units: list, undecided: dict) -> dict:
-    """id(Driven) -> its bench for the next round (focus), for each bench a claim still undecided reads."""
+def _next_round(units: list, still: dict) -> dict:
+    """id(Driven) -> its benches for the next round, each with the libraries it runs on: per
+    library, the bench focused on the cells still undecided there (still: (claim key, mpi) -> the
+    undecided verdicts' claims, each cut to its cell of a `per`), libraries with the same focus
+    sharing one bench."""
     out = {}
     for u in units:
         for d in u.driven:
-            if any(k in undecided for k in d.keys):
-                out[id(d)] = focus(d.whole or d.bench, [c for c, k in zip(d.claims, d.keys) if k in undecided])
+            groups: dict = {}
+            for m in dict.fromkeys(m for k in d.keys for (kk, m) in still if kk == k):
+                cells = [c for k in d.keys for c in still.get((k, m), ())]
+                b = focus(d.whole or d.bench, cells)
+                groups.setdefault(json.dumps(b, sort_keys=True, default=str), (b, []))[1].append(m)
+            if groups:
+                out[id(d)] = [{**b, "mpis": sorted(ms)} for b, ms in groups.values()]
     return out
 
 
-def _next_round_seconds(units: list, undecided: dict, elapsed: dict, benches: dict) -> float:
-    """What the next round should take: per bench to relaunch, the mean of its launches so far
-    times the STEP repeats per library it gets of each launch of its focused bench."""
+def _next_round_seconds(units: list, elapsed: dict, following: dict) -> float:
+    """What the next round should take: per focused bench and library, the mean of the Driven's
+    launches there so far times the STEP repeats it gets of each of the bench's launches."""
     total = 0.0
     for u in units:
         for d in u.driven:
-            want = {m for k in d.keys for m in undecided.get(k, ())}
-            for m in want:
-                took = [elapsed[t] for t in d.tags.get(m, ()) if t in elapsed]
-                total += STEP * _configs(benches[id(d)]) * (sum(took) / len(took) if took else 0.0)
+            for b in following.get(id(d), ()):
+                for m in b["mpis"]:
+                    took = [elapsed[t] for t in d.tags.get(m, ()) if t in elapsed]
+                    total += STEP * _configs(b) * (sum(took) / len(took) if took else 0.0)
     return total
 
 
@@ -566,19 +575,19 @@ def drive(units: list[Unit], figures: list[dict], out: Path, mpis: list, hosts=N
         for d in u.driven:
             d.bench["mpis"] = list(mpis)
             d.bench["repeats"] = first
+            d.runs = [d.bench]
     state: dict = {}
     last_n: dict = {}
     target = first
     rc, rnd = 0, 0
     while True:
         rnd += 1
-        benches = [d.bench for u in units for d in u.driven if d.bench.get("mpis")]
-        if not benches and not (rnd == 1 and figures):
+        runs = [(d, b) for u in units for d in u.driven for b in d.runs if b.get("mpis")]
+        if not runs and not (rnd == 1 and figures):
             break
-        data = sweep_config(benches + (figures if rnd == 1 else []), mpis, output, rnd, timeout)
+        data = sweep_config([b for _, b in runs] + (figures if rnd == 1 else []), mpis, output, rnd, timeout)
         cfg = _load_cfg(data, out / "rounds.toml", hosts)
-        driven = [d for u in units for d in u.driven if d.bench.get("mpis")]
-        for d, b in zip(driven, cfg.benches):       # the claims' benches come first, in this order
+        for (d, _), b in zip(runs, cfg.benches):    # the claims' benches come first, in this order
             for spec in sweep.expand(dataclasses.replace(cfg, benches=[b]), probe_mpi=False):
                 d.tags.setdefault(spec.mpi, set()).add(spec.tag)
         todo = [s for s in sweep.expand(cfg, probe_mpi=False) if s.tag not in _finished(output)]
@@ -598,6 +607,7 @@ def drive(units: list[Unit], figures: list[dict], out: Path, mpis: list, hosts=N
         if not df.empty:
             df = df[~df["tag"].isin(set(figure_tags))]
         undecided: dict = {}
+        cells: dict = {}          # (claim key, mpi) -> the undecided cells that more launches could decide
         for u in units:
             for c, k in zip(u.judged, u.keys):
                 feeding = [d for d in u.driven if k in d.keys]
@@ -605,20 +615,23 @@ def drive(units: list[Unit], figures: list[dict], out: Path, mpis: list, hosts=N
                     tags = {t for d in feeding for t in d.tags.get(m, ())}
                     rows = df[df["tag"].isin(tags)] if not df.empty else df
                     vs = hclaims.judge_all(c, rows, u.study.meta.get("setup", "")) if not rows.empty else []
-                    n = min((v.decision.n for v in vs if v.decision is not None), default=0)
                     sid = f"{k}|{m}"
                     st = state.setdefault(sid, {"round": 0})
                     st["launches"] = len({t for t in tags if t in elapsed})
                     st["seconds"] = round(sum(elapsed.get(t, 0.0) for t in tags), 1)
-                    st["n"] = n
+                    st["n"] = min((v.decision.n for v in vs if v.decision is not None), default=0)
                     still = [v for v in vs if v.verdict == hclaims.UNDECIDED]
                     if any(v.verdict in hclaims.DECIDED for v in vs) and not still and not st["round"]:
                         st["round"] = rnd
+                    # the launches of the cells still undecided (a decided cell's stop growing
+                    # once later rounds focus on the others)
+                    n = min((v.decision.n for v in still if v.decision is not None), default=st["n"])
                     grew = n > last_n.get(sid, -1)
                     last_n[sid] = n
                     futile = [v for v in still if v.decision is not None and not hclaims.reachable(v.decision, cap)]
                     if still and n < cap and grew and len(futile) < len(still):
                         undecided.setdefault(k, set()).add(m)
+                        cells[(k, m)] = [v.claim for v in still if not any(v is f for f in futile)]
                         st.pop("stopped", None)
                     elif still:
                         st["stopped"] = (f"the cap of {cap} launches" if n >= cap else
@@ -627,8 +640,8 @@ def drive(units: list[Unit], figures: list[dict], out: Path, mpis: list, hosts=N
         if not undecided:
             break
         took = now() - start
-        following = _next_round(units, undecided)
-        if time_limit is not None and took + _next_round_seconds(units, undecided, elapsed, following) > time_limit:
+        following = _next_round(units, cells)
+        if time_limit is not None and took + _next_round_seconds(units, elapsed, following) > time_limit:
             for k, ms in undecided.items():
                 for m in ms:
                     state[f"{k}|{m}"]["stopped"] = f"the run's time limit ({time_limit:.0f} s)"
@@ -636,12 +649,10 @@ def drive(units: list[Unit], figures: list[dict], out: Path, mpis: list, hosts=N
         target += STEP
         for u in units:
             for d in u.driven:
-                want = sorted({m for k in d.keys for m in undecided.get(k, ())})
-                if want:
-                    d.whole = d.whole or copy.deepcopy(d.bench)
-                    d.bench = following[id(d)]
-                    d.bench["repeats"] = target
-                d.bench["mpis"] = want
+                d.whole = d.whole or copy.deepcopy(d.bench)
+                d.runs = following.get(id(d), [])
+                for b in d.runs:
+                    b["repeats"] = target
     launches = len([t for t in launch_seconds([rec for _, rec in hresults.read_records(output)]) if t]) \
         if output.exists() else 0
     return Outcome(rc, now() - start, rnd, figure_tags, state, launches, uuid.uuid4().hex)
