@@ -472,6 +472,37 @@ def test_claims_are_judged_per_library(tmp_path):
     assert "| MPICH | 1.21" in claims.markdown(first) and first[0].library == "MPICH x"
 
 
+def test_a_claim_driven_report_reads_each_claim_on_its_own_launches(tmp_path):
+    """A claim-driven run's report judges a claim on the launches its rounds judged it on
+    (rounds.json's tags per claim and library), not on another bench's launches of the same
+    points: those launches stop when that bench's own claims are decided, so pooling them would
+    pair fewer launches than the rounds counted. A run without the tags reads every launch."""
+    recs = []
+    for k in range(3):
+        for rid, val in (("a", 1.2), ("b", 3.0)):       # a: the claim's bench; b: another's
+            r = _run(f"{rid}{k}", "part", options={"compute": "10ms"})
+            r["tag"] = f"part-mpich-{rid * 10}-r{k}"
+            recs += [r, result(f"{rid}{k}", "part", {"size_bytes": 65536, "partitions": 1},
+                               {"overhead": metric(val + 0.01 * k, unit="ratio")})]
+    path = write(tmp_path / "results.jsonl", recs)
+    s = hstudy.load("seed000-partitioned")
+    (claim,) = [c for c in s.claims if c["quote"].startswith("With one thread")]
+    key = history.claim_key(s.name, claim)
+    mine = [f"part-mpich-{'a' * 10}-r{k}" for k in range(3)]
+
+    def verdict():
+        _, verdicts = study_cli.report(s, [path], tmp_path, claims_only=[claim], strict=False)
+        (v,) = verdicts
+        return v
+    v = verdict()                                       # 1.2 and 3.0 pooled per launch: 2.1, above 1.76
+    assert v.verdict == claims.DIFFERS and v.reading.startswith("2.1"), v.reading
+    (tmp_path / "rounds.json").write_text(json.dumps({"type": "rounds", "schema": 1, "run_id": "x", "figure_tags": [],
+                                                      "rounds": 1, "seconds": 1.0,
+                                                      "claims": {f"{key}|mpich": {"tags": mine, "launches": 3}}}))
+    v = verdict()
+    assert v.verdict == claims.AGREES and v.reading.startswith("1.2"), v.reading
+
+
 def test_claim_needing_threads_and_signed_differences(part_records):
     v = claims.judge(_claim(min_threads=2, value=1.0), part_records)
     assert v.verdict == claims.NOT_COMPARABLE and "needs at least 2 threads" in v.reason and "T = 1" in v.reason

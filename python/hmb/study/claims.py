@@ -821,10 +821,11 @@ def judge_all(claim: dict, df, seed_setup: str = "", lacks: str = "", unsupporte
     return out
 
 
-def table(study, df, unsupported=None, only=None) -> list[Verdict]:
+def table(study, df, unsupported=None, only=None, launches=None) -> list[Verdict]:
     """Each claim judged once per MPI library in the table (a claim that reads nothing: once);
     unsupported: tidy.Table.unsupported of the same results; only: these claims instead of the
-    study's (a demo's, narrowed to the cells it judges)."""
+    study's (a demo's, narrowed to the cells it judges); launches(claim, mpi): the tags of the
+    launches a claim-driven run judged the (expanded) claim on there, None for every launch."""
     needs = {f["id"]: f["needs"] for f in study.figures if f.get("needs")}
     mpis = sorted(df["mpi"].dropna().unique()) if df is not None and not df.empty else []
     setup = study.meta.get("setup", "")
@@ -837,9 +838,12 @@ def table(study, df, unsupported=None, only=None) -> list[Verdict]:
         for m in mpis:
             un = unsupported[unsupported["mpi"] == m] if unsupported is not None and not unsupported.empty \
                 else None
-            for v in judge_all(c, df[df["mpi"] == m], setup, unsupported=un):
-                v.mpi = m
-                out.append(v)
+            rows = df[df["mpi"] == m]
+            for e in ([c] if launches is None else expand(c)):
+                tags = launches(e, m) if launches is not None else None
+                for v in judge_all(e, rows if tags is None else rows[rows["tag"].isin(tags)], setup, unsupported=un):
+                    v.mpi = m
+                    out.append(v)
     return out
 
 

@@ -652,7 +652,8 @@ def report(study, paths, outdir=None, figures_only=None, claims_only=None, recor
             lines += [f"- {md_text(t['number'])}: not drawn: {md_text(why)}", ""]
             continue
         lines += [figures.table(t, df), md_text(t.get("note", "")), ""]
-    verdicts = claims.table(study, claims_df, table.unsupported, only=claims_only)
+    verdicts = claims.table(study, claims_df, table.unsupported, only=claims_only,
+                            launches=_claim_launches(study, plan.get("claims", {}), claims_df))
     if claims_only is None and figures_only:
         verdicts = [v for v in verdicts if v.claim.get("figure_id") in figures_only]
     over_time(study, verdicts, claims_df, paths[0], plan.get("claims", {}), record)
@@ -681,6 +682,22 @@ def _read_rounds(path: Path) -> dict:
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _claim_launches(study, state: dict, df):
+    """claims.table's launches: a claim-driven run's tags per claim and library (rounds.json),
+    so the report reads each claim on the launches the rounds judged it on (not on another
+    bench's launches of the same points: seed000's Fig. 5 bench runs the one-partition 10 ms
+    points of the overhead claims too, with its own rounds). None for a run without them."""
+    from . import history as hhistory   # pandas: not on hmb's start-up path
+    if not any("tags" in st for st in state.values()):
+        return None
+    names = _mpi_names(df)
+
+    def launches(claim: dict, mpi: str):
+        st = state.get(f"{hhistory.claim_key(study.name, claim)}|{names.get(mpi, mpi)}") or {}
+        return set(st["tags"]) if "tags" in st else None
+    return launches
 
 
 def _unlabelled(claim: dict) -> dict:

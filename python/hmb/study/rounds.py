@@ -493,7 +493,7 @@ class Outcome:
     seconds: float
     rounds: int
     figure_tags: list
-    state: dict            # "key|mpi" -> {"round": r, "launches": n, "seconds": s, "verdict": ...}
+    state: dict            # "key|mpi" -> {"round": r, "launches": n, "seconds": s, "tags": [...], ...}
     launches: int = 0
     run_id: str = ""
 
@@ -617,6 +617,7 @@ def drive(units: list[Unit], figures: list[dict], out: Path, mpis: list, hosts=N
                     vs = hclaims.judge_all(c, rows, u.study.meta.get("setup", "")) if not rows.empty else []
                     sid = f"{k}|{m}"
                     st = state.setdefault(sid, {"round": 0})
+                    st["tags"] = sorted(tags)     # the report judges the claim on these launches alone
                     st["launches"] = len({t for t in tags if t in elapsed})
                     st["seconds"] = round(sum(elapsed.get(t, 0.0) for t in tags), 1)
                     st["n"] = min((v.decision.n for v in vs if v.decision is not None), default=0)
