@@ -284,6 +284,8 @@ def test_launches_decide_at_their_stated_confidence():
     wide = pd.DataFrame([_row("b", "m", v, rid, {}) for v, rid in zip((0.7, 0.8, 0.9), LAUNCHES)])
     v = claims.judge(c, wide)
     assert v.verdict == claims.UNDECIDED and "across the edge 0.80" in v.reason
+    same = claims.decide(c, 0.89, [0.89] * 7)         # equal readings: no spread, not a rounding error
+    assert same.verdict == claims.AGREES and same.half == 0.0 and "0.89 ± 0.00 (97.5 %)" in same.text, same.text
     two = pd.DataFrame([_row("b", "m", v, rid, {}) for v, rid in zip((0.5, 0.5), LAUNCHES)])
     v = claims.judge(c, two)
     assert v.verdict == claims.UNDECIDED and "at least 3 launches" in v.reason

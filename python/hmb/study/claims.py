@@ -686,8 +686,10 @@ def decide(claim: dict, value: float, each: list) -> Decision:
         why = "the claim's selections come from launches that do not pair up" if not vals and each == [] \
             else f"{_launch_text(n)}"
         return Decision(UNDECIDED, n, text=f"undecided: {why}; a verdict rests on at least {MIN_LAUNCHES} launches")
-    mean = sum(vals) / n
-    sd = math.sqrt(sum((v - mean) ** 2 for v in vals) / (n - 1))
+    # statistics' exact sums: equal readings (a Spearman ρ of 7 sizes takes few values) give a
+    # spread of 0, not a rounding error printed as "± 1.35e-16"
+    mean = statistics.mean(vals)
+    sd = statistics.stdev(vals, mean)
     se = sd / math.sqrt(n)
     half = float(student.ppf(0.5 + LEVEL / 2, n - 1)) * se
     lo, hi = acceptance(claim)
