@@ -67,8 +67,7 @@ class Driven:
     claims: list          # expanded claims (dicts) that read its points
     keys: list            # their history keys
     tags: dict = dataclasses.field(default_factory=dict)   # mpi -> the tags of its launches so far
-    whole: dict | None = None   # the bench as planned, before a later round focused it (focus)
-    runs: list = dataclasses.field(default_factory=list)   # this round's benches (focused), each with its mpis
+    runs: list = dataclasses.field(default_factory=list)   # this round's benches (bench focused), each with its mpis
 
 
 def selections(claim: dict) -> list[dict]:
@@ -517,7 +516,7 @@ def _next_round(units: list, still: dict) -> dict:
             groups: dict = {}
             for m in dict.fromkeys(m for k in d.keys for (kk, m) in still if kk == k):
                 cells = [c for k in d.keys for c in still.get((k, m), ())]
-                b = focus(d.whole or d.bench, cells)
+                b = focus(d.bench, cells)
                 groups.setdefault(json.dumps(b, sort_keys=True, default=str), (b, []))[1].append(m)
             if groups:
                 out[id(d)] = [{**b, "mpis": sorted(ms)} for b, ms in groups.values()]
@@ -650,7 +649,6 @@ def drive(units: list[Unit], figures: list[dict], out: Path, mpis: list, hosts=N
         target += STEP
         for u in units:
             for d in u.driven:
-                d.whole = d.whole or copy.deepcopy(d.bench)
                 d.runs = following.get(id(d), [])
                 for b in d.runs:
                     b["repeats"] = target
