@@ -655,10 +655,13 @@ def test_demo_names_the_cell_or_per_value_of_each_verdict(tmp_path, monkeypatch,
     for c in seed000.claims:
         c["demo"] = c["quote"].startswith("With one thread")
     monkeypatch.setattr(sweep, "run", planted_run)
-    monkeypatch.setattr(scli, "names", lambda: ["seed000-partitioned"])
-    monkeypatch.setattr(scli, "load", lambda name: seed000)
+    seed002 = hstudy.load("seed002-matching")
+    monkeypatch.setattr(scli, "names", lambda: ["seed000-partitioned", "seed002-matching"])
+    monkeypatch.setattr(scli, "load", lambda name: seed000 if name == seed000.name else seed002)
     assert study_cli.demo("mpich", tmp_path / "demo") == 0
     out = (tmp_path / "demo" / "demo.md").read_text()
+    # a study with nothing this machine can judge is named in the closing lines, with why
+    assert "from 1 study," in out and "seed002-matching: no claim of this study" in out.split("hmb study demo:")[-1]
     assert "Fig. 4 [cache = hot]: \"With one thread" in out
     assert "→ agrees" in out and "3 launches" in out
     assert "not in the demo: needs 4 cores:" in out

@@ -890,8 +890,15 @@ def demo(mpi: str, out: Path) -> int:
                                                               "not comparable")}
     seeds = sum(any(v.verdict in ("agrees", "differs") for v in vs) for vs in per_study)
     lines += ["", f"hmb study demo: {count['agrees'] + count['differs']} verdicts ({count['agrees']} agree, "
-              f"{count['differs']} differ) from {seeds} studies, {count['unstable']} unstable, "
-              f"{count['undecided']} undecided, {count['not comparable']} not comparable"]
+              f"{count['differs']} differ) from {seeds} {'study' if seeds == 1 else 'studies'}, "
+              f"{count['unstable']} unstable, {count['undecided']} undecided, "
+              f"{count['not comparable']} not comparable"]
+    silent = [u.study.name for u in units if not u.judged]
+    if silent:
+        which = "these studies" if len(silent) > 1 else "this study"
+        lines.append(wrap_line(f"  {', '.join(silent)}: no claim of {which} can be judged on this "
+                               f"{fit.cores()}-core machine; the 'not in the demo' lines above say what "
+                               f"each needs", width))
     text = "\n".join(lines) + "\n"
     write_file(out / "demo.md", text)
     print("\n" + text)
