@@ -655,13 +655,21 @@ def test_demo_names_the_cell_or_per_value_of_each_verdict(tmp_path, monkeypatch,
     for c in seed000.claims:
         c["demo"] = c["quote"].startswith("With one thread")
     monkeypatch.setattr(sweep, "run", planted_run)
-    seed002 = hstudy.load("seed002-matching")
-    monkeypatch.setattr(scli, "names", lambda: ["seed000-partitioned", "seed002-matching"])
-    monkeypatch.setattr(scli, "load", lambda name: seed000 if name == seed000.name else seed002)
+    others = {n: hstudy.load(n) for n in ("seed002-matching", "seed003-threads")}
+    monkeypatch.setattr(scli, "names", lambda: ["seed000-partitioned", *others])
+    monkeypatch.setattr(scli, "load", lambda name: seed000 if name == seed000.name else others[name])
+    real_elsewhere = scli.elsewhere    # seed003 as on a machine where hmb study run judges some of it
+
+    def elsewhere(study, *a):
+        return (["judged by hmb study run seed003-threads: 2 (Slide Category 3)"] if study.name == "seed003-threads"
+                else real_elsewhere(study, *a))
+    monkeypatch.setattr(scli, "elsewhere", elsewhere)
     assert study_cli.demo("mpich", tmp_path / "demo") == 0
     out = (tmp_path / "demo" / "demo.md").read_text()
-    # a study with nothing this machine can judge is named in the closing lines, with why
-    assert "from 1 study," in out and "seed002-matching: no claim of this study" in out.split("hmb study demo:")[-1]
+    # a study the demo judges nothing of is named in the closing lines: nowhere here, or by study run
+    closing = out.split("hmb study demo:")[-1]
+    assert "from 1 study," in closing and "seed002-matching: no claim of this study can be judged" in closing
+    assert "seed003-threads: no claim in the demo; hmb study run NAME judges" in closing
     assert "Fig. 4 [cache = hot]: \"With one thread" in out
     assert "→ agrees" in out and "3 launches" in out
     assert "not in the demo: needs 4 cores:" in out

@@ -862,7 +862,7 @@ def demo(mpi: str, out: Path) -> int:
     width = max(60, min(shutil.get_terminal_size((120, 24)).columns, 120))
     lines = [f"hmb study demo: {outcome.seconds:.0f} s, {outcome.launches} launches on {', '.join(mpis)}; "
              f"what --fit changed: {out / 'fit.txt'}"]
-    every, per_study = [], []
+    every, per_study, silent, by_run = [], [], [], []
     for u in units:
         study = u.study
         sub = out / study.name
@@ -883,8 +883,12 @@ def demo(mpi: str, out: Path) -> int:
                     lines.append(wrap_line(f"    {extra}", width))
             if len(v.launches) > 1:
                 lines.append(f"    each launch alone: {', '.join(claims_fmt(x) for x in v.launches)}")
-        for line in elsewhere(study, set(u.keys), fit.cores(), described):
+        rest = elsewhere(study, set(u.keys), fit.cores(), described)
+        for line in rest:
             lines.append(wrap_line(f"  not in the demo: {line}", width))
+        if not u.judged:   # a study the demo judges nothing of: by study run, or nowhere on this machine
+            run_judges = any(line.startswith("judged by hmb study run") for line in rest)
+            (by_run if run_judges else silent).append(study.name)
         lines.append(f"  report: {sub / 'study.md'}")
     count = {w: sum(v.verdict == w for v in every) for w in ("agrees", "differs", "unstable", "undecided",
                                                               "not comparable")}
@@ -893,12 +897,14 @@ def demo(mpi: str, out: Path) -> int:
               f"{count['differs']} differ) from {seeds} {'study' if seeds == 1 else 'studies'}, "
               f"{count['unstable']} unstable, {count['undecided']} undecided, "
               f"{count['not comparable']} not comparable"]
-    silent = [u.study.name for u in units if not u.judged]
     if silent:
         which = "these studies" if len(silent) > 1 else "this study"
         lines.append(wrap_line(f"  {', '.join(silent)}: no claim of {which} can be judged on this "
                                f"{fit.cores()}-core machine; the 'not in the demo' lines above say what "
                                f"each needs", width))
+    if by_run:
+        lines.append(wrap_line(f"  {', '.join(by_run)}: no claim in the demo; hmb study run NAME judges "
+                               f"those this machine can", width))
     text = "\n".join(lines) + "\n"
     write_file(out / "demo.md", text)
     print("\n" + text)
