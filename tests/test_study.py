@@ -691,3 +691,44 @@ def test_a_study_directory_of_an_earlier_hmb_is_reported_with_the_current_claims
     err = capsys.readouterr().err
     assert "written by an earlier HMB" in err and "seed000-partitioned's claims" in err
     assert "Claims beside HMB's readings" in (tmp_path / "study.md").read_text()
+
+
+def test_demo_reads_the_benchmarks_after_its_rounds_built_them(tmp_path, monkeypatch):
+    """In a fresh clone nothing is built before the demo's rounds, and the demo read the
+    benchmarks' descriptors before them: without async's spare-core rule its progress-thread claims
+    were summarised as "judged by hmb study run" on 2 cores. The descriptors are read after the
+    rounds (here: none before the planted launches, async's after them)."""
+    import types
+    from hmb.data import descriptors
+    from hmb.run import sweep
+    from hmb.study import cli as scli
+    built = []
+
+    def planted_run(cfg, **kw):
+        built.append(True)
+        recs = []
+        for spec in sweep.expand(cfg, probe_mpi=False):
+            r = _run(spec.tag, "part", options={"compute": "10ms", "cache": "hot"})
+            r["tag"] = spec.tag
+            recs += [r, result(spec.tag, "part", {"size_bytes": 65536, "partitions": 1, "noise": "none"},
+                               {"overhead": metric(1.0, unit="ratio")})]
+            recs.append({"type": "launch", "tag": spec.tag, "status": "done", "rc": 0, "elapsed_s": 0.5,
+                         "point": spec.point()})
+        with open(cfg.output, "a") as f:
+            f.write("".join(json.dumps(x) + "\n" for x in recs))
+        return 0
+    seed000, seed004 = hstudy.load("seed000-partitioned"), hstudy.load("seed004-async")
+    for c in seed000.claims:
+        c["demo"] = c["quote"].startswith("With one thread")
+    async_bench = descriptors.Bench("async", "", "", (), (), spare_core_when="progress=impl,thread")
+    monkeypatch.setattr(scli, "descriptors",
+                        types.SimpleNamespace(local=lambda: {"async": async_bench} if built else {}))
+    monkeypatch.setattr(sweep, "run", planted_run)
+    monkeypatch.setattr(scli, "names", lambda: ["seed000-partitioned", "seed004-async"])
+    monkeypatch.setattr(scli, "load", lambda name: seed000 if name == seed000.name else seed004)
+    monkeypatch.setattr(scli.fit, "cores", lambda: 2)
+    assert study_cli.demo("mpich", tmp_path / "demo") == 0
+    out = (tmp_path / "demo" / "demo.md").read_text()
+    assert "not in the demo: needs 4 cores (a spare core per rank for the progress thread)" in out
+    assert "judged by hmb study run seed004-async" not in out
+    assert "seed004-async: no claim of this study can be judged on this 2-core machine" in out
