@@ -632,6 +632,29 @@ def test_table_panels_by_several_columns(tmp_path):
     assert [ax.get_title() for ax in f.axes] == ["ranks=28", "ranks=224"]
 
 
+def _planted_part_run(overhead: float, calls: list | None = None):
+    """A stand-in for sweep.run in the demo's tests: each launch the sweep would run writes its
+    run record, one part result at 64K (one partition) reading `overhead`, and its launch record;
+    each call is appended to `calls`."""
+    from hmb.run import sweep
+
+    def planted_run(cfg, **kw):
+        if calls is not None:
+            calls.append(True)
+        recs = []
+        for spec in sweep.expand(cfg, probe_mpi=False):
+            r = _run(spec.tag, "part", options={"compute": "10ms", "cache": "hot"})
+            r["tag"] = spec.tag
+            recs += [r, result(spec.tag, "part", {"size_bytes": 65536, "partitions": 1, "noise": "none"},
+                               {"overhead": metric(overhead, unit="ratio")})]
+            recs.append({"type": "launch", "tag": spec.tag, "status": "done", "rc": 0, "elapsed_s": 0.5,
+                         "point": spec.point()})
+        with open(cfg.output, "a") as f:
+            f.write("".join(json.dumps(x) + "\n" for x in recs))
+        return 0
+    return planted_run
+
+
 def test_demo_names_the_cell_or_per_value_of_each_verdict(tmp_path, monkeypatch, capsys):
     """A claim judged per value or per cell prints which one beside its figure (seed000's
     one-partition claims per cache, seed004's per size): three identical quotes were unreadable.
@@ -639,18 +662,7 @@ def test_demo_names_the_cell_or_per_value_of_each_verdict(tmp_path, monkeypatch,
     from hmb.run import sweep
     from hmb.study import cli as scli
 
-    def planted_run(cfg, **kw):
-        recs = []
-        for spec in sweep.expand(cfg, probe_mpi=False):
-            r = _run(spec.tag, "part", options={"compute": "10ms", "cache": "hot"})
-            r["tag"] = spec.tag
-            recs += [r, result(spec.tag, "part", {"size_bytes": 65536, "partitions": 1, "noise": "none"},
-                               {"overhead": metric(1.1, unit="ratio")})]
-            recs.append({"type": "launch", "tag": spec.tag, "status": "done", "rc": 0, "elapsed_s": 0.5,
-                         "point": spec.point()})
-        with open(cfg.output, "a") as f:
-            f.write("".join(json.dumps(x) + "\n" for x in recs))
-        return 0
+    planted_run = _planted_part_run(1.1)
     seed000 = hstudy.load("seed000-partitioned")
     for c in seed000.claims:
         c["demo"] = c["quote"].startswith("With one thread")
@@ -704,19 +716,7 @@ def test_demo_reads_the_benchmarks_after_its_rounds_built_them(tmp_path, monkeyp
     from hmb.study import cli as scli
     built = []
 
-    def planted_run(cfg, **kw):
-        built.append(True)
-        recs = []
-        for spec in sweep.expand(cfg, probe_mpi=False):
-            r = _run(spec.tag, "part", options={"compute": "10ms", "cache": "hot"})
-            r["tag"] = spec.tag
-            recs += [r, result(spec.tag, "part", {"size_bytes": 65536, "partitions": 1, "noise": "none"},
-                               {"overhead": metric(1.0, unit="ratio")})]
-            recs.append({"type": "launch", "tag": spec.tag, "status": "done", "rc": 0, "elapsed_s": 0.5,
-                         "point": spec.point()})
-        with open(cfg.output, "a") as f:
-            f.write("".join(json.dumps(x) + "\n" for x in recs))
-        return 0
+    planted_run = _planted_part_run(1.0, built)
     seed000, seed004 = hstudy.load("seed000-partitioned"), hstudy.load("seed004-async")
     for c in seed000.claims:
         c["demo"] = c["quote"].startswith("With one thread")
