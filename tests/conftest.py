@@ -50,6 +50,16 @@ def get_mpi(name: str) -> hmpi.MPI:
     return _built[name]
 
 
+@pytest.fixture(scope="session")
+def built_bench():
+    """The newest hmb-bench built here, the default MPI's built first when none is: for a test
+    that reads its descriptors (the launch needs `hmb run --help` lists, a benchmark's run-control
+    options) and launches nothing. Without it such a test read whatever another test had built by
+    then: it failed when it ran first (a CI run on a clean clone). It uses no get_mpi, so it stays
+    out of the `mpi` group; under HMB_NO_MPI it finds the build `make test-fast` makes first."""
+    return hmpi.local_binary(True)
+
+
 # Open MPI 5.0.11 (wheel), partitioned communication with more than one partitioned request
 # between two ranks: receive buffers written while their requests are inactive, sends complete
 # before their data left, runs hang (docs/findings.md; scripts/repro/partitioned_rounds.c shows it
@@ -362,12 +372,15 @@ def run_bench(mpi_name: str, args: list[str], ranks: int = 2, threads: int = 1,
 def _fresh_process_state() -> None:
     """Empty what hmb caches once per process (a binary's descriptors, the launch probes' answers,
     the lines said once, the launch-needs rules), so an in-process `hmb` call sees what a new
-    process would (a test's fake hmb-bench lists other benchmarks than the one before it)."""
+    process would (a test's fake hmb-bench lists other benchmarks than the one before it), and the
+    parser, whose `hmb run --help` lists those rules as they were when it was made."""
+    from hmb import commands
     from hmb.data import descriptors
     from hmb.run import launch, requirements
     for cache in (descriptors._cache, launch._accepted, launch._said_oversub, launch._paths):
         cache.clear()
     requirements._rules = None
+    commands.make_parser.cache_clear()
 
 
 def hmb_cli(args, cwd=None, env: dict | None = None, timeout: float | None = None) -> subprocess.CompletedProcess:

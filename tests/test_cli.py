@@ -44,7 +44,14 @@ def test_help_reads_well():
         r = hmb([sub, "--help"])
         assert r.returncode == 0 and r.stdout.startswith("usage: hmb " + sub), sub
         assert len(r.stdout.splitlines()) > 4
-    assert "MPIR_CVAR_ASYNC_PROGRESS" in hmb(["run", "--help"]).stdout
+    assert "library settings applied per mode:" in hmb(["run", "--help"]).stdout
+
+
+def test_run_help_lists_the_launch_needs_hmb_bench_declares(built_bench):
+    """`hmb run --help` lists each mode's library settings as the built hmb-bench declares them."""
+    text = hmb(["run", "--help"]).stdout
+    assert "MPIR_CVAR_ASYNC_PROGRESS=1" in text and "I_MPI_ASYNC_PROGRESS=1" in text
+    assert "run `hmb build` first" not in text
 
 
 def test_console_script_runs():

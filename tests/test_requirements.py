@@ -79,7 +79,7 @@ def test_unsplit_points_stay_one_launch():
     assert comm.env_added == {"MPIR_CVAR_CH4_NUM_VCIS": "2"} and comm.split == ""
 
 
-def test_explain_names_every_rule():
+def test_explain_names_every_rule(built_bench):
     text = requirements.explain()
     assert "MPIR_CVAR_CH4_RESERVE_VCIS=T MPIR_CVAR_CH4_NUM_VCIS=T+1" in text
     assert "MPIR_CVAR_ASYNC_PROGRESS=1" in text and "layout everywhere" in text

@@ -46,7 +46,7 @@ def async_run(w, ranks: int, median: float, options: dict | None = None, level="
     return run_id
 
 
-def test_identity_has_layout_and_run_options_but_not_run_control(tmp_path):
+def test_identity_has_layout_and_run_options_but_not_run_control(tmp_path, built_bench):
     w = synth.Writer()
     async_run(w, 2, 80.0, {"compute": "1ms", "cache": "cold", "llc-size": "32M", "noise-thread": "fixed"})
     t = tidy.read([write(tmp_path / "a.jsonl", w.lines)])
@@ -66,7 +66,7 @@ def test_identity_has_layout_and_run_options_but_not_run_control(tmp_path):
     assert dict(t.keys(t.df)[0][1])["ranks"] == "2"
 
 
-def test_different_ranks_options_and_thread_levels_are_different_points(tmp_path):
+def test_different_ranks_options_and_thread_levels_are_different_points(tmp_path, built_bench):
     w = synth.Writer()
     async_run(w, 2, 80.0)
     async_run(w, 4, 20.0)

@@ -254,7 +254,7 @@ def test_missing_benchmark_is_skipped_only_when_asked(tmp_path, capsys):
             os.environ.pop(k, None)
 
 
-def test_system_mpi_uses_its_detected_flavor(tmp_path, monkeypatch):
+def test_system_mpi_uses_its_detected_flavor(tmp_path, monkeypatch, built_bench):
     # A system Intel MPI gets I_MPI_ASYNC_PROGRESS, not MPICH's variable.
     from hmb.run import mpi as hmpi
     monkeypatch.delenv("HMB_BENCH_OVERRIDE", raising=False)
